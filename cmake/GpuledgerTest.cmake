@@ -1,0 +1,17 @@
+# gpuledger_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABELS unit|integration|e2e])
+# One GoogleTest binary registered with CTest; label defaults to "unit".
+function(gpuledger_test)
+  cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} gpuledger_flags GTest::gtest GTest::gtest_main
+                                          GTest::gmock)
+  target_compile_definitions(${T_NAME} PRIVATE
+    GPULEDGER_SHARED_DATA="${GPULEDGER_SHARED_DATA}"
+    GPULEDGER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GPULEDGER_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600)
+endfunction()

@@ -1,0 +1,17 @@
+#pragma once
+// Exact apportionment of an integer total by integer weights (largest-remainder method).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace gpuledger {
+
+// Shares of `total` proportional to `weights`, summing to `total` exactly. Each share is the
+// floor or the ceiling of its exact quotient; leftover units go to the largest remainders, ties
+// to the lower index, so results are deterministic. All weights zero: everything to the last
+// index (callers put their "idle" or "unattributed" bucket last). Empty weights: empty result.
+// Precondition: total >= 0.
+std::vector<std::int64_t> Apportion(std::int64_t total, std::span<const std::uint64_t> weights);
+
+}  // namespace gpuledger

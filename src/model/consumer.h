@@ -1,0 +1,38 @@
+#pragma once
+// Who uses a GPU: a container of a pod, or (outside Kubernetes, or a process in no pod) a host
+// consumer such as a Unix user or a systemd unit.
+
+#include <compare>
+#include <map>
+#include <string>
+
+#include "common/ids.h"
+
+namespace gpuledger {
+
+// Namespace given to consumers that are not Kubernetes containers. The pod field then names
+// the consumer ("user:alice", "unit:jupyter.service", "pid:4242 (python3)").
+inline constexpr std::string_view kHostNamespace = "__host__";
+
+struct ConsumerRef {
+  std::string namespace_name;
+  std::string pod;
+  PodUid pod_uid;
+  std::string container;
+
+  auto operator<=>(const ConsumerRef&) const = default;
+  bool IsHost() const { return namespace_name == kHostNamespace; }
+  // "namespace/pod/container": the key `report --by container` prints.
+  std::string Key() const { return namespace_name + "/" + pod + "/" + container; }
+};
+
+// Metadata that reports aggregate by; not needed to attribute.
+struct ConsumerInfo {
+  ConsumerRef ref;
+  std::string owner_kind;  // top controller: Deployment, StatefulSet, Job, CronJob, ... or "Pod"
+  std::string owner_name;
+  std::map<std::string, std::string> labels;            // pod labels
+  std::map<std::string, std::string> namespace_labels;  // inherited when the pod lacks a key
+};
+
+}  // namespace gpuledger

@@ -1,0 +1,61 @@
+#pragma once
+// The hourly ledger (design section 7): one DeviceHour per (hour, physical GPU), one UsageRow per
+// (hour, physical GPU, consumer). Writes are idempotent by those keys.
+
+#include <string>
+#include <vector>
+
+#include "common/ids.h"
+#include "common/units.h"
+#include "model/consumer.h"
+#include "model/sharing.h"
+
+namespace gpuledger {
+
+struct DeviceHour {
+  Micros hour_us = 0;              // start of the UTC hour
+  std::string cluster;
+  std::string node;
+  GpuUuid gpu;
+  std::string gpu_model;
+  SharingMode sharing = SharingMode::kExclusive;
+  std::string pricing_class;       // "on-demand", "spot", "reserved", "on-prem"
+  Nanos price_nanos = 0;           // what this device cost in this hour (hourly price x metered)
+  GpuMicros metered_us = 0;        // time the device was observed in this hour
+  GpuMicros unmetered_us = 0;      // time in the hour nobody observed (agent down, gaps)
+  GpuMicros unallocated_us = 0;    // metered time no grant covered: the allocation-idle remainder
+  GpuMicros busy_us = 0;
+  GpuMicros idle_us = 0;           // metered, not busy
+  GpuMicros unattributed_us = 0;   // busy, no known process explains it
+  Bytes memory_total_bytes = 0;
+  ByteMicros unattributed_memory_byte_us = 0;
+  MilliJoules energy_mj = 0;
+  MilliJoules idle_energy_mj = 0;
+  MilliJoules unattributed_energy_mj = 0;
+};
+
+struct UsageRow {
+  Micros hour_us = 0;
+  GpuUuid gpu;
+  ConsumerInfo consumer;
+  std::string node;
+  std::string gpu_model;
+  SharingMode sharing = SharingMode::kExclusive;
+  std::string device_id;           // replica / MIG instance / GPU it held
+  GpuMicros allocated_us = 0;      // Σ over the hour's rows + unallocated_us == metered_us
+  GpuMicros compute_us = 0;
+  ByteMicros memory_byte_us = 0;
+  Bytes peak_memory_bytes = 0;
+  MilliJoules energy_mj = 0;
+  Quality compute_quality = Quality::kNone;
+  Quality memory_quality = Quality::kNone;
+  std::string compute_rule;
+};
+
+// One device-hour with its consumers: the unit a store writes atomically.
+struct LedgerHour {
+  DeviceHour device;
+  std::vector<UsageRow> usage;
+};
+
+}  // namespace gpuledger

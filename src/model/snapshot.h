@@ -1,0 +1,87 @@
+#pragma once
+// NodeSnapshot: everything one node observed over one interval [start_us, end_us). The agent
+// builds it from NVML, procfs, PodResources and CRI; the simulator builds the same thing from a
+// scenario. Attribution is a pure function of it.
+//
+// Usage signals are integrals over the interval, not instantaneous values: the agent sums
+// NVML's samples (utilization percent x sample period) since the previous cycle, so a snapshot
+// over 1 s and one over 60 s mean the same thing.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/ids.h"
+#include "common/units.h"
+#include "model/consumer.h"
+#include "model/sharing.h"
+
+namespace gpuledger {
+
+struct PhysicalGpu {
+  GpuUuid uuid;            // GPU-<uuid>
+  std::string model;       // catalog name: "H100-80GB", "A100-40GB", "L4", "T4", ...
+  Bytes memory_total_bytes = 0;
+  SharingMode sharing = SharingMode::kExclusive;
+  int replicas = 1;        // time-slicing or MPS replicas advertised per GPU (or per MIG instance)
+  int total_slices = 7;    // MIG compute slices of the whole GPU (7; A30: 4)
+};
+
+struct MigInstance {
+  GpuUuid uuid;            // MIG-<uuid>
+  GpuUuid parent;          // the physical GPU
+  std::string profile;     // "3g.71gb"
+  int compute_slices = 1;
+  Bytes memory_total_bytes = 0;
+};
+
+// What Kubernetes granted one container: a device id as the device plugin or DRA reports it.
+struct Grant {
+  ConsumerRef consumer;
+  std::string device_id;     // "GPU-<uuid>", "GPU-<uuid>::<n>", "MIG-<uuid>", "MIG-<uuid>::<n>"
+  std::string resource_name; // "nvidia.com/gpu", "nvidia.com/mig-3g.71gb", "gpu_milli", DRA driver
+  // A declared share of the physical GPU that overrides the mode's default: fractional sharing
+  // (gpu_milli, HAMi gpucores) and MPS active-thread percentages. Unset: the mode decides.
+  std::optional<SharePpd> declared_ppd;
+  std::string dra_claim;     // DRA: "namespace/claim"; pods naming one shared claim split it
+};
+
+// One GPU process seen during the interval.
+struct ProcessObservation {
+  int pid = 0;
+  GpuUuid device;                        // physical GPU, or the MIG instance it runs in
+  std::optional<ConsumerRef> consumer;   // unset: in no container (see host_name)
+  std::string host_name;                 // consumer name when not in a pod: "user:alice", ...
+  Bytes used_memory_bytes = 0;           // NVML per-process memory (exact)
+  // SM busy time integrated from per-process utilization samples (smUtil% x sample period).
+  // Unset when NVML gives none for this process (MIG, most MPS clients). Zero when it gave
+  // samples with 0%, or none because the process was not busy in the last sample period.
+  std::optional<GpuMicros> sm_busy_us;
+  std::string visible_devices;           // NVIDIA_VISIBLE_DEVICES of the process, if read
+};
+
+// Device-level signals for a physical GPU or a MIG instance, integrated over the interval.
+struct DeviceSignals {
+  GpuUuid device;
+  // Time any kernel ran (NVML utilization.gpu x period). For a MIG instance: the instance's own
+  // activity, relative to the instance (DCGM GR_ENGINE_ACTIVE), when DCGM is present; NVML gives
+  // none on MIG. Unset when unknown.
+  std::optional<GpuMicros> busy_us;
+  Bytes memory_used_bytes = 0;
+  std::optional<MilliJoules> energy_mj;   // energy used during the interval (counter delta)
+};
+
+struct NodeSnapshot {
+  std::string node;
+  Micros start_us = 0;
+  Micros end_us = 0;
+  std::vector<PhysicalGpu> gpus;
+  std::vector<MigInstance> mig_instances;
+  std::vector<DeviceSignals> signals;
+  std::vector<Grant> grants;
+  std::vector<ProcessObservation> processes;
+
+  Micros duration_us() const { return end_us - start_us; }
+};
+
+}  // namespace gpuledger

@@ -1,0 +1,44 @@
+#pragma once
+// The ledger store: one interface, SQLite now (PostgreSQL later). Writes are idempotent:
+// writing a LedgerHour replaces every row of that (hour, gpu), so a re-ingest replaces, never
+// adds. Thread-compatible: one writer at a time.
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/units.h"
+#include "model/ledger.h"
+
+namespace gpuledger::store {
+
+struct TimeRange {
+  Micros from_us = 0;                 // inclusive, hour-aligned by callers
+  Micros to_us = INT64_MAX;           // exclusive
+};
+
+class LedgerStore {
+ public:
+  virtual ~LedgerStore() = default;
+
+  // Writes all hours in one transaction; each replaces its (hour, gpu) rows entirely.
+  virtual Status WriteHours(std::span<const LedgerHour> hours) = 0;
+
+  virtual Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) = 0;
+  // Usage rows with their consumer info (owner, pod labels, namespace labels) filled in.
+  virtual Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) = 0;
+  // [first hour, last hour + 1h) over everything stored; nullopt-like {0,0} when empty.
+  virtual Result<TimeRange> Extent() = 0;
+
+  // Key/value facts about the ledger (cluster name, currency, simulator seed, ...).
+  virtual Status PutMeta(const std::string& key, const std::string& value) = 0;
+  virtual Result<std::map<std::string, std::string>> ReadMeta() = 0;
+};
+
+// Opens (creating if needed) an SQLite ledger file in WAL mode; migrates the schema.
+Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path);
+
+}  // namespace gpuledger::store
