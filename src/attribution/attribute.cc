@@ -1,0 +1,420 @@
+#include "attribution/attribute.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "common/apportion.h"
+
+namespace gpuledger::attribution {
+namespace {
+
+// A unit a grant or a process can name: the physical GPU itself or one of its MIG instances.
+struct Unit {
+  const MigInstance* mig = nullptr;  // null: the physical GPU
+};
+
+// Per-consumer working state while one physical GPU is attributed.
+struct Work {
+  ConsumerUsage usage;
+  SharePpd declared_or_default_ppd = 0;  // allocation share before over-subscription scaling
+  GpuMicros sm_weight = 0;               // Σ per-process SM samples on this GPU
+  bool has_samples = false;
+  bool has_process = false;
+  std::set<std::string> process_units;  // base ids of the units its processes ran on
+  std::set<std::string> rules;
+};
+
+ConsumerRef HostRef(const ProcessObservation& p) {
+  return ConsumerRef{std::string(kHostNamespace), p.host_name, PodUid{}, ""};
+}
+
+ConsumerRef RefOf(const ProcessObservation& p) { return p.consumer ? *p.consumer : HostRef(p); }
+
+std::string JoinRules(const std::set<std::string>& rules) {
+  std::string out;
+  for (const auto& r : rules) out += (out.empty() ? "" : "+") + r;
+  return out;
+}
+
+class GpuAttributor {
+ public:
+  GpuAttributor(const NodeSnapshot& snap, const PhysicalGpu& gpu) : snap_(snap), gpu_(gpu) {
+    for (const auto& m : snap.mig_instances)
+      if (m.parent == gpu.uuid) migs_.push_back(&m);
+  }
+
+  DeviceUsage Run() {
+    out_.gpu = gpu_.uuid;
+    out_.model = gpu_.model;
+    out_.sharing = gpu_.sharing;
+    out_.start_us = snap_.start_us;
+    out_.end_us = snap_.end_us;
+    out_.memory_total_bytes = gpu_.memory_total_bytes;
+    dt_ = std::max<Micros>(0, snap_.duration_us());
+    Allocate();
+    CollectProcesses();
+    if (migs_.empty()) {
+      ComputeWholeGpu();
+    } else {
+      ComputeMig();
+    }
+    Memory();
+    Energy();
+    for (auto& [ref, w] : work_) {
+      w.usage.compute_rule = JoinRules(w.rules);
+      out_.consumers.push_back(std::move(w.usage));
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Finds the unit a device id names on this GPU; false when it is elsewhere.
+  bool Resolve(std::string_view device_id, Unit& unit) const {
+    std::string_view base = BaseDeviceId(device_id);
+    if (base == gpu_.uuid.value) return true;
+    for (const MigInstance* m : migs_) {
+      if (base == m->uuid.value) {
+        unit.mig = m;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool IsReplica(std::string_view device_id) const {
+    return BaseDeviceId(device_id).size() != device_id.size() || gpu_.replicas > 1;
+  }
+
+  Work& WorkFor(const ConsumerRef& ref, std::string_view device_id) {
+    auto [it, inserted] = work_.try_emplace(ref);
+    if (inserted) {
+      it->second.usage.consumer = ref;
+      it->second.usage.device_id = std::string(device_id);
+    }
+    return it->second;
+  }
+
+  SharePpd UnitShare(const Unit& unit) const {
+    if (unit.mig == nullptr) return kWholeGpu;
+    int total = std::max(1, gpu_.total_slices);
+    return kWholeGpu / total * std::clamp(unit.mig->compute_slices, 0, total);
+  }
+
+  void Allocate() {
+    // DRA: a device is split among the claims on it, a claim among the pods that name it.
+    std::map<std::string, std::set<std::string>> claims_on_unit;    // unit id -> claims
+    std::map<std::string, std::set<ConsumerRef>> pods_of_claim;     // claim -> consumers
+    for (const Grant& g : snap_.grants) {
+      Unit unit;
+      if (g.dra_claim.empty() || !Resolve(g.device_id, unit)) continue;
+      claims_on_unit[std::string(BaseDeviceId(g.device_id))].insert(g.dra_claim);
+      pods_of_claim[g.dra_claim].insert(g.consumer);
+    }
+    for (const Grant& g : snap_.grants) {
+      Unit unit;
+      if (!Resolve(g.device_id, unit)) continue;
+      SharePpd share = UnitShare(unit);
+      if (g.declared_ppd) {
+        share = std::clamp<SharePpd>(*g.declared_ppd, 0, share);
+      } else if (!g.dra_claim.empty()) {
+        auto claims = claims_on_unit[std::string(BaseDeviceId(g.device_id))].size();
+        auto pods = pods_of_claim[g.dra_claim].size();
+        share = share / static_cast<SharePpd>(claims) / static_cast<SharePpd>(pods);
+      } else if (IsReplica(g.device_id) &&
+                 (gpu_.sharing == SharingMode::kTimeSlicing || gpu_.sharing == SharingMode::kMps ||
+                  unit.mig != nullptr)) {
+        share /= std::max(1, gpu_.replicas);
+      }
+      WorkFor(g.consumer, g.device_id).declared_or_default_ppd += share;
+    }
+    // Exact fit: shares that add up to more than the GPU are scaled down to it.
+    std::vector<std::uint64_t> weights;
+    SharePpd sum = 0;
+    for (auto& [ref, w] : work_) {
+      weights.push_back(static_cast<std::uint64_t>(w.declared_or_default_ppd));
+      sum += w.declared_or_default_ppd;
+    }
+    if (sum > kWholeGpu) {
+      auto scaled = Apportion(kWholeGpu, weights);
+      std::size_t i = 0;
+      for (auto& [ref, w] : work_) w.usage.allocated_ppd = scaled[i++];
+      sum = kWholeGpu;
+    } else {
+      for (auto& [ref, w] : work_) w.usage.allocated_ppd = w.declared_or_default_ppd;
+    }
+    out_.unallocated_ppd = kWholeGpu - sum;
+  }
+
+  void CollectProcesses() {
+    for (const ProcessObservation& p : snap_.processes) {
+      Unit unit;
+      if (!Resolve(p.device.value, unit)) continue;
+      Work& w = WorkFor(RefOf(p), p.device.value);
+      w.has_process = true;
+      w.process_units.insert(std::string(BaseDeviceId(p.device.value)));
+      if (p.sm_busy_us) {
+        w.has_samples = true;
+        w.sm_weight += std::max<GpuMicros>(0, *p.sm_busy_us);
+      }
+      procs_.push_back(&p);
+    }
+  }
+
+  const DeviceSignals* SignalFor(const GpuUuid& id) const {
+    for (const auto& s : snap_.signals)
+      if (s.device == id) return &s;
+    return nullptr;
+  }
+
+  // Splits `busy` (GPU-µs) over the consumers selected by `in_unit`; returns false when no
+  // consumer there has a process (the caller then books it unattributed).
+  template <typename Pred>
+  bool SplitBusy(GpuMicros busy, Pred in_unit, bool device_measured, std::string_view multi_rule) {
+    std::vector<Work*> present;
+    for (auto& [ref, w] : work_)
+      if (in_unit(w) && w.has_process) present.push_back(&w);
+    if (present.empty()) return false;
+    std::vector<std::uint64_t> weights;
+    bool samples = std::any_of(present.begin(), present.end(),
+                               [](const Work* w) { return w->has_samples && w->sm_weight > 0; });
+    std::string_view rule;
+    Quality quality;
+    if (samples) {
+      for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(w->sm_weight));
+      rule = "process-samples";
+      quality = Quality::kMeasured;
+    } else if (present.size() == 1) {
+      weights.push_back(1);
+      rule = "device-activity";
+      quality = device_measured ? Quality::kMeasured : Quality::kEstimated;
+    } else {
+      for (Work* w : present)
+        weights.push_back(static_cast<std::uint64_t>(std::max<SharePpd>(w->usage.allocated_ppd, 0)));
+      if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))
+        std::fill(weights.begin(), weights.end(), 1);
+      rule = multi_rule;
+      quality = Quality::kEstimated;
+    }
+    weights.push_back(0);  // nothing left over: the bucket Apportion needs last
+    auto parts = Apportion(busy, weights);
+    for (std::size_t i = 0; i < present.size(); ++i) {
+      present[i]->usage.compute_us += parts[i];
+      present[i]->usage.compute_quality = Combine(present[i]->usage.compute_quality, quality);
+      present[i]->rules.insert(std::string(rule));
+    }
+    return true;
+  }
+
+  // Consumers that hold a grant but ran nothing used nothing: a measured zero when the device
+  // was observed, only the grant when it was not.
+  void MarkIdleHolders(bool observed) {
+    for (auto& [ref, w] : work_) {
+      if (w.has_process) continue;
+      w.usage.compute_quality =
+          Combine(w.usage.compute_quality, observed ? Quality::kMeasured : Quality::kAllocated);
+      w.rules.insert(observed ? "no-process" : "grant-only");
+    }
+  }
+
+  void ComputeWholeGpu() {
+    const DeviceSignals* sig = SignalFor(gpu_.uuid);
+    bool have_busy = sig != nullptr && sig->busy_us.has_value();
+    GpuMicros sample_sum = 0;
+    bool any_samples = false;
+    for (auto& [ref, w] : work_) {
+      sample_sum += w.sm_weight;
+      any_samples = any_samples || w.has_samples;
+    }
+    GpuMicros busy = have_busy ? std::clamp<GpuMicros>(*sig->busy_us, 0, dt_)
+                               : std::clamp<GpuMicros>(sample_sum, 0, dt_);
+    bool observed = have_busy || any_samples;
+    std::string_view multi =
+        gpu_.sharing == SharingMode::kMps ? "mps-thread-share" : "allocation-share";
+    if (busy > 0 && !SplitBusy(busy, [](const Work&) { return true; }, have_busy, multi))
+      out_.unattributed_us += busy;
+    if (busy == 0) {
+      for (auto& [ref, w] : work_) {
+        if (!w.has_process) continue;
+        w.usage.compute_quality =
+            Combine(w.usage.compute_quality, observed ? Quality::kMeasured : Quality::kAllocated);
+        w.rules.insert(observed ? "device-idle" : "no-signal");
+      }
+    }
+    MarkIdleHolders(observed);
+    out_.busy_us = busy;
+    out_.idle_us = dt_ - busy;
+  }
+
+  void ComputeMig() {
+    // Slice time of each instance, apportioned from dt so the parts never exceed it.
+    std::vector<std::uint64_t> slices;
+    int used = 0;
+    for (const MigInstance* m : migs_) {
+      slices.push_back(static_cast<std::uint64_t>(std::max(0, m->compute_slices)));
+      used += std::max(0, m->compute_slices);
+    }
+    slices.push_back(static_cast<std::uint64_t>(std::max(0, gpu_.total_slices - used)));
+    auto slice_time = Apportion(dt_, slices);
+    GpuMicros busy = 0;
+    for (std::size_t i = 0; i < migs_.size(); ++i) {
+      const MigInstance* m = migs_[i];
+      auto in_unit = [&](const Work& w) { return w.process_units.count(m->uuid.value) > 0; };
+      const DeviceSignals* sig = SignalFor(m->uuid);
+      GpuMicros instance_busy;
+      bool measured = sig != nullptr && sig->busy_us.has_value();
+      if (measured) {
+        // Instance-relative activity scaled to the physical GPU's time.
+        GpuMicros rel = std::clamp<GpuMicros>(*sig->busy_us, 0, dt_);
+        instance_busy = dt_ == 0 ? 0
+                                 : static_cast<GpuMicros>(static_cast<__int128>(rel) *
+                                                          slice_time[i] / dt_);
+      } else {
+        bool present = false;
+        for (const ProcessObservation* p : procs_)
+          if (p->device == m->uuid) present = true;
+        instance_busy = present ? slice_time[i] : 0;
+      }
+      if (instance_busy > 0) {
+        bool split = measured ? SplitBusy(instance_busy, in_unit, true, "allocation-share")
+                              : SplitPresence(instance_busy, in_unit);
+        if (!split) out_.unattributed_us += instance_busy;
+      } else {
+        for (auto& [ref, w] : work_)
+          if (in_unit(w) && w.has_process) {
+            w.usage.compute_quality = Combine(w.usage.compute_quality, Quality::kMeasured);
+            w.rules.insert("device-idle");
+          }
+      }
+      busy += instance_busy;
+    }
+    MarkIdleHolders(true);
+    out_.busy_us = std::min(busy, dt_);
+    out_.idle_us = dt_ - out_.busy_us;
+  }
+
+  // MIG without DCGM: the instance's slice time goes to the consumers whose processes are
+  // present, split by allocation share (estimated).
+  template <typename Pred>
+  bool SplitPresence(GpuMicros instance_time, Pred in_unit) {
+    std::vector<Work*> present;
+    for (auto& [ref, w] : work_)
+      if (in_unit(w) && w.has_process) present.push_back(&w);
+    if (present.empty()) return false;
+    std::vector<std::uint64_t> weights;
+    for (Work* w : present)
+      weights.push_back(static_cast<std::uint64_t>(std::max<SharePpd>(1, w->usage.allocated_ppd)));
+    weights.push_back(0);
+    auto parts = Apportion(instance_time, weights);
+    for (std::size_t i = 0; i < present.size(); ++i) {
+      present[i]->usage.compute_us += parts[i];
+      present[i]->usage.compute_quality =
+          Combine(present[i]->usage.compute_quality, Quality::kEstimated);
+      present[i]->rules.insert("mig-presence");
+    }
+    return true;
+  }
+
+  void Memory() {
+    Bytes process_bytes = 0;
+    std::map<ConsumerRef, Bytes> per_consumer;
+    for (const ProcessObservation* p : procs_) {
+      Bytes b = std::max<Bytes>(0, p->used_memory_bytes);
+      per_consumer[RefOf(*p)] += b;
+      process_bytes += b;
+    }
+    for (auto& [ref, bytes] : per_consumer) {
+      Work& w = work_.at(ref);
+      w.usage.memory_byte_us += static_cast<double>(bytes) * static_cast<double>(dt_);
+      w.usage.peak_memory_bytes = std::max(w.usage.peak_memory_bytes, bytes);
+      w.usage.memory_quality = Quality::kMeasured;
+    }
+    Bytes device_used = 0;
+    bool have_used = false;
+    if (const DeviceSignals* s = SignalFor(gpu_.uuid)) {
+      device_used = s->memory_used_bytes;
+      have_used = true;
+    }
+    if (!have_used || migs_.size() > 0) {
+      Bytes sum = 0;
+      for (const MigInstance* m : migs_)
+        if (const DeviceSignals* s = SignalFor(m->uuid)) sum += s->memory_used_bytes;
+      if (!migs_.empty()) device_used = std::max(device_used, sum);
+    }
+    Bytes unexplained = std::max<Bytes>(0, device_used - process_bytes);
+    out_.unattributed_memory_byte_us = static_cast<double>(unexplained) * static_cast<double>(dt_);
+  }
+
+  void Energy() {
+    const DeviceSignals* sig = SignalFor(gpu_.uuid);
+    if (sig == nullptr || !sig->energy_mj) return;
+    MilliJoules energy = std::max<MilliJoules>(0, *sig->energy_mj);
+    out_.energy_mj = energy;
+    std::vector<std::uint64_t> weights;
+    for (auto& [ref, w] : work_) weights.push_back(static_cast<std::uint64_t>(w.usage.compute_us));
+    weights.push_back(static_cast<std::uint64_t>(out_.unattributed_us));
+    weights.push_back(static_cast<std::uint64_t>(out_.idle_us));
+    auto parts = Apportion(energy, weights);
+    std::size_t i = 0;
+    for (auto& [ref, w] : work_) w.usage.energy_mj = parts[i++];
+    out_.unattributed_energy_mj = parts[i++];
+    out_.idle_energy_mj = parts[i];
+  }
+
+  const NodeSnapshot& snap_;
+  const PhysicalGpu& gpu_;
+  std::vector<const MigInstance*> migs_;
+  std::vector<const ProcessObservation*> procs_;
+  std::map<ConsumerRef, Work> work_;
+  DeviceUsage out_;
+  Micros dt_ = 0;
+};
+
+}  // namespace
+
+std::string_view BaseDeviceId(std::string_view device_id) {
+  if (auto pos = device_id.find("::"); pos != std::string_view::npos)
+    return device_id.substr(0, pos);
+  if (auto pos = device_id.rfind("/vgpu"); pos != std::string_view::npos)
+    return device_id.substr(0, pos);
+  return device_id;
+}
+
+std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot) {
+  std::vector<DeviceUsage> out;
+  out.reserve(snapshot.gpus.size());
+  for (const PhysicalGpu& gpu : snapshot.gpus) out.push_back(GpuAttributor(snapshot, gpu).Run());
+  return out;
+}
+
+Status CheckConservation(const DeviceUsage& u) {
+  const Micros dt = u.duration_us();
+  GpuMicros compute = 0;
+  SharePpd allocated = 0;
+  MilliJoules energy = 0;
+  for (const auto& c : u.consumers) {
+    if (c.compute_us < 0 || c.allocated_ppd < 0 || c.energy_mj < 0)
+      return Internal(fmt::format("{}: negative figure for {}", u.gpu.value, c.consumer.Key()));
+    compute += c.compute_us;
+    allocated += c.allocated_ppd;
+    energy += c.energy_mj;
+  }
+  if (u.busy_us + u.idle_us != dt || u.idle_us < 0)
+    return Internal(fmt::format("{}: busy {} + idle {} != interval {}", u.gpu.value, u.busy_us,
+                                u.idle_us, dt));
+  if (compute + u.unattributed_us != u.busy_us)
+    return Internal(fmt::format("{}: consumers {} + unattributed {} != busy {}", u.gpu.value,
+                                compute, u.unattributed_us, u.busy_us));
+  if (allocated + u.unallocated_ppd != kWholeGpu || u.unallocated_ppd < 0)
+    return Internal(fmt::format("{}: allocated {} + unallocated {} != whole GPU", u.gpu.value,
+                                allocated, u.unallocated_ppd));
+  if (u.energy_mj != 0 && energy + u.unattributed_energy_mj + u.idle_energy_mj != u.energy_mj)
+    return Internal(fmt::format("{}: energy not conserved", u.gpu.value));
+  return Status::Ok();
+}
+
+}  // namespace gpuledger::attribution

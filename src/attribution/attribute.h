@@ -1,0 +1,44 @@
+#pragma once
+// Interval attribution (design section 4): a NodeSnapshot in, per physical GPU each consumer's
+// allocated share, compute, memory and energy out, with idle and unattributed remainders.
+// Pure: no I/O, no clock. Every figure says how it was obtained (Quality + compute_rule).
+//
+// Rules, per sharing mode (design section 3):
+//   allocation  exclusive 1; time-slicing/MPS replica 1/R; MIG slices/total (/R for MIG
+//               replicas); a declared share (fractional, MPS active-thread %) when given;
+//               DRA: the device split among the claims on it, a claim among its pods.
+//               Over-subscribed declared shares are scaled to fit the GPU exactly.
+//   compute     busy time of the physical GPU (NVML utilization) split by the consumers'
+//               per-process SM samples ("process-samples", measured) — this scales away the
+//               per-process sums that exceed the device value. Without samples: one consumer
+//               on the device takes all of it ("device-activity", measured); several split it
+//               by allocation share ("mps-thread-share" under MPS, "allocation-share"
+//               otherwise; estimated). MIG: the instance's own activity when DCGM gives it
+//               ("mig-instance-activity", measured), else the instance's slice time while a
+//               process is present ("mig-presence", estimated). Busy time with no process
+//               is unattributed; a device with no busy signal and no samples gives
+//               "allocated" quality.
+//   memory      per-process bytes x interval (measured); used memory no process explains is
+//               unattributed.
+//   energy      the device's energy split by busy time (consumers, unattributed), the energy
+//               of idle time stays idle.
+
+#include <vector>
+
+#include "common/result.h"
+#include "model/snapshot.h"
+#include "model/usage.h"
+
+namespace gpuledger::attribution {
+
+// One DeviceUsage per physical GPU of the snapshot, in snapshot order; consumers sorted by
+// ConsumerRef. Grants and processes on devices not in the snapshot are ignored.
+std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot);
+
+// The conservation invariants of DeviceUsage; the first violation, named.
+Status CheckConservation(const DeviceUsage& usage);
+
+// "GPU-x::3" -> "GPU-x"; "nvidia0/vgpu2" -> "nvidia0"; anything else unchanged.
+std::string_view BaseDeviceId(std::string_view device_id);
+
+}  // namespace gpuledger::attribution

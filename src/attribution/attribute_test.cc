@@ -1,0 +1,191 @@
+#include "attribution/attribute.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuledger::attribution {
+namespace {
+
+constexpr Micros kDt = 60 * kMicrosPerSecond;
+
+ConsumerRef Pod(const std::string& name) {
+  return ConsumerRef{"inference", name, PodUid{"uid-" + name}, "main"};
+}
+
+NodeSnapshot OneGpu(SharingMode mode, int replicas = 1) {
+  NodeSnapshot s;
+  s.node = "n1";
+  s.start_us = 0;
+  s.end_us = kDt;
+  s.gpus.push_back(PhysicalGpu{GpuUuid{"GPU-a"}, "A100-80GB", 80 * kGiB, mode, replicas, 7});
+  return s;
+}
+
+const ConsumerUsage* Find(const DeviceUsage& u, const std::string& pod) {
+  for (const auto& c : u.consumers)
+    if (c.consumer.pod == pod) return &c;
+  return nullptr;
+}
+
+TEST(Attribute, TimeSlicedFourReplicasThreePods) {
+  NodeSnapshot s = OneGpu(SharingMode::kTimeSlicing, 4);
+  // True duty 20/30/10%; per-process samples inflated by 10% as NVML does; device util 60%.
+  const double duty[] = {0.2, 0.3, 0.1};
+  for (int i = 0; i < 3; ++i) {
+    auto ref = Pod("p" + std::to_string(i));
+    s.grants.push_back(Grant{ref, "GPU-a::" + std::to_string(i), "nvidia.com/gpu", {}, ""});
+    s.processes.push_back(ProcessObservation{100 + i, GpuUuid{"GPU-a"}, ref, "", kGiB,
+                                             static_cast<GpuMicros>(duty[i] * 1.1 * kDt), ""});
+  }
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, static_cast<GpuMicros>(0.6 * kDt),
+                                    3 * kGiB, 1000});
+  auto out = Attribute(s);
+  ASSERT_EQ(out.size(), 1u);
+  const DeviceUsage& u = out[0];
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  EXPECT_EQ(u.unallocated_ppd, kWholeGpu / 4);
+  for (int i = 0; i < 3; ++i) {
+    const ConsumerUsage* c = Find(u, "p" + std::to_string(i));
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->allocated_ppd, kWholeGpu / 4);
+    EXPECT_NEAR(c->compute_us, duty[i] * kDt, 0.01 * duty[i] * kDt);
+    EXPECT_EQ(c->compute_quality, Quality::kMeasured);
+    EXPECT_EQ(c->compute_rule, "process-samples");
+    EXPECT_EQ(c->memory_byte_us, static_cast<double>(kGiB) * kDt);
+  }
+  EXPECT_EQ(u.busy_us, static_cast<GpuMicros>(0.6 * kDt));
+  EXPECT_EQ(u.unattributed_us, 0);
+  EXPECT_EQ(u.idle_us, kDt - u.busy_us);
+  EXPECT_DOUBLE_EQ(u.unattributed_memory_byte_us, 0.0);
+}
+
+TEST(Attribute, MigThreeAndTwoSlicesLeaveTwoIdle) {
+  NodeSnapshot s = OneGpu(SharingMode::kMig);
+  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-3g"}, GpuUuid{"GPU-a"}, "3g.40gb", 3, 40 * kGiB});
+  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-2g"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
+  s.grants.push_back(Grant{Pod("big"), "MIG-3g", "nvidia.com/mig-3g.40gb", {}, ""});
+  s.grants.push_back(Grant{Pod("small"), "MIG-2g", "nvidia.com/mig-2g.20gb", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-3g"}, Pod("big"), "", 10 * kGiB, {}, ""});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  EXPECT_EQ(Find(u, "big")->allocated_ppd, kWholeGpu / 7 * 3);
+  EXPECT_EQ(Find(u, "small")->allocated_ppd, kWholeGpu / 7 * 2);
+  EXPECT_EQ(u.unallocated_ppd, kWholeGpu / 7 * 2);
+  // No DCGM: the 3g instance's slice time while its process is present, estimated.
+  EXPECT_NEAR(Find(u, "big")->compute_us, kDt * 3 / 7, 1);
+  EXPECT_EQ(Find(u, "big")->compute_quality, Quality::kEstimated);
+  EXPECT_EQ(Find(u, "big")->compute_rule, "mig-presence");
+  EXPECT_EQ(Find(u, "small")->compute_us, 0);
+  EXPECT_EQ(Find(u, "small")->compute_rule, "no-process");
+}
+
+TEST(Attribute, MigWithDcgmActivityIsMeasured) {
+  NodeSnapshot s = OneGpu(SharingMode::kMig);
+  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-1"}, GpuUuid{"GPU-a"}, "1g.10gb", 1, 10 * kGiB});
+  s.grants.push_back(Grant{Pod("x"), "MIG-1", "nvidia.com/mig-1g.10gb", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-1"}, Pod("x"), "", kGiB, {}, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"MIG-1"}, kDt / 2, kGiB, {}});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_NEAR(Find(u, "x")->compute_us, kDt / 2 / 7.0, 1);
+  EXPECT_EQ(Find(u, "x")->compute_quality, Quality::kMeasured);
+}
+
+TEST(Attribute, MpsWithoutSamplesSplitsByThreadShare) {
+  NodeSnapshot s = OneGpu(SharingMode::kMps, 4);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a::0", "nvidia.com/gpu", kWholeGpu / 100 * 60, ""});
+  s.grants.push_back(Grant{Pod("b"), "GPU-a::1", "nvidia.com/gpu", kWholeGpu / 100 * 20, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("a"), "", kGiB, {}, ""});
+  s.processes.push_back(ProcessObservation{2, GpuUuid{"GPU-a"}, Pod("b"), "", kGiB, {}, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt / 2, 2 * kGiB, {}});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->allocated_ppd, kWholeGpu / 100 * 60);
+  EXPECT_EQ(u.unallocated_ppd, kWholeGpu / 100 * 20);
+  EXPECT_EQ(Find(u, "a")->compute_us, kDt / 2 * 3 / 4);
+  EXPECT_EQ(Find(u, "b")->compute_us, kDt / 2 / 4);
+  EXPECT_EQ(Find(u, "a")->compute_quality, Quality::kEstimated);
+  EXPECT_EQ(Find(u, "a")->compute_rule, "mps-thread-share");
+}
+
+TEST(Attribute, ExclusiveSingleProcessTakesTheDeviceActivity) {
+  NodeSnapshot s = OneGpu(SharingMode::kExclusive);
+  s.grants.push_back(Grant{Pod("train"), "GPU-a", "nvidia.com/gpu", {}, ""});
+  s.processes.push_back(ProcessObservation{7, GpuUuid{"GPU-a"}, Pod("train"), "", 70 * kGiB, {}, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt * 9 / 10, 71 * kGiB, 42'000});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "train")->allocated_ppd, kWholeGpu);
+  EXPECT_EQ(Find(u, "train")->compute_us, kDt * 9 / 10);
+  EXPECT_EQ(Find(u, "train")->compute_quality, Quality::kMeasured);
+  EXPECT_DOUBLE_EQ(u.unattributed_memory_byte_us, static_cast<double>(kGiB) * kDt);
+  // Energy follows busy time: 90% to the pod, 10% idle.
+  EXPECT_EQ(Find(u, "train")->energy_mj, 37'800);
+  EXPECT_EQ(u.idle_energy_mj, 4'200);
+}
+
+TEST(Attribute, BusyTimeWithNoProcessIsUnattributed) {
+  NodeSnapshot s = OneGpu(SharingMode::kExclusive);
+  s.grants.push_back(Grant{Pod("holder"), "GPU-a", "nvidia.com/gpu", {}, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt / 3, 0, {}});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(u.unattributed_us, kDt / 3);
+  EXPECT_EQ(Find(u, "holder")->compute_us, 0);
+}
+
+TEST(Attribute, PodWithoutGrantAndHostProcessAreConsumersWithNoAllocation) {
+  NodeSnapshot s = OneGpu(SharingMode::kTimeSlicing, 2);
+  s.grants.push_back(Grant{Pod("ok"), "GPU-a::0", "nvidia.com/gpu", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("ok"), "", kGiB, kDt / 10, ""});
+  s.processes.push_back(ProcessObservation{2, GpuUuid{"GPU-a"}, Pod("rogue"), "", kGiB, kDt / 10, "all"});
+  s.processes.push_back(ProcessObservation{3, GpuUuid{"GPU-a"}, {}, "user:alice", kGiB, kDt / 5, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt * 4 / 10, 3 * kGiB, {}});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "rogue")->allocated_ppd, 0);
+  EXPECT_EQ(Find(u, "rogue")->compute_us, kDt / 10);
+  const ConsumerUsage* host = Find(u, "user:alice");
+  ASSERT_NE(host, nullptr);
+  EXPECT_TRUE(host->consumer.IsHost());
+  EXPECT_EQ(host->compute_us, kDt / 5);
+  EXPECT_EQ(u.unallocated_ppd, kWholeGpu / 2);
+}
+
+TEST(Attribute, DraSharedClaimSplitsTheDeviceAmongItsPods) {
+  NodeSnapshot s = OneGpu(SharingMode::kDra);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a", "gpu.nvidia.com", {}, "ml/shared"});
+  s.grants.push_back(Grant{Pod("b"), "GPU-a", "gpu.nvidia.com", {}, "ml/shared"});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->allocated_ppd, kWholeGpu / 2);
+  EXPECT_EQ(u.unallocated_ppd, 0);
+}
+
+TEST(Attribute, OverSubscribedFractionsAreScaledToTheGpuExactly) {
+  NodeSnapshot s = OneGpu(SharingMode::kFractional);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a", "gpu_milli", kWholeGpu / 1000 * 700, ""});
+  s.grants.push_back(Grant{Pod("b"), "GPU-a", "gpu_milli", kWholeGpu / 1000 * 700, ""});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->allocated_ppd, kWholeGpu / 2);
+  EXPECT_EQ(u.unallocated_ppd, 0);
+}
+
+TEST(Attribute, NoSignalsAtAllGivesAllocatedQuality) {
+  NodeSnapshot s = OneGpu(SharingMode::kExclusive);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a", "nvidia.com/gpu", {}, ""});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->compute_quality, Quality::kAllocated);
+  EXPECT_EQ(u.idle_us, kDt);
+}
+
+TEST(BaseDeviceId, ReplicaForms) {
+  EXPECT_EQ(BaseDeviceId("GPU-a::3"), "GPU-a");
+  EXPECT_EQ(BaseDeviceId("MIG-b::0"), "MIG-b");
+  EXPECT_EQ(BaseDeviceId("nvidia0/vgpu2"), "nvidia0");
+  EXPECT_EQ(BaseDeviceId("GPU-a"), "GPU-a");
+}
+
+}  // namespace
+}  // namespace gpuledger::attribution
