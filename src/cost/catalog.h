@@ -28,12 +28,18 @@ struct Catalog {
 
   // Most specific match: (model, class, region), then (model, class, any region). A missing
   // class falls back to nothing: a spot node without a spot price is an error, not on-demand.
+  // `gpu_model` is normalised (NormalizeGpuModel) before matching; an empty `pricing_class`
+  // means `default_class`. kNotFound when nothing matches.
   Result<PriceEntry> Find(std::string_view gpu_model, std::string_view pricing_class,
                           std::string_view region = {}) const;
 };
 
 // "NVIDIA H100 80GB HBM3" / "Tesla T4" / "H100-SXM5-80GB" ... -> the catalog's model name.
 std::string NormalizeGpuModel(std::string_view product_name);
+
+// "6.88" -> 6'880'000'000: a decimal amount of currency units to nanos, exactly from the text
+// (never through a double). Digits with an optional '-' and at most 9 decimals; no exponent.
+Result<Nanos> ParseDecimalNanos(std::string_view text);
 
 // The built-in catalog (sources cited per entry).
 Catalog DefaultCatalog();

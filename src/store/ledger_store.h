@@ -16,15 +16,18 @@
 namespace gpuledger::store {
 
 struct TimeRange {
-  Micros from_us = 0;                 // inclusive, hour-aligned by callers
-  Micros to_us = INT64_MAX;           // exclusive
+  Micros from_us = 0;        // inclusive, hour-aligned by callers
+  Micros to_us = INT64_MAX;  // exclusive
 };
 
 class LedgerStore {
  public:
   virtual ~LedgerStore() = default;
 
-  // Writes all hours in one transaction; each replaces its (hour, gpu) rows entirely.
+  // Writes all hours in one transaction; each replaces its (hour, gpu) rows entirely. On any
+  // failure nothing of the span is kept. Labels come from each row's ConsumerInfo: pod labels
+  // are upserted key by key (per namespace/pod/pod_uid), a namespace's labels replaced as a
+  // whole; within one span the last row naming a pod or namespace wins.
   virtual Status WriteHours(std::span<const LedgerHour> hours) = 0;
 
   virtual Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) = 0;
@@ -33,12 +36,25 @@ class LedgerStore {
   // [first hour, last hour + 1h) over everything stored; nullopt-like {0,0} when empty.
   virtual Result<TimeRange> Extent() = 0;
 
-  // Key/value facts about the ledger (cluster name, currency, simulator seed, ...).
+  // Key/value facts about the ledger (cluster name, currency, simulator seed, ...). ReadMeta
+  // includes "schema_version", which the store owns: PutMeta refuses that key.
   virtual Status PutMeta(const std::string& key, const std::string& value) = 0;
   virtual Result<std::map<std::string, std::string>> ReadMeta() = 0;
 };
 
-// Opens (creating if needed) an SQLite ledger file in WAL mode; migrates the schema.
+struct SqliteLedgerOptions {
+  // Opens the file read-only (a reporting process beside the writer): writes fail with the path,
+  // and the schema must already be current (nothing is migrated).
+  bool read_only = false;
+  // How long a statement waits for another connection's lock before failing with kUnavailable.
+  int busy_timeout_ms = 5000;
+};
+
+// Opens (creating if needed) an SQLite ledger file in WAL mode; migrates the schema. Fails with
+// the path and the reason for a missing directory, a file that is not an SQLite database, or a
+// schema newer than this build knows.
 Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path);
+Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
+                                                      const SqliteLedgerOptions& options);
 
 }  // namespace gpuledger::store

@@ -1,7 +1,12 @@
 #pragma once
 // A simulator scenario, parsed and validated from YAML (docs/scenarios.md).
+//
+// ParseScenario also resolves every pod's placement (first fit, time-aware), so a Scenario that
+// parsed is fully placed: the Simulator never fails.
 
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +17,45 @@
 #include "model/sharing.h"
 
 namespace gpuledger::sim {
+
+// A piecewise-constant time series of activity (fraction of the granted unit), loaded from a CSV
+// at parse time. Offsets are relative to the first sample; the series repeats after period_us.
+struct Series {
+  std::vector<Micros> offset_us;  // ascending, offset_us[0] == 0
+  std::vector<double> value;      // fraction in [0, 1], holds until the next offset
+  std::vector<double> prefix;     // prefix[i] = ∫ over [0, offset_us[i]) (fraction x µs)
+  Micros period_us = 0;           // last offset + the median sample spacing
+};
+
+enum class ProfileKind { kIdle, kConstant, kPeriodic, kBursty, kSeries };
+
+// Compute demand of one pod (or host process) on each device it holds, as a fraction of the
+// granted unit (whole GPU, MIG instance, or MPS SM share), relative to the pod's start.
+struct ComputeProfile {
+  ProfileKind kind = ProfileKind::kIdle;
+  double duty = 0;          // constant, periodic (level while on), bursty (mean)
+  Micros period_us = 0;     // periodic
+  Micros on_us = 0;         // periodic
+  Micros burst_us = 0;      // bursty: length of one random on/off slot
+  std::uint64_t seed = 0;   // bursty: derived from the scenario seed and the workload
+  std::shared_ptr<const Series> series;  // series
+};
+
+// Memory held on each device while running: bytes, or a sawtooth from bytes to peak over period.
+struct MemoryProfile {
+  Bytes bytes = 0;
+  Bytes peak_bytes = 0;     // 0: constant
+  Micros period_us = 0;
+};
+
+struct HostProcessSpec {
+  std::string name;         // consumer name, e.g. "user:alice"
+  int gpu = 0;
+  ComputeProfile compute;
+  MemoryProfile memory;
+  Micros start_us = 0;      // offsets from the scenario start
+  Micros end_us = 0;
+};
 
 struct NodeSpec {
   std::string name;
@@ -26,10 +70,56 @@ struct NodeSpec {
   std::string region;
   std::map<std::string, std::string> labels;
   bool has_dcgm = false;              // MIG instances then report their own activity
+  std::vector<HostProcessSpec> host_processes;
 };
 
-// ... the helper that implements the simulator completes this header (workloads, profiles,
-// misbehaviour) and documents every field in docs/scenarios.md.
+// One granted unit of a placed pod: a GPU, a replica of it, a MIG instance (or its replica).
+struct PodGrantPlan {
+  int gpu = 0;
+  int mig = -1;             // index into the GPU's mig_layout; -1: the whole GPU
+  int replica = -1;         // time-slicing / MPS / MIG replica; -1: none
+  SharePpd declared_ppd = 0;  // fractional and MPS active-thread percentage; 0: unset
+  std::string dra_claim;    // DRA: "namespace/claim"
+};
+
+struct PodPlan {
+  std::string name;
+  std::string uid;
+  int node = -1;            // index into Scenario::nodes
+  std::vector<PodGrantPlan> grants;  // empty for `request: none`
+  int uses_gpu = -1;        // `request: none`: the GPU index its process runs on
+};
+
+struct WorkloadSpec {
+  int line = 0;             // 1-based line in the scenario file, for messages
+  std::string namespace_name;
+  std::string name;
+  std::string owner_kind = "Deployment";
+  std::string owner_name;
+  std::map<std::string, std::string> labels;
+  int replicas = 1;
+  std::string container = "main";
+  std::string node;         // constraint, or empty
+  std::string gpu_model;    // constraint, or empty
+  int gpus = 1;
+  std::string mig_profile;
+  std::optional<SharePpd> fraction_ppd;  // fraction or gpu_milli, as ppd of the GPU
+  std::optional<int> mps_active_thread_percentage;
+  std::string dra_claim;    // claim name, or empty
+  bool dra_shared = false;
+  Micros start_us = 0;      // offsets from the scenario start
+  Micros end_us = 0;
+  int processes = 1;        // per device held
+  ComputeProfile compute;
+  MemoryProfile memory;
+  std::string placement_node;          // explicit placement, or empty
+  std::vector<int> placement_gpus;
+  bool request_none = false;           // misbehaviour: no GPU grant
+  std::string uses_gpu_node;
+  int uses_gpu_index = 0;
+  bool visible_devices_all = false;
+  std::vector<PodPlan> pods;           // resolved by ParseScenario
+};
 
 struct Scenario {
   std::string name;
@@ -39,7 +129,13 @@ struct Scenario {
   Micros duration_us = 0;
   std::vector<NodeSpec> nodes;
   std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+  std::vector<WorkloadSpec> workloads;
 };
+
+// Compute slices of a MIG profile name ("3g.71gb" -> 3), or 0 when it is not one.
+int MigComputeSlices(std::string_view profile);
+// Default memory per GPU of a catalog model, or 0 when unknown.
+Bytes DefaultGpuMemory(std::string_view gpu_model);
 
 // Errors name file, line and field: "demo.yaml:12: workloads[3].compute.duty: expected a
 // number in [0, 1], got 'high'".

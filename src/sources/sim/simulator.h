@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,17 @@ class Simulator {
  public:
   // Precondition: scenario was validated by ParseScenario. step_us > 0.
   Simulator(Scenario scenario, Micros step_us);
+  // Movable, not copyable: the precomputed state points into scenario_.
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+  Simulator(Simulator&&) = default;
+  Simulator& operator=(Simulator&&) = default;
 
-  // Calls `sink` once per node per interval, in time order (all nodes of an interval before the
-  // next interval). Intervals never cross an hour boundary.
+  // Calls `sink` once per node per interval, in time order of the interval ends (every
+  // snapshot ending at t is delivered before any ending later). Intervals never cross an hour
+  // boundary nor a step-grid point; a node's intervals are also cut where its own pods start or
+  // end (not at other nodes' events, which keeps a large import fast). Run may be called again:
+  // it resets truth() and replays the same output.
   void Run(const std::function<void(const NodeSnapshot&)>& sink);
 
   const Scenario& scenario() const { return scenario_; }
@@ -48,10 +57,13 @@ class Simulator {
   const std::map<ConsumerRef, Truth>& truth() const { return truth_; }
 
  private:
+  struct Impl;  // precomputed devices, pods and cut times (simulator.cc)
+
   Scenario scenario_;
   Micros step_us_;
   std::map<ConsumerRef, ConsumerInfo> consumers_;
   std::map<ConsumerRef, Truth> truth_;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace gpuledger::sim

@@ -1,0 +1,21 @@
+# The two commands of the quick start. Each installs what is missing, builds, and runs.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: demo test build deps clean
+
+demo: build
+	./$(BUILD)/src/cmd/gpuledger demo --no-serve
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	./scripts/install-deps.sh
+
+clean:
+	rm -rf $(BUILD) gpuledger-demo

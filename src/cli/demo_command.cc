@@ -1,0 +1,242 @@
+#include "cli/demo_command.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/format.h"
+#include "cli/report_command.h"
+#include "common/file_util.h"
+#include "common/time_util.h"
+#include "cost/catalog.h"
+#include "pipeline/snapshot_pipeline.h"
+#include "sources/sim/scenario.h"
+#include "sources/sim/simulator.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::cli {
+namespace {
+
+// Measured figures must match the truth this closely (the acceptance bound).
+constexpr double kMeasuredTolerance = 0.02;
+
+struct Inputs {
+  sim::Scenario scenario;
+  Micros step_us = 0;
+  cost::Catalog catalog;
+};
+
+// Everything the user gave is parsed before anything on disk changes.
+Result<Inputs> ParseInputs(const DemoOptions& o) {
+  Inputs in;
+  auto scenario = o.scenario.empty() ? sim::ParseScenario(sim::ExampleScenarioYaml(), "<built-in demo>")
+                                     : sim::LoadScenarioFile(o.scenario);
+  if (!scenario) return scenario.error();
+  in.scenario = std::move(*scenario);
+  if (!o.hours.empty()) {
+    auto hours = ParseDuration(o.hours.find_first_not_of("0123456789.") == std::string::npos
+                                   ? o.hours + "h" : o.hours);
+    if (!hours || *hours <= 0)
+      return InvalidArgument(fmt::format("--hours '{}': expected a positive number of hours", o.hours));
+    in.scenario.duration_us = *hours;
+  }
+  auto step = ParseDuration(o.step);
+  if (!step || *step < kMicrosPerSecond)
+    return InvalidArgument(fmt::format("--step '{}': expected seconds >= 1 (e.g. 60, 30s, 5m)", o.step));
+  in.step_us = *step;
+  in.catalog = cost::DefaultCatalog();
+  if (!o.catalog.empty()) {
+    auto catalog = cost::LoadCatalogFile(o.catalog, in.catalog);
+    if (!catalog) return catalog.error();
+    in.catalog = std::move(*catalog);
+  }
+  return in;
+}
+
+std::string TruthCsv(const sim::Simulator& s) {
+  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n";
+  for (const auto& [ref, t] : s.truth())
+    csv += fmt::format("{},{},{:.0f},{:.0f}\n", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
+                       t.memory_byte_us);
+  return csv;
+}
+
+double RelativeError(double got, double want) {
+  if (want == 0) return got == 0 ? 0 : 1;
+  return (got - want) / want;
+}
+
+void PrintChargeback(const report::Report& r, const std::map<std::string, pipeline::NaiveTally>& naive,
+                     std::string_view title, std::ostream& out) {
+  out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
+                     cost::ToString(r.idle_handling));
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "", "alloc GPU-h",
+                     "used GPU-h", "cost", "quality", "naive GPU-h", "naive cost");
+  for (const auto& row : r.rows) {
+    auto it = naive.find(row.key);
+    pipeline::NaiveTally n = it == naive.end() ? pipeline::NaiveTally{} : it->second;
+    out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", row.key,
+                       GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
+                       Money(row.figures.cost_nanos), ToString(row.figures.quality),
+                       GpuHours(n.compute_us), Money(n.cost_nanos));
+  }
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(idle)", GpuHours(r.idle.allocated_gpu_us),
+                     "", Money(r.idle.cost_nanos));
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(unattributed)", "",
+                     GpuHours(r.unattributed.compute_gpu_us), Money(r.unattributed.cost_nanos));
+  Nanos naive_total = 0;
+  GpuMicros naive_compute = 0;
+  for (const auto& [k, n] : naive) {
+    naive_total += n.cost_nanos;
+    naive_compute += n.compute_us;
+  }
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "total (the bill)",
+                     GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
+                     Money(r.total.device_cost_nanos), "", GpuHours(naive_compute), Money(naive_total));
+}
+
+}  // namespace
+
+int RunDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
+  const auto started = std::chrono::steady_clock::now();
+  auto inputs = ParseInputs(o);
+  if (!inputs) {
+    err << "error: " << inputs.error().message << "\n";
+    return ExitCodeFor(inputs.error());
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) {
+    err << fmt::format("error: --out '{}': {}\n", o.out_dir, ec.message());
+    return 2;
+  }
+  // The demo owns its ledger file: each run starts it afresh.
+  const std::string db = (std::filesystem::path(o.out_dir) / "gpuledger.db").string();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix, ec);
+  auto store = store::OpenSqliteLedger(db);
+  if (!store) {
+    err << "error: " << store.error().message << "\n";
+    return 1;
+  }
+
+  const sim::Scenario& scenario = inputs->scenario;
+  sim::Simulator simulator(scenario, inputs->step_us);
+  std::map<std::string, pipeline::NodeFacts> facts;
+  for (const auto& n : scenario.nodes)
+    facts[n.name] = pipeline::NodeFacts{{scenario.cluster, n.name, n.pricing_class}, n.region};
+  pipeline::SnapshotPipeline pipe(
+      **store, inputs->catalog,
+      [&](const ConsumerRef& ref) {
+        auto it = simulator.consumers().find(ref);
+        return it != simulator.consumers().end() ? it->second : ConsumerInfo{ref, "", "", {}, {}};
+      },
+      [&](const std::string& node) { return facts.at(node); });
+  Status failed;
+  simulator.Run([&](const NodeSnapshot& snap) {
+    if (failed.ok()) failed = pipe.Add(snap);
+  });
+  if (failed.ok()) failed = pipe.Finish();
+  if (!failed.ok()) {
+    err << "error: " << failed.error().message << "\n";
+    return 1;
+  }
+  (void)(*store)->PutMeta("scenario", scenario.name);
+  (void)(*store)->PutMeta("cluster", scenario.cluster);
+  (void)(*store)->PutMeta("currency", inputs->catalog.currency);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  out << fmt::format("gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
+                     scenario.name, scenario.nodes.size(), scenario.workloads.size(),
+                     fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
+                     FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
+  out << fmt::format("ledger: {} ({} device-hours, {} usage rows) built in {:.1f}s\n", db,
+                     pipe.stats().device_hours, pipe.stats().usage_rows, seconds);
+
+  // Chargeback by namespace and by team, with the naive method beside it.
+  for (const auto& [by, title] : {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
+                                  {"label:team", "Chargeback by team (label team, inherited from the namespace)"}}) {
+    ReportOptions ro;
+    ro.by = by;
+    auto r = BuildReportFromStore(**store, ro);
+    if (!r) {
+      err << "error: " << r.error().message << "\n";
+      return 1;
+    }
+    std::map<std::string, pipeline::NaiveTally> naive;
+    auto dims = *report::ParseGroupBy(by);
+    for (const auto& [ref, tally] : pipe.naive()) {
+      UsageRow row;
+      row.consumer = simulator.consumers().count(ref) ? simulator.consumers().at(ref) : ConsumerInfo{ref, "", "", {}, {}};
+      row.consumer.ref = ref;
+      auto& n = naive[report::KeyOf(row, dims)];
+      n.compute_us += tally.compute_us;
+      n.cost_nanos += tally.cost_nanos;
+    }
+    PrintChargeback(*r, naive, title, out);
+  }
+
+  // Accuracy against the simulator's truth, per container.
+  ReportOptions by_container;
+  by_container.by = "container";
+  auto rc = BuildReportFromStore(**store, by_container);
+  if (!rc) {
+    err << "error: " << rc.error().message << "\n";
+    return 1;
+  }
+  std::map<std::string, const report::Figures*> attributed;
+  for (const auto& row : rc->rows) attributed[row.key] = &row.figures;
+  int measured = 0, measured_ok = 0, alloc_exact = 0, total = 0;
+  std::int64_t max_alloc_diff = 0;
+  // At most one µs per hour row, for each of up to 8 GPUs a container holds.
+  const std::int64_t row_rounding_bound = 8 * (scenario.duration_us / kMicrosPerHour + 2);
+  double worst_measured = 0;
+  std::string estimated_lines, failures;
+  for (const auto& [ref, truth] : simulator.truth()) {
+    ++total;
+    auto it = attributed.find(ref.Key());
+    report::Figures f = it == attributed.end() ? report::Figures{} : *it->second;
+    // The ledger rounds allocation once per device-hour row (< 1 µs each); the truth once.
+    const std::int64_t alloc_diff = std::llabs(f.allocated_gpu_us - truth.AllocatedUs());
+    max_alloc_diff = std::max(max_alloc_diff, alloc_diff);
+    if (alloc_diff <= row_rounding_bound) ++alloc_exact;
+    double e = RelativeError(static_cast<double>(f.compute_gpu_us), truth.compute_gpu_us);
+    auto naive_it = pipe.naive().find(ref);
+    double naive_e = naive_it == pipe.naive().end() ? 0 : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
+    if (f.quality == Quality::kMeasured) {
+      ++measured;
+      // A container that used (almost) nothing is judged on absolute error: 2% of nothing.
+      bool ok = std::abs(e) <= kMeasuredTolerance ||
+                std::abs(f.compute_gpu_us - truth.compute_gpu_us) <= 0.0005 * kMicrosPerHour;
+      if (ok) ++measured_ok; else failures += fmt::format("    {} {:+.2f}%\n", ref.Key(), 100 * e);
+      if (truth.compute_gpu_us > 0.0005 * kMicrosPerHour) worst_measured = std::max(worst_measured, std::abs(e));
+    } else if (f.quality == Quality::kEstimated) {
+      estimated_lines += fmt::format("    {:<48} {:>9} true {:>9} attributed  error {:+7.1f}%  (naive {:+.0f}%)\n",
+                                     ref.Key(), GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
+                                     GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
+    }
+  }
+  out << "\nAttribution against the simulator's truth (per container, compute GPU-hours)\n";
+  out << fmt::format("  measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)\n",
+                     measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured);
+  out << failures;
+  out << "  estimated (MPS without per-process samples, MIG without DCGM):\n" << estimated_lines;
+  out << fmt::format("  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
+                     "once per device-hour, < 1 µs each)\n",
+                     alloc_exact, total, max_alloc_diff);
+
+  if (!o.truth.empty()) {
+    if (Status s = WriteFile(o.truth, TruthCsv(simulator)); !s.ok()) {
+      err << "error: --truth: " << s.error().message << "\n";
+      return 1;
+    }
+    out << "truth written to " << o.truth << "\n";
+  }
+  out << fmt::format("\nnext: gpuledger report --db {} --by label:team --policy compute\n", db);
+  return measured_ok == measured && alloc_exact == total ? 0 : 1;
+}
+
+}  // namespace gpuledger::cli

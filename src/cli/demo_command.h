@@ -1,0 +1,22 @@
+#pragma once
+// `gpuledger demo`: simulate a cluster, build its ledger, print the chargeback beside what the
+// naive per-device method would say, and check the attribution against the simulator's truth.
+
+#include <ostream>
+#include <string>
+
+namespace gpuledger::cli {
+
+struct DemoOptions {
+  std::string scenario;              // empty: the built-in mixed cluster
+  std::string hours;                 // empty: the scenario's duration
+  std::string step = "60";           // seconds (or a duration: "30s", "5m")
+  std::string out_dir = "gpuledger-demo";
+  std::string truth;                 // CSV of the simulator's true per-container figures
+  std::string catalog;               // price catalog YAML on top of the built-in one
+  bool no_serve = true;              // the server issue adds serving the UI
+};
+
+int RunDemo(const DemoOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace gpuledger::cli

@@ -1,0 +1,138 @@
+#include "cli/format.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "common/time_util.h"
+
+namespace gpuledger::cli {
+namespace {
+
+std::string Thousands(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+// Byte-µs can exceed 64 bits (see units.h); JSON gets an integer when it fits, else a float.
+nlohmann::json ByteMicrosJson(ByteMicros v) {
+  double r = std::round(v);
+  if (r >= 0 && r < 1.8e19) return static_cast<std::uint64_t>(r);
+  return r;
+}
+
+nlohmann::json FiguresJson(const report::Figures& f) {
+  return {{"allocated_gpu_us", f.allocated_gpu_us},
+          {"compute_gpu_us", f.compute_gpu_us},
+          {"memory_byte_us", ByteMicrosJson(f.memory_byte_us)},
+          {"energy_mj", f.energy_mj},
+          {"cost_nanos", f.cost_nanos},
+          {"quality", std::string(ToString(f.quality))}};
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string Money(Nanos nanos) {
+  std::int64_t cents = nanos / 10'000'000;
+  std::int64_t rest = nanos % 10'000'000;
+  if (rest >= 5'000'000) ++cents;
+  if (rest <= -5'000'000) --cents;
+  std::int64_t abs_cents = cents < 0 ? -cents : cents;
+  return fmt::format("{}${}.{:02}", cents < 0 ? "-" : "", Thousands(abs_cents / 100),
+                     abs_cents % 100);
+}
+
+std::string GpuHours(GpuMicros us) {
+  return fmt::format("{:.2f}", static_cast<double>(us) / kMicrosPerHour);
+}
+
+std::string GibHours(ByteMicros byte_us) {
+  return fmt::format("{:.1f}", byte_us / static_cast<double>(kGiB) / kMicrosPerHour);
+}
+
+Result<Format> ParseFormat(std::string_view text) {
+  if (text == "table") return Format::kTable;
+  if (text == "csv") return Format::kCsv;
+  if (text == "json") return Format::kJson;
+  return InvalidArgument(fmt::format("--format '{}': expected table, csv or json", text));
+}
+
+std::string RenderReport(const report::Report& r, Format format) {
+  const std::string aggregate = report::ToString(r.group_by);
+  if (format == Format::kJson) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : r.rows) {
+      nlohmann::json j = FiguresJson(row.figures);
+      j["key"] = row.key;
+      rows.push_back(std::move(j));
+    }
+    nlohmann::json out = {
+        {"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
+        {"aggregate", aggregate},
+        {"policy", cost::ToString(r.policy)},
+        {"idle_handling", cost::ToString(r.idle_handling)},
+        {"rows", rows},
+        {"idle", FiguresJson(r.idle)},
+        {"unattributed", FiguresJson(r.unattributed)},
+        {"total",
+         {{"device_cost_nanos", r.total.device_cost_nanos},
+          {"metered_us", r.total.metered_us},
+          {"unmetered_us", r.total.unmetered_us},
+          {"busy_us", r.total.busy_us},
+          {"device_hours", r.total.device_hours},
+          {"unpriced_models", r.total.unpriced_models}}}};
+    return out.dump(2) + "\n";
+  }
+  if (format == Format::kCsv) {
+    std::string out = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us,energy_mj,cost_nanos,quality\n";
+    auto line = [&](const std::string& key, const report::Figures& f) {
+      out += fmt::format("{},{},{},{:.0f},{},{},{}\n", CsvField(key), f.allocated_gpu_us,
+                         f.compute_gpu_us, f.memory_byte_us, f.energy_mj, f.cost_nanos,
+                         ToString(f.quality));
+    };
+    for (const auto& row : r.rows) line(row.key, row.figures);
+    line("__idle__", r.idle);
+    line("__unattributed__", r.unattributed);
+    return out;
+  }
+  std::size_t width = aggregate.size();
+  for (const auto& row : r.rows) width = std::max(width, row.key.size());
+  width = std::min<std::size_t>(std::max<std::size_t>(width, 16), 60);
+  std::string out = fmt::format("{} .. {}   policy {}   idle {}\n", FormatRfc3339(r.from_us),
+                                FormatRfc3339(r.to_us), cost::ToString(r.policy),
+                                cost::ToString(r.idle_handling));
+  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {}\n", aggregate, width,
+                     "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality");
+  auto line = [&](const std::string& key, const report::Figures& f, std::string_view q) {
+    out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {}\n", key, width,
+                       GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
+                       GibHours(f.memory_byte_us), Money(f.cost_nanos), q);
+  };
+  for (const auto& row : r.rows) line(row.key, row.figures, ToString(row.figures.quality));
+  line("(idle)", r.idle, "");
+  line("(unattributed)", r.unattributed, "");
+  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}\n", "total", width,
+                     GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
+                     Money(r.total.device_cost_nanos));
+  if (!r.total.unpriced_models.empty())
+    out += fmt::format("warning: no catalog price for {}: their cost is 0 until the catalog "
+                       "names them (--catalog)\n",
+                       fmt::join(r.total.unpriced_models, ", "));
+  return out;
+}
+
+}  // namespace gpuledger::cli

@@ -1,0 +1,23 @@
+#pragma once
+// Human and machine renderings of numbers and reports: the CLI's only formatting code.
+
+#include <string>
+
+#include "common/units.h"
+#include "report/report.h"
+
+namespace gpuledger::cli {
+
+std::string Money(Nanos nanos);            // "$1,234.56" (rounded to cents, half away from 0)
+std::string GpuHours(GpuMicros us);        // "12.34"
+std::string GibHours(ByteMicros byte_us);  // "12.3"
+
+enum class Format { kTable, kCsv, kJson };
+Result<Format> ParseFormat(std::string_view text);
+
+// `report` output. JSON shape: {"window":{"start","end"},"aggregate","policy","idle",
+// "currency","rows":[{"key","allocated_gpu_us","compute_gpu_us","memory_byte_us","energy_mj",
+// "cost_nanos","quality"}],"idle":{...},"unattributed":{...},"total":{...}}.
+std::string RenderReport(const report::Report& report, Format format);
+
+}  // namespace gpuledger::cli

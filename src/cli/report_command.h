@@ -1,0 +1,35 @@
+#pragma once
+// `gpuledger report`: a chargeback report from a ledger file.
+
+#include <ostream>
+#include <string>
+
+#include "common/result.h"
+#include "report/report.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::cli {
+
+struct ReportOptions {
+  std::string db;
+  std::string window = "all";
+  std::string by = "namespace";
+  std::string policy = "allocation";
+  std::string idle = "keep";
+  std::string format = "table";
+};
+
+// "all"; a duration ("7d", "24h": that much up to the end of what the ledger holds — a live
+// ledger ends now, a replayed one at its last hour, so the same words work on both); or
+// "START,END" in RFC 3339. Relative windows are widened to whole hours.
+Result<store::TimeRange> ResolveWindow(std::string_view window, const store::TimeRange& extent);
+
+// Builds the report from an open store. Errors are bad input (exit 2) or I/O (exit 1).
+Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o);
+
+// Returns the process exit code: 0 ok, 1 failure, 2 bad input.
+int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
+
+int ExitCodeFor(const Error& error);
+
+}  // namespace gpuledger::cli

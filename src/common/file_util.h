@@ -1,0 +1,15 @@
+#pragma once
+// Whole-file reads and writes for user-named files (scenarios, catalogs, CSVs). Host paths of a
+// node go through the agent's FileReader instead (style rule 4).
+
+#include <string>
+
+#include "common/result.h"
+
+namespace gpuledger {
+
+Result<std::string> ReadFile(const std::string& path);
+// Writes via a temporary file and rename, so a reader never sees half a file.
+Status WriteFile(const std::string& path, const std::string& content);
+
+}  // namespace gpuledger

@@ -1,0 +1,290 @@
+#include "cost/policy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+
+#include "common/apportion.h"
+
+namespace gpuledger::cost {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "0.7" -> 700. Digits with at most 3 decimals, in [0, 1].
+Result<int> ParseAlphaPermille(std::string_view policy_text, std::string_view alpha) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("policy '{}': {}", policy_text, why));
+  };
+  if (alpha.empty()) {
+    return bad("expected hybrid:<alpha in [0, 1]>, e.g. hybrid:0.7");
+  }
+  std::size_t dot = alpha.find('.');
+  std::string_view whole = alpha.substr(0, dot);
+  std::string_view frac =
+      dot == std::string_view::npos ? std::string_view{} : alpha.substr(dot + 1);
+  bool digits_ok = !(whole.empty() && frac.empty()) &&
+                   std::all_of(whole.begin(), whole.end(), IsDigit) &&
+                   std::all_of(frac.begin(), frac.end(), IsDigit) &&
+                   !(dot != std::string_view::npos && frac.empty());
+  if (!digits_ok) return bad("alpha must be a decimal number in [0, 1], e.g. hybrid:0.7");
+  if (frac.size() > 3) return bad("alpha must have at most 3 decimals");
+  // Strip leading zeros so that a long run of zeros cannot overflow.
+  while (whole.size() > 1 && whole.front() == '0') whole.remove_prefix(1);
+  if (whole.size() > 1) return bad("alpha must be in [0, 1]");
+  int permille = whole.empty() ? 0 : (whole[0] - '0') * 1000;
+  int scale = 100;
+  for (char c : frac) {
+    permille += (c - '0') * scale;
+    scale /= 10;
+  }
+  if (permille > 1000) return bad("alpha must be in [0, 1]");
+  return permille;
+}
+
+// DNS-1123 label: what Kubernetes accepts as a namespace name.
+bool IsDns1123Label(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || IsDigit(c); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+std::uint64_t ClampTime(GpuMicros us) { return us > 0 ? static_cast<std::uint64_t>(us) : 0; }
+
+double ClampDouble(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
+
+// Real-valued weights (byte-µs) -> integer weights, deterministic and scale-free: each becomes
+// round(v / Σv x 2^52). Non-finite and negative values count as 0. The money stays exact because
+// Apportion conserves the total whatever the weights.
+std::vector<std::uint64_t> ToIntegerWeights(std::span<const double> values) {
+  std::vector<std::uint64_t> out(values.size(), 0);
+  double total = 0;
+  for (double v : values) total += ClampDouble(v);
+  if (!(total > 0) || !std::isfinite(total)) return out;
+  constexpr double kScale = 4503599627370496.0;  // 2^52
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double w = ClampDouble(values[i]) / total * kScale;
+    out[i] = static_cast<std::uint64_t>(std::llround(std::min(w, kScale)));
+  }
+  return out;
+}
+
+bool AllZero(std::span<const std::uint64_t> w) {
+  return std::all_of(w.begin(), w.end(), [](std::uint64_t x) { return x == 0; });
+}
+
+// Weights of one simple (non-hybrid) policy: consumers first, then unattributed, then idle.
+std::vector<std::uint64_t> PolicyWeights(PolicyKind kind, const DeviceHour& device,
+                                         std::span<const UsageRow> usage) {
+  std::vector<std::uint64_t> w;
+  w.reserve(usage.size() + 2);
+  switch (kind) {
+    case PolicyKind::kCompute:
+      for (const auto& row : usage) w.push_back(ClampTime(row.compute_us));
+      w.push_back(ClampTime(device.unattributed_us));
+      w.push_back(ClampTime(device.idle_us));
+      return w;
+    case PolicyKind::kMemory: {
+      std::vector<double> v;
+      v.reserve(usage.size() + 2);
+      double used = 0;
+      for (const auto& row : usage) {
+        v.push_back(ClampDouble(row.memory_byte_us));
+        used += v.back();
+      }
+      v.push_back(ClampDouble(device.unattributed_memory_byte_us));
+      used += v.back();
+      double capacity = static_cast<double>(std::max<Bytes>(device.memory_total_bytes, 0)) *
+                        static_cast<double>(std::max<GpuMicros>(device.metered_us, 0));
+      v.push_back(ClampDouble(capacity - used));
+      return ToIntegerWeights(v);
+    }
+    case PolicyKind::kAllocation:
+    case PolicyKind::kHybrid:  // not reached: hybrid is split into its two parts
+      for (const auto& row : usage) w.push_back(ClampTime(row.allocated_us));
+      w.push_back(0);
+      w.push_back(ClampTime(device.unallocated_us));
+      return w;
+  }
+  return w;
+}
+
+// Consumer-only weights used to share the idle part: the policy's own, normalised over the
+// consumers alone (so that tiny memory users are not rounded away next to a large idle part).
+std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const UsageRow> usage) {
+  std::vector<std::uint64_t> w;
+  w.reserve(usage.size());
+  switch (kind) {
+    case PolicyKind::kCompute:
+      for (const auto& row : usage) w.push_back(ClampTime(row.compute_us));
+      return w;
+    case PolicyKind::kMemory: {
+      std::vector<double> v;
+      v.reserve(usage.size());
+      for (const auto& row : usage) v.push_back(row.memory_byte_us);
+      return ToIntegerWeights(v);
+    }
+    case PolicyKind::kAllocation:
+    case PolicyKind::kHybrid:
+      for (const auto& row : usage) w.push_back(ClampTime(row.allocated_us));
+      return w;
+  }
+  return w;
+}
+
+// Splits a non-negative amount by one simple policy and the idle handling.
+DeviceHourCost SplitSimple(Nanos amount, PolicyKind kind, const DeviceHour& device,
+                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+  DeviceHourCost cost;
+  auto weights = PolicyWeights(kind, device, usage);
+  auto shares = Apportion(amount, weights);
+  cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
+  cost.unattributed = shares[usage.size()];
+  cost.idle = shares[usage.size() + 1];
+  if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
+    auto share = ShareWeights(kind, usage);
+    if (AllZero(share)) share = ShareWeights(PolicyKind::kAllocation, usage);
+    if (!AllZero(share)) {
+      auto extra = Apportion(cost.idle, share);
+      for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += extra[i];
+      cost.idle = 0;
+    }
+  }
+  return cost;
+}
+
+DeviceHourCost SplitNonNegative(Nanos price, const DeviceHour& device,
+                                std::span<const UsageRow> usage, const Policy& policy,
+                                const IdleHandling& idle) {
+  if (policy.kind != PolicyKind::kHybrid) {
+    return SplitSimple(price, policy.kind, device, usage, idle);
+  }
+  __int128 alpha = std::clamp(policy.alpha_permille, 0, 1000);
+  auto allocation_part = static_cast<Nanos>((static_cast<__int128>(price) * alpha + 500) / 1000);
+  DeviceHourCost a = SplitSimple(allocation_part, PolicyKind::kAllocation, device, usage, idle);
+  DeviceHourCost c =
+      SplitSimple(price - allocation_part, PolicyKind::kCompute, device, usage, idle);
+  for (std::size_t i = 0; i < usage.size(); ++i) a.consumers[i] += c.consumers[i];
+  a.idle += c.idle;
+  a.unattributed += c.unattributed;
+  return a;
+}
+
+}  // namespace
+
+Result<Policy> ParsePolicy(std::string_view text) {
+  std::string_view t = Trim(text);
+  if (t == "allocation") return Policy{PolicyKind::kAllocation, 1000};
+  if (t == "compute") return Policy{PolicyKind::kCompute, 1000};
+  if (t == "memory") return Policy{PolicyKind::kMemory, 1000};
+  constexpr std::string_view kHybrid = "hybrid";
+  if (t.substr(0, kHybrid.size()) == kHybrid) {
+    std::string_view rest = t.substr(kHybrid.size());
+    if (rest.empty() || rest.front() != ':') {
+      return InvalidArgument(
+          fmt::format("policy '{}': expected hybrid:<alpha in [0, 1]>, e.g. hybrid:0.7", text));
+    }
+    auto alpha = ParseAlphaPermille(text, rest.substr(1));
+    if (!alpha) return alpha.error();
+    return Policy{PolicyKind::kHybrid, *alpha};
+  }
+  return InvalidArgument(fmt::format(
+      "policy '{}': expected allocation, compute, memory or hybrid:<alpha in [0, 1]>", text));
+}
+
+std::string ToString(const Policy& policy) {
+  switch (policy.kind) {
+    case PolicyKind::kAllocation:
+      return "allocation";
+    case PolicyKind::kCompute:
+      return "compute";
+    case PolicyKind::kMemory:
+      return "memory";
+    case PolicyKind::kHybrid: {
+      int a = std::clamp(policy.alpha_permille, 0, 1000);
+      if (a % 1000 == 0) return fmt::format("hybrid:{}", a / 1000);
+      std::string frac = fmt::format("{:03d}", a % 1000);
+      while (frac.back() == '0') frac.pop_back();
+      return fmt::format("hybrid:{}.{}", a / 1000, frac);
+    }
+  }
+  return "allocation";
+}
+
+Result<IdleHandling> ParseIdleHandling(std::string_view text) {
+  std::string_view t = Trim(text);
+  if (t == "keep") return IdleHandling{IdleHandling::Kind::kKeep, ""};
+  if (t == "share") return IdleHandling{IdleHandling::Kind::kShare, ""};
+  constexpr std::string_view kNamespace = "namespace:";
+  if (t.substr(0, kNamespace.size()) == kNamespace) {
+    std::string_view ns = t.substr(kNamespace.size());
+    if (!IsDns1123Label(ns)) {
+      return InvalidArgument(fmt::format(
+          "idle handling '{}': namespace must be a DNS-1123 label (lowercase letters, digits and "
+          "'-', starting and ending with a letter or digit, at most 63 characters)",
+          text));
+    }
+    return IdleHandling{IdleHandling::Kind::kNamespace, std::string(ns)};
+  }
+  return InvalidArgument(
+      fmt::format("idle handling '{}': expected keep, share or namespace:<namespace>", text));
+}
+
+std::string ToString(const IdleHandling& idle) {
+  switch (idle.kind) {
+    case IdleHandling::Kind::kKeep:
+      return "keep";
+    case IdleHandling::Kind::kShare:
+      return "share";
+    case IdleHandling::Kind::kNamespace:
+      return "namespace:" + idle.namespace_name;
+  }
+  return "keep";
+}
+
+DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
+                               const Policy& policy, const IdleHandling& idle) {
+  Nanos price = device.price_nanos;
+  if (price >= 0) return SplitNonNegative(price, device, usage, policy, idle);
+  // A negative price (a credit) is split as its magnitude and negated, so the parts still sum
+  // to it exactly. INT64_MIN has no magnitude in int64: split it in two halves.
+  DeviceHourCost cost;
+  if (price == INT64_MIN) {
+    DeviceHourCost a = SplitNonNegative(INT64_MAX, device, usage, policy, idle);
+    DeviceHourCost b = SplitNonNegative(1, device, usage, policy, idle);
+    cost = a;
+    for (std::size_t i = 0; i < usage.size(); ++i)
+      cost.consumers[i] = -a.consumers[i] - b.consumers[i];
+    cost.idle = -a.idle - b.idle;
+    cost.unattributed = -a.unattributed - b.unattributed;
+    return cost;
+  }
+  cost = SplitNonNegative(-price, device, usage, policy, idle);
+  for (auto& c : cost.consumers) c = -c;
+  cost.idle = -cost.idle;
+  cost.unattributed = -cost.unattributed;
+  return cost;
+}
+
+Nanos PriceForMetered(Nanos hourly_nanos, GpuMicros metered_us) {
+  __int128 product = static_cast<__int128>(hourly_nanos) * metered_us;
+  bool negative = product < 0;
+  if (negative) product = -product;
+  __int128 rounded = (product + kMicrosPerHour / 2) / kMicrosPerHour;  // half up (away from 0)
+  if (negative) rounded = -rounded;
+  if (rounded > INT64_MAX) return INT64_MAX;
+  if (rounded < INT64_MIN) return INT64_MIN;
+  return static_cast<Nanos>(rounded);
+}
+
+}  // namespace gpuledger::cost

@@ -1,0 +1,73 @@
+#include "pipeline/snapshot_pipeline.h"
+
+#include "attribution/attribute.h"
+#include "cost/policy.h"
+
+namespace gpuledger::pipeline {
+
+// Hours are written in batches: one transaction per closed hour boundary.
+SnapshotPipeline::SnapshotPipeline(store::LedgerStore& store, const cost::Catalog& catalog,
+                                   std::function<ConsumerInfo(const ConsumerRef&)> describe,
+                                   std::function<NodeFacts(const std::string&)> node_facts)
+    : store_(store),
+      catalog_(catalog),
+      node_facts_(std::move(node_facts)),
+      ledger_(std::move(describe)) {}
+
+Nanos SnapshotPipeline::HourlyPrice(const std::string& model, const NodeFacts& facts) {
+  const std::string key = model + "|" + facts.context.pricing_class + "|" + facts.region;
+  if (auto it = price_cache_.find(key); it != price_cache_.end()) return it->second;
+  auto entry = catalog_.Find(model, facts.context.pricing_class, facts.region);
+  Nanos price = entry ? entry->hourly_nanos : -1;
+  price_cache_[key] = price;
+  return price;
+}
+
+Status SnapshotPipeline::Add(const NodeSnapshot& snapshot) {
+  const Micros hour = HourStart(snapshot.start_us);
+  if (hour > open_hour_) {
+    if (Status s = Flush(hour); !s.ok()) return s;
+    open_hour_ = hour;
+  }
+  auto fit = facts_cache_.find(snapshot.node);
+  if (fit == facts_cache_.end()) fit = facts_cache_.emplace(snapshot.node, node_facts_(snapshot.node)).first;
+  const NodeFacts& facts = fit->second;
+  auto usage = attribution::Attribute(snapshot);
+  for (const DeviceUsage& u : usage) {
+    Nanos hourly = HourlyPrice(u.model, facts);
+    Nanos interval_price = hourly > 0 ? cost::PriceForMetered(hourly, u.duration_us()) : 0;
+    for (const ConsumerUsage& c : u.consumers) {
+      NaiveTally& t = naive_[c.consumer];
+      t.compute_us += u.busy_us;
+      t.cost_nanos += interval_price;
+    }
+  }
+  ledger_.Add(facts.context, usage);
+  ++stats_.snapshots;
+  return Status::Ok();
+}
+
+Status SnapshotPipeline::Flush(Micros before_us) {
+  std::vector<LedgerHour> hours = ledger_.TakeHoursBefore(before_us);
+  if (hours.empty()) return Status::Ok();
+  for (LedgerHour& h : hours) {
+    const NodeFacts& facts = facts_cache_.at(h.device.node);
+    Nanos hourly = HourlyPrice(h.device.gpu_model, facts);
+    if (hourly < 0) {
+      // Degrade, do not fail: the hour is recorded with its usage and no price, and reports
+      // list the model as unpriced until the catalog names it.
+      h.device.pricing_class = "unpriced";
+      h.device.price_nanos = 0;
+      stats_.unpriced_models.insert(h.device.gpu_model);
+    } else {
+      h.device.price_nanos = cost::PriceForMetered(hourly, h.device.metered_us);
+    }
+    stats_.usage_rows += static_cast<std::int64_t>(h.usage.size());
+  }
+  stats_.device_hours += static_cast<std::int64_t>(hours.size());
+  return store_.WriteHours(hours);
+}
+
+Status SnapshotPipeline::Finish() { return Flush(INT64_MAX); }
+
+}  // namespace gpuledger::pipeline

@@ -1,0 +1,70 @@
+#pragma once
+// Snapshots to ledger: attribute each NodeSnapshot, roll the intervals into hours, price each
+// closed device-hour from the catalog and write it to the store. The demo drives it from the
+// simulator; replaying snapshot files will drive it the same way.
+//
+// It also tallies what the naive "device value copied to every pod on it" method would report
+// (what dcgm-exporter's per-device series joined to pods gives), for contrast.
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "attribution/hourly_ledger.h"
+#include "common/result.h"
+#include "cost/catalog.h"
+#include "model/snapshot.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::pipeline {
+
+struct NodeFacts {
+  attribution::NodeContext context;
+  std::string region;
+};
+
+struct NaiveTally {
+  GpuMicros compute_us = 0;   // the device's busy time, copied to each pod on it
+  Nanos cost_nanos = 0;       // the whole device's price while the pod held or used it
+};
+
+struct PipelineStats {
+  std::int64_t snapshots = 0;
+  std::int64_t device_hours = 0;
+  std::int64_t usage_rows = 0;
+  std::set<std::string> unpriced_models;
+};
+
+class SnapshotPipeline {
+ public:
+  // `store` and `catalog` must outlive the pipeline.
+  SnapshotPipeline(store::LedgerStore& store, const cost::Catalog& catalog,
+                   std::function<ConsumerInfo(const ConsumerRef&)> describe,
+                   std::function<NodeFacts(const std::string& node)> node_facts);
+
+  // Snapshots must come in time order per node and never cross an hour boundary. Hours that
+  // closed before this snapshot's hour are priced and written.
+  Status Add(const NodeSnapshot& snapshot);
+  // Writes every hour still open.
+  Status Finish();
+
+  const PipelineStats& stats() const { return stats_; }
+  const std::map<ConsumerRef, NaiveTally>& naive() const { return naive_; }
+
+ private:
+  Status Flush(Micros before_us);
+  Nanos HourlyPrice(const std::string& model, const NodeFacts& facts);
+
+  store::LedgerStore& store_;
+  const cost::Catalog& catalog_;
+  std::function<NodeFacts(const std::string&)> node_facts_;
+  attribution::HourlyLedger ledger_;
+  std::map<std::string, NodeFacts> facts_cache_;
+  std::map<std::string, Nanos> price_cache_;     // "model|class|region" -> hourly, -1 unpriced
+  std::map<ConsumerRef, NaiveTally> naive_;
+  Micros open_hour_ = INT64_MIN;
+  PipelineStats stats_;
+};
+
+}  // namespace gpuledger::pipeline

@@ -1,0 +1,179 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace gpuledger::report {
+namespace {
+
+constexpr std::string_view kUnlabelled = "unlabelled";
+
+struct DimName {
+  std::string_view name;
+  Dimension::Kind kind;
+};
+constexpr DimName kDimNames[] = {
+    {"namespace", Dimension::Kind::kNamespace}, {"controller", Dimension::Kind::kController},
+    {"node", Dimension::Kind::kNode},           {"gpu_model", Dimension::Kind::kGpuModel},
+    {"device", Dimension::Kind::kDevice},       {"container", Dimension::Kind::kContainer},
+    {"pod", Dimension::Kind::kPod},             {"sharing_mode", Dimension::Kind::kSharingMode},
+};
+
+std::string Level(const UsageRow& row, const Dimension& d) {
+  const ConsumerInfo& c = row.consumer;
+  switch (d.kind) {
+    case Dimension::Kind::kNamespace: return c.ref.namespace_name;
+    case Dimension::Kind::kLabel: {
+      if (auto it = c.labels.find(d.label); it != c.labels.end()) return it->second;
+      if (auto it = c.namespace_labels.find(d.label); it != c.namespace_labels.end())
+        return it->second;
+      return std::string(kUnlabelled);
+    }
+    case Dimension::Kind::kController:
+      return c.ref.namespace_name + "/" + (c.owner_kind.empty() ? "Pod" : c.owner_kind) + "/" +
+             (c.owner_name.empty() ? c.ref.pod : c.owner_name);
+    case Dimension::Kind::kNode: return row.node;
+    case Dimension::Kind::kGpuModel: return row.gpu_model;
+    case Dimension::Kind::kDevice: return row.gpu.value;
+    case Dimension::Kind::kContainer: return c.ref.Key();
+    case Dimension::Kind::kPod: return c.ref.namespace_name + "/" + c.ref.pod;
+    case Dimension::Kind::kSharingMode: return std::string(ToString(row.sharing));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<Dimension>> ParseGroupBy(std::string_view text) {
+  std::vector<Dimension> dims;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(start, end - start);
+    start = end + 1;
+    if (part.starts_with("label:") && part.size() > 6) {
+      dims.push_back(Dimension{Dimension::Kind::kLabel, std::string(part.substr(6))});
+      continue;
+    }
+    auto it = std::find_if(std::begin(kDimNames), std::end(kDimNames),
+                           [&](const DimName& n) { return n.name == part; });
+    if (it == std::end(kDimNames))
+      return InvalidArgument(fmt::format(
+          "--by '{}': unknown grouping '{}' (namespace, label:KEY, controller, node, gpu_model, "
+          "device, container, pod, sharing_mode; several joined by commas)",
+          text, part));
+    dims.push_back(Dimension{it->kind, ""});
+  }
+  return dims;
+}
+
+std::string ToString(const std::vector<Dimension>& dims) {
+  std::string out;
+  for (const auto& d : dims) {
+    if (!out.empty()) out += ",";
+    if (d.kind == Dimension::Kind::kLabel) {
+      out += "label:" + d.label;
+      continue;
+    }
+    for (const auto& n : kDimNames)
+      if (n.kind == d.kind) out += n.name;
+  }
+  return out;
+}
+
+std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
+  std::string key;
+  for (const auto& d : dims) {
+    if (!key.empty()) key += "/";
+    key += Level(row, d);
+  }
+  return key;
+}
+
+void Figures::Add(const Figures& o) {
+  allocated_gpu_us += o.allocated_gpu_us;
+  compute_gpu_us += o.compute_gpu_us;
+  memory_byte_us += o.memory_byte_us;
+  energy_mj += o.energy_mj;
+  cost_nanos += o.cost_nanos;
+  quality = Combine(quality, o.quality);
+}
+
+Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                   const std::vector<Dimension>& group_by, const cost::Policy& policy,
+                   const cost::IdleHandling& idle, Micros from_us, Micros to_us) {
+  Report r;
+  r.from_us = from_us;
+  r.to_us = to_us;
+  r.group_by = group_by;
+  r.policy = policy;
+  r.idle_handling = idle;
+
+  using Key = std::tuple<Micros, std::string>;
+  std::map<Key, std::vector<const UsageRow*>> by_device;
+  std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+  for (const UsageRow& u : usage) {
+    if (u.hour_us < from_us || u.hour_us >= to_us) continue;
+    by_device[Key{u.hour_us, u.gpu.value}].push_back(&u);
+    if (!u.consumer.namespace_labels.empty())
+      namespace_labels[u.consumer.ref.namespace_name] = u.consumer.namespace_labels;
+  }
+  std::map<std::string, Figures> rows;
+  std::set<std::string> unpriced;
+  std::vector<UsageRow> span_rows;
+  for (const DeviceHour& d : devices) {
+    if (d.hour_us < from_us || d.hour_us >= to_us) continue;
+    span_rows.clear();
+    if (auto it = by_device.find(Key{d.hour_us, d.gpu.value}); it != by_device.end())
+      for (const UsageRow* u : it->second) span_rows.push_back(*u);
+    cost::DeviceHourCost split = cost::SplitDeviceHour(d, span_rows, policy, idle);
+    for (std::size_t i = 0; i < span_rows.size(); ++i) {
+      const UsageRow& u = span_rows[i];
+      Figures f{u.allocated_us, u.compute_us, u.memory_byte_us, u.energy_mj, split.consumers[i],
+                u.compute_quality};
+      rows[KeyOf(u, group_by)].Add(f);
+    }
+    const double capacity = static_cast<double>(d.memory_total_bytes) * d.metered_us;
+    double used = d.unattributed_memory_byte_us;
+    for (const UsageRow& u : span_rows) used += u.memory_byte_us;
+    Figures idle_f{d.unallocated_us, d.idle_us, std::max(0.0, capacity - used), d.idle_energy_mj,
+                   split.idle, Quality::kNone};
+    if (idle.kind == cost::IdleHandling::Kind::kNamespace && split.idle != 0) {
+      // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
+      UsageRow platform;
+      platform.consumer.ref = ConsumerRef{idle.namespace_name, "__idle__", PodUid{}, ""};
+      platform.consumer.owner_kind = "Idle";
+      platform.consumer.owner_name = "__idle__";
+      platform.node = d.node;
+      platform.gpu_model = d.gpu_model;
+      platform.gpu = d.gpu;
+      platform.sharing = d.sharing;
+      if (auto it = namespace_labels.find(idle.namespace_name); it != namespace_labels.end())
+        platform.consumer.namespace_labels = it->second;
+      rows[KeyOf(platform, group_by)].cost_nanos += split.idle;
+      idle_f.cost_nanos = 0;
+    }
+    r.idle.Add(idle_f);
+    r.unattributed.Add(Figures{0, d.unattributed_us, d.unattributed_memory_byte_us,
+                               d.unattributed_energy_mj, split.unattributed, Quality::kNone});
+    r.total.device_cost_nanos += d.price_nanos;
+    r.total.metered_us += d.metered_us;
+    r.total.unmetered_us += d.unmetered_us;
+    r.total.busy_us += d.busy_us;
+    r.total.device_hours += 1;
+    if (d.pricing_class == "unpriced") unpriced.insert(d.gpu_model);
+  }
+  for (auto& [key, f] : rows) r.rows.push_back(Row{key, f});
+  std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {
+    return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
+  });
+  r.total.unpriced_models.assign(unpriced.begin(), unpriced.end());
+  return r;
+}
+
+}  // namespace gpuledger::report

@@ -1,0 +1,78 @@
+#pragma once
+// Chargeback reports: ledger rows priced by a cost policy and grouped by any key
+// (`gpuledger report`, later `/api/v1/allocation`). Pure: rows in, report out.
+//
+// Exactness: every device-hour's price is split by cost::SplitDeviceHour, so
+//   Σ rows.cost + idle.cost + unattributed.cost == total.device_cost_nanos   exactly.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "cost/policy.h"
+#include "model/ledger.h"
+
+namespace gpuledger::report {
+
+// One level of a grouping key.
+struct Dimension {
+  enum class Kind { kNamespace, kLabel, kController, kNode, kGpuModel, kDevice, kContainer,
+                    kPod, kSharingMode };
+  Kind kind = Kind::kNamespace;
+  std::string label;  // kLabel: the label key
+};
+
+// "namespace", "label:team", "controller", "node", "gpu_model", "device", "container", "pod",
+// "sharing_mode", or several joined by commas ("namespace,label:team").
+Result<std::vector<Dimension>> ParseGroupBy(std::string_view text);
+std::string ToString(const std::vector<Dimension>& dims);
+
+// The key value a usage row has for a grouping; levels joined by '/'. A missing label is
+// "unlabelled"; a pod label wins over its namespace's label of the same key.
+std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims);
+
+struct Figures {
+  GpuMicros allocated_gpu_us = 0;
+  GpuMicros compute_gpu_us = 0;
+  ByteMicros memory_byte_us = 0;
+  MilliJoules energy_mj = 0;
+  Nanos cost_nanos = 0;
+  Quality quality = Quality::kNone;  // compute quality: measured only if all of it was
+  void Add(const Figures& other);
+};
+
+struct Row {
+  std::string key;
+  Figures figures;
+};
+
+struct Totals {
+  Nanos device_cost_nanos = 0;   // Σ of the device-hour prices in the window
+  GpuMicros metered_us = 0;
+  GpuMicros unmetered_us = 0;
+  GpuMicros busy_us = 0;
+  int device_hours = 0;
+  std::vector<std::string> unpriced_models;  // models whose device-hours carried no price
+};
+
+struct Report {
+  Micros from_us = 0;
+  Micros to_us = 0;
+  std::vector<Dimension> group_by;
+  cost::Policy policy;
+  cost::IdleHandling idle_handling;
+  std::vector<Row> rows;      // sorted by cost descending, then key
+  Figures idle;               // unallocated / not busy / unused memory, and its cost
+  Figures unattributed;       // busy time and memory no known process explains
+  Totals total;
+};
+
+// Rows outside [from_us, to_us) are ignored. `usage` rows whose (hour, gpu) has no device row
+// are ignored too (a device-hour is the unit of price).
+Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                   const std::vector<Dimension>& group_by, const cost::Policy& policy,
+                   const cost::IdleHandling& idle, Micros from_us, Micros to_us);
+
+}  // namespace gpuledger::report

@@ -1,0 +1,623 @@
+// The SQLite ledger: one file in WAL mode, schema versioned in `meta` and migrated on open.
+//
+// Money is INTEGER nanos and every integer unit is INTEGER (tables are STRICT, so a REAL can
+// never slip into a money column); only memory byte-µs, a double by design (units.h), is REAL.
+// Costs are not stored: reports compute them from these rows.
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "store/ledger_store.h"
+#include "store/sqlite_db.h"
+
+namespace gpuledger::store {
+namespace {
+
+constexpr std::int64_t kSchemaVersion = 1;
+constexpr std::string_view kSchemaVersionKey = "schema_version";
+
+// migrations[i] takes the schema from version i to i + 1.
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+    R"sql(
+CREATE TABLE device_hours (
+  hour_us                     INTEGER NOT NULL,
+  gpu_uuid                    TEXT    NOT NULL,
+  cluster                     TEXT    NOT NULL,
+  node                        TEXT    NOT NULL,
+  gpu_model                   TEXT    NOT NULL,
+  sharing_mode                TEXT    NOT NULL,
+  pricing_class               TEXT    NOT NULL,
+  price_nanos                 INTEGER NOT NULL,
+  metered_us                  INTEGER NOT NULL,
+  unmetered_us                INTEGER NOT NULL,
+  unallocated_us              INTEGER NOT NULL,
+  busy_us                     INTEGER NOT NULL,
+  idle_us                     INTEGER NOT NULL,
+  unattributed_us             INTEGER NOT NULL,
+  memory_total_bytes          INTEGER NOT NULL,
+  unattributed_memory_byte_us REAL    NOT NULL,
+  energy_mj                   INTEGER NOT NULL,
+  idle_energy_mj              INTEGER NOT NULL,
+  unattributed_energy_mj      INTEGER NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid)
+) STRICT;
+
+-- The key is (hour, gpu, consumer); its columns are ordered as reads sort, so the key's index
+-- serves both hour-range scans and the deterministic read order.
+CREATE TABLE usage_hours (
+  hour_us           INTEGER NOT NULL,
+  gpu_uuid          TEXT    NOT NULL,
+  namespace         TEXT    NOT NULL,
+  pod               TEXT    NOT NULL,
+  pod_uid           TEXT    NOT NULL,
+  container         TEXT    NOT NULL,
+  owner_kind        TEXT    NOT NULL,
+  owner_name        TEXT    NOT NULL,
+  node              TEXT    NOT NULL,
+  gpu_model         TEXT    NOT NULL,
+  sharing_mode      TEXT    NOT NULL,
+  device_id         TEXT    NOT NULL,
+  allocated_us      INTEGER NOT NULL,
+  compute_us        INTEGER NOT NULL,
+  memory_byte_us    REAL    NOT NULL,
+  peak_memory_bytes INTEGER NOT NULL,
+  energy_mj         INTEGER NOT NULL,
+  compute_quality   TEXT    NOT NULL,
+  memory_quality    TEXT    NOT NULL,
+  compute_rule      TEXT    NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid, namespace, pod, container, pod_uid)
+) STRICT;
+CREATE INDEX usage_hours_by_namespace ON usage_hours (namespace, hour_us);
+
+CREATE TABLE pod_labels (
+  namespace TEXT NOT NULL,
+  pod       TEXT NOT NULL,
+  pod_uid   TEXT NOT NULL,
+  key       TEXT NOT NULL,
+  value     TEXT NOT NULL,
+  PRIMARY KEY (namespace, pod, pod_uid, key)
+) STRICT;
+
+CREATE TABLE namespace_labels (
+  namespace TEXT NOT NULL,
+  key       TEXT NOT NULL,
+  value     TEXT NOT NULL,
+  PRIMARY KEY (namespace, key)
+) STRICT;
+)sql",
+};
+
+constexpr std::string_view kCreateMeta =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT";
+
+constexpr std::string_view kDeviceColumns =
+    "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, price_nanos, "
+    "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, unattributed_us, "
+    "memory_total_bytes, unattributed_memory_byte_us, energy_mj, idle_energy_mj, "
+    "unattributed_energy_mj";
+constexpr std::string_view kUsageColumns =
+    "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, owner_name, node, "
+    "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_byte_us, "
+    "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule";
+
+using LabelMap = std::map<std::string, std::string>;
+using PodKey = std::tuple<std::string, std::string, std::string>;  // namespace, pod, pod_uid
+
+class SqliteLedger final : public LedgerStore {
+ public:
+  explicit SqliteLedger(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+  Status Prepare();
+
+  Status WriteHours(std::span<const LedgerHour> hours) override;
+  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
+  Result<TimeRange> Extent() override;
+  Status PutMeta(const std::string& key, const std::string& value) override;
+  Result<std::map<std::string, std::string>> ReadMeta() override;
+
+ private:
+  Status CheckWritable() const;
+  Status WriteHour(const LedgerHour& hour);
+  Status WriteLabels(std::span<const LedgerHour> hours);
+  Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
+               std::string_view what) const;
+
+  std::unique_ptr<SqliteDb> db_;  // declared first: the statements below finalize before it
+  SqliteStmt delete_usage_;
+  SqliteStmt upsert_device_;
+  SqliteStmt insert_usage_;
+  SqliteStmt upsert_pod_label_;
+  SqliteStmt delete_namespace_labels_;
+  SqliteStmt insert_namespace_label_;
+  SqliteStmt read_devices_;
+  SqliteStmt read_usage_;
+  SqliteStmt read_pod_labels_;
+  SqliteStmt read_namespace_labels_;
+  SqliteStmt extent_;
+  SqliteStmt put_meta_;
+  SqliteStmt read_meta_;
+};
+
+Status SqliteLedger::Prepare() {
+  struct Spec {
+    SqliteStmt* stmt;
+    std::string sql;
+    std::string_view what;
+  };
+  const std::string device_values =
+      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19";
+  const std::string usage_values =
+      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
+  const std::array<Spec, 13> specs = {{
+      {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
+       "delete usage_hours"},
+      {&upsert_device_,
+       fmt::format("INSERT OR REPLACE INTO device_hours ({}) VALUES ({})", kDeviceColumns,
+                   device_values),
+       "write device_hours"},
+      {&insert_usage_,
+       fmt::format("INSERT INTO usage_hours ({}) VALUES ({})", kUsageColumns, usage_values),
+       "insert usage_hours"},
+      {&upsert_pod_label_,
+       "INSERT OR REPLACE INTO pod_labels (namespace, pod, pod_uid, key, value) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)",
+       "write pod_labels"},
+      {&delete_namespace_labels_, "DELETE FROM namespace_labels WHERE namespace = ?1",
+       "delete namespace_labels"},
+      {&insert_namespace_label_,
+       "INSERT INTO namespace_labels (namespace, key, value) VALUES (?1, ?2, ?3)",
+       "insert namespace_labels"},
+      {&read_devices_,
+       fmt::format("SELECT {} FROM device_hours WHERE hour_us >= ?1 AND hour_us < ?2 "
+                   "ORDER BY hour_us, gpu_uuid",
+                   kDeviceColumns),
+       "read device_hours"},
+      {&read_usage_,
+       fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= ?1 AND hour_us < ?2 "
+                   "ORDER BY hour_us, gpu_uuid, namespace, pod, container, pod_uid",
+                   kUsageColumns),
+       "read usage_hours"},
+      {&read_pod_labels_,
+       "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels AS l "
+       "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
+       "      WHERE hour_us >= ?1 AND hour_us < ?2) AS p "
+       "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = p.pod_uid",
+       "read pod_labels"},
+      {&read_namespace_labels_,
+       "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
+       "(SELECT DISTINCT namespace FROM usage_hours WHERE hour_us >= ?1 AND hour_us < ?2)",
+       "read namespace_labels"},
+      {&extent_, "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours", "read extent"},
+      {&put_meta_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", "write meta"},
+      {&read_meta_, "SELECT key, value FROM meta ORDER BY key", "read meta"},
+  }};
+  for (const Spec& spec : specs) {
+    auto stmt = db_->Prepare(spec.sql, spec.what);
+    if (!stmt) return stmt.status();
+    *spec.stmt = std::move(*stmt);
+  }
+  return Status::Ok();
+}
+
+Error SqliteLedger::BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
+                           std::string_view what) const {
+  return InvalidArgument(fmt::format("sqlite {}: {} row (hour_us {}, gpu {}): {}", db_->path(),
+                                     table, hour_us, gpu, what));
+}
+
+Status SqliteLedger::CheckWritable() const {
+  if (!db_->ReadOnly()) return Status::Ok();
+  return IoError(fmt::format(
+      "sqlite {}: cannot write: the ledger is read-only (opened read-only, or the file or its "
+      "directory is not writable)",
+      db_->path()));
+}
+
+Status SqliteLedger::WriteHours(std::span<const LedgerHour> hours) {
+  if (hours.empty()) return Status::Ok();
+  if (Status s = CheckWritable(); !s) return s;
+  // Check every hour before touching the file: a malformed hour is the caller's bug and must
+  // not leave a half-written span behind (the transaction would roll back anyway).
+  for (const LedgerHour& hour : hours) {
+    const DeviceHour& d = hour.device;
+    if (HourStart(d.hour_us) != d.hour_us) {
+      return BadRow("device_hours", d.hour_us, d.gpu.str(), "hour_us is not an hour start");
+    }
+    if (d.gpu.empty()) return BadRow("device_hours", d.hour_us, "", "empty gpu uuid");
+    for (const UsageRow& u : hour.usage) {
+      if (u.hour_us != d.hour_us || u.gpu != d.gpu) {
+        return BadRow(
+            "usage_hours", u.hour_us, u.gpu.str(),
+            fmt::format("filed under device hour (hour_us {}, gpu {})", d.hour_us, d.gpu.str()));
+      }
+    }
+  }
+
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
+  if (!txn) return txn.status();
+  for (const LedgerHour& hour : hours) {
+    if (Status s = WriteHour(hour); !s) return s;  // ~SqliteTxn rolls back
+  }
+  if (Status s = WriteLabels(hours); !s) return s;
+  return txn->Commit();
+}
+
+Status SqliteLedger::WriteHour(const LedgerHour& hour) {
+  const DeviceHour& d = hour.device;
+  delete_usage_.Bind(1, d.hour_us);
+  delete_usage_.Bind(2, d.gpu.str());
+  if (Status s = delete_usage_.Run(); !s) return s;
+
+  SqliteStmt& dev = upsert_device_;
+  dev.Bind(1, d.hour_us);
+  dev.Bind(2, d.gpu.str());
+  dev.Bind(3, d.cluster);
+  dev.Bind(4, d.node);
+  dev.Bind(5, d.gpu_model);
+  dev.Bind(6, ToString(d.sharing));
+  dev.Bind(7, d.pricing_class);
+  dev.Bind(8, d.price_nanos);
+  dev.Bind(9, d.metered_us);
+  dev.Bind(10, d.unmetered_us);
+  dev.Bind(11, d.unallocated_us);
+  dev.Bind(12, d.busy_us);
+  dev.Bind(13, d.idle_us);
+  dev.Bind(14, d.unattributed_us);
+  dev.Bind(15, d.memory_total_bytes);
+  dev.Bind(16, d.unattributed_memory_byte_us);
+  dev.Bind(17, d.energy_mj);
+  dev.Bind(18, d.idle_energy_mj);
+  dev.Bind(19, d.unattributed_energy_mj);
+  if (Status s = dev.Run(); !s) return s;
+
+  SqliteStmt& ins = insert_usage_;
+  for (const UsageRow& u : hour.usage) {
+    const ConsumerRef& c = u.consumer.ref;
+    ins.Bind(1, u.hour_us);
+    ins.Bind(2, u.gpu.str());
+    ins.Bind(3, c.namespace_name);
+    ins.Bind(4, c.pod);
+    ins.Bind(5, c.pod_uid.str());
+    ins.Bind(6, c.container);
+    ins.Bind(7, u.consumer.owner_kind);
+    ins.Bind(8, u.consumer.owner_name);
+    ins.Bind(9, u.node);
+    ins.Bind(10, u.gpu_model);
+    ins.Bind(11, ToString(u.sharing));
+    ins.Bind(12, u.device_id);
+    ins.Bind(13, u.allocated_us);
+    ins.Bind(14, u.compute_us);
+    ins.Bind(15, u.memory_byte_us);
+    ins.Bind(16, u.peak_memory_bytes);
+    ins.Bind(17, u.energy_mj);
+    ins.Bind(18, ToString(u.compute_quality));
+    ins.Bind(19, ToString(u.memory_quality));
+    ins.Bind(20, u.compute_rule);
+    if (Status s = ins.Run(); !s) {
+      return Error{s.error().code, fmt::format("{} (consumer {}, hour_us {}, gpu {})",
+                                               s.error().message, c.Key(), u.hour_us, u.gpu.str())};
+    }
+  }
+  return Status::Ok();
+}
+
+// Pod labels are upserted key by key; a namespace's labels are replaced as a whole. Within one
+// span the last row naming a pod or namespace wins, and each is written once.
+Status SqliteLedger::WriteLabels(std::span<const LedgerHour> hours) {
+  using ViewKey = std::tuple<std::string_view, std::string_view, std::string_view>;
+  std::map<ViewKey, const LabelMap*> pods;
+  std::map<std::string_view, const LabelMap*> namespaces;
+  for (const LedgerHour& hour : hours) {
+    for (const UsageRow& u : hour.usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      if (!u.consumer.labels.empty()) {
+        pods[ViewKey{c.namespace_name, c.pod, c.pod_uid.str()}] = &u.consumer.labels;
+      }
+      namespaces[c.namespace_name] = &u.consumer.namespace_labels;
+    }
+  }
+  for (const auto& [key, labels] : pods) {
+    for (const auto& [k, v] : *labels) {
+      upsert_pod_label_.Bind(1, std::get<0>(key));
+      upsert_pod_label_.Bind(2, std::get<1>(key));
+      upsert_pod_label_.Bind(3, std::get<2>(key));
+      upsert_pod_label_.Bind(4, k);
+      upsert_pod_label_.Bind(5, v);
+      if (Status s = upsert_pod_label_.Run(); !s) return s;
+    }
+  }
+  for (const auto& [ns, labels] : namespaces) {
+    delete_namespace_labels_.Bind(1, ns);
+    if (Status s = delete_namespace_labels_.Run(); !s) return s;
+    for (const auto& [k, v] : *labels) {
+      insert_namespace_label_.Bind(1, ns);
+      insert_namespace_label_.Bind(2, k);
+      insert_namespace_label_.Bind(3, v);
+      if (Status s = insert_namespace_label_.Run(); !s) return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& range) {
+  std::vector<DeviceHour> out;
+  SqliteStmt& q = read_devices_;
+  q.Bind(1, range.from_us);
+  q.Bind(2, range.to_us);
+  while (true) {
+    auto row = q.Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    DeviceHour d;
+    d.hour_us = q.Int(0);
+    d.gpu = GpuUuid(q.Text(1));
+    d.cluster = q.Text(2);
+    d.node = q.Text(3);
+    d.gpu_model = q.Text(4);
+    std::string mode = q.Text(5);
+    auto sharing = ParseSharingMode(mode);
+    if (!sharing) {
+      Error e = BadRow("device_hours", d.hour_us, d.gpu.str(),
+                       fmt::format("unknown sharing_mode '{}'", mode));
+      q.Reset();
+      return Internal(e.message);
+    }
+    d.sharing = *sharing;
+    d.pricing_class = q.Text(6);
+    d.price_nanos = q.Int(7);
+    d.metered_us = q.Int(8);
+    d.unmetered_us = q.Int(9);
+    d.unallocated_us = q.Int(10);
+    d.busy_us = q.Int(11);
+    d.idle_us = q.Int(12);
+    d.unattributed_us = q.Int(13);
+    d.memory_total_bytes = q.Int(14);
+    d.unattributed_memory_byte_us = q.Real(15);
+    d.energy_mj = q.Int(16);
+    d.idle_energy_mj = q.Int(17);
+    d.unattributed_energy_mj = q.Int(18);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
+  // One read transaction: rows and labels come from the same snapshot.
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
+  if (!txn) return txn.status();
+
+  std::map<PodKey, LabelMap> pod_labels;
+  {
+    SqliteStmt& q = read_pod_labels_;
+    q.Bind(1, range.from_us);
+    q.Bind(2, range.to_us);
+    while (true) {
+      auto row = q.Step();
+      if (!row) return row.error();
+      if (!*row) break;
+      pod_labels[PodKey{q.Text(0), q.Text(1), q.Text(2)}].emplace(q.Text(3), q.Text(4));
+    }
+  }
+  std::map<std::string, LabelMap> namespace_labels;
+  {
+    SqliteStmt& q = read_namespace_labels_;
+    q.Bind(1, range.from_us);
+    q.Bind(2, range.to_us);
+    while (true) {
+      auto row = q.Step();
+      if (!row) return row.error();
+      if (!*row) break;
+      namespace_labels[q.Text(0)].emplace(q.Text(1), q.Text(2));
+    }
+  }
+
+  std::vector<UsageRow> out;
+  SqliteStmt& q = read_usage_;
+  q.Bind(1, range.from_us);
+  q.Bind(2, range.to_us);
+  while (true) {
+    auto row = q.Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    UsageRow u;
+    u.hour_us = q.Int(0);
+    u.gpu = GpuUuid(q.Text(1));
+    ConsumerRef& c = u.consumer.ref;
+    c.namespace_name = q.Text(2);
+    c.pod = q.Text(3);
+    c.pod_uid = PodUid(q.Text(4));
+    c.container = q.Text(5);
+    u.consumer.owner_kind = q.Text(6);
+    u.consumer.owner_name = q.Text(7);
+    u.node = q.Text(8);
+    u.gpu_model = q.Text(9);
+    std::string mode = q.Text(10);
+    u.device_id = q.Text(11);
+    u.allocated_us = q.Int(12);
+    u.compute_us = q.Int(13);
+    u.memory_byte_us = q.Real(14);
+    u.peak_memory_bytes = q.Int(15);
+    u.energy_mj = q.Int(16);
+    std::string compute_quality = q.Text(17);
+    std::string memory_quality = q.Text(18);
+    u.compute_rule = q.Text(19);
+
+    auto sharing = ParseSharingMode(mode);
+    auto cq = ParseQuality(compute_quality);
+    auto mq = ParseQuality(memory_quality);
+    if (!sharing || !cq || !mq) {
+      q.Reset();
+      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(),
+                             fmt::format("consumer {}: unknown sharing_mode '{}' or quality "
+                                         "'{}'/'{}'",
+                                         c.Key(), mode, compute_quality, memory_quality))
+                          .message);
+    }
+    u.sharing = *sharing;
+    u.compute_quality = *cq;
+    u.memory_quality = *mq;
+
+    if (auto it = pod_labels.find(PodKey{c.namespace_name, c.pod, c.pod_uid.str()});
+        it != pod_labels.end()) {
+      u.consumer.labels = it->second;
+    }
+    if (auto it = namespace_labels.find(c.namespace_name); it != namespace_labels.end()) {
+      u.consumer.namespace_labels = it->second;
+    }
+    out.push_back(std::move(u));
+  }
+  if (Status s = txn->Commit(); !s) return s;
+  return out;
+}
+
+Result<TimeRange> SqliteLedger::Extent() {
+  auto row = extent_.Step();
+  if (!row) return row.error();
+  TimeRange extent{0, 0};
+  if (*row && !extent_.IsNull(0)) {
+    extent.from_us = extent_.Int(0);
+    extent.to_us = extent_.Int(1) + kMicrosPerHour;
+  }
+  extent_.Reset();
+  return extent;
+}
+
+Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
+  if (key == kSchemaVersionKey) {
+    return InvalidArgument(
+        fmt::format("sqlite {}: meta key '{}' is owned by the store", db_->path(), key));
+  }
+  if (Status s = CheckWritable(); !s) return s;
+  put_meta_.Bind(1, key);
+  put_meta_.Bind(2, value);
+  return put_meta_.Run();
+}
+
+Result<std::map<std::string, std::string>> SqliteLedger::ReadMeta() {
+  std::map<std::string, std::string> out;
+  while (true) {
+    auto row = read_meta_.Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out.emplace(read_meta_.Text(0), read_meta_.Text(1));
+  }
+  return out;
+}
+
+// The schema version recorded in the file; 0 for a new (or pre-versioning) file.
+Result<std::int64_t> ReadSchemaVersion(SqliteDb& db) {
+  auto has_meta = db.Prepare(
+      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", "read schema");
+  if (!has_meta) return has_meta.error();
+  auto row = has_meta->Step();
+  if (!row) return row.error();
+  bool exists = *row && has_meta->Int(0) > 0;
+  has_meta->Reset();
+  if (!exists) return std::int64_t{0};
+
+  auto q = db.Prepare("SELECT value FROM meta WHERE key = 'schema_version'", "read schema_version");
+  if (!q) return q.error();
+  row = q->Step();
+  if (!row) return row.error();
+  if (!*row) return std::int64_t{0};
+  std::string text = q->Text(0);
+  q->Reset();
+  std::int64_t version = 0;
+  try {
+    std::size_t used = 0;
+    version = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return Internal(
+        fmt::format("sqlite {}: meta schema_version '{}' is not a number", db.path(), text));
+  }
+  return version;
+}
+
+Status Migrate(SqliteDb& db, bool read_only) {
+  auto version = ReadSchemaVersion(db);
+  if (!version) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion || *version < 0) {
+    return Unsupported(
+        fmt::format("sqlite {}: ledger schema version {} is newer than this build supports ({})",
+                    db.path(), *version, kSchemaVersion));
+  }
+  if (read_only) {
+    return Unsupported(fmt::format(
+        "sqlite {}: ledger schema version {} needs migrating to {}; open it read-write once",
+        db.path(), *version, kSchemaVersion));
+  }
+
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  auto txn = SqliteTxn::Begin(db, /*immediate=*/true);
+  if (!txn) return txn.status();
+  if (Status s = db.Exec(kCreateMeta, "create meta"); !s) return s;
+  version = ReadSchemaVersion(db);
+  if (!version) return version.status();
+  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
+    if (Status s = db.Exec(kMigrations[static_cast<std::size_t>(v)],
+                           fmt::format("migrate schema {} -> {}", v, v + 1));
+        !s) {
+      return s;
+    }
+  }
+  if (Status s = db.Exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) "
+                                     "VALUES ('schema_version', '{}')",
+                                     kSchemaVersion),
+                         "write schema_version");
+      !s) {
+    return s;
+  }
+  return txn->Commit();
+}
+
+Status Configure(SqliteDb& db, const SqliteLedgerOptions& options) {
+  sqlite3_busy_timeout(db.handle(), options.busy_timeout_ms);
+  if (Status s = db.Exec("PRAGMA foreign_keys = OFF", "set foreign_keys=OFF"); !s) return s;
+  if (!options.read_only) {
+    // The first statement that reads the file: a file that is not a database fails here.
+    auto mode = db.Prepare("PRAGMA journal_mode = WAL", "set journal_mode=WAL");
+    if (!mode) return mode.status();
+    auto row = mode->Step();
+    if (!row) return row.status();
+    std::string got = *row ? mode->Text(0) : "";
+    mode->Reset();
+    if (got != "wal" && db.path() != ":memory:") {
+      return IoError(fmt::format("sqlite {}: set journal_mode=WAL: got '{}'", db.path(), got));
+    }
+    if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "set synchronous=NORMAL"); !s) {
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path) {
+  return OpenSqliteLedger(path, SqliteLedgerOptions{});
+}
+
+Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
+                                                      const SqliteLedgerOptions& options) {
+  int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  auto db = SqliteDb::Open(path, flags | SQLITE_OPEN_NOMUTEX);
+  if (!db) return db.error();
+  if (Status s = Configure(**db, options); !s) return s;
+  if (Status s = Migrate(**db, options.read_only); !s) return s;
+  auto ledger = std::make_unique<SqliteLedger>(std::move(*db));
+  if (Status s = ledger->Prepare(); !s) return s;
+  return std::unique_ptr<LedgerStore>(std::move(ledger));
+}
+
+}  // namespace gpuledger::store
