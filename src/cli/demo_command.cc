@@ -96,6 +96,11 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, pipeli
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "total (the bill)",
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
                      Money(r.total.device_cost_nanos), "", GpuHours(naive_compute), Money(naive_total));
+  if (r.total.device_cost_nanos > 0 && r.total.busy_us > 0)
+    out << fmt::format("  the naive method reports {:.2f}x the GPU time really used and bills "
+                       "{:.2f}x the real bill\n",
+                       static_cast<double>(naive_compute) / r.total.busy_us,
+                       static_cast<double>(naive_total) / r.total.device_cost_nanos);
 }
 
 }  // namespace

@@ -1,0 +1,224 @@
+// The CLI as a user runs it: the real binary, real files, exit codes and outputs.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+
+namespace gpuledger {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("gpuledger-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Output Run(const std::string& args) {
+    const std::string err_file = (dir_ / "stderr.txt").string();
+    const std::string cmd = std::string(GPULEDGER_BIN) + " " + args + " 2>" + err_file;
+    Output o;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (pipe == nullptr) return o;
+    char buf[65536];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) o.out.append(buf, n);
+    int status = ::pclose(pipe);
+    o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    o.err = ReadFile(err_file).ok() ? *ReadFile(err_file) : "";
+    return o;
+  }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+// key -> columns, from a CSV whose first column is the key.
+std::map<std::string, std::vector<std::string>> ReadCsv(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) cols.push_back(c);
+    if (!cols.empty()) rows[cols[0]] = cols;
+  }
+  return rows;
+}
+
+TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
+  Output demo = Run("demo --no-serve --out " + Path("demo") + " --truth " + Path("truth.csv"));
+  ASSERT_EQ(demo.code, 0) << demo.out << demo.err;
+  EXPECT_NE(demo.out.find("naive"), std::string::npos);
+  Output report = Run("report --db " + Path("demo/gpuledger.db") + " --by container --format csv");
+  ASSERT_EQ(report.code, 0) << report.err;
+  auto truth = ReadCsv(*ReadFile(Path("truth.csv")));
+  auto got = ReadCsv(report.out);
+  ASSERT_GT(truth.size(), 15u);
+  int measured = 0, estimated = 0;
+  for (const auto& [key, t] : truth) {
+    ASSERT_TRUE(got.count(key)) << key << " missing from the report";
+    const auto& g = got[key];
+    // CSV: key,allocated_gpu_us,compute_gpu_us,memory_byte_us,energy_mj,cost_nanos,quality
+    const double t_alloc = std::stod(t[1]), t_compute = std::stod(t[2]);
+    const double g_alloc = std::stod(g[1]), g_compute = std::stod(g[2]);
+    // Allocation: rows are rounded once per device-hour (< 1 µs each, 168 hours, <= 4 GPUs).
+    EXPECT_LE(std::abs(g_alloc - t_alloc), 168 * 4) << key;
+    const std::string quality = g[6];
+    const double err = t_compute == 0 ? 0 : (g_compute - t_compute) / t_compute;
+    if (quality == "measured") {
+      ++measured;
+      // 2% of the truth, or 2 GPU-seconds for containers that used (almost) nothing.
+      EXPECT_TRUE(std::abs(err) <= 0.02 || std::abs(g_compute - t_compute) <= 2e6)
+          << key << " measured error " << 100 * err << "%";
+    } else if (quality == "estimated") {
+      ++estimated;
+      std::printf("estimated %-45s error %+.2f%%\n", key.c_str(), 100 * err);
+    }
+  }
+  EXPECT_GT(measured, 10);
+  EXPECT_GT(estimated, 0);
+}
+
+TEST_F(CliTest, ReportJsonConservesMoneyForEveryPolicy) {
+  ASSERT_EQ(Run("demo --no-serve --hours 12 --out " + Path("d")).code, 0);
+  for (const char* policy : {"allocation", "compute", "memory", "hybrid:0.5"}) {
+    for (const char* idle : {"keep", "share", "namespace:platform"}) {
+      Output o = Run("report --db " + Path("d/gpuledger.db") + " --by label:team --policy " +
+                     policy + " --idle " + idle + " --format json");
+      ASSERT_EQ(o.code, 0) << o.err;
+      auto j = nlohmann::json::parse(o.out);
+      std::int64_t sum = j["idle"]["cost_nanos"].get<std::int64_t>() +
+                         j["unattributed"]["cost_nanos"].get<std::int64_t>();
+      for (const auto& row : j["rows"]) {
+        ASSERT_TRUE(row["cost_nanos"].is_number_integer());
+        ASSERT_TRUE(row["allocated_gpu_us"].is_number_integer());
+        sum += row["cost_nanos"].get<std::int64_t>();
+      }
+      EXPECT_EQ(sum, j["total"]["device_cost_nanos"].get<std::int64_t>()) << policy << " " << idle;
+      EXPECT_EQ(j["policy"], policy);
+    }
+  }
+}
+
+TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
+  ASSERT_EQ(Run("demo --no-serve --hours 3 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  const std::string before = *ReadFile(db);
+  ASSERT_TRUE(WriteFile(Path("bad.yaml"), "name: bad\nstart: \"2026-11-23T00:00:00Z\"\n"
+                                          "duration: 2h\nnodes:\n"
+                                          "  - {name: n, gpu_model: L4, gpus: 1}\n"
+                                          "workloads:\n"
+                                          "  - name: w\n    namespace: x\n"
+                                          "    compute: {profile: constant, duty: high}\n")
+                  .ok());
+  Output bad = Run("demo --no-serve --out " + Path("d") + " --scenario " + Path("bad.yaml"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("bad.yaml:9"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("duty"), std::string::npos) << bad.err;
+  EXPECT_EQ(*ReadFile(db), before) << "a rejected scenario must not touch the ledger";
+
+  ASSERT_TRUE(WriteFile(Path("bad-catalog.yaml"), "prices:\n  - {gpu_model: L4, class: spot, hourly: cheap}\n").ok());
+  Output cat = Run("demo --no-serve --out " + Path("d") + " --catalog " + Path("bad-catalog.yaml"));
+  EXPECT_EQ(cat.code, 2);
+  EXPECT_NE(cat.err.find("bad-catalog.yaml:2"), std::string::npos) << cat.err;
+  EXPECT_EQ(*ReadFile(db), before);
+
+  for (const std::string& args :
+       {std::string("--policy nope"), std::string("--by teams"), std::string("--window yesterday"),
+        std::string("--idle namespace:"), std::string("--format xml"), std::string("--bogus")}) {
+    Output o = Run("report --db " + db + " " + args);
+    EXPECT_EQ(o.code, 2) << args << ": " << o.err;
+    EXPECT_FALSE(o.err.empty()) << args;
+  }
+  EXPECT_EQ(Run("report --db " + Path("missing.db")).code, 2);
+  EXPECT_EQ(Run("demo --step 0 --out " + Path("d")).code, 2);
+  EXPECT_EQ(*ReadFile(db), before);
+}
+
+TEST_F(CliTest, ExampleScenarioRoundTripsThroughAFile) {
+  Output example = Run("sim example");
+  ASSERT_EQ(example.code, 0);
+  ASSERT_TRUE(WriteFile(Path("example.yaml"), example.out).ok());
+  Output demo = Run("demo --no-serve --hours 2 --scenario " + Path("example.yaml") + " --out " + Path("d"));
+  EXPECT_EQ(demo.code, 0) << demo.err;
+}
+
+TEST_F(CliTest, WindowsSelectHours) {
+  ASSERT_EQ(Run("demo --no-serve --hours 48 --out " + Path("d")).code, 0);
+  auto total = [&](const std::string& window) {
+    Output o = Run("report --db " + Path("d/gpuledger.db") + " --window " + window + " --format json");
+    EXPECT_EQ(o.code, 0) << o.err;
+    auto j = nlohmann::json::parse(o.out);
+    return j["total"]["device_hours"].get<int>();
+  };
+  const int all = total("all");
+  EXPECT_EQ(total("24h") * 2, all);
+  EXPECT_EQ(total("2026-11-23T00:00:00Z,2026-11-23T06:00:00Z") * 8, all);
+}
+
+// Replaying the Alibaba trace: allocated GPU-µs per namespace equals the trace's own sum.
+TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
+  const std::string data = std::string(GPULEDGER_SHARED_DATA) + "/alibaba-gpu-v2023";
+  if (!fs::exists(data + "/openb_pod_list_default.csv"))
+    GTEST_SKIP() << "shared data not found at " << data;
+  Output import = Run("sim import-alibaba --pods " + data + "/openb_pod_list_default.csv --nodes " +
+                      data + "/openb_node_list_gpu_node.csv --out " + Path("trace.yaml"));
+  ASSERT_EQ(import.code, 0) << import.err;
+  Output demo = Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") + " --out " + Path("d"));
+  ASSERT_NE(demo.code, 2) << demo.err;
+  Output report = Run("report --db " + Path("d/gpuledger.db") + " --by namespace --format json");
+  ASSERT_EQ(report.code, 0) << report.err;
+
+  // The expectation, straight from the CSV: num_gpu x gpu_milli/1000 x (deletion - scheduled).
+  std::map<std::string, std::int64_t> expected;
+  std::ifstream csv(data + "/openb_pod_list_default.csv");
+  std::string line;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) {
+    std::vector<std::string> c;
+    std::stringstream ls(line);
+    for (std::string f; std::getline(ls, f, ',');) c.push_back(f);
+    c.resize(11);
+    if (c[10].empty() || c[3] == "0") continue;
+    std::string ns = c[6];
+    for (auto& ch : ns) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::int64_t gpu_milli = std::stoll(c[3]) * std::stoll(c[4]);
+    const std::int64_t seconds = std::stoll(c[9]) - std::stoll(c[10]);
+    if (seconds <= 0) continue;
+    expected[ns] += gpu_milli * seconds * 1000;  // milli-GPU x s -> GPU-µs
+  }
+  auto j = nlohmann::json::parse(report.out);
+  std::map<std::string, std::int64_t> got;
+  for (const auto& row : j["rows"]) got[row["key"]] = row["allocated_gpu_us"].get<std::int64_t>();
+  ASSERT_FALSE(expected.empty());
+  for (const auto& [ns, us] : expected) EXPECT_EQ(got[ns], us) << ns;
+  EXPECT_EQ(got.size(), expected.size());
+}
+
+}  // namespace
+}  // namespace gpuledger

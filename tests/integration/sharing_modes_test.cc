@@ -1,0 +1,172 @@
+// Scenario -> simulator -> attribution -> hourly ledger -> SQLite -> report, for the sharing
+// modes the core issue names, with the expected numbers computed here from the scenario.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "cost/catalog.h"
+#include "pipeline/snapshot_pipeline.h"
+#include "report/report.h"
+#include "sources/sim/scenario.h"
+#include "sources/sim/simulator.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger {
+namespace {
+
+struct SimRun {
+  std::unique_ptr<store::LedgerStore> store;
+  std::map<ConsumerRef, sim::Truth> truth;
+  std::map<ConsumerRef, pipeline::NaiveTally> naive;
+};
+
+SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond) {
+  auto scenario = sim::ParseScenario(yaml, "test.yaml");
+  EXPECT_TRUE(scenario.ok()) << scenario.error().message;
+  auto dir = std::filesystem::temp_directory_path() /
+             ("gpuledger-it-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto store = store::OpenSqliteLedger((dir / "ledger.db").string());
+  EXPECT_TRUE(store.ok());
+  SimRun run;
+  run.store = std::move(*store);
+  sim::Simulator simulator(*scenario, step_us);
+  cost::Catalog catalog = cost::DefaultCatalog();
+  pipeline::SnapshotPipeline pipe(
+      *run.store, catalog,
+      [&](const ConsumerRef& r) {
+        auto it = simulator.consumers().find(r);
+        return it == simulator.consumers().end() ? ConsumerInfo{r, "", "", {}, {}} : it->second;
+      },
+      [&](const std::string& node) {
+        for (const auto& n : scenario->nodes)
+          if (n.name == node)
+            return pipeline::NodeFacts{{scenario->cluster, n.name, n.pricing_class}, n.region};
+        return pipeline::NodeFacts{};
+      });
+  simulator.Run([&](const NodeSnapshot& s) { ASSERT_TRUE(pipe.Add(s).ok()); });
+  EXPECT_TRUE(pipe.Finish().ok());
+  run.truth = simulator.truth();
+  run.naive = pipe.naive();
+  return run;
+}
+
+report::Report Report(store::LedgerStore& store, const std::string& by,
+                      const std::string& policy = "allocation", const std::string& idle = "keep") {
+  auto extent = *store.Extent();
+  auto devices = *store.ReadDeviceHours(extent);
+  auto usage = *store.ReadUsage(extent);
+  return report::BuildReport(devices, usage, *report::ParseGroupBy(by), *cost::ParsePolicy(policy),
+                             *cost::ParseIdleHandling(idle), extent.from_us, extent.to_us);
+}
+
+const report::Figures& Row(const report::Report& r, const std::string& key) {
+  for (const auto& row : r.rows)
+    if (row.key == key) return row.figures;
+  ADD_FAILURE() << "no row " << key;
+  static report::Figures none;
+  return none;
+}
+
+constexpr char kTimeSliced[] = R"(
+name: ts
+start: "2026-11-23T00:00:00Z"
+duration: 24h
+seed: 7
+nodes:
+  - {name: a100, gpu_model: A100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
+workloads:
+  - {namespace: ml, name: p20, compute: {profile: constant, duty: 0.2}, memory: {bytes: 10GiB}}
+  - {namespace: ml, name: p30, compute: {profile: constant, duty: 0.3}, memory: {bytes: 10GiB}}
+  - {namespace: ml, name: p10, compute: {profile: constant, duty: 0.1}, memory: {bytes: 10GiB}}
+)";
+
+TEST(SharingModes, TimeSlicedFourReplicasThreePods) {
+  SimRun run = Simulate(kTimeSliced);
+  const GpuMicros day = 24 * kMicrosPerHour;
+  auto r = Report(*run.store, "container");
+  const std::map<std::string, double> duty = {{"p20", 0.2}, {"p30", 0.3}, {"p10", 0.1}};
+  for (const auto& [name, d] : duty) {
+    const auto& f = Row(r, "ml/" + name + "-0/main");
+    EXPECT_EQ(f.allocated_gpu_us, day / 4) << name;
+    const double truth = d * day;
+    const double err = (f.compute_gpu_us - truth) / truth;
+    EXPECT_LT(std::abs(err), 0.01) << name << " error " << 100 * err << "%";
+    EXPECT_EQ(f.quality, Quality::kMeasured);
+    // The naive method gives each pod the whole device's busy time (~0.6 of the GPU).
+    ConsumerRef ref{"ml", name + "-0", PodUid{}, "main"};
+    for (const auto& [nref, tally] : run.naive)
+      if (nref.pod == name + "-0") {
+        const double naive_err = (tally.compute_us - truth) / truth;
+        EXPECT_GT(naive_err, 0.9) << name;
+        std::printf("%s: truth %.3f GPU-h, gpuledger %+.3f%%, naive %+.0f%%\n", name.c_str(),
+                    truth / kMicrosPerHour, 100 * err, 100 * naive_err);
+      }
+  }
+  EXPECT_EQ(r.idle.allocated_gpu_us, day / 4);
+  Nanos sum = r.idle.cost_nanos + r.unattributed.cost_nanos;
+  for (const auto& row : r.rows) sum += row.figures.cost_nanos;
+  EXPECT_EQ(sum, r.total.device_cost_nanos);
+}
+
+TEST(SharingModes, MigThreeAndTwoSlicesLeaveTheUnmadeSlicesIdle) {
+  SimRun run = Simulate(R"(
+name: mig
+start: "2026-11-23T00:00:00Z"
+duration: 5h
+nodes:
+  - {name: h100, gpu_model: H100-80GB, gpus: 1, sharing: mig, mig_layout: [3g.40gb, 2g.20gb]}
+workloads:
+  - {namespace: a, name: big, mig_profile: 3g.40gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 20GiB}}
+  - {namespace: b, name: small, mig_profile: 2g.20gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 5GiB}}
+)");
+  auto r = Report(*run.store, "namespace");
+  const GpuMicros span = 5 * kMicrosPerHour;
+  // 3/7 and 2/7 of each hour, each rounded once per hour row.
+  EXPECT_NEAR(Row(r, "a").allocated_gpu_us, span * 3 / 7, 5);
+  EXPECT_NEAR(Row(r, "b").allocated_gpu_us, span * 2 / 7, 5);
+  EXPECT_NEAR(r.idle.allocated_gpu_us, span * 2 / 7, 5);
+  EXPECT_EQ(Row(r, "a").allocated_gpu_us + Row(r, "b").allocated_gpu_us + r.idle.allocated_gpu_us, span);
+  // Cost follows: 3/7, 2/7 and 2/7 of 5 hours of an H100.
+  const Nanos hour_price = cost::DefaultCatalog().Find("H100-80GB", "on-demand")->hourly_nanos;
+  EXPECT_NEAR(static_cast<double>(Row(r, "a").cost_nanos), 5.0 * hour_price * 3 / 7, 5);
+  EXPECT_EQ(r.total.device_cost_nanos, 5 * hour_price);
+}
+
+TEST(SharingModes, MoneyIsConservedUnderEveryPolicyOnTheBuiltInDemo) {
+  SimRun run = Simulate(std::string(sim::ExampleScenarioYaml()), 300 * kMicrosPerSecond);
+  for (const char* policy : {"allocation", "compute", "memory", "hybrid:0.3", "hybrid:0.75"}) {
+    for (const char* idle : {"keep", "share", "namespace:platform"}) {
+      for (const char* by : {"namespace", "label:team", "controller", "device", "container"}) {
+        auto r = Report(*run.store, by, policy, idle);
+        Nanos sum = r.idle.cost_nanos + r.unattributed.cost_nanos;
+        for (const auto& row : r.rows) {
+          EXPECT_GE(row.figures.cost_nanos, 0);
+          sum += row.figures.cost_nanos;
+        }
+        ASSERT_EQ(sum, r.total.device_cost_nanos) << policy << " " << idle << " " << by;
+        ASSERT_GT(r.total.device_cost_nanos, 0);
+      }
+    }
+  }
+}
+
+TEST(SharingModes, AllocationDoesNotDependOnTheStep) {
+  SimRun coarse = Simulate(kTimeSliced, 3600 * kMicrosPerSecond);
+  SimRun fine = Simulate(kTimeSliced, 7 * kMicrosPerSecond);
+  auto a = Report(*coarse.store, "container");
+  auto b = Report(*fine.store, "container");
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_EQ(a.rows[i].key, b.rows[i].key);
+    EXPECT_EQ(a.rows[i].figures.allocated_gpu_us, b.rows[i].figures.allocated_gpu_us);
+    EXPECT_EQ(a.rows[i].figures.cost_nanos, b.rows[i].figures.cost_nanos);
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger
