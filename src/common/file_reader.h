@@ -1,0 +1,28 @@
+#pragma once
+// Host file access for the agent, rooted at --host-root (default "/", "/host" in the
+// DaemonSet). No other code reads /proc or /sys directly (style rule 4).
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace gpuledger {
+
+class FileReader {
+ public:
+  virtual ~FileReader() = default;
+  // `path` is absolute on the host ("/proc/42/cgroup"); kNotFound when absent.
+  virtual Result<std::string> Read(std::string_view path) = 0;
+  // Entry names of a directory ("/proc" -> "1", "42", "self", ...).
+  virtual Result<std::vector<std::string>> List(std::string_view path) = 0;
+  virtual bool Exists(std::string_view path) = 0;
+  // The real path on this machine (host_root + path), for sockets and logs.
+  virtual std::string Resolve(std::string_view path) const = 0;
+};
+
+std::unique_ptr<FileReader> MakePosixFileReader(std::string host_root);
+
+}  // namespace gpuledger
