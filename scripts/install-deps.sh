@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build pkg-config g++ make
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  prometheus   # promtool checks the agent's exposition in the tests
 )
 
 missing=()

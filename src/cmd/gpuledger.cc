@@ -1,17 +1,34 @@
 // The gpuledger binary: one main, subcommands as in design section 1. Exit codes: 0 ok,
 // 1 failure, 2 bad input (flags, files).
 
+#include <atomic>
+#include <filesystem>
+#include <csignal>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "cmd/run_agent.h"
+
 #include "cli/demo_command.h"
 #include "cli/report_command.h"
 #include "cli/sim_command.h"
+#include "cli/sim_node_command.h"
 
 #ifndef GPULEDGER_VERSION
 #define GPULEDGER_VERSION "dev"
 #endif
+#ifndef GPULEDGER_STANDIN
+#define GPULEDGER_STANDIN "libnvidia-ml.so.1"
+#endif
+
+namespace {
+
+// Set by SIGINT/SIGTERM; the daemons poll it and tear down in order.
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
@@ -48,6 +65,25 @@ int main(int argc, char** argv) {
   import_cmd->add_option("--nodes", import.nodes, "openb_node_list_gpu_node.csv")->required();
   import_cmd->add_option("--out", import.out, "scenario YAML to write")->required();
 
+  SimNodeOptions node;
+  auto* node_cmd = sim_cmd->add_subcommand("node", "lay out one simulated node for a real agent");
+  node_cmd->add_option("--scenario", node.scenario, "scenario YAML")->required();
+  node_cmd->add_option("--node", node.node, "node name in the scenario")->required();
+  node_cmd->add_option("--dir", node.dir, "directory for the node's procfs tree and sockets")->required();
+  node_cmd->add_option("--nvml-standin", node.nvml_standin, "the NVML stand-in library")->capture_default_str();
+  node.nvml_standin = GPULEDGER_STANDIN;
+
+  gpuledger::cmd::AgentFlags agent;
+  auto* agent_cmd = app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");
+  agent_cmd->add_option("--node-name", agent.node_name, "this node's name")->required();
+  agent_cmd->add_option("--host-root", agent.host_root, "where the host's / is mounted")->capture_default_str();
+  agent_cmd->add_option("--nvml-library", agent.nvml_library, "NVML library to dlopen")->capture_default_str();
+  agent_cmd->add_option("--pod-resources-socket", agent.pod_resources_socket, "kubelet PodResources socket")->capture_default_str();
+  agent_cmd->add_option("--cri-socket", agent.cri_socket, "CRI runtime socket")->capture_default_str();
+  agent_cmd->add_option("--listen", agent.listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+  agent_cmd->add_option("--interval", agent.interval, "collection interval")->capture_default_str();
+  agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")->capture_default_str();
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -64,6 +100,14 @@ int main(int argc, char** argv) {
   if (report_cmd->parsed()) return RunReport(report, std::cout, std::cerr);
   if (example_cmd->parsed()) return RunSimExample(std::cout);
   if (import_cmd->parsed()) return RunSimImportAlibaba(import, std::cout, std::cerr);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  if (node_cmd->parsed()) {
+    node.agent_binary = std::filesystem::absolute(argv[0]).string();
+    return RunSimNode(node, g_stop, std::cout, std::cerr);
+  }
+  if (agent_cmd->parsed()) return gpuledger::cmd::RunAgent(agent, g_stop);
   std::cout << "gpuledger " << GPULEDGER_VERSION << "\n";
   return 0;
 }

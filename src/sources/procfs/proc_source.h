@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "common/file_reader.h"
 #include "common/result.h"
@@ -13,40 +14,75 @@
 namespace gpuledger::procfs {
 
 struct CgroupRef {
-  std::string container_id;     // 64 hex (docker-, cri-containerd-, crio- prefixes removed)
-  std::string pod_uid;          // with dashes (systemd's underscores turned back); may be empty
-  std::string runtime;          // "containerd", "crio", "docker", "" when unknown
+  std::string container_id;  // 64 hex (docker-, cri-containerd-, crio- prefixes removed)
+  std::string pod_uid;       // with dashes (systemd's underscores turned back); may be empty
+  std::string runtime;       // "containerd", "crio", "docker", "podman"; "" when unknown
 };
 
 // The content of /proc/<pid>/cgroup (v1 or v2, systemd or cgroupfs driver). kNotFound when the
 // process is in no container. A process in a sub-cgroup below its container's is still found.
+//
+// Rules (kubelet, containerd, CRI-O and Docker naming; see shared/data/README.md):
+// - Lines are "<id>:<controllers>:<path>". They are tried in a fixed order, first match wins:
+//   the unified "0::" line, then "name=systemd", then the line with the "cpu" controller, then
+//   "memory", then the rest in file order. Malformed lines are skipped.
+// - The pod is the first path component "kubepods[-<qos>]-pod<uid with _>.slice" (systemd) or
+//   "pod<uid>" below a "kubepods*" component (cgroupfs). A uid is a UUID or 32 hex (static pods).
+// - The container is the first container component after the pod (or in the whole path when
+//   there is no pod, so "/docker/<id>/kubepods/..." of a kind node still yields the pod's own):
+//   "cri-containerd-", "crio-", "docker-", "libpod-" + 64 hex [+ ".scope"], a plain 64-hex
+//   component, or containerd's "<pod slice>:cri-containerd:<id>". Components below it are
+//   sub-cgroups of the same container.
+// - "crio-conmon-<id>" and "libpod-conmon-<id>" are the runtime's monitor, not the workload:
+//   such a line names no container.
+// Never crashes or throws on any input.
 Result<CgroupRef> ParseProcCgroup(std::string_view content);
 
 // The systemd unit in a cgroup path ("user@1000.service", "slurmstepd.scope", "jupyter.service"),
-// or empty.
+// or empty. The path is the first of the lines, in ParseProcCgroup's order, that holds a unit;
+// the unit is its innermost ".service" component, else its innermost ".scope" component (so a
+// scope inside a user manager, ".../user@1000.service/app.slice/x.scope", gives
+// "user@1000.service").
 std::string SystemdUnit(std::string_view cgroup_content);
 
-// A variable from NUL-separated /proc/<pid>/environ content; nullopt when absent.
+// A variable from NUL-separated /proc/<pid>/environ content; nullopt when absent. The first
+// definition wins, as with getenv.
 std::optional<std::string> EnvironValue(std::string_view environ_content, std::string_view name);
+
+// The real uid (first field of the "Uid:" line) of /proc/<pid>/status content.
+Result<int> ParseStatusRealUid(std::string_view status_content);
+
+// uid -> user name from /etc/passwd content; malformed lines are skipped, the first entry for a
+// uid wins.
+std::unordered_map<int, std::string> ParsePasswd(std::string_view passwd_content);
 
 struct ProcessIdentity {
   int pid = 0;
-  std::optional<CgroupRef> container;  // unset: in no container
-  int uid = -1;                        // real uid from /proc/<pid>/status
-  std::string user;                    // from <host-root>/etc/passwd, or the uid as text
-  std::string unit;                    // systemd unit, or empty
-  std::string comm;                    // /proc/<pid>/comm
+  std::optional<CgroupRef> container;          // unset: in no container
+  int uid = -1;                                // real uid from /proc/<pid>/status
+  std::string user;                            // from <host-root>/etc/passwd, or the uid as text
+  std::string unit;                            // systemd unit, or empty
+  std::string comm;                            // /proc/<pid>/comm
   std::optional<std::string> visible_devices;  // NVIDIA_VISIBLE_DEVICES, if readable
 };
 
+// Reads /proc/<pid>/{cgroup,status,comm,environ} and /etc/passwd through `files` (not owned;
+// must outlive this). Not thread-safe: one collector thread owns it.
 class ProcSource {
  public:
   explicit ProcSource(FileReader& files) : files_(files) {}
-  // kNotFound when the process is gone (it may exit between NVML and here).
+  // kNotFound when the process is gone (it may exit between NVML and here). An unreadable
+  // environ (another user's process, a zombie) is not an error: visible_devices stays unset.
   Result<ProcessIdentity> Inspect(int pid);
 
  private:
+  // /etc/passwd is read once; a uid missing from it triggers one re-read for that uid (users
+  // added later are found), and the answer, name or uid text, is cached from then on.
+  std::string UserName(int uid);
+
   FileReader& files_;
+  std::optional<std::unordered_map<int, std::string>> passwd_;
+  std::unordered_map<int, std::string> users_;  // every uid answered so far
 };
 
 }  // namespace gpuledger::procfs

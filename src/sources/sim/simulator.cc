@@ -114,7 +114,7 @@ struct Actor {
   std::string visible_devices;
 };
 
-struct NodeState {
+struct NodeWorld {
   const NodeSpec* spec = nullptr;
   std::vector<PhysicalGpu> gpus;
   std::vector<MigInstance> migs;   // gpu-major: gpu * layout + m
@@ -125,23 +125,22 @@ struct NodeState {
   Power power{};
 };
 
-}  // namespace
-
-struct Simulator::Impl {
+// A scenario's devices, pods and host processes (with grants, contexts and pids) and consumers:
+// everything but the cut times. Actors point into the Scenario it was built from.
+struct World {
   std::vector<Actor> actors;
-  std::vector<NodeState> nodes;
-  std::vector<Micros> cuts;  // union of the nodes' cuts
+  std::vector<NodeWorld> nodes;
+  std::map<ConsumerRef, ConsumerInfo> consumers;
 };
 
-Simulator::Simulator(Scenario scenario, Micros step_us)
-    : scenario_(std::move(scenario)), step_us_(step_us), impl_(std::make_shared<Impl>()) {
-  const Scenario& sc = scenario_;
-  Micros t_begin = sc.start_us, t_end = sc.start_us + sc.duration_us;
-  auto& nodes = impl_->nodes;
+World BuildWorld(const Scenario& sc) {
+  World world;
+  Micros t_begin = sc.start_us;
+  auto& nodes = world.nodes;
   nodes.resize(sc.nodes.size());
   for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
     const NodeSpec& spec = sc.nodes[n];
-    NodeState& ns = nodes[n];
+    NodeWorld& ns = nodes[n];
     ns.spec = &spec;
     ns.power = PowerOf(spec.gpu_model);
     for (int g = 0; g < spec.gpus; ++g) {
@@ -167,7 +166,7 @@ Simulator::Simulator(Scenario scenario, Micros step_us)
       ns.gpus.push_back(std::move(gpu));
     }
   }
-  auto& actors = impl_->actors;
+  auto& actors = world.actors;
   std::vector<int> next_pid(sc.nodes.size(), 1000);
   auto add_contexts = [&](Actor& a, const std::vector<std::pair<int, int>>& ctx) {
     for (auto& [g, m] : ctx) {
@@ -187,7 +186,7 @@ Simulator::Simulator(Scenario scenario, Micros step_us)
       a.seed = HashOf(w.compute.seed, pod.name);
       a.processes = w.processes;
       const NodeSpec& spec = sc.nodes[pod.node];
-      NodeState& ns = nodes[pod.node];
+      NodeWorld& ns = nodes[pod.node];
       std::vector<std::pair<int, int>> ctx;
       std::vector<std::string> visible;
       for (const PodGrantPlan& gp : pod.grants) {
@@ -242,7 +241,7 @@ Simulator::Simulator(Scenario scenario, Micros step_us)
       ConsumerInfo info{a.ref, w.owner_kind, w.owner_name, w.labels, {}};
       if (auto it = sc.namespace_labels.find(w.namespace_name); it != sc.namespace_labels.end())
         info.namespace_labels = it->second;
-      consumers_[a.ref] = std::move(info);
+      world.consumers[a.ref] = std::move(info);
       ns.actors.push_back(static_cast<int>(actors.size()));
       actors.push_back(std::move(a));
     }
@@ -261,37 +260,13 @@ Simulator::Simulator(Scenario scenario, Micros step_us)
       a.seed = h.compute.seed;
       a.processes = 1;
       add_contexts(a, {{h.gpu, -1}});
-      consumers_[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}};
+      world.consumers[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}};
       nodes[n].actors.push_back(static_cast<int>(actors.size()));
       actors.push_back(std::move(a));
     }
   }
-  // Cut times: the step grid from the start, UTC hours, and each node's own actor events.
-  std::vector<Micros> common{t_begin, t_end};
-  for (Micros t = t_begin + step_us_; t < t_end; t += step_us_) common.push_back(t);
-  for (Micros t = HourStart(t_begin) + kMicrosPerHour; t < t_end; t += kMicrosPerHour)
-    common.push_back(t);
-  std::sort(common.begin(), common.end());
-  common.erase(std::unique(common.begin(), common.end()), common.end());
-  std::vector<Micros> all = common;
-  for (NodeState& ns : nodes) {
-    std::vector<Micros> extra;
-    for (int ai : ns.actors)
-      for (Micros t : {actors[ai].start, actors[ai].end})
-        if (t > t_begin && t < t_end) extra.push_back(t);
-    std::sort(extra.begin(), extra.end());
-    std::merge(common.begin(), common.end(), extra.begin(), extra.end(),
-               std::back_inserter(ns.cuts));
-    ns.cuts.erase(std::unique(ns.cuts.begin(), ns.cuts.end()), ns.cuts.end());
-    all.insert(all.end(), extra.begin(), extra.end());
-  }
-  std::sort(all.begin(), all.end());
-  all.erase(std::unique(all.begin(), all.end()), all.end());
-  impl_->cuts = std::move(all);
-  for (auto& [ref, info] : consumers_) truth_[ref] = Truth{};
+  return world;
 }
-
-namespace {
 
 // One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of
 // u x (1 + inflation) plus zero-mean dither, as NVML's sampled utilization behaves.
@@ -312,14 +287,232 @@ struct Entry {
   std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs
 };
 
+// The random stream of one node: per node, so one node simulated alone (NodeStepper) draws
+// exactly what it draws in a whole-scenario Run.
+std::mt19937_64 NodeRng(const Scenario& sc, const NodeSpec& spec) {
+  return std::mt19937_64(HashOf(sc.seed, "run", spec.name));
+}
+
+// Reusable buffers of SimulateInterval.
+struct Scratch {
+  std::vector<int> active;
+  std::vector<Entry> entries;
+};
+
+// Simulates node `n` over [a, b) (no event of the node inside), draws from `rng`, adds to
+// truth_of[actor] (indexed by actor, non-null for the node's actors) and fills `snap`.
+void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_64& rng,
+                      Truth* const* truth_of, Scratch& scratch, NodeSnapshot& snap) {
+  NodeWorld& ns = w.nodes[n];
+  auto& actors = w.actors;
+  auto& active = scratch.active;
+  auto& entries = scratch.entries;
+  std::uniform_real_distribution<double> infl_dist(0, 0.10);
+  const NodeSpec& spec = *ns.spec;
+  Micros dt = b - a;
+  snap.node = spec.name;
+  snap.start_us = a;
+  snap.end_us = b;
+  snap.gpus = ns.gpus;
+  snap.mig_instances = ns.migs;
+  snap.grants.clear();
+  snap.processes.clear();
+  snap.signals.clear();
+  active.clear();
+  for (int ai : ns.actors)
+    if (actors[ai].start <= a && a < actors[ai].end) active.push_back(ai);
+
+  // Grants and allocation truth.
+  for (int ai : active) {
+    Actor& act = actors[ai];
+    for (std::size_t gi = 0; gi < act.grants.size(); ++gi) {
+      snap.grants.push_back(act.grants[gi]);
+      SharePpd share = act.share[gi];
+      if (share < 0) {
+        // DRA: the device is split among its claims, a claim among the pods sharing it.
+        std::set<std::string> claims;
+        int same = 0;
+        for (int bi : active)
+          for (std::size_t gj = 0; gj < actors[bi].grants.size(); ++gj)
+            if (actors[bi].grant_gpu[gj] == act.grant_gpu[gi]) {
+              claims.insert(actors[bi].grants[gj].dra_claim);
+              if (actors[bi].grants[gj].dra_claim == act.grants[gi].dra_claim) ++same;
+            }
+        share = kWholeGpu / static_cast<SharePpd>(claims.size()) / std::max(1, same);
+      }
+      truth_of[ai]->allocated_ppd_us += static_cast<__int128>(share) * dt;
+    }
+  }
+
+  // Usage, per physical GPU.
+  int layout = static_cast<int>(spec.mig_layout.size());
+  bool mig = spec.sharing == SharingMode::kMig;
+  bool mps = spec.sharing == SharingMode::kMps;
+  for (int g = 0; g < spec.gpus; ++g) {
+    entries.clear();
+    for (int ai : active) {
+      Actor& act = actors[ai];
+      for (std::size_t c = 0; c < act.contexts.size(); ++c)
+        if (act.contexts[c].gpu == g) {
+          Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}, {}};
+          e.inflation.resize(act.processes);
+          for (auto& x : e.inflation) x = infl_dist(rng);
+          e.sm_acc.assign(act.processes, 0);
+          entries.push_back(std::move(e));
+        }
+    }
+    std::int64_t busy_acc = 0;                       // percent x µs, physical GPU
+    std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
+    double activity = 0;                             // Σ busy fraction x µs (energy)
+    if (!entries.empty()) {
+      int k = static_cast<int>(std::min<double>(
+          kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
+      k = std::max(k, 1);
+      std::vector<double> mig_sum(layout);
+      for (int j = 0; j < k; ++j) {
+        Micros sa = a + dt * j / k, sb = a + dt * (j + 1) / k;
+        Micros len = sb - sa;
+        if (len <= 0) continue;
+        double sum = 0;
+        std::fill(mig_sum.begin(), mig_sum.end(), 0.0);
+        for (Entry& e : entries) {
+          Actor& act = actors[e.actor];
+          e.u = ProfileIntegral(*act.compute, act.seed, sa - act.start, sb - act.start) /
+                static_cast<double>(len);
+          if (e.mig >= 0) {
+            mig_sum[e.mig] += e.u;
+          } else {
+            sum += e.u;
+          }
+        }
+        // Contention: demand over the unit's capacity is scaled down proportionally.
+        double phys_busy = 0;
+        for (Entry& e : entries) {
+          double total = e.mig >= 0 ? mig_sum[e.mig] : sum;
+          e.scale = total > 1 ? 1 / total : 1;
+          double u = e.u * e.scale;
+          double unit = e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) /
+                                         spec.total_slices
+                                   : 1.0;
+          truth_of[e.actor]->compute_gpu_us += u * unit * static_cast<double>(len);
+          if (mig || mps || e.mig >= 0 || u <= 0) continue;
+          double per_proc = u / actors[e.actor].processes;
+          for (std::size_t p = 0; p < e.sm_acc.size(); ++p)
+            e.sm_acc[p] += ObservePercent(per_proc, e.inflation[p], rng) * len;
+        }
+        double whole = std::min(1.0, sum);
+        phys_busy = whole;
+        for (int m = 0; m < layout; ++m) {
+          double s = std::min(1.0, mig_sum[m]);
+          phys_busy += s * ns.mig_slices[m] / spec.total_slices;
+          if (mig && spec.has_dcgm && s > 0)
+            mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
+        }
+        phys_busy = std::min(1.0, phys_busy);
+        activity += phys_busy * static_cast<double>(len);
+        if (!mig && whole > 0) busy_acc += ObservePercent(whole, 0, rng) * len;
+      }
+    }
+    // Processes and memory.
+    Bytes phys_mem = 0;
+    std::vector<Bytes> mig_mem(layout, 0);
+    for (Entry& e : entries) {
+      Actor& act = actors[e.actor];
+      double mem_int = MemoryIntegral(*act.memory, a - act.start, b - act.start);
+      truth_of[e.actor]->memory_byte_us += mem_int;
+      Bytes per_proc =
+          static_cast<Bytes>(std::llround(mem_int / static_cast<double>(dt) / act.processes));
+      const Context& c = act.contexts[e.ctx];
+      const GpuUuid& dev = e.mig >= 0 ? ns.migs[g * layout + e.mig].uuid : ns.gpus[g].uuid;
+      for (int p = 0; p < act.processes; ++p) {
+        ProcessObservation po;
+        po.pid = c.first_pid + p;
+        po.device = dev;
+        if (act.host) {
+          po.host_name = act.host_name;
+        } else {
+          po.consumer = act.ref;
+        }
+        po.used_memory_bytes = per_proc;
+        if (!mig && !mps && e.mig < 0) po.sm_busy_us = (e.sm_acc[p] + 50) / 100;
+        po.visible_devices = act.visible_devices;
+        snap.processes.push_back(std::move(po));
+      }
+      phys_mem += per_proc * act.processes;
+      if (e.mig >= 0) mig_mem[e.mig] += per_proc * act.processes;
+    }
+    DeviceSignals sig;
+    sig.device = ns.gpus[g].uuid;
+    if (!mig) sig.busy_us = (busy_acc + 50) / 100;
+    if (!entries.empty())
+      phys_mem += static_cast<Bytes>(kDriverReservation *
+                                     static_cast<double>(spec.memory_per_gpu_bytes));
+    sig.memory_used_bytes = phys_mem;
+    sig.energy_mj = std::llround((ns.power.idle_w * static_cast<double>(dt) +
+                                  (ns.power.max_w - ns.power.idle_w) * activity) /
+                                 1000.0);
+    snap.signals.push_back(std::move(sig));
+    for (int m = 0; m < layout; ++m) {
+      const MigInstance& mi = ns.migs[g * layout + m];
+      DeviceSignals ms;
+      ms.device = mi.uuid;
+      if (spec.has_dcgm) ms.busy_us = (mig_busy_acc[m] + 50) / 100;
+      ms.memory_used_bytes = mig_mem[m];
+      if (mig_mem[m] > 0)
+        ms.memory_used_bytes += static_cast<Bytes>(
+            kDriverReservation * static_cast<double>(mi.memory_total_bytes));
+      snap.signals.push_back(std::move(ms));
+    }
+  }
+}
+
 }  // namespace
+
+struct Simulator::Impl {
+  World world;
+  std::vector<Micros> cuts;  // union of the nodes' cuts
+};
+
+Simulator::Simulator(Scenario scenario, Micros step_us)
+    : scenario_(std::move(scenario)), step_us_(step_us), impl_(std::make_shared<Impl>()) {
+  const Scenario& sc = scenario_;
+  Micros t_begin = sc.start_us, t_end = sc.start_us + sc.duration_us;
+  impl_->world = BuildWorld(sc);
+  consumers_ = impl_->world.consumers;
+  auto& nodes = impl_->world.nodes;
+  auto& actors = impl_->world.actors;
+  // Cut times: the step grid from the start, UTC hours, and each node's own actor events.
+  std::vector<Micros> common{t_begin, t_end};
+  for (Micros t = t_begin + step_us_; t < t_end; t += step_us_) common.push_back(t);
+  for (Micros t = HourStart(t_begin) + kMicrosPerHour; t < t_end; t += kMicrosPerHour)
+    common.push_back(t);
+  std::sort(common.begin(), common.end());
+  common.erase(std::unique(common.begin(), common.end()), common.end());
+  std::vector<Micros> all = common;
+  for (NodeWorld& ns : nodes) {
+    std::vector<Micros> extra;
+    for (int ai : ns.actors)
+      for (Micros t : {actors[ai].start, actors[ai].end})
+        if (t > t_begin && t < t_end) extra.push_back(t);
+    std::sort(extra.begin(), extra.end());
+    std::merge(common.begin(), common.end(), extra.begin(), extra.end(),
+               std::back_inserter(ns.cuts));
+    ns.cuts.erase(std::unique(ns.cuts.begin(), ns.cuts.end()), ns.cuts.end());
+    all.insert(all.end(), extra.begin(), extra.end());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  impl_->cuts = std::move(all);
+  for (auto& [ref, info] : consumers_) truth_[ref] = Truth{};
+}
 
 void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
   for (auto& [ref, t] : truth_) t = Truth{};
-  std::mt19937_64 rng(HashOf(scenario_.seed, "run"));
-  std::uniform_real_distribution<double> infl_dist(0, 0.10);
-  auto& nodes = impl_->nodes;
-  auto& actors = impl_->actors;
+  World& w = impl_->world;
+  auto& nodes = w.nodes;
+  auto& actors = w.actors;
+  std::vector<std::mt19937_64> rngs;
+  for (const NodeWorld& ns : nodes) rngs.push_back(NodeRng(scenario_, *ns.spec));
   std::vector<std::size_t> next(nodes.size(), 1);
   const auto& cuts = impl_->cuts;
   // Truth lookups by actor (map lookups per interval would dominate large imports).
@@ -327,174 +520,166 @@ void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
   for (std::size_t i = 0; i < actors.size(); ++i) truth_of[i] = &truth_[actors[i].ref];
 
   NodeSnapshot snap;
-  std::vector<int> active;
-  std::vector<Entry> entries;
+  Scratch scratch;
   for (std::size_t ci = 1; ci < cuts.size(); ++ci) {
     Micros b = cuts[ci];
     for (std::size_t n = 0; n < nodes.size(); ++n) {
-      NodeState& ns = nodes[n];
+      NodeWorld& ns = nodes[n];
       if (next[n] >= ns.cuts.size() || ns.cuts[next[n]] != b) continue;
       Micros a = ns.cuts[next[n] - 1];
       ++next[n];
-      const NodeSpec& spec = *ns.spec;
-      Micros dt = b - a;
-      snap.node = spec.name;
-      snap.start_us = a;
-      snap.end_us = b;
-      snap.gpus = ns.gpus;
-      snap.mig_instances = ns.migs;
-      snap.grants.clear();
-      snap.processes.clear();
-      snap.signals.clear();
-      active.clear();
-      for (int ai : ns.actors)
-        if (actors[ai].start <= a && a < actors[ai].end) active.push_back(ai);
-
-      // Grants and allocation truth.
-      for (int ai : active) {
-        Actor& act = actors[ai];
-        for (std::size_t gi = 0; gi < act.grants.size(); ++gi) {
-          snap.grants.push_back(act.grants[gi]);
-          SharePpd share = act.share[gi];
-          if (share < 0) {
-            // DRA: the device is split among its claims, a claim among the pods sharing it.
-            std::set<std::string> claims;
-            int same = 0;
-            for (int bi : active)
-              for (std::size_t gj = 0; gj < actors[bi].grants.size(); ++gj)
-                if (actors[bi].grant_gpu[gj] == act.grant_gpu[gi]) {
-                  claims.insert(actors[bi].grants[gj].dra_claim);
-                  if (actors[bi].grants[gj].dra_claim == act.grants[gi].dra_claim) ++same;
-                }
-            share = kWholeGpu / static_cast<SharePpd>(claims.size()) / std::max(1, same);
-          }
-          truth_of[ai]->allocated_ppd_us += static_cast<__int128>(share) * dt;
-        }
-      }
-
-      // Usage, per physical GPU.
-      int layout = static_cast<int>(spec.mig_layout.size());
-      bool mig = spec.sharing == SharingMode::kMig;
-      bool mps = spec.sharing == SharingMode::kMps;
-      for (int g = 0; g < spec.gpus; ++g) {
-        entries.clear();
-        for (int ai : active) {
-          Actor& act = actors[ai];
-          for (std::size_t c = 0; c < act.contexts.size(); ++c)
-            if (act.contexts[c].gpu == g) {
-              Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}, {}};
-              e.inflation.resize(act.processes);
-              for (auto& x : e.inflation) x = infl_dist(rng);
-              e.sm_acc.assign(act.processes, 0);
-              entries.push_back(std::move(e));
-            }
-        }
-        std::int64_t busy_acc = 0;                       // percent x µs, physical GPU
-        std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
-        double activity = 0;                             // Σ busy fraction x µs (energy)
-        if (!entries.empty()) {
-          int k = static_cast<int>(std::min<double>(
-              kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
-          k = std::max(k, 1);
-          std::vector<double> mig_sum(layout);
-          for (int j = 0; j < k; ++j) {
-            Micros sa = a + dt * j / k, sb = a + dt * (j + 1) / k;
-            Micros len = sb - sa;
-            if (len <= 0) continue;
-            double sum = 0;
-            std::fill(mig_sum.begin(), mig_sum.end(), 0.0);
-            for (Entry& e : entries) {
-              Actor& act = actors[e.actor];
-              e.u = ProfileIntegral(*act.compute, act.seed, sa - act.start, sb - act.start) /
-                    static_cast<double>(len);
-              if (e.mig >= 0) {
-                mig_sum[e.mig] += e.u;
-              } else {
-                sum += e.u;
-              }
-            }
-            // Contention: demand over the unit's capacity is scaled down proportionally.
-            double phys_busy = 0;
-            for (Entry& e : entries) {
-              double total = e.mig >= 0 ? mig_sum[e.mig] : sum;
-              e.scale = total > 1 ? 1 / total : 1;
-              double u = e.u * e.scale;
-              double unit = e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) /
-                                             spec.total_slices
-                                       : 1.0;
-              truth_of[e.actor]->compute_gpu_us += u * unit * static_cast<double>(len);
-              if (mig || mps || e.mig >= 0 || u <= 0) continue;
-              double per_proc = u / actors[e.actor].processes;
-              for (std::size_t p = 0; p < e.sm_acc.size(); ++p)
-                e.sm_acc[p] += ObservePercent(per_proc, e.inflation[p], rng) * len;
-            }
-            double whole = std::min(1.0, sum);
-            phys_busy = whole;
-            for (int m = 0; m < layout; ++m) {
-              double s = std::min(1.0, mig_sum[m]);
-              phys_busy += s * ns.mig_slices[m] / spec.total_slices;
-              if (mig && spec.has_dcgm && s > 0)
-                mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
-            }
-            phys_busy = std::min(1.0, phys_busy);
-            activity += phys_busy * static_cast<double>(len);
-            if (!mig && whole > 0) busy_acc += ObservePercent(whole, 0, rng) * len;
-          }
-        }
-        // Processes and memory.
-        Bytes phys_mem = 0;
-        std::vector<Bytes> mig_mem(layout, 0);
-        for (Entry& e : entries) {
-          Actor& act = actors[e.actor];
-          double mem_int = MemoryIntegral(*act.memory, a - act.start, b - act.start);
-          truth_of[e.actor]->memory_byte_us += mem_int;
-          Bytes per_proc =
-              static_cast<Bytes>(std::llround(mem_int / static_cast<double>(dt) / act.processes));
-          const Context& c = act.contexts[e.ctx];
-          const GpuUuid& dev = e.mig >= 0 ? ns.migs[g * layout + e.mig].uuid : ns.gpus[g].uuid;
-          for (int p = 0; p < act.processes; ++p) {
-            ProcessObservation po;
-            po.pid = c.first_pid + p;
-            po.device = dev;
-            if (act.host) {
-              po.host_name = act.host_name;
-            } else {
-              po.consumer = act.ref;
-            }
-            po.used_memory_bytes = per_proc;
-            if (!mig && !mps && e.mig < 0) po.sm_busy_us = (e.sm_acc[p] + 50) / 100;
-            po.visible_devices = act.visible_devices;
-            snap.processes.push_back(std::move(po));
-          }
-          phys_mem += per_proc * act.processes;
-          if (e.mig >= 0) mig_mem[e.mig] += per_proc * act.processes;
-        }
-        DeviceSignals sig;
-        sig.device = ns.gpus[g].uuid;
-        if (!mig) sig.busy_us = (busy_acc + 50) / 100;
-        if (!entries.empty())
-          phys_mem += static_cast<Bytes>(kDriverReservation *
-                                         static_cast<double>(spec.memory_per_gpu_bytes));
-        sig.memory_used_bytes = phys_mem;
-        sig.energy_mj = std::llround((ns.power.idle_w * static_cast<double>(dt) +
-                                      (ns.power.max_w - ns.power.idle_w) * activity) /
-                                     1000.0);
-        snap.signals.push_back(std::move(sig));
-        for (int m = 0; m < layout; ++m) {
-          const MigInstance& mi = ns.migs[g * layout + m];
-          DeviceSignals ms;
-          ms.device = mi.uuid;
-          if (spec.has_dcgm) ms.busy_us = (mig_busy_acc[m] + 50) / 100;
-          ms.memory_used_bytes = mig_mem[m];
-          if (mig_mem[m] > 0)
-            ms.memory_used_bytes += static_cast<Bytes>(
-                kDriverReservation * static_cast<double>(mi.memory_total_bytes));
-          snap.signals.push_back(std::move(ms));
-        }
-      }
+      SimulateInterval(w, n, a, b, rngs[n], truth_of.data(), scratch, snap);
       sink(snap);
     }
   }
+}
+
+namespace {
+
+int FindNode(const Scenario& sc, const std::string& node) {
+  for (std::size_t n = 0; n < sc.nodes.size(); ++n)
+    if (sc.nodes[n].name == node) return static_cast<int>(n);
+  return -1;
+}
+
+// Memory held at `t` (relative to the actor's start): the sawtooth's value, not an average.
+double MemoryAt(const MemoryProfile& m, Micros t) {
+  if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes);
+  double r = static_cast<double>(t % m.period_us) / static_cast<double>(m.period_us);
+  return static_cast<double>(m.bytes) + static_cast<double>(m.peak_bytes - m.bytes) * r;
+}
+
+}  // namespace
+
+struct NodeStepper::Impl {
+  std::unique_ptr<const Scenario> scenario;  // stable address: the world points into it
+  World world;
+  std::size_t node = 0;
+  Micros step_us = 0;
+  Micros begin_us = 0, end_us = 0;
+  std::vector<Micros> events;  // the node's actor starts and ends inside (begin, end), sorted
+  Micros position_us = 0;
+  std::mt19937_64 rng;
+  std::vector<Truth> truth;    // per actor
+  std::vector<Truth*> truth_of;
+  Scratch scratch;
+
+  // The node's next cut after t < end_us: the same points as Simulator's precomputed ns.cuts
+  // (step grid from the start, UTC hours, the node's events, the end), found without storing
+  // a week of step points.
+  Micros NextCut(Micros t) const {
+    Micros c = std::min(end_us, begin_us + ((t - begin_us) / step_us + 1) * step_us);
+    c = std::min(c, HourStart(t) + kMicrosPerHour);
+    auto it = std::upper_bound(events.begin(), events.end(), t);
+    if (it != events.end()) c = std::min(c, *it);
+    return c;
+  }
+};
+
+Result<NodeStepper> NodeStepper::Create(Scenario scenario, const std::string& node,
+                                        Micros step_us) {
+  int n = FindNode(scenario, node);
+  if (n < 0) return NotFound("scenario '" + scenario.name + "' has no node '" + node + "'");
+  auto impl = std::make_shared<Impl>();
+  impl->scenario = std::make_unique<const Scenario>(std::move(scenario));
+  const Scenario& sc = *impl->scenario;
+  impl->world = BuildWorld(sc);
+  impl->node = static_cast<std::size_t>(n);
+  impl->step_us = step_us;
+  impl->begin_us = sc.start_us;
+  impl->end_us = sc.start_us + sc.duration_us;
+  impl->position_us = impl->begin_us;
+  const NodeWorld& ns = impl->world.nodes[impl->node];
+  for (int ai : ns.actors)
+    for (Micros t : {impl->world.actors[ai].start, impl->world.actors[ai].end})
+      if (t > impl->begin_us && t < impl->end_us) impl->events.push_back(t);
+  std::sort(impl->events.begin(), impl->events.end());
+  impl->events.erase(std::unique(impl->events.begin(), impl->events.end()), impl->events.end());
+  impl->rng = NodeRng(sc, *ns.spec);
+  impl->truth.resize(impl->world.actors.size());
+  for (Truth& t : impl->truth) impl->truth_of.push_back(&t);
+  return NodeStepper(std::move(impl));
+}
+
+std::vector<NodeSnapshot> NodeStepper::AdvanceTo(Micros sim_time_us) {
+  Impl& m = *impl_;
+  std::vector<NodeSnapshot> out;
+  while (m.position_us < m.end_us) {
+    Micros b = m.NextCut(m.position_us);
+    if (b > sim_time_us) break;
+    NodeSnapshot snap;
+    SimulateInterval(m.world, m.node, m.position_us, b, m.rng, m.truth_of.data(), m.scratch,
+                     snap);
+    out.push_back(std::move(snap));
+    m.position_us = b;
+  }
+  return out;
+}
+
+Micros NodeStepper::position_us() const { return impl_->position_us; }
+bool NodeStepper::done() const { return impl_->position_us >= impl_->end_us; }
+const Scenario& NodeStepper::scenario() const { return *impl_->scenario; }
+const NodeSpec& NodeStepper::node() const { return *impl_->world.nodes[impl_->node].spec; }
+const std::vector<PhysicalGpu>& NodeStepper::gpus() const {
+  return impl_->world.nodes[impl_->node].gpus;
+}
+const std::vector<MigInstance>& NodeStepper::mig_instances() const {
+  return impl_->world.nodes[impl_->node].migs;
+}
+
+Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Micros sim_time_us) {
+  int n = FindNode(scenario, node);
+  if (n < 0) return NotFound("scenario '" + scenario.name + "' has no node '" + node + "'");
+  World w = BuildWorld(scenario);
+  const NodeWorld& ns = w.nodes[n];
+  const NodeSpec& spec = *ns.spec;
+  NodeState out;
+  out.node = spec.name;
+  out.at_us = sim_time_us;
+  out.gpus = ns.gpus;
+  out.mig_instances = ns.migs;
+  std::vector<int> active;
+  for (int ai : ns.actors)
+    if (w.actors[ai].start <= sim_time_us && sim_time_us < w.actors[ai].end) active.push_back(ai);
+  for (int ai : active) {
+    const Actor& act = w.actors[ai];
+    for (const Grant& g : act.grants) out.grants.push_back(g);
+    if (!act.host) out.pods.push_back(w.consumers.at(act.ref));
+  }
+  // Processes in the order a snapshot lists them: by GPU, then actor, then context.
+  int layout = static_cast<int>(spec.mig_layout.size());
+  for (int g = 0; g < spec.gpus; ++g) {
+    for (int ai : active) {
+      const Actor& act = w.actors[ai];
+      for (const Context& c : act.contexts) {
+        if (c.gpu != g) continue;
+        Bytes per_proc = static_cast<Bytes>(std::llround(
+            MemoryAt(*act.memory, sim_time_us - act.start) / act.processes));
+        for (int p = 0; p < act.processes; ++p) {
+          ProcessObservation po;
+          po.pid = c.first_pid + p;
+          po.device = c.mig >= 0 ? ns.migs[g * layout + c.mig].uuid : ns.gpus[g].uuid;
+          if (act.host) {
+            po.host_name = act.host_name;
+          } else {
+            po.consumer = act.ref;
+          }
+          po.used_memory_bytes = per_proc;
+          po.visible_devices = act.visible_devices;
+          out.processes.push_back(std::move(po));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string ContainerIdFor(const ConsumerRef& ref) {
+  std::string id;
+  for (std::uint64_t i = 0; i < 4; ++i)
+    id += fmt::format("{:016x}", HashOf(i, "container", ref.namespace_name, ref.pod,
+                                        ref.pod_uid.str(), ref.container));
+  return id;
 }
 
 }  // namespace gpuledger::sim

@@ -66,4 +66,63 @@ class Simulator {
   std::shared_ptr<Impl> impl_;
 };
 
+// Simulates one node of a scenario incrementally, for consumers that follow a clock (the NVML
+// stand-in, `sim node`): the snapshots equal, field for field, those Simulator::Run delivers for
+// that node with the same scenario and step (same cuts, pids, uuids and, since the random stream
+// is per node, the same samples). Not thread-safe; movable.
+class NodeStepper {
+ public:
+  // kNotFound when the scenario has no node `node`. Precondition: step_us > 0 and the scenario
+  // was validated by ParseScenario.
+  static Result<NodeStepper> Create(Scenario scenario, const std::string& node, Micros step_us);
+
+  // The snapshots of the intervals ending in (position_us(), sim_time_us], in time order, and
+  // moves position_us() to the last end. Nothing once the scenario's end is reached; nothing
+  // for a time at or before position_us().
+  std::vector<NodeSnapshot> AdvanceTo(Micros sim_time_us);
+  // End of the last interval delivered; the scenario start before the first.
+  Micros position_us() const;
+  bool done() const;  // the scenario's end was reached
+
+  const Scenario& scenario() const;
+  const NodeSpec& node() const;
+  // The node's devices (identical in every snapshot), available before any AdvanceTo.
+  const std::vector<PhysicalGpu>& gpus() const;
+  const std::vector<MigInstance>& mig_instances() const;
+
+ private:
+  struct Impl;
+  explicit NodeStepper(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+// What is on one node at one instant: the agent-facing world (procfs, PodResources, CRI) that
+// `sim node` lays out. Pids, device uuids, grants and consumers are those of the snapshot whose
+// interval holds the instant.
+struct NodeState {
+  std::string node;
+  Micros at_us = 0;
+  std::vector<PhysicalGpu> gpus;
+  std::vector<MigInstance> mig_instances;
+  // Grants of the pods running at at_us (a pod runs over [start, end)).
+  std::vector<Grant> grants;
+  // GPU processes of the pods and host processes running at at_us: pid, device (GPU or MIG
+  // uuid), consumer or host_name, visible_devices, and memory at that instant (per process;
+  // equal to the snapshot's for constant memory). sm_busy_us is unset.
+  std::vector<ProcessObservation> processes;
+  // The pods running at at_us, including those without a grant or without processes; no host
+  // consumers.
+  std::vector<ConsumerInfo> pods;
+};
+
+// kNotFound when the scenario has no node `node`. Any time is accepted; outside the scenario
+// nothing runs.
+Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Micros sim_time_us);
+
+// The container runtime id of a consumer: 64 lower-case hex digits, a pure function of the
+// ConsumerRef (namespace, pod, pod uid, container), so the CRI stand-in, the procfs cgroup paths
+// and tests agree without sharing state. Digits 16i..16i+15 are the 64-bit
+// HashOf(i, "container", namespace, pod, pod_uid, container) of sim_util.h, for i = 0..3.
+std::string ContainerIdFor(const ConsumerRef& ref);
+
 }  // namespace gpuledger::sim

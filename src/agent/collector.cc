@@ -1,0 +1,331 @@
+#include "agent/collector.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "attribution/attribute.h"
+
+namespace gpuledger::agent {
+namespace {
+
+HistogramData Buckets(std::vector<double> bounds) {
+  HistogramData h;
+  h.counts.assign(bounds.size() + 1, 0);
+  h.upper_bounds = std::move(bounds);
+  return h;
+}
+
+void Observe(HistogramData& h, double v) {
+  auto it = std::lower_bound(h.upper_bounds.begin(), h.upper_bounds.end(), v);
+  ++h.counts[static_cast<std::size_t>(it - h.upper_bounds.begin())];
+  h.sum += v;
+}
+
+// Fraction of the physical GPU used in one cycle; memory in bytes. Bounds chosen for
+// rightsizing: MIG slices are sevenths, and memory steps follow MIG and card sizes.
+HistogramData ComputeShareBuckets() {
+  return Buckets({0, 0.01, 0.05, 1.0 / 7, 0.25, 2.0 / 7, 3.0 / 7, 0.5, 4.0 / 7, 0.75, 0.9, 1});
+}
+HistogramData MemoryBuckets() {
+  std::vector<double> b;
+  for (double gib : {0.5, 1.0, 2.0, 4.0, 5.0, 6.0, 10.0, 12.0, 18.0, 20.0, 24.0, 35.0, 40.0, 48.0,
+                     71.0, 80.0, 96.0, 141.0, 192.0})
+    b.push_back(gib * kGiB);
+  return Buckets(b);
+}
+
+std::string Quality(const ConsumerUsage& c, bool memory) {
+  if (memory) return std::string(ToString(c.memory_quality));
+  std::string q(ToString(c.compute_quality));
+  return c.compute_rule.empty() ? q : q + ":" + c.compute_rule;
+}
+
+}  // namespace
+
+Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
+                     kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
+                     std::function<Micros()> now)
+    : options_(std::move(options)),
+      gpus_(gpus),
+      procs_(procs),
+      kubelet_(kubelet),
+      runtime_(runtime),
+      now_(std::move(now)),
+      cycle_seconds_(Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                              2.5})) {
+  rendered_ = std::make_shared<Rendered>();
+}
+
+void Collector::CountFault(const std::string& source, const std::string& code) {
+  source_errors_[{source, code}] += 1;
+}
+
+void Collector::SetSourceUp(const std::string& source, bool up) { source_up_[source] = up; }
+
+void Collector::RefreshKube(Micros now, bool force) {
+  if (kubelet_ == nullptr && runtime_ == nullptr) return;
+  if (!force && now - kube_refreshed_us_ < options_.kube_refresh_us) return;
+  kube_refreshed_us_ = now;
+  // Each source keeps its last good view when it fails: a kubelet restart must not turn every
+  // container into an unallocated user for ten seconds.
+  if (kubelet_ != nullptr) {
+    auto grants = kubelet_->List();
+    SetSourceUp("kubelet", grants.ok());
+    if (grants.ok()) {
+      kube_.grants = std::move(*grants);
+      kube_.present = true;
+      auto alloc = kubelet_->GetAllocatableResources();
+      if (alloc.ok()) kube_.allocatable = std::move(*alloc);
+    } else {
+      CountFault("kubelet", grants.error().code == ErrorCode::kUnavailable ? "unavailable" : "error");
+    }
+  }
+  if (runtime_ != nullptr) {
+    auto sandboxes = runtime_->ListPodSandbox();
+    auto containers = sandboxes.ok() ? runtime_->ListContainers() : Result<std::vector<cri::Container>>(sandboxes.error());
+    SetSourceUp("cri", sandboxes.ok() && containers.ok());
+    if (sandboxes.ok() && containers.ok()) {
+      kube_.sandboxes = std::move(*sandboxes);
+      kube_.containers = std::move(*containers);
+    } else {
+      CountFault("cri", "unavailable");
+    }
+  }
+}
+
+void Collector::Cycle() {
+  const auto started = std::chrono::steady_clock::now();
+  const Micros now = now_();
+  auto reading = gpus_.Read();
+  SetSourceUp("nvml", reading.ok());
+  if (!reading.ok()) {
+    // A stale (hung) or broken driver: nothing measured this cycle; the time shows up as
+    // unmetered downstream. Keep serving what we had.
+    CountFault("nvml", reading.error().message.find("TIMEOUT") != std::string::npos ? "TIMEOUT" : "unavailable");
+  } else {
+    for (const auto& f : reading->faults) CountFault(f.source, f.code);
+    if (reading->gpus.empty() && !reading->faults.empty()) SetSourceUp("nvml", false);
+  }
+  RefreshKube(now, false);
+
+  if (reading.ok() && reading->end_us > reading->start_us) {
+    std::map<int, procfs::ProcessIdentity> identities;
+    for (const auto& p : reading->processes) {
+      if (identities.count(p.pid)) continue;
+      auto id = procs_.Inspect(p.pid);
+      if (id.ok()) identities.emplace(p.pid, std::move(*id));
+    }
+    JoinStats stats;
+    NodeSnapshot snap = BuildSnapshot(options_.node, *reading, kube_, identities, &stats);
+    if (stats.unknown_containers > 0) {
+      // A container started since the last refresh: refresh now and rebuild, so its first
+      // cycle is not booked to an unresolved consumer.
+      RefreshKube(now, true);
+      stats = JoinStats{};
+      snap = BuildSnapshot(options_.node, *reading, kube_, identities, &stats);
+    }
+    join_totals_.unknown_containers += stats.unknown_containers;
+    join_totals_.vanished_processes += stats.vanished_processes;
+    auto usage = attribution::Attribute(snap);
+    for (const auto& u : usage) {
+      // Conservation is an invariant of attribution: a violation is a bug, loudly.
+      Status st = attribution::CheckConservation(u);
+      if (!st.ok()) {
+        fmt::print(stderr, "gpuledger agent: BUG: {}\n", st.error().message);
+        std::abort();
+      }
+    }
+    Account(usage, *reading, now);
+  }
+  if (reading.ok()) {
+    for (const auto& g : reading->instant) {
+      DeviceSeries& d = devices_[g.device.value];
+      d.memory_used_bytes = static_cast<double>(g.memory_used_bytes);
+      d.memory_total_bytes = static_cast<double>(g.memory_total_bytes);
+      d.power_w = static_cast<double>(g.power_mw) / 1000.0;
+      d.last_seen_us = now;
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  Observe(cycle_seconds_, seconds);
+  Render(now, seconds);
+}
+
+void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
+                        Micros now) {
+  for (const MigInstance& m : reading.mig_instances) {
+    DeviceSeries& d = devices_[m.uuid.value];
+    d.parent_uuid = m.parent.value;
+    d.mig_profile = m.profile;
+    d.sharing = "mig";
+    d.last_seen_us = now;
+  }
+  for (const DeviceUsage& u : usage) {
+    DeviceSeries& d = devices_[u.gpu.value];
+    d.model = u.model;
+    d.sharing = std::string(ToString(u.sharing));
+    d.metered_s += u.duration_us() / 1e6;
+    d.busy_s += u.busy_us / 1e6;
+    d.idle_s += u.idle_us / 1e6;
+    d.unattributed_s += u.unattributed_us / 1e6;
+    d.energy_j += u.energy_mj / 1e3;
+    d.last_seen_us = now;
+    for (auto& [uuid, series] : devices_)
+      if (series.parent_uuid == u.gpu.value) series.model = u.model;
+    const double dt = static_cast<double>(u.duration_us());
+    for (const ConsumerUsage& c : u.consumers) {
+      auto [it, fresh] = containers_.try_emplace(ContainerKey{c.consumer, u.gpu.value});
+      ContainerSeries& s = it->second;
+      if (fresh) {
+        s.compute_share = ComputeShareBuckets();
+        s.memory_usage = MemoryBuckets();
+      }
+      s.allocated_s += static_cast<double>(c.allocated_ppd) / kWholeGpu * dt / 1e6;
+      s.compute_s += c.compute_us / 1e6;
+      s.memory_byte_s += c.memory_byte_us / 1e6;
+      s.energy_j += c.energy_mj / 1e3;
+      s.memory_used_bytes = dt > 0 ? c.memory_byte_us / dt : 0;
+      s.compute_source = Quality(c, false);
+      s.memory_source = Quality(c, true);
+      if (dt > 0) {
+        Observe(s.compute_share, c.compute_us / dt);
+        Observe(s.memory_usage, s.memory_used_bytes);
+      }
+      s.last_seen_us = now;
+    }
+  }
+  // Containers gone for longer than the TTL stop being exported (their totals were scraped).
+  std::erase_if(containers_, [&](const auto& kv) {
+    return now - kv.second.last_seen_us > options_.series_ttl_us;
+  });
+}
+
+void Collector::Render(Micros now, double cycle_seconds) {
+  (void)cycle_seconds;
+  ExpositionWriter w;
+  const std::string& node = options_.node;
+  w.Family("gpuledger_device_info", "A GPU or MIG instance on this node (value 1).",
+           MetricType::kGauge);
+  for (const auto& [uuid, d] : devices_)
+    w.Sample("gpuledger_device_info",
+             {{"gpu_uuid", uuid}, {"gpu_model", d.model}, {"node", node},
+              {"parent_uuid", d.parent_uuid}, {"mig_profile", d.mig_profile},
+              {"sharing_mode", d.sharing}},
+             1);
+  auto device_counter = [&](const char* name, const char* help, double DeviceSeries::*field) {
+    w.Family(name, help, MetricType::kCounter);
+    for (const auto& [uuid, d] : devices_)
+      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
+  };
+  device_counter("gpuledger_device_metered_seconds_total",
+                 "Seconds the agent measured this physical GPU.", &DeviceSeries::metered_s);
+  device_counter("gpuledger_device_busy_seconds_total",
+                 "Seconds any kernel ran on this physical GPU.", &DeviceSeries::busy_s);
+  device_counter("gpuledger_device_idle_seconds_total",
+                 "Metered seconds this physical GPU was not busy.", &DeviceSeries::idle_s);
+  device_counter("gpuledger_device_unattributed_seconds_total",
+                 "Busy seconds no known process explains.", &DeviceSeries::unattributed_s);
+  device_counter("gpuledger_device_energy_joules_total",
+                 "Energy this physical GPU used while metered.", &DeviceSeries::energy_j);
+  auto device_gauge = [&](const char* name, const char* help, double DeviceSeries::*field) {
+    w.Family(name, help, MetricType::kGauge);
+    for (const auto& [uuid, d] : devices_)
+      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
+  };
+  device_gauge("gpuledger_device_memory_used_bytes", "GPU memory in use.", &DeviceSeries::memory_used_bytes);
+  device_gauge("gpuledger_device_memory_total_bytes", "GPU memory in all.", &DeviceSeries::memory_total_bytes);
+  device_gauge("gpuledger_device_power_watts", "GPU power draw at the last cycle.", &DeviceSeries::power_w);
+
+  auto labels = [&](const ContainerKey& k) {
+    return std::array<Label, 5>{Label{"namespace", k.ref.namespace_name}, Label{"pod", k.ref.pod},
+                                Label{"pod_uid", k.ref.pod_uid.value},
+                                Label{"container", k.ref.container}, Label{"gpu_uuid", k.gpu}};
+  };
+  auto container_metric = [&](const char* name, const char* help, MetricType type,
+                              double ContainerSeries::*field) {
+    w.Family(name, help, type);
+    for (const auto& [k, s] : containers_) {
+      auto l = labels(k);
+      w.Sample(name, std::span<const Label>(l), s.*field);
+    }
+  };
+  container_metric("gpuledger_container_allocated_gpu_seconds_total",
+                   "GPU-seconds of the physical GPU granted to the container.",
+                   MetricType::kCounter, &ContainerSeries::allocated_s);
+  container_metric("gpuledger_container_compute_gpu_seconds_total",
+                   "GPU-seconds of the physical GPU the container's kernels used.",
+                   MetricType::kCounter, &ContainerSeries::compute_s);
+  container_metric("gpuledger_container_memory_byte_seconds_total",
+                   "GPU memory held by the container, integrated over time.",
+                   MetricType::kCounter, &ContainerSeries::memory_byte_s);
+  container_metric("gpuledger_container_energy_joules_total",
+                   "The container's share of the GPU's energy (split by busy time).",
+                   MetricType::kCounter, &ContainerSeries::energy_j);
+  container_metric("gpuledger_container_memory_used_bytes",
+                   "GPU memory the container held in the last cycle.", MetricType::kGauge,
+                   &ContainerSeries::memory_used_bytes);
+  w.Family("gpuledger_container_attribution_info",
+           "How the container's figures were obtained (value 1).", MetricType::kGauge);
+  for (const auto& [k, s] : containers_) {
+    auto l = labels(k);
+    std::array<Label, 7> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", s.compute_source},
+                             Label{"memory_source", s.memory_source}};
+    w.Sample("gpuledger_container_attribution_info", std::span<const Label>(all), 1);
+  }
+  w.Family("gpuledger_container_compute_share",
+           "Fraction of the physical GPU the container used, observed once per cycle.",
+           MetricType::kHistogram);
+  for (const auto& [k, s] : containers_) {
+    auto l = labels(k);
+    w.Histogram("gpuledger_container_compute_share", std::span<const Label>(l), s.compute_share);
+  }
+  w.Family("gpuledger_container_memory_usage_bytes",
+           "GPU memory the container held, observed once per cycle.", MetricType::kHistogram);
+  for (const auto& [k, s] : containers_) {
+    auto l = labels(k);
+    w.Histogram("gpuledger_container_memory_usage_bytes", std::span<const Label>(l), s.memory_usage);
+  }
+  w.Family("gpuledger_agent_cycle_duration_seconds", "Time one collection cycle took.",
+           MetricType::kHistogram);
+  w.Histogram("gpuledger_agent_cycle_duration_seconds", {}, cycle_seconds_);
+  w.Family("gpuledger_agent_source_up", "Whether the source answered in the last cycle.",
+           MetricType::kGauge);
+  for (const auto& [source, up] : source_up_)
+    w.Sample("gpuledger_agent_source_up", {{"source", source}}, up ? 1 : 0);
+  w.Family("gpuledger_agent_source_errors_total", "Errors from a source, by code.",
+           MetricType::kCounter);
+  for (const auto& [key, n] : source_errors_)
+    w.Sample("gpuledger_agent_source_errors_total", {{"source", key.first}, {"code", key.second}}, n);
+  w.Family("gpuledger_agent_unresolved_processes_total",
+           "GPU processes not tied to a known container, by reason.", MetricType::kCounter);
+  w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "unknown_container"}},
+           join_totals_.unknown_containers);
+  w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}},
+           join_totals_.vanished_processes);
+  w.Family("gpuledger_agent_last_cycle_timestamp_seconds", "When the last cycle ended.",
+           MetricType::kGauge);
+  w.Sample("gpuledger_agent_last_cycle_timestamp_seconds", static_cast<double>(now) / 1e6);
+
+  auto r = std::make_shared<Rendered>();
+  r->text = w.Take();
+  r->gzip = Gzip(r->text);
+  r->at_us = now;
+  std::lock_guard lock(mu_);
+  rendered_ = std::move(r);
+  last_cycle_end_us_ = now;
+}
+
+std::shared_ptr<const Rendered> Collector::Exposition() const {
+  std::lock_guard lock(mu_);
+  return rendered_;
+}
+
+bool Collector::Healthy(Micros max_age_us) const {
+  std::lock_guard lock(mu_);
+  return last_cycle_end_us_ != 0 && now_() - last_cycle_end_us_ <= max_age_us;
+}
+
+}  // namespace gpuledger::agent

@@ -1,0 +1,103 @@
+#pragma once
+// The agent's collection loop body (design section 6). Each Cycle() reads the GPUs, the
+// processes behind them and (when present) the kubelet and CRI views, builds an immutable
+// NodeSnapshot, attributes it, adds the result to monotonic counters and pre-renders the
+// exposition. /metrics only copies the latest rendering: no NVML, kubelet or CRI call is ever
+// on the scrape path, so a hung driver cannot stall a scrape.
+//
+// Thread-safety: Cycle() from one thread; Exposition()/Healthy() from any thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "agent/exposition.h"
+#include "agent/node_view.h"
+#include "model/usage.h"
+#include "sources/cri/runtime.h"
+#include "sources/gpu_source.h"
+#include "sources/kubelet/pod_resources.h"
+#include "sources/procfs/proc_source.h"
+
+namespace gpuledger::agent {
+
+struct CollectorOptions {
+  std::string node;
+  Micros kube_refresh_us = 10 * kMicrosPerSecond;     // PodResources has a global rate limit
+  Micros series_ttl_us = 3600 * kMicrosPerSecond;     // drop series of containers gone this long
+  bool kubelet_socket_configured = true;
+};
+
+// The pre-rendered scrape body, plain and gzipped.
+struct Rendered {
+  std::string text;
+  std::string gzip;
+  Micros at_us = 0;
+};
+
+class Collector {
+ public:
+  // Sources are owned by the caller and must outlive the collector. `kubelet` and `runtime`
+  // may be null (no Kubernetes on this node). `now` is the clock (µs since the epoch).
+  Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
+            kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
+            std::function<Micros()> now);
+
+  void Cycle();
+
+  std::shared_ptr<const Rendered> Exposition() const;
+  // The last cycle finished within `max_age_us`.
+  bool Healthy(Micros max_age_us) const;
+
+ private:
+  struct DeviceSeries {
+    std::string model, parent_uuid, mig_profile, sharing;
+    double metered_s = 0, busy_s = 0, idle_s = 0, unattributed_s = 0, energy_j = 0;
+    double memory_used_bytes = 0, memory_total_bytes = 0, power_w = 0;
+    Micros last_seen_us = 0;
+  };
+  struct ContainerKey {
+    ConsumerRef ref;
+    std::string gpu;
+    auto operator<=>(const ContainerKey&) const = default;
+  };
+  struct ContainerSeries {
+    double allocated_s = 0, compute_s = 0, memory_byte_s = 0, energy_j = 0;
+    double memory_used_bytes = 0;
+    std::string compute_source, memory_source;
+    HistogramData compute_share, memory_usage;
+    Micros last_seen_us = 0;
+  };
+
+  void RefreshKube(Micros now, bool force);
+  void Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
+               Micros now);
+  void CountFault(const std::string& source, const std::string& code);
+  void SetSourceUp(const std::string& source, bool up);
+  void Render(Micros now, double cycle_seconds);
+
+  CollectorOptions options_;
+  sources::GpuSource& gpus_;
+  procfs::ProcSource& procs_;
+  kubelet::PodResourcesClient* kubelet_;
+  cri::RuntimeClient* runtime_;
+  std::function<Micros()> now_;
+
+  KubeView kube_;
+  Micros kube_refreshed_us_ = 0;
+  std::map<std::string, DeviceSeries> devices_;
+  std::map<ContainerKey, ContainerSeries> containers_;
+  std::map<std::pair<std::string, std::string>, double> source_errors_;  // (source, code)
+  std::map<std::string, bool> source_up_;
+  HistogramData cycle_seconds_;
+  JoinStats join_totals_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Rendered> rendered_;  // guarded by mu_
+  Micros last_cycle_end_us_ = 0;              // guarded by mu_
+};
+
+}  // namespace gpuledger::agent

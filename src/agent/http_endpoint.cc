@@ -1,0 +1,74 @@
+#include "agent/http_endpoint.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+namespace gpuledger::agent {
+
+struct HttpEndpoint::Impl {
+  httplib::Server server;
+  std::string host;
+  int port = 0;
+};
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos)
+    return InvalidArgument(fmt::format("--listen '{}': expected HOST:PORT, e.g. 0.0.0.0:9400", listen));
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  int port = -1;
+  std::string_view p = std::string_view(listen).substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535)
+    return InvalidArgument(fmt::format("--listen '{}': port must be 0-65535", listen));
+  return std::pair{host, port};
+}
+
+HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpEndpoint::~HttpEndpoint() { Stop(); }
+
+Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& listen,
+                                                         Collector& collector,
+                                                         Micros healthy_within_us) {
+  auto addr = ParseListen(listen);
+  if (!addr) return addr.error();
+  auto impl = std::make_unique<Impl>();
+  impl->host = addr->first;
+  impl->server.Get("/metrics", [&collector](const httplib::Request& req, httplib::Response& res) {
+    auto r = collector.Exposition();
+    const std::string content_type = "text/plain; version=0.0.4; charset=utf-8";
+    const std::string accept = req.get_header_value("Accept-Encoding");
+    if (accept.find("gzip") != std::string::npos) {
+      res.set_header("Content-Encoding", "gzip");
+      res.set_content(r->gzip, content_type.c_str());
+    } else {
+      res.set_content(r->text, content_type.c_str());
+    }
+  });
+  impl->server.Get("/healthz", [&collector, healthy_within_us](const httplib::Request&,
+                                                               httplib::Response& res) {
+    bool ok = collector.Healthy(healthy_within_us);
+    res.status = ok ? 200 : 503;
+    res.set_content(ok ? "ok\n" : "collection cycles are not completing\n", "text/plain");
+  });
+  if (addr->second == 0) {
+    impl->port = impl->server.bind_to_any_port(impl->host.c_str());
+  } else {
+    impl->port = impl->server.bind_to_port(impl->host.c_str(), addr->second) ? addr->second : -1;
+  }
+  if (impl->port <= 0)
+    return Unavailable(fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
+  return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(impl)));
+}
+
+int HttpEndpoint::port() const { return impl_->port; }
+void HttpEndpoint::Serve() { impl_->server.listen_after_bind(); }
+void HttpEndpoint::Stop() {
+  if (impl_) impl_->server.stop();
+}
+
+}  // namespace gpuledger::agent

@@ -1,0 +1,167 @@
+#include "agent/node_view.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "attribution/attribute.h"
+#include "cost/catalog.h"
+
+namespace gpuledger::agent {
+namespace {
+
+struct PodKey {
+  std::string namespace_name, pod;
+  auto operator<=>(const PodKey&) const = default;
+};
+
+// Replica index of "GPU-x::3" or "nvidia0/vgpu3"; nullopt when the id names no replica.
+std::optional<int> ReplicaIndex(std::string_view id) {
+  std::string_view base = attribution::BaseDeviceId(id);
+  if (base.size() == id.size()) return std::nullopt;
+  std::string_view rest = id.substr(base.size());
+  rest.remove_prefix(rest.starts_with("::") ? 2 : 5);  // "::" or "/vgpu"
+  int n = 0;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
+  if (ec != std::errc()) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::string HostConsumerName(const procfs::ProcessIdentity& id) {
+  const std::string& unit = id.unit;
+  bool user_unit = unit.starts_with("user@") || unit.starts_with("session-") || unit.empty();
+  if (!user_unit) return "unit:" + unit;
+  if (!id.user.empty()) return "user:" + id.user;
+  return "pid:" + std::to_string(id.pid);
+}
+
+std::string ResolveDraDevice(const kubelet::DraDevice& dra, const sources::GpuReading& reading) {
+  for (const std::string& cdi : dra.cdi_devices) {
+    auto eq = cdi.rfind('=');
+    std::string_view name = eq == std::string::npos ? std::string_view(cdi)
+                                                    : std::string_view(cdi).substr(eq + 1);
+    if (name.starts_with("GPU-") || name.starts_with("MIG-")) return std::string(name);
+  }
+  // The NVIDIA DRA driver names whole GPUs "gpu-<minor>"; our GPU order is NVML's index order.
+  if (dra.device.starts_with("gpu-")) {
+    int index = -1;
+    std::string_view n = std::string_view(dra.device).substr(4);
+    auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), index);
+    if (ec == std::errc() && p == n.data() + n.size() && index >= 0 &&
+        index < static_cast<int>(reading.gpus.size()))
+      return reading.gpus[static_cast<std::size_t>(index)].uuid.value;
+  }
+  return {};
+}
+
+NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& reading,
+                           const KubeView& kube,
+                           const std::map<int, procfs::ProcessIdentity>& identities,
+                           JoinStats* stats) {
+  NodeSnapshot s;
+  s.node = node;
+  s.start_us = reading.start_us;
+  s.end_us = reading.end_us;
+  s.gpus = reading.gpus;
+  s.mig_instances = reading.mig_instances;
+  s.signals = reading.signals;
+
+  // CRI: ready sandboxes by (namespace, pod) and by id; containers by id.
+  std::map<PodKey, const cri::PodSandbox*> ready_pods;
+  std::map<std::string, const cri::PodSandbox*> sandbox_by_id;
+  for (const auto& sb : kube.sandboxes) {
+    sandbox_by_id[sb.id] = &sb;
+    if (sb.ready) ready_pods[PodKey{sb.namespace_name, sb.name}] = &sb;
+  }
+  std::map<std::string, const cri::Container*> container_by_id;
+  for (const auto& c : kube.containers) container_by_id[c.id] = &c;
+
+  // Grants of running pods only.
+  std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
+  std::set<std::string> dra_devices;
+  for (const auto& g : kube.grants) {
+    auto pod = ready_pods.find(PodKey{g.namespace_name, g.pod});
+    if (pod == ready_pods.end()) continue;
+    ConsumerRef ref{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container};
+    for (const auto& id : g.device_ids) {
+      s.grants.push_back(Grant{ref, id, g.resource_name, std::nullopt, ""});
+      if (auto r = ReplicaIndex(id))
+        replicas_granted[std::string(attribution::BaseDeviceId(id))].insert(*r);
+    }
+    for (const auto& dra : g.dra) {
+      std::string device = ResolveDraDevice(dra, reading);
+      if (device.empty()) continue;
+      s.grants.push_back(Grant{ref, device, dra.driver, std::nullopt, dra.claim});
+      dra_devices.insert(device);
+    }
+  }
+
+  // Replicas per device: the allocatable list is authoritative; granted ids are a lower bound.
+  std::map<std::string, int> replicas;
+  for (const auto& a : kube.allocatable)
+    if (ReplicaIndex(a.device_id)) ++replicas[std::string(attribution::BaseDeviceId(a.device_id))];
+  for (const auto& [base, indices] : replicas_granted)
+    replicas[base] = std::max(replicas[base], *indices.rbegin() + 1);
+  for (PhysicalGpu& gpu : s.gpus) {
+    // NVML says "NVIDIA H100 80GB HBM3"; prices and reports use the catalog's model names.
+    gpu.model = cost::NormalizeGpuModel(gpu.model);
+    bool mig = std::any_of(s.mig_instances.begin(), s.mig_instances.end(),
+                           [&](const MigInstance& m) { return m.parent == gpu.uuid; });
+    int r = 1;
+    if (auto it = replicas.find(gpu.uuid.value); it != replicas.end()) r = it->second;
+    for (const auto& m : s.mig_instances)
+      if (m.parent == gpu.uuid)
+        if (auto it = replicas.find(m.uuid.value); it != replicas.end()) r = std::max(r, it->second);
+    gpu.replicas = std::max(1, r);
+    if (mig) {
+      gpu.sharing = SharingMode::kMig;
+    } else if (dra_devices.count(gpu.uuid.value)) {
+      gpu.sharing = SharingMode::kDra;
+    } else if (gpu.replicas > 1) {
+      gpu.sharing = SharingMode::kTimeSlicing;
+    } else {
+      gpu.sharing = SharingMode::kExclusive;
+    }
+  }
+
+  // Processes -> consumers.
+  for (ProcessObservation p : reading.processes) {
+    auto id = identities.find(p.pid);
+    if (id == identities.end()) {
+      // Exited between NVML and /proc: its memory and samples still count, to the host bucket
+      // by PID, rather than silently vanishing.
+      if (stats) ++stats->vanished_processes;
+      p.host_name = "pid:" + std::to_string(p.pid);
+      s.processes.push_back(std::move(p));
+      continue;
+    }
+    const procfs::ProcessIdentity& ident = id->second;
+    if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
+    if (ident.container && kube.present) {
+      auto c = container_by_id.find(ident.container->container_id);
+      const cri::PodSandbox* sb = nullptr;
+      if (c != container_by_id.end()) {
+        auto it = sandbox_by_id.find(c->second->pod_sandbox_id);
+        if (it != sandbox_by_id.end()) sb = it->second;
+      }
+      if (sb != nullptr) {
+        p.consumer = ConsumerRef{sb->namespace_name, sb->name, PodUid{sb->uid}, c->second->name};
+      } else {
+        // A container CRI does not know yet: keep it apart by pod UID and container id, and
+        // let the caller refresh the view.
+        if (stats) ++stats->unknown_containers;
+        p.consumer = ConsumerRef{"__unresolved__", "pod-" + ident.container->pod_uid,
+                                 PodUid{ident.container->pod_uid},
+                                 ident.container->container_id.substr(0, 12)};
+      }
+    } else {
+      p.host_name = HostConsumerName(ident);
+    }
+    s.processes.push_back(std::move(p));
+  }
+  return s;
+}
+
+}  // namespace gpuledger::agent

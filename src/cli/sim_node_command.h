@@ -1,0 +1,61 @@
+#pragma once
+// `gpuledger sim node`: lays out one simulated node for a real agent — a procfs tree under
+// DIR/host, a kubelet PodResources and a CRI server on unix sockets under DIR, and the NVML
+// stand-in's configuration — prints the exact `gpuledger agent` command to run against it, and
+// keeps the node's world following the scenario's clock until killed.
+
+#include <atomic>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "common/result.h"
+#include "common/units.h"
+
+namespace gpuledger::fake {
+class FakeKubelet;
+class FakeCri;
+}  // namespace gpuledger::fake
+
+namespace gpuledger::cli {
+
+struct SimNodeOptions {
+  std::string scenario;
+  std::string node;
+  std::string dir;
+  std::string nvml_standin;     // path of the stand-in libnvidia-ml.so.1
+  std::string agent_binary;     // what to print in the command (default: this binary)
+  double refresh_seconds = 0.5;
+  // Pods that ended stay listed by the kubelet (as real kubelets have been seen to do) with a
+  // NOTREADY sandbox for this long: the agent must ignore them.
+  double terminal_linger_seconds = 30;
+  std::string standin_step = "1s";  // the stand-in's sampling step (tests use 100ms)
+};
+
+// One simulated node, running: its servers up, its procfs tree laid out. Update() follows the
+// clock; tests drive it directly and can stop/start the servers to inject faults.
+class SimNode {
+ public:
+  static Result<std::unique_ptr<SimNode>> Start(const SimNodeOptions& options);
+  ~SimNode();
+  Status Update();
+  fake::FakeKubelet& kubelet();
+  fake::FakeCri& cri();
+  std::string host_root() const;
+  std::string kubelet_socket() const;
+  std::string cri_socket() const;
+  std::string standin_config() const;  // value for GPULEDGER_NVML_SCENARIO
+  std::string faults_file() const;
+  std::string AgentCommand() const;
+
+ private:
+  struct Impl;
+  explicit SimNode(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs until `stop` becomes true (signal handlers set it). Exit code as the CLI's.
+int RunSimNode(const SimNodeOptions& options, const std::atomic<bool>& stop, std::ostream& out,
+               std::ostream& err);
+
+}  // namespace gpuledger::cli

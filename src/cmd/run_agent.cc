@@ -1,0 +1,98 @@
+#include "cmd/run_agent.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/collector.h"
+#include "agent/http_endpoint.h"
+#include "common/file_reader.h"
+#include "common/time_util.h"
+#include "sources/cri/runtime.h"
+#include "sources/kubelet/pod_resources.h"
+#include "sources/nvml/nvml_source.h"
+#include "sources/procfs/proc_source.h"
+
+namespace gpuledger::cmd {
+namespace {
+
+Micros WallNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
+  auto interval = ParseDuration(f.interval);
+  if (!interval || *interval < 10'000) {
+    std::cerr << fmt::format("error: --interval '{}': expected a duration >= 10ms (e.g. 1s)\n", f.interval);
+    return 2;
+  }
+  auto deadline = ParseDuration(f.nvml_timeout);
+  if (!deadline || *deadline <= 0) {
+    std::cerr << fmt::format("error: --nvml-timeout '{}': expected a duration (e.g. 2s)\n", f.nvml_timeout);
+    return 2;
+  }
+  if (f.node_name.empty()) {
+    std::cerr << "error: --node-name is required (the DaemonSet passes spec.nodeName)\n";
+    return 2;
+  }
+  if (auto l = agent::ParseListen(f.listen); !l) {
+    std::cerr << "error: " << l.error().message << "\n";
+    return 2;
+  }
+  auto files = MakePosixFileReader(f.host_root);
+  procfs::ProcSource procs(*files);
+  auto gpus = nvml::OpenNvmlSource(f.nvml_library, *deadline, WallNowUs);
+  std::cerr << "gpuledger agent: " << gpus->Describe() << "\n";
+
+  // Kubernetes is optional: without a kubelet socket the agent attributes to Unix users and
+  // systemd units. A socket that appears later (kubelet starting after us) is picked up.
+  auto kubelet = kubelet::MakeGrpcPodResourcesClient(f.pod_resources_socket);
+  auto runtime = cri::MakeGrpcRuntimeClient(f.cri_socket);
+  const bool kube = std::filesystem::exists(f.pod_resources_socket);
+  std::cerr << (kube ? "gpuledger agent: kubelet PodResources at " + f.pod_resources_socket
+                     : "gpuledger agent: no kubelet socket at " + f.pod_resources_socket +
+                           ": attributing to Unix users and systemd units")
+            << "\n";
+
+  agent::CollectorOptions options;
+  options.node = f.node_name;
+  agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), WallNowUs);
+  collector.Cycle();  // baseline: the first /metrics already has the device list
+
+  auto http = agent::HttpEndpoint::Bind(f.listen, collector, 3 * *interval + 10 * kMicrosPerSecond);
+  if (!http) {
+    std::cerr << "error: " << http.error().message << "\n";
+    return 1;
+  }
+  std::cout << fmt::format("gpuledger agent: serving http://{}:{}/metrics\n",
+                           agent::ParseListen(f.listen)->first, (*http)->port())
+            << std::flush;
+
+  std::thread loop([&] {
+    auto next = std::chrono::steady_clock::now();
+    while (!stop.load()) {
+      next += std::chrono::microseconds(*interval);
+      std::this_thread::sleep_until(next);
+      if (stop.load()) break;
+      collector.Cycle();
+      // After a long stall (a hung NVML call), restart the schedule instead of bursting.
+      if (std::chrono::steady_clock::now() > next + std::chrono::microseconds(*interval))
+        next = std::chrono::steady_clock::now();
+    }
+  });
+  std::thread server([&] { (*http)->Serve(); });
+  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*http)->Stop();
+  server.join();
+  loop.join();
+  return 0;
+}
+
+}  // namespace gpuledger::cmd

@@ -1,0 +1,24 @@
+#pragma once
+// The agent's composition root: the only place that names its concrete sources.
+
+#include <atomic>
+#include <string>
+
+namespace gpuledger::cmd {
+
+struct AgentFlags {
+  std::string node_name;
+  std::string host_root = "/";
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::string cri_socket = "/run/containerd/containerd.sock";
+  std::string listen = "0.0.0.0:9400";
+  std::string interval = "1s";
+  std::string nvml_timeout = "2s";
+};
+
+// Starts in order — host files, NVML, kubelet, CRI, collector thread, HTTP — and tears down in
+// reverse when `stop` becomes true. Returns the exit code (2: bad flags).
+int RunAgent(const AgentFlags& flags, const std::atomic<bool>& stop);
+
+}  // namespace gpuledger::cmd

@@ -1,0 +1,947 @@
+#include "sources/nvml/nvml_source.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "sources/nvml/watchdog.h"
+
+namespace gpuledger::nvml {
+namespace {
+
+using sources::GpuReading;
+using sources::SourceFault;
+
+constexpr const char* kSource = "nvml";
+constexpr unsigned char kSentinel = 0xA5;
+constexpr unsigned kGrowMargin = 8;   // entries added to the count NVML asks for
+constexpr int kMaxGrowAttempts = 4;   // INSUFFICIENT_SIZE retries per call
+constexpr unsigned kMaxEntries = 1u << 16;
+
+SourceFault Fault(std::string code, std::string detail) {
+  return {kSource, std::move(code), std::move(detail)};
+}
+
+template <std::size_t N>
+std::string CString(const std::array<char, N>& buffer) {
+  return std::string(buffer.data(), strnlen(buffer.data(), N));
+}
+
+Micros Clamp(Micros v, Micros hi) { return std::clamp<Micros>(v, 0, std::max<Micros>(hi, 0)); }
+
+// Percent-µs to µs, rounded half up, clamped to the interval.
+GpuMicros PercentMicrosToMicros(std::int64_t percent_us, Micros interval_us) {
+  return Clamp((percent_us + 50) / 100, interval_us);
+}
+
+double SampleValue(nvmlValueType_t type, const nvmlValue_t& v) {
+  switch (type) {
+    case NVML_VALUE_TYPE_DOUBLE: return v.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT: return v.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT: return v.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v.usVal;
+  }
+  return v.uiVal;
+}
+
+// What the source remembers about one physical GPU between reads.
+struct DeviceState {
+  nvmlDevice_t handle = nullptr;
+  std::string uuid;
+  std::string name;
+  bool fresh = true;  // no baseline yet: this read establishes one and integrates nothing
+  // Calls answered NOT_SUPPORTED (or absent from the library): not retried, reported once.
+  // Keyed "<function>" for the GPU and "<function>/mig" for its MIG devices.
+  std::set<std::string> unsupported;
+  std::optional<unsigned long long> energy_mj;  // counter at the previous read
+  SampleCursor util_cursor;                     // nvmlDeviceGetSamples(GPU_UTILIZATION)
+  bool util_samples_seen = false;
+  SampleCursor process_cursor;                  // per-process utilization
+  bool legacy_process_util = false;             // nvmlDeviceGetProcessUtilization instead
+  unsigned sample_capacity = 128;
+  unsigned process_sample_capacity = 32;
+  unsigned process_capacity = 16;
+  std::string lost_call;                        // set during a read when GPU_IS_LOST was seen
+};
+
+struct State {
+  bool have_baseline = false;  // a read has completed
+  Micros previous_end_us = 0;
+  bool enumerated = false;
+  unsigned count = 0;
+  std::vector<DeviceState> devices;
+  std::map<std::string, std::string> lost;  // uuid -> the call that returned GPU_IS_LOST
+  int reads_since_enumeration = 0;
+};
+
+// One Read(): a copy of the state that is committed only when the read completes, so a read
+// aborted by a timeout loses no sample and counts nothing twice.
+struct Work {
+  State next;
+  GpuReading reading;
+  Micros interval_us = 0;
+  Micros max_period_us = 0;  // longest period one sample may stand for
+  Micros previous_read_us = 0;
+  bool timed_out = false;
+  std::string timed_out_call;
+};
+
+class NvmlGpuSource final : public sources::GpuSource {
+ public:
+  NvmlGpuSource(NvmlApi api, NvmlSourceOptions options, std::function<Micros()> now,
+                std::unique_ptr<Watchdog> watchdog, std::string driver, unsigned count)
+      : api_(std::move(api)),
+        options_(options),
+        now_(std::move(now)),
+        watchdog_(std::move(watchdog)),
+        driver_(std::move(driver)),
+        described_count_(count) {}
+
+  ~NvmlGpuSource() override {
+    if (!watchdog_->Hung()) {
+      auto shutdown = api_.shutdown;
+      (void)watchdog_->Run("nvmlShutdown()", [shutdown] { shutdown(); });
+    }
+  }
+
+  Result<GpuReading> Read() override;
+
+  std::string Describe() const override {
+    std::string s = "nvml: driver " + (driver_.empty() ? std::string("unknown") : driver_) + ", " +
+                    std::to_string(described_count_) + " GPUs";
+    if (watchdog_->Hung()) {
+      s += " (stale: " + watchdog_->HungCall() + " has not returned)";
+    }
+    return s;
+  }
+
+ private:
+  // Runs fn(box) on the watchdog's worker with a heap copy of `box` (a hung call keeps writing
+  // into that copy, never into this stack frame) and copies the result back when it finished.
+  template <typename Box, typename Fn>
+  nvmlReturn_t Call(Work& w, std::string name, Box& box, Fn fn) {
+    if (w.timed_out) {
+      return NVML_ERROR_TIMEOUT;
+    }
+    auto shared = std::make_shared<std::pair<Box, nvmlReturn_t>>(std::move(box), NVML_ERROR_UNKNOWN);
+    auto outcome = watchdog_->Run(name, [shared, fn] { shared->second = fn(shared->first); });
+    if (outcome != Watchdog::Outcome::kDone) {
+      w.timed_out = true;
+      w.timed_out_call = std::move(name);
+      return NVML_ERROR_TIMEOUT;
+    }
+    box = std::move(shared->first);
+    return shared->second;
+  }
+
+  static std::string Key(const char* fn, bool mig) { return mig ? std::string(fn) + "/mig" : fn; }
+
+  // Records a failed call on device `d` (subject: the GPU or MIG uuid the call was about).
+  void Note(Work& w, DeviceState& d, const char* fn, bool mig, const std::string& subject,
+            nvmlReturn_t ret) {
+    if (w.timed_out) {
+      return;
+    }
+    std::string detail = std::string(fn) + "(" + subject + ")";
+    if (ret == NVML_ERROR_GPU_IS_LOST) {
+      if (d.lost_call.empty()) {
+        d.lost_call = std::move(detail);  // reported by Read() every cycle while lost
+      }
+      return;
+    }
+    if (ret == NVML_ERROR_NOT_SUPPORTED || ret == NVML_ERROR_FUNCTION_NOT_FOUND) {
+      if (d.unsupported.insert(Key(fn, mig)).second) {
+        w.reading.faults.push_back(Fault(ErrorName(ret), std::move(detail)));
+      }
+      return;
+    }
+    w.reading.faults.push_back(Fault(ErrorName(ret), std::move(detail)));
+  }
+
+  bool Supported(const DeviceState& d, const char* fn, bool mig) const {
+    return d.unsupported.count(Key(fn, mig)) == 0;
+  }
+
+  // An optional single-value getter: null entry or remembered NOT_SUPPORTED -> nullopt without a
+  // call. `fn` is nvmlReturn_t(T&).
+  template <typename T, typename Fn>
+  std::optional<T> Get(Work& w, DeviceState& d, const char* fn_name, bool present, bool mig,
+                       const std::string& subject, Fn fn) {
+    if (!Supported(d, fn_name, mig)) {
+      return std::nullopt;
+    }
+    if (!present) {
+      Note(w, d, fn_name, mig, subject, NVML_ERROR_FUNCTION_NOT_FOUND);
+      return std::nullopt;
+    }
+    T value{};
+    nvmlReturn_t ret = Call(w, std::string(fn_name) + "(" + subject + ")", value, fn);
+    if (ret != NVML_SUCCESS) {
+      Note(w, d, fn_name, mig, subject, ret);
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  void Enumerate(Work& w, unsigned count);
+  void ReadDevice(Work& w, DeviceState& d);
+  std::optional<std::vector<UtilSample>> ReadUtilSamples(Work& w, DeviceState& d);
+  std::optional<std::vector<UtilSample>> ReadProcessSamples(Work& w, DeviceState& d);
+  // Appends the compute and MPS processes of `handle`, deduplicated by PID; failures are noted.
+  void ListProcesses(Work& w, DeviceState& d, nvmlDevice_t handle, const std::string& subject,
+                     bool mig, std::vector<ProcessEntry>& out);
+  void ReadMig(Work& w, DeviceState& d, bool baseline, std::vector<MigInstance>& migs,
+               std::vector<DeviceSignals>& signals, std::vector<ProcessObservation>& processes);
+
+  NvmlApi api_;
+  NvmlSourceOptions options_;
+  std::function<Micros()> now_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::string driver_;
+  unsigned described_count_ = 0;
+  State state_;
+};
+
+Result<GpuReading> NvmlGpuSource::Read() {
+  if (watchdog_->Hung()) {
+    return Unavailable("nvml stale: TIMEOUT: " + watchdog_->HungCall() +
+                       " has not returned; no NVML call is made until it does");
+  }
+  const Micros now = now_();
+  Work w{state_, {}, 0, 0, 0, false, {}};
+  const bool first = !state_.have_baseline;
+  w.reading.start_us = first ? now : std::min(state_.previous_end_us, now);
+  w.reading.end_us = now;
+  w.interval_us = w.reading.end_us - w.reading.start_us;
+  w.max_period_us = std::min(w.interval_us, options_.max_sample_period_us);
+  w.previous_read_us = w.reading.start_us;
+  if (first) {
+    for (auto& d : w.next.devices) d.fresh = true;
+  }
+
+  unsigned count = 0;
+  auto device_count = api_.device_count;
+  nvmlReturn_t ret = Call(w, "nvmlDeviceGetCount_v2()", count,
+                          [device_count](unsigned& c) { return device_count(&c); });
+  if (w.timed_out) {
+    return Unavailable("nvml stale: TIMEOUT: " + w.timed_out_call + " did not return within " +
+                       std::to_string(watchdog_->deadline_us() / 1000) + " ms");
+  }
+  if (ret != NVML_SUCCESS) {
+    // Nothing is committed: an empty interval carries the fault and the next good reading
+    // covers the whole gap from the last good one.
+    GpuReading empty;
+    empty.start_us = empty.end_us = w.reading.start_us;
+    empty.faults.push_back(Fault(ErrorName(ret), "nvmlDeviceGetCount_v2()"));
+    return empty;
+  }
+
+  State& s = w.next;
+  ++s.reads_since_enumeration;
+  if (!s.enumerated || count != s.count ||
+      (!s.lost.empty() && s.reads_since_enumeration >= options_.lost_retry_cycles)) {
+    Enumerate(w, count);
+  }
+  s.count = count;
+
+  for (auto& d : s.devices) {
+    d.lost_call.clear();
+    ReadDevice(w, d);
+  }
+  // Lost devices disappear from the reading; they are reported every cycle until a
+  // re-enumeration finds them healthy again.
+  for (auto it = s.devices.begin(); it != s.devices.end();) {
+    if (!it->lost_call.empty()) {
+      s.lost[it->uuid] = it->lost_call;
+      it = s.devices.erase(it);
+    } else {
+      it->fresh = false;
+      ++it;
+    }
+  }
+  for (const auto& [uuid, call] : s.lost) {
+    w.reading.faults.push_back(Fault("GPU_IS_LOST", call));
+  }
+  if (w.timed_out) {
+    return Unavailable("nvml stale: TIMEOUT: " + w.timed_out_call + " did not return within " +
+                       std::to_string(watchdog_->deadline_us() / 1000) + " ms");
+  }
+  s.have_baseline = true;
+  s.previous_end_us = now;
+  described_count_ = static_cast<unsigned>(s.devices.size());
+  state_ = std::move(w.next);
+  return std::move(w.reading);
+}
+
+void NvmlGpuSource::Enumerate(Work& w, unsigned count) {
+  State& s = w.next;
+  std::vector<DeviceState> devices;
+  auto handle_by_index = api_.handle_by_index;
+  auto uuid_fn = api_.uuid;
+  auto name_fn = api_.name;
+  for (unsigned i = 0; i < count && !w.timed_out; ++i) {
+    const std::string where = "index " + std::to_string(i);
+    nvmlDevice_t handle = nullptr;
+    nvmlReturn_t ret = Call(w, "nvmlDeviceGetHandleByIndex_v2(" + where + ")", handle,
+                            [handle_by_index, i](nvmlDevice_t& h) { return handle_by_index(i, &h); });
+    if (ret != NVML_SUCCESS) {
+      if (!w.timed_out) {
+        w.reading.faults.push_back(
+            Fault(ErrorName(ret), "nvmlDeviceGetHandleByIndex_v2(" + where + ")"));
+      }
+      continue;
+    }
+    std::array<char, NVML_DEVICE_UUID_V2_BUFFER_SIZE> uuid_buf{};
+    ret = Call(w, "nvmlDeviceGetUUID(" + where + ")", uuid_buf,
+               [uuid_fn, handle](auto& b) { return uuid_fn(handle, b.data(), b.size()); });
+    if (ret != NVML_SUCCESS) {
+      if (!w.timed_out) {
+        w.reading.faults.push_back(Fault(ErrorName(ret), "nvmlDeviceGetUUID(" + where + ")"));
+      }
+      continue;
+    }
+    const std::string uuid = CString(uuid_buf);
+    DeviceState d;
+    auto old = std::find_if(s.devices.begin(), s.devices.end(),
+                            [&](const DeviceState& o) { return o.uuid == uuid; });
+    if (old != s.devices.end() && s.lost.count(uuid) == 0) {
+      d = std::move(*old);  // keep its baselines: handles may change, counters do not
+    }
+    d.handle = handle;
+    d.uuid = uuid;
+    std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name_buf{};
+    ret = Call(w, "nvmlDeviceGetName(" + uuid + ")", name_buf,
+               [name_fn, handle](auto& b) { return name_fn(handle, b.data(), b.size()); });
+    if (ret == NVML_ERROR_GPU_IS_LOST) {
+      s.lost[uuid] = "nvmlDeviceGetName(" + uuid + ")";
+      continue;
+    }
+    if (ret != NVML_SUCCESS) {
+      if (!w.timed_out) {
+        w.reading.faults.push_back(Fault(ErrorName(ret), "nvmlDeviceGetName(" + uuid + ")"));
+      }
+    } else {
+      d.name = CString(name_buf);
+    }
+    s.lost.erase(uuid);
+    devices.push_back(std::move(d));
+  }
+  s.devices = std::move(devices);
+  s.enumerated = !w.timed_out;
+  s.reads_since_enumeration = 0;
+}
+
+std::optional<std::vector<UtilSample>> NvmlGpuSource::ReadUtilSamples(Work& w, DeviceState& d) {
+  constexpr const char* kFn = "nvmlDeviceGetSamples";
+  if (!Supported(d, kFn, false) || api_.samples == nullptr) {
+    return std::nullopt;  // absent symbol: fall back silently to utilization rates
+  }
+  struct Box {
+    nvmlValueType_t type = NVML_VALUE_TYPE_UNSIGNED_INT;
+    unsigned count = 0;
+    std::vector<nvmlSample_t> buffer;
+  };
+  auto samples_fn = api_.samples;
+  nvmlDevice_t handle = d.handle;
+  const unsigned long long last_seen = d.util_cursor.last_seen_ts;
+  Box box;
+  nvmlReturn_t ret = NVML_ERROR_INSUFFICIENT_SIZE;
+  for (int attempt = 0; attempt < kMaxGrowAttempts && ret == NVML_ERROR_INSUFFICIENT_SIZE;
+       ++attempt) {
+    box = Box{NVML_VALUE_TYPE_UNSIGNED_INT, d.sample_capacity,
+              std::vector<nvmlSample_t>(d.sample_capacity)};
+    ret = Call(w, std::string(kFn) + "(" + d.uuid + ")", box, [=](Box& b) {
+      return samples_fn(handle, NVML_GPU_UTILIZATION_SAMPLES, last_seen, &b.type, &b.count,
+                        b.buffer.data());
+    });
+    if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
+      d.sample_capacity = std::min(std::max(box.count, d.sample_capacity) + kGrowMargin, kMaxEntries);
+    }
+  }
+  if (ret == NVML_ERROR_NOT_FOUND) {
+    return std::vector<UtilSample>{};
+  }
+  if (ret != NVML_SUCCESS) {
+    Note(w, d, kFn, false, d.uuid, ret);
+    return std::nullopt;
+  }
+  std::vector<UtilSample> out;
+  const unsigned n = std::min<unsigned>(box.count, box.buffer.size());
+  for (unsigned i = 0; i < n; ++i) {
+    out.push_back({box.buffer[i].timeStamp, 0, SampleValue(box.type, box.buffer[i].sampleValue)});
+  }
+  return out;
+}
+
+std::optional<std::vector<UtilSample>> NvmlGpuSource::ReadProcessSamples(Work& w, DeviceState& d) {
+  constexpr const char* kInfoFn = "nvmlDeviceGetProcessesUtilizationInfo";
+  constexpr const char* kLegacyFn = "nvmlDeviceGetProcessUtilization";
+  nvmlDevice_t handle = d.handle;
+  const unsigned long long last_seen = d.process_cursor.last_seen_ts;
+  if (api_.processes_utilization_info != nullptr && !d.legacy_process_util) {
+    struct Box {
+      nvmlProcessesUtilizationInfo_t info{};
+      std::vector<nvmlProcessUtilizationInfo_v1_t> buffer;
+    };
+    auto fn = api_.processes_utilization_info;
+    Box box;
+    nvmlReturn_t ret = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < kMaxGrowAttempts && ret == NVML_ERROR_INSUFFICIENT_SIZE;
+         ++attempt) {
+      box = Box{};
+      box.buffer.resize(d.process_sample_capacity);
+      box.info.version = nvmlProcessesUtilizationInfo_v1;
+      box.info.processSamplesCount = d.process_sample_capacity;
+      box.info.lastSeenTimeStamp = last_seen;
+      ret = Call(w, std::string(kInfoFn) + "(" + d.uuid + ")", box, [=](Box& b) {
+        b.info.procUtilArray = b.buffer.data();
+        return fn(handle, &b.info);
+      });
+      if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
+        d.process_sample_capacity = std::min(
+            std::max(box.info.processSamplesCount, d.process_sample_capacity) + kGrowMargin,
+            kMaxEntries);
+      }
+    }
+    if (ret == NVML_SUCCESS || ret == NVML_ERROR_NOT_FOUND) {
+      std::vector<UtilSample> out;
+      if (ret == NVML_SUCCESS) {
+        const unsigned n = std::min<unsigned>(box.info.processSamplesCount, box.buffer.size());
+        for (unsigned i = 0; i < n; ++i) {
+          const auto& e = box.buffer[i];
+          out.push_back({e.timeStamp, e.pid, static_cast<double>(e.smUtil)});
+        }
+      }
+      return out;
+    }
+    if (ret == NVML_ERROR_NOT_SUPPORTED || ret == NVML_ERROR_FUNCTION_NOT_FOUND ||
+        ret == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+      d.legacy_process_util = true;  // this driver or device: use the older entry point
+    } else {
+      Note(w, d, kInfoFn, false, d.uuid, ret);
+      return std::nullopt;
+    }
+  }
+  if (!Supported(d, kLegacyFn, false)) {
+    return std::nullopt;
+  }
+  if (api_.process_utilization == nullptr) {
+    Note(w, d, kLegacyFn, false, d.uuid, NVML_ERROR_FUNCTION_NOT_FOUND);
+    return std::nullopt;
+  }
+  struct Box {
+    unsigned count = 0;
+    std::vector<nvmlProcessUtilizationSample_t> buffer;
+  };
+  auto fn = api_.process_utilization;
+  Box box;
+  nvmlReturn_t ret = NVML_ERROR_INSUFFICIENT_SIZE;
+  for (int attempt = 0; attempt < kMaxGrowAttempts && ret == NVML_ERROR_INSUFFICIENT_SIZE;
+       ++attempt) {
+    box = Box{d.process_sample_capacity,
+              std::vector<nvmlProcessUtilizationSample_t>(d.process_sample_capacity)};
+    ret = Call(w, std::string(kLegacyFn) + "(" + d.uuid + ")", box,
+               [=](Box& b) { return fn(handle, b.buffer.data(), &b.count, last_seen); });
+    if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
+      d.process_sample_capacity =
+          std::min(std::max(box.count, d.process_sample_capacity) + kGrowMargin, kMaxEntries);
+    }
+  }
+  if (ret == NVML_ERROR_NOT_FOUND) {
+    return std::vector<UtilSample>{};
+  }
+  if (ret != NVML_SUCCESS) {
+    Note(w, d, kLegacyFn, false, d.uuid, ret);
+    return std::nullopt;
+  }
+  std::vector<UtilSample> out;
+  const unsigned n = std::min<unsigned>(box.count, box.buffer.size());
+  for (unsigned i = 0; i < n; ++i) {
+    const auto& e = box.buffer[i];
+    out.push_back({e.timeStamp, e.pid, static_cast<double>(e.smUtil)});
+  }
+  return out;
+}
+
+void NvmlGpuSource::ListProcesses(Work& w, DeviceState& d, nvmlDevice_t handle,
+                                  const std::string& subject, bool mig,
+                                  std::vector<ProcessEntry>& out) {
+  struct Entry {
+    const char* name;
+    nvmlDeviceGetComputeRunningProcesses_v3_fn fn;
+  };
+  const Entry entries[] = {
+      {"nvmlDeviceGetComputeRunningProcesses_v3", api_.compute_processes},
+      {"nvmlDeviceGetMPSComputeRunningProcesses_v3", api_.mps_compute_processes},
+  };
+  for (const auto& [fn_name, fn] : entries) {
+    if (!Supported(d, fn_name, mig)) {
+      continue;
+    }
+    if (fn == nullptr) {
+      Note(w, d, fn_name, mig, subject, NVML_ERROR_FUNCTION_NOT_FOUND);
+      continue;
+    }
+    struct Box {
+      unsigned count = 0;
+      std::vector<nvmlProcessInfo_t> buffer;
+    };
+    Box box;
+    nvmlReturn_t ret = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < kMaxGrowAttempts && ret == NVML_ERROR_INSUFFICIENT_SIZE;
+         ++attempt) {
+      box = Box{d.process_capacity, std::vector<nvmlProcessInfo_t>(d.process_capacity)};
+      std::memset(static_cast<void*>(box.buffer.data()), kSentinel,
+                  box.buffer.size() * sizeof(nvmlProcessInfo_t));
+      ret = Call(w, std::string(fn_name) + "(" + subject + ")", box,
+                 [fn = fn, handle](Box& b) { return fn(handle, &b.count, b.buffer.data()); });
+      if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
+        d.process_capacity =
+            std::min(std::max(box.count, d.process_capacity) + kGrowMargin, kMaxEntries);
+      }
+    }
+    if (ret != NVML_SUCCESS) {
+      Note(w, d, fn_name, mig, subject, ret);
+      if (ret == NVML_ERROR_GPU_IS_LOST || w.timed_out) {
+        return;
+      }
+      continue;
+    }
+    for (const ProcessEntry& e :
+         ParseProcessInfos(box.buffer.data(), box.buffer.size(), box.count, kSentinel)) {
+      auto same = std::find_if(out.begin(), out.end(),
+                               [&](const ProcessEntry& o) { return o.pid == e.pid; });
+      if (same == out.end()) {
+        out.push_back(e);
+      } else {
+        same->used_memory_bytes = std::max(same->used_memory_bytes, e.used_memory_bytes);
+      }
+    }
+  }
+}
+
+void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
+                            std::vector<MigInstance>& migs, std::vector<DeviceSignals>& signals,
+                            std::vector<ProcessObservation>& processes) {
+  nvmlDevice_t parent = d.handle;
+  auto max_fn = api_.max_mig_device_count;
+  auto max = Get<unsigned>(w, d, "nvmlDeviceGetMaxMigDeviceCount", max_fn != nullptr, false,
+                           d.uuid, [max_fn, parent](unsigned& c) { return max_fn(parent, &c); });
+  if (!max || !d.lost_call.empty()) {
+    return;
+  }
+  constexpr const char* kByIndex = "nvmlDeviceGetMigDeviceHandleByIndex";
+  if (api_.mig_device_handle_by_index == nullptr) {
+    Note(w, d, kByIndex, false, d.uuid, NVML_ERROR_FUNCTION_NOT_FOUND);
+    return;
+  }
+  auto by_index = api_.mig_device_handle_by_index;
+  auto uuid_fn = api_.uuid;
+  auto name_fn = api_.name;
+  auto memory_fn = api_.memory_info;
+  auto attributes_fn = api_.attributes;
+  for (unsigned i = 0; i < *max && d.lost_call.empty() && !w.timed_out; ++i) {
+    const std::string where = d.uuid + " MIG " + std::to_string(i);
+    nvmlDevice_t mig = nullptr;
+    nvmlReturn_t ret = Call(w, std::string(kByIndex) + "(" + where + ")", mig,
+                            [by_index, parent, i](nvmlDevice_t& m) { return by_index(parent, i, &m); });
+    if (ret == NVML_ERROR_NOT_FOUND || ret == NVML_ERROR_INVALID_ARGUMENT) {
+      continue;  // an empty slot
+    }
+    if (ret != NVML_SUCCESS) {
+      Note(w, d, kByIndex, false, where, ret);
+      continue;
+    }
+    std::array<char, NVML_DEVICE_UUID_V2_BUFFER_SIZE> uuid_buf{};
+    ret = Call(w, "nvmlDeviceGetUUID(" + where + ")", uuid_buf,
+               [uuid_fn, mig](auto& b) { return uuid_fn(mig, b.data(), b.size()); });
+    if (ret != NVML_SUCCESS) {
+      Note(w, d, "nvmlDeviceGetUUID", true, where, ret);
+      continue;
+    }
+    const std::string mig_uuid = CString(uuid_buf);
+    std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name_buf{};
+    ret = Call(w, "nvmlDeviceGetName(" + mig_uuid + ")", name_buf,
+               [name_fn, mig](auto& b) { return name_fn(mig, b.data(), b.size()); });
+    std::string name;
+    if (ret == NVML_SUCCESS) {
+      name = CString(name_buf);
+    } else {
+      Note(w, d, "nvmlDeviceGetName", true, mig_uuid, ret);
+    }
+    nvmlMemory_t memory{};
+    ret = Call(w, "nvmlDeviceGetMemoryInfo(" + mig_uuid + ")", memory,
+               [memory_fn, mig](nvmlMemory_t& m) { return memory_fn(mig, &m); });
+    const bool have_memory = ret == NVML_SUCCESS;
+    if (!have_memory) {
+      Note(w, d, "nvmlDeviceGetMemoryInfo", true, mig_uuid, ret);
+    }
+    auto attributes = Get<nvmlDeviceAttributes_t>(
+        w, d, "nvmlDeviceGetAttributes_v2", attributes_fn != nullptr, true, mig_uuid,
+        [attributes_fn, mig](nvmlDeviceAttributes_t& a) { return attributes_fn(mig, &a); });
+    if (!d.lost_call.empty()) {
+      return;
+    }
+    MigInstance instance;
+    instance.uuid = GpuUuid{mig_uuid};
+    instance.parent = GpuUuid{d.uuid};
+    instance.profile = ParseMigProfile(name);
+    if (attributes && attributes->gpuInstanceSliceCount > 0) {
+      instance.compute_slices = static_cast<int>(attributes->gpuInstanceSliceCount);
+      if (instance.profile.empty()) {
+        instance.profile = std::to_string(attributes->gpuInstanceSliceCount) + "g." +
+                           std::to_string((attributes->memorySizeMB + 1023) / 1024) + "gb";
+      }
+    } else if (int slices = ProfileSlices(instance.profile); slices > 0) {
+      instance.compute_slices = slices;
+    }
+    instance.memory_total_bytes =
+        have_memory ? static_cast<Bytes>(memory.total)
+                    : (attributes ? static_cast<Bytes>(attributes->memorySizeMB) * kMiB : 0);
+    migs.push_back(instance);
+    if (!baseline) {
+      DeviceSignals signal;
+      signal.device = instance.uuid;
+      signal.memory_used_bytes = have_memory ? static_cast<Bytes>(memory.used) : 0;
+      signals.push_back(std::move(signal));
+    }
+    std::vector<ProcessEntry> entries;
+    ListProcesses(w, d, mig, mig_uuid, true, entries);
+    for (const auto& e : entries) {
+      ProcessObservation p;
+      p.pid = static_cast<int>(e.pid);
+      p.device = instance.uuid;
+      p.used_memory_bytes = e.used_memory_bytes;
+      processes.push_back(std::move(p));  // NVML has no per-process utilization on MIG
+    }
+  }
+}
+
+void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
+  const bool baseline = d.fresh;
+  nvmlDevice_t handle = d.handle;
+  GpuReading out;  // this device's part, appended unless the device is lost
+
+  auto memory_fn = api_.memory_info;
+  nvmlMemory_t memory{};
+  nvmlReturn_t ret = Call(w, "nvmlDeviceGetMemoryInfo(" + d.uuid + ")", memory,
+                          [memory_fn, handle](nvmlMemory_t& m) { return memory_fn(handle, &m); });
+  const bool have_memory = ret == NVML_SUCCESS;
+  if (!have_memory) {
+    Note(w, d, "nvmlDeviceGetMemoryInfo", false, d.uuid, ret);
+  }
+  if (!d.lost_call.empty() || w.timed_out) {
+    return;
+  }
+
+  auto mig_fn = api_.mig_mode;
+  auto mig_mode = Get<std::pair<unsigned, unsigned>>(
+      w, d, "nvmlDeviceGetMigMode", mig_fn != nullptr, false, d.uuid,
+      [mig_fn, handle](std::pair<unsigned, unsigned>& m) {
+        return mig_fn(handle, &m.first, &m.second);
+      });
+  const bool mig = mig_mode && mig_mode->first == NVML_DEVICE_MIG_ENABLE;
+  if (!d.lost_call.empty() || w.timed_out) {
+    return;
+  }
+
+  auto power_fn = api_.power_usage;
+  auto power = Get<unsigned>(w, d, "nvmlDeviceGetPowerUsage", power_fn != nullptr, false, d.uuid,
+                             [power_fn, handle](unsigned& p) { return power_fn(handle, &p); });
+  auto energy_fn = api_.total_energy;
+  auto energy = Get<unsigned long long>(
+      w, d, "nvmlDeviceGetTotalEnergyConsumption", energy_fn != nullptr, false, d.uuid,
+      [energy_fn, handle](unsigned long long& e) { return energy_fn(handle, &e); });
+
+  PhysicalGpu gpu;
+  gpu.uuid = GpuUuid{d.uuid};
+  gpu.model = d.name;
+  gpu.memory_total_bytes = have_memory ? static_cast<Bytes>(memory.total) : 0;
+  if (d.name.find("A30") != std::string::npos) {
+    gpu.total_slices = 4;
+  }
+  sources::GpuInstantaneous instant;
+  instant.device = gpu.uuid;
+  instant.product_name = d.name;
+  instant.power_mw = power.value_or(0);
+  instant.energy_total_mj = static_cast<MilliJoules>(energy.value_or(0));
+  instant.memory_used_bytes = have_memory ? static_cast<Bytes>(memory.used) : 0;
+  instant.memory_total_bytes = gpu.memory_total_bytes;
+
+  DeviceSignals signal;
+  signal.device = gpu.uuid;
+  signal.memory_used_bytes = instant.memory_used_bytes;
+  if (energy) {
+    if (d.energy_mj && !baseline && *energy >= *d.energy_mj) {
+      signal.energy_mj = static_cast<MilliJoules>(*energy - *d.energy_mj);
+    }
+    // A decrease is a counter reset (driver reload): the new value is a fresh baseline.
+    d.energy_mj = *energy;
+  } else {
+    d.energy_mj.reset();
+  }
+
+  std::vector<MigInstance> migs;
+  std::vector<DeviceSignals> mig_signals;
+  std::vector<ProcessObservation> processes;
+  if (mig) {
+    ReadMig(w, d, baseline, migs, mig_signals, processes);
+  } else {
+    // Device busy time: GPU-utilization samples when NVML keeps them, else utilization x period.
+    auto rates_fn = api_.utilization_rates;
+    auto rates = Get<nvmlUtilization_t>(
+        w, d, "nvmlDeviceGetUtilizationRates", rates_fn != nullptr, false, d.uuid,
+        [rates_fn, handle](nvmlUtilization_t& u) { return rates_fn(handle, &u); });
+    if (rates) {
+      instant.utilization_percent = static_cast<int>(rates->gpu);
+    }
+    auto samples = ReadUtilSamples(w, d);
+    std::optional<GpuMicros> busy;
+    if (samples) {
+      const bool any = !samples->empty();
+      auto integral = IntegrateSamples(std::move(*samples), d.util_cursor, w.previous_read_us,
+                                       w.max_period_us);
+      if (any || d.util_samples_seen) {
+        busy = PercentMicrosToMicros(integral[0], w.interval_us);
+      }
+      d.util_samples_seen = d.util_samples_seen || any;
+    }
+    if (!busy && rates) {
+      busy = Clamp((static_cast<std::int64_t>(rates->gpu) * w.interval_us + 50) / 100,
+                   w.interval_us);
+    }
+    signal.busy_us = busy;
+
+    // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp.
+    std::optional<std::map<unsigned, std::int64_t>> per_pid;
+    if (auto process_samples = ReadProcessSamples(w, d)) {
+      per_pid = IntegrateSamples(std::move(*process_samples), d.process_cursor,
+                                 w.previous_read_us, w.max_period_us);
+    }
+    std::vector<ProcessEntry> entries;
+    ListProcesses(w, d, handle, d.uuid, false, entries);
+    std::set<unsigned> listed;
+    for (const auto& e : entries) {
+      listed.insert(e.pid);
+      ProcessObservation p;
+      p.pid = static_cast<int>(e.pid);
+      p.device = gpu.uuid;
+      p.used_memory_bytes = e.used_memory_bytes;
+      if (per_pid && !baseline) {
+        auto it = per_pid->find(e.pid);
+        p.sm_busy_us = PercentMicrosToMicros(it == per_pid->end() ? 0 : it->second, w.interval_us);
+      }
+      processes.push_back(std::move(p));
+    }
+    // A process that ran during the interval but exited before the listing still used the GPU.
+    if (per_pid && !baseline) {
+      for (const auto& [pid, percent_us] : *per_pid) {
+        if (listed.count(pid) == 0 && PercentMicrosToMicros(percent_us, w.interval_us) > 0) {
+          ProcessObservation p;
+          p.pid = static_cast<int>(pid);
+          p.device = gpu.uuid;
+          p.sm_busy_us = PercentMicrosToMicros(percent_us, w.interval_us);
+          processes.push_back(std::move(p));
+        }
+      }
+    }
+  }
+  if (!d.lost_call.empty() || w.timed_out) {
+    return;
+  }
+  GpuReading& r = w.reading;
+  r.gpus.push_back(std::move(gpu));
+  r.instant.push_back(std::move(instant));
+  for (auto& m : migs) r.mig_instances.push_back(std::move(m));
+  if (!baseline) {
+    r.signals.push_back(std::move(signal));
+    for (auto& s : mig_signals) r.signals.push_back(std::move(s));
+  }
+  for (auto& p : processes) r.processes.push_back(std::move(p));
+}
+
+class NoGpuSource final : public sources::GpuSource {
+ public:
+  NoGpuSource(SourceFault fault, std::string why, std::function<Micros()> now)
+      : fault_(std::move(fault)), why_(std::move(why)), now_(std::move(now)) {}
+
+  Result<GpuReading> Read() override {
+    GpuReading r;
+    r.end_us = now_();
+    r.start_us = previous_end_us_ ? std::min(*previous_end_us_, r.end_us) : r.end_us;
+    previous_end_us_ = r.end_us;
+    r.faults.push_back(fault_);
+    return r;
+  }
+  std::string Describe() const override { return "no GPU: " + why_; }
+
+ private:
+  SourceFault fault_;
+  std::string why_;
+  std::function<Micros()> now_;
+  std::optional<Micros> previous_end_us_;
+};
+
+}  // namespace
+
+std::unique_ptr<sources::GpuSource> MakeNoGpuSource(SourceFault fault, std::string why,
+                                                    std::function<Micros()> now) {
+  return std::make_unique<NoGpuSource>(std::move(fault), std::move(why), std::move(now));
+}
+
+std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOptions options,
+                                                   std::function<Micros()> now) {
+  auto watchdog = std::make_unique<Watchdog>(options.call_deadline_us, api.library);
+  // Heap-held result: after a timeout the (detached) worker still writes it.
+  auto result = std::make_shared<nvmlReturn_t>(NVML_ERROR_UNKNOWN);
+  auto init = api.init;
+  auto outcome = watchdog->Run("nvmlInit_v2()", [init, result] { *result = init(); });
+  const nvmlReturn_t ret = *result;
+  if (outcome != Watchdog::Outcome::kDone) {
+    return MakeNoGpuSource(Fault("TIMEOUT", "nvmlInit_v2()"),
+                           "nvmlInit_v2 did not return within " +
+                               std::to_string(options.call_deadline_us / 1000) + " ms",
+                           std::move(now));
+  }
+  if (ret != NVML_SUCCESS) {
+    std::string why = "nvmlInit_v2: " + ErrorName(ret);
+    if (api.error_string != nullptr) {
+      if (const char* text = api.error_string(ret)) why += std::string(" (") + text + ")";
+    }
+    return MakeNoGpuSource(Fault(ErrorName(ret), "nvmlInit_v2()"), why, std::move(now));
+  }
+  std::string driver;
+  if (api.driver_version != nullptr) {
+    auto box = std::make_shared<std::pair<std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE>,
+                                          nvmlReturn_t>>();
+    auto fn = api.driver_version;
+    if (watchdog->Run("nvmlSystemGetDriverVersion()",
+                      [box, fn] { box->second = fn(box->first.data(), box->first.size()); }) ==
+            Watchdog::Outcome::kDone &&
+        box->second == NVML_SUCCESS) {
+      driver = CString(box->first);
+    }
+  }
+  return std::make_unique<NvmlGpuSource>(std::move(api), options, std::move(now),
+                                         std::move(watchdog), std::move(driver), 0);
+}
+
+std::unique_ptr<sources::GpuSource> OpenNvmlSource(const std::string& library,
+                                                   Micros call_deadline_us,
+                                                   std::function<Micros()> now) {
+  auto opened = OpenDynamicLibrary(library);
+  if (!opened) {
+    return MakeNoGpuSource(Fault("LIBRARY_NOT_FOUND", library), library + " not found",
+                           std::move(now));
+  }
+  auto api = LoadNvml(std::shared_ptr<DynamicLibrary>(std::move(*opened)));
+  if (!api) {
+    return MakeNoGpuSource(Fault("FUNCTION_NOT_FOUND", library), api.error().message,
+                           std::move(now));
+  }
+  NvmlSourceOptions options;
+  options.call_deadline_us = call_deadline_us;
+  return OpenNvmlSource(std::move(*api), options, std::move(now));
+}
+
+// ---- Pure helpers ------------------------------------------------------------------------------
+
+std::string ParseMigProfile(std::string_view name) {
+  const auto space = name.find_last_of(' ');
+  std::string_view token = space == std::string_view::npos ? name : name.substr(space + 1);
+  // [<n>c.]<n>g.<n>gb[+suffix]
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t start = i;
+    while (i < token.size() && std::isdigit(static_cast<unsigned char>(token[i]))) ++i;
+    return i > start;
+  };
+  auto literal = [&](std::string_view s) {
+    if (token.substr(i, s.size()) != s) return false;
+    i += s.size();
+    return true;
+  };
+  std::size_t save = i;
+  if (!(digits() && literal("c."))) i = save;
+  if (!(digits() && literal("g.") && digits() && literal("gb"))) return {};
+  if (i < token.size()) {
+    if (token[i] != '+' && token[i] != '-') return {};
+    for (std::size_t j = i + 1; j < token.size(); ++j) {
+      if (!std::isalnum(static_cast<unsigned char>(token[j]))) return {};
+    }
+    if (i + 1 == token.size()) return {};
+  }
+  return std::string(token);
+}
+
+int ProfileSlices(std::string_view profile) {
+  const auto g = profile.find("g.");
+  if (g == std::string_view::npos || g == 0) return 0;
+  std::size_t start = g;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(profile[start - 1]))) --start;
+  if (start == g) return 0;
+  int n = 0;
+  for (std::size_t k = start; k < g; ++k) n = n * 10 + (profile[k] - '0');
+  return n;
+}
+
+std::vector<ProcessEntry> ParseProcessInfos(const nvmlProcessInfo_t* buffer, std::size_t capacity,
+                                            unsigned count, unsigned char sentinel) {
+  std::vector<ProcessEntry> out;
+  const std::size_t n = std::min<std::size_t>(count, capacity);
+  if (n == 0) return out;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(buffer);
+  std::size_t written = capacity * sizeof(nvmlProcessInfo_t);
+  while (written > 0 && bytes[written - 1] == sentinel) --written;
+  const std::size_t stride =
+      written <= n * sizeof(nvmlProcessInfo_v2_t) ? sizeof(nvmlProcessInfo_v2_t)
+                                                  : sizeof(nvmlProcessInfo_t);
+  for (std::size_t k = 0; k < n; ++k) {
+    // pid at 0 and usedGpuMemory at 8 in both layouts.
+    unsigned pid = 0;
+    unsigned long long used = 0;
+    std::memcpy(&pid, bytes + k * stride + offsetof(nvmlProcessInfo_t, pid), sizeof(pid));
+    std::memcpy(&used, bytes + k * stride + offsetof(nvmlProcessInfo_t, usedGpuMemory),
+                sizeof(used));
+    out.push_back({pid, used == NVML_VALUE_NOT_AVAILABLE ? 0 : static_cast<Bytes>(used)});
+  }
+  return out;
+}
+
+std::map<unsigned, std::int64_t> IntegrateSamples(std::vector<UtilSample> samples,
+                                                  SampleCursor& cursor, Micros previous_read_us,
+                                                  Micros max_period_us) {
+  std::map<unsigned, std::int64_t> out;
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const UtilSample& a, const UtilSample& b) { return a.ts < b.ts; });
+  std::optional<unsigned long long> previous = cursor.previous_sample_ts;
+  std::optional<unsigned long long> group_ts;  // timestamp of the samples being integrated
+  Micros period = 0;
+  for (const UtilSample& s : samples) {
+    if (cursor.last_seen_ts != 0 && s.ts <= cursor.last_seen_ts) {
+      continue;  // already counted (NVML returns only newer samples; guard anyway)
+    }
+    if (!group_ts || s.ts != *group_ts) {
+      if (group_ts) previous = group_ts;
+      group_ts = s.ts;
+      // Samples sharing a timestamp (one per process) share the period that ends there.
+      const Micros from = previous ? static_cast<Micros>(*previous) : previous_read_us;
+      period = Clamp(static_cast<Micros>(s.ts) - from, max_period_us);
+    }
+    out[s.key] += std::llround(s.percent * static_cast<double>(period));
+  }
+  if (group_ts) {
+    cursor.previous_sample_ts = group_ts;
+    cursor.last_seen_ts = std::max(cursor.last_seen_ts, *group_ts);
+  }
+  return out;
+}
+
+}  // namespace gpuledger::nvml

@@ -1,0 +1,668 @@
+// NvmlGpuSource over injected fake tables: no GPU, no .so (the stand-in library covers dlopen).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sources/nvml/nvml_api.h"
+#include "sources/nvml/nvml_source.h"
+#include "sources/nvml/watchdog.h"
+
+namespace gpuledger::nvml {
+namespace {
+
+constexpr Micros kT0 = 1'700'000'000'000'000;  // µs since the epoch
+constexpr Micros kSecond = 1'000'000;
+
+struct FakeDevice {
+  std::string uuid;
+  std::string name = "NVIDIA H100 80GB HBM3";
+  nvmlMemory_t memory{80 * kGiB, 70 * kGiB, 10 * kGiB};
+  bool lost = false;
+  bool energy_supported = true;
+  unsigned long long energy_mj = 1000;
+  unsigned power_mw = 300'000;
+  unsigned util = 50;
+  bool samples_supported = true;
+  std::vector<nvmlSample_t> util_samples;
+  bool proc_util_supported = true;
+  std::vector<nvmlProcessUtilizationInfo_v1_t> proc_samples;
+  std::vector<nvmlProcessInfo_t> procs;
+  std::vector<nvmlProcessInfo_t> mps_procs;
+  unsigned mig_mode = NVML_DEVICE_MIG_DISABLE;
+  std::vector<FakeDevice*> mig_slots;  // nullptr: empty slot
+  std::optional<nvmlDeviceAttributes_t> attributes;
+  std::vector<unsigned long long> proc_last_seen;  // lastSeenTimeStamp per per-process call
+  std::vector<unsigned long long> sample_last_seen;
+  int compute_calls = 0;
+  int energy_calls = 0;
+};
+
+// The fake NVML the table's functions answer from. One per test (g_fake).
+struct Fake {
+  nvmlReturn_t init_result = NVML_SUCCESS;
+  nvmlReturn_t count_result = NVML_SUCCESS;
+  std::vector<std::unique_ptr<FakeDevice>> devices;  // physical, by index
+  std::vector<std::unique_ptr<FakeDevice>> migs;     // owned MIG devices
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hang_power = false;  // nvmlDeviceGetPowerUsage blocks until released
+  bool hanging = false;
+
+  FakeDevice& Add(std::string uuid) {
+    devices.push_back(std::make_unique<FakeDevice>());
+    devices.back()->uuid = std::move(uuid);
+    return *devices.back();
+  }
+  void Release() {
+    std::lock_guard lock(mu);
+    hang_power = false;
+    cv.notify_all();
+  }
+};
+Fake* g_fake = nullptr;
+
+FakeDevice* Dev(nvmlDevice_t h) { return reinterpret_cast<FakeDevice*>(h); }
+nvmlDevice_t Handle(FakeDevice* d) { return reinterpret_cast<nvmlDevice_t>(d); }
+
+nvmlReturn_t CopyString(const std::string& s, char* out, unsigned length) {
+  if (s.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+template <typename T>
+nvmlReturn_t FillList(const std::vector<T>& items, unsigned* count, T* out) {
+  if (items.empty()) {
+    *count = 0;
+    return NVML_SUCCESS;
+  }
+  if (out == nullptr || *count < items.size()) {
+    *count = static_cast<unsigned>(items.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(items.begin(), items.end(), out);
+  *count = static_cast<unsigned>(items.size());
+  return NVML_SUCCESS;
+}
+
+NvmlApi FakeApi() {
+  NvmlApi api;
+  api.init = [] { return g_fake->init_result; };
+  api.shutdown = [] { return NVML_SUCCESS; };
+  api.error_string = [](nvmlReturn_t) { return "fake error"; };
+  api.driver_version = [](char* v, unsigned n) { return CopyString("550.54.15", v, n); };
+  api.device_count = [](unsigned* c) {
+    if (g_fake->count_result != NVML_SUCCESS) return g_fake->count_result;
+    *c = static_cast<unsigned>(g_fake->devices.size());
+    return NVML_SUCCESS;
+  };
+  api.handle_by_index = [](unsigned i, nvmlDevice_t* h) {
+    if (i >= g_fake->devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    *h = Handle(g_fake->devices[i].get());
+    return NVML_SUCCESS;
+  };
+  api.uuid = [](nvmlDevice_t h, char* out, unsigned n) {
+    return Dev(h)->lost ? NVML_ERROR_GPU_IS_LOST : CopyString(Dev(h)->uuid, out, n);
+  };
+  api.name = [](nvmlDevice_t h, char* out, unsigned n) {
+    return Dev(h)->lost ? NVML_ERROR_GPU_IS_LOST : CopyString(Dev(h)->name, out, n);
+  };
+  api.memory_info = [](nvmlDevice_t h, nvmlMemory_t* m) {
+    if (Dev(h)->lost) return NVML_ERROR_GPU_IS_LOST;
+    *m = Dev(h)->memory;
+    return NVML_SUCCESS;
+  };
+  api.utilization_rates = [](nvmlDevice_t h, nvmlUtilization_t* u) {
+    if (Dev(h)->lost) return NVML_ERROR_GPU_IS_LOST;
+    *u = {Dev(h)->util, 10};
+    return NVML_SUCCESS;
+  };
+  api.samples = [](nvmlDevice_t h, nvmlSamplingType_t type, unsigned long long last_seen,
+                   nvmlValueType_t* value_type, unsigned* count, nvmlSample_t* out) {
+    FakeDevice* d = Dev(h);
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+    if (!d->samples_supported || type != NVML_GPU_UTILIZATION_SAMPLES) {
+      return NVML_ERROR_NOT_SUPPORTED;
+    }
+    d->sample_last_seen.push_back(last_seen);
+    std::vector<nvmlSample_t> newer;
+    for (const auto& s : d->util_samples) {
+      if (s.timeStamp > last_seen) newer.push_back(s);
+    }
+    if (newer.empty()) return NVML_ERROR_NOT_FOUND;
+    *value_type = NVML_VALUE_TYPE_UNSIGNED_INT;
+    return FillList(newer, count, out);
+  };
+  api.processes_utilization_info = [](nvmlDevice_t h, nvmlProcessesUtilizationInfo_t* info) {
+    FakeDevice* d = Dev(h);
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+    if (!d->proc_util_supported) return NVML_ERROR_NOT_SUPPORTED;
+    if (info->version != nvmlProcessesUtilizationInfo_v1) {
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    }
+    d->proc_last_seen.push_back(info->lastSeenTimeStamp);
+    std::vector<nvmlProcessUtilizationInfo_v1_t> newer;
+    for (const auto& s : d->proc_samples) {
+      if (s.timeStamp > info->lastSeenTimeStamp) newer.push_back(s);
+    }
+    if (newer.empty()) return NVML_ERROR_NOT_FOUND;
+    return FillList(newer, &info->processSamplesCount, info->procUtilArray);
+  };
+  api.process_utilization = nullptr;  // R550+ only: the versioned call above is preferred
+  api.compute_processes = [](nvmlDevice_t h, unsigned* count, nvmlProcessInfo_t* out) {
+    FakeDevice* d = Dev(h);
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+    ++d->compute_calls;
+    return FillList(d->procs, count, out);
+  };
+  api.mps_compute_processes = [](nvmlDevice_t h, unsigned* count, nvmlProcessInfo_t* out) {
+    FakeDevice* d = Dev(h);
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+    return FillList(d->mps_procs, count, out);
+  };
+  api.total_energy = [](nvmlDevice_t h, unsigned long long* e) {
+    FakeDevice* d = Dev(h);
+    if (d->lost) return NVML_ERROR_GPU_IS_LOST;
+    ++d->energy_calls;
+    if (!d->energy_supported) return NVML_ERROR_NOT_SUPPORTED;
+    *e = d->energy_mj;
+    return NVML_SUCCESS;
+  };
+  api.power_usage = [](nvmlDevice_t h, unsigned* p) {
+    {
+      std::unique_lock lock(g_fake->mu);
+      g_fake->hanging = g_fake->hang_power;
+      g_fake->cv.wait(lock, [] { return !g_fake->hang_power; });
+      g_fake->hanging = false;
+    }
+    if (Dev(h)->lost) return NVML_ERROR_GPU_IS_LOST;
+    *p = Dev(h)->power_mw;
+    return NVML_SUCCESS;
+  };
+  api.mig_mode = [](nvmlDevice_t h, unsigned* current, unsigned* pending) {
+    if (Dev(h)->lost) return NVML_ERROR_GPU_IS_LOST;
+    *current = *pending = Dev(h)->mig_mode;
+    return NVML_SUCCESS;
+  };
+  api.max_mig_device_count = [](nvmlDevice_t h, unsigned* c) {
+    *c = static_cast<unsigned>(Dev(h)->mig_slots.size());
+    return NVML_SUCCESS;
+  };
+  api.mig_device_handle_by_index = [](nvmlDevice_t h, unsigned i, nvmlDevice_t* m) {
+    if (i >= Dev(h)->mig_slots.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    if (Dev(h)->mig_slots[i] == nullptr) return NVML_ERROR_NOT_FOUND;
+    *m = Handle(Dev(h)->mig_slots[i]);
+    return NVML_SUCCESS;
+  };
+  api.attributes = [](nvmlDevice_t h, nvmlDeviceAttributes_t* a) {
+    if (!Dev(h)->attributes) return NVML_ERROR_NOT_SUPPORTED;
+    *a = *Dev(h)->attributes;
+    return NVML_SUCCESS;
+  };
+  return api;
+}
+
+nvmlProcessInfo_t Proc(unsigned pid, Bytes used) {
+  return {pid, static_cast<unsigned long long>(used), 0xFFFFFFFFu, 0xFFFFFFFFu, 0};
+}
+
+class NvmlSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { g_fake = &fake_; }
+  void TearDown() override {
+    fake_.Release();
+    source_.reset();
+    g_fake = nullptr;
+  }
+  void Open(NvmlApi api = FakeApi(), Micros deadline_us = 2 * kSecond, int lost_retry = 10) {
+    NvmlSourceOptions options;
+    options.call_deadline_us = deadline_us;
+    options.lost_retry_cycles = lost_retry;
+    source_ = OpenNvmlSource(std::move(api), options, [this] { return now_; });
+  }
+  sources::GpuReading ReadOk() {
+    auto r = source_->Read();
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? std::move(*r) : sources::GpuReading{};
+  }
+
+  Fake fake_;
+  Micros now_ = kT0;
+  std::unique_ptr<sources::GpuSource> source_;
+};
+
+const ProcessObservation* FindProcess(const sources::GpuReading& r, int pid) {
+  for (const auto& p : r.processes) {
+    if (p.pid == pid) return &p;
+  }
+  return nullptr;
+}
+
+const DeviceSignals* FindSignal(const sources::GpuReading& r, const std::string& uuid) {
+  for (const auto& s : r.signals) {
+    if (s.device.str() == uuid) return &s;
+  }
+  return nullptr;
+}
+
+bool HasFault(const sources::GpuReading& r, const std::string& code, const std::string& detail) {
+  return std::any_of(r.faults.begin(), r.faults.end(), [&](const sources::SourceFault& f) {
+    return f.source == "nvml" && f.code == code && f.detail == detail;
+  });
+}
+
+TEST_F(NvmlSourceTest, FirstReadEstablishesBaselines) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.procs = {Proc(42, 4 * kGiB)};
+  Open();
+  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 0 GPUs");
+  auto r = ReadOk();
+  EXPECT_EQ(r.start_us, kT0);
+  EXPECT_EQ(r.end_us, kT0);
+  ASSERT_EQ(r.gpus.size(), 1u);
+  EXPECT_EQ(r.gpus[0].uuid.str(), "GPU-aaaa");
+  EXPECT_EQ(r.gpus[0].model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(r.gpus[0].memory_total_bytes, 80 * kGiB);
+  EXPECT_TRUE(r.signals.empty());
+  ASSERT_EQ(r.instant.size(), 1u);
+  EXPECT_EQ(r.instant[0].power_mw, 300'000);
+  EXPECT_EQ(r.instant[0].energy_total_mj, 1000);
+  EXPECT_EQ(r.instant[0].utilization_percent, 50);
+  ASSERT_EQ(r.processes.size(), 1u);
+  EXPECT_FALSE(r.processes[0].sm_busy_us.has_value());
+  EXPECT_TRUE(r.faults.empty());
+  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 1 GPUs");
+}
+
+TEST_F(NvmlSourceTest, IntegratesSamplesExactlyAndPassesLastSeenTimeStamp) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.procs = {Proc(42, kGiB), Proc(43, kGiB)};
+  Open();
+  ReadOk();  // baseline at kT0, no samples yet
+  // Six samples 1/6 s apart at 30%, the last exactly at the next read.
+  for (int k = 1; k <= 6; ++k) {
+    const unsigned long long ts = kT0 + (k * kSecond + 3) / 6;
+    nvmlSample_t s{};
+    s.timeStamp = ts;
+    s.sampleValue.uiVal = 30;
+    d.util_samples.push_back(s);
+    d.proc_samples.push_back({ts, 42, 30, 0, 0, 0, 0, 0});
+  }
+  now_ = kT0 + kSecond;
+  auto r = ReadOk();
+  EXPECT_EQ(r.start_us, kT0);
+  EXPECT_EQ(r.end_us, kT0 + kSecond);
+  const auto* signal = FindSignal(r, "GPU-aaaa");
+  ASSERT_NE(signal, nullptr);
+  EXPECT_EQ(signal->busy_us, 300'000);
+  EXPECT_EQ(signal->memory_used_bytes, 10 * kGiB);
+  ASSERT_NE(FindProcess(r, 42), nullptr);
+  EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, 300'000);
+  ASSERT_NE(FindProcess(r, 43), nullptr);
+  EXPECT_EQ(FindProcess(r, 43)->sm_busy_us, 0);  // supported, no sample: zero, not unknown
+
+  // The next second: the previous lastSeenTimeStamp is passed, so nothing is counted twice.
+  for (int k = 1; k <= 6; ++k) {
+    const unsigned long long ts = kT0 + kSecond + (k * kSecond + 3) / 6;
+    nvmlSample_t s{};
+    s.timeStamp = ts;
+    s.sampleValue.uiVal = 60;
+    d.util_samples.push_back(s);
+    d.proc_samples.push_back({ts, 43, 60, 0, 0, 0, 0, 0});
+  }
+  now_ = kT0 + 2 * kSecond;
+  r = ReadOk();
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, 600'000);
+  EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, 0);
+  EXPECT_EQ(FindProcess(r, 43)->sm_busy_us, 600'000);
+  ASSERT_EQ(d.proc_last_seen.size(), 3u);
+  EXPECT_EQ(d.proc_last_seen[0], 0u);
+  EXPECT_EQ(d.proc_last_seen[1], 0u);  // nothing seen during the baseline
+  EXPECT_EQ(d.proc_last_seen[2], static_cast<unsigned long long>(kT0 + kSecond));
+  ASSERT_EQ(d.sample_last_seen.size(), 3u);
+  EXPECT_EQ(d.sample_last_seen[2], static_cast<unsigned long long>(kT0 + kSecond));
+}
+
+TEST_F(NvmlSourceTest, FallsBackToUtilizationRatesWithoutSamples) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.samples_supported = false;
+  d.util = 25;
+  Open();
+  auto first = ReadOk();
+  EXPECT_TRUE(HasFault(first, "NOT_SUPPORTED", "nvmlDeviceGetSamples(GPU-aaaa)"));
+  now_ += 2 * kSecond;
+  auto r = ReadOk();
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, 500'000);
+  EXPECT_TRUE(r.faults.empty());  // NOT_SUPPORTED is reported once
+  EXPECT_EQ(d.sample_last_seen.size(), 0u);
+}
+
+TEST_F(NvmlSourceTest, GrowsProcessBufferOnInsufficientSizeAndDeduplicates) {
+  auto& d = fake_.Add("GPU-aaaa");
+  for (unsigned pid = 1000; pid < 1040; ++pid) d.procs.push_back(Proc(pid, pid * kMiB));
+  d.mps_procs = {Proc(1000, 2000 * kMiB), Proc(2000, kMiB)};
+  Open();
+  auto r = ReadOk();
+  EXPECT_EQ(r.processes.size(), 41u);
+  EXPECT_EQ(d.compute_calls, 2);  // 16 entries, INSUFFICIENT_SIZE (40), then 48
+  ASSERT_NE(FindProcess(r, 1039), nullptr);
+  EXPECT_EQ(FindProcess(r, 1039)->used_memory_bytes, 1039 * kMiB);
+  EXPECT_EQ(FindProcess(r, 1000)->used_memory_bytes, 2000 * kMiB);
+  EXPECT_EQ(FindProcess(r, 2000)->device.str(), "GPU-aaaa");
+  now_ += kSecond;
+  ReadOk();
+  EXPECT_EQ(d.compute_calls, 3);  // the grown buffer is kept
+}
+
+TEST_F(NvmlSourceTest, EnergyDeltaAndCounterReset) {
+  auto& d = fake_.Add("GPU-aaaa");
+  Open();
+  ReadOk();
+  d.energy_mj = 1500;
+  now_ += kSecond;
+  EXPECT_EQ(FindSignal(ReadOk(), "GPU-aaaa")->energy_mj, 500);
+  d.energy_mj = 200;  // driver reloaded: the counter restarted
+  now_ += kSecond;
+  EXPECT_FALSE(FindSignal(ReadOk(), "GPU-aaaa")->energy_mj.has_value());
+  d.energy_mj = 450;
+  now_ += kSecond;
+  EXPECT_EQ(FindSignal(ReadOk(), "GPU-aaaa")->energy_mj, 250);
+}
+
+TEST_F(NvmlSourceTest, NotSupportedIsRememberedAndReportedOnce) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.energy_supported = false;
+  d.proc_util_supported = false;
+  d.procs = {Proc(7, kGiB)};
+  Open();
+  auto r = ReadOk();
+  EXPECT_TRUE(HasFault(r, "NOT_SUPPORTED", "nvmlDeviceGetTotalEnergyConsumption(GPU-aaaa)"));
+  for (int i = 0; i < 3; ++i) {
+    now_ += kSecond;
+    r = ReadOk();
+    EXPECT_TRUE(r.faults.empty());
+  }
+  EXPECT_EQ(d.energy_calls, 1);
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->energy_mj.has_value());
+  EXPECT_FALSE(FindProcess(r, 7)->sm_busy_us.has_value());  // no per-process samples at all
+}
+
+TEST_F(NvmlSourceTest, GpuLostMidRunDisappearsAndComesBack) {
+  fake_.Add("GPU-aaaa");
+  auto& b = fake_.Add("GPU-bbbb");
+  Open(FakeApi(), 2 * kSecond, /*lost_retry=*/3);
+  ReadOk();
+  b.lost = true;
+  now_ += kSecond;
+  auto r = ReadOk();
+  ASSERT_EQ(r.gpus.size(), 1u);
+  EXPECT_EQ(r.gpus[0].uuid.str(), "GPU-aaaa");
+  EXPECT_EQ(FindSignal(r, "GPU-bbbb"), nullptr);
+  EXPECT_TRUE(HasFault(r, "GPU_IS_LOST", "nvmlDeviceGetMemoryInfo(GPU-bbbb)"));
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_EQ(r.gpus.size(), 1u);
+  EXPECT_TRUE(HasFault(r, "GPU_IS_LOST", "nvmlDeviceGetMemoryInfo(GPU-bbbb)"));
+  b.lost = false;  // back after a reset; found by the periodic re-enumeration
+  bool back = false;
+  for (int i = 0; i < 4 && !back; ++i) {
+    now_ += kSecond;
+    r = ReadOk();
+    back = r.gpus.size() == 2;
+  }
+  ASSERT_TRUE(back);
+  EXPECT_EQ(FindSignal(r, "GPU-bbbb"), nullptr);  // fresh baseline: nothing integrated yet
+  EXPECT_TRUE(r.faults.empty());
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_NE(FindSignal(r, "GPU-bbbb"), nullptr);
+}
+
+TEST_F(NvmlSourceTest, FailedDeviceCountGivesAnEmptyIntervalAndLosesNothing) {
+  auto& d = fake_.Add("GPU-aaaa");
+  Open();
+  ReadOk();
+  fake_.count_result = NVML_ERROR_UNKNOWN;
+  d.energy_mj = 1100;
+  now_ += kSecond;
+  auto r = ReadOk();
+  EXPECT_EQ(r.start_us, kT0);
+  EXPECT_EQ(r.end_us, kT0);
+  EXPECT_TRUE(r.gpus.empty());
+  EXPECT_TRUE(HasFault(r, "UNKNOWN", "nvmlDeviceGetCount_v2()"));
+  fake_.count_result = NVML_SUCCESS;
+  d.energy_mj = 1400;
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_EQ(r.start_us, kT0);
+  EXPECT_EQ(r.end_us, kT0 + 2 * kSecond);
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->energy_mj, 400);
+}
+
+TEST_F(NvmlSourceTest, MissingLibraryGivesNoGpuSource) {
+  auto source = OpenNvmlSource("/nonexistent/libnvidia-ml.so.1", 2 * kSecond, [] { return kT0; });
+  EXPECT_EQ(source->Describe(), "no GPU: /nonexistent/libnvidia-ml.so.1 not found");
+  auto r = source->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->gpus.empty());
+  ASSERT_EQ(r->faults.size(), 1u);
+  EXPECT_EQ(r->faults[0].code, "LIBRARY_NOT_FOUND");
+}
+
+TEST_F(NvmlSourceTest, InitFailureGivesNoGpuSource) {
+  fake_.init_result = NVML_ERROR_DRIVER_NOT_LOADED;
+  Open();
+  EXPECT_EQ(source_->Describe(), "no GPU: nvmlInit_v2: DRIVER_NOT_LOADED (fake error)");
+  auto r = ReadOk();
+  ASSERT_EQ(r.faults.size(), 1u);
+  EXPECT_EQ(r.faults[0].code, "DRIVER_NOT_LOADED");
+  EXPECT_EQ(r.faults[0].detail, "nvmlInit_v2()");
+}
+
+TEST_F(NvmlSourceTest, HungCallTimesOutAndRecovers) {
+  auto& d = fake_.Add("GPU-aaaa");
+  constexpr Micros kDeadline = 300'000;
+  Open(FakeApi(), kDeadline);
+  ReadOk();
+  {
+    std::lock_guard lock(fake_.mu);
+    fake_.hang_power = true;
+  }
+  d.energy_mj = 1300;
+  now_ += kSecond;
+  auto started = std::chrono::steady_clock::now();
+  auto r = source_->Read();
+  auto elapsed = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(r.error().message.find("TIMEOUT"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("nvmlDeviceGetPowerUsage(GPU-aaaa)"), std::string::npos);
+  EXPECT_LT(elapsed, std::chrono::microseconds(kDeadline + 200'000));
+  EXPECT_NE(source_->Describe().find("stale"), std::string::npos);
+
+  // While the call hangs, Read() answers at once and issues nothing.
+  started = std::chrono::steady_clock::now();
+  r = source_->Read();
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(50));
+
+  fake_.Release();
+  std::optional<sources::GpuReading> ok;
+  for (int i = 0; i < 100 && !ok; ++i) {
+    now_ += kSecond;
+    auto next = source_->Read();
+    if (next.ok()) {
+      ok = std::move(*next);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_TRUE(ok.has_value());
+  // The aborted read was not committed: the energy delta spans from the last good read.
+  EXPECT_EQ(ok->start_us, kT0);
+  EXPECT_EQ(FindSignal(*ok, "GPU-aaaa")->energy_mj, 300);
+}
+
+TEST_F(NvmlSourceTest, MigInstancesWithProfilesAndProcesses) {
+  auto& gpu = fake_.Add("GPU-aaaa");
+  gpu.mig_mode = NVML_DEVICE_MIG_ENABLE;
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& a = *fake_.migs.back();
+  a.uuid = "MIG-1111";
+  a.name = "NVIDIA H100 80GB HBM3 MIG 3g.40gb";
+  a.memory = {40 * kGiB, 39 * kGiB, kGiB};
+  a.attributes = nvmlDeviceAttributes_t{60, 3, 2, 0, 2, 0, 3, 3, 40448};
+  a.procs = {Proc(77, kGiB)};
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& b = *fake_.migs.back();
+  b.uuid = "MIG-2222";
+  b.name = "NVIDIA H100 80GB HBM3";
+  b.memory = {20 * kGiB, 20 * kGiB, 0};
+  b.attributes = nvmlDeviceAttributes_t{32, 2, 1, 0, 1, 0, 2, 2, 20096};
+  gpu.mig_slots = {&a, nullptr, &b};
+  Open();
+  ReadOk();
+  now_ += kSecond;
+  auto r = ReadOk();
+  ASSERT_EQ(r.mig_instances.size(), 2u);
+  EXPECT_EQ(r.mig_instances[0].uuid.str(), "MIG-1111");
+  EXPECT_EQ(r.mig_instances[0].parent.str(), "GPU-aaaa");
+  EXPECT_EQ(r.mig_instances[0].profile, "3g.40gb");
+  EXPECT_EQ(r.mig_instances[0].compute_slices, 3);
+  EXPECT_EQ(r.mig_instances[0].memory_total_bytes, 40 * kGiB);
+  EXPECT_EQ(r.mig_instances[1].profile, "2g.20gb");  // from attributes
+  EXPECT_EQ(r.mig_instances[1].compute_slices, 2);
+  ASSERT_NE(FindProcess(r, 77), nullptr);
+  EXPECT_EQ(FindProcess(r, 77)->device.str(), "MIG-1111");
+  EXPECT_FALSE(FindProcess(r, 77)->sm_busy_us.has_value());
+  EXPECT_EQ(FindSignal(r, "MIG-1111")->memory_used_bytes, kGiB);
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->busy_us.has_value());
+  EXPECT_EQ(gpu.compute_calls, 0);  // processes are read per MIG device
+  EXPECT_TRUE(r.faults.empty());
+}
+
+TEST(ParseMigProfile, TrailingToken) {
+  EXPECT_EQ(ParseMigProfile("NVIDIA H100 80GB HBM3 MIG 3g.40gb"), "3g.40gb");
+  EXPECT_EQ(ParseMigProfile("NVIDIA H200 MIG 1g.18gb+me"), "1g.18gb+me");
+  EXPECT_EQ(ParseMigProfile("NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb"), "1c.3g.20gb");
+  EXPECT_EQ(ParseMigProfile("NVIDIA H100 80GB HBM3"), "");
+  EXPECT_EQ(ParseMigProfile("MIG 3g.40"), "");
+  EXPECT_EQ(ProfileSlices("3g.40gb"), 3);
+  EXPECT_EQ(ProfileSlices("1c.7g.80gb"), 7);
+  EXPECT_EQ(ProfileSlices("junk"), 0);
+}
+
+TEST(ParseProcessInfos, DetectsThe24ByteLayoutOfOlderDrivers) {
+  std::vector<nvmlProcessInfo_t> buffer(4);
+  std::memset(static_cast<void*>(buffer.data()), 0xA5, buffer.size() * sizeof(buffer[0]));
+  nvmlProcessInfo_v2_t old[2] = {{11, 100, 0xFFFFFFFFu, 0xFFFFFFFFu},
+                                 {12, NVML_VALUE_NOT_AVAILABLE, 0xFFFFFFFFu, 0xFFFFFFFFu}};
+  std::memcpy(static_cast<void*>(buffer.data()), old, sizeof(old));
+  auto entries = ParseProcessInfos(buffer.data(), buffer.size(), 2, 0xA5);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1].pid, 12u);
+  EXPECT_EQ(entries[0].used_memory_bytes, 100);
+  EXPECT_EQ(entries[1].used_memory_bytes, 0);
+
+  std::memset(static_cast<void*>(buffer.data()), 0xA5, buffer.size() * sizeof(buffer[0]));
+  buffer[0] = Proc(21, 5);
+  buffer[1] = Proc(22, 6);
+  entries = ParseProcessInfos(buffer.data(), buffer.size(), 2, 0xA5);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[1].pid, 22u);
+  EXPECT_EQ(entries[1].used_memory_bytes, 6);
+}
+
+TEST(IntegrateSamples, FirstSampleUsesGapToPreviousReadAndPeriodsAreCapped) {
+  SampleCursor cursor;
+  auto out = IntegrateSamples({{kT0 + 500'000, 0, 100}}, cursor, kT0, kSecond);
+  EXPECT_EQ(out[0], 100 * 500'000);
+  // A gap longer than the read interval counts for one interval at most.
+  out = IntegrateSamples({{kT0 + 10 * kSecond, 0, 50}, {kT0 + 10 * kSecond, 7, 20}}, cursor,
+                         kT0 + 9 * kSecond, kSecond);
+  EXPECT_EQ(out[0], 50 * kSecond);
+  EXPECT_EQ(out[7], 20 * kSecond);
+  EXPECT_EQ(cursor.last_seen_ts, static_cast<unsigned long long>(kT0 + 10 * kSecond));
+}
+
+class FakeLibrary : public DynamicLibrary {
+ public:
+  explicit FakeLibrary(std::map<std::string, void*> symbols) : symbols_(std::move(symbols)) {}
+  void* Symbol(const char* name) override {
+    auto it = symbols_.find(name);
+    return it == symbols_.end() ? nullptr : it->second;
+  }
+  std::string Path() const override { return "fake.so"; }
+
+ private:
+  std::map<std::string, void*> symbols_;
+};
+
+void* Sym(nvmlReturn_t (*fn)()) { return reinterpret_cast<void*>(fn); }
+
+TEST(LoadNvml, RequiredSymbolsAndOptionalOnes) {
+  nvmlReturn_t (*ok)() = [] { return NVML_SUCCESS; };
+  std::map<std::string, void*> symbols;
+  for (const char* name : {"nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2",
+                           "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetUUID",
+                           "nvmlDeviceGetName"}) {
+    symbols[name] = Sym(ok);
+  }
+  auto missing = LoadNvml(std::make_shared<FakeLibrary>(symbols));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("nvmlDeviceGetMemoryInfo"), std::string::npos);
+  symbols["nvmlDeviceGetMemoryInfo"] = Sym(ok);
+  symbols["nvmlDeviceGetPowerUsage"] = Sym(ok);
+  auto api = LoadNvml(std::make_shared<FakeLibrary>(symbols));
+  ASSERT_TRUE(api.ok()) << api.error().message;
+  EXPECT_NE(api->power_usage, nullptr);
+  EXPECT_EQ(api->samples, nullptr);
+  EXPECT_NE(api->library, nullptr);
+}
+
+TEST(ErrorName, NamesNvmlCodes) {
+  EXPECT_EQ(ErrorName(NVML_ERROR_GPU_IS_LOST), "GPU_IS_LOST");
+  EXPECT_EQ(ErrorName(NVML_ERROR_INSUFFICIENT_SIZE), "INSUFFICIENT_SIZE");
+  EXPECT_EQ(ErrorName(static_cast<nvmlReturn_t>(77)), "ERROR_77");
+}
+
+TEST(Watchdog, RefusesNewWorkWhileACallHangs) {
+  auto mu = std::make_shared<std::mutex>();
+  auto cv = std::make_shared<std::condition_variable>();
+  auto release = std::make_shared<bool>(false);
+  Watchdog watchdog(100'000, nullptr);
+  EXPECT_EQ(watchdog.Run("quick", [] {}), Watchdog::Outcome::kDone);
+  EXPECT_EQ(watchdog.Run("hang", [=] {
+              std::unique_lock lock(*mu);
+              cv->wait(lock, [&] { return *release; });
+            }),
+            Watchdog::Outcome::kTimedOut);
+  EXPECT_TRUE(watchdog.Hung());
+  EXPECT_EQ(watchdog.HungCall(), "hang");
+  bool ran = false;
+  EXPECT_EQ(watchdog.Run("next", [&] { ran = true; }), Watchdog::Outcome::kStillHung);
+  EXPECT_FALSE(ran);
+  {
+    std::lock_guard lock(*mu);
+    *release = true;
+  }
+  cv->notify_all();
+  for (int i = 0; i < 200 && watchdog.Hung(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(watchdog.Run("next", [&] { ran = true; }), Watchdog::Outcome::kDone);
+  EXPECT_TRUE(ran);
+}
+
+}  // namespace
+}  // namespace gpuledger::nvml

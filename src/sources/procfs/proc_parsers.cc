@@ -1,0 +1,82 @@
+// Pure parsers of /proc/<pid>/environ, /proc/<pid>/status and /etc/passwd content.
+
+#include <charconv>
+#include <climits>
+#include <string>
+#include <string_view>
+
+#include "sources/procfs/proc_source.h"
+
+namespace gpuledger::procfs {
+namespace {
+
+// A decimal uid in [0, INT_MAX]; the whole of `text` must be digits.
+std::optional<int> ParseUid(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || value > INT_MAX)
+    return std::nullopt;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::optional<std::string> EnvironValue(std::string_view environ_content, std::string_view name) {
+  if (name.empty() || name.find('=') != std::string_view::npos) return std::nullopt;
+  std::size_t pos = 0;
+  while (pos < environ_content.size()) {
+    std::size_t end = environ_content.find('\0', pos);
+    if (end == std::string_view::npos) end = environ_content.size();
+    const std::string_view entry = environ_content.substr(pos, end - pos);
+    pos = end + 1;
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
+      return std::string(entry.substr(name.size() + 1));
+  }
+  return std::nullopt;
+}
+
+Result<int> ParseStatusRealUid(std::string_view status_content) {
+  std::size_t pos = 0;
+  while (pos < status_content.size()) {
+    std::size_t end = status_content.find('\n', pos);
+    if (end == std::string_view::npos) end = status_content.size();
+    std::string_view line = status_content.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.starts_with("Uid:")) continue;
+    line.remove_prefix(4);
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string_view::npos) break;
+    line.remove_prefix(first);
+    const std::size_t stop = line.find_first_of(" \t");
+    if (auto uid = ParseUid(line.substr(0, stop))) return *uid;
+    break;
+  }
+  return IoError("status: no valid \"Uid:\" line");
+}
+
+std::unordered_map<int, std::string> ParsePasswd(std::string_view passwd_content) {
+  // name:password:uid:gid:gecos:home:shell
+  std::unordered_map<int, std::string> users;
+  std::size_t pos = 0;
+  while (pos < passwd_content.size()) {
+    std::size_t end = passwd_content.find('\n', pos);
+    if (end == std::string_view::npos) end = passwd_content.size();
+    const std::string_view line = passwd_content.substr(pos, end - pos);
+    pos = end + 1;
+    const std::size_t c1 = line.find(':');
+    if (c1 == 0 || c1 == std::string_view::npos) continue;
+    const std::size_t c2 = line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos) continue;
+    const std::size_t c3 = line.find(':', c2 + 1);
+    const std::string_view uid_text =
+        line.substr(c2 + 1, c3 == std::string_view::npos ? std::string_view::npos : c3 - c2 - 1);
+    const std::string_view name = line.substr(0, c1);
+    if (name.front() == '+' || name.front() == '-' || name.front() == '#')
+      continue;  // NIS, comments
+    if (auto uid = ParseUid(uid_text)) users.try_emplace(*uid, name);
+  }
+  return users;
+}
+
+}  // namespace gpuledger::procfs

@@ -1,0 +1,502 @@
+// The stand-in libnvidia-ml.so.1 through its C ABI, loaded with dlopen by absolute path as the
+// agent loads the real one. Scenarios start 30 s before "now", so there is history.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/time_util.h"
+#include "sources/nvml/nvml.h"
+#include "sources/sim/scenario.h"
+#include "sources/sim/simulator.h"
+
+namespace gpuledger {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kScenario[] = R"(name: standin
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+seed: 5
+nodes:
+  - {name: ts, gpu_model: A100-80GB, gpus: 2, sharing: time-slicing, replicas: 4}
+  - {name: mig, gpu_model: H100-80GB, sharing: mig, mig_layout: [3g.40gb, 2g.20gb, 1g.10gb]}
+  - {name: mps, gpu_model: L4, sharing: mps, replicas: 4}
+workloads:
+  - {namespace: a, name: p20, node: ts, placement: {node: ts, gpus: [0]},
+     compute: {profile: constant, duty: 0.2}, memory: {bytes: 1GiB}}
+  - {namespace: a, name: p30, node: ts, placement: {node: ts, gpus: [0]},
+     compute: {profile: constant, duty: 0.3}, processes: 2, memory: {bytes: 4GiB}}
+  - {namespace: a, name: idle, node: ts, placement: {node: ts, gpus: [1]}, memory: {bytes: 2GiB}}
+  - {namespace: b, name: m1, mig_profile: 3g.40gb, compute: {profile: constant, duty: 0.5},
+     memory: {bytes: 10GiB}}
+  - {namespace: c, name: c1, node: mps, compute: {profile: constant, duty: 0.4},
+     memory: {bytes: 3GiB}}
+)";
+
+Micros NowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The NVML entry points, resolved once from the stand-in.
+struct Nvml {
+  void* so = nullptr;
+#define NVML_FN(name) name##_fn name = nullptr;
+  NVML_FN(nvmlInit_v2)
+  NVML_FN(nvmlShutdown)
+  NVML_FN(nvmlErrorString)
+  NVML_FN(nvmlSystemGetDriverVersion)
+  NVML_FN(nvmlDeviceGetCount_v2)
+  NVML_FN(nvmlDeviceGetHandleByIndex_v2)
+  NVML_FN(nvmlDeviceGetUUID)
+  NVML_FN(nvmlDeviceGetName)
+  NVML_FN(nvmlDeviceGetMemoryInfo)
+  NVML_FN(nvmlDeviceGetUtilizationRates)
+  NVML_FN(nvmlDeviceGetSamples)
+  NVML_FN(nvmlDeviceGetProcessUtilization)
+  NVML_FN(nvmlDeviceGetProcessesUtilizationInfo)
+  NVML_FN(nvmlDeviceGetComputeRunningProcesses_v3)
+  NVML_FN(nvmlDeviceGetMPSComputeRunningProcesses_v3)
+  NVML_FN(nvmlDeviceGetTotalEnergyConsumption)
+  NVML_FN(nvmlDeviceGetPowerUsage)
+  NVML_FN(nvmlDeviceGetMigMode)
+  NVML_FN(nvmlDeviceGetMaxMigDeviceCount)
+  NVML_FN(nvmlDeviceGetMigDeviceHandleByIndex)
+  NVML_FN(nvmlDeviceGetGpuInstanceId)
+  NVML_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)
+  NVML_FN(nvmlDeviceGetAttributes_v2)
+#undef NVML_FN
+};
+
+const Nvml& Lib() {
+  static Nvml* lib = [] {
+    auto* n = new Nvml;
+    n->so = dlopen(GPULEDGER_NVML_STANDIN, RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(n->so, nullptr) << dlerror();
+    if (n->so == nullptr) return n;
+#define NVML_FN(name)                                                    \
+  n->name = reinterpret_cast<name##_fn>(dlsym(n->so, #name));            \
+  EXPECT_NE(n->name, nullptr) << #name;
+    NVML_FN(nvmlInit_v2)
+    NVML_FN(nvmlShutdown)
+    NVML_FN(nvmlErrorString)
+    NVML_FN(nvmlSystemGetDriverVersion)
+    NVML_FN(nvmlDeviceGetCount_v2)
+    NVML_FN(nvmlDeviceGetHandleByIndex_v2)
+    NVML_FN(nvmlDeviceGetUUID)
+    NVML_FN(nvmlDeviceGetName)
+    NVML_FN(nvmlDeviceGetMemoryInfo)
+    NVML_FN(nvmlDeviceGetUtilizationRates)
+    NVML_FN(nvmlDeviceGetSamples)
+    NVML_FN(nvmlDeviceGetProcessUtilization)
+    NVML_FN(nvmlDeviceGetProcessesUtilizationInfo)
+    NVML_FN(nvmlDeviceGetComputeRunningProcesses_v3)
+    NVML_FN(nvmlDeviceGetMPSComputeRunningProcesses_v3)
+    NVML_FN(nvmlDeviceGetTotalEnergyConsumption)
+    NVML_FN(nvmlDeviceGetPowerUsage)
+    NVML_FN(nvmlDeviceGetMigMode)
+    NVML_FN(nvmlDeviceGetMaxMigDeviceCount)
+    NVML_FN(nvmlDeviceGetMigDeviceHandleByIndex)
+    NVML_FN(nvmlDeviceGetGpuInstanceId)
+    NVML_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)
+    NVML_FN(nvmlDeviceGetAttributes_v2)
+#undef NVML_FN
+    return n;
+  }();
+  return *lib;
+}
+
+std::string Uuid(nvmlDevice_t d) {
+  char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+  EXPECT_EQ(Lib().nvmlDeviceGetUUID(d, buf, sizeof buf), NVML_SUCCESS);
+  return buf;
+}
+std::string Name(nvmlDevice_t d) {
+  char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+  EXPECT_EQ(Lib().nvmlDeviceGetName(d, buf, sizeof buf), NVML_SUCCESS);
+  return buf;
+}
+
+// Per test: a temp dir with the scenario, a config for one node, and NVML initialised on it.
+class StandinTest : public ::testing::Test {
+ protected:
+  void Open(const std::string& node, Micros history_us = 30 * kMicrosPerSecond) {
+    ASSERT_NE(Lib().so, nullptr);
+    dir_ = fs::temp_directory_path() /
+           ("gpuledger-nvml-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "scenario.yaml") << kScenario;
+    origin_us_ = NowUs() - history_us;
+    std::ofstream(dir_ / "nvml.yaml") << "scenario: scenario.yaml\nnode: " << node
+                                      << "\norigin_unix_us: " << origin_us_
+                                      << "\nstep: 1s\nfaults: faults.txt\n";
+    setenv("GPULEDGER_NVML_SCENARIO", (dir_ / "nvml.yaml").c_str(), 1);
+    ASSERT_EQ(Lib().nvmlInit_v2(), NVML_SUCCESS);
+    initialised_ = true;
+    auto sc = sim::ParseScenario(kScenario, "scenario.yaml");
+    ASSERT_TRUE(sc.ok()) << sc.error().message;
+    scenario_ = *sc;
+  }
+  void TearDown() override {
+    if (initialised_) {
+      EXPECT_EQ(Lib().nvmlShutdown(), NVML_SUCCESS);
+    }
+    unsetenv("GPULEDGER_NVML_SCENARIO");
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  void WriteFaults(const std::string& text) {
+    std::ofstream(dir_ / "faults.txt") << text;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // re-read every 200 ms
+  }
+  sim::NodeState StateNow(const std::string& node) {
+    auto st = sim::StateAt(scenario_, node, scenario_.start_us + (NowUs() - origin_us_));
+    EXPECT_TRUE(st.ok());
+    return *st;
+  }
+  nvmlDevice_t Handle(unsigned i) {
+    nvmlDevice_t d = nullptr;
+    EXPECT_EQ(Lib().nvmlDeviceGetHandleByIndex_v2(i, &d), NVML_SUCCESS);
+    return d;
+  }
+
+  fs::path dir_;
+  Micros origin_us_ = 0;
+  bool initialised_ = false;
+  sim::Scenario scenario_;
+};
+
+TEST(StandinInit, NoConfigIsNoDriver) {
+  ASSERT_NE(Lib().so, nullptr);
+  unsigned n = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNINITIALIZED);
+  unsetenv("GPULEDGER_NVML_SCENARIO");
+  EXPECT_EQ(Lib().nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+  setenv("GPULEDGER_NVML_SCENARIO", "/nonexistent/nvml.yaml", 1);
+  EXPECT_EQ(Lib().nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+  fs::path bad = fs::temp_directory_path() / ("gpuledger-nvml-bad-" + std::to_string(::getpid()));
+  std::ofstream(bad) << "scenario: /nonexistent.yaml\nnode: x\norigin_unix_us: 0\n";
+  setenv("GPULEDGER_NVML_SCENARIO", bad.c_str(), 1);
+  EXPECT_EQ(Lib().nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+  fs::remove(bad);
+  unsetenv("GPULEDGER_NVML_SCENARIO");
+  EXPECT_EQ(Lib().nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+  EXPECT_STREQ(Lib().nvmlErrorString(NVML_ERROR_GPU_IS_LOST), "GPU is lost");
+}
+
+TEST_F(StandinTest, DevicesMemoryEnergy) {
+  Open("ts");
+  unsigned n = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  ASSERT_EQ(n, 2u);
+  char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+  EXPECT_EQ(Lib().nvmlSystemGetDriverVersion(version, sizeof version), NVML_SUCCESS);
+  sim::NodeState st = StateNow("ts");
+  for (unsigned i = 0; i < n; ++i) {
+    nvmlDevice_t d = Handle(i);
+    EXPECT_EQ(Uuid(d), st.gpus[i].uuid.str());
+    EXPECT_EQ(Name(d), "NVIDIA A100-SXM4-80GB");
+    nvmlMemory_t mem{};
+    ASSERT_EQ(Lib().nvmlDeviceGetMemoryInfo(d, &mem), NVML_SUCCESS);
+    EXPECT_EQ(mem.total, static_cast<unsigned long long>(80 * kGiB));
+    EXPECT_EQ(mem.used + mem.free, mem.total);
+    Bytes procs = i == 0 ? 5 * kGiB : 2 * kGiB;
+    EXPECT_EQ(mem.used, static_cast<unsigned long long>(
+                            procs + static_cast<Bytes>(0.004 * static_cast<double>(80 * kGiB))));
+    unsigned mode = 9, pending = 9;
+    EXPECT_EQ(Lib().nvmlDeviceGetMigMode(d, &mode, &pending), NVML_SUCCESS);
+    EXPECT_EQ(mode, static_cast<unsigned>(NVML_DEVICE_MIG_DISABLE));
+  }
+  char small[8];
+  EXPECT_EQ(Lib().nvmlDeviceGetUUID(Handle(0), small, sizeof small), NVML_ERROR_INSUFFICIENT_SIZE);
+  nvmlDevice_t bad = nullptr;
+  EXPECT_EQ(Lib().nvmlDeviceGetHandleByIndex_v2(2, &bad), NVML_ERROR_INVALID_ARGUMENT);
+
+  // Processes with their memory, pids as the simulator's.
+  unsigned count = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(Handle(0), &count, nullptr),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_EQ(count, 3u);
+  std::vector<nvmlProcessInfo_t> infos(count);
+  ASSERT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(Handle(0), &count, infos.data()),
+            NVML_SUCCESS);
+  std::map<unsigned, unsigned long long> want;
+  for (auto& p : st.processes)
+    if (p.device == st.gpus[0].uuid)
+      want[static_cast<unsigned>(p.pid)] = static_cast<unsigned long long>(p.used_memory_bytes);
+  std::map<unsigned, unsigned long long> got;
+  for (auto& p : infos) {
+    got[p.pid] = p.usedGpuMemory;
+    EXPECT_EQ(p.gpuInstanceId, 0xFFFFFFFFu);
+  }
+  EXPECT_EQ(got, want);
+  count = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetMPSComputeRunningProcesses_v3(Handle(0), &count, nullptr),
+            NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+
+  // Energy: a counter that grows at the simulated power.
+  unsigned long long e0 = 0, e1 = 0;
+  unsigned power = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetTotalEnergyConsumption(Handle(0), &e0), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlDeviceGetPowerUsage(Handle(0), &power), NVML_SUCCESS);
+  EXPECT_GT(e0, 30ull * 50 * 1000 * 9 / 10);  // 30 s of history at ≥ 50 W idle
+  EXPECT_GT(power, 50'000u);                  // A100: 50 W idle, busier here
+  EXPECT_LT(power, 400'000u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  ASSERT_EQ(Lib().nvmlDeviceGetTotalEnergyConsumption(Handle(0), &e1), NVML_SUCCESS);
+  EXPECT_GT(e1, e0);
+}
+
+TEST_F(StandinTest, PerProcessSamplesMatchDuties) {
+  Open("ts");
+  nvmlDevice_t d = Handle(0);
+  nvmlUtilization_t util{};
+  ASSERT_EQ(Lib().nvmlDeviceGetUtilizationRates(d, &util), NVML_SUCCESS);
+  EXPECT_NEAR(util.gpu, 50, 5);  // 0.2 + 0.3
+
+  // Device samples: NULL sizes with SUCCESS, too small is INSUFFICIENT_SIZE.
+  nvmlValueType_t vt;
+  unsigned n = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &n, nullptr),
+            NVML_SUCCESS);
+  EXPECT_GE(n, 29u);
+  std::vector<nvmlSample_t> samples(n);
+  unsigned small = 3;
+  EXPECT_EQ(Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small,
+                                       samples.data()),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_GE(small, n);
+  samples.resize(small);
+  ASSERT_EQ(Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small,
+                                       samples.data()),
+            NVML_SUCCESS);
+  EXPECT_EQ(vt, NVML_VALUE_TYPE_UNSIGNED_INT);
+  for (auto& s : samples) {
+    EXPECT_NEAR(s.sampleValue.uiVal, 50, 5);
+    EXPECT_LE(s.timeStamp, static_cast<unsigned long long>(NowUs()));
+  }
+
+  // Per-process samples: NULL sizes with INSUFFICIENT_SIZE (what real drivers do).
+  unsigned count = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, nullptr, &count, 0),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_GE(count, 29u * 3);  // 3 busy processes, one sample each per 1 s interval
+  std::vector<nvmlProcessUtilizationSample_t> ps(count);
+  unsigned too_small = 5;
+  EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, ps.data(), &too_small, 0),
+            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_GE(too_small, count);
+  ps.resize(too_small + 16);
+  count = static_cast<unsigned>(ps.size());
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, ps.data(), &count, 0), NVML_SUCCESS);
+  ps.resize(count);
+
+  // Σ smUtil x period per pod over the history, against the scenario's duties.
+  sim::NodeState st = StateNow("ts");
+  std::map<unsigned, std::string> pod_of;
+  for (auto& p : st.processes) pod_of[static_cast<unsigned>(p.pid)] = p.consumer->pod;
+  std::map<std::string, double> pct_s;
+  std::set<unsigned long long> stamps;
+  unsigned long long last = 0;
+  for (auto& s : ps) {
+    ASSERT_TRUE(pod_of.contains(s.pid)) << s.pid;
+    pct_s[pod_of[s.pid]] += s.smUtil;  // one sample per 1 s interval
+    stamps.insert(s.timeStamp);
+    last = std::max(last, s.timeStamp);
+  }
+  double seconds = static_cast<double>(stamps.size());
+  EXPECT_FALSE(pct_s.contains("idle-0"));  // idle processes give no samples
+  // Inflation U(0, 10%) per process: the observed mean is about duty x 1.05.
+  EXPECT_NEAR(pct_s["p20-0"] / seconds, 20 * 1.05, 20 * 0.06);
+  EXPECT_NEAR(pct_s["p30-0"] / seconds, 30 * 1.05, 30 * 0.06);
+
+  // lastSeenTimeStamp: nothing newer than the newest sample, until time moves on.
+  count = static_cast<unsigned>(ps.size());
+  EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, ps.data(), &count, last),
+            NVML_ERROR_NOT_FOUND);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  count = static_cast<unsigned>(ps.size());
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, ps.data(), &count, last), NVML_SUCCESS);
+  EXPECT_GE(count, 3u);
+  EXPECT_LE(count, 9u);
+  for (unsigned i = 0; i < count; ++i) EXPECT_GT(ps[i].timeStamp, last);
+
+  // The R550 form answers the same samples.
+  nvmlProcessesUtilizationInfo_t info{};
+  info.version = nvmlProcessesUtilizationInfo_v1;
+  info.lastSeenTimeStamp = last;
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessesUtilizationInfo(d, &info), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_GE(info.processSamplesCount, count);
+  std::vector<nvmlProcessUtilizationInfo_v1_t> arr(info.processSamplesCount + 8);
+  info.procUtilArray = arr.data();
+  info.processSamplesCount = static_cast<unsigned>(arr.size());
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessesUtilizationInfo(d, &info), NVML_SUCCESS);
+  for (unsigned i = 0; i < info.processSamplesCount; ++i) {
+    EXPECT_GT(arr[i].timeStamp, last);
+    EXPECT_TRUE(pod_of.contains(arr[i].pid));
+  }
+  info.version = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetProcessesUtilizationInfo(d, &info),
+            NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+}
+
+TEST_F(StandinTest, MigDevices) {
+  Open("mig");
+  nvmlDevice_t gpu = Handle(0);
+  sim::NodeState st = StateNow("mig");
+  EXPECT_EQ(Name(gpu), "NVIDIA H100 80GB HBM3");
+  unsigned mode = 0, pending = 0, max = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetMigMode(gpu, &mode, &pending), NVML_SUCCESS);
+  EXPECT_EQ(mode, static_cast<unsigned>(NVML_DEVICE_MIG_ENABLE));
+  EXPECT_EQ(pending, static_cast<unsigned>(NVML_DEVICE_MIG_ENABLE));
+  ASSERT_EQ(Lib().nvmlDeviceGetMaxMigDeviceCount(gpu, &max), NVML_SUCCESS);
+  EXPECT_EQ(max, 7u);
+  std::vector<nvmlDevice_t> migs;
+  for (unsigned i = 0; i < max; ++i) {
+    nvmlDevice_t m = nullptr;
+    nvmlReturn_t r = Lib().nvmlDeviceGetMigDeviceHandleByIndex(gpu, i, &m);
+    if (i < 3) {
+      ASSERT_EQ(r, NVML_SUCCESS);
+      migs.push_back(m);
+    } else {
+      EXPECT_EQ(r, NVML_ERROR_NOT_FOUND);
+    }
+  }
+  const char* profiles[] = {"3g.40gb", "2g.20gb", "1g.10gb"};
+  std::set<nvmlDevice_t> distinct{gpu};
+  for (std::size_t i = 0; i < migs.size(); ++i) {
+    distinct.insert(migs[i]);
+    EXPECT_EQ(Uuid(migs[i]), st.mig_instances[i].uuid.str());
+    EXPECT_EQ(Name(migs[i]), std::string("NVIDIA H100 80GB HBM3 MIG ") + profiles[i]);
+    nvmlDevice_t parent = nullptr;
+    ASSERT_EQ(Lib().nvmlDeviceGetDeviceHandleFromMigDeviceHandle(migs[i], &parent), NVML_SUCCESS);
+    EXPECT_EQ(parent, gpu);
+    unsigned gi = 0;
+    EXPECT_EQ(Lib().nvmlDeviceGetGpuInstanceId(migs[i], &gi), NVML_SUCCESS);
+    nvmlDeviceAttributes_t attr{};
+    ASSERT_EQ(Lib().nvmlDeviceGetAttributes_v2(migs[i], &attr), NVML_SUCCESS);
+    EXPECT_EQ(attr.gpuInstanceSliceCount, static_cast<unsigned>(profiles[i][0] - '0'));
+    nvmlUtilization_t u;
+    EXPECT_EQ(Lib().nvmlDeviceGetUtilizationRates(migs[i], &u), NVML_ERROR_NOT_SUPPORTED);
+    unsigned c = 0;
+    EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(migs[i], nullptr, &c, 0),
+              NVML_ERROR_NOT_SUPPORTED);
+  }
+  EXPECT_EQ(distinct.size(), 4u);
+  nvmlUtilization_t u;
+  EXPECT_EQ(Lib().nvmlDeviceGetUtilizationRates(gpu, &u), NVML_ERROR_NOT_SUPPORTED);
+  unsigned c = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(gpu, nullptr, &c, 0), NVML_ERROR_NOT_SUPPORTED);
+  unsigned gi = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetGpuInstanceId(gpu, &gi), NVML_ERROR_NOT_SUPPORTED);
+  // The 3g instance runs m1's process; the parent lists it too, with its GPU instance.
+  nvmlProcessInfo_t info[4];
+  unsigned count = 4;
+  ASSERT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(migs[0], &count, info), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(info[0].usedGpuMemory, static_cast<unsigned long long>(10 * kGiB));
+  EXPECT_EQ(static_cast<int>(info[0].pid), st.processes.at(0).pid);
+  unsigned pid = info[0].pid, mig_gi = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetGpuInstanceId(migs[0], &mig_gi), NVML_SUCCESS);
+  count = 4;
+  ASSERT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(gpu, &count, info), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(info[0].pid, pid);
+  EXPECT_EQ(info[0].gpuInstanceId, mig_gi);
+  nvmlMemory_t mem{};
+  ASSERT_EQ(Lib().nvmlDeviceGetMemoryInfo(migs[0], &mem), NVML_SUCCESS);
+  EXPECT_EQ(mem.total, 40ull * 1000 * 1000 * 1000);
+  unsigned long long energy = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetTotalEnergyConsumption(migs[0], &energy), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(Lib().nvmlDeviceGetTotalEnergyConsumption(gpu, &energy), NVML_SUCCESS);
+}
+
+TEST_F(StandinTest, MpsClients) {
+  Open("mps");
+  nvmlDevice_t d = Handle(0);
+  EXPECT_EQ(Name(d), "NVIDIA L4");
+  unsigned count = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(d, &count, nullptr), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  nvmlProcessInfo_t info[2];
+  count = 2;
+  ASSERT_EQ(Lib().nvmlDeviceGetMPSComputeRunningProcesses_v3(d, &count, info), NVML_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  EXPECT_EQ(static_cast<int>(info[0].pid), StateNow("mps").processes.at(0).pid);
+  unsigned c = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, nullptr, &c, 0), NVML_ERROR_NOT_SUPPORTED);
+  nvmlUtilization_t u{};
+  ASSERT_EQ(Lib().nvmlDeviceGetUtilizationRates(d, &u), NVML_SUCCESS);
+  EXPECT_NEAR(u.gpu, 40, 5);
+  unsigned mode, pending;
+  EXPECT_EQ(Lib().nvmlDeviceGetMigMode(d, &mode, &pending), NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(StandinTest, Faults) {
+  Open("ts");
+  nvmlDevice_t d0 = Handle(0), d1 = Handle(1);
+  WriteFaults("# lose the second GPU\nlost 1\nunsupported nvmlDeviceGetPowerUsage\n");
+  nvmlMemory_t mem{};
+  EXPECT_EQ(Lib().nvmlDeviceGetMemoryInfo(d1, &mem), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(Lib().nvmlDeviceGetMemoryInfo(d0, &mem), NVML_SUCCESS);
+  nvmlDevice_t h = nullptr;
+  EXPECT_EQ(Lib().nvmlDeviceGetHandleByIndex_v2(1, &h), NVML_ERROR_GPU_IS_LOST);
+  unsigned power = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetPowerUsage(d0, &power), NVML_ERROR_NOT_SUPPORTED);
+
+  WriteFaults("count 3\nerror nvmlDeviceGetName UNKNOWN\n");
+  unsigned n = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  EXPECT_EQ(n, 3u);
+  EXPECT_EQ(Lib().nvmlDeviceGetHandleByIndex_v2(2, &h), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(Lib().nvmlDeviceGetMemoryInfo(d1, &mem), NVML_SUCCESS);
+  char name[96];
+  EXPECT_EQ(Lib().nvmlDeviceGetName(d0, name, sizeof name), NVML_ERROR_UNKNOWN);
+
+  WriteFaults("hang nvmlDeviceGetPowerUsage 1.2\n");
+  auto t0 = std::chrono::steady_clock::now();
+  // Another call is not blocked by a hung one.
+  std::thread hung([&] { EXPECT_EQ(Lib().nvmlDeviceGetPowerUsage(d0, &power), NVML_SUCCESS); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Lib().nvmlDeviceGetMemoryInfo(d0, &mem), NVML_SUCCESS);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
+  hung.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1200));
+
+  WriteFaults("bogus line\n");  // malformed: the previous faults stay
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Lib().nvmlDeviceGetPowerUsage(d0, &power), NVML_SUCCESS);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1200));
+  fs::remove(dir_ / "faults.txt");  // missing: no faults
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Lib().nvmlDeviceGetPowerUsage(d0, &power), NVML_SUCCESS);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+}
+
+TEST_F(StandinTest, InitIsReferenceCounted) {
+  Open("mps");
+  EXPECT_EQ(Lib().nvmlInit_v2(), NVML_SUCCESS);
+  EXPECT_EQ(Lib().nvmlShutdown(), NVML_SUCCESS);
+  unsigned n = 0;
+  EXPECT_EQ(Lib().nvmlDeviceGetCount_v2(&n), NVML_SUCCESS);
+  EXPECT_EQ(n, 1u);
+}
+
+}  // namespace
+}  // namespace gpuledger
