@@ -52,17 +52,21 @@ Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs:
       procs_(procs),
       kubelet_(kubelet),
       runtime_(runtime),
-      now_(std::move(now)),
-      cycle_seconds_(Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                              2.5})) {
-  rendered_ = std::make_shared<Rendered>();
+      now_(std::move(now)) {
+  counters_.cycle_seconds =
+      Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+}
+
+const std::string& Rendered::gzip() const {
+  std::call_once(gzip_once_, [this] { gzip_ = Gzip(text); });
+  return gzip_;
 }
 
 void Collector::CountFault(const std::string& source, const std::string& code) {
-  source_errors_[{source, code}] += 1;
+  pending_faults_.emplace_back(source, code);
 }
 
-void Collector::SetSourceUp(const std::string& source, bool up) { source_up_[source] = up; }
+void Collector::SetSourceUp(const std::string& source, bool up) { pending_up_[source] = up; }
 
 void Collector::RefreshKube(Micros now, bool force) {
   if (kubelet_ == nullptr && runtime_ == nullptr) return;
@@ -89,6 +93,7 @@ void Collector::RefreshKube(Micros now, bool force) {
     if (sandboxes.ok() && containers.ok()) {
       kube_.sandboxes = std::move(*sandboxes);
       kube_.containers = std::move(*containers);
+      kube_.Reindex();
     } else {
       CountFault("cri", "unavailable");
     }
@@ -110,6 +115,8 @@ void Collector::Cycle() {
   }
   RefreshKube(now, false);
 
+  std::vector<DeviceUsage> usage;
+  JoinStats join;
   if (reading.ok() && reading->end_us > reading->start_us) {
     std::map<int, procfs::ProcessIdentity> identities;
     for (const auto& p : reading->processes) {
@@ -117,6 +124,7 @@ void Collector::Cycle() {
       auto id = procs_.Inspect(p.pid);
       if (id.ok()) identities.emplace(p.pid, std::move(*id));
     }
+    procs_.EndCycle();
     JoinStats stats;
     NodeSnapshot snap = BuildSnapshot(options_.node, *reading, kube_, identities, &stats);
     if (stats.unknown_containers > 0) {
@@ -126,9 +134,9 @@ void Collector::Cycle() {
       stats = JoinStats{};
       snap = BuildSnapshot(options_.node, *reading, kube_, identities, &stats);
     }
-    join_totals_.unknown_containers += stats.unknown_containers;
-    join_totals_.vanished_processes += stats.vanished_processes;
-    auto usage = attribution::Attribute(snap);
+    join.unknown_containers += stats.unknown_containers;
+    join.vanished_processes += stats.vanished_processes;
+    usage = attribution::Attribute(snap);
     for (const auto& u : usage) {
       // Conservation is an invariant of attribution: a violation is a bug, loudly.
       Status st = attribution::CheckConservation(u);
@@ -137,34 +145,41 @@ void Collector::Cycle() {
         std::abort();
       }
     }
-    Account(usage, *reading, now);
   }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::lock_guard lock(mu_);
+  for (const auto& key : pending_faults_) counters_.source_errors[key] += 1;
+  for (const auto& [source, up] : pending_up_) counters_.source_up[source] = up;
+  pending_faults_.clear();
+  pending_up_.clear();
+  counters_.join_totals.unknown_containers += join.unknown_containers;
+  counters_.join_totals.vanished_processes += join.vanished_processes;
   if (reading.ok()) {
+    Account(usage, *reading, now);
     for (const auto& g : reading->instant) {
-      DeviceSeries& d = devices_[g.device.value];
+      DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = static_cast<double>(g.memory_used_bytes);
       d.memory_total_bytes = static_cast<double>(g.memory_total_bytes);
       d.power_w = static_cast<double>(g.power_mw) / 1000.0;
       d.last_seen_us = now;
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  Observe(cycle_seconds_, seconds);
-  Render(now, seconds);
+  Observe(counters_.cycle_seconds, seconds);
+  counters_.at_us = now;
 }
 
 void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
                         Micros now) {
   for (const MigInstance& m : reading.mig_instances) {
-    DeviceSeries& d = devices_[m.uuid.value];
+    DeviceSeries& d = counters_.devices[m.uuid.value];
     d.parent_uuid = m.parent.value;
     d.mig_profile = m.profile;
     d.sharing = "mig";
     d.last_seen_us = now;
   }
   for (const DeviceUsage& u : usage) {
-    DeviceSeries& d = devices_[u.gpu.value];
+    DeviceSeries& d = counters_.devices[u.gpu.value];
     d.model = u.model;
     d.sharing = std::string(ToString(u.sharing));
     d.metered_s += u.duration_us() / 1e6;
@@ -173,11 +188,11 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
     d.unattributed_s += u.unattributed_us / 1e6;
     d.energy_j += u.energy_mj / 1e3;
     d.last_seen_us = now;
-    for (auto& [uuid, series] : devices_)
+    for (auto& [uuid, series] : counters_.devices)
       if (series.parent_uuid == u.gpu.value) series.model = u.model;
     const double dt = static_cast<double>(u.duration_us());
     for (const ConsumerUsage& c : u.consumers) {
-      auto [it, fresh] = containers_.try_emplace(ContainerKey{c.consumer, u.gpu.value});
+      auto [it, fresh] = counters_.containers.try_emplace(ContainerKey{c.consumer, u.gpu.value});
       ContainerSeries& s = it->second;
       if (fresh) {
         s.compute_share = ComputeShareBuckets();
@@ -198,18 +213,16 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
     }
   }
   // Containers gone for longer than the TTL stop being exported (their totals were scraped).
-  std::erase_if(containers_, [&](const auto& kv) {
+  std::erase_if(counters_.containers, [&](const auto& kv) {
     return now - kv.second.last_seen_us > options_.series_ttl_us;
   });
 }
 
-void Collector::Render(Micros now, double cycle_seconds) {
-  (void)cycle_seconds;
+std::string Collector::Render(const Counters& c, const std::string& node) {
   ExpositionWriter w;
-  const std::string& node = options_.node;
   w.Family("gpuledger_device_info", "A GPU or MIG instance on this node (value 1).",
            MetricType::kGauge);
-  for (const auto& [uuid, d] : devices_)
+  for (const auto& [uuid, d] : c.devices)
     w.Sample("gpuledger_device_info",
              {{"gpu_uuid", uuid}, {"gpu_model", d.model}, {"node", node},
               {"parent_uuid", d.parent_uuid}, {"mig_profile", d.mig_profile},
@@ -217,7 +230,7 @@ void Collector::Render(Micros now, double cycle_seconds) {
              1);
   auto device_counter = [&](const char* name, const char* help, double DeviceSeries::*field) {
     w.Family(name, help, MetricType::kCounter);
-    for (const auto& [uuid, d] : devices_)
+    for (const auto& [uuid, d] : c.devices)
       if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
   };
   device_counter("gpuledger_device_metered_seconds_total",
@@ -232,7 +245,7 @@ void Collector::Render(Micros now, double cycle_seconds) {
                  "Energy this physical GPU used while metered.", &DeviceSeries::energy_j);
   auto device_gauge = [&](const char* name, const char* help, double DeviceSeries::*field) {
     w.Family(name, help, MetricType::kGauge);
-    for (const auto& [uuid, d] : devices_)
+    for (const auto& [uuid, d] : c.devices)
       if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
   };
   device_gauge("gpuledger_device_memory_used_bytes", "GPU memory in use.", &DeviceSeries::memory_used_bytes);
@@ -247,7 +260,7 @@ void Collector::Render(Micros now, double cycle_seconds) {
   auto container_metric = [&](const char* name, const char* help, MetricType type,
                               double ContainerSeries::*field) {
     w.Family(name, help, type);
-    for (const auto& [k, s] : containers_) {
+    for (const auto& [k, s] : c.containers) {
       auto l = labels(k);
       w.Sample(name, std::span<const Label>(l), s.*field);
     }
@@ -269,7 +282,7 @@ void Collector::Render(Micros now, double cycle_seconds) {
                    &ContainerSeries::memory_used_bytes);
   w.Family("gpuledger_container_attribution_info",
            "How the container's figures were obtained (value 1).", MetricType::kGauge);
-  for (const auto& [k, s] : containers_) {
+  for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
     std::array<Label, 7> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", s.compute_source},
                              Label{"memory_source", s.memory_source}};
@@ -278,54 +291,54 @@ void Collector::Render(Micros now, double cycle_seconds) {
   w.Family("gpuledger_container_compute_share",
            "Fraction of the physical GPU the container used, observed once per cycle.",
            MetricType::kHistogram);
-  for (const auto& [k, s] : containers_) {
+  for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
     w.Histogram("gpuledger_container_compute_share", std::span<const Label>(l), s.compute_share);
   }
   w.Family("gpuledger_container_memory_usage_bytes",
            "GPU memory the container held, observed once per cycle.", MetricType::kHistogram);
-  for (const auto& [k, s] : containers_) {
+  for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
     w.Histogram("gpuledger_container_memory_usage_bytes", std::span<const Label>(l), s.memory_usage);
   }
   w.Family("gpuledger_agent_cycle_duration_seconds", "Time one collection cycle took.",
            MetricType::kHistogram);
-  w.Histogram("gpuledger_agent_cycle_duration_seconds", {}, cycle_seconds_);
+  w.Histogram("gpuledger_agent_cycle_duration_seconds", {}, c.cycle_seconds);
   w.Family("gpuledger_agent_source_up", "Whether the source answered in the last cycle.",
            MetricType::kGauge);
-  for (const auto& [source, up] : source_up_)
+  for (const auto& [source, up] : c.source_up)
     w.Sample("gpuledger_agent_source_up", {{"source", source}}, up ? 1 : 0);
   w.Family("gpuledger_agent_source_errors_total", "Errors from a source, by code.",
            MetricType::kCounter);
-  for (const auto& [key, n] : source_errors_)
+  for (const auto& [key, n] : c.source_errors)
     w.Sample("gpuledger_agent_source_errors_total", {{"source", key.first}, {"code", key.second}}, n);
   w.Family("gpuledger_agent_unresolved_processes_total",
            "GPU processes not tied to a known container, by reason.", MetricType::kCounter);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "unknown_container"}},
-           join_totals_.unknown_containers);
+           c.join_totals.unknown_containers);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}},
-           join_totals_.vanished_processes);
+           c.join_totals.vanished_processes);
   w.Family("gpuledger_agent_last_cycle_timestamp_seconds", "When the last cycle ended.",
            MetricType::kGauge);
-  w.Sample("gpuledger_agent_last_cycle_timestamp_seconds", static_cast<double>(now) / 1e6);
-
-  auto r = std::make_shared<Rendered>();
-  r->text = w.Take();
-  r->gzip = Gzip(r->text);
-  r->at_us = now;
-  std::lock_guard lock(mu_);
-  rendered_ = std::move(r);
-  last_cycle_end_us_ = now;
+  w.Sample("gpuledger_agent_last_cycle_timestamp_seconds", static_cast<double>(c.at_us) / 1e6);
+  return w.Take();
 }
 
 std::shared_ptr<const Rendered> Collector::Exposition() const {
+  std::lock_guard render_lock(render_mu_);
   std::lock_guard lock(mu_);
+  if (!rendered_ || rendered_->at_us != counters_.at_us || counters_.at_us == 0)
+    rendered_ = std::make_shared<const Rendered>(Render(counters_, options_.node), counters_.at_us);
   return rendered_;
 }
 
 bool Collector::Healthy(Micros max_age_us) const {
-  std::lock_guard lock(mu_);
-  return last_cycle_end_us_ != 0 && now_() - last_cycle_end_us_ <= max_age_us;
+  Micros last;
+  {
+    std::lock_guard lock(mu_);
+    last = counters_.at_us;
+  }
+  return last != 0 && now_() - last <= max_age_us;
 }
 
 }  // namespace gpuledger::agent

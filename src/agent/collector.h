@@ -1,9 +1,17 @@
 #pragma once
 // The agent's collection loop body (design section 6). Each Cycle() reads the GPUs, the
 // processes behind them and (when present) the kubelet and CRI views, builds an immutable
-// NodeSnapshot, attributes it, adds the result to monotonic counters and pre-renders the
-// exposition. /metrics only copies the latest rendering: no NVML, kubelet or CRI call is ever
-// on the scrape path, so a hung driver cannot stall a scrape.
+// NodeSnapshot, attributes it, adds the result to monotonic counters and publishes an
+// them. /metrics renders them, at most once per cycle however many scrapers ask (and gzips it
+// once, when first asked): no NVML, kubelet or CRI call is ever on the scrape path, so a hung
+// driver cannot stall a scrape. A cycle applies its results under a lock held for
+// microseconds; a rendering holds it for a few milliseconds, so a scrape can delay a cycle by
+// that much, never the other way round.
+//
+// Why not render every cycle, as design section 6 first said: with 200 containers the
+// exposition is ~1.7 MB (two histograms per container); rendering and gzipping it cost
+// ~16 ms of CPU per 1 s cycle, while Prometheus scrapes every 15-60 s. Rendering on demand
+// keeps the scrape path free of sources and the cycle's own cost near 1 ms.
 //
 // Thread-safety: Cycle() from one thread; Exposition()/Healthy() from any thread.
 
@@ -31,11 +39,17 @@ struct CollectorOptions {
   bool kubelet_socket_configured = true;
 };
 
-// The pre-rendered scrape body, plain and gzipped.
-struct Rendered {
-  std::string text;
-  std::string gzip;
-  Micros at_us = 0;
+// One rendering of the exposition; gzip is made on first use and kept.
+class Rendered {
+ public:
+  Rendered(std::string text, Micros at_us) : text(std::move(text)), at_us(at_us) {}
+  const std::string text;
+  const Micros at_us;
+  const std::string& gzip() const;
+
+ private:
+  mutable std::once_flag gzip_once_;
+  mutable std::string gzip_;
 };
 
 class Collector {
@@ -48,6 +62,7 @@ class Collector {
 
   void Cycle();
 
+  // The exposition of the latest cycle (rendered now if no scrape rendered it yet).
   std::shared_ptr<const Rendered> Exposition() const;
   // The last cycle finished within `max_age_us`.
   bool Healthy(Micros max_age_us) const;
@@ -72,12 +87,23 @@ class Collector {
     Micros last_seen_us = 0;
   };
 
+  // Everything /metrics shows. Guarded by mu_.
+  struct Counters {
+    std::map<std::string, DeviceSeries> devices;
+    std::map<ContainerKey, ContainerSeries> containers;
+    std::map<std::pair<std::string, std::string>, double> source_errors;  // (source, code)
+    std::map<std::string, bool> source_up;
+    HistogramData cycle_seconds;
+    JoinStats join_totals;
+    Micros at_us = 0;
+  };
+
   void RefreshKube(Micros now, bool force);
   void Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
                Micros now);
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
-  void Render(Micros now, double cycle_seconds);
+  static std::string Render(const Counters& c, const std::string& node);
 
   CollectorOptions options_;
   sources::GpuSource& gpus_;
@@ -88,16 +114,14 @@ class Collector {
 
   KubeView kube_;
   Micros kube_refreshed_us_ = 0;
-  std::map<std::string, DeviceSeries> devices_;
-  std::map<ContainerKey, ContainerSeries> containers_;
-  std::map<std::pair<std::string, std::string>, double> source_errors_;  // (source, code)
-  std::map<std::string, bool> source_up_;
-  HistogramData cycle_seconds_;
-  JoinStats join_totals_;
+  // A cycle's fault counts and source states, applied with its results (collector thread).
+  std::vector<std::pair<std::string, std::string>> pending_faults_;
+  std::map<std::string, bool> pending_up_;
 
   mutable std::mutex mu_;
-  std::shared_ptr<const Rendered> rendered_;  // guarded by mu_
-  Micros last_cycle_end_us_ = 0;              // guarded by mu_
+  Counters counters_;                                 // guarded by mu_
+  mutable std::shared_ptr<const Rendered> rendered_;  // guarded by mu_
+  mutable std::mutex render_mu_;                      // one rendering at a time
 };
 
 }  // namespace gpuledger::agent

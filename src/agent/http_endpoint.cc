@@ -44,7 +44,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
     const std::string accept = req.get_header_value("Accept-Encoding");
     if (accept.find("gzip") != std::string::npos) {
       res.set_header("Content-Encoding", "gzip");
-      res.set_content(r->gzip, content_type.c_str());
+      res.set_content(r->gzip(), content_type.c_str());
     } else {
       res.set_content(r->text, content_type.c_str());
     }

@@ -10,10 +10,15 @@
 namespace gpuledger::agent {
 namespace {
 
-struct PodKey {
-  std::string namespace_name, pod;
-  auto operator<=>(const PodKey&) const = default;
-};
+KubeIndex MakeIndex(const KubeView& kube) {
+  KubeIndex index;
+  for (const auto& sb : kube.sandboxes) {
+    index.sandbox_by_id[sb.id] = &sb;
+    if (sb.ready) index.ready_pods[{sb.namespace_name, sb.name}] = &sb;
+  }
+  for (const auto& c : kube.containers) index.container_by_id[c.id] = &c;
+  return index;
+}
 
 // Replica index of "GPU-x::3" or "nvidia0/vgpu3"; nullopt when the id names no replica.
 std::optional<int> ReplicaIndex(std::string_view id) {
@@ -28,6 +33,11 @@ std::optional<int> ReplicaIndex(std::string_view id) {
 }
 
 }  // namespace
+
+void KubeView::Reindex() {
+  index = MakeIndex(*this);
+  indexed = true;
+}
 
 std::string HostConsumerName(const procfs::ProcessIdentity& id) {
   const std::string& unit = id.unit;
@@ -69,20 +79,18 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   s.signals = reading.signals;
 
   // CRI: ready sandboxes by (namespace, pod) and by id; containers by id.
-  std::map<PodKey, const cri::PodSandbox*> ready_pods;
-  std::map<std::string, const cri::PodSandbox*> sandbox_by_id;
-  for (const auto& sb : kube.sandboxes) {
-    sandbox_by_id[sb.id] = &sb;
-    if (sb.ready) ready_pods[PodKey{sb.namespace_name, sb.name}] = &sb;
-  }
-  std::map<std::string, const cri::Container*> container_by_id;
-  for (const auto& c : kube.containers) container_by_id[c.id] = &c;
+  KubeIndex local;
+  if (!kube.indexed) local = MakeIndex(kube);
+  const KubeIndex& index = kube.indexed ? kube.index : local;
+  const auto& ready_pods = index.ready_pods;
+  const auto& sandbox_by_id = index.sandbox_by_id;
+  const auto& container_by_id = index.container_by_id;
 
   // Grants of running pods only.
   std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
   std::set<std::string> dra_devices;
   for (const auto& g : kube.grants) {
-    auto pod = ready_pods.find(PodKey{g.namespace_name, g.pod});
+    auto pod = ready_pods.find({g.namespace_name, g.pod});
     if (pod == ready_pods.end()) continue;
     ConsumerRef ref{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container};
     for (const auto& id : g.device_ids) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/snapshot.h"
@@ -21,12 +22,25 @@
 
 namespace gpuledger::agent {
 
+// Lookups over a KubeView's CRI lists; pointers into that view.
+struct KubeIndex {
+  std::map<std::pair<std::string, std::string>, const cri::PodSandbox*> ready_pods;  // (ns, pod)
+  std::unordered_map<std::string, const cri::PodSandbox*> sandbox_by_id;
+  std::unordered_map<std::string, const cri::Container*> container_by_id;
+};
+
 struct KubeView {
   bool present = false;  // a kubelet was ever seen: consumers are containers, else host users
   std::vector<kubelet::ContainerGrant> grants;
   std::vector<kubelet::AllocatableDevice> allocatable;
   std::vector<cri::PodSandbox> sandboxes;
   std::vector<cri::Container> containers;
+
+  // Rebuilds `index` after the lists change (they change every ~10 s; snapshots are built every
+  // cycle). A view whose index was never built is indexed on the fly.
+  void Reindex();
+  KubeIndex index;
+  bool indexed = false;
 };
 
 // Why a process could not be tied to a known container this cycle (counted, and the reason

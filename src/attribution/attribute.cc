@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -41,12 +42,17 @@ std::string JoinRules(const std::set<std::string>& rules) {
   return out;
 }
 
+// The grants and processes that name one physical GPU (or its MIG instances).
+struct GpuInputs {
+  std::vector<const MigInstance*> migs;
+  std::vector<const Grant*> grants;
+  std::vector<const ProcessObservation*> processes;
+};
+
 class GpuAttributor {
  public:
-  GpuAttributor(const NodeSnapshot& snap, const PhysicalGpu& gpu) : snap_(snap), gpu_(gpu) {
-    for (const auto& m : snap.mig_instances)
-      if (m.parent == gpu.uuid) migs_.push_back(&m);
-  }
+  GpuAttributor(const NodeSnapshot& snap, const PhysicalGpu& gpu, const GpuInputs& in)
+      : snap_(snap), gpu_(gpu), in_(in), migs_(in.migs) {}
 
   DeviceUsage Run() {
     out_.gpu = gpu_.uuid;
@@ -109,13 +115,15 @@ class GpuAttributor {
     // DRA: a device is split among the claims on it, a claim among the pods that name it.
     std::map<std::string, std::set<std::string>> claims_on_unit;    // unit id -> claims
     std::map<std::string, std::set<ConsumerRef>> pods_of_claim;     // claim -> consumers
-    for (const Grant& g : snap_.grants) {
+    for (const Grant* gp : in_.grants) {
+      const Grant& g = *gp;
       Unit unit;
       if (g.dra_claim.empty() || !Resolve(g.device_id, unit)) continue;
       claims_on_unit[std::string(BaseDeviceId(g.device_id))].insert(g.dra_claim);
       pods_of_claim[g.dra_claim].insert(g.consumer);
     }
-    for (const Grant& g : snap_.grants) {
+    for (const Grant* gp : in_.grants) {
+      const Grant& g = *gp;
       Unit unit;
       if (!Resolve(g.device_id, unit)) continue;
       SharePpd share = UnitShare(unit);
@@ -151,7 +159,8 @@ class GpuAttributor {
   }
 
   void CollectProcesses() {
-    for (const ProcessObservation& p : snap_.processes) {
+    for (const ProcessObservation* pp : in_.processes) {
+      const ProcessObservation& p = *pp;
       Unit unit;
       if (!Resolve(p.device.value, unit)) continue;
       Work& w = WorkFor(RefOf(p), p.device.value);
@@ -367,6 +376,7 @@ class GpuAttributor {
 
   const NodeSnapshot& snap_;
   const PhysicalGpu& gpu_;
+  const GpuInputs& in_;
   std::vector<const MigInstance*> migs_;
   std::vector<const ProcessObservation*> procs_;
   std::map<ConsumerRef, Work> work_;
@@ -385,9 +395,27 @@ std::string_view BaseDeviceId(std::string_view device_id) {
 }
 
 std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot) {
+  // One pass to hand each GPU its own grants and processes: a node of 8 GPUs and 200
+  // containers is attributed in O(GPUs + grants + processes), not their product.
+  std::vector<GpuInputs> inputs(snapshot.gpus.size());
+  std::unordered_map<std::string_view, std::size_t> gpu_of;  // GPU or MIG uuid -> GPU index
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) gpu_of.emplace(snapshot.gpus[i].uuid.value, i);
+  for (const MigInstance& m : snapshot.mig_instances) {
+    auto it = gpu_of.find(m.parent.value);
+    if (it == gpu_of.end()) continue;
+    inputs[it->second].migs.push_back(&m);
+    gpu_of.emplace(m.uuid.value, it->second);
+  }
+  for (const Grant& g : snapshot.grants)
+    if (auto it = gpu_of.find(BaseDeviceId(g.device_id)); it != gpu_of.end())
+      inputs[it->second].grants.push_back(&g);
+  for (const ProcessObservation& p : snapshot.processes)
+    if (auto it = gpu_of.find(BaseDeviceId(p.device.value)); it != gpu_of.end())
+      inputs[it->second].processes.push_back(&p);
   std::vector<DeviceUsage> out;
   out.reserve(snapshot.gpus.size());
-  for (const PhysicalGpu& gpu : snapshot.gpus) out.push_back(GpuAttributor(snapshot, gpu).Run());
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    out.push_back(GpuAttributor(snapshot, snapshot.gpus[i], inputs[i]).Run());
   return out;
 }
 

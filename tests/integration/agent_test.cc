@@ -103,6 +103,12 @@ nodes:
   - {name: ts-node, gpu_model: A100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
   - {name: mig-node, gpu_model: H100-80GB, gpus: 1, sharing: mig, mig_layout: [3g.40gb, 2g.20gb]}
   - {name: mps-node, gpu_model: L4, gpus: 1, sharing: mps, replicas: 4}
+  - name: bare-node
+    gpu_model: L4
+    gpus: 1
+    host_processes:
+      - {name: "user:alice", compute: {profile: constant, duty: 0.4}, memory: {bytes: 3GiB}}
+      - {name: "unit:slurmstepd.scope", compute: {profile: constant, duty: 0.2}, memory: {bytes: 1GiB}}
 workloads:
   - {namespace: ml, name: p20, node: ts-node, compute: {profile: constant, duty: 0.2}, memory: {bytes: 4GiB}}
   - {namespace: ml, name: p30, node: ts-node, compute: {profile: constant, duty: 0.3}, memory: {bytes: 6GiB}}
@@ -331,6 +337,25 @@ TEST_F(AgentTest, ReusedPidAndVanishedProcessAreNeverDoubleCounted) {
   Metrics m = Scrape();
   ExpectDeviceConserved(m);
   EXPECT_GT(m.Sum("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}}), 0);
+}
+
+// A bare-metal node (a shared GPU server, a Slurm node): no kubelet, so the same counters are
+// kept per Unix user and systemd unit.
+TEST_F(AgentTest, WithoutKubernetesAttributesToUsersAndUnits) {
+  StartNode("bare-node");
+  node_->kubelet().Stop();
+  node_->cri().Stop();
+  RunFor(3);
+  Metrics m = Scrape();
+  ExpectDeviceConserved(m);
+  const double metered = m.Sum("gpuledger_device_metered_seconds_total");
+  const double alice = m.Sum("gpuledger_container_compute_gpu_seconds_total",
+                             {{"namespace", "__host__"}, {"pod", "user:alice"}});
+  const double slurm = m.Sum("gpuledger_container_compute_gpu_seconds_total",
+                             {{"namespace", "__host__"}, {"pod", "unit:slurmstepd.scope"}});
+  EXPECT_NEAR(alice, 0.4 * metered, 0.02 * 0.4 * metered + 0.4 * 0.1);
+  EXPECT_NEAR(slurm, 0.2 * metered, 0.02 * 0.2 * metered + 0.2 * 0.1);
+  EXPECT_GT(m.Sum("gpuledger_container_memory_byte_seconds_total", {{"pod", "user:alice"}}), 0);
 }
 
 }  // namespace

@@ -20,11 +20,29 @@ Result<std::string> ReadProcFile(FileReader& files, int pid, std::string_view fi
 
 Result<ProcessIdentity> ProcSource::Inspect(int pid) {
   if (pid <= 0) return InvalidArgument(fmt::format("invalid pid {}", pid));
+  auto cgroup = ReadProcFile(files_, pid, "cgroup");
+  if (!cgroup) {
+    cache_.erase(pid);
+    return cgroup.error();
+  }
+  if (auto it = cache_.find(pid); it != cache_.end() && it->second.cgroup == *cgroup) {
+    it->second.touched = true;
+    return it->second.identity;
+  }
+  auto id = InspectUncached(pid, *cgroup);
+  if (id.ok()) cache_[pid] = Cached{std::move(*cgroup), *id, true};
+  return id;
+}
+
+void ProcSource::EndCycle() {
+  std::erase_if(cache_, [](const auto& kv) { return !kv.second.touched; });
+  for (auto& [pid, c] : cache_) c.touched = false;
+}
+
+Result<ProcessIdentity> ProcSource::InspectUncached(int pid, std::string cgroup_content) {
   ProcessIdentity id;
   id.pid = pid;
-
-  auto cgroup = ReadProcFile(files_, pid, "cgroup");
-  if (!cgroup) return cgroup.error();
+  const std::string* cgroup = &cgroup_content;
   if (auto ref = ParseProcCgroup(*cgroup)) id.container = std::move(*ref);
   id.unit = SystemdUnit(*cgroup);
 

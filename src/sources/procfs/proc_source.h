@@ -73,9 +73,23 @@ class ProcSource {
   explicit ProcSource(FileReader& files) : files_(files) {}
   // kNotFound when the process is gone (it may exit between NVML and here). An unreadable
   // environ (another user's process, a zombie) is not an error: visible_devices stays unset.
+  //
+  // Identities are cached per PID and revalidated by the content of /proc/<pid>/cgroup, one
+  // read instead of four per GPU process per cycle. A PID reused in another cgroup (another
+  // container) is read afresh; one reused in the same cgroup is the same container, which is
+  // all attribution needs.
   Result<ProcessIdentity> Inspect(int pid);
+  // Forgets cached PIDs not inspected since the previous call (call once per cycle).
+  void EndCycle();
 
  private:
+  struct Cached {
+    std::string cgroup;
+    ProcessIdentity identity;
+    bool touched = true;
+  };
+  Result<ProcessIdentity> InspectUncached(int pid, std::string cgroup);
+
   // /etc/passwd is read once; a uid missing from it triggers one re-read for that uid (users
   // added later are found), and the answer, name or uid text, is cached from then on.
   std::string UserName(int uid);
@@ -83,6 +97,7 @@ class ProcSource {
   FileReader& files_;
   std::optional<std::unordered_map<int, std::string>> passwd_;
   std::unordered_map<int, std::string> users_;  // every uid answered so far
+  std::unordered_map<int, Cached> cache_;
 };
 
 }  // namespace gpuledger::procfs
