@@ -40,10 +40,15 @@ void KubeView::Reindex() {
 }
 
 std::string HostConsumerName(const procfs::ProcessIdentity& id) {
+  // People first: on a shared GPU server or a Slurm node a regular user's process belongs to
+  // that user, whatever unit or scope it runs in. System accounts' processes belong to their
+  // service (a daemon, an inference server run by systemd).
+  const bool regular_user = id.uid >= 1000 && id.uid != 65534;
   const std::string& unit = id.unit;
-  bool user_unit = unit.starts_with("user@") || unit.starts_with("session-") || unit.empty();
-  if (!user_unit) return "unit:" + unit;
+  const bool service = !unit.empty() && !unit.starts_with("user@") && !unit.starts_with("session-");
+  if (!regular_user && service) return "unit:" + unit;
   if (!id.user.empty()) return "user:" + id.user;
+  if (id.uid >= 0) return "user:" + std::to_string(id.uid);
   return "pid:" + std::to_string(id.pid);
 }
 

@@ -50,8 +50,9 @@ struct JoinStats {
   int vanished_processes = 0;   // exited between NVML and /proc
 };
 
-// Consumer name for a process in no container: "unit:<name>" for a system service
-// (bare-metal daemons, Slurm steps), else "user:<name>"; "pid:<n>" when nothing is known.
+// Consumer name for a process in no container: "user:<name>" for a regular user (uid >= 1000)
+// wherever it runs, "unit:<name>" for a system account's service (a daemon, slurmstepd),
+// "pid:<n>" when nothing is known.
 std::string HostConsumerName(const procfs::ProcessIdentity& identity);
 
 // Builds the snapshot: resolves grants (dropping terminal pods), derives each GPU's sharing
