@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 .PHONY: demo test build deps clean
 
 demo: build
-	./$(BUILD)/src/cmd/gpuledger demo --no-serve
+	./$(BUILD)/src/cmd/gpuledger demo
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -9,6 +9,7 @@
 
 #include "cli/format.h"
 #include "cli/report_command.h"
+#include "cli/server_command.h"
 #include "common/file_util.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
@@ -105,7 +106,8 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, pipeli
 
 }  // namespace
 
-int RunDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
+int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& out,
+            std::ostream& err) {
   const auto started = std::chrono::steady_clock::now();
   auto inputs = ParseInputs(o);
   if (!inputs) {
@@ -131,7 +133,8 @@ int RunDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
   sim::Simulator simulator(scenario, inputs->step_us);
   std::map<std::string, pipeline::NodeFacts> facts;
   for (const auto& n : scenario.nodes)
-    facts[n.name] = pipeline::NodeFacts{{scenario.cluster, n.name, n.pricing_class}, n.region};
+    facts[n.name] =
+        pipeline::NodeFacts{{scenario.cluster, n.name, n.pricing_class}, n.region, n.labels};
   pipeline::SnapshotPipeline pipe(
       **store, inputs->catalog,
       [&](const ConsumerRef& ref) {
@@ -160,6 +163,13 @@ int RunDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
                      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
   out << fmt::format("ledger: {} ({} device-hours, {} usage rows) built in {:.1f}s\n", db,
                      pipe.stats().device_hours, pipe.stats().usage_rows, seconds);
+  // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
+  out << "node prices (per GPU-hour, GPU part; how):\n";
+  for (const auto& [key, np] : pipe.stats().node_prices) {
+    out << fmt::format("  {:<18} {:>12} {:<9} {}\n", key.substr(0, key.find('|')),
+                       np.priced ? Money(np.gpu_hourly_nanos) : "unpriced", np.pricing_class,
+                       np.method);
+  }
 
   // Chargeback by namespace and by team, with the naive method beside it.
   for (const auto& [by, title] : {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
@@ -241,7 +251,12 @@ int RunDemo(const DemoOptions& o, std::ostream& out, std::ostream& err) {
     out << "truth written to " << o.truth << "\n";
   }
   out << fmt::format("\nnext: gpuledger report --db {} --by label:team --policy compute\n", db);
-  return measured_ok == measured && alloc_exact == total ? 0 : 1;
+  const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
+  if (o.no_serve) return code;
+  store->reset();  // the server opens its own connection
+  out << "\n";
+  int served = ServeLedger(db, o.listen, "", true, stop, out, err);
+  return code != 0 ? code : served;
 }
 
 }  // namespace gpuledger::cli

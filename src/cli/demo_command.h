@@ -2,6 +2,7 @@
 // `gpuledger demo`: simulate a cluster, build its ledger, print the chargeback beside what the
 // naive per-device method would say, and check the attribution against the simulator's truth.
 
+#include <atomic>
 #include <ostream>
 #include <string>
 
@@ -14,9 +15,11 @@ struct DemoOptions {
   std::string out_dir = "gpuledger-demo";
   std::string truth;                 // CSV of the simulator's true per-container figures
   std::string catalog;               // price catalog YAML on top of the built-in one
-  bool no_serve = true;              // the server issue adds serving the UI
+  bool no_serve = false;             // else the ledger's API is served until Ctrl-C
+  std::string listen = "127.0.0.1:8080";
 };
 
-int RunDemo(const DemoOptions& options, std::ostream& out, std::ostream& err);
+int RunDemo(const DemoOptions& options, const std::atomic<bool>& stop, std::ostream& out,
+            std::ostream& err);
 
 }  // namespace gpuledger::cli

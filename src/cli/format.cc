@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
+#include "report/report_json.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -19,22 +19,6 @@ std::string Thousands(std::int64_t v) {
     out += digits[i];
   }
   return (v < 0 ? "-" : "") + out;
-}
-
-// Byte-µs can exceed 64 bits (see units.h); JSON gets an integer when it fits, else a float.
-nlohmann::json ByteMicrosJson(ByteMicros v) {
-  double r = std::round(v);
-  if (r >= 0 && r < 1.8e19) return static_cast<std::uint64_t>(r);
-  return r;
-}
-
-nlohmann::json FiguresJson(const report::Figures& f) {
-  return {{"allocated_gpu_us", f.allocated_gpu_us},
-          {"compute_gpu_us", f.compute_gpu_us},
-          {"memory_byte_us", ByteMicrosJson(f.memory_byte_us)},
-          {"energy_mj", f.energy_mj},
-          {"cost_nanos", f.cost_nanos},
-          {"quality", std::string(ToString(f.quality))}};
 }
 
 std::string CsvField(const std::string& s) {
@@ -73,30 +57,7 @@ Result<Format> ParseFormat(std::string_view text) {
 
 std::string RenderReport(const report::Report& r, Format format) {
   const std::string aggregate = report::ToString(r.group_by);
-  if (format == Format::kJson) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : r.rows) {
-      nlohmann::json j = FiguresJson(row.figures);
-      j["key"] = row.key;
-      rows.push_back(std::move(j));
-    }
-    nlohmann::json out = {
-        {"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
-        {"aggregate", aggregate},
-        {"policy", cost::ToString(r.policy)},
-        {"idle_handling", cost::ToString(r.idle_handling)},
-        {"rows", rows},
-        {"idle", FiguresJson(r.idle)},
-        {"unattributed", FiguresJson(r.unattributed)},
-        {"total",
-         {{"device_cost_nanos", r.total.device_cost_nanos},
-          {"metered_us", r.total.metered_us},
-          {"unmetered_us", r.total.unmetered_us},
-          {"busy_us", r.total.busy_us},
-          {"device_hours", r.total.device_hours},
-          {"unpriced_models", r.total.unpriced_models}}}};
-    return out.dump(2) + "\n";
-  }
+  if (format == Format::kJson) return report::ReportToJson(r);
   if (format == Format::kCsv) {
     std::string out = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us,energy_mj,cost_nanos,quality\n";
     auto line = [&](const std::string& key, const report::Figures& f) {

@@ -12,6 +12,8 @@ namespace gpuledger::cli {
 
 struct ReportOptions {
   std::string db;
+  std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
+  std::string token_file;  // bearer token for --server
   std::string window = "all";
   std::string by = "namespace";
   std::string policy = "allocation";

@@ -2,6 +2,7 @@
 // 1 failure, 2 bad input (flags, files).
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <csignal>
 #include <iostream>
@@ -11,7 +12,10 @@
 #include "cmd/run_agent.h"
 
 #include "cli/demo_command.h"
+#include "cli/export_command.h"
+#include "cli/reconcile_command.h"
 #include "cli/report_command.h"
+#include "cli/server_command.h"
 #include "cli/sim_command.h"
 #include "cli/sim_node_command.h"
 
@@ -43,11 +47,14 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--out", demo.out_dir, "output directory")->capture_default_str();
   demo_cmd->add_option("--truth", demo.truth, "write the simulator's true per-container figures (CSV)");
   demo_cmd->add_option("--catalog", demo.catalog, "price catalog YAML (on top of the built-in prices)");
-  demo_cmd->add_flag("--no-serve", demo.no_serve, "do not start the server afterwards");
+  demo_cmd->add_flag("--no-serve", demo.no_serve, "do not serve the ledger afterwards");
+  demo_cmd->add_option("--listen", demo.listen, "where to serve the ledger")->capture_default_str();
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "chargeback report from a ledger");
-  report_cmd->add_option("--db", report.db, "ledger file (SQLite)")->required();
+  report_cmd->add_option("--db", report.db, "ledger file (SQLite)");
+  report_cmd->add_option("--server", report.server, "read from a running server (http://HOST:PORT)");
+  report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
   report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")->capture_default_str();
   report_cmd->add_option("--by", report.by,
                          "namespace | label:KEY | controller | node | gpu_model | device | container | pod | sharing_mode (comma-separated for several levels)")
@@ -84,6 +91,31 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--interval", agent.interval, "collection interval")->capture_default_str();
   agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")->capture_default_str();
 
+  ServerOptions server;
+  auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
+  server_cmd->add_option("--source", server.source, "scrape | prometheus=URL | files=DIR (not in this version)");
+  server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH")->required();
+  server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
+  server_cmd->add_option("--token-file", server.token_file, "require this bearer token on /api");
+  server_cmd->add_option("--catalog", server.catalog, "price catalog YAML");
+
+  ReconcileOptions reconcile;
+  auto* reconcile_cmd = app.add_subcommand("reconcile", "scale modelled device costs to a FOCUS CSV bill, per node and day");
+  reconcile_cmd->add_option("--db", reconcile.db, "ledger file (SQLite)")->required();
+  reconcile_cmd->add_option("--bill", reconcile.bill, "FOCUS CSV bill (BilledCost, ResourceId, ChargePeriodStart/End)")->required();
+
+  ExportCommandOptions export_opts;
+  gpuledger::billing::ExportOptions& eo = export_opts.export_options;
+  auto* export_cmd = app.add_subcommand("export", "FOCUS 1.2 or CSV rows per charge period and workload");
+  export_cmd->add_option("--db", export_opts.db, "ledger file (SQLite)")->required();
+  export_cmd->add_option("--format", eo.format, "focus | csv")->capture_default_str();
+  export_cmd->add_option("--window", eo.window, "all | 7d | START,END (RFC 3339)")->capture_default_str();
+  export_cmd->add_option("--period", eo.period, "charge period: hour | day")->capture_default_str();
+  export_cmd->add_option("--policy", eo.policy, "allocation | compute | memory | hybrid:ALPHA")->capture_default_str();
+  export_cmd->add_option("--idle", eo.idle, "keep | share | namespace:NS")->capture_default_str();
+  export_cmd->add_option("--team-label", eo.team_label, "pod/namespace label put in Tags")->capture_default_str();
+  export_cmd->add_option("--out", export_opts.out, "file to write (default: stdout)");
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -96,13 +128,27 @@ int main(int argc, char** argv) {
     app.exit(e);
     return 2;
   }
-  if (demo_cmd->parsed()) return RunDemo(demo, std::cout, std::cerr);
-  if (report_cmd->parsed()) return RunReport(report, std::cout, std::cerr);
+  if (reconcile_cmd->parsed()) {
+    reconcile.imported_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+    return RunReconcile(reconcile, std::cout, std::cerr);
+  }
+  if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);
+  if (report_cmd->parsed()) {
+    if (report.db.empty() && report.server.empty()) {
+      std::cerr << "error: give --db FILE or --server URL\n";
+      return 2;
+    }
+    return RunReport(report, std::cout, std::cerr);
+  }
   if (example_cmd->parsed()) return RunSimExample(std::cout);
   if (import_cmd->parsed()) return RunSimImportAlibaba(import, std::cout, std::cerr);
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
+  if (demo_cmd->parsed()) return RunDemo(demo, g_stop, std::cout, std::cerr);
+  if (server_cmd->parsed()) return RunServer(server, g_stop, std::cout, std::cerr);
   if (node_cmd->parsed()) {
     node.agent_binary = std::filesystem::absolute(argv[0]).string();
     return RunSimNode(node, g_stop, std::cout, std::cerr);

@@ -50,9 +50,7 @@ constexpr Nanos PerGpu(Nanos instance_nanos, int gpus) {
   return (2 * instance_nanos + gpus) / (2 * gpus);
 }
 
-// Reserved: on-demand x 0.65. Assumption, not in the data: AWS 1-year no-upfront Savings Plans
-// and Reserved Instances for GPU families typically save 30-40% against on-demand; we take 35%.
-constexpr int kReservedPercent = 65;
+// Reserved: on-demand x kReservedPercent (catalog.h).
 constexpr Nanos Reserved(Nanos on_demand) { return (on_demand * kReservedPercent + 50) / 100; }
 
 // On-prem amortised: purchase price per GPU (the GPU's share of a typical server of its class,
@@ -233,8 +231,30 @@ std::string NormalizeGpuModel(std::string_view product_name) {
   return std::string(trimmed);
 }
 
+const InstanceType* Catalog::FindInstanceType(std::string_view name,
+                                              std::string_view region) const {
+  const InstanceType* any = nullptr;
+  const InstanceType* first = nullptr;
+  for (const auto& t : instance_types) {
+    if (t.name != name) continue;
+    if (!region.empty() && t.region == region) return &t;
+    if (t.region.empty() && any == nullptr) any = &t;
+    if (first == nullptr) first = &t;
+  }
+  return any != nullptr ? any : first;
+}
+
+const HostRates* Catalog::FindHostRates(std::string_view name) const {
+  for (const auto& r : host_rates) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
 Catalog DefaultCatalog() {
   Catalog c;
+  c.host_rates = DefaultHostRates();
+  c.instance_types = DefaultInstanceTypes();
   for (const auto& r : kOnDemand) {
     Nanos hourly = PerGpu(r.instance_nanos, r.gpus);
     Add(c, r.model, "on-demand", hourly,

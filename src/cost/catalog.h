@@ -3,6 +3,7 @@
 // region. Built-in defaults are derived from public price lists (each entry cites its source
 // and date); a YAML file (docs/pricing.md) overrides or extends them.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,8 +11,13 @@
 
 #include "common/result.h"
 #include "common/units.h"
+#include "cost/instance_types.h"
 
 namespace gpuledger::cost {
+
+// Reserved = on-demand x 65%. Assumption, not in the data: AWS 1-year no-upfront Savings Plans
+// and Reserved Instances for GPU families typically save 30-40% against on-demand; we take 35%.
+inline constexpr int kReservedPercent = 65;
 
 struct PriceEntry {
   std::string gpu_model;      // catalog model name, e.g. "H100-80GB" (see NormalizeGpuModel)
@@ -21,10 +27,41 @@ struct PriceEntry {
   std::string source;         // where the number comes from, with its date
 };
 
+// A per-node price override (docs/pricing.md, "Per-node overrides"). Exactly one of `node` and
+// `selector` is set; any of the rest may be.
+struct NodeOverride {
+  std::string node;                                // node name
+  std::map<std::string, std::string> selector;     // every label must equal its value
+  std::string pricing_class;                       // empty: keep the class the labels give
+  std::optional<Nanos> hourly_per_gpu_nanos;       // GPU part of one GPU, per hour
+  std::optional<Nanos> instance_hourly_nanos;      // whole node, split like an instance price
+  std::string source;                              // why: a contract, a quote
+  std::string where;                               // "prices.yaml:12", for explanations
+};
+
+// On-prem pricing: the GPU's purchase price straight-line over the depreciation period, plus
+// the electricity its measured energy used, times PUE.
+struct OnPremConfig {
+  std::int64_t depreciation_hours = 4 * 8760;
+  std::map<std::string, Nanos> purchase_price_nanos;  // per GPU, by catalog model name
+  Nanos electricity_per_kwh_nanos = 0;
+  int pue_permille = 1000;                            // facility overhead: 1.4 -> 1400
+  std::string where;
+};
+
 struct Catalog {
   std::string currency = "USD";
   std::string default_class = "on-demand";
   std::vector<PriceEntry> entries;
+  std::vector<HostRates> host_rates;
+  std::vector<InstanceType> instance_types;
+  std::vector<NodeOverride> overrides;
+  std::optional<OnPremConfig> on_prem;
+
+  // The row for `name` in `region`, else a row for `name` in any region (rows with an empty
+  // region first, then the first listed). nullptr when the name is unknown.
+  const InstanceType* FindInstanceType(std::string_view name, std::string_view region) const;
+  const HostRates* FindHostRates(std::string_view name) const;
 
   // Most specific match: (model, class, region), then (model, class, any region). A missing
   // class falls back to nothing: a spot node without a spot price is an error, not on-demand.
@@ -41,10 +78,13 @@ std::string NormalizeGpuModel(std::string_view product_name);
 // (never through a double). Digits with an optional '-' and at most 9 decimals; no exponent.
 Result<Nanos> ParseDecimalNanos(std::string_view text);
 
-// The built-in catalog (sources cited per entry).
+// The built-in catalog (sources cited per entry): per-GPU prices, host rates and instance types.
+// No overrides and no on-prem section (on-prem nodes use the per-GPU on-prem estimates).
 Catalog DefaultCatalog();
 
-// Parses a catalog YAML document on top of `base` (entries replace same model/class/region).
+// Parses a catalog YAML document on top of `base` (entries replace same model/class/region;
+// instance types and host rates replace the same name and region; overrides are appended after
+// the base's; an on_prem section replaces the base's).
 // Errors name file:line and the field: "prices.yaml:7: field 'hourly': expected a number".
 Result<Catalog> ParseCatalogYaml(std::string_view text, std::string_view file_name,
                                  const Catalog& base);

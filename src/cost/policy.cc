@@ -252,9 +252,12 @@ std::string ToString(const IdleHandling& idle) {
   return "keep";
 }
 
-DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
-                               const Policy& policy, const IdleHandling& idle) {
-  Nanos price = device.price_nanos;
+namespace {
+
+// The policy split of `price` (any sign).
+DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device,
+                             std::span<const UsageRow> usage, const Policy& policy,
+                             const IdleHandling& idle) {
   if (price >= 0) return SplitNonNegative(price, device, usage, policy, idle);
   // A negative price (a credit) is split as its magnitude and negated, so the parts still sum
   // to it exactly. INT64_MIN has no magnitude in int64: split it in two halves.
@@ -273,6 +276,51 @@ DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRo
   for (auto& c : cost.consumers) c = -c;
   cost.idle = -cost.idle;
   cost.unattributed = -cost.unattributed;
+  return cost;
+}
+
+// The electricity part (>= 0) by measured energy: consumers' energy_mj, then the device's
+// unattributed and idle energy. Idle handling `share` spreads the idle part by the consumers'
+// energy (by allocation when they used none; it stays idle with no consumer weight at all).
+DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device,
+                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+  auto mj = [](MilliJoules v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; };
+  std::vector<std::uint64_t> w;
+  w.reserve(usage.size() + 2);
+  for (const auto& row : usage) w.push_back(mj(row.energy_mj));
+  w.push_back(mj(device.unattributed_energy_mj));
+  w.push_back(mj(device.idle_energy_mj));
+  auto shares = Apportion(amount, w);
+  DeviceHourCost cost;
+  cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
+  cost.unattributed = shares[usage.size()];
+  cost.idle = shares[usage.size() + 1];
+  if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
+    std::vector<std::uint64_t> share(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(usage.size()));
+    if (AllZero(share)) share = ShareWeights(PolicyKind::kAllocation, usage);
+    if (!AllZero(share)) {
+      auto extra = Apportion(cost.idle, share);
+      for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += extra[i];
+      cost.idle = 0;
+    }
+  }
+  return cost;
+}
+
+}  // namespace
+
+DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
+                               const Policy& policy, const IdleHandling& idle) {
+  const Nanos price = device.price_nanos;
+  const Nanos energy = device.energy_price_nanos;
+  // The electricity part is split by energy only when it is a part of a non-negative price;
+  // anything else (a bad row) is split whole by the policy, which still conserves the price.
+  if (energy <= 0 || price < energy) return SplitByPolicy(price, device, usage, policy, idle);
+  DeviceHourCost cost = SplitByPolicy(price - energy, device, usage, policy, idle);
+  DeviceHourCost e = SplitEnergy(energy, device, usage, idle);
+  for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += e.consumers[i];
+  cost.idle += e.idle;
+  cost.unattributed += e.unattributed;
   return cost;
 }
 

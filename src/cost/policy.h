@@ -53,6 +53,9 @@ struct DeviceHourCost {
 //   hybrid:a:   round(a x price) by allocation + the rest by compute, each exact.
 // Idle handling share: the idle part is re-apportioned over the consumers by the same weights
 // (stays idle when the device had no consumer).
+// Electricity: when 0 < device.energy_price_nanos <= price_nanos, that part is apportioned by
+// measured energy instead (consumers' energy_mj, unattributed_energy_mj, idle_energy_mj; idle
+// handling as above, by energy) and only the rest by the policy.
 DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
                                const Policy& policy, const IdleHandling& idle);
 

@@ -261,6 +261,18 @@ TEST(SplitDeviceHour, PropertyConservesMoneyExactly) {
       usage.push_back(Row(a, cu, mem));
     }
     d.unallocated_us = left;
+    // Electricity (on-prem): a part of the price split by measured energy; sometimes a bad row
+    // (more than the price, negative), which must still conserve.
+    int energy_kind = static_cast<int>(uniform(0, 9));
+    if (energy_kind >= 3) {
+      d.energy_price_nanos = energy_kind == 3   ? d.price_nanos
+                             : energy_kind == 4 ? d.price_nanos + uniform(1, 1000)
+                             : energy_kind == 5 ? -uniform(1, 1000)
+                                                : uniform(0, d.price_nanos);
+      d.idle_energy_mj = uniform(0, 3'000'000'000);
+      d.unattributed_energy_mj = uniform(0, 9) == 0 ? -5 : uniform(0, 1'000'000'000);
+      for (auto& r : usage) r.energy_mj = uniform(0, 9) == 0 ? 0 : uniform(0, 2'000'000'000);
+    }
     for (const Policy& p : policies) {
       for (const IdleHandling& h : handlings) {
         auto c = SplitDeviceHour(d, usage, p, h);

@@ -21,6 +21,8 @@ struct DeviceHour {
   SharingMode sharing = SharingMode::kExclusive;
   std::string pricing_class;       // "on-demand", "spot", "reserved", "on-prem"
   Nanos price_nanos = 0;           // what this device cost in this hour (hourly price x metered)
+  Nanos energy_price_nanos = 0;    // the part of price_nanos that is electricity, charged by
+                                   // measured energy (on-prem); 0 for cloud prices
   GpuMicros metered_us = 0;        // time the device was observed in this hour
   GpuMicros unmetered_us = 0;      // time in the hour nobody observed (agent down, gaps)
   GpuMicros unallocated_us = 0;    // metered time no grant covered: the allocation-idle remainder

@@ -14,13 +14,17 @@ SnapshotPipeline::SnapshotPipeline(store::LedgerStore& store, const cost::Catalo
       node_facts_(std::move(node_facts)),
       ledger_(std::move(describe)) {}
 
-Nanos SnapshotPipeline::HourlyPrice(const std::string& model, const NodeFacts& facts) {
-  const std::string key = model + "|" + facts.context.pricing_class + "|" + facts.region;
-  if (auto it = price_cache_.find(key); it != price_cache_.end()) return it->second;
-  auto entry = catalog_.Find(model, facts.context.pricing_class, facts.region);
-  Nanos price = entry ? entry->hourly_nanos : -1;
-  price_cache_[key] = price;
-  return price;
+// Resolved once per (node, model): labels do not change within a run.
+const cost::NodePrice& SnapshotPipeline::PriceOf(const std::string& model, const NodeFacts& facts) {
+  const std::string key = facts.context.node + "|" + model;
+  if (auto it = stats_.node_prices.find(key); it != stats_.node_prices.end()) return it->second;
+  cost::NodeInfo info;
+  info.name = facts.context.node;
+  info.labels = facts.labels;
+  info.region_hint = facts.region;
+  info.pricing_class_hint = facts.context.pricing_class;
+  info.gpu_model_hint = model;
+  return stats_.node_prices.emplace(key, cost::ResolveNodePrice(catalog_, info)).first->second;
 }
 
 Status SnapshotPipeline::Add(const NodeSnapshot& snapshot) {
@@ -34,8 +38,9 @@ Status SnapshotPipeline::Add(const NodeSnapshot& snapshot) {
   const NodeFacts& facts = fit->second;
   auto usage = attribution::Attribute(snapshot);
   for (const DeviceUsage& u : usage) {
-    Nanos hourly = HourlyPrice(u.model, facts);
-    Nanos interval_price = hourly > 0 ? cost::PriceForMetered(hourly, u.duration_us()) : 0;
+    const cost::NodePrice& np = PriceOf(u.model, facts);
+    Nanos interval_price =
+        np.priced ? cost::PriceForMetered(np.gpu_hourly_nanos, u.duration_us()) : 0;
     for (const ConsumerUsage& c : u.consumers) {
       NaiveTally& t = naive_[c.consumer];
       t.compute_us += u.busy_us;
@@ -52,15 +57,21 @@ Status SnapshotPipeline::Flush(Micros before_us) {
   if (hours.empty()) return Status::Ok();
   for (LedgerHour& h : hours) {
     const NodeFacts& facts = facts_cache_.at(h.device.node);
-    Nanos hourly = HourlyPrice(h.device.gpu_model, facts);
-    if (hourly < 0) {
+    const cost::NodePrice& np = PriceOf(h.device.gpu_model, facts);
+    if (!np.priced) {
       // Degrade, do not fail: the hour is recorded with its usage and no price, and reports
       // list the model as unpriced until the catalog names it.
       h.device.pricing_class = "unpriced";
       h.device.price_nanos = 0;
+      h.device.energy_price_nanos = 0;
       stats_.unpriced_models.insert(h.device.gpu_model);
     } else {
-      h.device.price_nanos = cost::PriceForMetered(hourly, h.device.metered_us);
+      // The GPU part for the metered time, plus on-prem electricity by the measured energy.
+      h.device.pricing_class = np.pricing_class;
+      h.device.energy_price_nanos =
+          cost::ElectricityPrice(h.device.energy_mj, np.electricity_per_kwh_nanos, np.pue_permille);
+      h.device.price_nanos = cost::PriceForMetered(np.gpu_hourly_nanos, h.device.metered_us) +
+                             h.device.energy_price_nanos;
     }
     stats_.usage_rows += static_cast<std::int64_t>(h.usage.size());
   }

@@ -14,14 +14,18 @@
 #include "attribution/hourly_ledger.h"
 #include "common/result.h"
 #include "cost/catalog.h"
+#include "cost/node_pricing.h"
 #include "model/snapshot.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::pipeline {
 
+// What the pipeline knows of a node. Prices come from cost::ResolveNodePrice over the labels;
+// context.pricing_class and region are the fallbacks when no label says.
 struct NodeFacts {
   attribution::NodeContext context;
   std::string region;
+  std::map<std::string, std::string> labels;
 };
 
 struct NaiveTally {
@@ -34,6 +38,7 @@ struct PipelineStats {
   std::int64_t device_hours = 0;
   std::int64_t usage_rows = 0;
   std::set<std::string> unpriced_models;
+  std::map<std::string, cost::NodePrice> node_prices;  // "node|model" -> how it was priced
 };
 
 class SnapshotPipeline {
@@ -54,14 +59,13 @@ class SnapshotPipeline {
 
  private:
   Status Flush(Micros before_us);
-  Nanos HourlyPrice(const std::string& model, const NodeFacts& facts);
+  const cost::NodePrice& PriceOf(const std::string& model, const NodeFacts& facts);
 
   store::LedgerStore& store_;
   const cost::Catalog& catalog_;
   std::function<NodeFacts(const std::string&)> node_facts_;
   attribution::HourlyLedger ledger_;
   std::map<std::string, NodeFacts> facts_cache_;
-  std::map<std::string, Nanos> price_cache_;     // "model|class|region" -> hourly, -1 unpriced
   std::map<ConsumerRef, NaiveTally> naive_;
   Micros open_hour_ = INT64_MIN;
   PipelineStats stats_;

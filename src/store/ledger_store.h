@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "common/units.h"
 #include "model/ledger.h"
+#include "model/reconciliation.h"
 
 namespace gpuledger::store {
 
@@ -40,6 +41,20 @@ class LedgerStore {
   // includes "schema_version", which the store owns: PutMeta refuses that key.
   virtual Status PutMeta(const std::string& key, const std::string& value) = 0;
   virtual Result<std::map<std::string, std::string>> ReadMeta() = 0;
+
+  // Bill reconciliations (one per node and UTC day), written in one transaction: each replaces
+  // the one of its (node, day_us), so re-importing a bill is idempotent. On any failure nothing
+  // of the span is kept. A store that cannot hold them says kUnsupported.
+  virtual Status WriteReconciliations(std::span<const Reconciliation> reconciliations) {
+    (void)reconciliations;
+    return Unsupported("this ledger store cannot record bill reconciliations");
+  }
+  // Reconciliations whose day starts in [from_us, to_us), ordered by (day_us, node). A store
+  // that cannot hold them has none.
+  virtual Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) {
+    (void)range;
+    return std::vector<Reconciliation>{};
+  }
 };
 
 struct SqliteLedgerOptions {

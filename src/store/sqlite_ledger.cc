@@ -20,7 +20,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 1;
+constexpr std::int64_t kSchemaVersion = 3;
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1.
@@ -92,6 +92,26 @@ CREATE TABLE namespace_labels (
   PRIMARY KEY (namespace, key)
 ) STRICT;
 )sql",
+    // 1 -> 2: bill reconciliations, one per (node, UTC day). The factor is kept as the exact
+    // reduced ratio text; factor_ppm is for people reading the table.
+    R"sql(
+CREATE TABLE reconciliations (
+  node           TEXT    NOT NULL,
+  day_us         INTEGER NOT NULL,
+  modelled_nanos INTEGER NOT NULL,
+  billed_nanos   INTEGER NOT NULL,
+  factor         TEXT    NOT NULL,
+  factor_ppm     INTEGER NOT NULL,
+  currency       TEXT    NOT NULL,
+  bill_file      TEXT    NOT NULL,
+  imported_at_us INTEGER NOT NULL,
+  PRIMARY KEY (day_us, node)
+) STRICT;
+)sql",
+    // 2 -> 3: the electricity part of a device-hour's price (on-prem, by measured energy).
+    R"sql(
+ALTER TABLE device_hours ADD COLUMN energy_price_nanos INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -101,7 +121,7 @@ constexpr std::string_view kDeviceColumns =
     "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, price_nanos, "
     "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, unattributed_us, "
     "memory_total_bytes, unattributed_memory_byte_us, energy_mj, idle_energy_mj, "
-    "unattributed_energy_mj";
+    "unattributed_energy_mj, energy_price_nanos";
 constexpr std::string_view kUsageColumns =
     "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, owner_name, node, "
     "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_byte_us, "
@@ -122,6 +142,8 @@ class SqliteLedger final : public LedgerStore {
   Result<TimeRange> Extent() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
+  Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
+  Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
 
  private:
   Status CheckWritable() const;
@@ -144,6 +166,8 @@ class SqliteLedger final : public LedgerStore {
   SqliteStmt extent_;
   SqliteStmt put_meta_;
   SqliteStmt read_meta_;
+  SqliteStmt upsert_reconciliation_;
+  SqliteStmt read_reconciliations_;
 };
 
 Status SqliteLedger::Prepare() {
@@ -153,10 +177,13 @@ Status SqliteLedger::Prepare() {
     std::string_view what;
   };
   const std::string device_values =
-      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19";
+      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
   const std::string usage_values =
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
-  const std::array<Spec, 13> specs = {{
+  constexpr std::string_view kReconciliationColumns =
+      "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
+      "imported_at_us";
+  const std::array<Spec, 15> specs = {{
       {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
        "delete usage_hours"},
       {&upsert_device_,
@@ -198,6 +225,16 @@ Status SqliteLedger::Prepare() {
       {&extent_, "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours", "read extent"},
       {&put_meta_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", "write meta"},
       {&read_meta_, "SELECT key, value FROM meta ORDER BY key", "read meta"},
+      {&upsert_reconciliation_,
+       fmt::format("INSERT OR REPLACE INTO reconciliations ({}) VALUES "
+                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+                   kReconciliationColumns),
+       "write reconciliations"},
+      {&read_reconciliations_,
+       fmt::format("SELECT {} FROM reconciliations WHERE day_us >= ?1 AND day_us < ?2 "
+                   "ORDER BY day_us, node",
+                   kReconciliationColumns),
+       "read reconciliations"},
   }};
   for (const Spec& spec : specs) {
     auto stmt = db_->Prepare(spec.sql, spec.what);
@@ -276,6 +313,7 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
   dev.Bind(17, d.energy_mj);
   dev.Bind(18, d.idle_energy_mj);
   dev.Bind(19, d.unattributed_energy_mj);
+  dev.Bind(20, d.energy_price_nanos);
   if (Status s = dev.Run(); !s) return s;
 
   SqliteStmt& ins = insert_usage_;
@@ -384,6 +422,7 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
     d.energy_mj = q.Int(16);
     d.idle_energy_mj = q.Int(17);
     d.unattributed_energy_mj = q.Int(18);
+    d.energy_price_nanos = q.Int(19);
     out.push_back(std::move(d));
   }
   return out;
@@ -508,6 +547,58 @@ Result<std::map<std::string, std::string>> SqliteLedger::ReadMeta() {
     if (!row) return row.error();
     if (!*row) break;
     out.emplace(read_meta_.Text(0), read_meta_.Text(1));
+  }
+  return out;
+}
+
+Status SqliteLedger::WriteReconciliations(std::span<const Reconciliation> reconciliations) {
+  if (reconciliations.empty()) return Status::Ok();
+  if (Status s = CheckWritable(); !s) return s;
+  for (const Reconciliation& r : reconciliations) {
+    if (r.node.empty() || DayStart(r.day_us) != r.day_us) {
+      return InvalidArgument(fmt::format(
+          "sqlite {}: reconciliations row (node '{}', day_us {}): empty node or not a day start",
+          db_->path(), r.node, r.day_us));
+    }
+  }
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
+  if (!txn) return txn.status();
+  SqliteStmt& q = upsert_reconciliation_;
+  for (const Reconciliation& r : reconciliations) {
+    q.Bind(1, r.node);
+    q.Bind(2, r.day_us);
+    q.Bind(3, r.modelled_nanos);
+    q.Bind(4, r.billed_nanos);
+    q.Bind(5, r.factor);
+    q.Bind(6, r.factor_ppm);
+    q.Bind(7, r.currency);
+    q.Bind(8, r.bill_file);
+    q.Bind(9, r.imported_at_us);
+    if (Status s = q.Run(); !s) return s;  // ~SqliteTxn rolls back
+  }
+  return txn->Commit();
+}
+
+Result<std::vector<Reconciliation>> SqliteLedger::ReadReconciliations(const TimeRange& range) {
+  std::vector<Reconciliation> out;
+  SqliteStmt& q = read_reconciliations_;
+  q.Bind(1, range.from_us);
+  q.Bind(2, range.to_us);
+  while (true) {
+    auto row = q.Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    Reconciliation r;
+    r.node = q.Text(0);
+    r.day_us = q.Int(1);
+    r.modelled_nanos = q.Int(2);
+    r.billed_nanos = q.Int(3);
+    r.factor = q.Text(4);
+    r.factor_ppm = q.Int(5);
+    r.currency = q.Text(6);
+    r.bill_file = q.Text(7);
+    r.imported_at_us = q.Int(8);
+    out.push_back(std::move(r));
   }
   return out;
 }

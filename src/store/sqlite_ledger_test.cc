@@ -581,7 +581,7 @@ TEST(SqliteLedger, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "1"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "3"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.

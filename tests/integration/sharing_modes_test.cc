@@ -45,7 +45,7 @@ SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond)
       [&](const std::string& node) {
         for (const auto& n : scenario->nodes)
           if (n.name == node)
-            return pipeline::NodeFacts{{scenario->cluster, n.name, n.pricing_class}, n.region};
+            return pipeline::NodeFacts{{scenario->cluster, n.name, n.pricing_class}, n.region, n.labels};
         return pipeline::NodeFacts{};
       });
   simulator.Run([&](const NodeSnapshot& s) { ASSERT_TRUE(pipe.Add(s).ok()); });

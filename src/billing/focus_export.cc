@@ -1,0 +1,445 @@
+#include "billing/focus_export.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <tuple>
+
+#include "billing/csv.h"
+#include "billing/decimal.h"
+#include "common/time_util.h"
+#include "report/reconciled_prices.h"
+
+namespace gpuledger::billing {
+namespace {
+
+constexpr std::array<std::string_view, 57> kColumns = {
+    "AvailabilityZone",
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingAccountType",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "CapacityReservationId",
+    "CapacityReservationStatus",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountQuantity",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "CommitmentDiscountUnit",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "InvoiceId",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceCategory",
+    "ServiceName",
+    "ServiceSubcategory",
+    "SkuId",
+    "SkuMeter",
+    "SkuPriceDetails",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "SubAccountType",
+    "Tags",
+    // Custom columns (FOCUS: x_ prefix). 1.2 has no allocation columns (AllocatedMethodId and
+    // friends arrive in 1.3); these carry the same facts until then.
+    "x_AllocatedMethodId",
+    "x_FocusVersion",
+    "x_ParentResourceId",
+    "x_ReconciliationFactor",
+};
+
+constexpr Micros kMicrosPerHourI = kMicrosPerHour;
+constexpr std::string_view kUnit = "GPU-Hours";
+
+// Days since 1970-01-01 -> (year, month 1..12) and back (proleptic Gregorian, H. Hinnant).
+std::tuple<std::int64_t, unsigned> YearMonth(std::int64_t days) {
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(days - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2 ? 1 : 0);
+  return {y, m};
+}
+std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2 ? 1 : 0;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// The UTC calendar month holding t: FOCUS's billing period.
+std::pair<Micros, Micros> MonthOf(Micros t) {
+  auto [y, m] = YearMonth(DayStart(t) / kMicrosPerDay);
+  Micros start = DaysFromCivil(y, m, 1) * kMicrosPerDay;
+  Micros end = (m == 12 ? DaysFromCivil(y + 1, 1, 1) : DaysFromCivil(y, m + 1, 1)) * kMicrosPerDay;
+  return {start, end};
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// FOCUS 1.2 PricingCategory from the ledger's pricing class.
+std::string_view PricingCategory(std::string_view pricing_class) {
+  if (pricing_class == "on-demand") return "Standard";
+  if (pricing_class == "spot") return "Dynamic";
+  if (pricing_class == "reserved" || pricing_class == "committed") return "Committed";
+  return "Other";
+}
+
+std::string_view KindName(RowKind kind) {
+  switch (kind) {
+    case RowKind::kWorkload: return "workload";
+    case RowKind::kIdle: return "idle";
+    case RowKind::kUnattributed: return "unattributed";
+  }
+  return "";
+}
+
+std::string Team(const ConsumerInfo& c, const std::string& key) {
+  if (auto it = c.labels.find(key); it != c.labels.end()) return it->second;
+  if (auto it = c.namespace_labels.find(key); it != c.namespace_labels.end()) return it->second;
+  return {};
+}
+
+std::string Quantity(GpuMicros us) { return DecimalRatio(us, kMicrosPerHourI, 9); }
+
+// Currency units per GPU-hour: nanos / GPU-µs scaled, rounded to 1e-9.
+std::string UnitPrice(Nanos nanos, GpuMicros us) {
+  if (us == 0) return "0";
+  return DecimalRatio(static_cast<__int128>(nanos) * kMicrosPerHourI,
+                      static_cast<__int128>(us) * kNanosPerUnit, 9);
+}
+
+}  // namespace
+
+Result<ChargePeriod> ParseChargePeriod(std::string_view text) {
+  if (text == "hour") return ChargePeriod::kHour;
+  if (text == "day") return ChargePeriod::kDay;
+  return InvalidArgument(fmt::format("--period '{}': expected hour or day", text));
+}
+
+std::string ExportRow::ResourceId() const {
+  switch (kind) {
+    case RowKind::kWorkload: return namespace_name + "/" + owner_kind + "/" + owner_name;
+    case RowKind::kIdle: return node + "/idle";
+    case RowKind::kUnattributed: return node + "/unattributed";
+  }
+  return {};
+}
+
+std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
+                                       std::span<const DeviceHour> devices,
+                                       std::span<const UsageRow> usage,
+                                       std::span<const Reconciliation> reconciliations) {
+  std::vector<DeviceHour> effective = report::ApplyReconciliations(devices, reconciliations);
+  std::map<std::tuple<std::string, Micros>, const Reconciliation*> reconciled;
+  for (const Reconciliation& r : reconciliations) reconciled[{r.node, r.day_us}] = &r;
+
+  using DeviceKey = std::tuple<Micros, std::string>;
+  std::map<DeviceKey, std::vector<UsageRow>> by_device;
+  std::map<std::string, std::map<std::string, std::string>> namespace_labels;
+  for (const UsageRow& u : usage) {
+    if (u.hour_us < request.from_us || u.hour_us >= request.to_us) continue;
+    by_device[DeviceKey{u.hour_us, u.gpu.value}].push_back(u);
+    if (!u.consumer.namespace_labels.empty())
+      namespace_labels[u.consumer.ref.namespace_name] = u.consumer.namespace_labels;
+  }
+
+  using RowKey = std::tuple<Micros, int, std::string, std::string, std::string, std::string,
+                            std::string, std::string, std::string, std::string>;
+  std::map<RowKey, ExportRow> rows;
+  auto add = [&](ExportRow row, bool keep_zero) {
+    if (!keep_zero && row.quantity_us == 0 && row.effective_nanos == 0 && row.list_nanos == 0)
+      return;
+    RowKey key{row.period_start_us, static_cast<int>(row.kind), row.namespace_name,
+               row.owner_kind,       row.owner_name,              row.node,
+               row.gpu_model,        row.sharing_mode,            row.pricing_class,
+               row.team};
+    auto [it, inserted] = rows.try_emplace(key, row);
+    if (inserted) return;
+    it->second.quantity_us += row.quantity_us;
+    it->second.effective_nanos += row.effective_nanos;
+    it->second.list_nanos += row.list_nanos;
+    it->second.billed_nanos += row.billed_nanos;
+  };
+
+  const bool by_compute = request.policy.kind == cost::PolicyKind::kCompute;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const DeviceHour& modelled = devices[i];
+    const DeviceHour& priced = effective[i];
+    if (modelled.hour_us < request.from_us || modelled.hour_us >= request.to_us) continue;
+    std::vector<UsageRow> span_rows;
+    if (auto it = by_device.find(DeviceKey{modelled.hour_us, modelled.gpu.value});
+        it != by_device.end())
+      span_rows = it->second;
+    cost::DeviceHourCost list = cost::SplitDeviceHour(modelled, span_rows, request.policy,
+                                                      request.idle);
+    cost::DeviceHourCost eff = cost::SplitDeviceHour(priced, span_rows, request.policy,
+                                                     request.idle);
+    const Reconciliation* rec = nullptr;
+    if (auto it = reconciled.find({modelled.node, DayStart(modelled.hour_us)});
+        it != reconciled.end())
+      rec = it->second;
+
+    ExportRow base;
+    if (request.period == ChargePeriod::kHour) {
+      base.period_start_us = modelled.hour_us;
+      base.period_end_us = modelled.hour_us + kMicrosPerHour;
+    } else {
+      base.period_start_us = std::max(DayStart(modelled.hour_us), request.from_us);
+      base.period_end_us = std::min(DayStart(modelled.hour_us) + kMicrosPerDay, request.to_us);
+    }
+    base.cluster = modelled.cluster.empty() ? request.cluster : modelled.cluster;
+    base.node = modelled.node;
+    base.gpu_model = modelled.gpu_model;
+    base.sharing_mode = std::string(ToString(modelled.sharing));
+    base.pricing_class = modelled.pricing_class;
+    if (rec != nullptr) base.reconciliation_factor = rec->factor;
+    auto billed = [&](Nanos effective_nanos) { return rec != nullptr ? effective_nanos : 0; };
+
+    for (std::size_t k = 0; k < span_rows.size(); ++k) {
+      const UsageRow& u = span_rows[k];
+      ExportRow row = base;
+      row.kind = RowKind::kWorkload;
+      row.namespace_name = u.consumer.ref.namespace_name;
+      row.owner_kind = u.consumer.owner_kind.empty() ? "Pod" : u.consumer.owner_kind;
+      row.owner_name = u.consumer.owner_name.empty() ? u.consumer.ref.pod : u.consumer.owner_name;
+      row.team = Team(u.consumer, request.team_label);
+      row.quantity_us = by_compute ? u.compute_us : u.allocated_us;
+      row.effective_nanos = eff.consumers[k];
+      row.list_nanos = list.consumers[k];
+      row.billed_nanos = billed(eff.consumers[k]);
+      add(std::move(row), /*keep_zero=*/true);
+    }
+    ExportRow idle = base;
+    idle.kind = RowKind::kIdle;
+    idle.quantity_us = by_compute ? modelled.idle_us : modelled.unallocated_us;
+    idle.effective_nanos = eff.idle;
+    idle.list_nanos = list.idle;
+    idle.billed_nanos = billed(eff.idle);
+    if (request.idle.kind == cost::IdleHandling::Kind::kNamespace) {
+      // The platform namespace pays for idle capacity (as in the report).
+      idle.namespace_name = request.idle.namespace_name;
+      ConsumerInfo platform;
+      if (auto it = namespace_labels.find(idle.namespace_name); it != namespace_labels.end())
+        platform.namespace_labels = it->second;
+      idle.team = Team(platform, request.team_label);
+    }
+    add(std::move(idle), false);
+    ExportRow unattributed = base;
+    unattributed.kind = RowKind::kUnattributed;
+    unattributed.quantity_us = modelled.unattributed_us;
+    unattributed.effective_nanos = eff.unattributed;
+    unattributed.list_nanos = list.unattributed;
+    unattributed.billed_nanos = billed(eff.unattributed);
+    add(std::move(unattributed), false);
+  }
+  std::vector<ExportRow> out;
+  out.reserve(rows.size());
+  for (auto& [key, row] : rows) out.push_back(std::move(row));
+  return out;
+}
+
+std::span<const std::string_view> FocusColumnNames() { return kColumns; }
+
+std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportRow> rows) {
+  std::string out;
+  for (std::size_t i = 0; i < kColumns.size(); ++i) {
+    if (i > 0) out += ',';
+    out += kColumns[i];
+  }
+  out += '\n';
+  const std::string method = fmt::format("gpuledger/{}/{}", cost::ToString(request.policy),
+                                         cost::ToString(request.idle));
+  for (const ExportRow& r : rows) {
+    auto [month_start, month_end] = MonthOf(r.period_start_us);
+    const std::string resource_id = r.ResourceId();
+    std::string resource_name, resource_type, description;
+    switch (r.kind) {
+      case RowKind::kWorkload:
+        resource_name = r.owner_name;
+        resource_type = r.owner_kind;
+        description = fmt::format("GPU time of {} on node {} ({}, {}), {} cost policy",
+                                  resource_id, r.node, r.gpu_model, r.sharing_mode,
+                                  cost::ToString(request.policy));
+        break;
+      case RowKind::kIdle:
+        resource_name = "idle GPU capacity on " + r.node;
+        resource_type = "Idle GPU capacity";
+        description = fmt::format(
+            "Idle GPU capacity (no workload {}) on node {} ({}, {}){}",
+            request.policy.kind == cost::PolicyKind::kCompute ? "busy" : "allocated", r.node,
+            r.gpu_model, r.sharing_mode,
+            r.namespace_name.empty() ? "" : ", charged to namespace " + r.namespace_name);
+        break;
+      case RowKind::kUnattributed:
+        resource_name = "unattributed GPU time on " + r.node;
+        resource_type = "Unattributed GPU time";
+        description = fmt::format(
+            "Unattributed GPU busy time (no known process) on node {} ({}, {})", r.node,
+            r.gpu_model, r.sharing_mode);
+        break;
+    }
+    std::string tags = "{";
+    auto tag = [&](std::string_view key, std::string_view value) {
+      if (value.empty()) return;
+      if (tags.size() > 1) tags += ',';
+      tags += JsonString(key) + ":" + JsonString(value);
+    };
+    tag("gpuledger/namespace", r.namespace_name);
+    if (r.kind == RowKind::kWorkload) tag("gpuledger/controller", resource_id);
+    tag("gpuledger/node", r.node);
+    tag("gpuledger/gpu_model", r.gpu_model);
+    tag("gpuledger/sharing_mode", r.sharing_mode);
+    tag("gpuledger/cost", KindName(r.kind));
+    tag(request.team_label, r.team);
+    tags += "}";
+    const std::string sku = r.gpu_model + ":" + r.pricing_class;
+    const std::string account = r.cluster.empty() ? request.provider_name : r.cluster;
+    const std::string list_unit = UnitPrice(r.list_nanos, r.quantity_us);
+
+    const std::array<std::string, kColumns.size()> fields = {
+        "",                                   // AvailabilityZone
+        DecimalFromNanos(r.billed_nanos),     // BilledCost
+        account,                              // BillingAccountId
+        account,                              // BillingAccountName
+        "Kubernetes Cluster",                 // BillingAccountType
+        request.currency,                     // BillingCurrency
+        FormatRfc3339(month_end),             // BillingPeriodEnd
+        FormatRfc3339(month_start),           // BillingPeriodStart
+        "",                                   // CapacityReservationId
+        "",                                   // CapacityReservationStatus
+        "Usage",                              // ChargeCategory
+        "",                                   // ChargeClass (not a correction)
+        description,                          // ChargeDescription
+        "Usage-Based",                        // ChargeFrequency
+        FormatRfc3339(r.period_end_us),       // ChargePeriodEnd
+        FormatRfc3339(r.period_start_us),     // ChargePeriodStart
+        "", "", "", "", "", "", "",           // CommitmentDiscount*
+        Quantity(r.quantity_us),              // ConsumedQuantity
+        std::string(kUnit),                   // ConsumedUnit
+        DecimalFromNanos(r.list_nanos),       // ContractedCost
+        list_unit,                            // ContractedUnitPrice
+        DecimalFromNanos(r.effective_nanos),  // EffectiveCost
+        "",                                   // InvoiceId
+        request.provider_name,                // InvoiceIssuerName
+        DecimalFromNanos(r.list_nanos),       // ListCost
+        list_unit,                            // ListUnitPrice
+        std::string(PricingCategory(r.pricing_class)),  // PricingCategory
+        Quantity(r.quantity_us),              // PricingQuantity
+        std::string(kUnit),                   // PricingUnit
+        request.provider_name,                // ProviderName
+        request.provider_name,                // PublisherName
+        "",                                   // RegionId
+        "",                                   // RegionName
+        resource_id,                          // ResourceId
+        resource_name,                        // ResourceName
+        resource_type,                        // ResourceType
+        "Compute",                            // ServiceCategory
+        "Kubernetes GPU",                     // ServiceName
+        "Containers",                         // ServiceSubcategory
+        sku,                                  // SkuId
+        "GPU Hours",                          // SkuMeter
+        "",                                   // SkuPriceDetails
+        sku,                                  // SkuPriceId
+        r.namespace_name,                     // SubAccountId
+        r.namespace_name,                     // SubAccountName
+        r.namespace_name.empty() ? "" : "Kubernetes Namespace",  // SubAccountType
+        tags,                                 // Tags
+        method,                               // x_AllocatedMethodId
+        std::string(kFocusVersion),           // x_FocusVersion
+        r.node,                               // x_ParentResourceId
+        r.reconciliation_factor,              // x_ReconciliationFactor
+    };
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0) out += ',';
+      out += CsvQuote(fields[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string RenderPlainCsv(std::span<const ExportRow> rows) {
+  std::string out =
+      "period_start,period_end,kind,cluster,namespace,owner_kind,owner_name,node,gpu_model,"
+      "sharing_mode,pricing_class,team,resource_id,gpu_us,effective_cost_nanos,"
+      "list_cost_nanos,billed_cost_nanos,reconciliation_factor\n";
+  for (const ExportRow& r : rows) {
+    const std::array<std::string, 18> fields = {
+        FormatRfc3339(r.period_start_us), FormatRfc3339(r.period_end_us),
+        std::string(KindName(r.kind)),    r.cluster,
+        r.namespace_name,                 r.owner_kind,
+        r.owner_name,                     r.node,
+        r.gpu_model,                      r.sharing_mode,
+        r.pricing_class,                  r.team,
+        r.ResourceId(),                   std::to_string(r.quantity_us),
+        std::to_string(r.effective_nanos), std::to_string(r.list_nanos),
+        std::to_string(r.billed_nanos),   r.reconciliation_factor,
+    };
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0) out += ',';
+      out += CsvQuote(fields[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string ExportFocusCsv(const ExportRequest& request, std::span<const DeviceHour> devices,
+                           std::span<const UsageRow> usage,
+                           std::span<const Reconciliation> reconciliations) {
+  return RenderFocusCsv(request, BuildExportRows(request, devices, usage, reconciliations));
+}
+
+}  // namespace gpuledger::billing

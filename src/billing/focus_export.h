@@ -1,0 +1,92 @@
+#pragma once
+// Exports of the priced ledger (design section 4): FOCUS 1.2 cost-and-usage rows and a plain
+// CSV of the same rows (`gpuledger export`, `/api/v1/export/focus`). Pure: ledger rows in, text
+// out; no store, no clock.
+//
+// One row per charge period (hour or UTC day) per workload (namespace/controller) per node, GPU
+// model, sharing mode, pricing class and team; idle and unattributed capacity are rows of their
+// own. Money is exact:
+//   Σ EffectiveCost == Σ device-hour prices of the window, reconciled node-days at their bill;
+//   Σ ListCost == ContractedCost sums == Σ modelled (catalog) device-hour prices;
+//   BilledCost is 0 unless the row's node-day was reconciled from an invoice, then it is the
+//   row's share of the billed amount (FOCUS: an allocated view must not double count invoices).
+// See docs/focus.md for every column.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/units.h"
+#include "cost/policy.h"
+#include "model/ledger.h"
+#include "model/reconciliation.h"
+
+namespace gpuledger::billing {
+
+inline constexpr std::string_view kFocusVersion = "1.2";
+
+enum class ChargePeriod { kHour, kDay };
+Result<ChargePeriod> ParseChargePeriod(std::string_view text);  // "hour" | "day"
+
+struct ExportRequest {
+  Micros from_us = 0;  // window [from_us, to_us): device-hours starting outside are left out
+  Micros to_us = 0;
+  ChargePeriod period = ChargePeriod::kDay;
+  cost::Policy policy;
+  cost::IdleHandling idle;
+  std::string currency = "USD";        // BillingCurrency (the ledger's meta "currency")
+  std::string cluster;                 // BillingAccountId when a device-hour names no cluster
+  std::string team_label = "team";     // pod label, inherited from the namespace, for Tags
+  std::string provider_name = "gpuledger";  // ProviderName, PublisherName, InvoiceIssuerName
+};
+
+enum class RowKind { kWorkload, kIdle, kUnattributed };
+
+// One exported row; all money in nanos, time in GPU-µs.
+struct ExportRow {
+  Micros period_start_us = 0;
+  Micros period_end_us = 0;
+  RowKind kind = RowKind::kWorkload;
+  std::string cluster;
+  std::string namespace_name;  // idle/unattributed: "" (or the platform namespace, idle=namespace:)
+  std::string owner_kind;      // Deployment, Job, ... "Pod"; "" for idle/unattributed
+  std::string owner_name;
+  std::string node;
+  std::string gpu_model;
+  std::string sharing_mode;
+  std::string pricing_class;
+  std::string team;            // "" when neither the pod nor its namespace has the label
+  GpuMicros quantity_us = 0;   // allocated (compute policy: used) GPU time; idle/unattributed time
+  Nanos effective_nanos = 0;   // share of the (reconciled) device-hour prices
+  Nanos list_nanos = 0;        // share of the modelled (catalog) device-hour prices
+  Nanos billed_nanos = 0;      // share of the bill; 0 unless reconciled
+  std::string reconciliation_factor;  // billed/modelled of the node-day, "" when not reconciled
+
+  std::string ResourceId() const;  // "ns/Kind/name", "<node>/idle", "<node>/unattributed"
+};
+
+// Builds the rows. `devices` carry modelled prices; `reconciliations` are applied here (pass
+// every device-hour of each UTC day the window touches, so a node-day scales as a whole; rows
+// outside the window are then left out). Deterministic order: period, kind, resource, node, ...
+std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
+                                       std::span<const DeviceHour> devices,
+                                       std::span<const UsageRow> usage,
+                                       std::span<const Reconciliation> reconciliations);
+
+// The FOCUS 1.2 header, in output order (FOCUS columns alphabetically, then x_ columns).
+std::span<const std::string_view> FocusColumnNames();
+
+// FOCUS 1.2 CSV: the header above, one line per row, decimals exact, dates ISO 8601 UTC.
+std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportRow> rows);
+
+// gpuledger's own CSV of the same rows: integers only (nanos, GPU-µs), RFC 3339 periods.
+std::string RenderPlainCsv(std::span<const ExportRow> rows);
+
+// What `/api/v1/export/focus` serves: RenderFocusCsv(BuildExportRows(...)).
+std::string ExportFocusCsv(const ExportRequest& request, std::span<const DeviceHour> devices,
+                           std::span<const UsageRow> usage,
+                           std::span<const Reconciliation> reconciliations);
+
+}  // namespace gpuledger::billing

@@ -1,0 +1,93 @@
+#include "billing/ledger_reads.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "report/reconciled_prices.h"
+#include "report/window.h"
+
+namespace gpuledger::billing {
+
+Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
+                                                      const store::TimeRange& range) {
+  auto recs = store.ReadReconciliations(
+      {report::WholeDays(range.from_us, range.to_us).from_us,
+       report::WholeDays(range.from_us, range.to_us).to_us});
+  if (!recs) return recs.error();
+  if (recs->empty()) return store.ReadDeviceHours(range);
+  report::DayRange days = report::WholeDays(range.from_us, range.to_us);
+  auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
+  if (!devices) return devices.error();
+  std::vector<DeviceHour> priced = report::ApplyReconciliations(*devices, *recs);
+  std::erase_if(priced, [&](const DeviceHour& d) {
+    return d.hour_us < range.from_us || d.hour_us >= range.to_us;
+  });
+  return priced;
+}
+
+Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptions& o) {
+  ExportRequest request;
+  auto period = ParseChargePeriod(o.period);
+  if (!period) return period.error();
+  request.period = *period;
+  auto policy = cost::ParsePolicy(o.policy);
+  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
+  request.policy = *policy;
+  auto idle = cost::ParseIdleHandling(o.idle);
+  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
+  request.idle = *idle;
+  if (o.format != "focus" && o.format != "csv")
+    return InvalidArgument(fmt::format("--format '{}': expected focus or csv", o.format));
+  request.team_label = o.team_label;
+
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  auto window = report::ResolveWindow(o.window, extent->from_us, extent->to_us);
+  if (!window) return InvalidArgument("--" + window.error().message);
+  request.from_us = window->first;
+  request.to_us = window->second;
+  auto meta = store.ReadMeta();
+  if (!meta) return meta.error();
+  if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
+    request.currency = it->second;
+  if (auto it = meta->find("cluster"); it != meta->end()) request.cluster = it->second;
+
+  // Whole days, so reconciled node-days scale as a whole; BuildExportRows keeps the window.
+  report::DayRange days = report::WholeDays(request.from_us, request.to_us);
+  auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
+  if (!devices) return devices.error();
+  auto usage = store.ReadUsage({request.from_us, request.to_us});
+  if (!usage) return usage.error();
+  auto recs = store.ReadReconciliations({days.from_us, days.to_us});
+  if (!recs) return recs.error();
+  std::vector<ExportRow> rows = BuildExportRows(request, *devices, *usage, *recs);
+  return o.format == "focus" ? RenderFocusCsv(request, rows) : RenderPlainCsv(rows);
+}
+
+Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view content,
+                                   const std::string& bill_file, Micros imported_at_us) {
+  auto lines = ParseFocusBill(content, bill_file);
+  if (!lines) return lines.error();
+  ReconcileResult result;
+  if (lines->empty()) return result;
+  Micros from = lines->front().start_us, to = lines->front().end_us;
+  for (const BillLine& l : *lines) {
+    from = std::min(from, l.start_us);
+    to = std::max(to, l.end_us);
+  }
+  report::DayRange days = report::WholeDays(from, to);
+  auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
+  if (!devices) return devices.error();
+  auto meta = store.ReadMeta();
+  if (!meta) return meta.error();
+  std::string currency;
+  if (auto it = meta->find("currency"); it != meta->end()) currency = it->second;
+  auto plan = PlanReconciliation(*lines, *devices, currency, bill_file, imported_at_us);
+  if (!plan) return plan.error();
+  if (Status s = store.WriteReconciliations(plan->node_days); !s) return s;
+  result.plan = std::move(*plan);
+  return result;
+}
+
+}  // namespace gpuledger::billing

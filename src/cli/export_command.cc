@@ -1,0 +1,39 @@
+#include "cli/export_command.h"
+
+#include <filesystem>
+
+#include "cli/report_command.h"
+#include "common/file_util.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::cli {
+
+int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.db.empty() || !std::filesystem::exists(o.db)) {
+    err << "error: --db '" << o.db << "': no such ledger file (run `gpuledger demo` to make one)\n";
+    return 2;
+  }
+  store::SqliteLedgerOptions read_only;
+  read_only.read_only = true;
+  auto store = store::OpenSqliteLedger(o.db, read_only);
+  if (!store) {
+    err << "error: " << store.error().message << "\n";
+    return ExitCodeFor(store.error());
+  }
+  auto doc = billing::ExportFromStore(**store, o.export_options);
+  if (!doc) {
+    err << "error: " << doc.error().message << "\n";
+    return ExitCodeFor(doc.error());
+  }
+  if (o.out.empty() || o.out == "-") {
+    out << *doc;
+    return 0;
+  }
+  if (Status s = WriteFile(o.out, *doc); !s) {
+    err << "error: --out: " << s.error().message << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gpuledger::cli

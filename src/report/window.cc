@@ -1,0 +1,41 @@
+#include "report/window.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "common/time_util.h"
+
+namespace gpuledger::report {
+namespace {
+
+Result<Micros> ParseInstant(std::string_view text) {
+  std::int64_t seconds = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && p == text.data() + text.size()) return seconds * kMicrosPerSecond;
+  return ParseRfc3339(text);
+}
+
+}  // namespace
+
+Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros extent_from,
+                                                Micros extent_to) {
+  if (window == "all" || window.empty()) return std::pair{extent_from, extent_to};
+  if (auto comma = window.find(','); comma != std::string_view::npos) {
+    auto from = ParseInstant(window.substr(0, comma));
+    auto to = ParseInstant(window.substr(comma + 1));
+    if (!from) return InvalidArgument("window start: " + from.error().message);
+    if (!to) return InvalidArgument("window end: " + to.error().message);
+    if (*to <= *from) return InvalidArgument(fmt::format("window '{}': end must be after start", window));
+    return std::pair{*from, *to};
+  }
+  auto length = ParseDuration(window);
+  if (!length || *length <= 0)
+    return InvalidArgument(fmt::format(
+        "window '{}': expected all, a duration such as 7d or 24h, or START,END (RFC 3339 or "
+        "unix seconds)",
+        window));
+  return std::pair{HourStart(extent_to - *length), extent_to};
+}
+
+}  // namespace gpuledger::report

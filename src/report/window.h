@@ -1,0 +1,19 @@
+#pragma once
+// Report windows as users write them, resolved against what a ledger holds.
+
+#include <string_view>
+#include <utility>
+
+#include "common/result.h"
+#include "common/units.h"
+
+namespace gpuledger::report {
+
+// "all"; a duration ("7d", "24h": that much up to the end of what the ledger holds — a live
+// ledger ends now, a replayed one at its last hour, so the same words work on both);
+// "START,END" in RFC 3339 or in unix seconds (OpenCost's forms). Relative windows are widened
+// to whole hours. [extent_from, extent_to) is what the ledger holds.
+Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros extent_from,
+                                                Micros extent_to);
+
+}  // namespace gpuledger::report

@@ -1,0 +1,288 @@
+#include "server/api.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "billing/ledger_reads.h"
+#include "common/time_util.h"
+#include "report/report.h"
+#include "report/report_json.h"
+#include "report/window.h"
+#include "server/filter.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+
+// Rejects parameters the endpoint does not know: a typo must not silently change a report.
+std::string UnknownParam(const Params& params, std::initializer_list<std::string_view> known) {
+  for (const auto& [k, v] : params)
+    if (std::find(known.begin(), known.end(), k) == known.end()) return k;
+  return {};
+}
+
+std::string Get(const Params& params, const std::string& key, std::string fallback) {
+  auto it = params.find(key);
+  return it == params.end() ? fallback : it->second;
+}
+
+// Constant-time comparison: the token check must not leak how much of a guess was right.
+bool SameToken(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ (i < b.size() ? b[i] : 0);
+  return diff == 0;
+}
+
+double Units(Nanos n) { return static_cast<double>(n) / kNanosPerUnit; }
+
+json AllocationEntry(const std::string& name, const report::Figures& f, Micros from, Micros to) {
+  return {{"name", name},
+          {"window", {{"start", FormatRfc3339(from)}, {"end", FormatRfc3339(to)}}},
+          {"start", FormatRfc3339(from)},
+          {"end", FormatRfc3339(to)},
+          {"allocated_gpu_us", f.allocated_gpu_us},
+          {"compute_gpu_us", f.compute_gpu_us},
+          {"memory_byte_us", f.memory_byte_us},
+          {"energy_mj", f.energy_mj},
+          {"cost_nanos", f.cost_nanos},
+          {"quality", std::string(ToString(f.quality))},
+          {"gpuHours", static_cast<double>(f.allocated_gpu_us) / kMicrosPerHour},
+          {"gpuUsageHours", static_cast<double>(f.compute_gpu_us) / kMicrosPerHour},
+          {"gpuCost", Units(f.cost_nanos)},
+          {"totalCost", Units(f.cost_nanos)}};
+}
+
+}  // namespace
+
+ApiResponse JsonError(int status, const std::string& message) {
+  return {status, "application/json",
+          json{{"code", status}, {"status", "error"}, {"error", message}}.dump() + "\n"};
+}
+
+Api::Api(store::LedgerStore& store, std::string token) : store_(store), token_(std::move(token)) {}
+
+void Api::AddHandler(const std::string& path, ExtraHandler handler) {
+  extra_[path] = std::move(handler);
+}
+
+ApiResponse Api::Handle(const std::string& path, const Params& params,
+                        const std::string& authorization) {
+  std::lock_guard lock(mu_);
+  ApiResponse r;
+  if (path == "/healthz") {
+    r = {200, "text/plain", "ok\n"};
+  } else if (path == "/readyz") {
+    auto extent = store_.Extent();
+    r = extent.ok() ? ApiResponse{200, "text/plain", "ready\n"}
+                    : ApiResponse{503, "text/plain", "ledger unreadable: " + extent.error().message + "\n"};
+  } else if (path == "/metrics") {
+    r = Metrics();
+  } else if (path.starts_with("/api/")) {
+    if (!token_.empty() &&
+        !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_))) {
+      r = JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+    } else if (path == "/api/v1/allocation") {
+      r = Allocation(params);
+    } else if (path == "/api/v1/report") {
+      r = Report(params);
+    } else if (path == "/api/v1/devices") {
+      r = Devices(params);
+    } else if (path == "/api/v1/export/focus") {
+      r = ExportFocus(params);
+    } else if (auto it = extra_.find(path); it != extra_.end()) {
+      r = it->second(store_, params);
+    } else {
+      r = JsonError(404, fmt::format("no endpoint {}", path));
+    }
+  } else {
+    r = JsonError(404, fmt::format("no endpoint {}", path));
+  }
+  // Unknown paths share one label value: a scanner must not grow the series without bound.
+  ++requests_[{r.status == 404 ? "other" : path, r.status}];
+  return r;
+}
+
+namespace {
+
+struct ReportInputs {
+  std::pair<Micros, Micros> window;
+  std::vector<report::Dimension> by;
+  cost::Policy policy;
+  cost::IdleHandling idle;
+};
+
+// Parses the parameters every report endpoint shares; errors name the parameter.
+Result<ReportInputs> ParseReportParams(store::LedgerStore& store, const Params& p,
+                                       const std::string& aggregate_default) {
+  ReportInputs in;
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  auto window = report::ResolveWindow(Get(p, "window", "all"), extent->from_us, extent->to_us);
+  if (!window) return InvalidArgument("parameter 'window': " + window.error().message);
+  in.window = *window;
+  auto by = report::ParseGroupBy(Get(p, "aggregate", aggregate_default));
+  if (!by) return InvalidArgument("parameter 'aggregate': " + by.error().message);
+  in.by = *by;
+  auto policy = cost::ParsePolicy(Get(p, "policy", "allocation"));
+  if (!policy) return InvalidArgument("parameter 'policy': " + policy.error().message);
+  in.policy = *policy;
+  auto idle = cost::ParseIdleHandling(Get(p, "idle", "keep"));
+  if (!idle) return InvalidArgument("parameter 'idle': " + idle.error().message);
+  in.idle = *idle;
+  return in;
+}
+
+ApiResponse FromError(const Error& e) {
+  return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
+}
+
+}  // namespace
+
+ApiResponse Api::Allocation(const Params& p) {
+  if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
+  auto in = ParseReportParams(store_, p, "namespace");
+  if (!in) return FromError(in.error());
+  Micros step = in->window.second - in->window.first;
+  if (auto s = Get(p, "step", ""); !s.empty()) {
+    auto parsed = ParseDuration(s);
+    if (!parsed || *parsed < kMicrosPerHour || *parsed % kMicrosPerHour != 0)
+      return JsonError(400, fmt::format("parameter 'step': '{}' is not a whole number of hours (1h, 1d, 7d)", s));
+    step = *parsed;
+  }
+  if (step <= 0) return JsonError(400, "parameter 'window': the ledger is empty");
+  if ((in->window.second - in->window.first) / step > 1000)
+    return JsonError(400, "parameter 'step': more than 1000 steps in the window");
+  auto filter = ParseFilter(Get(p, "filter", ""));
+  if (!filter) return JsonError(400, "parameter 'filter': " + filter.error().message);
+  auto devices = billing::ReadPricedDeviceHours(store_, {in->window.first, in->window.second});
+  if (!devices) return FromError(devices.error());
+  auto usage = store_.ReadUsage({in->window.first, in->window.second});
+  if (!usage) return FromError(usage.error());
+  json data = json::array();
+  for (Micros t = in->window.first; t < in->window.second; t += step) {
+    const Micros end = std::min(t + step, in->window.second);
+    report::Report r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, t, end);
+    // Filters select consumers after pricing, so each consumer's cost is what it is in the
+    // whole cluster; idle and unattributed stay whole-window figures.
+    std::set<std::string> keep;
+    if (!filter->empty()) {
+      for (const UsageRow& u : *usage)
+        if (u.hour_us >= t && u.hour_us < end && Matches(*filter, u)) keep.insert(report::KeyOf(u, in->by));
+    }
+    json set = json::object();
+    for (const auto& row : r.rows)
+      if (filter->empty() || keep.count(row.key)) set[row.key] = AllocationEntry(row.key, row.figures, t, end);
+    if (filter->empty()) {
+      set["__idle__"] = AllocationEntry("__idle__", r.idle, t, end);
+      set["__unattributed__"] = AllocationEntry("__unattributed__", r.unattributed, t, end);
+    }
+    data.push_back(std::move(set));
+  }
+  return {200, "application/json", json{{"code", 200}, {"status", "success"}, {"data", data}}.dump() + "\n"};
+}
+
+ApiResponse Api::Report(const Params& p) {
+  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
+  auto in = ParseReportParams(store_, p, "namespace");
+  if (!in) return FromError(in.error());
+  auto devices = billing::ReadPricedDeviceHours(store_, {in->window.first, in->window.second});
+  if (!devices) return FromError(devices.error());
+  auto usage = store_.ReadUsage({in->window.first, in->window.second});
+  if (!usage) return FromError(usage.error());
+  auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.first,
+                               in->window.second);
+  return {200, "application/json", report::ReportToJson(r)};
+}
+
+ApiResponse Api::Devices(const Params& p) {
+  if (auto u = UnknownParam(p, {"window", "policy"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
+  auto extent = store_.Extent();
+  if (!extent) return FromError(extent.error());
+  auto window = report::ResolveWindow(Get(p, "window", "all"), extent->from_us, extent->to_us);
+  if (!window) return JsonError(400, "parameter 'window': " + window.error().message);
+  auto devices = billing::ReadPricedDeviceHours(store_, {window->first, window->second});
+  if (!devices) return FromError(devices.error());
+  struct Acc {
+    DeviceHour first;
+    GpuMicros metered = 0, unmetered = 0, busy = 0, idle = 0, unattributed = 0, unallocated = 0;
+    MilliJoules energy = 0;
+    Nanos cost = 0;
+  };
+  std::map<std::string, Acc> by_gpu;
+  for (const DeviceHour& d : *devices) {
+    auto [it, fresh] = by_gpu.try_emplace(d.gpu.value);
+    Acc& a = it->second;
+    if (fresh) a.first = d;
+    a.metered += d.metered_us;
+    a.unmetered += d.unmetered_us;
+    a.busy += d.busy_us;
+    a.idle += d.idle_us;
+    a.unattributed += d.unattributed_us;
+    a.unallocated += d.unallocated_us;
+    a.energy += d.energy_mj;
+    a.cost += d.price_nanos;
+  }
+  json out = json::array();
+  for (const auto& [uuid, a] : by_gpu)
+    out.push_back({{"gpu_uuid", uuid},
+                   {"gpu_model", a.first.gpu_model},
+                   {"node", a.first.node},
+                   {"sharing_mode", std::string(ToString(a.first.sharing))},
+                   {"pricing_class", a.first.pricing_class},
+                   {"memory_total_bytes", a.first.memory_total_bytes},
+                   {"metered_us", a.metered},
+                   {"unmetered_us", a.unmetered},
+                   {"busy_us", a.busy},
+                   {"idle_us", a.idle},
+                   {"unattributed_us", a.unattributed},
+                   {"unallocated_us", a.unallocated},
+                   {"energy_mj", a.energy},
+                   {"cost_nanos", a.cost},
+                   {"utilization", a.metered > 0 ? static_cast<double>(a.busy) / a.metered : 0.0}});
+  return {200, "application/json",
+          json{{"code", 200}, {"status", "success"},
+               {"window", {{"start", FormatRfc3339(window->first)}, {"end", FormatRfc3339(window->second)}}},
+               {"data", out}}.dump() + "\n"};
+}
+
+ApiResponse Api::ExportFocus(const Params& p) {
+  if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
+  billing::ExportOptions o;
+  o.window = Get(p, "window", o.window);
+  o.period = Get(p, "period", o.period);
+  o.policy = Get(p, "policy", o.policy);
+  o.idle = Get(p, "idle", o.idle);
+  o.format = "focus";
+  auto csv = billing::ExportFromStore(store_, o);
+  if (!csv) return FromError(csv.error());
+  return {200, "text/csv; charset=utf-8", std::move(*csv)};
+}
+
+ApiResponse Api::Metrics() {
+  std::string out =
+      "# HELP gpuledger_server_requests_total API requests by path and status.\n"
+      "# TYPE gpuledger_server_requests_total counter\n";
+  for (const auto& [key, n] : requests_)
+    out += fmt::format("gpuledger_server_requests_total{{path=\"{}\",code=\"{}\"}} {}\n", key.first,
+                       key.second, n);
+  auto extent = store_.Extent();
+  out += "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
+         "# TYPE gpuledger_server_ledger_up gauge\n";
+  out += fmt::format("gpuledger_server_ledger_up {}\n", extent.ok() ? 1 : 0);
+  if (extent.ok() && extent->to_us > 0) {
+    out += "# HELP gpuledger_server_ledger_end_timestamp_seconds End of the last hour in the ledger.\n"
+           "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
+    out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n", extent->to_us / kMicrosPerSecond);
+  }
+  return {200, "text/plain; version=0.0.4; charset=utf-8", out};
+}
+
+}  // namespace gpuledger::server

@@ -1,0 +1,156 @@
+#include "server/api.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cost/catalog.h"
+#include "pipeline/snapshot_pipeline.h"
+#include "report/report_json.h"
+#include "server/filter.h"
+#include "sources/sim/scenario.h"
+#include "sources/sim/simulator.h"
+
+namespace gpuledger::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kScenario[] = R"(
+name: api
+start: "2026-11-23T00:00:00Z"
+duration: 48h
+namespaces:
+  ml: {labels: {team: research}}
+  web: {labels: {team: product}}
+nodes:
+  - {name: a100, gpu_model: A100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
+  - {name: l4, gpu_model: L4, gpus: 1}
+workloads:
+  - {namespace: ml, name: train, node: a100, compute: {profile: constant, duty: 0.3}, memory: {bytes: 10GiB}}
+  - {namespace: web, name: api, node: a100, replicas: 2, labels: {team: search}, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
+  - {namespace: web, name: small, node: l4, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB}}
+)";
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gpuledger-api-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto scenario = sim::ParseScenario(kScenario, "api.yaml");
+    ASSERT_TRUE(scenario.ok()) << scenario.error().message;
+    auto store = store::OpenSqliteLedger((dir_ / "l.db").string());
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    sim::Simulator simulator(*scenario, 600 * kMicrosPerSecond);
+    catalog_ = cost::DefaultCatalog();
+    pipeline::SnapshotPipeline pipe(
+        *store_, catalog_,
+        [&](const ConsumerRef& r) { return simulator.consumers().at(r); },
+        [&](const std::string& node) {
+          return pipeline::NodeFacts{{"c", node, "on-demand"}, "", {}};
+        });
+    simulator.Run([&](const NodeSnapshot& s) { ASSERT_TRUE(pipe.Add(s).ok()); });
+    ASSERT_TRUE(pipe.Finish().ok());
+    api_ = std::make_unique<Api>(*store_, "s3cret");
+  }
+  void TearDown() override {
+    api_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  json Get(const std::string& path, const Params& params, int want_status = 200) {
+    ApiResponse r = api_->Handle(path, params, "Bearer s3cret");
+    EXPECT_EQ(r.status, want_status) << r.body;
+    return json::parse(r.body);
+  }
+
+  std::filesystem::path dir_;
+  cost::Catalog catalog_;
+  std::unique_ptr<store::LedgerStore> store_;
+  std::unique_ptr<Api> api_;
+};
+
+TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
+  json j = Get("/api/v1/allocation", {{"window", "all"}, {"aggregate", "namespace"}, {"step", "1d"}});
+  ASSERT_EQ(j["data"].size(), 2u);
+  // Each day: 24 h of an A100 plus 24 h of an L4 at catalog prices.
+  const Nanos a100 = catalog_.Find("A100-80GB", "on-demand")->hourly_nanos;
+  const Nanos l4 = catalog_.Find("L4", "on-demand")->hourly_nanos;
+  for (const auto& set : j["data"]) {
+    std::int64_t sum = 0;
+    for (const auto& [key, entry] : set.items()) sum += entry["cost_nanos"].get<std::int64_t>();
+    EXPECT_EQ(sum, 24 * (a100 + l4));
+    EXPECT_EQ(set["ml"]["allocated_gpu_us"].get<std::int64_t>(), 24 * kMicrosPerHour / 4);
+    EXPECT_TRUE(set.contains("__idle__"));
+  }
+}
+
+TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
+  json j = Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "label[team]:\"research\""}});
+  ASSERT_EQ(j["data"].size(), 1u);
+  EXPECT_EQ(j["data"][0].size(), 1u);
+  EXPECT_TRUE(j["data"][0].contains("ml/train-0"));
+  json k = Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "namespace!:\"ml\"+node:\"a100\""}});
+  EXPECT_EQ(k["data"][0].size(), 2u);  // web/api-0, web/api-1
+}
+
+TEST_F(ApiTest, ErrorsNameTheParameter) {
+  json a = Get("/api/v1/allocation", {{"windw", "7d"}}, 400);
+  EXPECT_NE(a["error"].get<std::string>().find("'windw'"), std::string::npos);
+  json b = Get("/api/v1/allocation", {{"window", "fortnight"}}, 400);
+  EXPECT_NE(b["error"].get<std::string>().find("parameter 'window'"), std::string::npos);
+  json c = Get("/api/v1/allocation", {{"policy", "cheapest"}}, 400);
+  EXPECT_NE(c["error"].get<std::string>().find("parameter 'policy'"), std::string::npos);
+  json d = Get("/api/v1/allocation", {{"filter", "colour:\"red\""}}, 400);
+  EXPECT_NE(d["error"].get<std::string>().find("parameter 'filter'"), std::string::npos);
+  json e = Get("/api/v1/allocation", {{"step", "90m"}}, 400);
+  EXPECT_NE(e["error"].get<std::string>().find("parameter 'step'"), std::string::npos);
+  Get("/api/v1/nothing", {}, 404);
+}
+
+TEST_F(ApiTest, BearerTokenIsRequiredOnTheApiOnly) {
+  EXPECT_EQ(api_->Handle("/api/v1/devices", {}, "").status, 401);
+  EXPECT_EQ(api_->Handle("/api/v1/devices", {}, "Bearer wrong").status, 401);
+  EXPECT_EQ(api_->Handle("/api/v1/devices", {}, "Bearer s3cret").status, 200);
+  EXPECT_EQ(api_->Handle("/healthz", {}, "").status, 200);
+  EXPECT_EQ(api_->Handle("/readyz", {}, "").status, 200);
+}
+
+TEST_F(ApiTest, DevicesAndReportRoundTrip) {
+  json d = Get("/api/v1/devices", {});
+  ASSERT_EQ(d["data"].size(), 2u);
+  for (const auto& dev : d["data"]) EXPECT_EQ(dev["metered_us"].get<std::int64_t>(), 48 * kMicrosPerHour);
+  ApiResponse r = api_->Handle("/api/v1/report", {{"aggregate", "label:team"}, {"policy", "compute"}}, "Bearer s3cret");
+  ASSERT_EQ(r.status, 200);
+  auto report = report::ReportFromJson(r.body);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  Nanos sum = report->idle.cost_nanos + report->unattributed.cost_nanos;
+  for (const auto& row : report->rows) sum += row.figures.cost_nanos;
+  EXPECT_EQ(sum, report->total.device_cost_nanos);
+  EXPECT_EQ(report::ReportToJson(*report), r.body);
+}
+
+TEST_F(ApiTest, ExportsFocusCsv) {
+  ApiResponse r = api_->Handle("/api/v1/export/focus", {{"period", "day"}}, "Bearer s3cret");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type.rfind("text/csv", 0), 0u);
+  const std::string header = r.body.substr(0, r.body.find('\n'));
+  for (const char* column : {"BilledCost", "EffectiveCost", "ListCost", "ChargePeriodStart", "Tags"})
+    EXPECT_NE(header.find(column), std::string::npos) << column;
+  EXPECT_EQ(api_->Handle("/api/v1/export/focus", {{"period", "month"}}, "Bearer s3cret").status, 400);
+}
+
+TEST_F(ApiTest, MetricsCountRequests) {
+  Get("/api/v1/devices", {});
+  ApiResponse m = api_->Handle("/metrics", {}, "");
+  EXPECT_NE(m.body.find("gpuledger_server_requests_total{path=\"/api/v1/devices\",code=\"200\"} 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("gpuledger_server_ledger_up 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuledger::server

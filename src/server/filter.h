@@ -1,0 +1,29 @@
+#pragma once
+// The allocation API's `filter` parameter: a subset of OpenCost's filter language v2, so its
+// users' queries carry over. Clauses joined by '+' must all hold; a clause is
+//   field:"v1","v2"    the field equals one of the values
+//   field!:"v1"        the field equals none of them
+// Fields: namespace, node, pod, container, controllerKind, controllerName, label[KEY] (pod
+// label, else the namespace's), gpu_model, sharing_mode. Quotes are optional.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "model/ledger.h"
+
+namespace gpuledger::server {
+
+struct FilterClause {
+  std::string field;      // "namespace", "label", ...
+  std::string label_key;  // for label[KEY]
+  bool negate = false;
+  std::vector<std::string> values;
+};
+using Filter = std::vector<FilterClause>;
+
+Result<Filter> ParseFilter(std::string_view text);
+bool Matches(const Filter& filter, const UsageRow& row);
+
+}  // namespace gpuledger::server

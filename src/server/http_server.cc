@@ -1,0 +1,46 @@
+#include "server/http_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "agent/http_endpoint.h"
+
+namespace gpuledger::server {
+
+struct HttpServer::Impl {
+  httplib::Server http;
+  std::string host;
+  int port = 0;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, Api& api) {
+  auto addr = agent::ParseListen(listen);
+  if (!addr) return addr.error();
+  auto impl = std::make_unique<Impl>();
+  impl->host = addr->first;
+  impl->http.Get(".*", [&api](const httplib::Request& req, httplib::Response& res) {
+    Params params(req.params.begin(), req.params.end());
+    ApiResponse r = api.Handle(req.path, params, req.get_header_value("Authorization"));
+    res.status = r.status;
+    res.set_content(r.body, r.content_type.c_str());
+  });
+  impl->port = addr->second == 0 ? impl->http.bind_to_any_port(impl->host.c_str())
+                                 : (impl->http.bind_to_port(impl->host.c_str(), addr->second)
+                                        ? addr->second
+                                        : -1);
+  if (impl->port <= 0)
+    return Unavailable(fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+int HttpServer::port() const { return impl_->port; }
+const std::string& HttpServer::host() const { return impl_->host; }
+void HttpServer::Serve() { impl_->http.listen_after_bind(); }
+void HttpServer::Stop() {
+  if (impl_) impl_->http.stop();
+}
+
+}  // namespace gpuledger::server

@@ -1,0 +1,28 @@
+#pragma once
+// The server's HTTP listener: every GET goes to Api::Handle.
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "server/api.h"
+
+namespace gpuledger::server {
+
+class HttpServer {
+ public:
+  // `listen` is "host:port"; port 0 picks a free port.
+  static Result<std::unique_ptr<HttpServer>> Bind(const std::string& listen, Api& api);
+  ~HttpServer();
+  int port() const;
+  const std::string& host() const;
+  void Serve();  // blocks until Stop()
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuledger::server

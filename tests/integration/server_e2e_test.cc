@@ -1,0 +1,70 @@
+// `gpuledger server` and `gpuledger report --server` as real processes over HTTP.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_util.h"
+#include "process_util.h"
+
+namespace gpuledger {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string RunCapture(const std::string& cmd, int* code) {
+  std::string out;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  int status = ::pclose(pipe);
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-srv-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string bin = GPULEDGER_BIN;
+  int code = 0;
+  RunCapture(bin + " demo --no-serve --hours 24 --out " + (dir / "d").string(), &code);
+  ASSERT_EQ(code, 0);
+  const std::string db = (dir / "d" / "gpuledger.db").string();
+  ASSERT_TRUE(WriteFile((dir / "token").string(), "t0ken\n").ok());
+  {
+    Child server({bin, "server", "--ledger", "sqlite:" + db, "--listen", "127.0.0.1:0",
+                  "--token-file", (dir / "token").string()},
+                 (dir / "server.out").string());
+    const std::string port = WaitFor((dir / "server.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
+    ASSERT_FALSE(port.empty()) << *ReadFile((dir / "server.out.err").string());
+    const std::string url = "http://127.0.0.1:" + port;
+    for (const std::string args : {std::string("--by namespace --format json"),
+                                   std::string("--by label:team --policy compute --format csv"),
+                                   std::string("--by controller --idle share --window 12h")}) {
+      std::string local = RunCapture(bin + " report --db " + db + " " + args, &code);
+      ASSERT_EQ(code, 0) << local;
+      std::string remote = RunCapture(bin + " report --server " + url + " --token-file " +
+                                          (dir / "token").string() + " " + args, &code);
+      ASSERT_EQ(code, 0) << remote;
+      EXPECT_EQ(local, remote) << args;
+    }
+    // Without the token: refused, clearly.
+    std::string refused = RunCapture(bin + " report --server " + url, &code);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(refused.find("401"), std::string::npos) << refused;
+    // A bad parameter comes back as exit 2 naming it.
+    std::string bad = RunCapture(bin + " report --server " + url + " --token-file " +
+                                     (dir / "token").string() + " --policy cheapest", &code);
+    EXPECT_EQ(code, 2) << bad;
+    EXPECT_NE(bad.find("policy"), std::string::npos) << bad;
+  }
+  std::string no_source = RunCapture(bin + " server --ledger sqlite:" + db + " --source scrape", &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(no_source.find("--source"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpuledger
