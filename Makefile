@@ -7,8 +7,10 @@ JOBS ?= $(shell nproc)
 demo: build
 	./$(BUILD)/src/cmd/gpuledger demo
 
+# The PostgreSQL store tests run against GPULEDGER_TEST_POSTGRES when set, else against a
+# throwaway server started for this run (GPULEDGER_TEST_POSTGRES=off skips them knowingly).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	./scripts/ci-postgres.sh run sh -c 'cd $(BUILD) && ctest --output-on-failure -j $(JOBS)'
 
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo

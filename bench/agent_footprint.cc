@@ -105,7 +105,6 @@ void BM_CycleOutsideNvml(benchmark::State& state) {
   state.counters["gpus"] = static_cast<double>(reading->gpus.size());
   state.counters["processes"] = static_cast<double>(reading->processes.size());
   state.counters["exposition_kib"] = collector.Exposition()->text.size() / 1024.0;
-  state.counters["gzip_kib"] = collector.Exposition()->gzip().size() / 1024.0;
   node->reset();
   fs::remove_all(dir);
 }

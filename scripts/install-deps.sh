@@ -7,8 +7,9 @@ packages=(
   cmake ninja-build pkg-config g++ make
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcpp-httplib-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  prometheus   # promtool checks the agent's exposition in the tests
+  libcpp-httplib-dev libcurl4-openssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  prometheus victoria-metrics   # real TSDBs (and promtool) in the end-to-end tests
+  libpq-dev postgresql   # the PostgreSQL ledger; its tests run against a throwaway server
 )
 
 missing=()

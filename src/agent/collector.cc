@@ -57,10 +57,7 @@ Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs:
       Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
 }
 
-const std::string& Rendered::gzip() const {
-  std::call_once(gzip_once_, [this] { gzip_ = Gzip(text); });
-  return gzip_;
-}
+
 
 void Collector::CountFault(const std::string& source, const std::string& code) {
   pending_faults_.emplace_back(source, code);
@@ -328,7 +325,7 @@ std::shared_ptr<const Rendered> Collector::Exposition() const {
   std::lock_guard render_lock(render_mu_);
   std::lock_guard lock(mu_);
   if (!rendered_ || rendered_->at_us != counters_.at_us || counters_.at_us == 0)
-    rendered_ = std::make_shared<const Rendered>(Render(counters_, options_.node), counters_.at_us);
+    rendered_ = std::make_shared<const Rendered>(Rendered{Render(counters_, options_.node), counters_.at_us});
   return rendered_;
 }
 

@@ -2,8 +2,8 @@
 // The agent's collection loop body (design section 6). Each Cycle() reads the GPUs, the
 // processes behind them and (when present) the kubelet and CRI views, builds an immutable
 // NodeSnapshot, attributes it, adds the result to monotonic counters and publishes an
-// them. /metrics renders them, at most once per cycle however many scrapers ask (and gzips it
-// once, when first asked): no NVML, kubelet or CRI call is ever on the scrape path, so a hung
+// them. /metrics renders them, at most once per cycle however many scrapers ask: no NVML,
+// kubelet or CRI call is ever on the scrape path, so a hung
 // driver cannot stall a scrape. A cycle applies its results under a lock held for
 // microseconds; a rendering holds it for a few milliseconds, so a scrape can delay a cycle by
 // that much, never the other way round.
@@ -39,17 +39,10 @@ struct CollectorOptions {
   bool kubelet_socket_configured = true;
 };
 
-// One rendering of the exposition; gzip is made on first use and kept.
-class Rendered {
- public:
-  Rendered(std::string text, Micros at_us) : text(std::move(text)), at_us(at_us) {}
-  const std::string text;
-  const Micros at_us;
-  const std::string& gzip() const;
-
- private:
-  mutable std::once_flag gzip_once_;
-  mutable std::string gzip_;
+// One rendering of the exposition.
+struct Rendered {
+  std::string text;
+  Micros at_us = 0;
 };
 
 class Collector {

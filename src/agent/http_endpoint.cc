@@ -38,16 +38,10 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
   if (!addr) return addr.error();
   auto impl = std::make_unique<Impl>();
   impl->host = addr->first;
-  impl->server.Get("/metrics", [&collector](const httplib::Request& req, httplib::Response& res) {
+  // cpp-httplib (built with zlib) gzips text responses itself when the scraper accepts it.
+  impl->server.Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
     auto r = collector.Exposition();
-    const std::string content_type = "text/plain; version=0.0.4; charset=utf-8";
-    const std::string accept = req.get_header_value("Accept-Encoding");
-    if (accept.find("gzip") != std::string::npos) {
-      res.set_header("Content-Encoding", "gzip");
-      res.set_content(r->gzip(), content_type.c_str());
-    } else {
-      res.set_content(r->text, content_type.c_str());
-    }
+    res.set_content(r->text, "text/plain; version=0.0.4; charset=utf-8");
   });
   impl->server.Get("/healthz", [&collector, healthy_within_us](const httplib::Request&,
                                                                httplib::Response& res) {

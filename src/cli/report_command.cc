@@ -106,11 +106,13 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     out << RenderReport(*r, *format);
     return 0;
   }
-  if (o.db.empty() || !std::filesystem::exists(o.db)) {
+  // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
+  if (o.db.empty() || (!store::IsPostgresLedgerSpec(o.db) &&
+                       !std::filesystem::exists(store::SqliteLedgerPath(o.db)))) {
     err << "error: --db '" << o.db << "': no such ledger file (run `gpuledger demo` to make one)\n";
     return 2;
   }
-  auto store = store::OpenSqliteLedger(o.db);
+  auto store = store::OpenLedger(o.db);
   if (!store) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());

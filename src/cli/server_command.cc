@@ -1,5 +1,8 @@
 #include "cli/server_command.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -8,7 +11,11 @@
 
 #include "cli/report_command.h"
 #include "common/file_util.h"
+#include "common/time_util.h"
 #include "cost/catalog.h"
+#include "ingest/ingestor.h"
+#include "ingest/prometheus_source.h"
+#include "pipeline/snapshot_pipeline.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "store/ledger_store.h"
@@ -17,13 +24,14 @@ namespace gpuledger::cli {
 
 int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
                 bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err) {
-  auto store = store::OpenSqliteLedger(db);
+                std::ostream& err, std::function<std::string()> extra_metrics) {
+  auto store = store::OpenLedger(db);
   if (!store) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
   server::Api api(**store, token);
+  if (extra_metrics) api.AddMetrics(std::move(extra_metrics));
   auto http = server::HttpServer::Bind(listen, api);
   if (!http && fallback_any_port) {
     auto colon = listen.rfind(':');
@@ -36,7 +44,7 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
   const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
   out << fmt::format("serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
                      "/api/v1/devices; Ctrl-C stops)\n",
-                     db, host, (*http)->port());
+                     store::DisplayLedgerSpec(db), host, (*http)->port());
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -45,30 +53,216 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
   return 0;
 }
 
+namespace {
+
+// --source scrape | files=DIR: the ingest runs on its own SQLite connection (WAL lets the API's
+// connection read meanwhile) and, for scrape, on its own thread; the API serves throughout.
+int RunIngestServer(const ServerOptions& o, const std::string& path, const std::string& token,
+                    const cost::Catalog& catalog, const std::atomic<bool>& stop,
+                    std::ostream& out, std::ostream& err) {
+  const bool scrape = o.source == "scrape";
+  std::vector<std::string> targets;
+  for (std::size_t at = 0; at <= o.targets.size();) {
+    std::size_t comma = std::min(o.targets.find(',', at), o.targets.size());
+    if (comma > at) targets.push_back(o.targets.substr(at, comma - at));
+    at = comma + 1;
+  }
+  if (scrape && targets.empty()) {
+    err << "error: --source scrape needs --targets HOST:PORT[,HOST:PORT...]\n";
+    return 2;
+  }
+  if (!scrape && !o.targets.empty()) {
+    err << "error: --targets is for --source scrape\n";
+    return 2;
+  }
+  auto interval = ParseDuration(o.scrape_interval);
+  if (!interval || *interval <= 0) {
+    err << fmt::format("error: --scrape-interval '{}': expected a duration such as 15s\n",
+                       o.scrape_interval);
+    return 2;
+  }
+  auto store = store::OpenLedger(path);
+  if (!store) {
+    err << "error: " << store.error().message << "\n";
+    return ExitCodeFor(store.error());
+  }
+  std::string cluster = "default";
+  if (auto meta = (*store)->ReadMeta(); meta.ok() && meta->count("cluster") > 0)
+    cluster = meta->at("cluster");
+  // Node facts from metadata come with the Kubernetes watch; until then a node is its name.
+  auto facts = [cluster](const std::string& node) {
+    return pipeline::NodeFacts{{cluster, node, ""}, "", {}};
+  };
+  ingest::Ingestor ingestor(**store, catalog, cluster, nullptr, facts);
+  if (Status s = ingestor.Start(); !s.ok()) {
+    err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message
+        << "\n";
+    return ExitCodeFor(s.error());
+  }
+  if (!scrape) {
+    const std::string dir = o.source.substr(6);
+    auto replayed = ingest::ReplayFiles(dir, ingestor, &err);
+    if (!replayed) {
+      err << "error: " << replayed.error().message << "\n";
+      return ExitCodeFor(replayed.error());
+    }
+    out << fmt::format("replayed {} snapshot files ({} samples) into {}: {} device-hours written\n",
+                       replayed->files, replayed->samples, store::DisplayLedgerSpec(path),
+                       ingestor.hours_written());
+    out.flush();
+    if (!o.serve) return 0;
+    return ServeLedger(path, o.listen, token, false, stop, out, err);
+  }
+  ingest::ScrapeOptions options{targets, *interval};
+  const Micros timeout = std::min<Micros>(*interval, 10 * kMicrosPerSecond);
+  ingest::ScrapeLoop loop(
+      ingestor, options,
+      [timeout](const std::string& target) { return ingest::FetchMetrics(target, timeout); },
+      [] {
+        return std::chrono::duration_cast<std::chrono::microseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      },
+      err);
+  loop.Start();
+  int rc = ServeLedger(path, o.listen, token, false, stop, out, err,
+                       [&loop] { return loop.RenderMetrics(); });
+  loop.Stop();
+  return rc;
+}
+
+// Wall clock in µs since the epoch.
+Micros WallNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// --source prometheus=URL: raw counter samples hour by hour through the HTTP API of Prometheus,
+// Thanos, Mimir or VictoriaMetrics, fed to the same exact-delta engine. A cursor in the ledger's
+// meta ("prometheus_cursor") says how far it got, so a restart resumes where it stopped.
+// Samples younger than `kLag` are left for the next round: a TSDB may still be ingesting them.
+int RunPrometheusIngest(const ServerOptions& o, const std::string& path, const std::string& token,
+                        const cost::Catalog& catalog, const std::atomic<bool>& stop,
+                        std::ostream& out, std::ostream& err) {
+  constexpr Micros kLag = 5 * kMicrosPerSecond;
+  constexpr std::string_view kCursorKey = "prometheus_cursor";
+  const std::string url = o.source.substr(std::string_view("prometheus=").size());
+  auto client = ingest::PrometheusClient::Create(url);
+  if (!client) {
+    err << "error: --source: " << client.error().message << "\n";
+    return 2;
+  }
+  auto since = ParseDuration(o.since);
+  if (!since || *since <= 0) {
+    err << fmt::format("error: --since '{}': expected a duration such as 24h or 7d\n", o.since);
+    return 2;
+  }
+  auto store = store::OpenLedger(path);
+  if (!store) {
+    err << "error: " << store.error().message << "\n";
+    return ExitCodeFor(store.error());
+  }
+  std::string cluster = "default";
+  Micros cursor = HourStart(WallNowUs() - *since);
+  if (auto meta = (*store)->ReadMeta(); meta.ok()) {
+    if (meta->count("cluster") > 0) cluster = meta->at("cluster");
+    if (auto it = meta->find(std::string(kCursorKey)); it != meta->end())
+      cursor = std::strtoll(it->second.c_str(), nullptr, 10);
+  }
+  auto facts = [cluster](const std::string& node) {
+    return pipeline::NodeFacts{{cluster, node, ""}, "", {}};
+  };
+  ingest::Ingestor ingestor(**store, catalog, cluster, nullptr, facts);
+  if (Status s = ingestor.Start(); !s.ok()) {
+    err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message << "\n";
+    return ExitCodeFor(s.error());
+  }
+  const bool tty = ::isatty(2);
+  // One round: hour-sized windows from the cursor up to now - kLag.
+  auto catch_up = [&]() -> Status {
+    const Micros until = WallNowUs() - kLag;
+    const Micros first = cursor;
+    while (cursor < until && !stop.load()) {
+      const Micros end = std::min(HourStart(cursor) + kMicrosPerHour, until);
+      auto scrapes = (*client)->Fetch(cursor, end);
+      if (!scrapes) return scrapes.status();
+      for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
+      if (Status s = ingestor.Commit(); !s.ok()) return s;
+      cursor = end;
+      if (Status s = (*store)->PutMeta(std::string(kCursorKey), std::to_string(cursor)); !s.ok()) return s;
+      if (tty && until - first > kMicrosPerHour)
+        err << fmt::format("\rbackfill {}: {:5.1f}%  ({} device-hours written)", url,
+                           100.0 * static_cast<double>(cursor - first) / static_cast<double>(until - first),
+                           ingestor.hours_written())
+            << std::flush;
+    }
+    if (tty && until - first > kMicrosPerHour) err << "\n";
+    return Status::Ok();
+  };
+  if (o.backfill_only) {
+    Status s = catch_up();
+    if (!s.ok()) {
+      err << "error: " << s.error().message << "\n";
+      return ExitCodeFor(s.error());
+    }
+    out << fmt::format("read {} up to {}: {} device-hours written to {}\n", url,
+                       FormatRfc3339(cursor), ingestor.hours_written(), store::DisplayLedgerSpec(path));
+    return 0;
+  }
+  // Follow: catch up every 30 s on a thread while the API serves; errors are logged once per
+  // change of state and the next round retries.
+  std::atomic<bool> loop_stop{false};
+  std::thread follower([&] {
+    std::string last_error;
+    while (!loop_stop.load() && !stop.load()) {
+      Status s = catch_up();
+      std::string now_error = s.ok() ? "" : s.error().message;
+      if (now_error != last_error)
+        err << (s.ok() ? "ingest: " + url + " is back\n" : "ingest: " + now_error + "\n");
+      last_error = now_error;
+      for (int i = 0; i < 300 && !loop_stop.load() && !stop.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  int rc = ServeLedger(path, o.listen, token, false, stop, out, err);
+  loop_stop = true;
+  follower.join();
+  return rc;
+}
+
+}  // namespace
+
 int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostream& out,
               std::ostream& err) {
-  if (!o.source.empty()) {
+  const bool prometheus = o.source.starts_with("prometheus=");
+  const bool ingest = o.source == "scrape" || o.source.starts_with("files=") || prometheus;
+  if (o.source.starts_with("files=") && o.source.size() == 6) {
+    err << "error: --source files=DIR: give the directory\n";
+    return 2;
+  }
+  if (!o.source.empty() && !ingest) {
     err << fmt::format(
-        "error: --source '{}': ingestion (scrape, prometheus=URL, files=DIR) is not in this "
-        "version yet; without --source the server serves an existing ledger\n",
+        "error: --source '{}': expected scrape, files=DIR or prometheus=URL; without --source "
+        "the server serves an existing ledger\n",
         o.source);
     return 2;
   }
-  std::string path = o.ledger.starts_with("sqlite:") ? o.ledger.substr(7) : o.ledger;
-  if (o.ledger.starts_with("postgres://") || o.ledger.starts_with("postgresql://")) {
-    err << "error: --ledger: PostgreSQL ledgers are not in this version yet; use sqlite:PATH\n";
-    return 2;
-  }
-  if (path.empty() || !std::filesystem::exists(path)) {
+  // A PostgreSQL URL goes to the store as is; an SQLite spec becomes its file's path.
+  const bool postgres = store::IsPostgresLedgerSpec(o.ledger);
+  std::string path = postgres ? o.ledger : store::SqliteLedgerPath(o.ledger);
+  if (path.empty() || (!ingest && !postgres && !std::filesystem::exists(path))) {
     err << fmt::format("error: --ledger '{}': no such ledger file\n", o.ledger);
     return 2;
   }
+  cost::Catalog catalog = cost::DefaultCatalog();
   if (!o.catalog.empty()) {
-    auto catalog = cost::LoadCatalogFile(o.catalog, cost::DefaultCatalog());
-    if (!catalog) {
-      err << "error: --catalog: " << catalog.error().message << "\n";
+    auto loaded = cost::LoadCatalogFile(o.catalog, cost::DefaultCatalog());
+    if (!loaded) {
+      err << "error: --catalog: " << loaded.error().message << "\n";
       return 2;
     }
+    catalog = std::move(*loaded);
   }
   std::string token;
   if (!o.token_file.empty()) {
@@ -85,6 +279,8 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
       return 2;
     }
   }
+  if (prometheus) return RunPrometheusIngest(o, path, token, catalog, stop, out, err);
+  if (ingest) return RunIngestServer(o, path, token, catalog, stop, out, err);
   return ServeLedger(path, o.listen, token, false, stop, out, err);
 }
 

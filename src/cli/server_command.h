@@ -1,15 +1,22 @@
 #pragma once
-// `gpuledger server`: serves a ledger's REST API. Ingestion (--source scrape|prometheus|files)
-// is not in this version yet: the server answers from the ledger it is given.
+// `gpuledger server`: serves a ledger's REST API. With --source it also ingests into the
+// ledger (docs/ingest.md): `scrape` scrapes the --targets agents every --scrape-interval;
+// `files=DIR` replays exposition snapshots and exits (or keeps serving with --serve).
 
 #include <atomic>
+#include <functional>
 #include <ostream>
 #include <string>
 
 namespace gpuledger::cli {
 
 struct ServerOptions {
-  std::string source;      // must be empty in this version
+  std::string source;      // "", "scrape", "files=DIR" or "prometheus=URL"
+  std::string targets;     // scrape: "host:port,host:port"
+  std::string scrape_interval = "15s";
+  bool serve = false;      // files=DIR: keep serving the API after the replay
+  std::string since = "24h";   // prometheus=URL: how far back the first run starts
+  bool backfill_only = false;  // prometheus=URL: stop once caught up (no API served)
   std::string ledger;      // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
   std::string token_file;
@@ -21,8 +28,9 @@ int RunServer(const ServerOptions& options, const std::atomic<bool>& stop, std::
 
 // Serves `db` until `stop`; prints the URL. Used by `server` and `demo`. If `listen`'s port is
 // taken and `fallback_any_port`, a free port is used instead.
+// `extra_metrics`, when given, is appended to the server's /metrics.
 int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
                 bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err);
+                std::ostream& err, std::function<std::string()> extra_metrics = nullptr);
 
 }  // namespace gpuledger::cli

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "chargeback report from a ledger");
-  report_cmd->add_option("--db", report.db, "ledger file (SQLite)");
+  report_cmd->add_option("--db", report.db, "ledger: an SQLite file or postgres://URL");
   report_cmd->add_option("--server", report.server, "read from a running server (http://HOST:PORT)");
   report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
   report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")->capture_default_str();
@@ -93,8 +93,13 @@ int main(int argc, char** argv) {
 
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
-  server_cmd->add_option("--source", server.source, "scrape | prometheus=URL | files=DIR (not in this version)");
-  server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH")->required();
+  server_cmd->add_option("--source", server.source, "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
+  server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")->capture_default_str();
+  server_cmd->add_flag("--backfill-only", server.backfill_only, "prometheus=URL: read up to now, then exit");
+  server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
+  server_cmd->add_option("--scrape-interval", server.scrape_interval, "scrape: time between rounds")->capture_default_str();
+  server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");
+  server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH or postgres://URL")->required();
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
   server_cmd->add_option("--token-file", server.token_file, "require this bearer token on /api");
   server_cmd->add_option("--catalog", server.catalog, "price catalog YAML");

@@ -195,9 +195,10 @@ InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rate
   s.gpu_share_permille =
       price > 0 ? static_cast<int>(static_cast<__int128>(s.gpu_part) * 1000 / price) : 0;
   const std::string od_text =
-      fmt::format("on-demand {} = cpu {} vCPU x {}/{} + ram {} GiB x {}/{} ({}) + gpu {}{}",
-                  Usd(type.hourly_nanos), type.vcpu, rates.per_vcpu_num, rates.denominator,
-                  type.memory_gib, rates.per_gib_num, rates.denominator, rates.name, Usd(od.gpu),
+      fmt::format("on-demand {} = cpu {} vCPU x {} + ram {} GiB x {} ({}) + gpu {}{}",
+                  Usd(type.hourly_nanos), type.vcpu,
+                  Usd(HostCost(1, rates.per_vcpu_num, rates.denominator)), type.memory_gib,
+                  Usd(HostCost(1, rates.per_gib_num, rates.denominator)), rates.name, Usd(od.gpu),
                   od.floored ? fmt::format(" (floored at {}%)", kMinGpuSharePermille / 10) : "");
   s.method = fmt::format("split of {}: gpu {} ({}.{}%) = {} x {}, cpu {}, ram {}; weights from {}",
                          Usd(price), Usd(s.gpu_part), s.gpu_share_permille / 10,

@@ -41,6 +41,22 @@ struct PipelineStats {
   std::map<std::string, cost::NodePrice> node_prices;  // "node|model" -> how it was priced
 };
 
+// How the pipeline prices `model` GPUs on a node: cost::ResolveNodePrice over the node's facts.
+cost::NodePrice ResolvePrice(const cost::Catalog& catalog, const NodeFacts& facts,
+                             const std::string& model);
+
+// Prices one closed device-hour as the pipeline does: the GPU part for the metered time plus
+// on-prem electricity by measured energy; an unpriced model degrades to pricing_class
+// "unpriced" with price 0 (added to `unpriced_models` when given).
+void PriceHour(LedgerHour& hour, const cost::NodePrice& price,
+               std::set<std::string>* unpriced_models = nullptr);
+
+// PriceHour over `hours`, resolving each (node, model) once through `node_facts`. For other
+// ingestion paths (ingest::CounterLedger's rows).
+void PriceHours(std::vector<LedgerHour>& hours, const cost::Catalog& catalog,
+                const std::function<NodeFacts(const std::string& node)>& node_facts,
+                std::set<std::string>* unpriced_models = nullptr);
+
 class SnapshotPipeline {
  public:
   // `store` and `catalog` must outlive the pipeline.

@@ -69,6 +69,11 @@ void Api::AddHandler(const std::string& path, ExtraHandler handler) {
   extra_[path] = std::move(handler);
 }
 
+void Api::AddMetrics(std::function<std::string()> render) {
+  std::lock_guard lock(mu_);
+  extra_metrics_.push_back(std::move(render));
+}
+
 ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   std::lock_guard lock(mu_);
@@ -282,6 +287,7 @@ ApiResponse Api::Metrics() {
            "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
     out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n", extent->to_us / kMicrosPerSecond);
   }
+  for (const auto& render : extra_metrics_) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};
 }
 

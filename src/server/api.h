@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "store/ledger_store.h"
@@ -47,6 +48,9 @@ class Api {
   Api(store::LedgerStore& store, std::string token);
 
   void AddHandler(const std::string& path, ExtraHandler handler);
+  // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
+  // errors); called under the Api's lock, so it must not call back into the Api.
+  void AddMetrics(std::function<std::string()> render);
   // Handles one request; `authorization` is the Authorization header's value.
   ApiResponse Handle(const std::string& path, const Params& params,
                      const std::string& authorization);
@@ -62,6 +66,7 @@ class Api {
   std::string token_;
   std::mutex mu_;  // guards store_ and the counters
   std::map<std::string, ExtraHandler> extra_;
+  std::vector<std::function<std::string()>> extra_metrics_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count
 };
 

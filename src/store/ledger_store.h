@@ -1,5 +1,5 @@
 #pragma once
-// The ledger store: one interface, SQLite now (PostgreSQL later). Writes are idempotent:
+// The ledger store: one interface, SQLite (a file) and PostgreSQL (a server). Writes are idempotent:
 // writing a LedgerHour replaces every row of that (hour, gpu), so a re-ingest replaces, never
 // adds. Thread-compatible: one writer at a time.
 
@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -71,5 +72,22 @@ struct SqliteLedgerOptions {
 Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path);
 Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
                                                       const SqliteLedgerOptions& options);
+
+// Connects to a PostgreSQL ledger (postgres://USER:PASSWORD@HOST:PORT/DB?..., or libpq's
+// key=value form) and creates or migrates its schema in the first schema of the connection's
+// search_path (?options=-csearch_path%3DNAME picks one). Same semantics and read order as the
+// SQLite ledger. Errors name the server as postgres://USER@HOST:PORT/DB, never the password;
+// an unreachable server or a lost connection is kUnavailable, and the next call reconnects.
+Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url);
+
+// A ledger spec as users write it: "postgres://..." or "postgresql://..." is a PostgreSQL
+// server; "sqlite:PATH" or a plain PATH is an SQLite file.
+bool IsPostgresLedgerSpec(std::string_view spec);
+// The file an SQLite spec names ("sqlite:PATH" -> PATH; a plain path as is).
+std::string SqliteLedgerPath(std::string_view spec);
+// The spec as it may be printed: a PostgreSQL URL without its password.
+std::string DisplayLedgerSpec(std::string_view spec);
+// Opens the ledger a spec names (OpenSqliteLedger or OpenPostgresLedger).
+Result<std::unique_ptr<LedgerStore>> OpenLedger(const std::string& spec);
 
 }  // namespace gpuledger::store

@@ -2,7 +2,11 @@
 // processes, scraped over HTTP (plain and gzip), checked by promtool, with a hung NVML.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -77,12 +81,43 @@ workloads:
     EXPECT_NE(text.find("pod=\"rogue-0\""), std::string::npos) << "a pod with no GPU grant still shows";
     auto gz = http.Get("/metrics", {{"Accept-Encoding", "gzip"}});
     ASSERT_TRUE(gz);
-    // httplib may decompress transparently when built with zlib; either way the text is valid.
-    if (gz->get_header_value("Content-Encoding") == "gzip") {
-      auto back = agent::Gunzip(gz->body);
-      ASSERT_TRUE(back.ok());
-      EXPECT_NE(back->find("gpuledger_device_info"), std::string::npos);
+    // The agent answered gzip; httplib's client (built with zlib) inflates it transparently.
+    EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
+    const bool inflated = gz->body.rfind("# HELP", 0) == 0;
+    std::string text_back = inflated ? gz->body : *agent::Gunzip(gz->body);
+    EXPECT_NE(text_back.find("gpuledger_device_info"), std::string::npos);
+    // Exactly one layer of gzip: the raw bytes through a socket of our own.
+    std::string raw;
+    {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n";
+      ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+      char buf[65536];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+      ::close(fd);
     }
+    auto body_at = raw.find("\r\n\r\n");
+    ASSERT_NE(body_at, std::string::npos);
+    std::string body = raw.substr(body_at + 4);
+    if (raw.find("Transfer-Encoding: chunked") != std::string::npos) {
+      std::string joined;
+      for (std::size_t at = 0;;) {
+        std::size_t eol = body.find("\r\n", at);
+        std::size_t len = std::stoul(body.substr(at, eol - at), nullptr, 16);
+        if (len == 0) break;
+        joined += body.substr(eol + 2, len);
+        at = eol + 2 + len + 2;
+      }
+      body = joined;
+    }
+    auto once = agent::Gunzip(body);
+    ASSERT_TRUE(once.ok()) << once.error().message;
+    EXPECT_EQ(once->rfind("# HELP", 0), 0u) << "the body must be gzipped exactly once";
 
     // promtool, when installed (the install script brings it), must accept the exposition.
     ASSERT_TRUE(WriteFile((dir / "metrics.txt").string(), text).ok());

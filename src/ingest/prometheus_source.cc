@@ -1,0 +1,165 @@
+#include "ingest/prometheus_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace gpuledger::ingest {
+namespace {
+
+using nlohmann::json;
+
+Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrape>& out);
+
+class HttpPrometheusClient : public PrometheusClient {
+ public:
+  HttpPrometheusClient(std::string host, int port, std::string prefix, std::string display)
+      : client_(host, port), prefix_(std::move(prefix)), display_(std::move(display)) {
+    client_.set_connection_timeout(5, 0);
+    client_.set_read_timeout(120, 0);
+  }
+
+  Result<std::vector<TargetScrape>> Fetch(Micros from_us, Micros to_us) override {
+    std::vector<TargetScrape> raw;
+    const Micros range = to_us - from_us;
+    if (range <= 0) return raw;
+    // Whole seconds: the range selector's unit. Timestamps are sent with millisecond precision.
+    const std::string window = fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
+    const std::string time = fmt::format("{:.3f}", static_cast<double>(to_us) / 1e6);
+    for (const std::string& name : LedgerMetricNames()) {
+      httplib::Params params{{"query", fmt::format("{}[{}]", name, window)}, {"time", time}};
+      auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
+      if (!res)
+        return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
+      if (res->status != 200 && res->status != 400 && res->status != 422)
+        return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
+                                           display_, res->status));
+      if (Status s = ParseMatrixResponse(res->body, raw); !s.ok())
+        return InvalidArgument(fmt::format("{}: {}", display_, s.error().message));
+    }
+    // Samples exactly at from_us belong to the previous window: (from, to].
+    std::erase_if(raw, [&](const TargetScrape& t) { return t.at_us <= from_us || t.at_us > to_us; });
+    // Regroup: one TargetScrape per (instance, timestamp), in time order.
+    std::map<std::pair<Micros, std::string>, TargetScrape> grouped;
+    for (auto& t : raw) {
+      TargetScrape& g = grouped[{t.at_us, t.instance}];
+      g.instance = t.instance;
+      g.at_us = t.at_us;
+      for (auto& s : t.samples) g.samples.push_back(std::move(s));
+    }
+    std::vector<TargetScrape> out;
+    out.reserve(grouped.size());
+    for (auto& [key, t] : grouped) out.push_back(std::move(t));
+    return out;
+  }
+
+ private:
+  httplib::Client client_;
+  std::string prefix_;
+  std::string display_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& LedgerMetricNames() {
+  static const std::vector<std::string> names = {
+      "gpuledger_device_info",
+      "gpuledger_device_metered_seconds_total",
+      "gpuledger_device_busy_seconds_total",
+      "gpuledger_device_idle_seconds_total",
+      "gpuledger_device_unattributed_seconds_total",
+      "gpuledger_device_energy_joules_total",
+      "gpuledger_device_memory_total_bytes",
+      "gpuledger_container_allocated_gpu_seconds_total",
+      "gpuledger_container_compute_gpu_seconds_total",
+      "gpuledger_container_memory_byte_seconds_total",
+      "gpuledger_container_energy_joules_total",
+      "gpuledger_container_attribution_info",
+  };
+  return names;
+}
+
+namespace {
+Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrape>& out) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const std::exception&) {
+    std::string head(body.substr(0, 80));
+    return InvalidArgument(fmt::format("not a Prometheus HTTP API answer (not JSON): '{}'", head));
+  }
+  if (!j.is_object() || !j.contains("status"))
+    return InvalidArgument("not a Prometheus HTTP API answer (no 'status')");
+  if (j["status"] != "success")
+    return InvalidArgument(fmt::format("query failed: {}: {}", j.value("errorType", "?"),
+                                       j.value("error", "?")));
+  const json& data = j.value("data", json::object());
+  if (data.value("resultType", "") != "matrix")
+    return InvalidArgument(fmt::format("expected a matrix result, got '{}'", data.value("resultType", "")));
+  std::map<std::pair<Micros, std::string>, std::size_t> index;
+  const json result = data.value("result", json::array());
+  for (const json& series : result) {
+    Sample base;
+    std::string instance;
+    // A named copy: iterating items() of a temporary would dangle (range-for lifetime).
+    const json metric = series.value("metric", json::object());
+    for (const auto& [k, v] : metric.items()) {
+      if (k == "__name__") base.name = v.get<std::string>();
+      else if (k == "instance") instance = v.get<std::string>();
+      else if (k != "job") base.labels.emplace_back(k, v.get<std::string>());
+    }
+    std::sort(base.labels.begin(), base.labels.end());
+    const json values = series.value("values", json::array());
+    for (const json& point : values) {
+      if (!point.is_array() || point.size() != 2) return InvalidArgument("malformed sample pair");
+      const Micros at = static_cast<Micros>(std::llround(point[0].get<double>() * 1e3)) * 1000;
+      Sample s = base;
+      s.value = std::stod(point[1].get<std::string>());
+      auto key = std::pair{at, instance};
+      auto it = index.find(key);
+      if (it == index.end()) {
+        index[key] = out.size();
+        out.push_back(TargetScrape{instance, at, {}});
+        it = index.find(key);
+      }
+      out[it->second].samples.push_back(std::move(s));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseMatrixResponse(std::string_view body, std::vector<TargetScrape>& out) {
+  try {
+    return ParseMatrixResponseOrThrow(body, out);
+  } catch (const std::exception& e) {
+    // A JSON document of the wrong shape: never let the library's exception cross the module.
+    return InvalidArgument(fmt::format("unexpected answer shape: {}", e.what()));
+  }
+}
+
+Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& base_url) {
+  std::string rest = base_url;
+  if (!rest.starts_with("http://"))
+    return InvalidArgument(fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
+  rest = rest.substr(7);
+  std::string prefix;
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    prefix = rest.substr(slash);
+    rest = rest.substr(0, slash);
+    while (prefix.ends_with("/")) prefix.pop_back();
+  }
+  auto colon = rest.rfind(':');
+  int port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
+  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  if (host.empty() || port <= 0 || port > 65535)
+    return InvalidArgument(fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
+  return std::unique_ptr<PrometheusClient>(new HttpPrometheusClient(host, port, prefix, base_url));
+}
+
+}  // namespace gpuledger::ingest

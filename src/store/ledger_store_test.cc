@@ -1,0 +1,573 @@
+// The ledger store contract, run against every store: SQLite always, PostgreSQL
+// when GPULEDGER_TEST_POSTGRES names a server (each test in a fresh file or
+// schema). Tests that only one store can have (file permissions, SQLite
+// locking, PostgreSQL reconnects) live beside that store:
+// sqlite_ledger_test.cc, postgres_ledger_test.cc.
+
+#include "store/ledger_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/store_test_env.h"
+
+namespace gpuledger::store::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class LedgerStoreTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    ledger_ = MakeTestLedger(GetParam(), skip);
+    if (!ledger_ && !skip.empty()) GTEST_SKIP() << skip;
+    ASSERT_TRUE(ledger_);
+  }
+
+  // Opens this test's ledger (again): a new store over the same data.
+  std::unique_ptr<LedgerStore> Open() {
+    auto store = ledger_->Open();
+    EXPECT_TRUE(store) << store.error().message;
+    return store ? std::move(*store) : nullptr;
+  }
+
+  std::unique_ptr<TestLedger> ledger_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, LedgerStoreTest,
+                         ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres),
+                         [](const auto& info) { return StoreKindName(info.param); });
+
+GpuMicros TotalAllocated(const std::vector<UsageRow>& rows) {
+  GpuMicros total = 0;
+  for (const auto& r : rows) total += r.allocated_us;
+  return total;
+}
+
+TEST_P(LedgerStoreTest, RoundTripsEveryField) {
+  LedgerHour hour;
+  DeviceHour& d = hour.device;
+  d.hour_us = Hour(3);
+  d.cluster = "prod-eu";
+  d.node = "gpu-node-7";
+  d.gpu = GpuUuid("GPU-8f2c1a3e-1111-2222-3333-444455556666");
+  d.gpu_model = "NVIDIA A100-SXM4-80GB";
+  d.sharing = SharingMode::kMig;
+  d.pricing_class = "spot";
+  d.price_nanos = 9'000'000'000'000'000;  // 9e15 nanos: $9,000,000
+  d.metered_us = 3'500'000'000;
+  d.unmetered_us = 100'000'000;
+  d.unallocated_us = 1'200'000'001;
+  d.busy_us = 2'345'678'901;
+  d.idle_us = 1'154'321'099;
+  d.unattributed_us = 7;
+  d.memory_total_bytes = 85'899'345'920;
+  d.unattributed_memory_byte_us = 8.5e22;
+  d.energy_mj = 1'234'567'890'123;
+  d.idle_energy_mj = 987'654'321;
+  d.unattributed_energy_mj = 42;
+
+  UsageRow u;
+  u.hour_us = d.hour_us;
+  u.gpu = d.gpu;
+  u.consumer.ref = ConsumerRef{"ml-train", "trainer-7f9c-abcde",
+                               PodUid("1b2c3d4e-0000-4a4a-8b8b-123456789abc"), "pytorch"};
+  u.consumer.owner_kind = "CronJob";
+  u.consumer.owner_name = "nightly-train";
+  u.consumer.labels = {{"app", "trainer"}, {"team", "vision"}, {"ünïcødé", "värde"}};
+  u.consumer.namespace_labels = {{"cost-center", "cc-42"}, {"team", "research"}};
+  u.node = d.node;
+  u.gpu_model = d.gpu_model;
+  u.sharing = SharingMode::kMig;
+  u.device_id = "MIG-5c1f0a2b-aaaa-bbbb-cccc-ddddeeeeffff";
+  u.allocated_us = 2'299'999'999;
+  u.compute_us = 1'111'111'111;
+  u.memory_byte_us = 8.5e22;
+  u.peak_memory_bytes = 42'949'672'960;
+  u.energy_mj = 555'555'555;
+  u.compute_quality = Quality::kMeasured;
+  u.memory_quality = Quality::kAllocated;
+  u.compute_rule = "mig-instance-counters";
+  hour.usage = {u};
+
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    Status s = store->WriteHours(std::span(&hour, 1));
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  // Reopen: what is read comes from the file, not from anything cached.
+  auto store = Open();
+  ASSERT_TRUE(store);
+
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 1u);
+  const DeviceHour& rd = devices[0];
+  EXPECT_EQ(rd.hour_us, d.hour_us);
+  EXPECT_EQ(rd.cluster, d.cluster);
+  EXPECT_EQ(rd.node, d.node);
+  EXPECT_EQ(rd.gpu, d.gpu);
+  EXPECT_EQ(rd.gpu_model, d.gpu_model);
+  EXPECT_EQ(rd.sharing, d.sharing);
+  EXPECT_EQ(rd.pricing_class, d.pricing_class);
+  EXPECT_EQ(rd.price_nanos, 9'000'000'000'000'000);
+  EXPECT_EQ(rd.metered_us, d.metered_us);
+  EXPECT_EQ(rd.unmetered_us, d.unmetered_us);
+  EXPECT_EQ(rd.unallocated_us, d.unallocated_us);
+  EXPECT_EQ(rd.busy_us, d.busy_us);
+  EXPECT_EQ(rd.idle_us, d.idle_us);
+  EXPECT_EQ(rd.unattributed_us, d.unattributed_us);
+  EXPECT_EQ(rd.memory_total_bytes, d.memory_total_bytes);
+  EXPECT_EQ(rd.unattributed_memory_byte_us,
+            8.5e22);  // exact: REAL is the same double
+  EXPECT_EQ(rd.energy_mj, d.energy_mj);
+  EXPECT_EQ(rd.idle_energy_mj, d.idle_energy_mj);
+  EXPECT_EQ(rd.unattributed_energy_mj, d.unattributed_energy_mj);
+
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  const UsageRow& ru = usage[0];
+  EXPECT_EQ(ru.hour_us, u.hour_us);
+  EXPECT_EQ(ru.gpu, u.gpu);
+  EXPECT_EQ(ru.consumer.ref, u.consumer.ref);
+  EXPECT_EQ(ru.consumer.owner_kind, "CronJob");
+  EXPECT_EQ(ru.consumer.owner_name, "nightly-train");
+  EXPECT_EQ(ru.consumer.labels, u.consumer.labels);
+  EXPECT_EQ(ru.consumer.namespace_labels, u.consumer.namespace_labels);
+  EXPECT_EQ(ru.node, u.node);
+  EXPECT_EQ(ru.gpu_model, u.gpu_model);
+  EXPECT_EQ(ru.sharing, SharingMode::kMig);
+  EXPECT_EQ(ru.device_id, u.device_id);
+  EXPECT_EQ(ru.allocated_us, u.allocated_us);
+  EXPECT_EQ(ru.compute_us, u.compute_us);
+  EXPECT_EQ(ru.memory_byte_us, 8.5e22);
+  EXPECT_EQ(ru.peak_memory_bytes, u.peak_memory_bytes);
+  EXPECT_EQ(ru.energy_mj, u.energy_mj);
+  EXPECT_EQ(ru.compute_quality, Quality::kMeasured);
+  EXPECT_EQ(ru.memory_quality, Quality::kAllocated);
+  EXPECT_EQ(ru.compute_rule, u.compute_rule);
+}
+
+TEST_P(LedgerStoreTest, MoneyIsStoredAsIntegerNotReal) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.device.price_nanos = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+    auto devices = MustReadDevices(*store);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].price_nanos, 9'007'199'254'740'993);
+  }
+  // The column's stored type, read behind the store's back: an integer, never a
+  // float.
+  auto type = ledger_->Query(ledger_->StoredTypeSql("device_hours", "price_nanos"));
+  ASSERT_TRUE(type) << type.error().message;
+  EXPECT_EQ(*type, ledger_->IntegerTypeName());
+  type = ledger_->Query(ledger_->StoredTypeSql("device_hours", "unattributed_memory_byte_us"));
+  ASSERT_TRUE(type) << type.error().message;
+  EXPECT_EQ(*type, ledger_->FloatTypeName());
+}
+
+TEST_P(LedgerStoreTest, RewritingAnHourReplacesItsRows) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000'000'000),
+                MakeUsage(hour.device, "team-a", "api-2", "server", 900'000'000),
+                MakeUsage(hour.device, "team-b", "batch-1", "worker", 1'500'000'000)};
+  hour.device.unallocated_us = kMicrosPerHour - 3'400'000'000;
+  LedgerHour other{MakeDevice(Hour(0), "GPU-b"), {}};
+  other.usage = {MakeUsage(other.device, "team-c", "x-1", "main", 3'600'000'000)};
+
+  ASSERT_TRUE(store->WriteHours(std::vector{hour, other}));
+  auto first = MustReadUsage(*store);
+  ASSERT_EQ(first.size(), 4u);
+  EXPECT_EQ(TotalAllocated(first), 3'400'000'000 + 3'600'000'000);
+
+  // The same hour again: the same rows, no doubled totals.
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto second = MustReadUsage(*store);
+  EXPECT_EQ(Keys(second), Keys(first));
+  EXPECT_EQ(TotalAllocated(second), TotalAllocated(first));
+  EXPECT_EQ(MustReadDevices(*store).size(), 2u);
+
+  // A late re-ingest without api-2: it is gone, its time now unallocated; GPU-b
+  // untouched.
+  hour.usage.erase(hour.usage.begin() + 1);
+  hour.device.unallocated_us += 900'000'000;
+  hour.device.price_nanos = 4'200'000'000;
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto third = MustReadUsage(*store);
+  EXPECT_THAT(Keys(third),
+              ::testing::ElementsAre("0 GPU-a team-a/api-1/server", "0 GPU-a team-b/batch-1/worker",
+                                     "0 GPU-b team-c/x-1/main"));
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].gpu.str(), "GPU-a");
+  EXPECT_EQ(devices[0].price_nanos, 4'200'000'000);
+  EXPECT_EQ(devices[0].unallocated_us, kMicrosPerHour - 2'500'000'000);
+
+  // An hour whose consumers all left keeps its device row and has no usage
+  // rows.
+  hour.usage.clear();
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  EXPECT_THAT(Keys(MustReadUsage(*store)), ::testing::ElementsAre("0 GPU-b team-c/x-1/main"));
+  EXPECT_EQ(MustReadDevices(*store).size(), 2u);
+}
+
+TEST_P(LedgerStoreTest, ReadsFilterByHalfOpenRangeInDeterministicOrder) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+
+  std::vector<LedgerHour> hours;
+  for (int h : {4, 0, 2, 1, 3}) {  // written out of order on purpose
+    for (const char* gpu : {"GPU-b", "GPU-a"}) {
+      LedgerHour lh{MakeDevice(Hour(h), gpu), {}};
+      lh.usage = {MakeUsage(lh.device, "zeta", "p-1", "c", 10),
+                  MakeUsage(lh.device, "alpha", "p-2", "z", 20),
+                  MakeUsage(lh.device, "alpha", "p-2", "a", 30),
+                  MakeUsage(lh.device, "alpha", "p-1", "c", 40)};
+      hours.push_back(lh);
+    }
+  }
+  ASSERT_TRUE(store->WriteHours(hours));
+
+  auto devices = MustReadDevices(*store, {Hour(1), Hour(3)});
+  ASSERT_EQ(devices.size(), 4u);
+  EXPECT_EQ(devices[0].hour_us, Hour(1));
+  EXPECT_EQ(devices[0].gpu.str(), "GPU-a");
+  EXPECT_EQ(devices[1].gpu.str(), "GPU-b");
+  EXPECT_EQ(devices[3].hour_us, Hour(2));
+
+  auto usage = MustReadUsage(*store, {Hour(1), Hour(3)});
+  ASSERT_EQ(usage.size(), 16u);
+  const auto keys = Keys(usage);
+  EXPECT_THAT(
+      std::vector(keys.begin(), keys.begin() + 5),
+      ::testing::ElementsAre("1 GPU-a alpha/p-1/c", "1 GPU-a alpha/p-2/a", "1 GPU-a alpha/p-2/z",
+                             "1 GPU-a zeta/p-1/c", "1 GPU-b alpha/p-1/c"));
+  EXPECT_EQ(keys.back(), "2 GPU-b zeta/p-1/c");
+
+  EXPECT_TRUE(MustReadUsage(*store, {Hour(5), Hour(9)}).empty());
+  EXPECT_TRUE(MustReadUsage(*store, {Hour(2), Hour(2)}).empty());
+  EXPECT_EQ(MustReadUsage(*store).size(), 40u);
+  EXPECT_EQ(MustReadDevices(*store, {Hour(4), Hour(5)}).size(), 2u);
+}
+
+TEST_P(LedgerStoreTest, LabelsRoundTripAndUpdate) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+
+  LedgerHour h0{MakeDevice(Hour(0), "GPU-a"), {}};
+  UsageRow a = MakeUsage(h0.device, "team-a", "api-1", "server", 100);
+  a.consumer.labels = {{"app", "api"}, {"version", "v1"}};
+  a.consumer.namespace_labels = {{"team", "a"}, {"cost-center", "cc-1"}};
+  UsageRow host = MakeUsage(h0.device, std::string(kHostNamespace), "user:alice", "", 50);
+  h0.usage = {a, host};
+  ASSERT_TRUE(store->WriteHours(std::span(&h0, 1)));
+
+  auto rows = MustReadUsage(*store);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].consumer.labels.empty());  // __host__ sorts first
+  EXPECT_TRUE(rows[0].consumer.namespace_labels.empty());
+  EXPECT_EQ(rows[1].consumer.labels, a.consumer.labels);
+  EXPECT_EQ(rows[1].consumer.namespace_labels, a.consumer.namespace_labels);
+
+  // A later hour: the pod gains a label and changes one (upsert); the namespace
+  // loses one (replaced as a whole). Both show on every hour's rows: labels are
+  // per pod, not per hour.
+  LedgerHour h1{MakeDevice(Hour(1), "GPU-a"), {}};
+  UsageRow a1 = MakeUsage(h1.device, "team-a", "api-1", "server", 100);
+  a1.consumer.labels = {{"version", "v2"}, {"tier", "gold"}};
+  a1.consumer.namespace_labels = {{"team", "a"}};
+  h1.usage = {a1};
+  ASSERT_TRUE(store->WriteHours(std::span(&h1, 1)));
+
+  const std::map<std::string, std::string> want_pod = {
+      {"app", "api"}, {"tier", "gold"}, {"version", "v2"}};
+  const std::map<std::string, std::string> want_ns = {{"team", "a"}};
+  for (TimeRange r : {TimeRange{Hour(0), Hour(1)}, TimeRange{Hour(1), Hour(2)}}) {
+    auto got = MustReadUsage(*store, r);
+    ASSERT_FALSE(got.empty());
+    EXPECT_EQ(got.back().consumer.labels, want_pod);
+    EXPECT_EQ(got.back().consumer.namespace_labels, want_ns);
+  }
+
+  // A pod of the same name with a new uid (recreated) has its own labels.
+  LedgerHour h2{MakeDevice(Hour(2), "GPU-a"), {}};
+  UsageRow a2 = MakeUsage(h2.device, "team-a", "api-1", "server", 100);
+  a2.consumer.ref.pod_uid = PodUid("uid-recreated");
+  a2.consumer.labels = {{"app", "api2"}};
+  a2.consumer.namespace_labels = want_ns;
+  h2.usage = {a2};
+  ASSERT_TRUE(store->WriteHours(std::span(&h2, 1)));
+  auto got = MustReadUsage(*store, {Hour(2), Hour(3)});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].consumer.labels, (std::map<std::string, std::string>{{"app", "api2"}}));
+  EXPECT_EQ(MustReadUsage(*store, {Hour(0), Hour(1)}).back().consumer.labels, want_pod);
+}
+
+TEST_P(LedgerStoreTest, ExtentCoversStoredHours) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  auto empty = store->Extent();
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_EQ(empty->from_us, 0);
+  EXPECT_EQ(empty->to_us, 0);
+
+  std::vector<LedgerHour> hours = {{MakeDevice(Hour(5), "GPU-a"), {}},
+                                   {MakeDevice(Hour(2), "GPU-b"), {}},
+                                   {MakeDevice(Hour(9), "GPU-a"), {}}};
+  ASSERT_TRUE(store->WriteHours(hours));
+  auto extent = store->Extent();
+  ASSERT_TRUE(extent) << extent.error().message;
+  EXPECT_EQ(extent->from_us, Hour(2));
+  EXPECT_EQ(extent->to_us, Hour(10));
+}
+
+TEST_P(LedgerStoreTest, FailedWriteRollsBackTheWholeSpan) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+
+  LedgerHour a{MakeDevice(Hour(0), "GPU-a"), {}};
+  a.usage = {MakeUsage(a.device, "team-a", "api-1", "server", 1'000)};
+  a.usage[0].consumer.labels = {{"app", "api"}};
+  ASSERT_TRUE(store->WriteHours(std::span(&a, 1)));
+
+  // A span whose first hour is fine and whose second rewrites hour a with the
+  // same consumer twice: the second insert violates the key, and nothing of the
+  // span may remain.
+  LedgerHour b{MakeDevice(Hour(1), "GPU-a"), {}};
+  b.usage = {MakeUsage(b.device, "team-b", "new-1", "main", 5)};
+  LedgerHour bad = a;
+  bad.device.price_nanos = 1;
+  bad.usage[0].consumer.labels = {{"app", "changed"}};
+  bad.usage.push_back(bad.usage[0]);
+  Status s = store->WriteHours(std::vector{b, bad});
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location()));
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->UniqueViolationText()));
+  EXPECT_THAT(s.error().message, HasSubstr("team-a/api-1/server"));
+
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].price_nanos, a.device.price_nanos);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].allocated_us, 1'000);
+  EXPECT_EQ(usage[0].consumer.labels.at("app"), "api");
+
+  // The store is usable afterwards.
+  ASSERT_TRUE(store->WriteHours(std::span(&b, 1)));
+  EXPECT_EQ(MustReadUsage(*store).size(), 2u);
+}
+
+TEST_P(LedgerStoreTest, RejectsUsageFiledUnderTheWrongDeviceHour) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour h{MakeDevice(Hour(0), "GPU-a"), {}};
+  h.usage = {MakeUsage(h.device, "ns", "p", "c", 1)};
+  h.usage[0].gpu = GpuUuid("GPU-other");
+  Status s = store->WriteHours(std::span(&h, 1));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.error().message, HasSubstr("GPU-other"));
+
+  LedgerHour unaligned{MakeDevice(Hour(0) + 1, "GPU-a"), {}};
+  EXPECT_FALSE(store->WriteHours(std::span(&unaligned, 1)));
+  EXPECT_TRUE(MustReadDevices(*store).empty());
+}
+
+TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->PutMeta("cluster", "prod-eu"));
+    ASSERT_TRUE(store->PutMeta("currency", "USD"));
+    ASSERT_TRUE(store->PutMeta("currency", "EUR"));
+    Status s = store->PutMeta("schema_version", "7");
+    EXPECT_FALSE(s);
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  }
+  auto store = Open();  // reopening an up-to-date file migrates nothing
+  ASSERT_TRUE(store);
+  auto meta = store->ReadMeta();
+  ASSERT_TRUE(meta) << meta.error().message;
+  EXPECT_EQ(*meta, (std::map<std::string, std::string>{
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "3"}}));
+  store.reset();
+
+  // A file written by a newer build is refused, not misread.
+  auto updated = ledger_->Query("UPDATE meta SET value = '99' WHERE key = 'schema_version'");
+  ASSERT_TRUE(updated) << updated.error().message;
+  auto newer = ledger_->Open();
+  ASSERT_FALSE(newer);
+  EXPECT_EQ(newer.error().code, ErrorCode::kUnsupported);
+  EXPECT_THAT(newer.error().message, HasSubstr("99"));
+  EXPECT_THAT(newer.error().message, HasSubstr(ledger_->Location()));
+}
+
+// 100 GPUs x 10 hours x 100 consumers: prints the rate; the target on a 2-core
+// machine is
+// >= 200k usage rows/s, not asserted (shared CI machines vary).
+TEST_P(LedgerStoreTest, WritesHundredThousandRows) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  std::vector<LedgerHour> hours;
+  for (int h = 0; h < 10; ++h) {
+    for (int g = 0; g < 100; ++g) {
+      LedgerHour lh{MakeDevice(Hour(h), "GPU-" + std::to_string(1000 + g)), {}};
+      for (int c = 0; c < 100; ++c) {
+        UsageRow u =
+            MakeUsage(lh.device, "ns-" + std::to_string(c % 20),
+                      "pod-" + std::to_string(c) + "-x" + std::to_string(g), "main", 1'000'000 + c);
+        u.consumer.labels = {{"app", "a" + std::to_string(c)},
+                             {"team", "t" + std::to_string(c % 7)}};
+        u.consumer.namespace_labels = {{"owner", "o" + std::to_string(c % 20)}};
+        lh.usage.push_back(std::move(u));
+      }
+      hours.push_back(std::move(lh));
+    }
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  Status s = store->WriteHours(hours);
+  auto write_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(s) << s.error().message;
+
+  start = std::chrono::steady_clock::now();
+  auto rows = MustReadUsage(*store);
+  auto read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(rows.size(), 100'000u);
+  EXPECT_EQ(rows.front().consumer.labels.size(), 2u);
+
+  // Rewriting the same span (the idempotent path: delete + insert) at the same
+  // rate.
+  start = std::chrono::steady_clock::now();
+  s = store->WriteHours(hours);
+  auto rewrite_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(MustReadUsage(*store).size(), 100'000u);
+
+  std::printf(
+      "[ rate ] %s: write 100000 usage rows in %.3f s: %.0f rows/s; "
+      "rewrite %.3f s: %.0f rows/s; "
+      "read %.3f s: %.0f rows/s\n",
+      StoreKindName(GetParam()).c_str(), write_s, 100'000 / write_s, rewrite_s, 100'000 / rewrite_s,
+      read_s, 100'000 / read_s);
+}
+
+// The same (hour, gpu) twice in one span: the later one replaces the earlier,
+// as if written one after the other.
+TEST_P(LedgerStoreTest, SameHourTwiceInOneSpanLastWins) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour first{MakeDevice(Hour(0), "GPU-a"), {}};
+  first.usage = {MakeUsage(first.device, "team-a", "api-1", "server", 100),
+                 MakeUsage(first.device, "team-a", "api-2", "server", 200)};
+  LedgerHour second{MakeDevice(Hour(0), "GPU-a"), {}};
+  second.device.price_nanos = 7;
+  second.usage = {MakeUsage(second.device, "team-b", "job-1", "main", 300)};
+  ASSERT_TRUE(store->WriteHours(std::vector{first, second}));
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].price_nanos, 7);
+  EXPECT_THAT(Keys(MustReadUsage(*store)), ElementsAre("0 GPU-a team-b/job-1/main"));
+  EXPECT_TRUE(store->WriteHours({}));  // an empty span writes nothing and succeeds
+  EXPECT_EQ(MustReadDevices(*store).size(), 1u);
+}
+
+// Text orders by bytes in every store (SQLite BINARY, PostgreSQL COLLATE "C"):
+// upper case before lower, '_' between them, UTF-8 after ASCII; the same on
+// every server locale.
+TEST_P(LedgerStoreTest, TextSortsByBytesAndSurvivesSpecialCharacters) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour h{MakeDevice(Hour(0), "GPU-a"), {}};
+  for (const char* ns : {"zeta", "Zeta", "_sys", "\xc3\xa4rger", "alpha", "a b", "a\tb"}) {
+    h.usage.push_back(MakeUsage(h.device, ns, "p-1", "c", 1));
+  }
+  UsageRow& odd = h.usage.back();
+  odd.consumer.labels = {{"quote\"key", "back\\slash"}, {"comma,{x}", "new\nline"}};
+  odd.consumer.namespace_labels = {{"tab\tkey", "cr\rvalue"}};
+  odd.compute_rule = "a\tb\\c\nd";
+  ASSERT_TRUE(store->WriteHours(std::span(&h, 1)));
+  auto rows = MustReadUsage(*store);
+  std::vector<std::string> namespaces;
+  for (const auto& r : rows) namespaces.push_back(r.consumer.ref.namespace_name);
+  EXPECT_THAT(namespaces,
+              ElementsAre("Zeta", "_sys", "a\tb", "a b", "alpha", "zeta", "\xc3\xa4rger"));
+  ASSERT_EQ(rows.size(), 7u);
+  EXPECT_EQ(rows[2].consumer.labels, odd.consumer.labels);
+  EXPECT_EQ(rows[2].consumer.namespace_labels, odd.consumer.namespace_labels);
+  EXPECT_EQ(rows[2].compute_rule, odd.compute_rule);
+}
+
+TEST_P(LedgerStoreTest, ReconciliationsReplaceByNodeAndDay) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  const Micros day0 = DayStart(kHour0);
+  Reconciliation a{"gpu-node-1", day0, 1'000, 900, "9/10", 900'000, "USD", "bill.csv", 42};
+  Reconciliation b{"gpu-node-0", day0, 2'000, 2'000, "1/1", 1'000'000, "USD", "bill.csv", 42};
+  Reconciliation c{"gpu-node-1", day0 + kMicrosPerDay, 5, 0, "0/1", 0, "", "b2.csv", 43};
+  ASSERT_TRUE(store->WriteReconciliations(std::vector{a, b, c}));
+  auto got = store->ReadReconciliations({day0, day0 + kMicrosPerDay});
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_THAT(*got, ElementsAre(b, a));  // ordered by (day, node)
+
+  // Re-importing replaces; the last of a span's duplicates wins; a bad row
+  // keeps nothing.
+  Reconciliation a2 = a;
+  a2.billed_nanos = 9'007'199'254'740'993;
+  a2.factor = "x";
+  Reconciliation a3 = a2;
+  a3.factor = "9007199254740993/1000";
+  ASSERT_TRUE(store->WriteReconciliations(std::vector{a2, a3}));
+  Reconciliation bad = c;
+  bad.day_us += 1;
+  Status s = store->WriteReconciliations(std::vector{b, bad});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  got = store->ReadReconciliations({});
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_THAT(*got, ElementsAre(b, a3, c));
+}
+
+// Reads hand back exactly what was written, including doubles at the edges of
+// their range.
+TEST_P(LedgerStoreTest, DoublesRoundTripExactly) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  const std::vector<double> values = {
+      0.0, 0.1, 1.0 / 3.0, 2.5e-308, 1.7976931348623157e308, 123456789.123456789, 8.5e22};
+  std::vector<LedgerHour> hours;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    LedgerHour h{MakeDevice(Hour(static_cast<int>(i)), "GPU-a"), {}};
+    h.device.unattributed_memory_byte_us = values[i];
+    h.usage = {MakeUsage(h.device, "ns", "p-1", "c", 1)};
+    h.usage[0].memory_byte_us = values[i];
+    hours.push_back(h);
+  }
+  ASSERT_TRUE(store->WriteHours(hours));
+  auto devices = MustReadDevices(*store);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(devices.size(), values.size());
+  ASSERT_EQ(usage.size(), values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(devices[i].unattributed_memory_byte_us, values[i]) << i;
+    EXPECT_EQ(usage[i].memory_byte_us, values[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::store::testing

@@ -1,0 +1,28 @@
+// OpenLedger: picks the store a ledger spec names.
+
+#include "store/ledger_store.h"
+#include "store/postgres_db.h"
+
+namespace gpuledger::store {
+
+bool IsPostgresLedgerSpec(std::string_view spec) {
+  return spec.starts_with("postgres://") || spec.starts_with("postgresql://");
+}
+
+std::string SqliteLedgerPath(std::string_view spec) {
+  if (spec.starts_with("sqlite:")) spec.remove_prefix(7);
+  return std::string(spec);
+}
+
+std::string DisplayLedgerSpec(std::string_view spec) {
+  if (!IsPostgresLedgerSpec(spec)) return std::string(spec);
+  const std::string url(spec);
+  return RedactPostgresSecret(url, url);
+}
+
+Result<std::unique_ptr<LedgerStore>> OpenLedger(const std::string& spec) {
+  if (IsPostgresLedgerSpec(spec)) return OpenPostgresLedger(spec);
+  return OpenSqliteLedger(SqliteLedgerPath(spec));
+}
+
+}  // namespace gpuledger::store

@@ -1,0 +1,396 @@
+#include "store/postgres_db.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+namespace gpuledger::store {
+namespace {
+
+// Values of one key in a parsed conninfo ("" when absent).
+std::string ConninfoValue(const PQconninfoOption* options, std::string_view key) {
+  for (const PQconninfoOption* o = options; o != nullptr && o->keyword != nullptr; ++o) {
+    if (key == o->keyword && o->val != nullptr) return o->val;
+  }
+  return "";
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
+      if (ec == std::errc() && p == s.data() + i + 3) {
+        out.push_back(static_cast<char>(v));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+// The password as written in a URL's userinfo or ?password= parameter (raw
+// form), if any.
+std::vector<std::string> PasswordsIn(const std::string& url) {
+  std::vector<std::string> out;
+  std::string_view u = url;
+  if (auto scheme = u.find("://"); scheme != std::string_view::npos) {
+    std::string_view rest = u.substr(scheme + 3);
+    std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+      std::string_view userinfo = authority.substr(0, at);
+      if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
+        out.emplace_back(userinfo.substr(colon + 1));
+      }
+    }
+  }
+  for (std::string_view key : {"password=", "password ="}) {
+    for (std::size_t at = u.find(key); at != std::string_view::npos; at = u.find(key, at + 1)) {
+      std::string_view v = u.substr(at + key.size());
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+      bool quoted = !v.empty() && v.front() == '\'';
+      if (quoted) v.remove_prefix(1);
+      v = v.substr(0, v.find_first_of(quoted ? "'" : "& "));
+      out.emplace_back(v);
+    }
+  }
+  return out;
+}
+
+// libpq's messages span lines ("...failed: Connection refused\n\tIs the server
+// running..."); errors are one line, whitespace runs collapsed.
+std::string OneLine(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    bool space = c == '\n' || c == '\t' || c == '\r' || c == ' ';
+    if (space) {
+      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+ErrorCode CodeForSqlState(std::string_view state) {
+  if (state.starts_with("08") || state.starts_with("57P") || state == "40001" || state == "40P01" ||
+      state == "55P03" || state.starts_with("53")) {
+    return ErrorCode::kUnavailable;
+  }
+  if (state.starts_with("22") || state.starts_with("23")) return ErrorCode::kInvalidArgument;
+  if (state.starts_with("XX")) return ErrorCode::kInternal;
+  return ErrorCode::kIo;
+}
+
+void IgnoreNotice(void* /*arg*/, const char* /*message*/) {}
+
+}  // namespace
+
+std::string DescribePostgresServer(const std::string& url) {
+  char* err = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &err);
+  if (options == nullptr) {
+    PQfreemem(err);
+    return "postgres://(unparseable URL)";
+  }
+  std::string user = ConninfoValue(options, "user");
+  std::string host = ConninfoValue(options, "host");
+  if (host.empty()) host = ConninfoValue(options, "hostaddr");
+  std::string port = ConninfoValue(options, "port");
+  std::string db = ConninfoValue(options, "dbname");
+  PQconninfoFree(options);
+  if (host.empty()) host = "localhost";
+  return fmt::format("postgres://{}{}{}{}/{}", user, user.empty() ? "" : "@", host,
+                     port.empty() ? "" : ":" + port, db);
+}
+
+std::string RedactPostgresSecret(const std::string& url, std::string text) {
+  for (const std::string& raw : PasswordsIn(url)) {
+    for (const std::string& secret : {raw, PercentDecode(raw)}) {
+      if (secret.empty()) continue;
+      for (std::size_t at = text.find(secret); at != std::string::npos;
+           at = text.find(secret, at + 3)) {
+        text.replace(at, secret.size(), "***");
+      }
+    }
+  }
+  return text;
+}
+
+PgParams& PgParams::Add(std::int64_t value) {
+  values_.push_back(std::to_string(value));
+  null_.push_back(false);
+  return *this;
+}
+
+PgParams& PgParams::Add(double value) {
+  values_.push_back(fmt::format("{}", value));  // shortest text that reads back exactly
+  null_.push_back(false);
+  return *this;
+}
+
+PgParams& PgParams::Add(std::string value) {
+  values_.push_back(std::move(value));
+  null_.push_back(false);
+  return *this;
+}
+
+PgParams& PgParams::AddNull() {
+  values_.emplace_back();
+  null_.push_back(true);
+  return *this;
+}
+
+PgResult& PgResult::operator=(PgResult&& other) noexcept {
+  if (this != &other) {
+    if (result_ != nullptr) PQclear(result_);
+    result_ = std::exchange(other.result_, nullptr);
+  }
+  return *this;
+}
+
+PgResult::~PgResult() {
+  if (result_ != nullptr) PQclear(result_);
+}
+
+bool PgResult::Int(int row, int col, std::int64_t& out) const {
+  std::string_view v = View(row, col);
+  std::int64_t parsed = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty()) return false;
+  out = parsed;
+  return true;
+}
+
+bool PgResult::Real(int row, int col, double& out) const {
+  std::string_view v = View(row, col);
+  if (v == "NaN") {
+    out = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  if (v == "Infinity" || v == "-Infinity") {
+    out = v[0] == '-' ? -std::numeric_limits<double>::infinity()
+                      : std::numeric_limits<double>::infinity();
+    return true;
+  }
+  double parsed = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
+  if (ec != std::errc() || p != v.data() + v.size() || v.empty()) return false;
+  out = parsed;
+  return true;
+}
+
+Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& url) {
+  const std::string server = DescribePostgresServer(url);
+  char* parse_err = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_err);
+  if (parsed == nullptr) {
+    std::string why = parse_err != nullptr ? OneLine(parse_err) : "out of memory";
+    PQfreemem(parse_err);
+    return InvalidArgument(
+        RedactPostgresSecret(url, fmt::format("postgres: the ledger URL is malformed: {}", why)));
+  }
+  PQconninfoFree(parsed);
+
+  // Keywords before dbname are defaults the URL may override; those after it
+  // are forced.
+  const std::array<const char*, 5> keys = {"connect_timeout", "fallback_application_name", "dbname",
+                                           "client_encoding", nullptr};
+  const std::array<const char*, 5> values = {"10", "gpuledger", url.c_str(), "UTF8", nullptr};
+  PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  if (conn == nullptr) return Unavailable(fmt::format("{}: connect: out of memory", server));
+  auto db = std::unique_ptr<PgConn>(new PgConn(conn, url, server));
+  PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
+  if (PQstatus(conn) != CONNECTION_OK) return db->ConnectError("connect");
+  if (Status s = db->Setup(); !s) return s.error();
+  return db;
+}
+
+PgConn::~PgConn() { PQfinish(conn_); }
+
+Status PgConn::Setup() {
+  // Exact doubles in text results whatever the server's default; errors only,
+  // no notices.
+  auto r = Exec("configure session", "SET extra_float_digits = 3");
+  return r ? Status::Ok() : r.status();
+}
+
+Status PgConn::Ensure() {
+  if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
+  PQreset(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK) return ConnectError("reconnect");
+  return Setup();
+}
+
+Error PgConn::ConnectError(std::string_view what) const {
+  std::string message = OneLine(PQerrorMessage(conn_));
+  if (message.empty()) message = "cannot connect";
+  return Unavailable(RedactPostgresSecret(url_, fmt::format("{}: {}: {}", server_, what, message)));
+}
+
+Error PgConn::MakeError(std::string_view what, const PGresult* result) const {
+  std::string message;
+  std::string state;
+  if (result != nullptr) {
+    const char* s = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+    const char* primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+    const char* detail = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL);
+    if (s != nullptr) state = s;
+    if (primary != nullptr) {
+      message = primary;
+      if (detail != nullptr) message += fmt::format(" ({})", detail);
+    } else {
+      message = PQresultErrorMessage(result);
+    }
+  }
+  if (message.empty()) message = PQerrorMessage(conn_);
+  message = OneLine(std::move(message));
+  if (message.empty()) message = "unknown error";
+
+  ErrorCode code = CodeForSqlState(state);
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    code = ErrorCode::kUnavailable;
+    message += " (connection lost; the next call reconnects)";
+  }
+  if (!state.empty()) message += fmt::format(" [{}]", state);
+  return Error{code, RedactPostgresSecret(url_, fmt::format("{}: {}: {}", server_, what, message))};
+}
+
+Result<PgResult> PgConn::Exec(std::string_view what, const std::string& sql,
+                              const PgParams& params) {
+  last_sqlstate_.clear();
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    return Unavailable(
+        fmt::format("{}: {}: not connected (the next call reconnects)", server_, what));
+  }
+  PGresult* raw = nullptr;
+  if (params.size() == 0) {
+    raw = PQexec(conn_, sql.c_str());
+  } else {
+    std::vector<const char*> values(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      values[i] = params.null_[i] ? nullptr : params.values_[i].c_str();
+    }
+    raw = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
+                       nullptr, nullptr,
+                       /*resultFormat=*/0);
+  }
+  PgResult result(raw);
+  ExecStatusType status = raw == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(raw);
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    if (raw != nullptr) {
+      const char* s = PQresultErrorField(raw, PG_DIAG_SQLSTATE);
+      if (s != nullptr) last_sqlstate_ = s;
+    }
+    return MakeError(what, raw);
+  }
+  return result;
+}
+
+Status PgConn::CopyIn(std::string_view what, const std::string& copy_sql, std::string_view data) {
+  last_sqlstate_.clear();
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    return Unavailable(
+        fmt::format("{}: {}: not connected (the next call reconnects)", server_, what));
+  }
+  PGresult* start = PQexec(conn_, copy_sql.c_str());
+  if (start == nullptr || PQresultStatus(start) != PGRES_COPY_IN) {
+    if (start != nullptr) {
+      const char* s = PQresultErrorField(start, PG_DIAG_SQLSTATE);
+      if (s != nullptr) last_sqlstate_ = s;
+    }
+    Error e = MakeError(what, start);
+    PQclear(start);
+    return e;
+  }
+  PQclear(start);
+  // Chunks of 1 MiB: libpq buffers what it cannot send yet (blocking
+  // connection).
+  constexpr std::size_t kChunk = 1 << 20;
+  bool sent = true;
+  for (std::size_t at = 0; at < data.size() && sent; at += kChunk) {
+    std::string_view chunk = data.substr(at, kChunk);
+    sent = PQputCopyData(conn_, chunk.data(), static_cast<int>(chunk.size())) == 1;
+  }
+  if (PQputCopyEnd(conn_, sent ? nullptr : "client failed to send data") != 1) sent = false;
+  // The COPY's outcome, then drain: the connection is reusable only after a
+  // null result.
+  Status status = Status::Ok();
+  while (PGresult* r = PQgetResult(conn_)) {
+    if (status.ok() && PQresultStatus(r) != PGRES_COMMAND_OK) {
+      const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+      if (s != nullptr) last_sqlstate_ = s;
+      status = MakeError(what, r);
+    }
+    PQclear(r);
+    if (PQstatus(conn_) != CONNECTION_OK) break;
+  }
+  if (status.ok() && !sent) status = MakeError(what, nullptr);
+  return status;
+}
+
+PgTxn::~PgTxn() {
+  // A lost connection has already aborted the transaction server-side: nothing
+  // to roll back, and no reconnecting here (the next operation does that).
+  if (conn_ != nullptr && conn_->connected()) {
+    (void)conn_->Exec("rollback", "ROLLBACK");
+  }
+}
+
+Result<PgTxn> PgTxn::Begin(PgConn& conn, const std::string& begin) {
+  auto r = conn.Exec("begin transaction", begin);
+  if (!r) return r.error();
+  return PgTxn(&conn);
+}
+
+Status PgTxn::Commit() {
+  PgConn* conn = std::exchange(conn_, nullptr);
+  auto r = conn->Exec("commit", "COMMIT");
+  return r ? Status::Ok() : r.status();
+}
+
+void AppendCopyField(std::string& row, std::string_view value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        row += "\\\\";
+        break;
+      case '\t':
+        row += "\\t";
+        break;
+      case '\n':
+        row += "\\n";
+        break;
+      case '\r':
+        row += "\\r";
+        break;
+      default:
+        row.push_back(c);
+    }
+  }
+}
+
+std::string TextArrayLiteral(const std::vector<std::string_view>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    out.push_back('"');
+  }
+  out.push_back('}');
+  return out;
+}
+
+}  // namespace gpuledger::store

@@ -1,0 +1,746 @@
+// The PostgreSQL ledger: the same tables, keys, semantics and read order as the
+// SQLite one (sqlite_ledger.cc), for clusters whose ledger lives on a server
+// they already run.
+//
+// Money and every integer unit are BIGINT nanos/µs/mJ/bytes; only memory
+// byte-µs is DOUBLE PRECISION (units.h). Every text column is COLLATE "C" so
+// keys and ORDER BY compare bytes, as SQLite's BINARY does: reads come back in
+// the same order from both stores. The schema is versioned in `meta` and
+// migrated on open under an advisory lock, so two servers opening one database
+// at once migrate it once. Tables live in the first schema of the connection's
+// search_path (set one with ?options=-csearch_path%3DNAME in the URL).
+//
+// WriteHours is one transaction: the span's (hour, gpu) keys are deleted from
+// both hour tables, then the rows are streamed in with COPY, then labels are
+// upserted, so a re-ingest replaces rather than adds. Connection loss is
+// kUnavailable and the next call reconnects.
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "store/ledger_store.h"
+#include "store/postgres_db.h"
+
+namespace gpuledger::store {
+namespace {
+
+constexpr std::int64_t kSchemaVersion = 3;  // kept equal to the SQLite ledger's
+constexpr std::string_view kSchemaVersionKey = "schema_version";
+
+// migrations[i] takes the schema from version i to i + 1; each mirrors the
+// SQLite one.
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+    R"sql(
+CREATE TABLE device_hours (
+  hour_us                     BIGINT           NOT NULL,
+  gpu_uuid                    TEXT COLLATE "C" NOT NULL,
+  cluster                     TEXT COLLATE "C" NOT NULL,
+  node                        TEXT COLLATE "C" NOT NULL,
+  gpu_model                   TEXT COLLATE "C" NOT NULL,
+  sharing_mode                TEXT COLLATE "C" NOT NULL,
+  pricing_class               TEXT COLLATE "C" NOT NULL,
+  price_nanos                 BIGINT           NOT NULL,
+  metered_us                  BIGINT           NOT NULL,
+  unmetered_us                BIGINT           NOT NULL,
+  unallocated_us              BIGINT           NOT NULL,
+  busy_us                     BIGINT           NOT NULL,
+  idle_us                     BIGINT           NOT NULL,
+  unattributed_us             BIGINT           NOT NULL,
+  memory_total_bytes          BIGINT           NOT NULL,
+  unattributed_memory_byte_us DOUBLE PRECISION NOT NULL,
+  energy_mj                   BIGINT           NOT NULL,
+  idle_energy_mj              BIGINT           NOT NULL,
+  unattributed_energy_mj      BIGINT           NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid)
+);
+
+-- The key's columns are ordered as reads sort, so its index serves range scans and order.
+CREATE TABLE usage_hours (
+  hour_us           BIGINT           NOT NULL,
+  gpu_uuid          TEXT COLLATE "C" NOT NULL,
+  namespace         TEXT COLLATE "C" NOT NULL,
+  pod               TEXT COLLATE "C" NOT NULL,
+  pod_uid           TEXT COLLATE "C" NOT NULL,
+  container         TEXT COLLATE "C" NOT NULL,
+  owner_kind        TEXT COLLATE "C" NOT NULL,
+  owner_name        TEXT COLLATE "C" NOT NULL,
+  node              TEXT COLLATE "C" NOT NULL,
+  gpu_model         TEXT COLLATE "C" NOT NULL,
+  sharing_mode      TEXT COLLATE "C" NOT NULL,
+  device_id         TEXT COLLATE "C" NOT NULL,
+  allocated_us      BIGINT           NOT NULL,
+  compute_us        BIGINT           NOT NULL,
+  memory_byte_us    DOUBLE PRECISION NOT NULL,
+  peak_memory_bytes BIGINT           NOT NULL,
+  energy_mj         BIGINT           NOT NULL,
+  compute_quality   TEXT COLLATE "C" NOT NULL,
+  memory_quality    TEXT COLLATE "C" NOT NULL,
+  compute_rule      TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid, namespace, pod, container, pod_uid)
+);
+CREATE INDEX usage_hours_by_namespace ON usage_hours (namespace, hour_us);
+
+CREATE TABLE pod_labels (
+  namespace TEXT COLLATE "C" NOT NULL,
+  pod       TEXT COLLATE "C" NOT NULL,
+  pod_uid   TEXT COLLATE "C" NOT NULL,
+  key       TEXT COLLATE "C" NOT NULL,
+  value     TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (namespace, pod, pod_uid, key)
+);
+
+CREATE TABLE namespace_labels (
+  namespace TEXT COLLATE "C" NOT NULL,
+  key       TEXT COLLATE "C" NOT NULL,
+  value     TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (namespace, key)
+);
+)sql",
+    // 1 -> 2: bill reconciliations, one per (node, UTC day).
+    R"sql(
+CREATE TABLE reconciliations (
+  node           TEXT COLLATE "C" NOT NULL,
+  day_us         BIGINT           NOT NULL,
+  modelled_nanos BIGINT           NOT NULL,
+  billed_nanos   BIGINT           NOT NULL,
+  factor         TEXT COLLATE "C" NOT NULL,
+  factor_ppm     BIGINT           NOT NULL,
+  currency       TEXT COLLATE "C" NOT NULL,
+  bill_file      TEXT COLLATE "C" NOT NULL,
+  imported_at_us BIGINT           NOT NULL,
+  PRIMARY KEY (day_us, node)
+);
+)sql",
+    // 2 -> 3: the electricity part of a device-hour's price (on-prem, by
+    // measured energy).
+    R"sql(
+ALTER TABLE device_hours ADD COLUMN energy_price_nanos BIGINT NOT NULL DEFAULT 0;
+)sql",
+};
+
+constexpr std::string_view kCreateMeta =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE \"C\" PRIMARY KEY, "
+    "value TEXT COLLATE \"C\" NOT NULL)";
+
+constexpr std::string_view kDeviceColumns =
+    "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, "
+    "price_nanos, "
+    "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, "
+    "unattributed_us, "
+    "memory_total_bytes, unattributed_memory_byte_us, energy_mj, "
+    "idle_energy_mj, "
+    "unattributed_energy_mj, energy_price_nanos";
+constexpr std::string_view kUsageColumns =
+    "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, "
+    "owner_name, node, "
+    "gpu_model, sharing_mode, device_id, allocated_us, compute_us, "
+    "memory_byte_us, "
+    "peak_memory_bytes, energy_mj, compute_quality, memory_quality, "
+    "compute_rule";
+constexpr std::string_view kReconciliationColumns =
+    "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, "
+    "bill_file, "
+    "imported_at_us";
+
+using LabelMap = std::map<std::string, std::string>;
+using PodKey = std::tuple<std::string, std::string,
+                          std::string>;  // namespace, pod, pod_uid
+
+// One COPY text-format row, built field by field.
+class CopyRow {
+ public:
+  explicit CopyRow(std::string& out) : out_(out) {}
+  ~CopyRow() { out_.push_back('\n'); }
+  CopyRow& operator<<(std::string_view v) {
+    Sep();
+    AppendCopyField(out_, v);
+    return *this;
+  }
+  CopyRow& operator<<(std::int64_t v) {
+    Sep();
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+    return *this;
+  }
+  CopyRow& operator<<(double v) {
+    Sep();
+    fmt::format_to(std::back_inserter(out_), "{}",
+                   v);  // shortest exact round-trip text
+    return *this;
+  }
+
+ private:
+  void Sep() {
+    if (!first_) out_.push_back('\t');
+    first_ = false;
+  }
+  std::string& out_;
+  bool first_ = true;
+};
+
+std::string Int64ArrayLiteral(const std::vector<std::int64_t>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += std::to_string(values[i]);
+  }
+  out.push_back('}');
+  return out;
+}
+
+// Reads typed columns of one row, remembering the first column that did not
+// parse.
+class RowReader {
+ public:
+  RowReader(const PgResult& r, int row) : r_(r), row_(row) {}
+  std::string Text(int col) { return r_.Text(row_, col); }
+  std::int64_t Int(int col) {
+    std::int64_t v = 0;
+    if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;
+    return v;
+  }
+  double Real(int col) {
+    double v = 0;
+    if (!r_.Real(row_, col, v) && bad_col_ < 0) bad_col_ = col;
+    return v;
+  }
+  int bad_col() const { return bad_col_; }
+
+ private:
+  const PgResult& r_;
+  int row_;
+  int bad_col_ = -1;
+};
+
+class PostgresLedger final : public LedgerStore {
+ public:
+  explicit PostgresLedger(std::unique_ptr<PgConn> conn) : conn_(std::move(conn)) {}
+
+  Status WriteHours(std::span<const LedgerHour> hours) override;
+  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
+  Result<TimeRange> Extent() override;
+  Status PutMeta(const std::string& key, const std::string& value) override;
+  Result<std::map<std::string, std::string>> ReadMeta() override;
+  Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
+  Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
+
+ private:
+  Status WriteLabels(std::span<const LedgerHour> hours);
+  Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
+               std::string_view what) const;
+  Error BadColumn(std::string_view table, int col) const;
+  Error DuplicateUsage(const Error& error, std::span<const LedgerHour* const> hours) const;
+
+  std::unique_ptr<PgConn> conn_;
+};
+
+Error PostgresLedger::BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
+                             std::string_view what) const {
+  return InvalidArgument(fmt::format("{}: {} row (hour_us {}, gpu {}): {}", conn_->server(), table,
+                                     hour_us, gpu, what));
+}
+
+Error PostgresLedger::BadColumn(std::string_view table, int col) const {
+  return Internal(
+      fmt::format("{}: read {}: column {} does not hold a number", conn_->server(), table, col));
+}
+
+// A unique violation in usage_hours names the consumer like the SQLite ledger
+// does: the server's message has the key's values but not the consumer key
+// readers search for.
+Error PostgresLedger::DuplicateUsage(const Error& error,
+                                     std::span<const LedgerHour* const> hours) const {
+  for (const LedgerHour* hour : hours) {
+    std::set<std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>>
+        seen;
+    for (const UsageRow& u : hour->usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      if (!seen.emplace(c.namespace_name, c.pod, c.container, c.pod_uid.str()).second) {
+        return Error{error.code, fmt::format("{} (consumer {}, hour_us {}, gpu {})", error.message,
+                                             c.Key(), u.hour_us, u.gpu.str())};
+      }
+    }
+  }
+  return error;
+}
+
+Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
+  if (hours.empty()) return Status::Ok();
+  for (const LedgerHour& hour : hours) {
+    const DeviceHour& d = hour.device;
+    if (HourStart(d.hour_us) != d.hour_us) {
+      return BadRow("device_hours", d.hour_us, d.gpu.str(), "hour_us is not an hour start");
+    }
+    if (d.gpu.empty()) return BadRow("device_hours", d.hour_us, "", "empty gpu uuid");
+    for (const UsageRow& u : hour.usage) {
+      if (u.hour_us != d.hour_us || u.gpu != d.gpu) {
+        return BadRow(
+            "usage_hours", u.hour_us, u.gpu.str(),
+            fmt::format("filed under device hour (hour_us {}, gpu {})", d.hour_us, d.gpu.str()));
+      }
+    }
+  }
+
+  // An (hour, gpu) written twice in one span: the later replaces the earlier,
+  // as it does when SQLite writes them one after the other.
+  std::map<std::pair<Micros, std::string_view>, const LedgerHour*> last;
+  for (const LedgerHour& hour : hours) last[{hour.device.hour_us, hour.device.gpu.str()}] = &hour;
+  std::vector<const LedgerHour*> kept;
+  kept.reserve(last.size());
+  std::vector<std::int64_t> key_hours;
+  std::vector<std::string_view> key_gpus;
+  for (const auto& [key, hour] : last) {
+    kept.push_back(hour);
+    key_hours.push_back(key.first);
+    key_gpus.push_back(key.second);
+  }
+
+  std::string devices;
+  std::string usage;
+  for (const LedgerHour* hour : kept) {
+    const DeviceHour& d = hour->device;
+    CopyRow(devices) << d.hour_us << d.gpu.str() << d.cluster << d.node << d.gpu_model
+                     << ToString(d.sharing) << d.pricing_class << d.price_nanos << d.metered_us
+                     << d.unmetered_us << d.unallocated_us << d.busy_us << d.idle_us
+                     << d.unattributed_us << d.memory_total_bytes << d.unattributed_memory_byte_us
+                     << d.energy_mj << d.idle_energy_mj << d.unattributed_energy_mj
+                     << d.energy_price_nanos;
+    for (const UsageRow& u : hour->usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      CopyRow(usage) << u.hour_us << u.gpu.str() << c.namespace_name << c.pod << c.pod_uid.str()
+                     << c.container << u.consumer.owner_kind << u.consumer.owner_name << u.node
+                     << u.gpu_model << ToString(u.sharing) << u.device_id << u.allocated_us
+                     << u.compute_us << u.memory_byte_us << u.peak_memory_bytes << u.energy_mj
+                     << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule;
+    }
+  }
+
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto txn = PgTxn::Begin(*conn_);
+  if (!txn) return txn.status();
+  PgParams keys;
+  keys.Add(Int64ArrayLiteral(key_hours)).Add(TextArrayLiteral(key_gpus));
+  for (std::string_view table : {"usage_hours", "device_hours"}) {
+    auto r = conn_->Exec(fmt::format("delete {}", table),
+                         fmt::format("DELETE FROM {} WHERE (hour_us, gpu_uuid) IN "
+                                     "(SELECT * FROM unnest($1::bigint[], $2::text[]))",
+                                     table),
+                         keys);
+    if (!r) return r.status();  // ~PgTxn rolls back
+  }
+  if (Status s =
+          conn_->CopyIn("write device_hours",
+                        fmt::format("COPY device_hours ({}) FROM STDIN", kDeviceColumns), devices);
+      !s) {
+    return s;
+  }
+  if (!usage.empty()) {
+    if (Status s =
+            conn_->CopyIn("insert usage_hours",
+                          fmt::format("COPY usage_hours ({}) FROM STDIN", kUsageColumns), usage);
+        !s) {
+      if (conn_->last_sqlstate() == "23505") return DuplicateUsage(s.error(), kept);
+      return s;
+    }
+  }
+  if (Status s = WriteLabels(hours); !s) return s;
+  return txn->Commit();
+}
+
+// Pod labels are upserted key by key; a namespace's labels are replaced as a
+// whole. Within one span the last row naming a pod or namespace wins, and each
+// is written once.
+Status PostgresLedger::WriteLabels(std::span<const LedgerHour> hours) {
+  using ViewKey = std::tuple<std::string_view, std::string_view, std::string_view>;
+  std::map<ViewKey, const LabelMap*> pods;
+  std::map<std::string_view, const LabelMap*> namespaces;
+  for (const LedgerHour& hour : hours) {
+    for (const UsageRow& u : hour.usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      if (!u.consumer.labels.empty()) {
+        pods[ViewKey{c.namespace_name, c.pod, c.pod_uid.str()}] = &u.consumer.labels;
+      }
+      namespaces[c.namespace_name] = &u.consumer.namespace_labels;
+    }
+  }
+  if (!pods.empty()) {
+    std::array<std::vector<std::string_view>, 5> cols;
+    for (const auto& [key, labels] : pods) {
+      for (const auto& [k, v] : *labels) {
+        cols[0].push_back(std::get<0>(key));
+        cols[1].push_back(std::get<1>(key));
+        cols[2].push_back(std::get<2>(key));
+        cols[3].push_back(k);
+        cols[4].push_back(v);
+      }
+    }
+    PgParams p;
+    for (const auto& col : cols) p.Add(TextArrayLiteral(col));
+    auto r = conn_->Exec("write pod_labels",
+                         "INSERT INTO pod_labels (namespace, pod, pod_uid, key, value) "
+                         "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
+                         "$5::text[]) "
+                         "ON CONFLICT (namespace, pod, pod_uid, key) DO UPDATE SET value = "
+                         "EXCLUDED.value",
+                         p);
+    if (!r) return r.status();
+  }
+  if (!namespaces.empty()) {
+    std::vector<std::string_view> names;
+    std::array<std::vector<std::string_view>, 3> cols;
+    for (const auto& [ns, labels] : namespaces) {
+      names.push_back(ns);
+      for (const auto& [k, v] : *labels) {
+        cols[0].push_back(ns);
+        cols[1].push_back(k);
+        cols[2].push_back(v);
+      }
+    }
+    PgParams del;
+    del.Add(TextArrayLiteral(names));
+    auto r = conn_->Exec("delete namespace_labels",
+                         "DELETE FROM namespace_labels WHERE namespace = ANY($1::text[])", del);
+    if (!r) return r.status();
+    if (!cols[0].empty()) {
+      PgParams p;
+      for (const auto& col : cols) p.Add(TextArrayLiteral(col));
+      r = conn_->Exec("insert namespace_labels",
+                      "INSERT INTO namespace_labels (namespace, key, value) "
+                      "SELECT * FROM unnest($1::text[], $2::text[], $3::text[])",
+                      p);
+      if (!r) return r.status();
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<DeviceHour>> PostgresLedger::ReadDeviceHours(const TimeRange& range) {
+  if (Status s = conn_->Ensure(); !s) return s;
+  PgParams p;
+  p.Add(range.from_us).Add(range.to_us);
+  auto r = conn_->Exec("read device_hours",
+                       fmt::format("SELECT {} FROM device_hours WHERE hour_us >= $1 AND "
+                                   "hour_us < $2 ORDER BY hour_us, gpu_uuid",
+                                   kDeviceColumns),
+                       p);
+  if (!r) return r.error();
+  std::vector<DeviceHour> out;
+  out.reserve(static_cast<std::size_t>(r->rows()));
+  for (int i = 0; i < r->rows(); ++i) {
+    RowReader q(*r, i);
+    DeviceHour d;
+    d.hour_us = q.Int(0);
+    d.gpu = GpuUuid(q.Text(1));
+    d.cluster = q.Text(2);
+    d.node = q.Text(3);
+    d.gpu_model = q.Text(4);
+    std::string mode = q.Text(5);
+    auto sharing = ParseSharingMode(mode);
+    if (!sharing) {
+      return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(),
+                             fmt::format("unknown sharing_mode '{}'", mode))
+                          .message);
+    }
+    d.sharing = *sharing;
+    d.pricing_class = q.Text(6);
+    d.price_nanos = q.Int(7);
+    d.metered_us = q.Int(8);
+    d.unmetered_us = q.Int(9);
+    d.unallocated_us = q.Int(10);
+    d.busy_us = q.Int(11);
+    d.idle_us = q.Int(12);
+    d.unattributed_us = q.Int(13);
+    d.memory_total_bytes = q.Int(14);
+    d.unattributed_memory_byte_us = q.Real(15);
+    d.energy_mj = q.Int(16);
+    d.idle_energy_mj = q.Int(17);
+    d.unattributed_energy_mj = q.Int(18);
+    d.energy_price_nanos = q.Int(19);
+    if (q.bad_col() >= 0) return BadColumn("device_hours", q.bad_col());
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) {
+  if (Status s = conn_->Ensure(); !s) return s;
+  // One snapshot: rows and labels agree even while a writer commits.
+  auto txn = PgTxn::Begin(*conn_, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  if (!txn) return txn.status();
+  PgParams p;
+  p.Add(range.from_us).Add(range.to_us);
+
+  std::map<PodKey, LabelMap> pod_labels;
+  {
+    auto r = conn_->Exec("read pod_labels",
+                         "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels "
+                         "AS l "
+                         "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
+                         "      WHERE hour_us >= $1 AND hour_us < $2) AS p "
+                         "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = "
+                         "p.pod_uid",
+                         p);
+    if (!r) return r.error();
+    for (int i = 0; i < r->rows(); ++i) {
+      pod_labels[PodKey{r->Text(i, 0), r->Text(i, 1), r->Text(i, 2)}].emplace(r->Text(i, 3),
+                                                                              r->Text(i, 4));
+    }
+  }
+  std::map<std::string, LabelMap> namespace_labels;
+  {
+    auto r = conn_->Exec("read namespace_labels",
+                         "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
+                         "(SELECT DISTINCT namespace FROM usage_hours "
+                         " WHERE hour_us >= $1 AND hour_us < $2)",
+                         p);
+    if (!r) return r.error();
+    for (int i = 0; i < r->rows(); ++i) {
+      namespace_labels[r->Text(i, 0)].emplace(r->Text(i, 1), r->Text(i, 2));
+    }
+  }
+
+  auto r = conn_->Exec("read usage_hours",
+                       fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= $1 AND "
+                                   "hour_us < $2 "
+                                   "ORDER BY hour_us, gpu_uuid, namespace, pod, container, pod_uid",
+                                   kUsageColumns),
+                       p);
+  if (!r) return r.error();
+  std::vector<UsageRow> out;
+  out.reserve(static_cast<std::size_t>(r->rows()));
+  for (int i = 0; i < r->rows(); ++i) {
+    RowReader q(*r, i);
+    UsageRow u;
+    u.hour_us = q.Int(0);
+    u.gpu = GpuUuid(q.Text(1));
+    ConsumerRef& c = u.consumer.ref;
+    c.namespace_name = q.Text(2);
+    c.pod = q.Text(3);
+    c.pod_uid = PodUid(q.Text(4));
+    c.container = q.Text(5);
+    u.consumer.owner_kind = q.Text(6);
+    u.consumer.owner_name = q.Text(7);
+    u.node = q.Text(8);
+    u.gpu_model = q.Text(9);
+    std::string mode = q.Text(10);
+    u.device_id = q.Text(11);
+    u.allocated_us = q.Int(12);
+    u.compute_us = q.Int(13);
+    u.memory_byte_us = q.Real(14);
+    u.peak_memory_bytes = q.Int(15);
+    u.energy_mj = q.Int(16);
+    std::string compute_quality = q.Text(17);
+    std::string memory_quality = q.Text(18);
+    u.compute_rule = q.Text(19);
+    if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
+
+    auto sharing = ParseSharingMode(mode);
+    auto cq = ParseQuality(compute_quality);
+    auto mq = ParseQuality(memory_quality);
+    if (!sharing || !cq || !mq) {
+      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(),
+                             fmt::format("consumer {}: unknown sharing_mode '{}' or quality "
+                                         "'{}'/'{}'",
+                                         c.Key(), mode, compute_quality, memory_quality))
+                          .message);
+    }
+    u.sharing = *sharing;
+    u.compute_quality = *cq;
+    u.memory_quality = *mq;
+
+    if (auto it = pod_labels.find(PodKey{c.namespace_name, c.pod, c.pod_uid.str()});
+        it != pod_labels.end()) {
+      u.consumer.labels = it->second;
+    }
+    if (auto it = namespace_labels.find(c.namespace_name); it != namespace_labels.end()) {
+      u.consumer.namespace_labels = it->second;
+    }
+    out.push_back(std::move(u));
+  }
+  if (Status s = txn->Commit(); !s) return s;
+  return out;
+}
+
+Result<TimeRange> PostgresLedger::Extent() {
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto r = conn_->Exec("read extent", "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours");
+  if (!r) return r.error();
+  TimeRange extent{0, 0};
+  if (r->rows() == 1 && !r->IsNull(0, 0)) {
+    std::int64_t from = 0;
+    std::int64_t to = 0;
+    if (!r->Int(0, 0, from) || !r->Int(0, 1, to)) return BadColumn("device_hours", 0);
+    extent.from_us = from;
+    extent.to_us = to + kMicrosPerHour;
+  }
+  return extent;
+}
+
+Status PostgresLedger::PutMeta(const std::string& key, const std::string& value) {
+  if (key == kSchemaVersionKey) {
+    return InvalidArgument(
+        fmt::format("{}: meta key '{}' is owned by the store", conn_->server(), key));
+  }
+  if (Status s = conn_->Ensure(); !s) return s;
+  PgParams p;
+  p.Add(key).Add(value);
+  auto r = conn_->Exec("write meta",
+                       "INSERT INTO meta (key, value) VALUES ($1, $2) "
+                       "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                       p);
+  return r ? Status::Ok() : r.status();
+}
+
+Result<std::map<std::string, std::string>> PostgresLedger::ReadMeta() {
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto r = conn_->Exec("read meta", "SELECT key, value FROM meta ORDER BY key");
+  if (!r) return r.error();
+  std::map<std::string, std::string> out;
+  for (int i = 0; i < r->rows(); ++i) out.emplace(r->Text(i, 0), r->Text(i, 1));
+  return out;
+}
+
+Status PostgresLedger::WriteReconciliations(std::span<const Reconciliation> reconciliations) {
+  if (reconciliations.empty()) return Status::Ok();
+  for (const Reconciliation& r : reconciliations) {
+    if (r.node.empty() || DayStart(r.day_us) != r.day_us) {
+      return InvalidArgument(
+          fmt::format("{}: reconciliations row (node '{}', day_us {}): empty "
+                      "node or not a day start",
+                      conn_->server(), r.node, r.day_us));
+    }
+  }
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto txn = PgTxn::Begin(*conn_);
+  if (!txn) return txn.status();
+  // Row by row (a bill is one row per node-day): a later row of the span
+  // replaces an earlier one of the same key, as in SQLite.
+  const std::string sql = fmt::format(
+      "INSERT INTO reconciliations ({}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) "
+      "ON CONFLICT (day_us, node) DO UPDATE SET modelled_nanos = "
+      "EXCLUDED.modelled_nanos, "
+      "billed_nanos = EXCLUDED.billed_nanos, factor = EXCLUDED.factor, "
+      "factor_ppm = EXCLUDED.factor_ppm, currency = EXCLUDED.currency, "
+      "bill_file = EXCLUDED.bill_file, imported_at_us = "
+      "EXCLUDED.imported_at_us",
+      kReconciliationColumns);
+  for (const Reconciliation& rec : reconciliations) {
+    PgParams p;
+    p.Add(rec.node)
+        .Add(rec.day_us)
+        .Add(rec.modelled_nanos)
+        .Add(rec.billed_nanos)
+        .Add(rec.factor)
+        .Add(rec.factor_ppm)
+        .Add(rec.currency)
+        .Add(rec.bill_file)
+        .Add(rec.imported_at_us);
+    auto r = conn_->Exec("write reconciliations", sql, p);
+    if (!r) return r.status();  // ~PgTxn rolls back
+  }
+  return txn->Commit();
+}
+
+Result<std::vector<Reconciliation>> PostgresLedger::ReadReconciliations(const TimeRange& range) {
+  if (Status s = conn_->Ensure(); !s) return s;
+  PgParams p;
+  p.Add(range.from_us).Add(range.to_us);
+  auto r = conn_->Exec("read reconciliations",
+                       fmt::format("SELECT {} FROM reconciliations WHERE day_us >= $1 AND "
+                                   "day_us < $2 ORDER BY day_us, node",
+                                   kReconciliationColumns),
+                       p);
+  if (!r) return r.error();
+  std::vector<Reconciliation> out;
+  for (int i = 0; i < r->rows(); ++i) {
+    RowReader q(*r, i);
+    Reconciliation rec;
+    rec.node = q.Text(0);
+    rec.day_us = q.Int(1);
+    rec.modelled_nanos = q.Int(2);
+    rec.billed_nanos = q.Int(3);
+    rec.factor = q.Text(4);
+    rec.factor_ppm = q.Int(5);
+    rec.currency = q.Text(6);
+    rec.bill_file = q.Text(7);
+    rec.imported_at_us = q.Int(8);
+    if (q.bad_col() >= 0) return BadColumn("reconciliations", q.bad_col());
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+// The schema version recorded in the database; 0 for a new one.
+Result<std::int64_t> ReadSchemaVersion(PgConn& conn) {
+  auto has_meta = conn.Exec("read schema", "SELECT to_regclass('meta') IS NOT NULL");
+  if (!has_meta) return has_meta.error();
+  if (has_meta->rows() != 1 || has_meta->View(0, 0) != "t") return std::int64_t{0};
+  auto r = conn.Exec("read schema_version", "SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!r) return r.error();
+  if (r->rows() == 0) return std::int64_t{0};
+  std::int64_t version = 0;
+  if (!r->Int(0, 0, version)) {
+    return Internal(
+        fmt::format("{}: meta schema_version '{}' is not a number", conn.server(), r->Text(0, 0)));
+  }
+  return version;
+}
+
+Status Migrate(PgConn& conn) {
+  auto version = ReadSchemaVersion(conn);
+  if (!version) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion || *version < 0) {
+    return Unsupported(
+        fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
+                    conn.server(), *version, kSchemaVersion));
+  }
+  auto txn = PgTxn::Begin(conn);
+  if (!txn) return txn.status();
+  // Serialise migrators of this schema; re-read under the lock: another may
+  // have finished.
+  auto lock = conn.Exec("lock for migration",
+                        "SELECT pg_advisory_xact_lock(hashtext('gpuledger-migrate:' || "
+                        "coalesce(current_schema(), '')))");
+  if (!lock) return lock.status();
+  if (auto r = conn.Exec("create meta", std::string(kCreateMeta)); !r) return r.status();
+  version = ReadSchemaVersion(conn);
+  if (!version) return version.status();
+  if (*version > kSchemaVersion) {
+    return Unsupported(
+        fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
+                    conn.server(), *version, kSchemaVersion));
+  }
+  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
+    auto r = conn.Exec(fmt::format("migrate schema {} -> {}", v, v + 1),
+                       std::string(kMigrations[static_cast<std::size_t>(v)]));
+    if (!r) return r.status();
+  }
+  PgParams p;
+  p.Add(std::to_string(kSchemaVersion));
+  auto r = conn.Exec("write schema_version",
+                     "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
+                     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                     p);
+  if (!r) return r.status();
+  return txn->Commit();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url) {
+  auto conn = PgConn::Open(url);
+  if (!conn) return conn.error();
+  if (Status s = Migrate(**conn); !s) return s;
+  return std::unique_ptr<LedgerStore>(std::make_unique<PostgresLedger>(std::move(*conn)));
+}
+
+}  // namespace gpuledger::store

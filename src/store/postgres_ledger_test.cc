@@ -1,0 +1,207 @@
+// PostgreSQL-only behaviour of the ledger: errors that name the server and
+// never the password, connection loss and reconnecting, migrations of an older
+// schema, concurrent openers. The store contract both stores share is in
+// ledger_store_test.cc. Tests needing a server skip without
+// GPULEDGER_TEST_POSTGRES; the rest run everywhere.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "store/ledger_store.h"
+#include "store/postgres_db.h"
+#include "store/store_test_env.h"
+
+namespace gpuledger::store::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(PostgresUrl, DescribesTheServerWithoutThePassword) {
+  EXPECT_EQ(DescribePostgresServer("postgres://ledger:s3cr%21t@db.example:6432/gpu?sslmode=off"),
+            "postgres://ledger@db.example:6432/gpu");
+  EXPECT_EQ(DescribePostgresServer("host=/run/pg dbname=gpu user=me password=hunter2"),
+            "postgres://me@/run/pg/gpu");
+  EXPECT_EQ(DescribePostgresServer("postgresql:///gpu"), "postgres://localhost/gpu");
+  EXPECT_EQ(DescribePostgresServer("postgres://%zz"), "postgres://(unparseable URL)");
+
+  const std::string url = "postgres://ledger:s3cr%21t@db/gpu?password=other%20pw";
+  EXPECT_EQ(RedactPostgresSecret(url, "a s3cr%21t b s3cr!t c other%20pw d other pw"),
+            "a *** b *** c *** d ***");
+  EXPECT_EQ(DisplayLedgerSpec("postgres://ledger:pw123@db/gpu"), "postgres://ledger:***@db/gpu");
+  EXPECT_EQ(DisplayLedgerSpec("sqlite:/x/pw123.db"), "sqlite:/x/pw123.db");
+}
+
+TEST(PostgresLedger, UnreachableServerIsUnavailableAndNamesIt) {
+  // Port 1 on loopback: nothing listens there, the connect fails at once.
+  auto store = OpenLedger("postgres://ledger:topsecret@127.0.0.1:1/gpu?connect_timeout=2");
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(store.error().message, HasSubstr("postgres://ledger@127.0.0.1:1/gpu: connect:"));
+  EXPECT_THAT(store.error().message, Not(HasSubstr("topsecret")));
+
+  auto malformed = OpenPostgresLedger("postgres://ledger:topsecret@127.0.0.1:1/gpu?nosuch=1");
+  ASSERT_FALSE(malformed);
+  EXPECT_EQ(malformed.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(malformed.error().message, HasSubstr("nosuch"));
+  EXPECT_THAT(malformed.error().message, Not(HasSubstr("topsecret")));
+}
+
+class PostgresLedgerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (PostgresTestUrl().empty()) GTEST_SKIP() << PostgresSkipMessage();
+    auto ledger = PostgresTestLedger::Create(PostgresTestUrl());
+    ASSERT_TRUE(ledger) << "GPULEDGER_TEST_POSTGRES is set but unusable: "
+                        << ledger.error().message;
+    ledger_ = std::move(*ledger);
+  }
+  std::unique_ptr<LedgerStore> Open() {
+    auto store = ledger_->Open();
+    EXPECT_TRUE(store) << store.error().message;
+    return store ? std::move(*store) : nullptr;
+  }
+  // The password in the test server's URL ("" when it has none).
+  std::string Password() const {
+    const std::string& url = ledger_->url();
+    auto scheme = url.find("://");
+    auto at = url.find('@');
+    if (scheme == std::string::npos || at == std::string::npos) return "";
+    auto colon = url.find(':', scheme + 3);
+    return colon < at ? url.substr(colon + 1, at - colon - 1) : "";
+  }
+
+  std::unique_ptr<PostgresTestLedger> ledger_;
+};
+
+TEST_F(PostgresLedgerTest, ConnectionLossIsUnavailableAndTheNextCallReconnects) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour a{MakeDevice(Hour(0), "GPU-a"), {}};
+  a.usage = {MakeUsage(a.device, "team-a", "api-1", "server", 1'000)};
+  ASSERT_TRUE(store->WriteHours(std::span(&a, 1)));
+
+  auto killed = ledger_->KillStoreConnections();
+  ASSERT_TRUE(killed) << killed.error().message;
+  ASSERT_EQ(*killed, 1);
+  auto lost = store->ReadDeviceHours({});
+  ASSERT_FALSE(lost);
+  EXPECT_EQ(lost.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(lost.error().message, HasSubstr(ledger_->Location()));
+  EXPECT_THAT(lost.error().message, HasSubstr("read device_hours"));
+  EXPECT_THAT(lost.error().message, HasSubstr("connection lost"));
+
+  // The next call reconnects, with the same schema (search_path) as before.
+  EXPECT_EQ(MustReadDevices(*store).size(), 1u);
+
+  // A write that loses its connection keeps nothing, and the one after it
+  // succeeds.
+  ASSERT_EQ(*ledger_->KillStoreConnections(), 1);
+  LedgerHour b{MakeDevice(Hour(1), "GPU-a"), {}};
+  Status s = store->WriteHours(std::span(&b, 1));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(MustReadDevices(*store).size(), 1u);
+  ASSERT_TRUE(store->WriteHours(std::span(&b, 1)));
+  EXPECT_EQ(MustReadDevices(*store).size(), 2u);
+  EXPECT_EQ(MustReadUsage(*store).size(), 1u);
+}
+
+TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
+  const std::string password = Password();
+  ASSERT_FALSE(password.empty()) << "the test server's URL should carry a password";
+
+  // A statement error: the unique violation of a duplicated consumer.
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour h{MakeDevice(Hour(0), "GPU-a"), {}};
+  h.usage = {MakeUsage(h.device, "team-a", "api-1", "server", 1)};
+  h.usage.push_back(h.usage[0]);
+  Status s = store->WriteHours(std::span(&h, 1));
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location() + ": insert usage_hours:"));
+  EXPECT_THAT(s.error().message, HasSubstr("[23505]"));
+  EXPECT_THAT(s.error().message, Not(HasSubstr(password)));
+
+  // A wrong password and a database that does not exist: refused at open,
+  // naming the server.
+  std::string wrong = ledger_->url();
+  wrong.replace(wrong.find(password), password.size(), "wrong-" + password);
+  auto refused = OpenPostgresLedger(wrong);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_THAT(refused.error().message, HasSubstr("password authentication failed"));
+  EXPECT_THAT(refused.error().message, Not(HasSubstr(password)));
+
+  const std::string location = ledger_->Location();
+  const std::string db = location.substr(location.rfind('/') + 1);
+  std::string missing = ledger_->url();
+  missing.replace(missing.find("/" + db), db.size() + 1, "/no_such_db_here");
+  auto absent = OpenPostgresLedger(missing);
+  ASSERT_FALSE(absent);
+  EXPECT_THAT(absent.error().message, HasSubstr("/no_such_db_here: connect:"));
+  EXPECT_THAT(absent.error().message, HasSubstr("does not exist"));
+  EXPECT_THAT(absent.error().message, Not(HasSubstr(password)));
+}
+
+// A schema at version 1 (before reconciliations and energy prices) keeps its
+// rows and gains what versions 2 and 3 add, the new column at 0.
+TEST_F(PostgresLedgerTest, MigratesAVersion1Schema) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.device.energy_price_nanos = 0;
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  }
+  auto r = ledger_->Query(
+      "DROP TABLE reconciliations; ALTER TABLE device_hours DROP COLUMN "
+      "energy_price_nanos; "
+      "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+  ASSERT_TRUE(r) << r.error().message;
+
+  auto store = Open();
+  ASSERT_TRUE(store);
+  auto meta = store->ReadMeta();
+  ASSERT_TRUE(meta) << meta.error().message;
+  EXPECT_EQ(meta->at("schema_version"), "3");
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].price_nanos, hour.device.price_nanos);
+  EXPECT_EQ(devices[0].energy_price_nanos, 0);
+  EXPECT_EQ(MustReadUsage(*store).size(), 1u);
+  auto recs = store->ReadReconciliations({});
+  ASSERT_TRUE(recs) << recs.error().message;
+  EXPECT_TRUE(recs->empty());
+}
+
+// Servers started together against a new database: one migrates, the others
+// wait and find it done; every one opens.
+TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
+  constexpr int kOpeners = 6;
+  std::vector<std::string> errors(kOpeners);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kOpeners; ++i) {
+    threads.emplace_back([&, i] {
+      auto store = ledger_->Open();
+      if (!store) errors[static_cast<std::size_t>(i)] = store.error().message;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  auto tables = ledger_->Query(
+      "SELECT count(*) FROM information_schema.tables "
+      "WHERE table_schema = current_schema()");
+  ASSERT_TRUE(tables) << tables.error().message;
+  EXPECT_EQ(*tables,
+            "6");  // device_hours usage_hours pod_labels namespace_labels meta recs
+}
+
+}  // namespace
+}  // namespace gpuledger::store::testing
