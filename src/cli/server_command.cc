@@ -15,6 +15,7 @@
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
+#include "sources/k8s_api/metadata_source.h"
 #include "pipeline/snapshot_pipeline.h"
 #include "server/api.h"
 #include "server/http_server.h"
@@ -55,6 +56,41 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
 
 namespace {
 
+// Owners and labels of consumers, labels of nodes (for prices), from the Kubernetes watch when
+// one is configured; without it a consumer is just its ref and a node just its name.
+struct Metadata {
+  std::unique_ptr<k8s::MetadataSource> source;
+
+  std::function<ConsumerInfo(const ConsumerRef&)> Describe() const {
+    if (!source) return nullptr;
+    return [m = source.get()](const ConsumerRef& r) { return m->Current()->Describe(r); };
+  }
+  std::function<pipeline::NodeFacts(const std::string&)> Facts(const std::string& cluster) const {
+    return [m = source.get(), cluster](const std::string& node) {
+      pipeline::NodeFacts f{{cluster, node, ""}, "", {}};
+      if (m != nullptr) f.labels = m->Current()->NodeLabels(node);
+      return f;
+    };
+  }
+};
+
+Result<Metadata> StartMetadataIfConfigured(const ServerOptions& o, std::ostream& err) {
+  Metadata m;
+  if (o.kubeconfig.empty() && !o.in_cluster && o.api_server.empty()) return m;
+  k8s::MetadataConfig config;
+  config.kubeconfig = o.kubeconfig;
+  config.context = o.kube_context;
+  config.in_cluster = o.in_cluster;
+  config.api_server = o.api_server;
+  auto started = k8s::StartMetadata(config);
+  if (!started) return started.error();
+  m.source = std::move(*started);
+  if (!m.source->WaitForSync(std::chrono::seconds(30)))
+    err << "metadata: the API server's lists are not complete after 30 s; continuing, owners and "
+           "labels fill in as the watches catch up\n";
+  return m;
+}
+
 // --source scrape | files=DIR: the ingest runs on its own SQLite connection (WAL lets the API's
 // connection read meanwhile) and, for scrape, on its own thread; the API serves throughout.
 int RunIngestServer(const ServerOptions& o, const std::string& path, const std::string& token,
@@ -89,11 +125,12 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
   std::string cluster = "default";
   if (auto meta = (*store)->ReadMeta(); meta.ok() && meta->count("cluster") > 0)
     cluster = meta->at("cluster");
-  // Node facts from metadata come with the Kubernetes watch; until then a node is its name.
-  auto facts = [cluster](const std::string& node) {
-    return pipeline::NodeFacts{{cluster, node, ""}, "", {}};
-  };
-  ingest::Ingestor ingestor(**store, catalog, cluster, nullptr, facts);
+  auto metadata = StartMetadataIfConfigured(o, err);
+  if (!metadata) {
+    err << "error: " << metadata.error().message << "\n";
+    return ExitCodeFor(metadata.error());
+  }
+  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
   if (Status s = ingestor.Start(); !s.ok()) {
     err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message
         << "\n";
@@ -170,10 +207,12 @@ int RunPrometheusIngest(const ServerOptions& o, const std::string& path, const s
     if (auto it = meta->find(std::string(kCursorKey)); it != meta->end())
       cursor = std::strtoll(it->second.c_str(), nullptr, 10);
   }
-  auto facts = [cluster](const std::string& node) {
-    return pipeline::NodeFacts{{cluster, node, ""}, "", {}};
-  };
-  ingest::Ingestor ingestor(**store, catalog, cluster, nullptr, facts);
+  auto metadata = StartMetadataIfConfigured(o, err);
+  if (!metadata) {
+    err << "error: " << metadata.error().message << "\n";
+    return ExitCodeFor(metadata.error());
+  }
+  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
   if (Status s = ingestor.Start(); !s.ok()) {
     err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message << "\n";
     return ExitCodeFor(s.error());

@@ -21,6 +21,11 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:8080";
   std::string token_file;
   std::string catalog;
+  // Kubernetes metadata (owners, labels, node labels for prices): any of these starts the watch.
+  std::string kubeconfig;
+  std::string kube_context;
+  bool in_cluster = false;
+  std::string api_server;
 };
 
 int RunServer(const ServerOptions& options, const std::atomic<bool>& stop, std::ostream& out,

@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
   server_cmd->add_option("--source", server.source, "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
+  server_cmd->add_option("--kubeconfig", server.kubeconfig, "watch pods, namespaces and nodes through this kubeconfig");
+  server_cmd->add_option("--kube-context", server.kube_context, "the kubeconfig context (default: current)");
+  server_cmd->add_flag("--in-cluster", server.in_cluster, "watch through the pod's service account");
+  server_cmd->add_option("--api-server", server.api_server, "API server URL (override; alone: unauthenticated, e.g. kubectl proxy)");
   server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")->capture_default_str();
   server_cmd->add_flag("--backfill-only", server.backfill_only, "prometheus=URL: read up to now, then exit");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
