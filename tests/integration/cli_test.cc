@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -213,6 +214,36 @@ TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
     expected[ns] += gpu_milli * seconds * 1000;  // milli-GPU x s -> GPU-µs
   }
   auto j = nlohmann::json::parse(report.out);
+
+  // Cost: with a catalog naming every model of the trace, the bill is the sum over devices of
+  // hours x price — computed here from the imported scenario's node lines.
+  const std::map<std::string, std::int64_t> price_nanos = {
+      {"P100", 1'500'000'000}, {"V100M16", 2'750'000'000}, {"V100M32", 3'250'000'000},
+      {"T4", 900'000'000},     {"A10", 1'100'000'000},     {"G1", 1'000'000'000},
+      {"G2", 1'250'000'000},   {"G3", 2'125'000'000}};
+  std::string catalog = "prices:\n";
+  for (const auto& [model, nanos] : price_nanos)
+    catalog += "  - {gpu_model: " + model + ", class: on-demand, hourly: " +
+               std::to_string(nanos / 1'000'000'000) + "." +
+               std::to_string(nanos % 1'000'000'000 + 1'000'000'000).substr(1) + "}\n";
+  ASSERT_TRUE(WriteFile(Path("trace-prices.yaml"), catalog).ok());
+  Output priced = Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") + " --catalog " +
+                      Path("trace-prices.yaml") + " --out " + Path("p"));
+  ASSERT_NE(priced.code, 2) << priced.err;
+  Output bill = Run("report --db " + Path("p/gpuledger.db") + " --format json");
+  ASSERT_EQ(bill.code, 0) << bill.err;
+  std::string yaml = *ReadFile(Path("trace.yaml"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(yaml, m, std::regex("\nduration: (\\d+)h")));
+  const std::int64_t hours = std::stoll(m[1]);
+  std::int64_t expected_cost = 0;
+  const std::regex node_re("gpu_model: ([A-Za-z0-9-]+), gpus: (\\d+)");
+  for (auto it = std::sregex_iterator(yaml.begin(), yaml.end(), node_re); it != std::sregex_iterator(); ++it)
+    expected_cost += std::stoll((*it)[2]) * hours * price_nanos.at((*it)[1]);
+  auto b = nlohmann::json::parse(bill.out);
+  EXPECT_EQ(b["total"]["device_cost_nanos"].get<std::int64_t>(), expected_cost);
+  EXPECT_TRUE(b["total"]["unpriced_models"].empty());
+
   std::map<std::string, std::int64_t> got;
   for (const auto& row : j["rows"]) got[row["key"]] = row["allocated_gpu_us"].get<std::int64_t>();
   ASSERT_FALSE(expected.empty());

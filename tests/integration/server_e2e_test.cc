@@ -54,6 +54,13 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
     std::string refused = RunCapture(bin + " report --server " + url, &code);
     EXPECT_NE(code, 0);
     EXPECT_NE(refused.find("401"), std::string::npos) << refused;
+    // Ingesting from something that is not a Prometheus HTTP API (our own API here): a clear
+    // error, exit 2, and the ledger untouched.
+    std::string not_prom = RunCapture(bin + " server --source prometheus=" + url +
+                                          " --backfill-only --since 2h --ledger sqlite:" +
+                                          (dir / "p.db").string(), &code);
+    EXPECT_EQ(code, 2) << not_prom;
+    EXPECT_NE(not_prom.find("is not a Prometheus HTTP API"), std::string::npos) << not_prom;
     // A bad parameter comes back as exit 2 naming it.
     std::string bad = RunCapture(bin + " report --server " + url + " --token-file " +
                                      (dir / "token").string() + " --policy cheapest", &code);
