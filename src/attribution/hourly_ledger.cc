@@ -1,29 +1,10 @@
 #include "attribution/hourly_ledger.h"
 
 #include <cassert>
-#include <set>
-#include <sstream>
 
 #include "common/apportion.h"
 
 namespace gpuledger::attribution {
-namespace {
-
-// Rules accumulate as a '+'-joined set so an hour that mixed rules says so.
-std::string MergeRules(const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty() || a == b) return a;
-  std::set<std::string> rules;
-  for (const std::string* s : {&a, &b}) {
-    std::stringstream in(*s);
-    for (std::string r; std::getline(in, r, '+');) rules.insert(r);
-  }
-  std::string out;
-  for (const auto& r : rules) out += (out.empty() ? "" : "+") + r;
-  return out;
-}
-
-}  // namespace
 
 HourlyLedger::HourlyLedger(std::function<ConsumerInfo(const ConsumerRef&)> describe)
     : describe_(std::move(describe)) {}

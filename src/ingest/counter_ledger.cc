@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/apportion.h"
+#include "model/usage.h"
 
 namespace gpuledger::ingest {
 namespace {
@@ -85,19 +86,6 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
          r.container;
 }
 
-// Rules accumulate as a '+'-joined set, as attribution::HourlyLedger does.
-std::string MergeRules(const std::string& a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty() || a == b) return a;
-  std::set<std::string> rules;
-  for (const std::string* s : {&a, &b}) {
-    std::stringstream in(*s);
-    for (std::string r; std::getline(in, r, '+');) rules.insert(r);
-  }
-  std::string out;
-  for (const auto& r : rules) out += (out.empty() ? "" : "+") + r;
-  return out;
-}
 
 // An integer weight for Apportion from a non-negative double (1/1000 of the unit: exact enough
 // that rounding to whole units is decided by the largest remainders).

@@ -1,7 +1,11 @@
 #include "model/sharing.h"
+#include "model/usage.h"
 
 #include <algorithm>
 #include <array>
+#include <set>
+#include <sstream>
+#include <string>
 #include <utility>
 
 namespace gpuledger {
@@ -53,6 +57,19 @@ Quality Combine(Quality a, Quality b) {
   if (a == Quality::kNone) return b;
   if (b == Quality::kNone) return a;
   return std::max(a, b);
+}
+
+std::string MergeRules(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty() || a == b) return a;
+  std::set<std::string> rules;
+  for (const std::string* s : {&a, &b}) {
+    std::stringstream in(*s);
+    for (std::string r; std::getline(in, r, '+');) rules.insert(r);
+  }
+  std::string out;
+  for (const auto& r : rules) out += (out.empty() ? "" : "+") + r;
+  return out;
 }
 
 }  // namespace gpuledger

@@ -12,6 +12,10 @@
 
 namespace gpuledger {
 
+// compute_rule values of several intervals combine as a sorted '+'-joined set
+// ("device-activity+process-samples"), so a row that mixed rules says so.
+std::string MergeRules(const std::string& a, const std::string& b);
+
 struct ConsumerUsage {
   ConsumerRef consumer;
   std::string device_id;          // the replica, MIG instance or GPU it held or ran on

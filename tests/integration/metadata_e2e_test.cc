@@ -19,16 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string RunCapture(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  int status = ::pclose(pipe);
-  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 // One agent snapshot: one A100 (node gpu-1), one container at a quarter share.
 std::string Snapshot(double seconds) {
   const char* labels = "namespace=\"ml\",pod=\"train-7d9f-abcde\",pod_uid=\"u-1\",container=\"main\",gpu_uuid=\"GPU-1\"";
@@ -81,7 +71,9 @@ TEST(MetadataE2e, LedgerRowsCarryOwnersLabelsAndNodePrices) {
   EXPECT_GT(k["total"]["device_cost_nanos"].get<std::int64_t>(), 0) << by_model;
   EXPECT_TRUE(k["total"]["unpriced_models"].empty());
   std::string classes = RunCapture("sqlite3 " + db + " 'select distinct pricing_class from device_hours'", &code);
-  if (code == 0) EXPECT_EQ(classes, "spot\n");
+  if (code == 0) {
+    EXPECT_EQ(classes, "spot\n");
+  }
   api.Stop();
   fs::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -19,7 +20,8 @@ namespace gpuledger {
 
 using namespace std::chrono_literals;
 
-// A child process whose stdout goes to a file; killed (SIGTERM) on destruction.
+// A child process whose stdout goes to a file (stderr to FILE.err); stopped with SIGTERM on
+// destruction, or with any signal by Stop().
 class Child {
  public:
   Child(const std::vector<std::string>& argv, const std::string& out_file,
@@ -40,15 +42,17 @@ class Child {
     if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), env.data()) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status;
-      for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
-        std::this_thread::sleep_for(100ms);
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-    }
+  ~Child() { Stop(SIGTERM); }
+  // Sends `sig`, waits up to 5 s, then SIGKILL; idempotent.
+  void Stop(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status;
+    for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(100ms);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
   }
   bool ok() const { return pid_ > 0; }
 
@@ -68,6 +72,17 @@ inline std::string WaitFor(const std::string& file, const std::regex& re, std::c
     std::this_thread::sleep_for(100ms);
   }
   return {};
+}
+
+// Runs a shell command; its stdout and stderr together, and its exit code.
+inline std::string RunCapture(const std::string& cmd, int* code) {
+  std::string out;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  int status = ::pclose(pipe);
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
 }
 
 }  // namespace gpuledger

@@ -25,16 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string RunCapture(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  int status = ::pclose(pipe);
-  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 // A port nobody listens on: bind port 0, read what the kernel chose, close.
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -148,7 +138,9 @@ workloads:
   // (rounded once per hour row).
   for (const auto* ledger : {&scraped, &via_prom, &via_vm})
     for (const auto& [pod, us] : *ledger)
-      if (pod != "__metered__") EXPECT_NEAR(us, ledger->at("__metered__") / 4, 2) << pod;
+      if (pod != "__metered__") {
+        EXPECT_NEAR(us, ledger->at("__metered__") / 4, 2) << pod;
+      }
   for (const auto& [pod, us] : scraped) {
     if (pod == "__metered__") continue;
     // Same final counters; the baselines (first samples) differ by at most a scrape or two.

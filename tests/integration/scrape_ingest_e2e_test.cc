@@ -31,42 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A child we can SIGKILL and restart (process_util's Child only ends with SIGTERM).
-class Proc {
- public:
-  Proc(const std::vector<std::string>& argv, const std::string& out_file,
-       const std::vector<std::string>& extra_env = {}) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, (out_file + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<std::string> env_store;
-    for (char** e = environ; *e; ++e) env_store.push_back(*e);
-    for (const auto& e : extra_env) env_store.push_back(e);
-    std::vector<char*> env;
-    for (auto& e : env_store) env.push_back(e.data());
-    env.push_back(nullptr);
-    if (posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Proc() { Stop(SIGTERM); }
-  void Stop(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status;
-    for (int i = 0; i < 50 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(100ms);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool ok() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-};
+using Proc = Child;
 
 int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

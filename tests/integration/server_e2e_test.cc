@@ -13,16 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string RunCapture(const std::string& cmd, int* code) {
-  std::string out;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  int status = ::pclose(pipe);
-  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-srv-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -40,7 +30,7 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
     const std::string port = WaitFor((dir / "server.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir / "server.out.err").string());
     const std::string url = "http://127.0.0.1:" + port;
-    for (const std::string args : {std::string("--by namespace --format json"),
+    for (const std::string& args : {std::string("--by namespace --format json"),
                                    std::string("--by label:team --policy compute --format csv"),
                                    std::string("--by controller --idle share --window 12h")}) {
       std::string local = RunCapture(bin + " report --db " + db + " " + args, &code);
