@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
+#include "sources/k8s_api/endpoints.h"
 #include "sources/k8s_api/metadata_source.h"
 #include "pipeline/snapshot_pipeline.h"
 #include "server/api.h"
@@ -103,9 +105,36 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
     if (comma > at) targets.push_back(o.targets.substr(at, comma - at));
     at = comma + 1;
   }
-  if (scrape && targets.empty()) {
-    err << "error: --source scrape needs --targets HOST:PORT[,HOST:PORT...]\n";
+  if (scrape && targets.empty() && o.targets_from.empty()) {
+    err << "error: --source scrape needs --targets HOST:PORT[,...] or --targets-from "
+           "NAMESPACE/SERVICE[:PORT]\n";
     return 2;
+  }
+  // Agents discovered from their Service's Endpoints, asked again before every round.
+  std::function<Result<std::vector<std::string>>()> discover;
+  if (!o.targets_from.empty()) {
+    auto service = k8s::ParseServiceRef(o.targets_from);
+    if (!service) {
+      err << "error: --targets-from " << service.error().message << "\n";
+      return 2;
+    }
+    if (o.kubeconfig.empty() && !o.in_cluster && o.api_server.empty()) {
+      err << "error: --targets-from needs the API server: --kubeconfig, --in-cluster or --api-server\n";
+      return 2;
+    }
+    k8s::MetadataConfig mc;
+    mc.kubeconfig = o.kubeconfig;
+    mc.context = o.kube_context;
+    mc.in_cluster = o.in_cluster;
+    mc.api_server = o.api_server;
+    auto api = k8s::ResolveApiServerConfig(mc, [](const char* name) { return std::getenv(name); });
+    if (!api) {
+      err << "error: " << api.error().message << "\n";
+      return ExitCodeFor(api.error());
+    }
+    k8s::InitCurlOnce();
+    std::shared_ptr<k8s::ApiTransport> transport = k8s::MakeCurlTransport(*api);
+    discover = [transport, ref = *service] { return k8s::DiscoverTargets(*transport, ref); };
   }
   if (!scrape && !o.targets.empty()) {
     err << "error: --targets is for --source scrape\n";
@@ -150,7 +179,7 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
     if (!o.serve) return 0;
     return ServeLedger(path, o.listen, token, false, stop, out, err);
   }
-  ingest::ScrapeOptions options{targets, *interval};
+  ingest::ScrapeOptions options{targets, *interval, discover};
   const Micros timeout = std::min<Micros>(*interval, 10 * kMicrosPerSecond);
   ingest::ScrapeLoop loop(
       ingestor, options,

@@ -13,6 +13,7 @@ namespace gpuledger::cli {
 struct ServerOptions {
   std::string source;      // "", "scrape", "files=DIR" or "prometheus=URL"
   std::string targets;     // scrape: "host:port,host:port"
+  std::string targets_from;  // scrape: "NAMESPACE/SERVICE[:PORT]", the agents' Endpoints
   std::string scrape_interval = "15s";
   bool serve = false;      // files=DIR: keep serving the API after the replay
   std::string since = "24h";   // prometheus=URL: how far back the first run starts

@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
   server_cmd->add_option("--source", server.source, "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
+  server_cmd->add_option("--targets-from", server.targets_from, "scrape: the agents' Service, NAMESPACE/SERVICE[:PORT] (its Endpoints)");
   server_cmd->add_option("--kubeconfig", server.kubeconfig, "watch pods, namespaces and nodes through this kubeconfig");
   server_cmd->add_option("--kube-context", server.kube_context, "the kubeconfig context (default: current)");
   server_cmd->add_flag("--in-cluster", server.in_cluster, "watch through the pod's service account");

@@ -109,7 +109,28 @@ void ScrapeLoop::Stop() {
 }
 
 void ScrapeLoop::RunRound() {
-  for (const std::string& target : options_.targets) {
+  std::vector<std::string> targets;
+  {
+    std::lock_guard lock(metrics_mu_);
+    if (targets_.empty()) targets_ = options_.targets;
+  }
+  if (options_.discover) {
+    auto found = options_.discover();
+    std::lock_guard lock(metrics_mu_);
+    const std::string error = found.ok() ? "" : found.error().message;
+    if (error != discovery_error_) {
+      log_ << (error.empty() ? std::string("ingest: target discovery works again\n")
+                             : "ingest: target discovery: " + error + " (keeping the last targets)\n");
+      log_.flush();
+      discovery_error_ = error;
+    }
+    if (found.ok()) targets_ = std::move(*found);
+  }
+  {
+    std::lock_guard lock(metrics_mu_);
+    targets = targets_;
+  }
+  for (const std::string& target : targets) {
     auto body = fetch_(target);
     Result<Exposition> parsed = body.ok() ? ParseExposition(*body)
                                           : Result<Exposition>(body.error());
@@ -153,14 +174,14 @@ std::string ScrapeLoop::RenderMetrics() const {
   agent::ExpositionWriter w;
   w.Family("gpuledger_server_scrape_errors_total", "Failed scrapes of an agent, by target.",
            agent::MetricType::kCounter);
-  for (const std::string& t : options_.targets) {
+  for (const std::string& t : targets_) {
     auto it = errors_.find(t);
     w.Sample("gpuledger_server_scrape_errors_total", {{"target", t}},
              static_cast<double>(it == errors_.end() ? 0 : it->second));
   }
   w.Family("gpuledger_server_scrape_up", "Whether the last scrape of the target succeeded.",
            agent::MetricType::kGauge);
-  for (const std::string& t : options_.targets) {
+  for (const std::string& t : targets_) {
     auto it = up_.find(t);
     w.Sample("gpuledger_server_scrape_up", {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
   }

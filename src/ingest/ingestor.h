@@ -69,6 +69,9 @@ using Fetcher = std::function<Result<std::string>(const std::string& target)>;
 struct ScrapeOptions {
   std::vector<std::string> targets;  // "host:port"; the instance name is the target as given
   Micros interval_us = 15 * kMicrosPerSecond;
+  // When set, asked before every round for the current targets (e.g. the addresses behind the
+  // agents' Service); an error keeps the last list (logged once per change of state).
+  std::function<Result<std::vector<std::string>>()> discover;
 };
 
 // The `--source scrape` loop: every interval, scrape each target (strict parse: a malformed
@@ -104,6 +107,8 @@ class ScrapeLoop {
   std::map<std::string, std::int64_t> errors_;   // target -> failed scrapes
   std::map<std::string, bool> up_;               // target -> last scrape ok
   std::int64_t commit_errors_ = 0;
+  std::vector<std::string> targets_;             // guarded by metrics_mu_
+  std::string discovery_error_;                  // guarded by metrics_mu_
 };
 
 // `files=DIR`: exposition snapshots named <instance>@<unix-ms>.prom or .prom.gz (the instance

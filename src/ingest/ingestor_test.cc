@@ -126,7 +126,7 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
   auto run = [&](int rounds, store::LedgerStore& store) {
     Ingestor ingestor(store, catalog, "c1", nullptr, Facts());
     EXPECT_TRUE(ingestor.Start().ok());
-    ScrapeLoop loop(ingestor, {{"n1:9400", "n2:9400"}, 15 * kS}, fetch, [&] { return now; }, log);
+    ScrapeLoop loop(ingestor, {{"n1:9400", "n2:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
     for (int i = 0; i < rounds; ++i) {
       loop.RunRound();
       agent.Advance(15);

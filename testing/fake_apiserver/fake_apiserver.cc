@@ -20,6 +20,7 @@ const ResourceInfo* Info(const std::string& resource) {
       {"pods", {"Pod", "v1", true}},
       {"namespaces", {"Namespace", "v1", false}},
       {"nodes", {"Node", "v1", false}},
+      {"endpoints", {"Endpoints", "v1", true}},
       {"replicasets", {"ReplicaSet", "apps/v1", true}},
       {"jobs", {"Job", "batch/v1", true}},
       {"resourceclaims", {"ResourceClaim", "resource.k8s.io/v1", true}},
@@ -238,7 +239,7 @@ Status FakeApiServer::Start() {
       Handler::Serve(*this, resource, "", req, res);
     };
   };
-  for (const char* r : {"pods", "namespaces", "nodes"}) {
+  for (const char* r : {"pods", "namespaces", "nodes", "endpoints"}) {
     server_->Get(fmt::format("/api/v1/{}", r), route(r));
   }
   server_->Get("/apis/apps/v1/replicasets", route("replicasets"));

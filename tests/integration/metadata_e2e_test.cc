@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -74,6 +75,62 @@ TEST(MetadataE2e, LedgerRowsCarryOwnersLabelsAndNodePrices) {
   if (code == 0) {
     EXPECT_EQ(classes, "spot\n");
   }
+  api.Stop();
+  fs::remove_all(dir);
+}
+
+// The server finds the agents from their Service's Endpoints, as it would in a cluster.
+TEST(MetadataE2e, ScrapeTargetsComeFromTheAgentsEndpoints) {
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-ep-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string bin = GPULEDGER_BIN;
+  ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
+name: ep
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+nodes:
+  - {name: n1, gpu_model: L4, gpus: 1}
+workloads:
+  - {namespace: ml, name: solo, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB}}
+)").ok());
+  Child node({bin, "sim", "node", "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
+              "--dir", (dir / "node").string()},
+             (dir / "node.out").string());
+  std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+  ASSERT_FALSE(command.empty());
+  command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");
+  std::smatch env;
+  ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
+  std::vector<std::string> argv;
+  std::istringstream words(env[2].str());
+  for (std::string w; words >> w;) argv.push_back(w);
+  Child agent(argv, (dir / "agent.out").string(), {env[1].str()});
+  const std::string port = WaitFor((dir / "agent.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
+  ASSERT_FALSE(port.empty());
+
+  fake::FakeApiServer api;
+  ASSERT_TRUE(api.Start().ok());
+  api.Upsert("endpoints", nlohmann::json{
+      {"kind", "Endpoints"}, {"apiVersion", "v1"},
+      {"metadata", {{"namespace", "gpuledger"}, {"name", "agent"}}},
+      {"subsets", {{{"addresses", {{{"ip", "127.0.0.1"}}}},
+                    {"ports", {{{"name", "metrics"}, {"port", std::stoi(port)}}}}}}}});
+  const std::string db = (dir / "l.db").string();
+  {
+    Child server({bin, "server", "--source", "scrape", "--targets-from", "gpuledger/agent:metrics",
+                  "--api-server", api.url(), "--scrape-interval", "500ms", "--ledger", "sqlite:" + db,
+                  "--listen", "127.0.0.1:0"},
+                 (dir / "server.out").string());
+    std::this_thread::sleep_for(6s);
+  }
+  int code = 0;
+  std::string out = RunCapture(bin + " report --db " + db + " --by pod --format json", &code);
+  ASSERT_EQ(code, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["rows"].size(), 1u) << out << *ReadFile((dir / "server.out.err").string());
+  EXPECT_EQ(j["rows"][0]["key"], "ml/solo-0");
+  EXPECT_GT(j["rows"][0]["allocated_gpu_us"].get<std::int64_t>(), 3 * kMicrosPerSecond);
   api.Stop();
   fs::remove_all(dir);
 }
