@@ -55,6 +55,7 @@ Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs:
       now_(std::move(now)) {
   counters_.cycle_seconds =
       Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+  counters_.started_us = now_();
 }
 
 
@@ -315,6 +316,11 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            c.join_totals.unknown_containers);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}},
            c.join_totals.vanished_processes);
+  // Lets an ingester that watched since before this start count the counters from zero
+  // instead of taking its first scrape as a baseline.
+  w.Family("gpuledger_agent_start_time_seconds", "When this agent started (its counters began).",
+           MetricType::kGauge);
+  w.Sample("gpuledger_agent_start_time_seconds", static_cast<double>(c.started_us) / 1e6);
   w.Family("gpuledger_agent_last_cycle_timestamp_seconds", "When the last cycle ended.",
            MetricType::kGauge);
   w.Sample("gpuledger_agent_last_cycle_timestamp_seconds", static_cast<double>(c.at_us) / 1e6);

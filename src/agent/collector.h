@@ -89,6 +89,7 @@ class Collector {
     HistogramData cycle_seconds;
     JoinStats join_totals;
     Micros at_us = 0;
+    Micros started_us = 0;  // when this agent started: its counters began at zero then
   };
 
   void RefreshKube(Micros now, bool force);

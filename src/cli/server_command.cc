@@ -58,6 +58,13 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
 
 namespace {
 
+// Wall clock in µs since the epoch.
+Micros WallNowUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Owners and labels of consumers, labels of nodes (for prices), from the Kubernetes watch when
 // one is configured; without it a consumer is just its ref and a node just its name.
 struct Metadata {
@@ -160,7 +167,8 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
     return ExitCodeFor(metadata.error());
   }
   ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
-  if (Status s = ingestor.Start(); !s.ok()) {
+  // Scraping sees agents live from now on; a replay only knows its files.
+  if (Status s = ingestor.Start(scrape ? WallNowUs() : INT64_MAX); !s.ok()) {
     err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message
         << "\n";
     return ExitCodeFor(s.error());
@@ -195,13 +203,6 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
                        [&loop] { return loop.RenderMetrics(); });
   loop.Stop();
   return rc;
-}
-
-// Wall clock in µs since the epoch.
-Micros WallNowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // --source prometheus=URL: raw counter samples hour by hour through the HTTP API of Prometheus,
@@ -242,7 +243,9 @@ int RunPrometheusIngest(const ServerOptions& o, const std::string& path, const s
     return ExitCodeFor(metadata.error());
   }
   ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
-  if (Status s = ingestor.Start(); !s.ok()) {
+  // The TSDB holds everything since the first cursor: agents that started after it count from
+  // their start, as they do when scraped directly.
+  if (Status s = ingestor.Start(cursor); !s.ok()) {
     err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message << "\n";
     return ExitCodeFor(s.error());
   }

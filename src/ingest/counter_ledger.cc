@@ -44,6 +44,7 @@ constexpr CounterKind kCounters[] = {
 };
 
 constexpr std::string_view kDeviceInfo = "gpuledger_device_info";
+constexpr std::string_view kAgentStart = "gpuledger_agent_start_time_seconds";
 constexpr std::string_view kAttributionInfo = "gpuledger_container_attribution_info";
 constexpr std::string_view kMemoryTotal = "gpuledger_device_memory_total_bytes";
 constexpr std::string_view kContainerMemoryUsed = "gpuledger_container_memory_used_bytes";
@@ -137,6 +138,7 @@ struct CounterLedger::Impl {
   std::set<HourKey> touched;
   Micros forgotten_before_us = INT64_MIN;
   Micros latest_us = INT64_MIN;
+  Micros observing_since_us = INT64_MAX;  // see CounterLedger::ObserveSince
   std::int64_t ignored = 0;
   std::int64_t resets = 0;
   std::int64_t late_dropped = 0;
@@ -292,6 +294,15 @@ struct CounterLedger::Impl {
     const Micros at = scrape.at_us;
     const Micros prev_at = inst.last_at_us;
     latest_us = std::max(latest_us, at);
+    // An agent first seen, that started while we were already observing: its counters began at
+    // zero at its start, inside our window, so they count from there rather than being a
+    // baseline. Every ingestion path then books the same totals.
+    Micros agent_start_us = INT64_MIN;
+    for (const Sample& s : scrape.samples)
+      if (s.name == kAgentStart && std::isfinite(s.value) && s.value > 0)
+        agent_start_us = static_cast<Micros>(std::llround(s.value * 1e6));
+    const bool count_from_start = prev_at == INT64_MIN && agent_start_us != INT64_MIN &&
+                                  agent_start_us >= observing_since_us && agent_start_us < at;
     // Facts first: they label the deltas of this same scrape.
     double restarted_s = -1;  // the largest metered counter that went backwards: agent uptime
     for (const Sample& s : scrape.samples) {
@@ -313,7 +324,7 @@ struct CounterLedger::Impl {
     }
     // An agent restart: the new counters cover at most its uptime (the largest metered
     // counter), so reset and new series are booked over that, not the whole gap.
-    Micros reset_from = prev_at;
+    Micros reset_from = count_from_start ? agent_start_us : prev_at;
     if (restarted_s >= 0 && prev_at != INT64_MIN)
       reset_from = std::max(prev_at, at - static_cast<Micros>(std::ceil(restarted_s * 1e6)));
     for (const Sample& s : scrape.samples) {
@@ -337,7 +348,7 @@ struct CounterLedger::Impl {
         ++resets;  // counted since the reset: the new value is the delta
         delta = s.value;
         from = std::max(st.at_us, reset_from);
-      } else if (prev_at != INT64_MIN) {
+      } else if (prev_at != INT64_MIN || count_from_start) {
         delta = s.value;  // a series new on a known agent started from 0 since its last scrape
         from = reset_from;
       }  // else: the first scrape of an agent only sets the baseline
@@ -419,6 +430,7 @@ std::string CounterLedger::State() const {
   j["cluster"] = m.cluster;
   j["forgotten_before_us"] = m.forgotten_before_us;
   j["latest_us"] = m.latest_us;
+  j["observing_since_us"] = m.observing_since_us;
   j["ignored"] = m.ignored;
   j["resets"] = m.resets;
   j["late_dropped"] = m.late_dropped;
@@ -463,6 +475,7 @@ Status CounterLedger::Restore(std::string_view state_json) {
     fresh->describe = impl_->describe;
     fresh->forgotten_before_us = j.at("forgotten_before_us").get<Micros>();
     fresh->latest_us = j.at("latest_us").get<Micros>();
+    fresh->observing_since_us = j.value("observing_since_us", INT64_MAX);
     fresh->ignored = j.at("ignored").get<std::int64_t>();
     fresh->resets = j.at("resets").get<std::int64_t>();
     fresh->late_dropped = j.at("late_dropped").get<std::int64_t>();
@@ -517,5 +530,7 @@ std::int64_t CounterLedger::ignored_scrapes() const { return impl_->ignored; }
 std::int64_t CounterLedger::resets() const { return impl_->resets; }
 std::int64_t CounterLedger::late_dropped() const { return impl_->late_dropped; }
 Micros CounterLedger::latest_us() const { return impl_->latest_us; }
+
+void CounterLedger::ObserveSince(Micros since_us) { impl_->observing_since_us = since_us; }
 
 }  // namespace gpuledger::ingest

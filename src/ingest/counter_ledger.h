@@ -47,6 +47,12 @@ class CounterLedger {
   std::vector<LedgerHour> Hours(Micros before_us) const;
   void Forget(Micros before_us);
 
+  // Agents first seen that started at or after `since_us` (their
+  // gpuledger_agent_start_time_seconds) count from zero at their start instead of taking the
+  // first scrape as a baseline: their whole life was observed. Default: never (every first
+  // scrape is a baseline, as Prometheus treats a new series). Kept in State().
+  void ObserveSince(Micros since_us);
+
   std::string State() const;                    // JSON
   Status Restore(std::string_view state_json);  // kInvalidArgument when it is not ours
 

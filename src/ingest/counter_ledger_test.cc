@@ -143,6 +143,25 @@ TEST(CounterLedger, DeltasBecomeExactHourRows) {
 }
 
 // A reset in the middle (the agent restarted, pod p2 gone), then a missed scrape.
+// An agent that started while the ledger was already watching counts from zero at its start;
+// one that was running before is a baseline at its first scrape (as Prometheus treats it).
+TEST(CounterLedger, AgentStartedWhileWatchedCountsFromItsStart) {
+  for (bool watched_before : {true, false}) {
+    CounterLedger l("c1", nullptr);
+    const Micros agent_start = kH0 + 600 * kS;
+    l.ObserveSince(watched_before ? kH0 : agent_start + kS);
+    TargetScrape first = Scrape("a", agent_start + 30 * kS, {{"GPU-A", 30, 15, 15, 0}}, {{"p1", "GPU-A", 7.5}});
+    first.samples.push_back({"gpuledger_agent_start_time_seconds", {}, static_cast<double>(agent_start) / 1e6});
+    l.Feed(first);
+    l.Feed(Scrape("a", agent_start + 90 * kS, {{"GPU-A", 90, 45, 45, 0}}, {{"p1", "GPU-A", 22.5}}));
+    auto hours = l.Hours(INT64_MAX);
+    ASSERT_EQ(hours.size(), 1u);
+    EXPECT_EQ(hours[0].device.metered_us, (watched_before ? 90 : 60) * kS);
+    EXPECT_EQ(Row(hours[0], "p1")->allocated_us, (watched_before ? 90 : 60) * kS / 4);
+    ExpectConserved(hours[0]);
+  }
+}
+
 TEST(CounterLedger, ResetThenMissedScrape) {
   CounterLedger l("c1", nullptr);
   l.Feed(Scrape("a", kH0, {{"GPU-A", 100, 50, 50, 10}}, {{"p1", "GPU-A", 40, 20}, {"p2", "GPU-A", 30, 20}}));

@@ -24,11 +24,14 @@ Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std:
       node_facts_(std::move(node_facts)),
       ledger_(std::move(cluster), std::move(describe)) {}
 
-Status Ingestor::Start() {
+Status Ingestor::Start(Micros observing_since_us) {
   auto meta = store_.ReadMeta();
   if (!meta) return meta.error();
   auto it = meta->find(std::string(kStateMetaKey));
-  if (it == meta->end()) return Status::Ok();
+  if (it == meta->end()) {
+    ledger_.ObserveSince(observing_since_us);
+    return Status::Ok();
+  }
   Status s = ledger_.Restore(it->second);
   if (!s.ok())
     return InvalidArgument(fmt::format("ledger meta '{}': {}", kStateMetaKey, s.error().message));

@@ -40,7 +40,9 @@ class Ingestor {
 
   // Restores the engine from the store's "ingest_state" (none: a fresh start). A state this
   // build cannot read is an error naming the key (the operator decides; nothing is dropped).
-  Status Start();
+  // `observing_since_us`: when this ledger started to watch (see CounterLedger::ObserveSince);
+  // used only on a fresh start, a restored state keeps its own.
+  Status Start(Micros observing_since_us = INT64_MAX);
   void Feed(const TargetScrape& scrape) { ledger_.Feed(scrape); }
   // Writes every touched hour, forgets hours older than `keep_open_us` before the newest
   // sample, and saves the state.

@@ -79,6 +79,7 @@ const std::vector<std::string>& LedgerMetricNames() {
       "gpuledger_container_memory_byte_seconds_total",
       "gpuledger_container_energy_joules_total",
       "gpuledger_container_attribution_info",
+      "gpuledger_agent_start_time_seconds",
   };
   return names;
 }
