@@ -10,6 +10,7 @@ packages=(
   libcpp-httplib-dev libcurl4-openssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus victoria-metrics   # real TSDBs (and promtool) in the end-to-end tests
   libpq-dev postgresql   # the PostgreSQL ledger; its tests run against a throwaway server
+  sqlite3                # the outage test reads the ledger with the sqlite3 CLI
 )
 
 missing=()

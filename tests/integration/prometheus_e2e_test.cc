@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 
+#include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -70,19 +72,30 @@ start: "2026-11-23T00:00:00Z"
 duration: 2h
 nodes:
   - {name: n1, gpu_model: A100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
+  - {name: n2, gpu_model: H100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
+  - {name: n3, gpu_model: L4, gpus: 1, sharing: time-slicing, replicas: 4}
 workloads:
-  - {namespace: ml, name: p20, compute: {profile: constant, duty: 0.2}, memory: {bytes: 4GiB}}
-  - {namespace: ml, name: p30, compute: {profile: constant, duty: 0.3}, memory: {bytes: 4GiB}}
-  - {namespace: web, name: p10, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
+  - {namespace: ml, name: p20, node: n1, compute: {profile: constant, duty: 0.2}, memory: {bytes: 4GiB}}
+  - {namespace: web, name: p10, node: n1, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
+  - {namespace: ml, name: p30, node: n2, compute: {profile: constant, duty: 0.3}, memory: {bytes: 4GiB}}
+  - {namespace: ml, name: p40, node: n2, compute: {profile: constant, duty: 0.4}, memory: {bytes: 4GiB}}
+  - {namespace: web, name: p50, node: n3, compute: {profile: constant, duty: 0.5}, memory: {bytes: 2GiB}}
+  - {namespace: web, name: p05, node: n3, compute: {profile: constant, duty: 0.05}, memory: {bytes: 1GiB}}
 )").ok());
-  // The collectors start first, so each sees the agent from its start (its counters count from
-  // zero, gpuledger_agent_start_time_seconds); the agent is stopped before the TSDBs are read,
-  // so every path sees the same final counters.
-  const int agent_port = FreePort();
-  const std::string target = "127.0.0.1:" + std::to_string(agent_port);
+  // Three simulated nodes with real agents. The collectors start first, so each sees every
+  // agent from its start (its counters count from zero, gpuledger_agent_start_time_seconds);
+  // the counters are frozen before the TSDBs are read, so every path sees the same final values.
+  const std::vector<std::string> nodes = {"n1", "n2", "n3"};
+  std::vector<std::string> targets;
+  std::string target_list, yaml_targets;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    targets.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    target_list += (i ? "," : "") + targets.back();
+    yaml_targets += (i ? ", '" : "'") + targets.back() + "'";
+  }
   ASSERT_TRUE(WriteFile((dir / "prom.yml").string(),
                         "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gpuledger\n"
-                        "    static_configs: [{targets: ['" + target + "']}]\n").ok());
+                        "    static_configs: [{targets: [" + yaml_targets + "]}]\n").ok());
   const int prom_port = FreePort();
   auto prometheus = std::make_unique<Child>(std::vector<std::string>{
       "/usr/bin/prometheus", "--config.file=" + (dir / "prom.yml").string(),
@@ -98,32 +111,38 @@ workloads:
       (dir / "vm.out").string());
   const int server_port = FreePort();
   auto scraper = std::make_unique<Child>(std::vector<std::string>{
-      bin, "server", "--source", "scrape", "--targets", target, "--scrape-interval", "1s",
+      bin, "server", "--source", "scrape", "--targets", target_list, "--scrape-interval", "1s",
       "--ledger", "sqlite:" + (dir / "scrape.db").string(), "--listen",
       "127.0.0.1:" + std::to_string(server_port)},
       (dir / "scraper.out").string());
   std::this_thread::sleep_for(3s);
 
-  Child node({bin, "sim", "node", "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
-              "--dir", (dir / "node").string()},
-             (dir / "node.out").string());
-  std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
-  ASSERT_FALSE(command.empty());
-  command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), target);
-  std::smatch env;
-  ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
-  std::vector<std::string> argv;
-  std::istringstream words(env[2].str());
-  for (std::string w; words >> w;) argv.push_back(w);
-  {
-    Child agent(argv, (dir / "agent.out").string(), {env[1].str()});
-    ASSERT_FALSE(WaitFor((dir / "agent.out").string(), std::regex("(serving)"), 20s).empty());
-    std::this_thread::sleep_for(20s);
-    // Freeze the counters while the agent keeps serving (its only GPU is lost), so every
-    // collector's last sample holds the same final values.
-    ASSERT_TRUE(WriteFile((dir / "node" / "nvml-faults").string(), "lost 0\n").ok());
-    std::this_thread::sleep_for(6s);
+  std::vector<std::unique_ptr<Child>> sim_nodes, agents;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string n = nodes[i];
+    sim_nodes.push_back(std::make_unique<Child>(
+        std::vector<std::string>{bin, "sim", "node", "--scenario", (dir / "scenario.yaml").string(),
+                                 "--node", n, "--dir", (dir / n).string()},
+        (dir / (n + ".out")).string()));
+    std::string command = WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+    ASSERT_FALSE(command.empty());
+    command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), targets[i]);
+    std::smatch env;
+    ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
+    std::vector<std::string> argv;
+    std::istringstream words(env[2].str());
+    for (std::string w; words >> w;) argv.push_back(w);
+    agents.push_back(std::make_unique<Child>(argv, (dir / (n + "-agent.out")).string(),
+                                             std::vector<std::string>{env[1].str()}));
+    ASSERT_FALSE(WaitFor((dir / (n + "-agent.out")).string(), std::regex("(serving)"), 20s).empty());
   }
+  std::this_thread::sleep_for(20s);
+  // Freeze the counters while the agents keep serving (their only GPU is lost), so every
+  // collector's last samples hold the same final values.
+  for (const std::string& n : nodes)
+    ASSERT_TRUE(WriteFile((dir / n / "nvml-faults").string(), "lost 0\n").ok());
+  std::this_thread::sleep_for(6s);
+  agents.clear();
   std::this_thread::sleep_for(2s);
   scraper.reset();
 
@@ -137,14 +156,15 @@ workloads:
   auto scraped = AllocatedByPod((dir / "scrape.db").string());
   auto via_prom = AllocatedByPod((dir / "prometheus.db").string());
   auto via_vm = AllocatedByPod((dir / "victoria-metrics.db").string());
-  ASSERT_EQ(scraped.size(), 4u);
-  // The truth for allocation: each pod holds one of four replicas, a quarter of what was metered
-  // (rounded once per hour row).
-  for (const auto* ledger : {&scraped, &via_prom, &via_vm})
+  ASSERT_EQ(scraped.size(), 7u);  // six pods and the metered total
+  // The truth for allocation: each pod holds one of its GPU's four replicas and every GPU has
+  // two pods, so the pods together hold half of what was metered (rounded once per hour row).
+  for (const auto* ledger : {&scraped, &via_prom, &via_vm}) {
+    std::int64_t allocated = 0;
     for (const auto& [pod, us] : *ledger)
-      if (pod != "__metered__") {
-        EXPECT_NEAR(us, ledger->at("__metered__") / 4, 2) << pod;
-      }
+      if (pod != "__metered__") allocated += us;
+    EXPECT_NEAR(allocated, ledger->at("__metered__") / 2, 12);
+  }
   for (const auto& [pod, us] : scraped) {
     // The same counters from the agent's start to its last sample, read three ways: the same
     // ledger. Prometheus stores the exposition's doubles bit for bit; VictoriaMetrics keeps
@@ -154,6 +174,101 @@ workloads:
     if (pod != "__metered__") {
       EXPECT_GT(us, 15 * kMicrosPerSecond / 4) << pod;
     }
+  }
+  fs::remove_all(dir);
+}
+
+
+// A 3-hour hole in Prometheus's data, made with promtool from OpenMetrics, then read back hour
+// by hour: totals are exact, and a hole is unmetered exactly where the agent did not count.
+//   - agent "a" kept counting through the outage (its counters jumped): the counters prove the
+//     time was metered, so the hole's hours are metered and only the placement of usage inside
+//     the hole is by time;
+//   - agent "b" restarted at the end of the outage (its counters fell back): the hole is
+//     unmetered, but for the time since its restart.
+TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
+  if (!Has("prometheus") || !Has("promtool"))
+    GTEST_SKIP() << "needs the Debian package prometheus (make deps installs it)";
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-outage-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::int64_t t0 = (now_s - 8 * 3600) / 3600 * 3600;  // an hour boundary, 8 h ago
+  std::vector<std::int64_t> times;
+  for (int i = 0; i <= 6 * 60; ++i)
+    if (i < 60 || i >= 240) times.push_back(t0 + i * 60);  // nothing from +1 h to +4 h
+  // Per agent: counter value at time t (b restarts at +4 h: its counters start again at 0).
+  auto metered = [&](const std::string& agent, std::int64_t t) -> double {
+    if (agent == "b" && t >= t0 + 4 * 3600) return static_cast<double>(t - (t0 + 4 * 3600) + 30);
+    return 100.0 + static_cast<double>(t - t0);
+  };
+  std::string om = "# TYPE gpuledger_device_info gauge\n";
+  for (const std::string agent : {"a", "b"})
+    for (auto t : times)
+      om += fmt::format("gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-{0}\",instance=\"{0}:9400\",job=\"gpuledger\",node=\"n-{0}\",sharing_mode=\"time-slicing\"}} 1 {1}\n", agent, t);
+  for (const auto& [family, share] : {std::pair<std::string, double>{"gpuledger_device_metered_seconds", 1.0},
+                                      {"gpuledger_container_allocated_gpu_seconds", 0.25}}) {
+    om += "# TYPE " + family + " counter\n";
+    for (const std::string agent : {"a", "b"})
+      for (auto t : times) {
+        std::string labels = family.find("container") != std::string::npos
+                                 ? fmt::format("container=\"main\",gpu_uuid=\"GPU-{0}\",namespace=\"ml\",pod=\"p-{0}\",pod_uid=\"u-{0}\",", agent)
+                                 : fmt::format("gpu_uuid=\"GPU-{0}\",", agent);
+        om += fmt::format("{}_total{{{}instance=\"{}:9400\",job=\"gpuledger\"}} {} {}\n", family, labels, agent,
+                          share * metered(agent, t), t);
+      }
+  }
+  om += "# EOF\n";
+  ASSERT_TRUE(WriteFile((dir / "in.om").string(), om).ok());
+  int code = 0;
+  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
+                                    " " + (dir / "data").string(), &code);
+  ASSERT_EQ(code, 0) << made;
+  const int port = FreePort();
+  Child prometheus({"/usr/bin/prometheus", "--config.file=/dev/null",
+                    "--storage.tsdb.path=" + (dir / "data").string(),
+                    "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
+                   (dir / "prometheus.out").string());
+  std::this_thread::sleep_for(4s);
+  const std::string db = (dir / "l.db").string();
+  std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
+                                   std::to_string(port) + " --backfill-only --since 10h --ledger sqlite:" + db, &code);
+  ASSERT_EQ(code, 0) << out;
+  std::string rows = RunCapture("sqlite3 -separator ' ' " + db +
+                                    " 'select gpu_uuid, (hour_us / 3600000000) - " + std::to_string(t0 / 3600) +
+                                    ", metered_us, unmetered_us, unallocated_us from device_hours order by gpu_uuid, hour_us'", &code);
+  if (code != 0) GTEST_SKIP() << "sqlite3 CLI not installed: " << rows;
+  std::map<std::string, std::map<int, std::pair<std::int64_t, std::int64_t>>> hours;  // gpu -> h -> (metered, unmetered)
+  std::istringstream in(rows);
+  for (std::string gpu; in >> gpu;) {
+    int h;
+    std::int64_t m, u, unalloc;
+    in >> h >> m >> u >> unalloc;
+    hours[gpu][h] = {m, u};
+  }
+  // Agent a: 6 hours, all metered (the first minute is the baseline's, spread like the rest).
+  std::int64_t a_total = 0;
+  for (const auto& [h, mu] : hours["GPU-a"]) a_total += mu.first;
+  EXPECT_EQ(a_total, (metered("a", times.back()) - metered("a", times.front())) * kMicrosPerSecond);
+  for (int h = 1; h <= 3; ++h) EXPECT_EQ(hours["GPU-a"][h].first, kMicrosPerHour) << h;
+  // Agent b: the outage hours are unmetered, except the 30 s it had been up (restarted at
+  // +4 h - 30 s, its counters say) when its first sample after the hole came.
+  for (int h = 1; h <= 2; ++h) {
+    EXPECT_EQ(hours["GPU-b"][h].first, 0) << h;
+    EXPECT_EQ(hours["GPU-b"][h].second, kMicrosPerHour) << h;
+  }
+  EXPECT_EQ(hours["GPU-b"][3].first, 30 * kMicrosPerSecond);
+  EXPECT_EQ(hours["GPU-b"][3].second, kMicrosPerHour - 30 * kMicrosPerSecond);
+  EXPECT_EQ(hours["GPU-b"][4].first, kMicrosPerHour);
+  // Allocation: exactly a quarter of whatever was metered, per pod.
+  std::string pods = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db + " --by pod --format json", &code);
+  auto j = nlohmann::json::parse(pods);
+  std::int64_t b_total = 0;
+  for (const auto& [h, mu] : hours["GPU-b"]) b_total += mu.first;
+  for (const auto& row : j["rows"]) {
+    const std::int64_t want = (row["key"] == "ml/p-a" ? a_total : b_total) / 4;
+    EXPECT_NEAR(row["allocated_gpu_us"].get<std::int64_t>(), want, 8) << row["key"];
   }
   fs::remove_all(dir);
 }
