@@ -254,12 +254,15 @@ TEST(MetadataSource, CompactionWhileDisconnectedRelistsAndDropsDeletedPods) {
   ASSERT_TRUE(source && source->WaitForSync(10s));
   ASSERT_TRUE(server.WaitForWatches("pods", 1, 5s));
   // Break the watch with 500s, change state, compact the log: the resume gets 410 -> relist,
-  // and the relist must notice the deletion it never saw as an event.
-  server.FailNext("pods", 3, 500);
+  // and the relist must notice the deletion it never saw as an event. The 500s last until the
+  // log is compacted (a fixed count could run out first on a loaded machine, and the client
+  // would then see the changes live instead).
+  server.FailNext("pods", 1'000'000, 500);
   server.EndWatches("pods");
   server.Delete("pods", "ml", "trainer-0");
   server.Upsert("pods", MakePod("ml", "late", {}));
   server.CompactThrough(server.resource_version());
+  server.FailNext("pods", 0, 500);
   EXPECT_TRUE(
       Eventually(*source, [&](const MetadataView& v) { return PodsMatchServer(v, server); }));
   MetadataStats stats = source->Stats();
