@@ -168,9 +168,11 @@ workloads:
   for (const auto& [pod, us] : scraped) {
     // The same counters from the agent's start to its last sample, read three ways: the same
     // ledger. Prometheus stores the exposition's doubles bit for bit; VictoriaMetrics keeps
-    // ~12 significant digits, a microsecond or two on these figures.
-    EXPECT_EQ(via_prom[pod], us) << pod;
-    EXPECT_NEAR(via_vm[pod], us, 4) << pod;
+    // ~12 significant digits, a microsecond or two on these figures. (A run that straddles an
+    // hour boundary splits the first interval at different sample instants per path: per-row
+    // rounding then moves a microsecond, hence the tolerance of 2.)
+    EXPECT_NEAR(via_prom[pod], us, 2) << pod;
+    EXPECT_NEAR(via_vm[pod], us, 6) << pod;
     if (pod != "__metered__") {
       EXPECT_GT(us, 15 * kMicrosPerSecond / 4) << pod;
     }
