@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "store/ledger_store.h"
+#include "store/usage_decode.h"
 #include "store/postgres_db.h"
 
 namespace gpuledger::store {
@@ -151,8 +152,6 @@ constexpr std::string_view kReconciliationColumns =
     "imported_at_us";
 
 using LabelMap = std::map<std::string, std::string>;
-using PodKey = std::tuple<std::string, std::string,
-                          std::string>;  // namespace, pod, pod_uid
 
 // One COPY text-format row, built field by field.
 class CopyRow {
@@ -478,7 +477,7 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
   PgParams p;
   p.Add(range.from_us).Add(range.to_us);
 
-  std::map<PodKey, LabelMap> pod_labels;
+  LabelTables labels;
   {
     auto r = conn_->Exec("read pod_labels",
                          "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels "
@@ -490,11 +489,9 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
                          p);
     if (!r) return r.error();
     for (int i = 0; i < r->rows(); ++i) {
-      pod_labels[PodKey{r->Text(i, 0), r->Text(i, 1), r->Text(i, 2)}].emplace(r->Text(i, 3),
-                                                                              r->Text(i, 4));
+      labels.AddPod(r->Text(i, 0), r->Text(i, 1), r->Text(i, 2), r->Text(i, 3), r->Text(i, 4));
     }
   }
-  std::map<std::string, LabelMap> namespace_labels;
   {
     auto r = conn_->Exec("read namespace_labels",
                          "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
@@ -503,7 +500,7 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
                          p);
     if (!r) return r.error();
     for (int i = 0; i < r->rows(); ++i) {
-      namespace_labels[r->Text(i, 0)].emplace(r->Text(i, 1), r->Text(i, 2));
+      labels.AddNamespace(r->Text(i, 0), r->Text(i, 1), r->Text(i, 2));
     }
   }
 
@@ -542,27 +539,11 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
     u.compute_rule = q.Text(19);
     if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
 
-    auto sharing = ParseSharingMode(mode);
-    auto cq = ParseQuality(compute_quality);
-    auto mq = ParseQuality(memory_quality);
-    if (!sharing || !cq || !mq) {
-      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(),
-                             fmt::format("consumer {}: unknown sharing_mode '{}' or quality "
-                                         "'{}'/'{}'",
-                                         c.Key(), mode, compute_quality, memory_quality))
-                          .message);
+    std::string what;
+    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what)) {
+      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
-    u.sharing = *sharing;
-    u.compute_quality = *cq;
-    u.memory_quality = *mq;
-
-    if (auto it = pod_labels.find(PodKey{c.namespace_name, c.pod, c.pod_uid.str()});
-        it != pod_labels.end()) {
-      u.consumer.labels = it->second;
-    }
-    if (auto it = namespace_labels.find(c.namespace_name); it != namespace_labels.end()) {
-      u.consumer.namespace_labels = it->second;
-    }
+    labels.Attach(u);
     out.push_back(std::move(u));
   }
   if (Status s = txn->Commit(); !s) return s;

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "store/ledger_store.h"
+#include "store/usage_decode.h"
 #include "store/sqlite_db.h"
 
 namespace gpuledger::store {
@@ -128,7 +129,6 @@ constexpr std::string_view kUsageColumns =
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule";
 
 using LabelMap = std::map<std::string, std::string>;
-using PodKey = std::tuple<std::string, std::string, std::string>;  // namespace, pod, pod_uid
 
 class SqliteLedger final : public LedgerStore {
  public:
@@ -433,7 +433,7 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
   auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
   if (!txn) return txn.status();
 
-  std::map<PodKey, LabelMap> pod_labels;
+  LabelTables labels;
   {
     SqliteStmt& q = read_pod_labels_;
     q.Bind(1, range.from_us);
@@ -442,10 +442,9 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
       auto row = q.Step();
       if (!row) return row.error();
       if (!*row) break;
-      pod_labels[PodKey{q.Text(0), q.Text(1), q.Text(2)}].emplace(q.Text(3), q.Text(4));
+      labels.AddPod(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4));
     }
   }
-  std::map<std::string, LabelMap> namespace_labels;
   {
     SqliteStmt& q = read_namespace_labels_;
     q.Bind(1, range.from_us);
@@ -454,7 +453,7 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
       auto row = q.Step();
       if (!row) return row.error();
       if (!*row) break;
-      namespace_labels[q.Text(0)].emplace(q.Text(1), q.Text(2));
+      labels.AddNamespace(q.Text(0), q.Text(1), q.Text(2));
     }
   }
 
@@ -489,28 +488,12 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     std::string memory_quality = q.Text(18);
     u.compute_rule = q.Text(19);
 
-    auto sharing = ParseSharingMode(mode);
-    auto cq = ParseQuality(compute_quality);
-    auto mq = ParseQuality(memory_quality);
-    if (!sharing || !cq || !mq) {
+    std::string what;
+    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what)) {
       q.Reset();
-      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(),
-                             fmt::format("consumer {}: unknown sharing_mode '{}' or quality "
-                                         "'{}'/'{}'",
-                                         c.Key(), mode, compute_quality, memory_quality))
-                          .message);
+      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
-    u.sharing = *sharing;
-    u.compute_quality = *cq;
-    u.memory_quality = *mq;
-
-    if (auto it = pod_labels.find(PodKey{c.namespace_name, c.pod, c.pod_uid.str()});
-        it != pod_labels.end()) {
-      u.consumer.labels = it->second;
-    }
-    if (auto it = namespace_labels.find(c.namespace_name); it != namespace_labels.end()) {
-      u.consumer.namespace_labels = it->second;
-    }
+    labels.Attach(u);
     out.push_back(std::move(u));
   }
   if (Status s = txn->Commit(); !s) return s;

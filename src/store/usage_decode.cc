@@ -1,0 +1,40 @@
+#include "store/usage_decode.h"
+
+#include <fmt/format.h>
+
+namespace gpuledger::store {
+
+void LabelTables::AddPod(std::string ns, std::string pod, std::string uid, std::string key,
+                         std::string value) {
+  pods[{std::move(ns), std::move(pod), std::move(uid)}].emplace(std::move(key), std::move(value));
+}
+
+void LabelTables::AddNamespace(const std::string& ns, std::string key, std::string value) {
+  namespaces[ns].emplace(std::move(key), std::move(value));
+}
+
+void LabelTables::Attach(UsageRow& u) const {
+  const ConsumerRef& c = u.consumer.ref;
+  if (auto it = pods.find({c.namespace_name, c.pod, c.pod_uid.str()}); it != pods.end())
+    u.consumer.labels = it->second;
+  if (auto it = namespaces.find(c.namespace_name); it != namespaces.end())
+    u.consumer.namespace_labels = it->second;
+}
+
+bool DecodeUsageEnums(UsageRow& u, std::string_view mode, std::string_view compute_quality,
+                      std::string_view memory_quality, std::string* what) {
+  auto sharing = ParseSharingMode(mode);
+  auto cq = ParseQuality(compute_quality);
+  auto mq = ParseQuality(memory_quality);
+  if (!sharing || !cq || !mq) {
+    *what = fmt::format("consumer {}: unknown sharing_mode '{}' or quality '{}'/'{}'",
+                        u.consumer.ref.Key(), mode, compute_quality, memory_quality);
+    return false;
+  }
+  u.sharing = *sharing;
+  u.compute_quality = *cq;
+  u.memory_quality = *mq;
+  return true;
+}
+
+}  // namespace gpuledger::store

@@ -1,0 +1,31 @@
+#pragma once
+// What every ledger store does the same way when it reads usage rows back: turn the text
+// columns into enums, and join the label side tables onto the rows.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "model/ledger.h"
+
+namespace gpuledger::store {
+
+// The labels side tables, as read for one range.
+struct LabelTables {
+  using LabelMap = std::map<std::string, std::string>;
+  std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pods;  // ns, pod, uid
+  std::map<std::string, LabelMap> namespaces;
+
+  void AddPod(std::string ns, std::string pod, std::string uid, std::string key, std::string value);
+  void AddNamespace(const std::string& ns, std::string key, std::string value);
+  // Fills the row's pod and namespace labels from the tables.
+  void Attach(UsageRow& row) const;
+};
+
+// Sets row.sharing and its qualities from their stored text. false, with `what` saying which
+// value was unknown, for a row this build cannot read.
+bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode, std::string_view compute_quality,
+                      std::string_view memory_quality, std::string* what);
+
+}  // namespace gpuledger::store
