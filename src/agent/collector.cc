@@ -36,6 +36,11 @@ HistogramData MemoryBuckets() {
   return Buckets(b);
 }
 
+// Whole KiB-s of an exact byte-µs total.
+std::int64_t WholeKibSeconds(unsigned __int128 byte_us) {
+  return static_cast<std::int64_t>(byte_us / static_cast<unsigned __int128>(kByteMicrosPerKibSecond));
+}
+
 std::string Quality(const ConsumerUsage& c, bool memory) {
   if (memory) return std::string(ToString(c.memory_quality));
   std::string q(ToString(c.compute_quality));
@@ -157,9 +162,9 @@ void Collector::Cycle() {
     Account(usage, *reading, now);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
-      d.memory_used_bytes = static_cast<double>(g.memory_used_bytes);
-      d.memory_total_bytes = static_cast<double>(g.memory_total_bytes);
-      d.power_w = static_cast<double>(g.power_mw) / 1000.0;
+      d.memory_used_bytes = g.memory_used_bytes;
+      d.memory_total_bytes = g.memory_total_bytes;
+      d.power_mw = g.power_mw;
       d.last_seen_us = now;
     }
   }
@@ -180,15 +185,18 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
     DeviceSeries& d = counters_.devices[u.gpu.value];
     d.model = u.model;
     d.sharing = std::string(ToString(u.sharing));
-    d.metered_s += u.duration_us() / 1e6;
-    d.busy_s += u.busy_us / 1e6;
-    d.idle_s += u.idle_us / 1e6;
-    d.unattributed_s += u.unattributed_us / 1e6;
-    d.energy_j += u.energy_mj / 1e3;
+    const Micros dt = u.duration_us();
+    d.metered_us += dt;
+    d.busy_us += u.busy_us;
+    d.idle_us += u.idle_us;
+    d.unattributed_us += u.unattributed_us;
+    d.energy_mj += u.energy_mj;
+    d.unattributed_memory_byte_us +=
+        static_cast<unsigned __int128>(std::max<Bytes>(0, u.unattributed_memory_bytes)) *
+        static_cast<std::uint64_t>(dt);
     d.last_seen_us = now;
     for (auto& [uuid, series] : counters_.devices)
       if (series.parent_uuid == u.gpu.value) series.model = u.model;
-    const double dt = static_cast<double>(u.duration_us());
     for (const ConsumerUsage& c : u.consumers) {
       auto [it, fresh] = counters_.containers.try_emplace(ContainerKey{c.consumer, u.gpu.value});
       ContainerSeries& s = it->second;
@@ -196,16 +204,18 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
         s.compute_share = ComputeShareBuckets();
         s.memory_usage = MemoryBuckets();
       }
-      s.allocated_s += static_cast<double>(c.allocated_ppd) / kWholeGpu * dt / 1e6;
-      s.compute_s += c.compute_us / 1e6;
-      s.memory_byte_s += c.memory_byte_us / 1e6;
-      s.energy_j += c.energy_mj / 1e3;
-      s.memory_used_bytes = dt > 0 ? c.memory_byte_us / dt : 0;
+      s.allocated_ppd_us += static_cast<unsigned __int128>(std::max<SharePpd>(0, c.allocated_ppd)) *
+                            static_cast<std::uint64_t>(dt);
+      s.compute_us += c.compute_us;
+      s.memory_byte_us += static_cast<unsigned __int128>(std::max<Bytes>(0, c.memory_bytes)) *
+                          static_cast<std::uint64_t>(dt);
+      s.energy_mj += c.energy_mj;
+      s.memory_used_bytes = c.memory_bytes;
       s.compute_source = Quality(c, false);
       s.memory_source = Quality(c, true);
       if (dt > 0) {
-        Observe(s.compute_share, c.compute_us / dt);
-        Observe(s.memory_usage, s.memory_used_bytes);
+        Observe(s.compute_share, static_cast<double>(c.compute_us) / static_cast<double>(dt));
+        Observe(s.memory_usage, static_cast<double>(s.memory_used_bytes));
       }
       s.last_seen_us = now;
     }
@@ -226,58 +236,81 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
               {"parent_uuid", d.parent_uuid}, {"mig_profile", d.mig_profile},
               {"sharing_mode", d.sharing}},
              1);
-  auto device_counter = [&](const char* name, const char* help, double DeviceSeries::*field) {
+  // Integer totals as float64 base units (common/counter_units.h).
+  auto device_counter = [&](const char* name, const char* help, auto value) {
     w.Family(name, help, MetricType::kCounter);
     for (const auto& [uuid, d] : c.devices)
-      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
+      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, value(d));
+  };
+  auto seconds = [](GpuMicros DeviceSeries::*f) {
+    return [f](const DeviceSeries& d) { return ToBaseUnit(d.*f, CounterScale::kMicrosPerSecond); };
   };
   device_counter("gpuledger_device_metered_seconds_total",
-                 "Seconds the agent measured this physical GPU.", &DeviceSeries::metered_s);
+                 "Seconds the agent measured this physical GPU.", seconds(&DeviceSeries::metered_us));
   device_counter("gpuledger_device_busy_seconds_total",
-                 "Seconds any kernel ran on this physical GPU.", &DeviceSeries::busy_s);
+                 "Seconds any kernel ran on this physical GPU.", seconds(&DeviceSeries::busy_us));
   device_counter("gpuledger_device_idle_seconds_total",
-                 "Metered seconds this physical GPU was not busy.", &DeviceSeries::idle_s);
+                 "Metered seconds this physical GPU was not busy.", seconds(&DeviceSeries::idle_us));
   device_counter("gpuledger_device_unattributed_seconds_total",
-                 "Busy seconds no known process explains.", &DeviceSeries::unattributed_s);
+                 "Busy seconds no known process explains.", seconds(&DeviceSeries::unattributed_us));
   device_counter("gpuledger_device_energy_joules_total",
-                 "Energy this physical GPU used while metered.", &DeviceSeries::energy_j);
-  auto device_gauge = [&](const char* name, const char* help, double DeviceSeries::*field) {
+                 "Energy this physical GPU used while metered.", [](const DeviceSeries& d) {
+                   return ToBaseUnit(d.energy_mj, CounterScale::kMilliPerUnit);
+                 });
+  device_counter("gpuledger_device_unattributed_memory_byte_seconds_total",
+                 "GPU memory in use that no known process explains, integrated over time.",
+                 [](const DeviceSeries& d) {
+                   return ToBaseUnit(WholeKibSeconds(d.unattributed_memory_byte_us),
+                                     CounterScale::kKibPerByte);
+                 });
+  auto device_gauge = [&](const char* name, const char* help, auto value) {
     w.Family(name, help, MetricType::kGauge);
     for (const auto& [uuid, d] : c.devices)
-      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, d.*field);
+      if (d.parent_uuid.empty()) w.Sample(name, {{"gpu_uuid", uuid}}, value(d));
   };
-  device_gauge("gpuledger_device_memory_used_bytes", "GPU memory in use.", &DeviceSeries::memory_used_bytes);
-  device_gauge("gpuledger_device_memory_total_bytes", "GPU memory in all.", &DeviceSeries::memory_total_bytes);
-  device_gauge("gpuledger_device_power_watts", "GPU power draw at the last cycle.", &DeviceSeries::power_w);
+  device_gauge("gpuledger_device_memory_used_bytes", "GPU memory in use.",
+               [](const DeviceSeries& d) { return static_cast<double>(d.memory_used_bytes); });
+  device_gauge("gpuledger_device_memory_total_bytes", "GPU memory in all.",
+               [](const DeviceSeries& d) { return static_cast<double>(d.memory_total_bytes); });
+  device_gauge("gpuledger_device_power_watts", "GPU power draw at the last cycle.",
+               [](const DeviceSeries& d) { return static_cast<double>(d.power_mw) / 1000.0; });
 
   auto labels = [&](const ContainerKey& k) {
     return std::array<Label, 5>{Label{"namespace", k.ref.namespace_name}, Label{"pod", k.ref.pod},
                                 Label{"pod_uid", k.ref.pod_uid.value},
                                 Label{"container", k.ref.container}, Label{"gpu_uuid", k.gpu}};
   };
-  auto container_metric = [&](const char* name, const char* help, MetricType type,
-                              double ContainerSeries::*field) {
+  auto container_metric = [&](const char* name, const char* help, MetricType type, auto value) {
     w.Family(name, help, type);
     for (const auto& [k, s] : c.containers) {
       auto l = labels(k);
-      w.Sample(name, std::span<const Label>(l), s.*field);
+      w.Sample(name, std::span<const Label>(l), value(s));
     }
   };
   container_metric("gpuledger_container_allocated_gpu_seconds_total",
                    "GPU-seconds of the physical GPU granted to the container.",
-                   MetricType::kCounter, &ContainerSeries::allocated_s);
+                   MetricType::kCounter, [](const ContainerSeries& s) {
+                     return ToBaseUnit(static_cast<std::int64_t>(s.allocated_ppd_us / kWholeGpu),
+                                       CounterScale::kMicrosPerSecond);
+                   });
   container_metric("gpuledger_container_compute_gpu_seconds_total",
                    "GPU-seconds of the physical GPU the container's kernels used.",
-                   MetricType::kCounter, &ContainerSeries::compute_s);
+                   MetricType::kCounter, [](const ContainerSeries& s) {
+                     return ToBaseUnit(s.compute_us, CounterScale::kMicrosPerSecond);
+                   });
   container_metric("gpuledger_container_memory_byte_seconds_total",
-                   "GPU memory held by the container, integrated over time.",
-                   MetricType::kCounter, &ContainerSeries::memory_byte_s);
+                   "GPU memory held by the container, integrated over time (whole KiB-seconds).",
+                   MetricType::kCounter, [](const ContainerSeries& s) {
+                     return ToBaseUnit(WholeKibSeconds(s.memory_byte_us), CounterScale::kKibPerByte);
+                   });
   container_metric("gpuledger_container_energy_joules_total",
                    "The container's share of the GPU's energy (split by busy time).",
-                   MetricType::kCounter, &ContainerSeries::energy_j);
+                   MetricType::kCounter, [](const ContainerSeries& s) {
+                     return ToBaseUnit(s.energy_mj, CounterScale::kMilliPerUnit);
+                   });
   container_metric("gpuledger_container_memory_used_bytes",
                    "GPU memory the container held in the last cycle.", MetricType::kGauge,
-                   &ContainerSeries::memory_used_bytes);
+                   [](const ContainerSeries& s) { return static_cast<double>(s.memory_used_bytes); });
   w.Family("gpuledger_container_attribution_info",
            "How the container's figures were obtained (value 1).", MetricType::kGauge);
   for (const auto& [k, s] : c.containers) {

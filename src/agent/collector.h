@@ -23,6 +23,7 @@
 #include <string>
 
 #include "agent/exposition.h"
+#include "common/counter_units.h"
 #include "agent/node_view.h"
 #include "model/usage.h"
 #include "sources/cri/runtime.h"
@@ -61,10 +62,15 @@ class Collector {
   bool Healthy(Micros max_age_us) const;
 
  private:
+  // Totals are exact integers (design section 2); Render turns each into one correctly
+  // rounded float64 of the base unit that the server turns back (common/counter_units.h).
   struct DeviceSeries {
     std::string model, parent_uuid, mig_profile, sharing;
-    double metered_s = 0, busy_s = 0, idle_s = 0, unattributed_s = 0, energy_j = 0;
-    double memory_used_bytes = 0, memory_total_bytes = 0, power_w = 0;
+    GpuMicros metered_us = 0, busy_us = 0, idle_us = 0, unattributed_us = 0;
+    MilliJoules energy_mj = 0;
+    unsigned __int128 unattributed_memory_byte_us = 0;
+    Bytes memory_used_bytes = 0, memory_total_bytes = 0;
+    MilliWatts power_mw = 0;
     Micros last_seen_us = 0;
   };
   struct ContainerKey {
@@ -73,8 +79,13 @@ class Collector {
     auto operator<=>(const ContainerKey&) const = default;
   };
   struct ContainerSeries {
-    double allocated_s = 0, compute_s = 0, memory_byte_s = 0, energy_j = 0;
-    double memory_used_bytes = 0;
+    // Share of the physical GPU x time in ppd-µs: exposed as whole GPU-µs (the floor of the
+    // exact total, so deltas telescope and nothing drifts).
+    unsigned __int128 allocated_ppd_us = 0;
+    GpuMicros compute_us = 0;
+    unsigned __int128 memory_byte_us = 0;  // exposed as whole KiB-s (floor of the exact total)
+    MilliJoules energy_mj = 0;
+    Bytes memory_used_bytes = 0;
     std::string compute_source, memory_source;
     HistogramData compute_share, memory_usage;
     Micros last_seen_us = 0;

@@ -93,12 +93,22 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
 
   // Grants of running pods only.
   std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
-  std::set<std::string> dra_devices;
+  std::set<std::string> dra_devices, fractional_grants;
   for (const auto& g : kube.grants) {
     auto pod = ready_pods.find({g.namespace_name, g.pod});
     if (pod == ready_pods.end()) continue;
     ConsumerRef ref{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container};
+    // Thousandths of a GPU granted as device ids "<gpu>::milli-<k>" (a fractional device
+    // plugin): one grant per GPU declaring the sum.
+    std::map<std::string, SharePpd> milli;
+    for (const auto& id : g.device_ids)
+      if (auto pos = id.find("::milli-"); pos != std::string::npos) milli[id.substr(0, pos)] += kWholeGpu / 1000;
+    for (const auto& [gpu, share] : milli) {
+      s.grants.push_back(Grant{ref, gpu, g.resource_name, share, ""});
+      fractional_grants.insert(gpu);
+    }
     for (const auto& id : g.device_ids) {
+      if (id.find("::milli-") != std::string::npos) continue;
       s.grants.push_back(Grant{ref, id, g.resource_name, std::nullopt, ""});
       if (auto r = ReplicaIndex(id))
         replicas_granted[std::string(attribution::BaseDeviceId(id))].insert(*r);
@@ -132,6 +142,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       gpu.sharing = SharingMode::kMig;
     } else if (dra_devices.count(gpu.uuid.value)) {
       gpu.sharing = SharingMode::kDra;
+    } else if (fractional_grants.count(gpu.uuid.value)) {
+      gpu.sharing = SharingMode::kFractional;
     } else if (gpu.replicas > 1) {
       gpu.sharing = SharingMode::kTimeSlicing;
     } else {
@@ -139,7 +151,9 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     }
   }
 
-  // Processes -> consumers.
+  // Processes -> consumers. Sharing hints from their environment (see ApplySharingHints).
+  std::map<std::pair<ConsumerRef, std::string>, SharePpd> declared;  // (consumer, device) -> share
+  std::set<std::string> mps_devices, fractional_devices;
   for (ProcessObservation p : reading.processes) {
     auto id = identities.find(p.pid);
     if (id == identities.end()) {
@@ -172,7 +186,28 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     } else {
       p.host_name = HostConsumerName(ident);
     }
+    if (p.consumer) {
+      const std::optional<int> pct = ident.mps_client && ident.mps_thread_percentage
+                                         ? ident.mps_thread_percentage
+                                         : ident.sm_limit_percentage;
+      if (pct) declared[{*p.consumer, p.device.value}] = kWholeGpu / 100 * *pct;
+      if (ident.mps_client) mps_devices.insert(p.device.value);
+      else if (ident.sm_limit_percentage) fractional_devices.insert(p.device.value);
+    }
     s.processes.push_back(std::move(p));
+  }
+  // What the sharing layer told the processes is what the grant means: NVIDIA's device plugin
+  // in MPS mode hands its clients CUDA_MPS_PIPE_DIRECTORY (and may cap them with
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); HAMi caps a fractional share with CUDA_DEVICE_SM_LIMIT.
+  // A percentage becomes the declared share of that consumer's grants on the process's device.
+  for (Grant& g : s.grants) {
+    auto it = declared.find({g.consumer, std::string(attribution::BaseDeviceId(g.device_id))});
+    if (it != declared.end() && !g.declared_ppd) g.declared_ppd = it->second;
+  }
+  for (PhysicalGpu& gpu : s.gpus) {
+    if (gpu.sharing == SharingMode::kMig || gpu.sharing == SharingMode::kDra) continue;
+    if (mps_devices.count(gpu.uuid.value)) gpu.sharing = SharingMode::kMps;
+    else if (fractional_devices.count(gpu.uuid.value)) gpu.sharing = SharingMode::kFractional;
   }
   return s;
 }

@@ -338,7 +338,7 @@ class GpuAttributor {
     }
     for (auto& [ref, bytes] : per_consumer) {
       Work& w = work_.at(ref);
-      w.usage.memory_byte_us += static_cast<double>(bytes) * static_cast<double>(dt_);
+      w.usage.memory_bytes += bytes;
       w.usage.peak_memory_bytes = std::max(w.usage.peak_memory_bytes, bytes);
       w.usage.memory_quality = Quality::kMeasured;
     }
@@ -355,7 +355,7 @@ class GpuAttributor {
       if (!migs_.empty()) device_used = std::max(device_used, sum);
     }
     Bytes unexplained = std::max<Bytes>(0, device_used - process_bytes);
-    out_.unattributed_memory_byte_us = static_cast<double>(unexplained) * static_cast<double>(dt_);
+    out_.unattributed_memory_bytes = unexplained;
   }
 
   void Energy() {

@@ -50,12 +50,12 @@ TEST(Attribute, TimeSlicedFourReplicasThreePods) {
     EXPECT_NEAR(c->compute_us, duty[i] * kDt, 0.01 * duty[i] * kDt);
     EXPECT_EQ(c->compute_quality, Quality::kMeasured);
     EXPECT_EQ(c->compute_rule, "process-samples");
-    EXPECT_EQ(c->memory_byte_us, static_cast<double>(kGiB) * kDt);
+    EXPECT_EQ(c->memory_bytes, kGiB);
   }
   EXPECT_EQ(u.busy_us, static_cast<GpuMicros>(0.6 * kDt));
   EXPECT_EQ(u.unattributed_us, 0);
   EXPECT_EQ(u.idle_us, kDt - u.busy_us);
-  EXPECT_DOUBLE_EQ(u.unattributed_memory_byte_us, 0.0);
+  EXPECT_EQ(u.unattributed_memory_bytes, 0);
 }
 
 TEST(Attribute, MigThreeAndTwoSlicesLeaveTwoIdle) {
@@ -117,7 +117,7 @@ TEST(Attribute, ExclusiveSingleProcessTakesTheDeviceActivity) {
   EXPECT_EQ(Find(u, "train")->allocated_ppd, kWholeGpu);
   EXPECT_EQ(Find(u, "train")->compute_us, kDt * 9 / 10);
   EXPECT_EQ(Find(u, "train")->compute_quality, Quality::kMeasured);
-  EXPECT_DOUBLE_EQ(u.unattributed_memory_byte_us, static_cast<double>(kGiB) * kDt);
+  EXPECT_EQ(u.unattributed_memory_bytes, kGiB);
   // Energy follows busy time: 90% to the pod, 10% idle.
   EXPECT_EQ(Find(u, "train")->energy_mj, 37'800);
   EXPECT_EQ(u.idle_energy_mj, 4'200);

@@ -1,12 +1,12 @@
 // Property test: exact conservation of device time, allocation and energy over 10,000 random
 // snapshots covering every sharing mode, grants to missing devices, host processes, pods with
-// no grant, over-subscribed fractions, missing signals and absurd inputs.
+// no grant, over-subscribed fractions, missing signals and absurd inputs. The same snapshots
+// through the agent's counters and the ingest engine: tests/integration/engine_property_test.cc.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "attribution/attribute.h"
-#include "attribution/hourly_ledger.h"
 
 namespace gpuledger::attribution {
 namespace {
@@ -78,34 +78,6 @@ TEST(ConservationProperty, TenThousandRandomSnapshotsConserveExactly) {
     for (const auto& u : usage) {
       Status st = CheckConservation(u);
       ASSERT_TRUE(st.ok()) << "trial " << trial << ": " << st.error().message;
-    }
-  }
-}
-
-TEST(ConservationProperty, HourlyRowsConserveMeteredTimeExactly) {
-  std::mt19937_64 rng(99);
-  for (int trial = 0; trial < 300; ++trial) {
-    HourlyLedger ledger([](const ConsumerRef& r) { return ConsumerInfo{r, "Pod", r.pod, {}, {}}; });
-    // Random intervals of one hour, each cut at random points.
-    Micros hour = 5 * kMicrosPerHour;
-    Micros t = hour;
-    while (t < hour + kMicrosPerHour) {
-      NodeSnapshot s = RandomSnapshot(rng);
-      s.start_us = t;
-      s.end_us = std::min(hour + kMicrosPerHour, t + 1 + static_cast<Micros>(rng() % (kMicrosPerHour / 3)));
-      t = s.end_us;
-      ledger.Add(NodeContext{"c", "n", "on-demand"}, Attribute(s));
-    }
-    for (const LedgerHour& h : ledger.TakeAll()) {
-      GpuMicros allocated = h.device.unallocated_us, compute = h.device.unattributed_us;
-      for (const auto& r : h.usage) {
-        allocated += r.allocated_us;
-        compute += r.compute_us;
-      }
-      ASSERT_EQ(allocated, h.device.metered_us);
-      ASSERT_EQ(compute, h.device.busy_us);
-      ASSERT_EQ(h.device.busy_us + h.device.idle_us, h.device.metered_us);
-      ASSERT_EQ(h.device.metered_us + h.device.unmetered_us, kMicrosPerHour);
     }
   }
 }

@@ -13,7 +13,8 @@
 #include "common/file_util.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
-#include "pipeline/snapshot_pipeline.h"
+#include "cost/price_hours.h"
+#include "simcluster/cluster_run.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
 #include "store/ledger_store.h"
@@ -70,7 +71,7 @@ double RelativeError(double got, double want) {
   return (got - want) / want;
 }
 
-void PrintChargeback(const report::Report& r, const std::map<std::string, pipeline::NaiveTally>& naive,
+void PrintChargeback(const report::Report& r, const std::map<std::string, simcluster::NaiveTally>& naive,
                      std::string_view title, std::ostream& out) {
   out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
                      cost::ToString(r.idle_handling));
@@ -78,7 +79,7 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, pipeli
                      "used GPU-h", "cost", "quality", "naive GPU-h", "naive cost");
   for (const auto& row : r.rows) {
     auto it = naive.find(row.key);
-    pipeline::NaiveTally n = it == naive.end() ? pipeline::NaiveTally{} : it->second;
+    simcluster::NaiveTally n = it == naive.end() ? simcluster::NaiveTally{} : it->second;
     out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", row.key,
                        GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
                        Money(row.figures.cost_nanos), ToString(row.figures.quality),
@@ -131,28 +132,43 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
 
   const sim::Scenario& scenario = inputs->scenario;
   sim::Simulator simulator(scenario, inputs->step_us);
-  std::map<std::string, pipeline::NodeFacts> facts;
-  for (const auto& n : scenario.nodes)
-    facts[n.name] =
-        pipeline::NodeFacts{{scenario.cluster, n.name, n.pricing_class}, n.region, n.labels};
-  pipeline::SnapshotPipeline pipe(
-      **store, inputs->catalog,
-      [&](const ConsumerRef& ref) {
-        auto it = simulator.consumers().find(ref);
-        return it != simulator.consumers().end() ? it->second : ConsumerInfo{ref, "", "", {}, {}};
-      },
-      [&](const std::string& node) { return facts.at(node); });
-  Status failed;
-  simulator.Run([&](const NodeSnapshot& snap) {
-    if (failed.ok()) failed = pipe.Add(snap);
-  });
-  if (failed.ok()) failed = pipe.Finish();
-  if (!failed.ok()) {
-    err << "error: " << failed.error().message << "\n";
+  auto metadata = simcluster::ScenarioMetadata(simulator);
+  if (!metadata) {
+    err << "error: " << metadata.error().message << "\n";
+    return 1;
+  }
+  std::shared_ptr<const k8s::MetadataView> view = *metadata;
+  auto facts = [view](const std::string& node) {
+    return cost::NodeFacts{node, view->NodeLabels(node), "", ""};
+  };
+  // Resolved once per (node, model): how each node is priced, shown below and used by the
+  // naive tally; the ledger's own prices come from the ingest engine through the same facts.
+  std::map<std::string, cost::NodePrice> node_prices;
+  auto price_of = [&](const std::string& node, const std::string& model) -> const cost::NodePrice& {
+    const std::string key = node + "|" + model;
+    auto it = node_prices.find(key);
+    if (it == node_prices.end())
+      it = node_prices.emplace(key, cost::ResolvePrice(inputs->catalog, facts(node), model)).first;
+    return it->second;
+  };
+  simcluster::NaiveTallies naive_tallies;
+  simcluster::RunOptions run;
+  run.expositions_dir = o.expositions;
+  run.observe = [&](const NodeSnapshot& snap) {
+    simcluster::AddNaive(
+        snap,
+        [&](const std::string& node, const std::string& model) {
+          const cost::NodePrice& np = price_of(node, model);
+          return np.priced ? np.gpu_hourly_nanos : 0;
+        },
+        naive_tallies);
+  };
+  auto ran = simcluster::BuildLedger(simulator, **store, inputs->catalog, run);
+  if (!ran) {
+    err << "error: " << ran.error().message << "\n";
     return 1;
   }
   (void)(*store)->PutMeta("scenario", scenario.name);
-  (void)(*store)->PutMeta("cluster", scenario.cluster);
   (void)(*store)->PutMeta("currency", inputs->catalog.currency);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -161,11 +177,16 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                      scenario.name, scenario.nodes.size(), scenario.workloads.size(),
                      fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
                      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
-  out << fmt::format("ledger: {} ({} device-hours, {} usage rows) built in {:.1f}s\n", db,
-                     pipe.stats().device_hours, pipe.stats().usage_rows, seconds);
+  out << fmt::format("ledger: {} ({} device-hours written from {} agent collections through the "
+                     "ingest engine) built in {:.1f}s\n",
+                     db, ran->hours_written, ran->collections, seconds);
+  if (!o.expositions.empty())
+    out << fmt::format("expositions: {} (replay: gpuledger server --source files={} --ledger "
+                       "sqlite:PATH --backfill-only)\n",
+                       o.expositions, o.expositions);
   // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
   out << "node prices (per GPU-hour, GPU part; how):\n";
-  for (const auto& [key, np] : pipe.stats().node_prices) {
+  for (const auto& [key, np] : node_prices) {
     out << fmt::format("  {:<18} {:>12} {:<9} {}\n", key.substr(0, key.find('|')),
                        np.priced ? Money(np.gpu_hourly_nanos) : "unpriced", np.pricing_class,
                        np.method);
@@ -181,11 +202,11 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: " << r.error().message << "\n";
       return 1;
     }
-    std::map<std::string, pipeline::NaiveTally> naive;
+    std::map<std::string, simcluster::NaiveTally> naive;
     auto dims = *report::ParseGroupBy(by);
-    for (const auto& [ref, tally] : pipe.naive()) {
+    for (const auto& [ref, tally] : naive_tallies) {
       UsageRow row;
-      row.consumer = simulator.consumers().count(ref) ? simulator.consumers().at(ref) : ConsumerInfo{ref, "", "", {}, {}};
+      row.consumer = view->Describe(ref);
       row.consumer.ref = ref;
       auto& n = naive[report::KeyOf(row, dims)];
       n.compute_us += tally.compute_us;
@@ -219,8 +240,8 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     max_alloc_diff = std::max(max_alloc_diff, alloc_diff);
     if (alloc_diff <= row_rounding_bound) ++alloc_exact;
     double e = RelativeError(static_cast<double>(f.compute_gpu_us), truth.compute_gpu_us);
-    auto naive_it = pipe.naive().find(ref);
-    double naive_e = naive_it == pipe.naive().end() ? 0 : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
+    auto naive_it = naive_tallies.find(ref);
+    double naive_e = naive_it == naive_tallies.end() ? 0 : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
     if (f.quality == Quality::kMeasured) {
       ++measured;
       // A container that used (almost) nothing is judged on absolute error: 2% of nothing.

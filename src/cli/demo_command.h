@@ -1,6 +1,8 @@
 #pragma once
-// `gpuledger demo`: simulate a cluster, build its ledger, print the chargeback beside what the
-// naive per-device method would say, and check the attribution against the simulator's truth.
+// `gpuledger demo`: simulate a cluster, run it through the path that ships (a real agent
+// Collector per simulated node, its exposition text, the server's ingest engine and ledger:
+// simcluster::RunThroughAgents), print the chargeback beside what the naive per-device method
+// would say, and check every container's figures against the simulator's truth.
 
 #include <atomic>
 #include <ostream>
@@ -14,6 +16,7 @@ struct DemoOptions {
   std::string step = "60";           // seconds (or a duration: "30s", "5m")
   std::string out_dir = "gpuledger-demo";
   std::string truth;                 // CSV of the simulator's true per-container figures
+  std::string expositions;           // also write every node's collections here (files=DIR)
   std::string catalog;               // price catalog YAML on top of the built-in one
   bool no_serve = false;             // else the ledger's API is served until Ctrl-C
   std::string listen = "127.0.0.1:8080";

@@ -1,7 +1,5 @@
 #include "cli/format.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -44,8 +42,9 @@ std::string GpuHours(GpuMicros us) {
   return fmt::format("{:.2f}", static_cast<double>(us) / kMicrosPerHour);
 }
 
-std::string GibHours(ByteMicros byte_us) {
-  return fmt::format("{:.1f}", byte_us / static_cast<double>(kGiB) / kMicrosPerHour);
+std::string GibHours(KibSeconds kib_s) {
+  constexpr double kKibSecondsPerGibHour = 1024.0 * 1024.0 * 3600.0;
+  return fmt::format("{:.1f}", static_cast<double>(kib_s) / kKibSecondsPerGibHour);
 }
 
 Result<Format> ParseFormat(std::string_view text) {
@@ -59,10 +58,10 @@ std::string RenderReport(const report::Report& r, Format format) {
   const std::string aggregate = report::ToString(r.group_by);
   if (format == Format::kJson) return report::ReportToJson(r);
   if (format == Format::kCsv) {
-    std::string out = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us,energy_mj,cost_nanos,quality\n";
+    std::string out = "key,allocated_gpu_us,compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality\n";
     auto line = [&](const std::string& key, const report::Figures& f) {
-      out += fmt::format("{},{},{},{:.0f},{},{},{}\n", CsvField(key), f.allocated_gpu_us,
-                         f.compute_gpu_us, f.memory_byte_us, f.energy_mj, f.cost_nanos,
+      out += fmt::format("{},{},{},{},{},{},{}\n", CsvField(key), f.allocated_gpu_us,
+                         f.compute_gpu_us, f.memory_kib_s, f.energy_mj, f.cost_nanos,
                          ToString(f.quality));
     };
     for (const auto& row : r.rows) line(row.key, row.figures);
@@ -81,7 +80,7 @@ std::string RenderReport(const report::Report& r, Format format) {
   auto line = [&](const std::string& key, const report::Figures& f, std::string_view q) {
     out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {}\n", key, width,
                        GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
-                       GibHours(f.memory_byte_us), Money(f.cost_nanos), q);
+                       GibHours(f.memory_kib_s), Money(f.cost_nanos), q);
   };
   for (const auto& row : r.rows) line(row.key, row.figures, ToString(row.figures.quality));
   line("(idle)", r.idle, "");

@@ -10,14 +10,15 @@ namespace gpuledger::cli {
 
 std::string Money(Nanos nanos);            // "$1,234.56" (rounded to cents, half away from 0)
 std::string GpuHours(GpuMicros us);        // "12.34"
-std::string GibHours(ByteMicros byte_us);  // "12.3"
+std::string GibHours(KibSeconds kib_s);    // "12.3"
 
 enum class Format { kTable, kCsv, kJson };
 Result<Format> ParseFormat(std::string_view text);
 
 // `report` output. JSON shape: {"window":{"start","end"},"aggregate","policy","idle",
-// "currency","rows":[{"key","allocated_gpu_us","compute_gpu_us","memory_byte_us","energy_mj",
-// "cost_nanos","quality"}],"idle":{...},"unattributed":{...},"total":{...}}.
+// "currency","rows":[{"key","allocated_gpu_us","compute_gpu_us","memory_kib_s","energy_mj",
+// "cost_nanos","quality"}],"idle":{...},"unattributed":{...},"total":{...}}; memory_kib_s is
+// an integer (KiB held for one second). CSV has the same columns, key first.
 std::string RenderReport(const report::Report& report, Format format);
 
 }  // namespace gpuledger::cli

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -17,8 +19,9 @@
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
 #include "sources/k8s_api/endpoints.h"
+#include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/k8s_api/metadata_source.h"
-#include "pipeline/snapshot_pipeline.h"
+#include "cost/price_hours.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "store/ledger_store.h"
@@ -58,6 +61,26 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
 
 namespace {
 
+// --cluster, else the ledger's meta "cluster", else "default". Kept in the ledger's meta.
+std::string ClusterOf(const ServerOptions& o, store::LedgerStore& store) {
+  auto meta = store.ReadMeta();
+  if (!o.cluster.empty()) {
+    if (!meta.ok() || meta->count("cluster") == 0) (void)store.PutMeta("cluster", o.cluster);
+    return o.cluster;
+  }
+  if (meta.ok() && meta->count("cluster") > 0) return meta->at("cluster");
+  return "default";
+}
+
+// A stored Prometheus cursor: decimal µs since the epoch, after 2000-01-01.
+std::optional<Micros> ParseCursor(const std::string& text) {
+  Micros v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 946'684'800'000'000LL)
+    return std::nullopt;
+  return v;
+}
+
 // Wall clock in µs since the epoch.
 Micros WallNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -65,19 +88,23 @@ Micros WallNowUs() {
       .count();
 }
 
-// Owners and labels of consumers, labels of nodes (for prices), from the Kubernetes watch when
-// one is configured; without it a consumer is just its ref and a node just its name.
+// Owners and labels of consumers, labels of nodes (for prices): from the Kubernetes watch when
+// one is configured, else from a metadata snapshot (files=DIR/metadata.json) when there is one;
+// without either a consumer is just its ref and a node just its name.
 struct Metadata {
   std::unique_ptr<k8s::MetadataSource> source;
+  std::shared_ptr<const k8s::MetadataView> snapshot;
 
   std::function<ConsumerInfo(const ConsumerRef&)> Describe() const {
-    if (!source) return nullptr;
-    return [m = source.get()](const ConsumerRef& r) { return m->Current()->Describe(r); };
+    if (source) return [m = source.get()](const ConsumerRef& r) { return m->Current()->Describe(r); };
+    if (snapshot) return [v = snapshot](const ConsumerRef& r) { return v->Describe(r); };
+    return nullptr;
   }
-  std::function<pipeline::NodeFacts(const std::string&)> Facts(const std::string& cluster) const {
-    return [m = source.get(), cluster](const std::string& node) {
-      pipeline::NodeFacts f{{cluster, node, ""}, "", {}};
+  std::function<cost::NodeFacts(const std::string&)> Facts() const {
+    return [m = source.get(), v = snapshot](const std::string& node) {
+      cost::NodeFacts f{node, {}, "", ""};
       if (m != nullptr) f.labels = m->Current()->NodeLabels(node);
+      else if (v) f.labels = v->NodeLabels(node);
       return f;
     };
   }
@@ -158,15 +185,26 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  std::string cluster = "default";
-  if (auto meta = (*store)->ReadMeta(); meta.ok() && meta->count("cluster") > 0)
-    cluster = meta->at("cluster");
+  std::string cluster = ClusterOf(o, **store);
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
     return ExitCodeFor(metadata.error());
   }
-  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
+  if (!scrape && !metadata->source) {
+    const auto file = std::filesystem::path(o.source.substr(6)) / "metadata.json";
+    if (std::filesystem::exists(file)) {
+      auto text = ReadFile(file.string());
+      auto tables = text.ok() ? k8s::ParseMetadataSnapshot(*text, file.string())
+                              : Result<k8s::MetadataTables>(text.error());
+      if (!tables) {
+        err << "error: " << tables.error().message << "\n";
+        return ExitCodeFor(tables.error());
+      }
+      metadata->snapshot = std::make_shared<const k8s::MetadataView>(std::move(*tables));
+    }
+  }
+  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts());
   // Scraping sees agents live from now on; a replay only knows its files.
   if (Status s = ingestor.Start(scrape ? WallNowUs() : INT64_MAX); !s.ok()) {
     err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message
@@ -184,7 +222,7 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
                        replayed->files, replayed->samples, store::DisplayLedgerSpec(path),
                        ingestor.hours_written());
     out.flush();
-    if (!o.serve) return 0;
+    if (!o.serve || o.backfill_only) return 0;
     return ServeLedger(path, o.listen, token, false, stop, out, err);
   }
   ingest::ScrapeOptions options{targets, *interval, discover};
@@ -230,19 +268,30 @@ int RunPrometheusIngest(const ServerOptions& o, const std::string& path, const s
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  std::string cluster = "default";
+  std::string cluster = ClusterOf(o, **store);
   Micros cursor = HourStart(WallNowUs() - *since);
-  if (auto meta = (*store)->ReadMeta(); meta.ok()) {
-    if (meta->count("cluster") > 0) cluster = meta->at("cluster");
-    if (auto it = meta->find(std::string(kCursorKey)); it != meta->end())
-      cursor = std::strtoll(it->second.c_str(), nullptr, 10);
+  auto meta = (*store)->ReadMeta();
+  if (!meta) {
+    err << "error: " << meta.error().message << "\n";
+    return ExitCodeFor(meta.error());
+  }
+  if (auto it = meta->find(std::string(kCursorKey)); it != meta->end()) {
+    // A corrupt cursor is an error naming the key, never a backfill from 1970.
+    auto parsed = ParseCursor(it->second);
+    if (!parsed) {
+      err << fmt::format("error: --ledger '{}': meta '{}' is '{}': expected µs since the epoch "
+                         "after 2000 (fix or delete the key to start again from --since)\n",
+                         store::DisplayLedgerSpec(o.ledger), kCursorKey, it->second);
+      return 1;
+    }
+    cursor = *parsed;
   }
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
     return ExitCodeFor(metadata.error());
   }
-  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts(cluster));
+  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts());
   // The TSDB holds everything since the first cursor: agents that started after it count from
   // their start, as they do when scraped directly.
   if (Status s = ingestor.Start(cursor); !s.ok()) {

@@ -1,7 +1,9 @@
 #pragma once
 // `gpuledger server`: serves a ledger's REST API. With --source it also ingests into the
 // ledger (docs/ingest.md): `scrape` scrapes the --targets agents every --scrape-interval;
-// `files=DIR` replays exposition snapshots and exits (or keeps serving with --serve).
+// `files=DIR` replays exposition snapshots (with DIR/metadata.json, a `kubectl get -o json`
+// List, for owners, labels and node labels when no watch is configured) and exits (or keeps
+// serving with --serve).
 
 #include <atomic>
 #include <functional>
@@ -17,7 +19,8 @@ struct ServerOptions {
   std::string scrape_interval = "15s";
   bool serve = false;      // files=DIR: keep serving the API after the replay
   std::string since = "24h";   // prometheus=URL: how far back the first run starts
-  bool backfill_only = false;  // prometheus=URL: stop once caught up (no API served)
+  bool backfill_only = false;  // prometheus=URL, files=DIR: stop once caught up (no API served)
+  std::string cluster;         // empty: the ledger's meta "cluster", else "default"
   std::string ledger;      // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
   std::string token_file;

@@ -13,6 +13,7 @@
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
 #include "sources/sim/scenario.h"
+#include "sources/sim/agent_world.h"
 #include "sources/sim/simulator.h"
 
 namespace gpuledger::cli {
@@ -24,36 +25,6 @@ Micros WallNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Underscored(std::string uid) {
-  for (char& c : uid)
-    if (c == '-') c = '_';
-  return uid;
-}
-
-// A cgroup v2 path as the kubelet's systemd driver names it.
-std::string PodCgroup(const ConsumerRef& ref) {
-  return fmt::format(
-      "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/"
-      "cri-containerd-{}.scope\n",
-      Underscored(ref.pod_uid.value), sim::ContainerIdFor(ref));
-}
-
-struct HostUser {
-  std::string cgroup;
-  int uid;
-  std::string user;
-};
-
-// "user:alice" -> a login session of alice; "unit:x.service" -> a system service.
-HostUser HostIdentity(const std::string& host_name, std::map<std::string, int>& uids) {
-  if (host_name.starts_with("unit:"))
-    return {fmt::format("0::/system.slice/{}\n", host_name.substr(5)), 0, "root"};
-  std::string user = host_name.starts_with("user:") ? host_name.substr(5) : host_name;
-  auto [it, fresh] = uids.try_emplace(user, 1000 + static_cast<int>(uids.size()));
-  return {fmt::format("0::/user.slice/user-{0}.slice/session-{0}.scope\n", it->second), it->second,
-          user};
 }
 
 class NodeWorld {
@@ -74,39 +45,14 @@ class NodeWorld {
  private:
   Status LayOutProcfs(const sim::NodeState& state) {
     std::set<int> live;
-    std::string passwd = "root:x:0:0:root:/root:/bin/bash\n";
-    for (const ProcessObservation& p : state.processes) {
-      live.insert(p.pid);
-      fs::path dir = host_ / "proc" / std::to_string(p.pid);
+    for (const ProcessObservation& p : state.processes) live.insert(p.pid);
+    for (const auto& [path, content] : sim::ProcfsFiles(state.processes, state.grants, state.gpus, uids_)) {
+      fs::path file = host_ / path.substr(1);
       std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) return IoError(fmt::format("{}: {}", dir.string(), ec.message()));
-      std::string cgroup;
-      int uid = 0;
-      if (p.consumer) {
-        cgroup = PodCgroup(*p.consumer);
-      } else {
-        HostUser h = HostIdentity(p.host_name, uids_);
-        cgroup = h.cgroup;
-        uid = h.uid;
-      }
-      std::string environ = "PATH=/usr/local/bin:/usr/bin";
-      environ.push_back('\0');
-      std::string visible = p.visible_devices.empty() ? p.device.value : p.visible_devices;
-      environ += "NVIDIA_VISIBLE_DEVICES=" + visible;
-      environ.push_back('\0');
-      for (auto [name, content] :
-           {std::pair<const char*, std::string>{"cgroup", cgroup},
-            {"status", fmt::format("Name:\tpython3\nPid:\t{}\nUid:\t{}\t{}\t{}\t{}\n", p.pid, uid,
-                                   uid, uid, uid)},
-            {"comm", "python3\n"},
-            {"environ", environ}}) {
-        if (Status s = WriteFile((dir / name).string(), content); !s.ok()) return s;
-      }
+      fs::create_directories(file.parent_path(), ec);
+      if (ec) return IoError(fmt::format("{}: {}", file.parent_path().string(), ec.message()));
+      if (Status s = WriteFile(file.string(), content); !s.ok()) return s;
     }
-    for (const auto& [user, uid] : uids_) passwd += fmt::format("{0}:x:{1}:{1}::/home/{0}:/bin/bash\n", user, uid);
-    fs::create_directories(host_ / "etc");
-    if (Status s = WriteFile((host_ / "etc" / "passwd").string(), passwd); !s.ok()) return s;
     // Processes that ended leave /proc, as they do on a real node.
     for (int pid : laid_out_)
       if (!live.count(pid)) fs::remove_all(host_ / "proc" / std::to_string(pid));
@@ -116,69 +62,28 @@ class NodeWorld {
 
   void UpdateKube(const sim::NodeState& state, Micros wall, fake::FakeKubelet& kubelet,
                   fake::FakeCri& cri) {
-    // Grants grouped per container and resource, as the kubelet lists them.
-    std::map<std::pair<ConsumerRef, std::string>, kubelet::ContainerGrant> grants;
-    for (const Grant& g : state.grants) {
-      auto& cg = grants[{g.consumer, g.dra_claim.empty() ? g.resource_name : ""}];
-      cg.namespace_name = g.consumer.namespace_name;
-      cg.pod = g.consumer.pod;
-      cg.container = g.consumer.container;
-      if (g.dra_claim.empty()) {
-        cg.resource_name = g.resource_name;
-        cg.device_ids.push_back(g.device_id);
-      } else {
-        cg.dra.push_back(kubelet::DraDevice{g.dra_claim, "gpu.nvidia.com", o_.node, "", "",
-                                            {"k8s.gpu.nvidia.com/device=" + g.device_id}});
-      }
-    }
     std::set<ConsumerRef> running;
     for (const ConsumerInfo& pod : state.pods) {
       running.insert(pod.ref);
       ended_.erase(pod.ref);
     }
     // Pods that stopped running linger as terminal for a while, grants and all.
-    for (const auto& [ref, grant] : last_grants_)
-      if (!running.count(ref.first) && !ended_.count(ref.first)) ended_[ref.first] = wall;
+    for (const Grant& g : last_grants_)
+      if (!running.count(g.consumer) && !ended_.count(g.consumer)) ended_[g.consumer] = wall;
     std::erase_if(ended_, [&](const auto& kv) {
       return wall - kv.second > static_cast<Micros>(o_.terminal_linger_seconds * 1e6);
     });
-    for (const auto& [key, grant] : last_grants_)
-      if (ended_.count(key.first) && !grants.count(key)) grants[key] = grant;
+    std::vector<Grant> grants = state.grants;
+    for (const Grant& g : last_grants_)
+      if (ended_.count(g.consumer) && !running.count(g.consumer)) grants.push_back(g);
     last_grants_ = grants;
-    std::vector<kubelet::ContainerGrant> list;
-    for (auto& [k, g] : grants) list.push_back(g);
-    kubelet.SetGrants(list);
-
-    std::vector<kubelet::AllocatableDevice> allocatable;
-    for (const PhysicalGpu& gpu : state.gpus) {
-      bool mig = false;
-      for (const MigInstance& m : state.mig_instances)
-        if (m.parent == gpu.uuid) {
-          mig = true;
-          allocatable.push_back({"nvidia.com/mig-" + m.profile, m.uuid.value});
-        }
-      if (mig) continue;
-      if (gpu.replicas > 1)
-        for (int r = 0; r < gpu.replicas; ++r)
-          allocatable.push_back({"nvidia.com/gpu", fmt::format("{}::{}", gpu.uuid.value, r)});
-      else
-        allocatable.push_back({"nvidia.com/gpu", gpu.uuid.value});
-    }
-    kubelet.SetAllocatable(allocatable);
-
-    std::vector<cri::PodSandbox> sandboxes;
-    std::vector<cri::Container> containers;
-    std::set<std::string> seen_pods;
-    auto add = [&](const ConsumerRef& ref, bool ready) {
-      std::string sandbox_id = sim::ContainerIdFor(ConsumerRef{ref.namespace_name, ref.pod, ref.pod_uid, "__sandbox__"});
-      if (seen_pods.insert(sandbox_id).second)
-        sandboxes.push_back(cri::PodSandbox{sandbox_id, ref.pod, ref.namespace_name, ref.pod_uid.value, ready, {}});
-      containers.push_back(cri::Container{sim::ContainerIdFor(ref), sandbox_id, ref.container, ready});
-    };
-    for (const ConsumerRef& ref : running) add(ref, true);
-    for (const auto& [ref, since] : ended_) add(ref, false);
-    cri.SetSandboxes(sandboxes);
-    cri.SetContainers(containers);
+    std::set<ConsumerRef> ended;
+    for (const auto& [ref, since] : ended_) ended.insert(ref);
+    sim::KubeLists lists = sim::KubeListsFor(o_.node, grants, running, ended, state.gpus, state.mig_instances);
+    kubelet.SetGrants(lists.grants);
+    kubelet.SetAllocatable(lists.allocatable);
+    cri.SetSandboxes(lists.sandboxes);
+    cri.SetContainers(lists.containers);
   }
 
   const sim::Scenario& scenario_;
@@ -186,8 +91,8 @@ class NodeWorld {
   Micros origin_;
   fs::path host_;
   std::set<int> laid_out_;
-  std::map<std::string, int> uids_;
-  std::map<std::pair<ConsumerRef, std::string>, kubelet::ContainerGrant> last_grants_;
+  sim::HostUids uids_;
+  std::vector<Grant> last_grants_;
   std::map<ConsumerRef, Micros> ended_;
 };
 

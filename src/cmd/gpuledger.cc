@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--out", demo.out_dir, "output directory")->capture_default_str();
   demo_cmd->add_option("--truth", demo.truth, "write the simulator's true per-container figures (CSV)");
   demo_cmd->add_option("--catalog", demo.catalog, "price catalog YAML (on top of the built-in prices)");
+  demo_cmd->add_option("--expositions", demo.expositions,
+                       "also write every node's agent collections to DIR (server --source files=DIR replays them)");
   demo_cmd->add_flag("--no-serve", demo.no_serve, "do not serve the ledger afterwards");
   demo_cmd->add_option("--listen", demo.listen, "where to serve the ledger")->capture_default_str();
 
@@ -100,7 +102,10 @@ int main(int argc, char** argv) {
   server_cmd->add_flag("--in-cluster", server.in_cluster, "watch through the pod's service account");
   server_cmd->add_option("--api-server", server.api_server, "API server URL (override; alone: unauthenticated, e.g. kubectl proxy)");
   server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")->capture_default_str();
-  server_cmd->add_flag("--backfill-only", server.backfill_only, "prometheus=URL: read up to now, then exit");
+  server_cmd->add_flag("--backfill-only", server.backfill_only,
+                       "prometheus=URL or files=DIR: ingest what there is, then exit (no API served)");
+  server_cmd->add_option("--cluster", server.cluster,
+                         "cluster name for new rows (default: the ledger's, else \"default\")");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
   server_cmd->add_option("--scrape-interval", server.scrape_interval, "scrape: time between rounds")->capture_default_str();
   server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");

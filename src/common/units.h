@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "common/counter_units.h"
+
 namespace gpuledger {
 
 using Micros = std::int64_t;       // µs since the Unix epoch, or a duration in µs
@@ -13,9 +15,7 @@ using MilliJoules = std::int64_t;  // NVML's energy counter unit
 using MilliWatts = std::int64_t;
 using Nanos = std::int64_t;        // money: 1e-9 of the billing currency; never a double
 
-// Memory held over time. A double on purpose: 2.6 GB held for one hour already overflows int64
-// byte-µs, and this integral is a usage signal, not money (53-bit mantissa: 1e-16 relative).
-using ByteMicros = double;
+// Memory held over time is an integer too: KibSeconds (common/counter_units.h).
 
 // A share of one physical GPU in parts per kWholeGpu. kWholeGpu = lcm(1..16) * 1000, so every
 // share the sharing modes produce is an exact integer: 1/R replicas (R <= 16), MIG slices out of

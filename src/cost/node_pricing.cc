@@ -85,6 +85,8 @@ std::pair<std::string, std::string> ClassFromLabels(const NodeInfo& node) {
     if (c == "spot") return {"spot", said(kLabelAksPriority, *v)};
     if (c == "regular") return {"on-demand", said(kLabelAksPriority, *v)};
   }
+  if (const std::string* v = Label(node, kLabelPricingClass); v != nullptr && !v->empty())
+    return {Lower(*v), said(kLabelPricingClass, *v)};
   return {};
 }
 

@@ -25,6 +25,8 @@ inline constexpr std::string_view kLabelGkeSpot = "cloud.google.com/gke-spot";
 inline constexpr std::string_view kLabelGkePreemptible = "cloud.google.com/gke-preemptible";
 inline constexpr std::string_view kLabelAksPriority = "kubernetes.azure.com/scalesetpriority";
 inline constexpr std::string_view kLabelGpuProduct = "nvidia.com/gpu.product";
+// Ours, for capacity no cloud label describes (on-prem, reserved, a committed-use contract).
+inline constexpr std::string_view kLabelPricingClass = "gpuledger.io/pricing-class";
 
 // What is known of a node. The hints are used only where the labels say nothing.
 struct NodeInfo {
@@ -58,7 +60,8 @@ struct NodePrice {
 //            eks.amazonaws.com/capacityType (SPOT|ON_DEMAND|CAPACITY_BLOCK -> reserved);
 //            cloud.google.com/gke-spot or gke-preemptible "true" -> spot;
 //            kubernetes.azure.com/scalesetpriority (spot|regular -> on-demand);
-//            pricing_class_hint; the catalog's default_class.
+//            gpuledger.io/pricing-class (any class, e.g. on-prem); pricing_class_hint; the
+//            catalog's default_class.
 //   model:   the instance type's row; nvidia.com/gpu.product; gpu_model_hint (normalised).
 //   price:   override hourly_per_gpu; override instance_hourly (split by the instance row when
 //            the type is known); on-prem with an on_prem purchase price (amortised) + metered

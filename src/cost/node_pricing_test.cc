@@ -193,6 +193,8 @@ TEST(ResolveNodePrice, EveryCapacityLabelFlavour) {
       {"cloud.google.com/gke-preemptible", "true", "spot"},
       {"kubernetes.azure.com/scalesetpriority", "spot", "spot"},
       {"kubernetes.azure.com/scalesetpriority", "regular", "on-demand"},
+      {"gpuledger.io/pricing-class", "reserved", "reserved"},
+      {"gpuledger.io/pricing-class", "Spot", "spot"},
   };
   for (const auto& tc : cases) {
     NodeInfo n = Node("n", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {tc.key, tc.value}});

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <numeric>
 
@@ -61,23 +60,7 @@ bool IsDns1123Label(std::string_view s) {
 
 std::uint64_t ClampTime(GpuMicros us) { return us > 0 ? static_cast<std::uint64_t>(us) : 0; }
 
-double ClampDouble(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
-
-// Real-valued weights (byte-µs) -> integer weights, deterministic and scale-free: each becomes
-// round(v / Σv x 2^52). Non-finite and negative values count as 0. The money stays exact because
-// Apportion conserves the total whatever the weights.
-std::vector<std::uint64_t> ToIntegerWeights(std::span<const double> values) {
-  std::vector<std::uint64_t> out(values.size(), 0);
-  double total = 0;
-  for (double v : values) total += ClampDouble(v);
-  if (!(total > 0) || !std::isfinite(total)) return out;
-  constexpr double kScale = 4503599627370496.0;  // 2^52
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    double w = ClampDouble(values[i]) / total * kScale;
-    out[i] = static_cast<std::uint64_t>(std::llround(std::min(w, kScale)));
-  }
-  return out;
-}
+std::uint64_t ClampKibSeconds(KibSeconds v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; }
 
 bool AllZero(std::span<const std::uint64_t> w) {
   return std::all_of(w.begin(), w.end(), [](std::uint64_t x) { return x == 0; });
@@ -95,19 +78,18 @@ std::vector<std::uint64_t> PolicyWeights(PolicyKind kind, const DeviceHour& devi
       w.push_back(ClampTime(device.idle_us));
       return w;
     case PolicyKind::kMemory: {
-      std::vector<double> v;
-      v.reserve(usage.size() + 2);
-      double used = 0;
+      // Integer KiB-s throughout; the sum is kept in 128 bits so no weight can overflow it.
+      unsigned __int128 used = 0;
       for (const auto& row : usage) {
-        v.push_back(ClampDouble(row.memory_byte_us));
-        used += v.back();
+        w.push_back(ClampKibSeconds(row.memory_kib_s));
+        used += w.back();
       }
-      v.push_back(ClampDouble(device.unattributed_memory_byte_us));
-      used += v.back();
-      double capacity = static_cast<double>(std::max<Bytes>(device.memory_total_bytes, 0)) *
-                        static_cast<double>(std::max<GpuMicros>(device.metered_us, 0));
-      v.push_back(ClampDouble(capacity - used));
-      return ToIntegerWeights(v);
+      w.push_back(ClampKibSeconds(device.unattributed_memory_kib_s));
+      used += w.back();
+      const auto capacity = static_cast<unsigned __int128>(
+          ClampKibSeconds(MemoryCapacityKibSeconds(device.memory_total_bytes, device.metered_us)));
+      w.push_back(capacity > used ? static_cast<std::uint64_t>(capacity - used) : 0);
+      return w;
     }
     case PolicyKind::kAllocation:
     case PolicyKind::kHybrid:  // not reached: hybrid is split into its two parts
@@ -128,12 +110,9 @@ std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const UsageRo
     case PolicyKind::kCompute:
       for (const auto& row : usage) w.push_back(ClampTime(row.compute_us));
       return w;
-    case PolicyKind::kMemory: {
-      std::vector<double> v;
-      v.reserve(usage.size());
-      for (const auto& row : usage) v.push_back(row.memory_byte_us);
-      return ToIntegerWeights(v);
-    }
+    case PolicyKind::kMemory:
+      for (const auto& row : usage) w.push_back(ClampKibSeconds(row.memory_kib_s));
+      return w;
     case PolicyKind::kAllocation:
     case PolicyKind::kHybrid:
       for (const auto& row : usage) w.push_back(ClampTime(row.allocated_us));
@@ -322,6 +301,15 @@ DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRo
   cost.idle += e.idle;
   cost.unattributed += e.unattributed;
   return cost;
+}
+
+KibSeconds MemoryCapacityKibSeconds(Bytes memory_total_bytes, GpuMicros metered_us) {
+  if (memory_total_bytes <= 0 || metered_us <= 0) return 0;
+  const unsigned __int128 byte_us =
+      static_cast<unsigned __int128>(memory_total_bytes) * static_cast<std::uint64_t>(metered_us);
+  const unsigned __int128 kib_s =
+      (byte_us + kByteMicrosPerKibSecond / 2) / kByteMicrosPerKibSecond;  // nearest, half up
+  return kib_s > INT64_MAX ? INT64_MAX : static_cast<KibSeconds>(kib_s);
 }
 
 Nanos PriceForMetered(Nanos hourly_nanos, GpuMicros metered_us) {

@@ -48,8 +48,9 @@ struct DeviceHourCost {
 // Weights per policy (the idle bucket is always last in the apportionment):
 //   allocation: allocated_us per consumer; idle = unallocated_us; unattributed gets nothing.
 //   compute:    compute_us per consumer; unattributed = unattributed_us; idle = idle_us.
-//   memory:     memory_byte_us per consumer; unattributed = unattributed_memory_byte_us;
-//               idle = memory_total_bytes x metered_us - used.
+//   memory:     memory_kib_s per consumer; unattributed = unattributed_memory_kib_s;
+//               idle = MemoryCapacityKibSeconds(memory_total_bytes, metered_us) - used (>= 0).
+//               Integer KiB-s weights, used as they are: no scaling or rounding of weights.
 //   hybrid:a:   round(a x price) by allocation + the rest by compute, each exact.
 // Idle handling share: the idle part is re-apportioned over the consumers by the same weights
 // (stays idle when the device had no consumer).
@@ -58,6 +59,12 @@ struct DeviceHourCost {
 // handling as above, by energy) and only the rest by the policy.
 DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
                                const Policy& policy, const IdleHandling& idle);
+
+// What a device's memory could have held over its metered time: memory_total_bytes x
+// metered_us in KiB-s, rounded to the nearest (half up); 0 for non-positive inputs, INT64_MAX
+// past the int64 range. The idle memory-time is this less what consumers and the unattributed
+// bucket held.
+KibSeconds MemoryCapacityKibSeconds(Bytes memory_total_bytes, GpuMicros metered_us);
 
 // The price of `metered_us` of a device whose hourly price is `hourly_nanos`, rounded to the
 // nearest nano (half up). Exact for whole hours.

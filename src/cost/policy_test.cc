@@ -23,11 +23,11 @@ Policy Compute() { return {PolicyKind::kCompute, 1000}; }
 Policy Memory() { return {PolicyKind::kMemory, 1000}; }
 Policy Hybrid(int permille) { return {PolicyKind::kHybrid, permille}; }
 
-UsageRow Row(GpuMicros allocated_us, GpuMicros compute_us = 0, ByteMicros memory_byte_us = 0) {
+UsageRow Row(GpuMicros allocated_us, GpuMicros compute_us = 0, KibSeconds memory_kib_s = 0) {
   UsageRow r;
   r.allocated_us = allocated_us;
   r.compute_us = compute_us;
-  r.memory_byte_us = memory_byte_us;
+  r.memory_kib_s = memory_kib_s;
   return r;
 }
 
@@ -130,9 +130,9 @@ TEST(SplitDeviceHour, ShareWithoutAnyWeightStaysIdle) {
 TEST(SplitDeviceHour, Memory) {
   DeviceHour d;
   d.price_nanos = kDollar;
-  d.metered_us = 1000;
-  d.memory_total_bytes = 100;             // capacity 100'000 byte-µs
-  d.unattributed_memory_byte_us = 5'000;  // 5%
+  d.metered_us = 1000 * kSec;
+  d.memory_total_bytes = 100 * 1024;     // capacity 100'000 KiB-s
+  d.unattributed_memory_kib_s = 5'000;   // 5%
   std::vector<UsageRow> usage = {Row(500, 0, 50'000), Row(500, 0, 25'000)};  // 50%, 25%
   auto c = SplitDeviceHour(d, usage, Memory(), kKeep);
   EXPECT_EQ(c.consumers, (std::vector<Nanos>{500'000'000, 250'000'000}));
@@ -147,12 +147,13 @@ TEST(SplitDeviceHour, Memory) {
 }
 
 TEST(SplitDeviceHour, MemoryRealisticMagnitudes) {
-  // 80 GiB for an hour is ~3e17 byte-µs: beyond int64 for a few such GPUs, fine as weights.
+  // 80 GiB for an hour is 3.0e11 KiB-s (3.1e20 byte-µs, which would not fit in int64).
   DeviceHour d;
   d.price_nanos = 6'880'000'000;
   d.metered_us = kHour;
   d.memory_total_bytes = 80 * kGiB;
-  double full = 80.0 * kGiB * kHour;
+  const KibSeconds full = 80LL * 1024 * 1024 * 3600;
+  EXPECT_EQ(MemoryCapacityKibSeconds(d.memory_total_bytes, d.metered_us), full);
   std::vector<UsageRow> usage = {Row(kHour, 0, full / 2), Row(0, 0, full / 4)};
   auto c = SplitDeviceHour(d, usage, Memory(), kKeep);
   EXPECT_EQ(c.consumers, (std::vector<Nanos>{3'440'000'000, 1'720'000'000}));
@@ -188,16 +189,16 @@ TEST(SplitDeviceHour, HybridRoundsTheAllocationPartHalfUp) {
   EXPECT_EQ(SplitDeviceHour(d, usage, Hybrid(0), kKeep).consumers, (std::vector<Nanos>{0, 3}));
 }
 
-TEST(SplitDeviceHour, NegativeAndNanInputsAreClampedAndConserve) {
+TEST(SplitDeviceHour, NegativeAndExtremeInputsAreClampedAndConserve) {
   DeviceHour d;
   d.price_nanos = kDollar;
   d.metered_us = kHour;
   d.memory_total_bytes = -5;
   d.unallocated_us = -kHour;
   d.idle_us = -1;
-  d.unattributed_memory_byte_us = std::numeric_limits<double>::quiet_NaN();
-  std::vector<UsageRow> usage = {Row(-kHour, -5, std::numeric_limits<double>::quiet_NaN()),
-                                 Row(kHour, kHour, std::numeric_limits<double>::infinity())};
+  d.unattributed_memory_kib_s = -7;
+  std::vector<UsageRow> usage = {Row(-kHour, -5, std::numeric_limits<KibSeconds>::min()),
+                                 Row(kHour, kHour, std::numeric_limits<KibSeconds>::max())};
   for (Policy p : {Allocation(), Compute(), Memory(), Hybrid(300)}) {
     for (const IdleHandling& h : {kKeep, kShare, kPlatform}) {
       auto c = SplitDeviceHour(d, usage, p, h);
@@ -244,8 +245,7 @@ TEST(SplitDeviceHour, PropertyConservesMoneyExactly) {
     d.idle_us = d.metered_us - d.busy_us;
     d.unattributed_us = uniform(0, d.busy_us);
     d.memory_total_bytes = uniform(0, 141 * kGiB);
-    d.unattributed_memory_byte_us =
-        static_cast<double>(uniform(0, 1000)) * 1e12 * (uniform(0, 20) == 0 ? -1 : 1);
+    d.unattributed_memory_kib_s = uniform(0, 1'000'000'000) * (uniform(0, 20) == 0 ? -1 : 1);
     int n = static_cast<int>(uniform(0, 8));
     std::vector<UsageRow> usage;
     GpuMicros left = d.metered_us;
@@ -255,8 +255,8 @@ TEST(SplitDeviceHour, PropertyConservesMoneyExactly) {
       left -= a;
       GpuMicros cu = uniform(0, busy_left);
       busy_left -= cu;
-      double mem = static_cast<double>(uniform(0, 1'000'000)) * 1e11;
-      if (uniform(0, 50) == 0) mem = std::numeric_limits<double>::quiet_NaN();
+      KibSeconds mem = uniform(0, 100'000'000);
+      if (uniform(0, 50) == 0) mem = std::numeric_limits<KibSeconds>::max();
       if (uniform(0, 50) == 0) a = -a;
       usage.push_back(Row(a, cu, mem));
     }
@@ -308,7 +308,7 @@ TEST(SplitDeviceHour, DocsWorkedExample) {
   d.unattributed_us = 360 * kSec;
   d.idle_us = 1080 * kSec;
   d.memory_total_bytes = 80 * kGiB;
-  const double gib_hour = static_cast<double>(kGiB) * kHour;
+  const KibSeconds gib_hour = 1024LL * 1024 * 3600;
   std::vector<UsageRow> usage = {Row(1800 * kSec, 1440 * kSec, 32 * gib_hour),
                                  Row(900 * kSec, 720 * kSec, 16 * gib_hour)};
   struct Want {
@@ -333,6 +333,35 @@ TEST(SplitDeviceHour, DocsWorkedExample) {
     EXPECT_EQ(c.unattributed, w.unattributed) << ToString(w.policy) << " " << ToString(w.idle);
     EXPECT_EQ(c.idle, w.idle_nanos) << ToString(w.policy) << " " << ToString(w.idle);
   }
+}
+
+TEST(MemoryCapacityKibSeconds, RoundsToNearestAndClamps) {
+  EXPECT_EQ(MemoryCapacityKibSeconds(1024, kSec), 1);
+  EXPECT_EQ(MemoryCapacityKibSeconds(512, kSec), 1);  // 0.5 KiB-s: half up
+  EXPECT_EQ(MemoryCapacityKibSeconds(511, kSec), 0);
+  EXPECT_EQ(MemoryCapacityKibSeconds(141 * kGiB, kHour), 141LL * 1024 * 1024 * 3600);
+  EXPECT_EQ(MemoryCapacityKibSeconds(-1, kHour), 0);
+  EXPECT_EQ(MemoryCapacityKibSeconds(kGiB, -1), 0);
+  EXPECT_EQ(MemoryCapacityKibSeconds(std::numeric_limits<Bytes>::max(),
+                                     std::numeric_limits<GpuMicros>::max()),
+            std::numeric_limits<KibSeconds>::max());
+}
+
+// Integer weights are used as they are, up to int64's range: their sum does not overflow,
+// equal holdings get equal shares and the price is conserved.
+TEST(SplitDeviceHour, MemoryWeightsAreExactIntegers) {
+  DeviceHour d;
+  d.price_nanos = std::numeric_limits<Nanos>::max();
+  d.metered_us = kHour;
+  d.memory_total_bytes = 0;  // no capacity: no idle part
+  std::vector<UsageRow> usage = {Row(0, 0, KibSeconds{1} << 62), Row(0, 0, KibSeconds{1} << 62),
+                                 Row(0, 0, 1)};
+  d.unattributed_memory_kib_s = std::numeric_limits<KibSeconds>::max();
+  auto c = SplitDeviceHour(d, usage, Memory(), kShare);
+  EXPECT_EQ(Sum(c), d.price_nanos);
+  EXPECT_EQ(c.consumers[0], c.consumers[1]);
+  EXPECT_EQ(c.idle, 0);
+  EXPECT_GT(c.unattributed, c.consumers[0]);
 }
 
 TEST(PriceForMetered, PartialAndWholeHours) {

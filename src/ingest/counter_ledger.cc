@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "attribution/close_hour.h"
 #include "common/apportion.h"
+#include "common/counter_units.h"
 #include "model/usage.h"
 
 namespace gpuledger::ingest {
@@ -17,30 +20,35 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kStateKind = "gpuledger-counter-ledger";
-constexpr int kStateVersion = 1;
+constexpr int kStateVersion = 2;  // 1: double accumulators (read and converted)
 
 // What a counter adds to, and its scale from the exposition's base unit to the ledger's.
 enum class Field {
-  kMetered, kBusy, kIdle, kUnattributed, kDeviceEnergy,  // per device
+  kMetered, kBusy, kIdle, kUnattributed, kDeviceEnergy, kUnattributedMemory,  // per device
   kAllocated, kCompute, kMemory, kConsumerEnergy,         // per (device, consumer)
 };
 
 struct CounterKind {
   std::string_view name;
   Field field;
-  double scale;  // seconds -> µs, joules -> mJ, byte-seconds -> byte-µs
+  CounterScale scale;  // base unit -> the integer the agent counts (common/counter_units.h)
 };
 
+constexpr auto kUs = CounterScale::kMicrosPerSecond;
+constexpr auto kMj = CounterScale::kMilliPerUnit;
+constexpr auto kKib = CounterScale::kKibPerByte;
+
 constexpr CounterKind kCounters[] = {
-    {"gpuledger_device_metered_seconds_total", Field::kMetered, 1e6},
-    {"gpuledger_device_busy_seconds_total", Field::kBusy, 1e6},
-    {"gpuledger_device_idle_seconds_total", Field::kIdle, 1e6},
-    {"gpuledger_device_unattributed_seconds_total", Field::kUnattributed, 1e6},
-    {"gpuledger_device_energy_joules_total", Field::kDeviceEnergy, 1e3},
-    {"gpuledger_container_allocated_gpu_seconds_total", Field::kAllocated, 1e6},
-    {"gpuledger_container_compute_gpu_seconds_total", Field::kCompute, 1e6},
-    {"gpuledger_container_memory_byte_seconds_total", Field::kMemory, 1e6},
-    {"gpuledger_container_energy_joules_total", Field::kConsumerEnergy, 1e3},
+    {"gpuledger_device_metered_seconds_total", Field::kMetered, kUs},
+    {"gpuledger_device_busy_seconds_total", Field::kBusy, kUs},
+    {"gpuledger_device_idle_seconds_total", Field::kIdle, kUs},
+    {"gpuledger_device_unattributed_seconds_total", Field::kUnattributed, kUs},
+    {"gpuledger_device_energy_joules_total", Field::kDeviceEnergy, kMj},
+    {"gpuledger_device_unattributed_memory_byte_seconds_total", Field::kUnattributedMemory, kKib},
+    {"gpuledger_container_allocated_gpu_seconds_total", Field::kAllocated, kUs},
+    {"gpuledger_container_compute_gpu_seconds_total", Field::kCompute, kUs},
+    {"gpuledger_container_memory_byte_seconds_total", Field::kMemory, kKib},
+    {"gpuledger_container_energy_joules_total", Field::kConsumerEnergy, kMj},
 };
 
 constexpr std::string_view kDeviceInfo = "gpuledger_device_info";
@@ -88,20 +96,17 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
 }
 
 
-// An integer weight for Apportion from a non-negative double (1/1000 of the unit: exact enough
-// that rounding to whole units is decided by the largest remainders).
-std::uint64_t Weight(double x) {
-  if (!(x > 0)) return 0;
-  return static_cast<std::uint64_t>(std::llround(x * 1000.0));
+// A float64 counter value as the agent's integer (the value must be finite and >= 0).
+std::optional<std::int64_t> CountOf(const CounterKind& kind, double value) {
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  return ToCount(value, kind.scale);
 }
-
-std::int64_t Round(double x) { return x > 0 ? std::llround(x) : 0; }
 
 }  // namespace
 
 struct CounterLedger::Impl {
   struct SeriesState {
-    double value = 0;
+    std::int64_t value = 0;  // the agent's integer count
     Micros at_us = 0;
   };
   struct DeviceFacts {
@@ -117,16 +122,20 @@ struct CounterLedger::Impl {
     std::map<std::string, Sources> attribution;     // ConsumerKey -> sources
   };
   struct ConsumerAcc {
-    double allocated_us = 0, compute_us = 0, memory_byte_us = 0, energy_mj = 0;
-    double peak_memory_bytes = 0;
+    GpuMicros allocated_us = 0, compute_us = 0;
+    KibSeconds memory_kib_s = 0;
+    MilliJoules energy_mj = 0;
+    Bytes peak_memory_bytes = 0;
     Quality compute_quality = Quality::kNone;
     Quality memory_quality = Quality::kNone;
     std::string rule;
   };
   struct DeviceAcc {
     std::string node, model, sharing;
-    double metered_us = 0, busy_us = 0, idle_us = 0, unattributed_us = 0, energy_mj = 0;
-    double memory_total_bytes = 0;
+    GpuMicros metered_us = 0, busy_us = 0, idle_us = 0, unattributed_us = 0;
+    MilliJoules energy_mj = 0;
+    KibSeconds unattributed_memory_kib_s = 0;
+    Bytes memory_total_bytes = 0;
     std::map<ConsumerRef, ConsumerAcc> consumers;
   };
   using HourKey = std::pair<Micros, std::string>;  // (hour, physical gpu uuid)
@@ -173,43 +182,45 @@ struct CounterLedger::Impl {
     if (auto q = ParseQuality(memory)) c.memory_quality = Combine(c.memory_quality, *q);
   }
 
-  // Adds `delta` (ledger units) over (t0, t1] to the hours it covers, in proportion to time.
-  void Spread(const CounterKind& kind, const Sample& s, double delta, Micros t0, Micros t1,
+  // Adds the integer `delta` over (t0, t1] to the hours it covers, split exactly in proportion
+  // to the time in each (largest remainder: the pieces sum to the delta).
+  void Spread(const CounterKind& kind, const Sample& s, std::int64_t delta, Micros t0, Micros t1,
               const InstanceState& inst) {
     const std::string gpu(Label(s.labels, "gpu_uuid"));
-    if (gpu.empty()) return;
+    if (gpu.empty() || delta < 0) return;
     const bool consumer = kind.field >= Field::kAllocated;
-    if (consumer && !(delta > 0)) return;  // a consumer row only where it has something
+    if (consumer && delta == 0) return;  // a consumer row only where it has something
     const ConsumerRef ref = consumer ? RefOf(s.labels) : ConsumerRef{};
-    const double span = static_cast<double>(t1 - t0);
-    double given = 0;
-    for (Micros h = HourStart(t0 + 1); h < t1; h += kMicrosPerHour) {
-      const Micros end = std::min(t1, h + kMicrosPerHour);
-      const Micros begin = std::max(t0, h);
-      // The last piece takes the rest so the pieces sum to the delta exactly.
-      const double part = end == t1 ? delta - given : delta * static_cast<double>(end - begin) / span;
-      given += part;
+    std::vector<Micros> hours;
+    std::vector<std::uint64_t> overlap;
+    for (Micros h = HourStart(t0); h < t1; h += kMicrosPerHour) {
+      hours.push_back(h);
+      overlap.push_back(static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
+    }
+    const std::vector<std::int64_t> parts = Apportion(delta, overlap);
+    for (std::size_t i = 0; i < hours.size(); ++i) {
+      const std::int64_t part = parts[i];
+      const Micros h = hours[i];
       if (h < forgotten_before_us) {
         if (part != 0) ++late_dropped;
         continue;
       }
-      DeviceAcc* acc = &Acc(h, gpu, inst);
-      if (!consumer) {
-        switch (kind.field) {
-          case Field::kMetered: acc->metered_us += part; break;
-          case Field::kBusy: acc->busy_us += part; break;
-          case Field::kIdle: acc->idle_us += part; break;
-          case Field::kUnattributed: acc->unattributed_us += part; break;
-          default: acc->energy_mj += part; break;
-        }
-        continue;
+      if (consumer && part == 0) continue;
+      DeviceAcc& acc = Acc(h, gpu, inst);
+      switch (kind.field) {
+        case Field::kMetered: acc.metered_us += part; continue;
+        case Field::kBusy: acc.busy_us += part; continue;
+        case Field::kIdle: acc.idle_us += part; continue;
+        case Field::kUnattributed: acc.unattributed_us += part; continue;
+        case Field::kDeviceEnergy: acc.energy_mj += part; continue;
+        case Field::kUnattributedMemory: acc.unattributed_memory_kib_s += part; continue;
+        default: break;
       }
-      if (!(part > 0)) continue;
-      ConsumerAcc& c = acc->consumers[ref];
+      ConsumerAcc& c = acc.consumers[ref];
       switch (kind.field) {
         case Field::kAllocated: c.allocated_us += part; break;
         case Field::kCompute: c.compute_us += part; break;
-        case Field::kMemory: c.memory_byte_us += part; break;
+        case Field::kMemory: c.memory_kib_s += part; break;
         default: c.energy_mj += part; break;
       }
       Book(c, inst, gpu, ref);
@@ -217,72 +228,39 @@ struct CounterLedger::Impl {
   }
 
   LedgerHour Close(const HourKey& key, const DeviceAcc& a) const {
-    LedgerHour out;
-    DeviceHour& d = out.device;
+    attribution::OpenDeviceHour open;
+    DeviceHour& d = open.device;
     d.hour_us = key.first;
     d.cluster = cluster;
     d.node = a.node;
     d.gpu = GpuUuid{key.second};
     d.gpu_model = a.model;
     d.sharing = ParseSharingMode(a.sharing).value_or(SharingMode::kExclusive);
-    d.metered_us = std::clamp<GpuMicros>(Round(a.metered_us), 0, kMicrosPerHour);
-    d.unmetered_us = kMicrosPerHour - d.metered_us;
-    d.memory_total_bytes = Round(a.memory_total_bytes);
-    {
-      std::uint64_t w[] = {Weight(a.busy_us), Weight(a.idle_us)};
-      auto p = Apportion(d.metered_us, w);
-      d.busy_us = p[0];
-      d.idle_us = p[1];
-    }
-    std::vector<std::uint64_t> compute_w, alloc_w, energy_w;
-    double allocated_sum = 0, energy_sum = 0;
-    for (const auto& [ref, c] : a.consumers) {
-      compute_w.push_back(Weight(c.compute_us));
-      alloc_w.push_back(Weight(c.allocated_us));
-      energy_w.push_back(Weight(c.energy_mj));
-      allocated_sum += c.allocated_us;
-      energy_sum += c.energy_mj;
-    }
-    compute_w.push_back(Weight(a.unattributed_us));
-    auto compute = Apportion(d.busy_us, compute_w);
-    d.unattributed_us = compute.back();
-    // Unallocated is what the grants left of the metered time; more granted than metered
-    // (float noise, over-subscription) scales the grants down to the metered time.
-    alloc_w.push_back(Weight(std::max(0.0, a.metered_us - allocated_sum)));
-    auto allocated = Apportion(d.metered_us, alloc_w);
-    d.unallocated_us = allocated.back();
-    // Energy: the consumers' shares as counted; the rest split between unattributed and idle
-    // by their time, as attribution splits it.
-    d.energy_mj = Round(a.energy_mj);
-    const double rest = std::max(0.0, a.energy_mj - energy_sum);
-    const double unattr_idle = static_cast<double>(d.unattributed_us + d.idle_us);
-    energy_w.push_back(unattr_idle > 0 ? Weight(rest * static_cast<double>(d.unattributed_us) / unattr_idle) : 0);
-    energy_w.push_back(unattr_idle > 0 ? Weight(rest * static_cast<double>(d.idle_us) / unattr_idle) : Weight(rest));
-    auto energy = Apportion(d.energy_mj, energy_w);
-    d.idle_energy_mj = energy.back();
-    d.unattributed_energy_mj = energy[energy.size() - 2];
-    std::size_t i = 0;
+    d.metered_us = a.metered_us;
+    d.busy_us = a.busy_us;
+    d.idle_us = a.idle_us;
+    d.unattributed_us = a.unattributed_us;
+    d.energy_mj = a.energy_mj;
+    d.unattributed_memory_kib_s = a.unattributed_memory_kib_s;
+    d.memory_total_bytes = a.memory_total_bytes;
     for (const auto& [ref, c] : a.consumers) {
       UsageRow r;
-      r.hour_us = key.first;
-      r.gpu = d.gpu;
       r.consumer = describe(ref);
       r.consumer.ref = ref;
       r.node = d.node;
       r.gpu_model = d.gpu_model;
       r.sharing = d.sharing;
-      r.allocated_us = allocated[i];
-      r.compute_us = compute[i];
-      r.energy_mj = energy[i];
-      r.memory_byte_us = c.memory_byte_us;
-      r.peak_memory_bytes = Round(c.peak_memory_bytes);
+      r.allocated_us = c.allocated_us;
+      r.compute_us = c.compute_us;
+      r.energy_mj = c.energy_mj;
+      r.memory_kib_s = c.memory_kib_s;
+      r.peak_memory_bytes = c.peak_memory_bytes;
       r.compute_quality = c.compute_quality;
       r.memory_quality = c.memory_quality;
       r.compute_rule = c.rule;
-      out.usage.push_back(std::move(r));
-      ++i;
+      open.usage.push_back(std::move(r));
     }
-    return out;
+    return attribution::CloseDeviceHour(std::move(open));
   }
 
   void Feed(const TargetScrape& scrape) {
@@ -300,11 +278,11 @@ struct CounterLedger::Impl {
     Micros agent_start_us = INT64_MIN;
     for (const Sample& s : scrape.samples)
       if (s.name == kAgentStart && std::isfinite(s.value) && s.value > 0)
-        agent_start_us = static_cast<Micros>(std::llround(s.value * 1e6));
+        agent_start_us = ToCount(s.value, kUs);
     const bool count_from_start = prev_at == INT64_MIN && agent_start_us != INT64_MIN &&
                                   agent_start_us >= observing_since_us && agent_start_us < at;
     // Facts first: they label the deltas of this same scrape.
-    double restarted_s = -1;  // the largest metered counter that went backwards: agent uptime
+    std::int64_t restarted_us = -1;  // the largest metered counter that went backwards: uptime
     for (const Sample& s : scrape.samples) {
       if (s.name == kDeviceInfo) {
         DeviceFacts& f = inst.devices[std::string(Label(s.labels, "gpu_uuid"))];
@@ -316,24 +294,25 @@ struct CounterLedger::Impl {
         Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))];
         src.compute = Label(s.labels, "compute_source");
         src.memory = Label(s.labels, "memory_source");
-      } else if (s.name == "gpuledger_device_metered_seconds_total" && std::isfinite(s.value)) {
+      } else if (s.name == "gpuledger_device_metered_seconds_total") {
         auto it = inst.series.find(SeriesKey(s));
-        if (it != inst.series.end() && s.value < it->second.value)
-          restarted_s = std::max(restarted_s, s.value);
+        auto count = CountOf(kCounters[0], s.value);
+        if (count && it != inst.series.end() && *count < it->second.value)
+          restarted_us = std::max(restarted_us, *count);
       }
     }
     // An agent restart: the new counters cover at most its uptime (the largest metered
     // counter), so reset and new series are booked over that, not the whole gap.
     Micros reset_from = count_from_start ? agent_start_us : prev_at;
-    if (restarted_s >= 0 && prev_at != INT64_MIN)
-      reset_from = std::max(prev_at, at - static_cast<Micros>(std::ceil(restarted_s * 1e6)));
+    if (restarted_us >= 0 && prev_at != INT64_MIN) reset_from = std::max(prev_at, at - restarted_us);
     for (const Sample& s : scrape.samples) {
       const CounterKind* kind = FindCounter(s.name);
       if (kind == nullptr) continue;
-      if (!std::isfinite(s.value) || s.value < 0) continue;  // not a counter value: keep the last
+      const auto value = CountOf(*kind, s.value);
+      if (!value) continue;  // not a counter value: keep the last
       auto [it, fresh] = inst.series.try_emplace(SeriesKey(s));
       SeriesState& st = it->second;
-      double delta = 0;
+      std::int64_t delta = 0;
       Micros from = INT64_MIN;
       if (!fresh && kind->field == Field::kMetered) {
         // Every hour since the last sample gets a row, so a gap shows as unmetered time.
@@ -341,34 +320,36 @@ struct CounterLedger::Impl {
         for (Micros h = HourStart(st.at_us + 1); h < at && !gpu.empty(); h += kMicrosPerHour)
           if (h >= forgotten_before_us) Acc(h, gpu, inst);
       }
-      if (!fresh && s.value >= st.value) {
-        delta = s.value - st.value;
+      if (!fresh && *value >= st.value) {
+        delta = *value - st.value;
         from = st.at_us;
       } else if (!fresh) {
         ++resets;  // counted since the reset: the new value is the delta
-        delta = s.value;
+        delta = *value;
         from = std::max(st.at_us, reset_from);
       } else if (prev_at != INT64_MIN || count_from_start) {
-        delta = s.value;  // a series new on a known agent started from 0 since its last scrape
+        delta = *value;  // a series new on a known agent started from 0 since its last scrape
         from = reset_from;
       }  // else: the first scrape of an agent only sets the baseline
-      st.value = s.value;
+      st.value = *value;
       st.at_us = at;
-      if (from != INT64_MIN && from < at) Spread(*kind, s, delta * kind->scale, from, at, inst);
+      if (from != INT64_MIN && from < at) Spread(*kind, s, delta, from, at, inst);
     }
-    // Gauges into the hour of the scrape.
-    const Micros hour = HourStart(at);
+    // Gauges describe the instant just before the scrape: into the hour that holds it (a
+    // scrape on the hour closes the hour before).
+    const Micros hour = HourStart(at - 1);
     for (const Sample& s : scrape.samples) {
-      if (!std::isfinite(s.value)) continue;
+      if (!std::isfinite(s.value) || s.value < 0 || s.value > 9e18) continue;
+      const auto bytes = static_cast<Bytes>(std::llround(s.value));
       if (s.name == kMemoryTotal) {
         if (auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))}); h != hours.end())
-          h->second.memory_total_bytes = s.value;
+          h->second.memory_total_bytes = bytes;
       } else if (s.name == kContainerMemoryUsed) {
         auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
         if (h == hours.end()) continue;
         auto c = h->second.consumers.find(RefOf(s.labels));
         if (c != h->second.consumers.end())
-          c->second.peak_memory_bytes = std::max(c->second.peak_memory_bytes, s.value);
+          c->second.peak_memory_bytes = std::max(c->second.peak_memory_bytes, bytes);
       }
     }
     inst.last_at_us = at;
@@ -451,11 +432,12 @@ std::string CounterLedger::State() const {
     json consumers = json::array();
     for (const auto& [ref, c] : a.consumers)
       consumers.push_back({ref.namespace_name, ref.pod, ref.pod_uid.value, ref.container,
-                           c.allocated_us, c.compute_us, c.memory_byte_us, c.energy_mj,
+                           c.allocated_us, c.compute_us, c.memory_kib_s, c.energy_mj,
                            c.peak_memory_bytes, static_cast<int>(c.compute_quality),
                            static_cast<int>(c.memory_quality), c.rule});
     hours.push_back({key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
-                     a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers});
+                     a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
+                     a.unattributed_memory_kib_s});
   }
   j["hours"] = hours;
   return j.dump();
@@ -467,9 +449,15 @@ Status CounterLedger::Restore(std::string_view state_json) {
     json j = json::parse(state_json);
     if (!j.is_object() || j.value("kind", "") != kStateKind)
       return InvalidArgument("ingest state: not a gpuledger counter-ledger state");
-    if (j.at("version").get<int>() != kStateVersion)
+    const int version = j.at("version").get<int>();
+    if (version != kStateVersion && version != 1)
       return InvalidArgument("ingest state: version " + j.at("version").dump() + ", this build reads " +
                              std::to_string(kStateVersion));
+    // Version 1 kept doubles: series in base units, hours in µs, mJ and byte-µs.
+    const bool v1 = version == 1;
+    auto count = [](const json& v) -> std::int64_t {
+      return v.is_number_integer() ? v.get<std::int64_t>() : std::llround(v.get<double>());
+    };
     auto fresh = std::make_shared<Impl>();
     fresh->cluster = impl_->cluster;
     fresh->describe = impl_->describe;
@@ -482,8 +470,19 @@ Status CounterLedger::Restore(std::string_view state_json) {
     for (const auto& [name, ij] : j.at("instances").items()) {
       Impl::InstanceState& inst = fresh->instances[name];
       inst.last_at_us = ij.at("last_at_us").get<Micros>();
-      for (const auto& s : ij.at("series"))
-        inst.series[s.at(0).get<std::string>()] = {s.at(1).get<double>(), s.at(2).get<Micros>()};
+      for (const auto& s : ij.at("series")) {
+        std::string key = s.at(0).get<std::string>();
+        std::int64_t value = 0;
+        if (v1) {
+          const CounterKind* kind = FindCounter(key.substr(0, key.find('\x1f')));
+          auto c = kind ? CountOf(*kind, s.at(1).get<double>()) : std::nullopt;
+          if (!c) continue;
+          value = *c;
+        } else {
+          value = s.at(1).get<std::int64_t>();
+        }
+        inst.series[std::move(key)] = {value, s.at(2).get<Micros>()};
+      }
       for (const auto& [gpu, f] : ij.at("devices").items())
         inst.devices[gpu] = {f.at(0).get<std::string>(), f.at(1).get<std::string>(),
                              f.at(2).get<std::string>(), f.at(3).get<std::string>()};
@@ -496,21 +495,23 @@ Status CounterLedger::Restore(std::string_view state_json) {
       a.node = h.at(2).get<std::string>();
       a.model = h.at(3).get<std::string>();
       a.sharing = h.at(4).get<std::string>();
-      a.metered_us = h.at(5).get<double>();
-      a.busy_us = h.at(6).get<double>();
-      a.idle_us = h.at(7).get<double>();
-      a.unattributed_us = h.at(8).get<double>();
-      a.energy_mj = h.at(9).get<double>();
-      a.memory_total_bytes = h.at(10).get<double>();
+      a.metered_us = count(h.at(5));
+      a.busy_us = count(h.at(6));
+      a.idle_us = count(h.at(7));
+      a.unattributed_us = count(h.at(8));
+      a.energy_mj = count(h.at(9));
+      a.memory_total_bytes = count(h.at(10));
+      if (!v1) a.unattributed_memory_kib_s = h.at(12).get<KibSeconds>();
       for (const auto& c : h.at(11)) {
         ConsumerRef ref{c.at(0).get<std::string>(), c.at(1).get<std::string>(),
                         PodUid{c.at(2).get<std::string>()}, c.at(3).get<std::string>()};
         Impl::ConsumerAcc& ca = a.consumers[ref];
-        ca.allocated_us = c.at(4).get<double>();
-        ca.compute_us = c.at(5).get<double>();
-        ca.memory_byte_us = c.at(6).get<double>();
-        ca.energy_mj = c.at(7).get<double>();
-        ca.peak_memory_bytes = c.at(8).get<double>();
+        ca.allocated_us = count(c.at(4));
+        ca.compute_us = count(c.at(5));
+        ca.memory_kib_s = v1 ? std::llround(c.at(6).get<double>() / kByteMicrosPerKibSecond)
+                             : c.at(6).get<KibSeconds>();
+        ca.energy_mj = count(c.at(7));
+        ca.peak_memory_bytes = count(c.at(8));
         const int cq = c.at(9).get<int>(), mq = c.at(10).get<int>();
         if (cq < 0 || cq > 3 || mq < 0 || mq > 3) return InvalidArgument("ingest state: bad quality");
         ca.compute_quality = static_cast<Quality>(cq);

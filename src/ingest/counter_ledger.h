@@ -9,11 +9,14 @@
 // measure stays `unmetered` (hour - the agent's own metered counter).
 //
 // It turns the agent's counters (gpuledger_device_*_seconds_total, gpuledger_device_energy_
-// joules_total, gpuledger_container_*_total, gpuledger_device_info, gpuledger_container_
-// attribution_info) into LedgerHour rows: per (hour, physical GPU) the device figures, per
-// consumer allocated/compute GPU-µs, memory byte-µs, energy; integer rounding is done by exact
-// apportionment so each hour still conserves (Σ allocated + unallocated == metered, Σ compute +
-// unattributed == busy). Prices are left 0: the caller prices rows as the pipeline does.
+// joules_total, gpuledger_device_unattributed_memory_byte_seconds_total, gpuledger_container_*_
+// total, gpuledger_device_info, gpuledger_container_attribution_info) into LedgerHour rows. Every
+// value is first turned back into the agent's integer (GPU-µs, mJ, KiB-s; exact within the
+// bound of common/counter_units.h) and every delta is an integer: a delta that spans an hour
+// boundary is split by the largest remainder over the time in each hour, so the pieces sum to
+// it exactly. Each (hour, physical GPU) is closed by attribution::CloseDeviceHour, the one
+// closing step, so every hour conserves (Σ allocated + unallocated == metered, Σ compute +
+// unattributed == busy, energy). Prices are left 0: cost::PriceHours prices rows.
 //
 // Restart safety: State() is a serialisable snapshot (last values, open-hour accumulators);
 // Restore() resumes from it. Writing an hour's rows is idempotent (they replace), so replaying

@@ -91,7 +91,7 @@ std::string Dump(const std::vector<LedgerHour>& hours) {
                        d.memory_total_bytes);
     for (const UsageRow& r : h.usage)
       out += fmt::format("  {} a={} c={} mb={} e={} peak={} q={}/{} {}\n", r.consumer.ref.Key(),
-                         r.allocated_us, r.compute_us, r.memory_byte_us, r.energy_mj,
+                         r.allocated_us, r.compute_us, r.memory_kib_s, r.energy_mj,
                          r.peak_memory_bytes, ToString(r.compute_quality),
                          ToString(r.memory_quality), r.compute_rule);
   }
@@ -127,7 +127,7 @@ TEST(CounterLedger, DeltasBecomeExactHourRows) {
   ASSERT_NE(p1, nullptr);
   EXPECT_EQ(p1->allocated_us, 300 * kS);
   EXPECT_EQ(p1->compute_us, 120 * kS);
-  EXPECT_DOUBLE_EQ(p1->memory_byte_us, 600 * 2e9 * 1e6);
+  EXPECT_EQ(p1->memory_kib_s, 1'171'875'000);  // 600 s x 2e9 B / 1024
   EXPECT_EQ(p1->energy_mj, 20'000'000);
   EXPECT_EQ(p1->peak_memory_bytes, kGiB);
   EXPECT_EQ(p1->compute_quality, Quality::kMeasured);

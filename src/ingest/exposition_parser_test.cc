@@ -6,6 +6,7 @@
 #include <random>
 
 #include "agent/exposition.h"
+#include "common/counter_units.h"
 #include "common/file_util.h"
 
 namespace gpuledger::ingest {
@@ -186,6 +187,41 @@ TEST(ParseExposition, RandomInputNeverCrashes) {
     }
   }
   EXPECT_GT(parsed, 1000);
+}
+
+}  // namespace
+}  // namespace gpuledger::ingest
+
+namespace gpuledger::ingest {
+namespace {
+
+// Integer counters through float64 text (common/counter_units.h): exact below the bound.
+TEST(CounterRoundTrip, RandomIntegerCountersSurviveTheExpositionTextExactly) {
+  std::mt19937_64 rng(53);
+  struct Case {
+    CounterScale scale;
+    std::int64_t limit;
+  };
+  const Case cases[] = {{CounterScale::kMicrosPerSecond, kExactCounterLimitMicros},
+                        {CounterScale::kMilliPerUnit, 8'796'093'022'208'000LL},  // 2^43 J
+                        {CounterScale::kKibPerByte, 9'007'199'254'740'992LL}};   // 2^53 KiB-s
+  for (const Case& c : cases) {
+    std::vector<std::int64_t> values = {0, 1, 999'999, c.limit - 1, c.limit / 2 + 1};
+    for (int i = 0; i < 20'000; ++i) {
+      // Uniform over magnitudes: as many small counters as large ones.
+      const int bits = static_cast<int>(rng() % 54);
+      values.push_back(static_cast<std::int64_t>(rng() % (std::uint64_t{1} << bits)) % c.limit);
+    }
+    agent::ExpositionWriter w;
+    w.Family("x_total", "x", agent::MetricType::kCounter);
+    for (std::int64_t v : values) w.Sample("x_total", ToBaseUnit(v, c.scale));
+    auto parsed = ParseExposition(w.Take());
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    ASSERT_EQ(parsed->samples.size(), values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      ASSERT_EQ(ToCount(parsed->samples[i].value, c.scale), values[i])
+          << "scale " << static_cast<std::int64_t>(c.scale);
+  }
 }
 
 }  // namespace

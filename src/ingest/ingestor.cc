@@ -17,7 +17,7 @@ namespace gpuledger::ingest {
 
 Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std::string cluster,
                    std::function<ConsumerInfo(const ConsumerRef&)> describe,
-                   std::function<pipeline::NodeFacts(const std::string& node)> node_facts)
+                   std::function<cost::NodeFacts(const std::string& node)> node_facts)
     : store_(store),
       catalog_(catalog),
       cluster_(cluster),
@@ -41,7 +41,7 @@ Status Ingestor::Start(Micros observing_since_us) {
 Status Ingestor::Commit() {
   std::vector<LedgerHour> hours = ledger_.TakeTouched();
   if (!hours.empty()) {
-    pipeline::PriceHours(hours, catalog_, node_facts_);
+    cost::PriceHours(hours, catalog_, node_facts_);
     if (Status s = store_.WriteHours(hours); !s.ok()) return s;
     hours_written_ += static_cast<std::int64_t>(hours.size());
   }

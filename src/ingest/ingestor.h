@@ -23,7 +23,7 @@
 #include "cost/catalog.h"
 #include "ingest/counter_ledger.h"
 #include "ingest/exposition_parser.h"
-#include "pipeline/snapshot_pipeline.h"
+#include "cost/price_hours.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::ingest {
@@ -36,7 +36,7 @@ class Ingestor {
  public:
   Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std::string cluster,
            std::function<ConsumerInfo(const ConsumerRef&)> describe,
-           std::function<pipeline::NodeFacts(const std::string& node)> node_facts);
+           std::function<cost::NodeFacts(const std::string& node)> node_facts);
 
   // Restores the engine from the store's "ingest_state" (none: a fresh start). A state this
   // build cannot read is an error naming the key (the operator decides; nothing is dropped).
@@ -57,7 +57,7 @@ class Ingestor {
   store::LedgerStore& store_;
   const cost::Catalog& catalog_;
   std::string cluster_;
-  std::function<pipeline::NodeFacts(const std::string&)> node_facts_;
+  std::function<cost::NodeFacts(const std::string&)> node_facts_;
   CounterLedger ledger_;
   std::int64_t hours_written_ = 0;
 };

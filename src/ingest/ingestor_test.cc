@@ -77,9 +77,9 @@ std::unique_ptr<store::LedgerStore> Open(const fs::path& p) {
   return std::move(*s);
 }
 
-std::function<pipeline::NodeFacts(const std::string&)> Facts() {
+std::function<cost::NodeFacts(const std::string&)> Facts() {
   return [](const std::string& node) {
-    return pipeline::NodeFacts{{"c1", node, "on-demand"}, "", {}};
+    return cost::NodeFacts{node, {}, "", "on-demand"};
   };
 }
 

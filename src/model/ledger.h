@@ -12,6 +12,10 @@
 
 namespace gpuledger {
 
+// Whether a device-hour carries a price: a GPU model no catalog entry names is recorded with
+// its usage and price 0, and reports list it, rather than failing the ingestion.
+enum class PriceState { kPriced, kUnpriced };
+
 struct DeviceHour {
   Micros hour_us = 0;              // start of the UTC hour
   std::string cluster;
@@ -20,6 +24,7 @@ struct DeviceHour {
   std::string gpu_model;
   SharingMode sharing = SharingMode::kExclusive;
   std::string pricing_class;       // "on-demand", "spot", "reserved", "on-prem"
+  PriceState price_state = PriceState::kPriced;
   Nanos price_nanos = 0;           // what this device cost in this hour (hourly price x metered)
   Nanos energy_price_nanos = 0;    // the part of price_nanos that is electricity, charged by
                                    // measured energy (on-prem); 0 for cloud prices
@@ -30,7 +35,7 @@ struct DeviceHour {
   GpuMicros idle_us = 0;           // metered, not busy
   GpuMicros unattributed_us = 0;   // busy, no known process explains it
   Bytes memory_total_bytes = 0;
-  ByteMicros unattributed_memory_byte_us = 0;
+  KibSeconds unattributed_memory_kib_s = 0;
   MilliJoules energy_mj = 0;
   MilliJoules idle_energy_mj = 0;
   MilliJoules unattributed_energy_mj = 0;
@@ -46,7 +51,7 @@ struct UsageRow {
   std::string device_id;           // replica / MIG instance / GPU it held
   GpuMicros allocated_us = 0;      // Σ over the hour's rows + unallocated_us == metered_us
   GpuMicros compute_us = 0;
-  ByteMicros memory_byte_us = 0;
+  KibSeconds memory_kib_s = 0;     // memory held over the hour
   Bytes peak_memory_bytes = 0;
   MilliJoules energy_mj = 0;
   Quality compute_quality = Quality::kNone;

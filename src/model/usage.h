@@ -21,7 +21,7 @@ struct ConsumerUsage {
   std::string device_id;          // the replica, MIG instance or GPU it held or ran on
   SharePpd allocated_ppd = 0;     // share of the physical GPU granted over the interval
   GpuMicros compute_us = 0;       // GPU-µs of the physical GPU used
-  ByteMicros memory_byte_us = 0;
+  Bytes memory_bytes = 0;         // GPU memory held through the interval (x duration: byte-µs)
   Bytes peak_memory_bytes = 0;
   MilliJoules energy_mj = 0;
   Quality compute_quality = Quality::kNone;
@@ -44,7 +44,7 @@ struct DeviceUsage {
   GpuMicros idle_us = 0;
   GpuMicros unattributed_us = 0;
   Bytes memory_total_bytes = 0;
-  ByteMicros unattributed_memory_byte_us = 0;  // used memory no known process explains
+  Bytes unattributed_memory_bytes = 0;  // used memory no known process explains
   MilliJoules energy_mj = 0;
   MilliJoules idle_energy_mj = 0;
   MilliJoules unattributed_energy_mj = 0;

@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -11,6 +12,14 @@ namespace gpuledger::report {
 namespace {
 
 constexpr std::string_view kUnlabelled = "unlabelled";
+
+// Memory-time sums saturate rather than wrap: a year of a 141 GB GPU is 4.3e15 KiB-s, so the
+// idle row of a report over a year of thousands of GPUs comes within reach of int64.
+KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b) {
+  KibSeconds sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
 
 struct DimName {
   std::string_view name;
@@ -98,7 +107,7 @@ std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
 void Figures::Add(const Figures& o) {
   allocated_gpu_us += o.allocated_gpu_us;
   compute_gpu_us += o.compute_gpu_us;
-  memory_byte_us += o.memory_byte_us;
+  memory_kib_s = AddKibSeconds(memory_kib_s, o.memory_kib_s);
   energy_mj += o.energy_mj;
   cost_nanos += o.cost_nanos;
   quality = Combine(quality, o.quality);
@@ -134,15 +143,17 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
     cost::DeviceHourCost split = cost::SplitDeviceHour(d, span_rows, policy, idle);
     for (std::size_t i = 0; i < span_rows.size(); ++i) {
       const UsageRow& u = span_rows[i];
-      Figures f{u.allocated_us, u.compute_us, u.memory_byte_us, u.energy_mj, split.consumers[i],
+      Figures f{u.allocated_us, u.compute_us, u.memory_kib_s, u.energy_mj, split.consumers[i],
                 u.compute_quality};
       rows[KeyOf(u, group_by)].Add(f);
     }
-    const double capacity = static_cast<double>(d.memory_total_bytes) * d.metered_us;
-    double used = d.unattributed_memory_byte_us;
-    for (const UsageRow& u : span_rows) used += u.memory_byte_us;
-    Figures idle_f{d.unallocated_us, d.idle_us, std::max(0.0, capacity - used), d.idle_energy_mj,
-                   split.idle, Quality::kNone};
+    const KibSeconds capacity = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, d.metered_us);
+    KibSeconds used = d.unattributed_memory_kib_s;
+    for (const UsageRow& u : span_rows) used = AddKibSeconds(used, u.memory_kib_s);
+    const auto unused = static_cast<KibSeconds>(
+        std::clamp<__int128>(static_cast<__int128>(capacity) - used, 0, INT64_MAX));
+    Figures idle_f{d.unallocated_us, d.idle_us, unused, d.idle_energy_mj, split.idle,
+                   Quality::kNone};
     if (idle.kind == cost::IdleHandling::Kind::kNamespace && split.idle != 0) {
       // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
       UsageRow platform;
@@ -159,14 +170,14 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
       idle_f.cost_nanos = 0;
     }
     r.idle.Add(idle_f);
-    r.unattributed.Add(Figures{0, d.unattributed_us, d.unattributed_memory_byte_us,
+    r.unattributed.Add(Figures{0, d.unattributed_us, d.unattributed_memory_kib_s,
                                d.unattributed_energy_mj, split.unattributed, Quality::kNone});
     r.total.device_cost_nanos += d.price_nanos;
     r.total.metered_us += d.metered_us;
     r.total.unmetered_us += d.unmetered_us;
     r.total.busy_us += d.busy_us;
     r.total.device_hours += 1;
-    if (d.pricing_class == "unpriced") unpriced.insert(d.gpu_model);
+    if (d.price_state == PriceState::kUnpriced) unpriced.insert(d.gpu_model);
   }
   for (auto& [key, f] : rows) r.rows.push_back(Row{key, f});
   std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {

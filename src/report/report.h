@@ -36,7 +36,7 @@ std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims);
 struct Figures {
   GpuMicros allocated_gpu_us = 0;
   GpuMicros compute_gpu_us = 0;
-  ByteMicros memory_byte_us = 0;
+  KibSeconds memory_kib_s = 0;  // memory held over time: KiB held for one second
   MilliJoules energy_mj = 0;
   Nanos cost_nanos = 0;
   Quality quality = Quality::kNone;  // compute quality: measured only if all of it was

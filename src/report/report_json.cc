@@ -1,7 +1,5 @@
 #include "report/report_json.h"
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
@@ -11,17 +9,10 @@ namespace {
 
 using nlohmann::json;
 
-// Byte-µs can exceed 64 bits (see units.h); JSON gets an integer when it fits, else a float.
-json ByteMicrosJson(ByteMicros v) {
-  double r = std::round(v);
-  if (r >= 0 && r < 1.8e19) return static_cast<std::uint64_t>(r);
-  return r;
-}
-
 json FiguresJson(const Figures& f) {
   return {{"allocated_gpu_us", f.allocated_gpu_us},
           {"compute_gpu_us", f.compute_gpu_us},
-          {"memory_byte_us", ByteMicrosJson(f.memory_byte_us)},
+          {"memory_kib_s", f.memory_kib_s},
           {"energy_mj", f.energy_mj},
           {"cost_nanos", f.cost_nanos},
           {"quality", std::string(ToString(f.quality))}};
@@ -31,7 +22,7 @@ Figures FiguresFrom(const json& j) {
   Figures f;
   f.allocated_gpu_us = j.at("allocated_gpu_us").get<std::int64_t>();
   f.compute_gpu_us = j.at("compute_gpu_us").get<std::int64_t>();
-  f.memory_byte_us = j.at("memory_byte_us").get<double>();
+  f.memory_kib_s = j.at("memory_kib_s").get<std::int64_t>();
   f.energy_mj = j.at("energy_mj").get<std::int64_t>();
   f.cost_nanos = j.at("cost_nanos").get<std::int64_t>();
   f.quality = ParseQuality(j.at("quality").get<std::string>()).value_or(Quality::kNone);

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
+#include "report/report_json.h"
+
 namespace gpuledger::report {
 namespace {
 
@@ -125,6 +130,43 @@ TEST(Report, WindowExcludesOtherHours) {
                        cost::IdleHandling{}, kMicrosPerHour, 2 * kMicrosPerHour);
   EXPECT_TRUE(r.rows.empty());
   EXPECT_EQ(r.total.device_cost_nanos, 0);
+}
+
+// Memory-time is integer KiB-s end to end: rows sum their consumers, unattributed is the
+// device's, idle is the capacity (total x metered) less both; the JSON carries the integers.
+TEST(Report, MemoryKibSecondsSumAndIdleIsTheUnusedCapacity) {
+  constexpr KibSeconds kGibHour = 1024LL * 1024 * 3600;
+  Fixture f;
+  f.usage[0].memory_kib_s = 10 * kGibHour;
+  f.usage[1].memory_kib_s = 5 * kGibHour;
+  f.devices[0].unattributed_memory_kib_s = kGibHour;
+  auto r = BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"),
+                       *cost::ParsePolicy("memory"), cost::IdleHandling{}, 0, kMicrosPerHour);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].key, "inference");
+  EXPECT_EQ(r.rows[0].figures.memory_kib_s, 15 * kGibHour);
+  EXPECT_EQ(r.rows[1].figures.memory_kib_s, 0);
+  EXPECT_EQ(r.unattributed.memory_kib_s, kGibHour);
+  EXPECT_EQ(r.idle.memory_kib_s, 2 * 80 * kGibHour - 16 * kGibHour);  // two 80 GiB GPUs
+  EXPECT_EQ(Sum(r), r.total.device_cost_nanos);
+
+  const std::string json = ReportToJson(r);
+  EXPECT_NE(json.find("\"memory_kib_s\": 56623104000"), std::string::npos) << json;
+  EXPECT_EQ(json.find("memory_byte_us"), std::string::npos);
+  auto back = ReportFromJson(json);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->rows[0].figures.memory_kib_s, 15 * kGibHour);
+  EXPECT_EQ(back->idle.memory_kib_s, r.idle.memory_kib_s);
+  EXPECT_EQ(back->unattributed.memory_kib_s, kGibHour);
+}
+
+TEST(Figures, MemoryTimeSaturatesInsteadOfWrapping) {
+  Figures a;
+  a.memory_kib_s = INT64_MAX - 1;
+  Figures b;
+  b.memory_kib_s = 5;
+  a.Add(b);
+  EXPECT_EQ(a.memory_kib_s, INT64_MAX);
 }
 
 TEST(ParseGroupBy, RejectsUnknownNamesClearly) {

@@ -46,7 +46,7 @@ json AllocationEntry(const std::string& name, const report::Figures& f, Micros f
           {"end", FormatRfc3339(to)},
           {"allocated_gpu_us", f.allocated_gpu_us},
           {"compute_gpu_us", f.compute_gpu_us},
-          {"memory_byte_us", f.memory_byte_us},
+          {"memory_kib_s", f.memory_kib_s},
           {"energy_mj", f.energy_mj},
           {"cost_nanos", f.cost_nanos},
           {"quality", std::string(ToString(f.quality))},

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/catalog.h"
-#include "pipeline/snapshot_pipeline.h"
+#include "simcluster/cluster_run.h"
 #include "report/report_json.h"
 #include "server/filter.h"
 #include "sources/sim/scenario.h"
@@ -47,14 +47,8 @@ class ApiTest : public ::testing::Test {
     store_ = std::move(*store);
     sim::Simulator simulator(*scenario, 600 * kMicrosPerSecond);
     catalog_ = cost::DefaultCatalog();
-    pipeline::SnapshotPipeline pipe(
-        *store_, catalog_,
-        [&](const ConsumerRef& r) { return simulator.consumers().at(r); },
-        [&](const std::string& node) {
-          return pipeline::NodeFacts{{"c", node, "on-demand"}, "", {}};
-        });
-    simulator.Run([&](const NodeSnapshot& s) { ASSERT_TRUE(pipe.Add(s).ok()); });
-    ASSERT_TRUE(pipe.Finish().ok());
+    auto built = simcluster::BuildLedger(simulator, *store_, catalog_);
+    ASSERT_TRUE(built.ok()) << built.error().message;
     api_ = std::make_unique<Api>(*store_, "s3cret");
   }
   void TearDown() override {
@@ -86,6 +80,10 @@ TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
     for (const auto& [key, entry] : set.items()) sum += entry["cost_nanos"].get<std::int64_t>();
     EXPECT_EQ(sum, 24 * (a100 + l4));
     EXPECT_EQ(set["ml"]["allocated_gpu_us"].get<std::int64_t>(), 24 * kMicrosPerHour / 4);
+    // Memory-time is integer KiB-s: ml/train holds 10 GiB all day (within a KiB-s an hour).
+    ASSERT_TRUE(set["ml"]["memory_kib_s"].is_number_integer()) << set["ml"].dump();
+    EXPECT_NEAR(set["ml"]["memory_kib_s"].get<std::int64_t>(), 10LL * 1024 * 1024 * 24 * 3600, 24);
+    EXPECT_FALSE(set["ml"].contains("memory_byte_us"));
     EXPECT_TRUE(set.contains("__idle__"));
   }
 }

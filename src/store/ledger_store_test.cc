@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/store_test_env.h"
@@ -70,7 +72,7 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   d.idle_us = 1'154'321'099;
   d.unattributed_us = 7;
   d.memory_total_bytes = 85'899'345'920;
-  d.unattributed_memory_byte_us = 8.5e22;
+  d.unattributed_memory_kib_s = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
   d.energy_mj = 1'234'567'890'123;
   d.idle_energy_mj = 987'654'321;
   d.unattributed_energy_mj = 42;
@@ -90,7 +92,7 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   u.device_id = "MIG-5c1f0a2b-aaaa-bbbb-cccc-ddddeeeeffff";
   u.allocated_us = 2'299'999'999;
   u.compute_us = 1'111'111'111;
-  u.memory_byte_us = 8.5e22;
+  u.memory_kib_s = 4'300'000'000'000'001;  // a year of a 141 GB GPU, plus one
   u.peak_memory_bytes = 42'949'672'960;
   u.energy_mj = 555'555'555;
   u.compute_quality = Quality::kMeasured;
@@ -126,8 +128,7 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(rd.idle_us, d.idle_us);
   EXPECT_EQ(rd.unattributed_us, d.unattributed_us);
   EXPECT_EQ(rd.memory_total_bytes, d.memory_total_bytes);
-  EXPECT_EQ(rd.unattributed_memory_byte_us,
-            8.5e22);  // exact: REAL is the same double
+  EXPECT_EQ(rd.unattributed_memory_kib_s, 9'007'199'254'740'993);
   EXPECT_EQ(rd.energy_mj, d.energy_mj);
   EXPECT_EQ(rd.idle_energy_mj, d.idle_energy_mj);
   EXPECT_EQ(rd.unattributed_energy_mj, d.unattributed_energy_mj);
@@ -148,7 +149,7 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(ru.device_id, u.device_id);
   EXPECT_EQ(ru.allocated_us, u.allocated_us);
   EXPECT_EQ(ru.compute_us, u.compute_us);
-  EXPECT_EQ(ru.memory_byte_us, 8.5e22);
+  EXPECT_EQ(ru.memory_kib_s, 4'300'000'000'000'001);
   EXPECT_EQ(ru.peak_memory_bytes, u.peak_memory_bytes);
   EXPECT_EQ(ru.energy_mj, u.energy_mj);
   EXPECT_EQ(ru.compute_quality, Quality::kMeasured);
@@ -156,9 +157,10 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(ru.compute_rule, u.compute_rule);
 }
 
-TEST_P(LedgerStoreTest, MoneyIsStoredAsIntegerNotReal) {
+TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   hour.device.price_nanos = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
+  hour.usage = {MakeUsage(hour.device, "ns", "p-1", "c", 1)};
   {
     auto store = Open();
     ASSERT_TRUE(store);
@@ -167,14 +169,16 @@ TEST_P(LedgerStoreTest, MoneyIsStoredAsIntegerNotReal) {
     ASSERT_EQ(devices.size(), 1u);
     EXPECT_EQ(devices[0].price_nanos, 9'007'199'254'740'993);
   }
-  // The column's stored type, read behind the store's back: an integer, never a
-  // float.
-  auto type = ledger_->Query(ledger_->StoredTypeSql("device_hours", "price_nanos"));
-  ASSERT_TRUE(type) << type.error().message;
-  EXPECT_EQ(*type, ledger_->IntegerTypeName());
-  type = ledger_->Query(ledger_->StoredTypeSql("device_hours", "unattributed_memory_byte_us"));
-  ASSERT_TRUE(type) << type.error().message;
-  EXPECT_EQ(*type, ledger_->FloatTypeName());
+  // The columns' stored types, read behind the store's back: integers, never
+  // floats.
+  for (const auto& [table, column] :
+       {std::pair{"device_hours", "price_nanos"},
+        std::pair{"device_hours", "unattributed_memory_kib_s"},
+        std::pair{"usage_hours", "memory_kib_s"}}) {
+    auto type = ledger_->Query(ledger_->StoredTypeSql(table, column));
+    ASSERT_TRUE(type) << type.error().message;
+    EXPECT_EQ(*type, ledger_->IntegerTypeName()) << table << "." << column;
+  }
 }
 
 TEST_P(LedgerStoreTest, RewritingAnHourReplacesItsRows) {
@@ -404,7 +408,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "3"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "4"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.
@@ -543,19 +547,24 @@ TEST_P(LedgerStoreTest, ReconciliationsReplaceByNodeAndDay) {
   EXPECT_THAT(*got, ElementsAre(b, a3, c));
 }
 
-// Reads hand back exactly what was written, including doubles at the edges of
-// their range.
-TEST_P(LedgerStoreTest, DoublesRoundTripExactly) {
+// Reads hand back exactly what was written, including memory-time at the edges
+// of int64.
+TEST_P(LedgerStoreTest, MemoryTimeRoundTripsExactly) {
   auto store = Open();
   ASSERT_TRUE(store);
-  const std::vector<double> values = {
-      0.0, 0.1, 1.0 / 3.0, 2.5e-308, 1.7976931348623157e308, 123456789.123456789, 8.5e22};
+  const std::vector<KibSeconds> values = {0,
+                                          1,
+                                          1023,
+                                          4'300'000'000'000'000,
+                                          9'007'199'254'740'993,
+                                          std::numeric_limits<KibSeconds>::max(),
+                                          std::numeric_limits<KibSeconds>::min()};
   std::vector<LedgerHour> hours;
   for (std::size_t i = 0; i < values.size(); ++i) {
     LedgerHour h{MakeDevice(Hour(static_cast<int>(i)), "GPU-a"), {}};
-    h.device.unattributed_memory_byte_us = values[i];
+    h.device.unattributed_memory_kib_s = values[i];
     h.usage = {MakeUsage(h.device, "ns", "p-1", "c", 1)};
-    h.usage[0].memory_byte_us = values[i];
+    h.usage[0].memory_kib_s = values[i];
     hours.push_back(h);
   }
   ASSERT_TRUE(store->WriteHours(hours));
@@ -564,8 +573,8 @@ TEST_P(LedgerStoreTest, DoublesRoundTripExactly) {
   ASSERT_EQ(devices.size(), values.size());
   ASSERT_EQ(usage.size(), values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
-    EXPECT_EQ(devices[i].unattributed_memory_byte_us, values[i]) << i;
-    EXPECT_EQ(usage[i].memory_byte_us, values[i]) << i;
+    EXPECT_EQ(devices[i].unattributed_memory_kib_s, values[i]) << i;
+    EXPECT_EQ(usage[i].memory_kib_s, values[i]) << i;
   }
 }
 

@@ -2,8 +2,8 @@
 // SQLite one (sqlite_ledger.cc), for clusters whose ledger lives on a server
 // they already run.
 //
-// Money and every integer unit are BIGINT nanos/µs/mJ/bytes; only memory
-// byte-µs is DOUBLE PRECISION (units.h). Every text column is COLLATE "C" so
+// Money and every unit are BIGINT (nanos, µs, mJ, bytes, memory-time in
+// KiB-s); there is no floating-point column. Every text column is COLLATE "C" so
 // keys and ORDER BY compare bytes, as SQLite's BINARY does: reads come back in
 // the same order from both stores. The schema is versioned in `meta` and
 // migrated on open under an advisory lock, so two servers opening one database
@@ -33,7 +33,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 3;  // kept equal to the SQLite ledger's
+constexpr std::int64_t kSchemaVersion = 4;  // kept equal to the SQLite ledger's
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
@@ -125,6 +125,30 @@ CREATE TABLE reconciliations (
     R"sql(
 ALTER TABLE device_hours ADD COLUMN energy_price_nanos BIGINT NOT NULL DEFAULT 0;
 )sql",
+    // 3 -> 4: memory-time as exact integer KiB-s (1 KiB-s = 1024e6 byte-µs) in
+    // place of the DOUBLE PRECISION byte-µs. Converted exactly as SQLite does:
+    // the double quotient rounded to nearest, halves away from zero, saturating
+    // at the int64 range; NaN (which SQLite cannot hold) becomes 0.
+    R"sql(
+CREATE FUNCTION pg_temp.gpuledger_kib_s(byte_us DOUBLE PRECISION) RETURNS BIGINT
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE
+    WHEN byte_us = 'NaN'::float8 THEN 0::bigint
+    WHEN q >= 9223372036854775807::float8 THEN 9223372036854775807::bigint
+    WHEN q <= -9223372036854775807::float8 THEN (-9223372036854775807 - 1)::bigint
+    ELSE (sign(q) * trunc(abs(q) + 0.5))::bigint
+  END
+  FROM (SELECT byte_us / 1024e6::float8 AS q) AS quotient
+$$;
+ALTER TABLE device_hours ADD COLUMN unattributed_memory_kib_s BIGINT NOT NULL DEFAULT 0;
+UPDATE device_hours
+   SET unattributed_memory_kib_s = pg_temp.gpuledger_kib_s(unattributed_memory_byte_us);
+ALTER TABLE device_hours DROP COLUMN unattributed_memory_byte_us;
+ALTER TABLE usage_hours ADD COLUMN memory_kib_s BIGINT NOT NULL DEFAULT 0;
+UPDATE usage_hours SET memory_kib_s = pg_temp.gpuledger_kib_s(memory_byte_us);
+ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
+DROP FUNCTION pg_temp.gpuledger_kib_s(DOUBLE PRECISION);
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -136,14 +160,14 @@ constexpr std::string_view kDeviceColumns =
     "price_nanos, "
     "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, "
     "unattributed_us, "
-    "memory_total_bytes, unattributed_memory_byte_us, energy_mj, "
+    "memory_total_bytes, unattributed_memory_kib_s, energy_mj, "
     "idle_energy_mj, "
     "unattributed_energy_mj, energy_price_nanos";
 constexpr std::string_view kUsageColumns =
     "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, "
     "owner_name, node, "
     "gpu_model, sharing_mode, device_id, allocated_us, compute_us, "
-    "memory_byte_us, "
+    "memory_kib_s, "
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, "
     "compute_rule";
 constexpr std::string_view kReconciliationColumns =
@@ -166,12 +190,6 @@ class CopyRow {
   CopyRow& operator<<(std::int64_t v) {
     Sep();
     fmt::format_to(std::back_inserter(out_), "{}", v);
-    return *this;
-  }
-  CopyRow& operator<<(double v) {
-    Sep();
-    fmt::format_to(std::back_inserter(out_), "{}",
-                   v);  // shortest exact round-trip text
     return *this;
   }
 
@@ -203,11 +221,6 @@ class RowReader {
   std::int64_t Int(int col) {
     std::int64_t v = 0;
     if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;
-    return v;
-  }
-  double Real(int col) {
-    double v = 0;
-    if (!r_.Real(row_, col, v) && bad_col_ < 0) bad_col_ = col;
     return v;
   }
   int bad_col() const { return bad_col_; }
@@ -307,9 +320,9 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
   for (const LedgerHour* hour : kept) {
     const DeviceHour& d = hour->device;
     CopyRow(devices) << d.hour_us << d.gpu.str() << d.cluster << d.node << d.gpu_model
-                     << ToString(d.sharing) << d.pricing_class << d.price_nanos << d.metered_us
+                     << ToString(d.sharing) << StoredPricingClass(d) << d.price_nanos << d.metered_us
                      << d.unmetered_us << d.unallocated_us << d.busy_us << d.idle_us
-                     << d.unattributed_us << d.memory_total_bytes << d.unattributed_memory_byte_us
+                     << d.unattributed_us << d.memory_total_bytes << d.unattributed_memory_kib_s
                      << d.energy_mj << d.idle_energy_mj << d.unattributed_energy_mj
                      << d.energy_price_nanos;
     for (const UsageRow& u : hour->usage) {
@@ -317,7 +330,7 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
       CopyRow(usage) << u.hour_us << u.gpu.str() << c.namespace_name << c.pod << c.pod_uid.str()
                      << c.container << u.consumer.owner_kind << u.consumer.owner_name << u.node
                      << u.gpu_model << ToString(u.sharing) << u.device_id << u.allocated_us
-                     << u.compute_us << u.memory_byte_us << u.peak_memory_bytes << u.energy_mj
+                     << u.compute_us << u.memory_kib_s << u.peak_memory_bytes << u.energy_mj
                      << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule;
     }
   }
@@ -449,7 +462,7 @@ Result<std::vector<DeviceHour>> PostgresLedger::ReadDeviceHours(const TimeRange&
                           .message);
     }
     d.sharing = *sharing;
-    d.pricing_class = q.Text(6);
+    DecodePricingClass(q.Text(6), d);
     d.price_nanos = q.Int(7);
     d.metered_us = q.Int(8);
     d.unmetered_us = q.Int(9);
@@ -458,7 +471,7 @@ Result<std::vector<DeviceHour>> PostgresLedger::ReadDeviceHours(const TimeRange&
     d.idle_us = q.Int(12);
     d.unattributed_us = q.Int(13);
     d.memory_total_bytes = q.Int(14);
-    d.unattributed_memory_byte_us = q.Real(15);
+    d.unattributed_memory_kib_s = q.Int(15);
     d.energy_mj = q.Int(16);
     d.idle_energy_mj = q.Int(17);
     d.unattributed_energy_mj = q.Int(18);
@@ -531,7 +544,7 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
     u.device_id = q.Text(11);
     u.allocated_us = q.Int(12);
     u.compute_us = q.Int(13);
-    u.memory_byte_us = q.Real(14);
+    u.memory_kib_s = q.Int(14);
     u.peak_memory_bytes = q.Int(15);
     u.energy_mj = q.Int(16);
     std::string compute_quality = q.Text(17);

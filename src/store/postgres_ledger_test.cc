@@ -4,9 +4,11 @@
 // ledger_store_test.cc. Tests needing a server skip without
 // GPULEDGER_TEST_POSTGRES; the rest run everywhere.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +66,24 @@ class PostgresLedgerTest : public ::testing::Test {
     auto store = ledger_->Open();
     EXPECT_TRUE(store) << store.error().message;
     return store ? std::move(*store) : nullptr;
+  }
+  // Writes `hour` with this build, runs `rewind` (SQL that takes the schema back to an older
+  // version), and opens the ledger again, which must migrate it to the current version.
+  std::unique_ptr<LedgerStore> WriteRewindAndReopen(const LedgerHour& hour,
+                                                    const std::string& rewind) {
+    {
+      auto store = Open();
+      if (!store) return nullptr;
+      EXPECT_TRUE(store->WriteHours(std::span(&hour, 1)));
+    }
+    auto r = ledger_->Query(rewind);
+    EXPECT_TRUE(r) << r.error().message;
+    auto store = Open();
+    if (!store) return nullptr;
+    auto meta = store->ReadMeta();
+    EXPECT_TRUE(meta) << meta.error().message;
+    if (meta) EXPECT_EQ(meta->at("schema_version"), "4");
+    return store;
   }
   // The password in the test server's URL ("" when it has none).
   std::string Password() const {
@@ -149,36 +169,110 @@ TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
   EXPECT_THAT(absent.error().message, Not(HasSubstr(password)));
 }
 
-// A schema at version 1 (before reconciliations and energy prices) keeps its
-// rows and gains what versions 2 and 3 add, the new column at 0.
+// Version 3 kept memory-time as DOUBLE PRECISION byte-µs: this takes a schema
+// written by this build back to those columns (1 KiB-s = 1024e6 byte-µs).
+constexpr const char* kBackToDoubleByteMicros =
+    "ALTER TABLE device_hours ADD COLUMN unattributed_memory_byte_us "
+    "DOUBLE PRECISION NOT NULL DEFAULT 0; "
+    "UPDATE device_hours SET unattributed_memory_byte_us = "
+    "unattributed_memory_kib_s * 1024e6::float8; "
+    "ALTER TABLE device_hours DROP COLUMN unattributed_memory_kib_s; "
+    "ALTER TABLE usage_hours ADD COLUMN memory_byte_us DOUBLE PRECISION NOT NULL DEFAULT 0; "
+    "UPDATE usage_hours SET memory_byte_us = memory_kib_s * 1024e6::float8; "
+    "ALTER TABLE usage_hours DROP COLUMN memory_kib_s; ";
+
+// A schema at version 1 (before reconciliations and energy prices, with
+// floating-point memory-time) keeps its rows and gains what versions 2 to 4
+// add, the new price column at 0.
 TEST_F(PostgresLedgerTest, MigratesAVersion1Schema) {
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   hour.device.energy_price_nanos = 0;
   hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
-  {
-    auto store = Open();
-    ASSERT_TRUE(store);
-    ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
-  }
-  auto r = ledger_->Query(
-      "DROP TABLE reconciliations; ALTER TABLE device_hours DROP COLUMN "
-      "energy_price_nanos; "
-      "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
-  ASSERT_TRUE(r) << r.error().message;
-
-  auto store = Open();
+  auto store = WriteRewindAndReopen(
+      hour, std::string(kBackToDoubleByteMicros) +
+                "DROP TABLE reconciliations; ALTER TABLE device_hours DROP COLUMN "
+                "energy_price_nanos; "
+                "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
   ASSERT_TRUE(store);
-  auto meta = store->ReadMeta();
-  ASSERT_TRUE(meta) << meta.error().message;
-  EXPECT_EQ(meta->at("schema_version"), "3");
   auto devices = MustReadDevices(*store);
   ASSERT_EQ(devices.size(), 1u);
   EXPECT_EQ(devices[0].price_nanos, hour.device.price_nanos);
   EXPECT_EQ(devices[0].energy_price_nanos, 0);
-  EXPECT_EQ(MustReadUsage(*store).size(), 1u);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].memory_kib_s, hour.usage[0].memory_kib_s);
   auto recs = store->ReadReconciliations({});
   ASSERT_TRUE(recs) << recs.error().message;
   EXPECT_TRUE(recs->empty());
+}
+
+// A schema at version 3 (memory-time as DOUBLE PRECISION byte-µs) gets integer
+// KiB-s columns, converted as the SQLite ledger converts them (rounded to
+// nearest, halves away from zero, saturating at int64; NaN, which only
+// PostgreSQL can hold, becomes 0), and the double columns are dropped.
+TEST_F(PostgresLedgerTest, MigratesAVersion3SchemaToKibSeconds) {
+  struct Case {
+    const char* pod;
+    const char* byte_us;  // as SQL
+    KibSeconds kib_s;
+  };
+  const Case cases[] = {
+      {"zero", "0", 0},
+      {"just-below-half", "511999999", 0},
+      {"half", "512000000", 1},
+      {"one-and-a-half", "1536000000", 2},
+      {"fraction", "1.5e15", 1'464'844},
+      {"gib-hour", "3865470566400000000", 3'774'873'600},
+      {"huge", "1e300", std::numeric_limits<KibSeconds>::max()},
+      {"infinite", "'Infinity'", std::numeric_limits<KibSeconds>::max()},
+      {"nan", "'NaN'", 0},
+  };
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  for (const Case& c : cases) hour.usage.push_back(MakeUsage(hour.device, "ns", c.pod, "c", 1));
+  std::string sql = kBackToDoubleByteMicros;
+  for (const Case& c : cases) {
+    sql += fmt::format("UPDATE usage_hours SET memory_byte_us = {}::float8 WHERE pod = '{}'; ",
+                       c.byte_us, c.pod);
+  }
+  sql +=
+      "UPDATE device_hours SET unattributed_memory_byte_us = 2.5e12; "  // 2441.40625 KiB-s
+      "UPDATE meta SET value = '3' WHERE key = 'schema_version'";
+  auto store = WriteRewindAndReopen(hour, sql);
+  ASSERT_TRUE(store);
+  auto devices = MustReadDevices(*store);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].unattributed_memory_kib_s, 2441);
+  EXPECT_EQ(devices[0].price_nanos, hour.device.price_nanos);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), std::size(cases));
+  for (const Case& c : cases) {
+    bool found = false;
+    for (const UsageRow& u : usage) {
+      if (u.consumer.ref.pod != c.pod) continue;
+      found = true;
+      EXPECT_EQ(u.memory_kib_s, c.kib_s) << c.pod;
+      EXPECT_EQ(u.peak_memory_bytes, hour.usage[0].peak_memory_bytes) << c.pod;
+    }
+    EXPECT_TRUE(found) << c.pod;
+  }
+  auto left = ledger_->Query(
+      "SELECT count(*) FROM information_schema.columns "
+      "WHERE table_schema = current_schema() AND table_name IN ('device_hours', 'usage_hours') "
+      "AND (data_type = 'double precision' OR column_name LIKE '%byte_us')");
+  ASSERT_TRUE(left) << left.error().message;
+  EXPECT_EQ(*left, "0");
+  auto types = ledger_->Query(
+      "SELECT string_agg(data_type, ',' ORDER BY column_name) FROM information_schema.columns "
+      "WHERE table_schema = current_schema() "
+      "AND column_name IN ('memory_kib_s', 'unattributed_memory_kib_s')");
+  ASSERT_TRUE(types) << types.error().message;
+  EXPECT_EQ(*types, "bigint,bigint");
+
+  // The migrated schema takes the integer unit.
+  hour.usage.resize(1);
+  hour.usage[0].memory_kib_s = 9'007'199'254'740'993;
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  EXPECT_EQ(MustReadUsage(*store).at(0).memory_kib_s, 9'007'199'254'740'993);
 }
 
 // Servers started together against a new database: one migrates, the others

@@ -1,7 +1,7 @@
 // The SQLite ledger: one file in WAL mode, schema versioned in `meta` and migrated on open.
 //
-// Money is INTEGER nanos and every integer unit is INTEGER (tables are STRICT, so a REAL can
-// never slip into a money column); only memory byte-µs, a double by design (units.h), is REAL.
+// Money is INTEGER nanos and every unit is an INTEGER (GPU-µs, bytes, mJ, memory-time in KiB-s):
+// there is no REAL column, and the tables are STRICT, so a REAL can never slip into one.
 // Costs are not stored: reports compute them from these rows.
 
 #include <fmt/format.h>
@@ -21,7 +21,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 3;
+constexpr std::int64_t kSchemaVersion = 4;
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1.
@@ -113,6 +113,18 @@ CREATE TABLE reconciliations (
     R"sql(
 ALTER TABLE device_hours ADD COLUMN energy_price_nanos INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 3 -> 4: memory-time as exact integer KiB-s (1 KiB-s = 1024e6 byte-µs) in place of the
+    // REAL byte-µs: rounded to the nearest KiB-s, halves away from zero; CAST saturates at the
+    // int64 range. ADD and DROP COLUMN keep the tables STRICT.
+    R"sql(
+ALTER TABLE device_hours ADD COLUMN unattributed_memory_kib_s INTEGER NOT NULL DEFAULT 0;
+UPDATE device_hours
+   SET unattributed_memory_kib_s = CAST(round(unattributed_memory_byte_us / 1024e6) AS INTEGER);
+ALTER TABLE device_hours DROP COLUMN unattributed_memory_byte_us;
+ALTER TABLE usage_hours ADD COLUMN memory_kib_s INTEGER NOT NULL DEFAULT 0;
+UPDATE usage_hours SET memory_kib_s = CAST(round(memory_byte_us / 1024e6) AS INTEGER);
+ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -121,11 +133,11 @@ constexpr std::string_view kCreateMeta =
 constexpr std::string_view kDeviceColumns =
     "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, price_nanos, "
     "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, unattributed_us, "
-    "memory_total_bytes, unattributed_memory_byte_us, energy_mj, idle_energy_mj, "
+    "memory_total_bytes, unattributed_memory_kib_s, energy_mj, idle_energy_mj, "
     "unattributed_energy_mj, energy_price_nanos";
 constexpr std::string_view kUsageColumns =
     "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, owner_name, node, "
-    "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_byte_us, "
+    "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_kib_s, "
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule";
 
 using LabelMap = std::map<std::string, std::string>;
@@ -300,7 +312,7 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
   dev.Bind(4, d.node);
   dev.Bind(5, d.gpu_model);
   dev.Bind(6, ToString(d.sharing));
-  dev.Bind(7, d.pricing_class);
+  dev.Bind(7, StoredPricingClass(d));
   dev.Bind(8, d.price_nanos);
   dev.Bind(9, d.metered_us);
   dev.Bind(10, d.unmetered_us);
@@ -309,7 +321,7 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
   dev.Bind(13, d.idle_us);
   dev.Bind(14, d.unattributed_us);
   dev.Bind(15, d.memory_total_bytes);
-  dev.Bind(16, d.unattributed_memory_byte_us);
+  dev.Bind(16, d.unattributed_memory_kib_s);
   dev.Bind(17, d.energy_mj);
   dev.Bind(18, d.idle_energy_mj);
   dev.Bind(19, d.unattributed_energy_mj);
@@ -333,7 +345,7 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
     ins.Bind(12, u.device_id);
     ins.Bind(13, u.allocated_us);
     ins.Bind(14, u.compute_us);
-    ins.Bind(15, u.memory_byte_us);
+    ins.Bind(15, u.memory_kib_s);
     ins.Bind(16, u.peak_memory_bytes);
     ins.Bind(17, u.energy_mj);
     ins.Bind(18, ToString(u.compute_quality));
@@ -409,7 +421,7 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
       return Internal(e.message);
     }
     d.sharing = *sharing;
-    d.pricing_class = q.Text(6);
+    DecodePricingClass(q.Text(6), d);
     d.price_nanos = q.Int(7);
     d.metered_us = q.Int(8);
     d.unmetered_us = q.Int(9);
@@ -418,7 +430,7 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
     d.idle_us = q.Int(12);
     d.unattributed_us = q.Int(13);
     d.memory_total_bytes = q.Int(14);
-    d.unattributed_memory_byte_us = q.Real(15);
+    d.unattributed_memory_kib_s = q.Int(15);
     d.energy_mj = q.Int(16);
     d.idle_energy_mj = q.Int(17);
     d.unattributed_energy_mj = q.Int(18);
@@ -481,7 +493,7 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     u.device_id = q.Text(11);
     u.allocated_us = q.Int(12);
     u.compute_us = q.Int(13);
-    u.memory_byte_us = q.Real(14);
+    u.memory_kib_s = q.Int(14);
     u.peak_memory_bytes = q.Int(15);
     u.energy_mj = q.Int(16);
     std::string compute_quality = q.Text(17);

@@ -1,11 +1,13 @@
 // Schema migrations of the SQLite ledger that change existing tables: a file written by an
 // older build keeps its rows when it is opened by this one.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "store/ledger_store.h"
@@ -28,36 +30,79 @@ void Exec(const std::string& path, const char* sql) {
   ASSERT_EQ(rc, SQLITE_OK) << message << "\n" << sql;
 }
 
-// Version 1 had no energy_price_nanos (and no reconciliations table): a file in that shape is
-// made by writing with this build and taking both away again, then marking it version 1.
-TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("gpuledger_migration_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / "v1.db").string();
-  fs::remove(path);
+// The first column of the first row of `sql` ("" for none, or on error).
+std::string QueryText(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return out;
+}
 
+// Version 3 kept memory-time as REAL byte-µs (unattributed_memory_byte_us, memory_byte_us):
+// this takes a file written by this build back to those columns (1 KiB-s = 1024e6 byte-µs).
+constexpr const char* kBackToRealByteMicros =
+    "ALTER TABLE device_hours ADD COLUMN unattributed_memory_byte_us REAL NOT NULL DEFAULT 0;"
+    "UPDATE device_hours SET unattributed_memory_byte_us = unattributed_memory_kib_s * 1024e6;"
+    "ALTER TABLE device_hours DROP COLUMN unattributed_memory_kib_s;"
+    "ALTER TABLE usage_hours ADD COLUMN memory_byte_us REAL NOT NULL DEFAULT 0;"
+    "UPDATE usage_hours SET memory_byte_us = memory_kib_s * 1024e6;"
+    "ALTER TABLE usage_hours DROP COLUMN memory_kib_s;";
+
+fs::path TestDir() {
+  return fs::temp_directory_path() / ("gpuledger_migration_" + std::to_string(::getpid()) + "_" +
+                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+}
+
+// One device-hour on gpu-node-1 (GPU-1, H100-80GB) and a usage row of ml/`pod`/main on it.
+LedgerHour MakeHour(const char* pricing_class, Nanos price_nanos) {
   LedgerHour hour;
   hour.device.hour_us = kHour0;
   hour.device.cluster = "prod";
   hour.device.node = "gpu-node-1";
   hour.device.gpu = GpuUuid("GPU-1");
   hour.device.gpu_model = "H100-80GB";
-  hour.device.pricing_class = "on-prem";
-  hour.device.price_nanos = 1'105'000'000;
+  hour.device.pricing_class = pricing_class;
+  hour.device.price_nanos = price_nanos;
+  return hour;
+}
+
+UsageRow MakeUsage(const DeviceHour& device, const char* pod) {
+  UsageRow u;
+  u.hour_us = device.hour_us;
+  u.gpu = device.gpu;
+  u.consumer.ref.namespace_name = "ml";
+  u.consumer.ref.pod = pod;
+  u.consumer.ref.container = "main";
+  u.node = device.node;
+  u.gpu_model = device.gpu_model;
+  return u;
+}
+
+// Version 1 had no energy_price_nanos (and no reconciliations table), and REAL memory-time: a
+// file in that shape is made by writing with this build and taking them away again, then
+// marking it version 1.
+TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v1.db").string();
+  fs::remove(path);
+
+  LedgerHour hour = MakeHour("on-prem", 1'105'000'000);
   hour.device.energy_price_nanos = 105'000'000;
   hour.device.metered_us = kMicrosPerHour;
   hour.device.energy_mj = 2'520'000'000;
-  UsageRow u;
-  u.hour_us = kHour0;
-  u.gpu = hour.device.gpu;
-  u.consumer.ref.namespace_name = "ml";
-  u.consumer.ref.pod = "train-0";
-  u.consumer.ref.container = "main";
-  u.node = hour.device.node;
-  u.gpu_model = hour.device.gpu_model;
+  UsageRow u = MakeUsage(hour.device, "train-0");
   u.allocated_us = kMicrosPerHour;
   u.energy_mj = 2'000'000'000;
+  u.memory_kib_s = 3'774'873'600;  // 1 GiB for an hour
   hour.usage.push_back(u);
   {
     auto store = OpenSqliteLedger(path);
@@ -68,6 +113,7 @@ TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ(rows->front().energy_price_nanos, 105'000'000);  // round trip at the new version
   }
+  Exec(path, kBackToRealByteMicros);
   Exec(path,
        "ALTER TABLE device_hours DROP COLUMN energy_price_nanos;"
        "DROP TABLE IF EXISTS reconciliations;"
@@ -91,10 +137,128 @@ TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
   ASSERT_TRUE(usage);
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_EQ(usage->front().energy_mj, 2'000'000'000);
+  EXPECT_EQ(usage->front().memory_kib_s, 3'774'873'600);
   // The migrated file takes the new column.
   hour.device.energy_price_nanos = 7;
   ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   EXPECT_EQ((*store)->ReadDeviceHours({})->front().energy_price_nanos, 7);
+  store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 3 kept memory-time as REAL byte-µs. Opening such a file converts it to integer KiB-s
+// (rounded to nearest, halves away from zero; saturating at int64), drops the REAL columns and
+// keeps the tables STRICT.
+TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v3.db").string();
+  fs::remove(path);
+
+  // byte-µs as version 3 stored them, and the KiB-s each becomes.
+  struct Case {
+    const char* pod;
+    double byte_us;
+    KibSeconds kib_s;
+  };
+  const Case cases[] = {
+      {"zero", 0.0, 0},
+      {"just-below-half", 511'999'999.0, 0},               // 0.4999... KiB-s
+      {"half", 512'000'000.0, 1},                          // 0.5: away from zero
+      {"one-and-a-half", 1'536'000'000.0, 2},              // 1.5
+      {"fraction", 1.5e15, 1'464'844},                     // 1'464'843.75
+      {"gib-hour", 3'865'470'566'400'000'000.0, 3'774'873'600},  // 1 GiB x 1 h, exact
+      {"huge", 1e300, std::numeric_limits<KibSeconds>::max()},   // saturates
+  };
+
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  hour.device.metered_us = kMicrosPerHour;
+  hour.device.memory_total_bytes = 80 * kGiB;
+  for (const Case& c : cases) {
+    UsageRow u = MakeUsage(hour.device, c.pod);
+    u.allocated_us = 1;
+    u.peak_memory_bytes = 7;
+    hour.usage.push_back(u);
+  }
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path, kBackToRealByteMicros);
+  for (const Case& c : cases) {
+    Exec(path, fmt::format("UPDATE usage_hours SET memory_byte_us = {:.17g} WHERE pod = '{}'",
+                           c.byte_us, c.pod)
+                   .c_str());
+  }
+  Exec(path,
+       "UPDATE device_hours SET unattributed_memory_byte_us = 2.5e12;"  // 2441.40625 KiB-s
+       "UPDATE meta SET value = '3' WHERE key = 'schema_version';");
+  ASSERT_EQ(QueryText(path, "SELECT typeof(memory_byte_us) FROM usage_hours LIMIT 1"), "real");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  auto meta = (*store)->ReadMeta();
+  ASSERT_TRUE(meta);
+  EXPECT_EQ(meta->at("schema_version"), "4");
+  auto devices = (*store)->ReadDeviceHours({});
+  ASSERT_TRUE(devices) << devices.error().message;
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ(devices->front().unattributed_memory_kib_s, 2441);
+  EXPECT_EQ(devices->front().price_nanos, 4'100'000'000);
+  EXPECT_EQ(devices->front().memory_total_bytes, 80 * kGiB);
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), std::size(cases));
+  for (const Case& c : cases) {
+    bool found = false;
+    for (const UsageRow& u : *usage) {
+      if (u.consumer.ref.pod != c.pod) continue;
+      found = true;
+      EXPECT_EQ(u.memory_kib_s, c.kib_s) << c.pod;
+      EXPECT_EQ(u.peak_memory_bytes, 7) << c.pod;  // the other columns keep their values
+      EXPECT_EQ(u.allocated_us, 1) << c.pod;
+    }
+    EXPECT_TRUE(found) << c.pod;
+  }
+
+  // The REAL columns are gone, the new ones are INTEGER, and both tables are still STRICT (a
+  // fractional value is refused, not stored).
+  for (const char* table : {"device_hours", "usage_hours"}) {
+    EXPECT_EQ(QueryText(path, fmt::format("SELECT count(*) FROM pragma_table_info('{}') "
+                                          "WHERE type = 'REAL' OR name LIKE '%byte_us'",
+                                          table)),
+              "0")
+        << table;
+    EXPECT_EQ(QueryText(path, fmt::format("SELECT strict FROM pragma_table_list "
+                                          "WHERE name = '{}' AND schema = 'main'",
+                                          table)),
+              "1")
+        << table;
+  }
+  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('usage_hours') "
+                            "WHERE name = 'memory_kib_s'"),
+            "INTEGER");
+  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('device_hours') "
+                            "WHERE name = 'unattributed_memory_kib_s'"),
+            "INTEGER");
+  EXPECT_EQ(QueryText(path, "SELECT typeof(memory_kib_s) FROM usage_hours LIMIT 1"), "integer");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    EXPECT_NE(sqlite3_exec(db, "UPDATE usage_hours SET memory_kib_s = 1.5", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+
+  // The migrated file round-trips the integer unit.
+  hour.usage.resize(1);
+  hour.usage[0].memory_kib_s = 9'007'199'254'740'993;
+  hour.device.unattributed_memory_kib_s = 42;
+  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  EXPECT_EQ((*store)->ReadUsage({})->front().memory_kib_s, 9'007'199'254'740'993);
+  EXPECT_EQ((*store)->ReadDeviceHours({})->front().unattributed_memory_kib_s, 42);
   store->reset();
   fs::remove_all(dir);
 }

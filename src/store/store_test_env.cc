@@ -53,7 +53,6 @@ class SqliteTestLedger final : public TestLedger {
     return "SELECT typeof(" + column + ") FROM " + table + " LIMIT 1";
   }
   std::string IntegerTypeName() const override { return "integer"; }
-  std::string FloatTypeName() const override { return "real"; }
 
  private:
   TempDir dir_;
@@ -109,7 +108,7 @@ UsageRow MakeUsage(const DeviceHour& d, const std::string& ns, const std::string
   u.device_id = d.gpu.str() + "::0";
   u.allocated_us = allocated_us;
   u.compute_us = allocated_us / 2;
-  u.memory_byte_us = 1.5e15;
+  u.memory_kib_s = 18'874'368'000;  // 10 GiB held for half an hour
   u.peak_memory_bytes = 10 * kGiB;
   u.energy_mj = 123'456;
   u.compute_quality = Quality::kEstimated;

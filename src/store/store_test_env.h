@@ -59,10 +59,9 @@ class TestLedger {
   // How the store's message for a duplicate key starts.
   virtual std::string UniqueViolationText() const = 0;
   // SQL giving the stored type of `column` in the first row of `table`, and the
-  // integer and float type names it yields.
+  // integer type name it yields.
   virtual std::string StoredTypeSql(const std::string& table, const std::string& column) const = 0;
   virtual std::string IntegerTypeName() const = 0;
-  virtual std::string FloatTypeName() const = 0;
 };
 
 // A fresh ledger of `kind`; nullptr with `skip` set when that store is not
@@ -87,7 +86,6 @@ class PostgresTestLedger final : public TestLedger {
     return "SELECT pg_typeof(" + column + ")::text FROM " + table + " LIMIT 1";
   }
   std::string IntegerTypeName() const override { return "bigint"; }
-  std::string FloatTypeName() const override { return "double precision"; }
 
   const std::string& url() const { return url_; }  // the store's URL (with password)
   const std::string& schema() const { return schema_; }

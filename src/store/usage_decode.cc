@@ -37,4 +37,13 @@ bool DecodeUsageEnums(UsageRow& u, std::string_view mode, std::string_view compu
   return true;
 }
 
+std::string StoredPricingClass(const DeviceHour& d) {
+  return d.price_state == PriceState::kUnpriced ? "unpriced" : d.pricing_class;
+}
+
+void DecodePricingClass(std::string text, DeviceHour& d) {
+  d.price_state = text == "unpriced" ? PriceState::kUnpriced : PriceState::kPriced;
+  d.pricing_class = d.price_state == PriceState::kUnpriced ? "" : std::move(text);
+}
+
 }  // namespace gpuledger::store

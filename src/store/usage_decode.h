@@ -28,4 +28,9 @@ struct LabelTables {
 bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode, std::string_view compute_quality,
                       std::string_view memory_quality, std::string* what);
 
+// The pricing_class column of a device-hour: its class, or "unpriced" for PriceState::kUnpriced
+// (the column's text for that state since schema 1; in memory it is the typed state).
+std::string StoredPricingClass(const DeviceHour& d);
+void DecodePricingClass(std::string text, DeviceHour& d);
+
 }  // namespace gpuledger::store

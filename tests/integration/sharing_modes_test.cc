@@ -1,5 +1,6 @@
-// Scenario -> simulator -> attribution -> hourly ledger -> SQLite -> report, for the sharing
-// modes the core issue names, with the expected numbers computed here from the scenario.
+// Scenario -> simulated nodes -> real agent Collectors -> exposition text -> ingest engine ->
+// SQLite -> report (simcluster: the path that ships), for the sharing modes the core issue
+// names, with the expected numbers computed here from the scenario.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +8,7 @@
 #include <map>
 
 #include "cost/catalog.h"
-#include "pipeline/snapshot_pipeline.h"
+#include "simcluster/cluster_run.h"
 #include "report/report.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
@@ -19,7 +20,7 @@ namespace {
 struct SimRun {
   std::unique_ptr<store::LedgerStore> store;
   std::map<ConsumerRef, sim::Truth> truth;
-  std::map<ConsumerRef, pipeline::NaiveTally> naive;
+  simcluster::NaiveTallies naive;
 };
 
 SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond) {
@@ -36,22 +37,13 @@ SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond)
   run.store = std::move(*store);
   sim::Simulator simulator(*scenario, step_us);
   cost::Catalog catalog = cost::DefaultCatalog();
-  pipeline::SnapshotPipeline pipe(
-      *run.store, catalog,
-      [&](const ConsumerRef& r) {
-        auto it = simulator.consumers().find(r);
-        return it == simulator.consumers().end() ? ConsumerInfo{r, "", "", {}, {}} : it->second;
-      },
-      [&](const std::string& node) {
-        for (const auto& n : scenario->nodes)
-          if (n.name == node)
-            return pipeline::NodeFacts{{scenario->cluster, n.name, n.pricing_class}, n.region, n.labels};
-        return pipeline::NodeFacts{};
-      });
-  simulator.Run([&](const NodeSnapshot& s) { ASSERT_TRUE(pipe.Add(s).ok()); });
-  EXPECT_TRUE(pipe.Finish().ok());
+  simcluster::RunOptions options;
+  options.observe = [&](const NodeSnapshot& snap) {
+    simcluster::AddNaive(snap, [](const std::string&, const std::string&) { return Nanos{0}; }, run.naive);
+  };
+  auto built = simcluster::BuildLedger(simulator, *run.store, catalog, options);
+  EXPECT_TRUE(built.ok()) << built.error().message;
   run.truth = simulator.truth();
-  run.naive = pipe.naive();
   return run;
 }
 

@@ -233,6 +233,15 @@ TEST(EnvironValue, FindsExactNamesInNulSeparatedContent) {
   EXPECT_EQ(EnvironValue("PATH=/usr/bin", "PATH"), "/usr/bin");  // no trailing NUL
 }
 
+TEST(ParsePercentage, WholePercentsFromOneToAHundredOnly) {
+  EXPECT_EQ(ParsePercentage("30"), 30);
+  EXPECT_EQ(ParsePercentage("100"), 100);
+  EXPECT_EQ(ParsePercentage("1"), 1);
+  for (const char* bad : {"", "0", "101", "30%", "-5", "3.5", "abc", "0100"})
+    EXPECT_EQ(ParsePercentage(std::string(bad)), std::nullopt) << bad;
+  EXPECT_EQ(ParsePercentage(std::nullopt), std::nullopt);
+}
+
 TEST(ParseStatusRealUid, TakesTheFirstUidField) {
   EXPECT_EQ(*ParseStatusRealUid("Name:\tpython\nUid:\t1000\t0\t0\t0\nGid:\t100\n"), 1000);
   EXPECT_EQ(*ParseStatusRealUid("Uid:    0 0 0 0"), 0);

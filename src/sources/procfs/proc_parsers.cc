@@ -36,6 +36,17 @@ std::optional<std::string> EnvironValue(std::string_view environ_content, std::s
   return std::nullopt;
 }
 
+std::optional<int> ParsePercentage(const std::optional<std::string>& text) {
+  if (!text || text->empty() || text->size() > 3) return std::nullopt;
+  int value = 0;
+  for (char c : *text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  if (value < 1 || value > 100) return std::nullopt;
+  return value;
+}
+
 Result<int> ParseStatusRealUid(std::string_view status_content) {
   std::size_t pos = 0;
   while (pos < status_content.size()) {

@@ -49,6 +49,9 @@ std::string SystemdUnit(std::string_view cgroup_content);
 // definition wins, as with getenv.
 std::optional<std::string> EnvironValue(std::string_view environ_content, std::string_view name);
 
+// A whole percentage in 1..100 ("30"); nullopt for anything else (absent, "0", "30%", "abc").
+std::optional<int> ParsePercentage(const std::optional<std::string>& text);
+
 // The real uid (first field of the "Uid:" line) of /proc/<pid>/status content.
 Result<int> ParseStatusRealUid(std::string_view status_content);
 
@@ -64,6 +67,14 @@ struct ProcessIdentity {
   std::string unit;                            // systemd unit, or empty
   std::string comm;                            // /proc/<pid>/comm
   std::optional<std::string> visible_devices;  // NVIDIA_VISIBLE_DEVICES, if readable
+  // How the process shares its GPU, from what the sharing layer puts in its environment:
+  // CUDA_MPS_PIPE_DIRECTORY (NVIDIA's device plugin in MPS mode: a client of an MPS daemon),
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (its MPS share of the SMs), CUDA_DEVICE_SM_LIMIT (HAMi's
+  // gpucores: a fractional share of the SMs). Percentages in 1..100; unset when absent or
+  // malformed.
+  bool mps_client = false;
+  std::optional<int> mps_thread_percentage;
+  std::optional<int> sm_limit_percentage;
 };
 
 // Reads /proc/<pid>/{cgroup,status,comm,environ} and /etc/passwd through `files` (not owned;

@@ -58,7 +58,9 @@ TEST_F(ProcSourceTest, InspectsAPodProcess) {
              "0::/kubepods.slice/kubepods-burstable.slice/"
              "kubepods-burstable-pod1b2c3d4e_0000_4a4a_8b8b_123456789abc.slice/cri-containerd-"s +
                  kId + ".scope\n",
-             1000, "python3", "HOME=/root\0NVIDIA_VISIBLE_DEVICES=GPU-abc\0"s);
+             1000, "python3",
+             "HOME=/root\0NVIDIA_VISIBLE_DEVICES=GPU-abc\0CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps\0"
+             "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30\0"s);
   ProcSource source(*files_);
   auto id = source.Inspect(4242);
   ASSERT_TRUE(id) << id.error().message;
@@ -71,6 +73,9 @@ TEST_F(ProcSourceTest, InspectsAPodProcess) {
   EXPECT_EQ(id->user, "alice");
   EXPECT_EQ(id->comm, "python3");
   EXPECT_EQ(id->visible_devices, "GPU-abc");
+  EXPECT_TRUE(id->mps_client);
+  EXPECT_EQ(id->mps_thread_percentage, 30);
+  EXPECT_EQ(id->sm_limit_percentage, std::nullopt);
 }
 
 TEST_F(ProcSourceTest, InspectsAHostProcessInAService) {
