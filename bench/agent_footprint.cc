@@ -15,8 +15,8 @@
 
 #include "agent/collector.h"
 #include "cli/sim_node_command.h"
-#include "common/file_reader.h"
-#include "common/file_util.h"
+#include "io/file_reader.h"
+#include "io/file_util.h"
 #include "sources/cri/runtime.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"

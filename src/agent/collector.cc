@@ -10,6 +10,11 @@
 namespace gpuledger::agent {
 namespace {
 
+using prometheus::ExpositionWriter;
+using prometheus::HistogramData;
+using prometheus::Label;
+using prometheus::MetricType;
+
 HistogramData Buckets(std::vector<double> bounds) {
   HistogramData h;
   h.counts.assign(bounds.size() + 1, 0);

@@ -22,7 +22,7 @@
 #include <set>
 #include <string>
 
-#include "agent/exposition.h"
+#include "prometheus/exposition_writer.h"
 #include "common/counter_units.h"
 #include "agent/node_view.h"
 #include "model/usage.h"
@@ -87,7 +87,7 @@ class Collector {
     MilliJoules energy_mj = 0;
     Bytes memory_used_bytes = 0;
     std::string compute_source, memory_source;
-    HistogramData compute_share, memory_usage;
+    prometheus::HistogramData compute_share, memory_usage;
     Micros last_seen_us = 0;
   };
 
@@ -97,7 +97,7 @@ class Collector {
     std::map<ContainerKey, ContainerSeries> containers;
     std::map<std::pair<std::string, std::string>, double> source_errors;  // (source, code)
     std::map<std::string, bool> source_up;
-    HistogramData cycle_seconds;
+    prometheus::HistogramData cycle_seconds;
     JoinStats join_totals;
     Micros at_us = 0;
     Micros started_us = 0;  // when this agent started: its counters began at zero then

@@ -1,9 +1,9 @@
 #include "agent/http_endpoint.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <httplib.h>
+
+#include "prometheus/listen.h"
 
 namespace gpuledger::agent {
 
@@ -13,28 +13,13 @@ struct HttpEndpoint::Impl {
   int port = 0;
 };
 
-Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos)
-    return InvalidArgument(fmt::format("--listen '{}': expected HOST:PORT, e.g. 0.0.0.0:9400", listen));
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
-  int port = -1;
-  std::string_view p = std::string_view(listen).substr(colon + 1);
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535)
-    return InvalidArgument(fmt::format("--listen '{}': port must be 0-65535", listen));
-  return std::pair{host, port};
-}
-
 HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpEndpoint::~HttpEndpoint() { Stop(); }
 
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& listen,
                                                          Collector& collector,
                                                          Micros healthy_within_us) {
-  auto addr = ParseListen(listen);
+  auto addr = prometheus::ParseListen(listen);
   if (!addr) return addr.error();
   auto impl = std::make_unique<Impl>();
   impl->host = addr->first;

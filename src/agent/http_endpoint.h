@@ -29,7 +29,4 @@ class HttpEndpoint {
   std::unique_ptr<Impl> impl_;
 };
 
-// Splits "host:port" ("0.0.0.0:9400", ":9400", "[::1]:9400"); bad input is kInvalidArgument.
-Result<std::pair<std::string, int>> ParseListen(const std::string& listen);
-
 }  // namespace gpuledger::agent

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "billing/csv.h"
-#include "billing/decimal.h"
+#include "common/money.h"
 #include "common/apportion.h"
 #include "common/time_util.h"
 

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "billing/csv.h"
-#include "billing/decimal.h"
+#include "common/money.h"
 #include "common/time_util.h"
 #include "report/reconciled_prices.h"
 

@@ -11,7 +11,7 @@
 #include <regex>
 
 #include "billing/csv.h"
-#include "billing/decimal.h"
+#include "common/money.h"
 
 namespace gpuledger::billing {
 namespace {

@@ -10,7 +10,7 @@
 #include "cli/format.h"
 #include "cli/report_command.h"
 #include "cli/server_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "cli/report_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {

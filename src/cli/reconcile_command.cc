@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "billing/decimal.h"
+#include "common/money.h"
 #include "billing/ledger_reads.h"
 #include "cli/report_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/time_util.h"
 #include "store/ledger_store.h"
 
@@ -35,15 +35,15 @@ int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err
   }
   for (const billing::BillWarning& w : result->plan.warnings) {
     err << fmt::format("warning: {}:{}: {} ({} billed): {}\n", o.bill, w.line, w.resource_id,
-                       billing::DecimalFromNanos(w.billed_nanos), w.message);
+                       DecimalFromNanos(w.billed_nanos), w.message);
   }
   out << fmt::format("reconciled {} node-day(s) from {}\n", result->plan.node_days.size(),
                      o.bill);
   out << "node,day,modelled,billed,factor,factor_ppm\n";
   for (const Reconciliation& r : result->plan.node_days) {
     out << fmt::format("{},{},{},{},{},{}\n", r.node, FormatRfc3339(r.day_us).substr(0, 10),
-                       billing::DecimalFromNanos(r.modelled_nanos),
-                       billing::DecimalFromNanos(r.billed_nanos), r.factor, r.factor_ppm);
+                       DecimalFromNanos(r.modelled_nanos),
+                       DecimalFromNanos(r.billed_nanos), r.factor, r.factor_ppm);
   }
   if (!result->plan.warnings.empty())
     out << fmt::format("{} bill row(s) matched no node-day (see warnings)\n",

@@ -9,7 +9,7 @@
 
 #include "billing/ledger_reads.h"
 #include "cli/format.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/time_util.h"
 #include "report/report_json.h"
 #include "report/window.h"

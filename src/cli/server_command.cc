@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli/report_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"

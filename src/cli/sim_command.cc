@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/report_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "sources/sim/alibaba_import.h"
 #include "sources/sim/scenario.h"
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/report_command.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
 #include "sources/sim/scenario.h"

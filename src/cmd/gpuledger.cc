@@ -22,9 +22,6 @@
 #ifndef GPULEDGER_VERSION
 #define GPULEDGER_VERSION "dev"
 #endif
-#ifndef GPULEDGER_STANDIN
-#define GPULEDGER_STANDIN "libnvidia-ml.so.1"
-#endif
 
 namespace {
 
@@ -79,8 +76,13 @@ int main(int argc, char** argv) {
   node_cmd->add_option("--scenario", node.scenario, "scenario YAML")->required();
   node_cmd->add_option("--node", node.node, "node name in the scenario")->required();
   node_cmd->add_option("--dir", node.dir, "directory for the node's procfs tree and sockets")->required();
-  node_cmd->add_option("--nvml-standin", node.nvml_standin, "the NVML stand-in library")->capture_default_str();
-  node.nvml_standin = GPULEDGER_STANDIN;
+  // The stand-in is a test library (testing/nvml_standin), never part of an install: the
+  // binary carries no path to it; the caller names it.
+  node_cmd->add_option("--nvml-standin", node.nvml_standin,
+                       "the NVML stand-in library (a build makes "
+                       "build/testing/nvml_standin/libnvidia-ml.so.1)")
+      ->envname("GPULEDGER_NVML_STANDIN")
+      ->required();
 
   gpuledger::cmd::AgentFlags agent;
   auto* agent_cmd = app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");

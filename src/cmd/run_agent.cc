@@ -9,8 +9,9 @@
 
 #include "agent/collector.h"
 #include "agent/http_endpoint.h"
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 #include "common/time_util.h"
+#include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
@@ -42,7 +43,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     std::cerr << "error: --node-name is required (the DaemonSet passes spec.nodeName)\n";
     return 2;
   }
-  if (auto l = agent::ParseListen(f.listen); !l) {
+  if (auto l = prometheus::ParseListen(f.listen); !l) {
     std::cerr << "error: " << l.error().message << "\n";
     return 2;
   }
@@ -72,7 +73,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     return 1;
   }
   std::cout << fmt::format("gpuledger agent: serving http://{}:{}/metrics\n",
-                           agent::ParseListen(f.listen)->first, (*http)->port())
+                           prometheus::ParseListen(f.listen)->first, (*http)->port())
             << std::flush;
 
   std::thread loop([&] {

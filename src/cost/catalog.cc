@@ -145,40 +145,6 @@ void Add(Catalog& c, std::string model, std::string cls, Nanos nanos, std::strin
 
 }  // namespace
 
-Result<Nanos> ParseDecimalNanos(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return InvalidArgument(fmt::format("'{}': {}", text, why));
-  };
-  if (text.empty()) return bad("expected a decimal number");
-  bool negative = false;
-  if (text.front() == '-') {
-    negative = true;
-    text.remove_prefix(1);
-  }
-  std::size_t dot = text.find('.');
-  std::string_view whole = text.substr(0, dot);
-  std::string_view frac = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
-  auto digits = [](std::string_view s) {
-    for (char c : s) {
-      if (c < '0' || c > '9') return false;
-    }
-    return true;
-  };
-  if (whole.empty() || !digits(whole) || !digits(frac) ||
-      (dot != std::string_view::npos && frac.empty())) {
-    return bad("expected a decimal number like 6.88");
-  }
-  if (frac.size() > 9) return bad("expected at most 9 decimals (nanos)");
-  while (whole.size() > 1 && whole.front() == '0') whole.remove_prefix(1);
-  // INT64_MAX nanos is 9,223,372,036.854775807 units: at most 10 integer digits.
-  if (whole.size() > 10) return bad("out of range");
-  __int128 value = 0;
-  for (char c : whole) value = value * 10 + (c - '0');
-  for (std::size_t i = 0; i < 9; ++i) value = value * 10 + (i < frac.size() ? frac[i] - '0' : 0);
-  if (value > INT64_MAX) return bad("out of range");
-  return static_cast<Nanos>(negative ? -value : value);
-}
-
 Result<PriceEntry> Catalog::Find(std::string_view gpu_model, std::string_view pricing_class,
                                  std::string_view region) const {
   std::string model = NormalizeGpuModel(gpu_model);

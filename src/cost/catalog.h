@@ -74,10 +74,6 @@ struct Catalog {
 // "NVIDIA H100 80GB HBM3" / "Tesla T4" / "H100-SXM5-80GB" ... -> the catalog's model name.
 std::string NormalizeGpuModel(std::string_view product_name);
 
-// "6.88" -> 6'880'000'000: a decimal amount of currency units to nanos, exactly from the text
-// (never through a double). Digits with an optional '-' and at most 9 decimals; no exponent.
-Result<Nanos> ParseDecimalNanos(std::string_view text);
-
 // The built-in catalog (sources cited per entry): per-GPU prices, host rates and instance types.
 // No overrides and no on-prem section (on-prem nodes use the per-GPU on-prem estimates).
 Catalog DefaultCatalog();

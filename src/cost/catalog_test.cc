@@ -1,4 +1,5 @@
 #include "cost/catalog.h"
+#include "common/money.h"
 
 #include <gtest/gtest.h>
 
@@ -184,9 +185,9 @@ TEST(DefaultCatalog, OnDemandMatchesThePublicPriceLists) {
     const auto& list = provider == "aws" ? aws : azure;
     auto it = list.find(instance);
     ASSERT_NE(it, list.end()) << e.source;
-    auto listed = ParseDecimalNanos(it->second);
+    auto listed = NanosFromDecimal(it->second);
     ASSERT_TRUE(listed) << it->second;
-    auto cited = ParseDecimalNanos(fraction.substr(0, slash));
+    auto cited = NanosFromDecimal(fraction.substr(0, slash));
     ASSERT_TRUE(cited);
     EXPECT_EQ(*listed, *cited) << e.source;
     EXPECT_EQ((2 * *listed + gpus) / (2 * gpus), e.hourly_nanos) << e.source;

@@ -7,13 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "cost/catalog.h"
+#include "common/money.h"
+#include "io/file_util.h"
 
 namespace gpuledger::cost {
 
@@ -207,7 +208,7 @@ class Parser {
         if (!Scalar(kv.second, value_line, key, text, "a number (price per GPU-hour)")) {
           return false;
         }
-        auto nanos = ParseDecimalNanos(text);
+        auto nanos = NanosFromDecimal(text);
         if (!nanos || *nanos < 0) {
           return Reject(value_line, key,
                         fmt::format("expected a non-negative decimal number with at most 9 "
@@ -250,7 +251,7 @@ class Parser {
   bool Money(const YAML::Node& node, int line, const std::string& field, Nanos& out) {
     std::string text;
     if (!Scalar(node, line, field, text, "a non-negative decimal number like 6.88")) return false;
-    auto nanos = ParseDecimalNanos(text);
+    auto nanos = NanosFromDecimal(text);
     if (!nanos || *nanos < 0) {
       return Reject(line, field,
                     fmt::format("expected a non-negative decimal number with at most 9 decimals, "
@@ -264,7 +265,7 @@ class Parser {
   bool Int(const YAML::Node& node, int line, const std::string& field, int min, int& out) {
     std::string text;
     if (!Scalar(node, line, field, text, "a whole number")) return false;
-    auto nanos = ParseDecimalNanos(text);
+    auto nanos = NanosFromDecimal(text);
     if (!nanos || text.find('.') != std::string::npos || *nanos < Nanos{min} * kNanosPerUnit ||
         *nanos > Nanos{1'000'000} * kNanosPerUnit) {
       return Reject(line, field,
@@ -547,12 +548,9 @@ Result<Catalog> ParseCatalogYaml(std::string_view text, std::string_view file_na
 }
 
 Result<Catalog> LoadCatalogFile(const std::string& path, const Catalog& base) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) return IoError(fmt::format("{}: read failed", path));
-  return ParseCatalogYaml(content.str(), path, base);
+  auto text = ReadFile(path);
+  if (!text) return text.error();
+  return ParseCatalogYaml(*text, path, base);
 }
 
 }  // namespace gpuledger::cost

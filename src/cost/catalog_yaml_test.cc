@@ -26,24 +26,6 @@ prices:
     hourly: 0.5
 )";
 
-TEST(ParseDecimalNanos, ExactFromTheText) {
-  EXPECT_EQ(*ParseDecimalNanos("6.88"), 6'880'000'000);  // 6.88 is not exact as a double
-  EXPECT_EQ(*ParseDecimalNanos("0.1"), 100'000'000);
-  EXPECT_EQ(*ParseDecimalNanos("0.000000001"), 1);
-  EXPECT_EQ(*ParseDecimalNanos("3.430881250"), 3'430'881'250);
-  EXPECT_EQ(*ParseDecimalNanos("55"), 55'000'000'000);
-  EXPECT_EQ(*ParseDecimalNanos("007.5"), 7'500'000'000);
-  EXPECT_EQ(*ParseDecimalNanos("0"), 0);
-  EXPECT_EQ(*ParseDecimalNanos("-1.5"), -1'500'000'000);
-  EXPECT_EQ(*ParseDecimalNanos("9223372036.854775807"), INT64_MAX);
-  for (const char* bad : {"", ".5", "5.", "1.2345678901", "6.88e0", "1e3", "+1", "1,5", "abc",
-                          "9223372036.854775808", "99999999999", " 1", "1 ", "-", "0x10"}) {
-    EXPECT_FALSE(ParseDecimalNanos(bad)) << bad;
-  }
-  EXPECT_NE(ParseDecimalNanos("1.2345678901").error().message.find("9 decimals"),
-            std::string::npos);
-}
-
 TEST(ParseCatalogYaml, ExampleOnTopOfTheDefaults) {
   Catalog base = DefaultCatalog();
   auto c = ParseCatalogYaml(kExample, "prices.yaml", base);

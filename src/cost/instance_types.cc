@@ -6,6 +6,7 @@
 #include <cassert>
 
 #include "common/apportion.h"
+#include "common/money.h"
 
 namespace gpuledger::cost {
 namespace {
@@ -160,13 +161,6 @@ Parts OnDemandParts(const InstanceType& t, const HostRates& r) {
   return p;
 }
 
-std::string Usd(Nanos n) {
-  std::string s = fmt::format("{}.{:09d}", n / kNanosPerUnit, (n < 0 ? -n : n) % kNanosPerUnit);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 Nanos HostCost(std::int64_t units, Nanos rate_num, std::int64_t denominator) {
@@ -196,14 +190,14 @@ InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rate
       price > 0 ? static_cast<int>(static_cast<__int128>(s.gpu_part) * 1000 / price) : 0;
   const std::string od_text =
       fmt::format("on-demand {} = cpu {} vCPU x {} + ram {} GiB x {} ({}) + gpu {}{}",
-                  Usd(type.hourly_nanos), type.vcpu,
-                  Usd(HostCost(1, rates.per_vcpu_num, rates.denominator)), type.memory_gib,
-                  Usd(HostCost(1, rates.per_gib_num, rates.denominator)), rates.name, Usd(od.gpu),
+                  DecimalFromNanos(type.hourly_nanos), type.vcpu,
+                  DecimalFromNanos(HostCost(1, rates.per_vcpu_num, rates.denominator)), type.memory_gib,
+                  DecimalFromNanos(HostCost(1, rates.per_gib_num, rates.denominator)), rates.name, DecimalFromNanos(od.gpu),
                   od.floored ? fmt::format(" (floored at {}%)", kMinGpuSharePermille / 10) : "");
   s.method = fmt::format("split of {}: gpu {} ({}.{}%) = {} x {}, cpu {}, ram {}; weights from {}",
-                         Usd(price), Usd(s.gpu_part), s.gpu_share_permille / 10,
-                         s.gpu_share_permille % 10, type.gpu_count, Usd(s.per_gpu),
-                         Usd(s.cpu_part), Usd(s.ram_part), od_text);
+                         DecimalFromNanos(price), DecimalFromNanos(s.gpu_part), s.gpu_share_permille / 10,
+                         s.gpu_share_permille % 10, type.gpu_count, DecimalFromNanos(s.per_gpu),
+                         DecimalFromNanos(s.cpu_part), DecimalFromNanos(s.ram_part), od_text);
   return s;
 }
 
@@ -229,8 +223,8 @@ std::vector<InstanceType> DefaultInstanceTypes() {
     t.host_rates = r.rates;
     t.source = fmt::format("{} {} on-demand {}{}, {}; vCPU/memory from the provider's published "
                            "instance specifications",
-                           r.provider, r.region, Usd(r.hourly),
-                           r.spot > 0 ? fmt::format(" spot {}", Usd(r.spot)) : "", r.list);
+                           r.provider, r.region, DecimalFromNanos(r.hourly),
+                           r.spot > 0 ? fmt::format(" spot {}", DecimalFromNanos(r.spot)) : "", r.list);
     out.push_back(std::move(t));
   }
   return out;

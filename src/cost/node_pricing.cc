@@ -1,4 +1,5 @@
 #include "cost/node_pricing.h"
+#include "common/money.h"
 
 #include <fmt/format.h>
 
@@ -17,14 +18,6 @@ std::string Lower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-std::string Usd(Nanos n) {
-  std::string s = fmt::format("{}{}.{:09d}", n < 0 ? "-" : "", (n < 0 ? -n : n) / kNanosPerUnit,
-                              (n < 0 ? -n : n) % kNanosPerUnit);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
 }
 
 bool Matches(const NodeOverride& o, const NodeInfo& node) {
@@ -202,12 +195,12 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
     p.priced = true;
     p.gpu_hourly_nanos = *ov->hourly_per_gpu_nanos;
     p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
-    return finish(fmt::format("{} per GPU from {}{}", Usd(p.gpu_hourly_nanos), Describe(*ov),
+    return finish(fmt::format("{} per GPU from {}{}", DecimalFromNanos(p.gpu_hourly_nanos), Describe(*ov),
                               ov->source.empty() ? "" : ": " + ov->source));
   }
   if (ov != nullptr && ov->instance_hourly_nanos) {
     const Nanos price = std::max<Nanos>(*ov->instance_hourly_nanos, 0);
-    std::string what = fmt::format("node price {} from {}{}", Usd(price), Describe(*ov),
+    std::string what = fmt::format("node price {} from {}{}", DecimalFromNanos(price), Describe(*ov),
                                    ov->source.empty() ? "" : ": " + ov->source);
     if (type != nullptr && from_instance(price, what)) return p;
     const int gpus = node.gpu_count_hint;
@@ -241,9 +234,9 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
       return finish(fmt::format(
           "on-prem {}: purchase {} / {} h = {} per GPU-hour{}, plus measured energy x PUE {}.{:03d} "
           "x {} per kWh",
-          p.gpu_model, Usd(it->second), op.depreciation_hours, Usd(p.gpu_hourly_nanos),
+          p.gpu_model, DecimalFromNanos(it->second), op.depreciation_hours, DecimalFromNanos(p.gpu_hourly_nanos),
           op.where.empty() ? "" : " (" + op.where + ")", op.pue_permille / 1000,
-          op.pue_permille % 1000, Usd(op.electricity_per_kwh_nanos)));
+          op.pue_permille % 1000, DecimalFromNanos(op.electricity_per_kwh_nanos)));
     }
     steps.push_back(fmt::format("on_prem has no purchase price for {}", p.gpu_model));
   }
@@ -252,18 +245,18 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
   if (type != nullptr) {
     if (p.pricing_class == "on-demand") {
       if (from_instance(type->hourly_nanos,
-                        fmt::format("on-demand {} ({})", Usd(type->hourly_nanos), type->source))) {
+                        fmt::format("on-demand {} ({})", DecimalFromNanos(type->hourly_nanos), type->source))) {
         return p;
       }
     } else if (p.pricing_class == "spot" && type->spot_hourly_nanos) {
       if (from_instance(*type->spot_hourly_nanos,
-                        fmt::format("spot {} ({})", Usd(*type->spot_hourly_nanos), type->source))) {
+                        fmt::format("spot {} ({})", DecimalFromNanos(*type->spot_hourly_nanos), type->source))) {
         return p;
       }
     } else if (p.pricing_class == "reserved") {
       const Nanos reserved = ReservedInstancePrice(type->hourly_nanos);
       if (from_instance(reserved, fmt::format("reserved {} = on-demand {} x {}% ({})",
-                                              Usd(reserved), Usd(type->hourly_nanos),
+                                              DecimalFromNanos(reserved), DecimalFromNanos(type->hourly_nanos),
                                               kReservedPercent, type->source))) {
         return p;
       }
@@ -282,7 +275,7 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
     return finish(fmt::format("catalog {} {}{} {} per GPU-hour ({}; includes the host share)",
                               entry->gpu_model, entry->pricing_class,
                               entry->region.empty() ? "" : " " + entry->region,
-                              Usd(entry->hourly_nanos), entry->source));
+                              DecimalFromNanos(entry->hourly_nanos), entry->source));
   }
   return finish(fmt::format("unpriced: {}", entry.error().message));
 }

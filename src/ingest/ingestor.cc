@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "agent/exposition.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
+#include "prometheus/exposition_parser.h"
+#include "prometheus/exposition_writer.h"
+#include "prometheus/gzip.h"
 
 namespace gpuledger::ingest {
 
@@ -72,7 +74,7 @@ Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us) {
   const bool still_gzipped = r->body.size() >= 2 && static_cast<unsigned char>(r->body[0]) == 0x1f &&
                              static_cast<unsigned char>(r->body[1]) == 0x8b;
   if (r->get_header_value("Content-Encoding") == "gzip" && still_gzipped) {
-    auto text = agent::Gunzip(r->body);
+    auto text = prometheus::Gunzip(r->body);
     if (!text) return Unavailable(fmt::format("scrape {}: {}", target, text.error().message));
     return std::move(*text);
   }
@@ -135,8 +137,8 @@ void ScrapeLoop::RunRound() {
   }
   for (const std::string& target : targets) {
     auto body = fetch_(target);
-    Result<Exposition> parsed = body.ok() ? ParseExposition(*body)
-                                          : Result<Exposition>(body.error());
+    Result<prometheus::Exposition> parsed = body.ok() ? prometheus::ParseExposition(*body)
+                                          : Result<prometheus::Exposition>(body.error());
     const bool ok = parsed.ok();
     if (ok) {
       // Observed when the response arrived: the agent's counters are at most one of its
@@ -174,21 +176,21 @@ void ScrapeLoop::RunRound() {
 
 std::string ScrapeLoop::RenderMetrics() const {
   std::lock_guard lock(metrics_mu_);
-  agent::ExpositionWriter w;
+  prometheus::ExpositionWriter w;
   w.Family("gpuledger_server_scrape_errors_total", "Failed scrapes of an agent, by target.",
-           agent::MetricType::kCounter);
+           prometheus::MetricType::kCounter);
   for (const std::string& t : targets_) {
     auto it = errors_.find(t);
     w.Sample("gpuledger_server_scrape_errors_total", {{"target", t}},
              static_cast<double>(it == errors_.end() ? 0 : it->second));
   }
   w.Family("gpuledger_server_scrape_up", "Whether the last scrape of the target succeeded.",
-           agent::MetricType::kGauge);
+           prometheus::MetricType::kGauge);
   for (const std::string& t : targets_) {
     auto it = up_.find(t);
     w.Sample("gpuledger_server_scrape_up", {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
   }
-  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.", agent::MetricType::kCounter);
+  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.", prometheus::MetricType::kCounter);
   w.Sample("gpuledger_server_scrape_rounds_total", static_cast<double>(rounds_.load()));
   return w.Take();
 }
@@ -252,13 +254,13 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std:
     if (!raw) return raw.error();
     std::string text;
     if (f.gzip) {
-      auto g = agent::Gunzip(*raw);
+      auto g = prometheus::Gunzip(*raw);
       if (!g) return InvalidArgument(fmt::format("{}: {}", f.path, g.error().message));
       text = std::move(*g);
     } else {
       text = std::move(*raw);
     }
-    auto parsed = ParseExposition(text);
+    auto parsed = prometheus::ParseExposition(text);
     if (!parsed) return InvalidArgument(fmt::format("{}: {}", f.path, parsed.error().message));
     stats.samples += static_cast<std::int64_t>(parsed->samples.size());
     ingestor.Feed(TargetScrape{f.instance, f.at_us, std::move(parsed->samples)});

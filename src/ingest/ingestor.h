@@ -22,7 +22,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "ingest/counter_ledger.h"
-#include "ingest/exposition_parser.h"
+#include "prometheus/exposition_parser.h"
 #include "cost/price_hours.h"
 #include "store/ledger_store.h"
 

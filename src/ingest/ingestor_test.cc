@@ -8,8 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "agent/exposition.h"
-#include "common/file_util.h"
+#include "prometheus/exposition_writer.h"
+#include "io/file_util.h"
+#include "prometheus/gzip.h"
 
 namespace gpuledger::ingest {
 namespace {
@@ -42,28 +43,28 @@ struct FakeAgent {
     a_compute += dt / 2;
   }
   std::string Render() const {
-    agent::ExpositionWriter w;
-    w.Family("gpuledger_device_info", "i", agent::MetricType::kGauge);
+    prometheus::ExpositionWriter w;
+    w.Family("gpuledger_device_info", "i", prometheus::MetricType::kGauge);
     w.Sample("gpuledger_device_info",
              {{"gpu_uuid", "GPU-1"}, {"gpu_model", "A100-80GB"}, {"node", "n1"},
               {"parent_uuid", ""}, {"mig_profile", ""}, {"sharing_mode", "time-slicing"}},
              1);
     auto dev = [&](const char* name, double v) {
-      w.Family(name, "h", agent::MetricType::kCounter);
+      w.Family(name, "h", prometheus::MetricType::kCounter);
       w.Sample(name, {{"gpu_uuid", "GPU-1"}}, v);
     };
     dev("gpuledger_device_metered_seconds_total", metered);
     dev("gpuledger_device_busy_seconds_total", busy);
     dev("gpuledger_device_idle_seconds_total", metered - busy);
     dev("gpuledger_device_unattributed_seconds_total", 0);
-    w.Family("gpuledger_container_allocated_gpu_seconds_total", "h", agent::MetricType::kCounter);
+    w.Family("gpuledger_container_allocated_gpu_seconds_total", "h", prometheus::MetricType::kCounter);
     w.Sample("gpuledger_container_allocated_gpu_seconds_total",
              {{"namespace", "ml"}, {"pod", "a"}, {"pod_uid", "ua"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
              a_alloc);
     w.Sample("gpuledger_container_allocated_gpu_seconds_total",
              {{"namespace", "ml"}, {"pod", "b"}, {"pod_uid", "ub"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
              b_alloc);
-    w.Family("gpuledger_container_compute_gpu_seconds_total", "h", agent::MetricType::kCounter);
+    w.Family("gpuledger_container_compute_gpu_seconds_total", "h", prometheus::MetricType::kCounter);
     w.Sample("gpuledger_container_compute_gpu_seconds_total",
              {{"namespace", "ml"}, {"pod", "a"}, {"pod_uid", "ua"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
              a_compute);
@@ -176,7 +177,7 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
     if (i % 2 == 0)
       ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", ms)).string(), text).ok());
     else
-      ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(), agent::Gzip(text)).ok());
+      ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(), prometheus::Gzip(text)).ok());
     agent.Advance(15);
   }
   ASSERT_TRUE(WriteFile((snaps / "README").string(), "not a snapshot").ok());

@@ -1,23 +1,18 @@
 #pragma once
-// Prometheus samples as the ingestion paths see them: from a scrape of an agent, from a
-// Prometheus-compatible HTTP API (raw samples), or from exposition files.
+// The unit of ingestion: one target's samples at one instant, from a scrape of an agent, from a
+// Prometheus-compatible HTTP API (raw samples), or from an exposition file.
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/units.h"
+#include "prometheus/sample.h"
 
 namespace gpuledger::ingest {
 
-// Labels sorted by name; no duplicate names.
-using Labels = std::vector<std::pair<std::string, std::string>>;
-
-struct Sample {
-  std::string name;   // metric name, e.g. "gpuledger_container_compute_gpu_seconds_total"
-  Labels labels;
-  double value = 0;
-};
+// Ingestion speaks Prometheus samples.
+using prometheus::Labels;
+using prometheus::Sample;
 
 // All the samples of one target (one agent, identified by `instance`) observed at one instant.
 struct TargetScrape {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include "agent/http_endpoint.h"
+#include "prometheus/listen.h"
 
 namespace gpuledger::server {
 
@@ -17,7 +17,7 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, Api& api) {
-  auto addr = agent::ParseListen(listen);
+  auto addr = prometheus::ParseListen(listen);
   if (!addr) return addr.error();
   auto impl = std::make_unique<Impl>();
   impl->host = addr->first;

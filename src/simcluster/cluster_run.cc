@@ -7,9 +7,9 @@
 
 #include "agent/collector.h"
 #include "attribution/attribute.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "cost/policy.h"
-#include "ingest/exposition_parser.h"
+#include "prometheus/exposition_parser.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/procfs/proc_source.h"
 #include "sources/sim/agent_world.h"
@@ -68,7 +68,7 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
                         fmt::format("{}@{}.prom", name, at / 1000);
       if (Status s = WriteFile(file.string(), text); !s.ok()) return s;
     }
-    auto parsed = ingest::ParseExposition(text);
+    auto parsed = prometheus::ParseExposition(text);
     if (!parsed) return InvalidArgument(fmt::format("node {} at {}: {}", name, at, parsed.error().message));
     stats.samples += static_cast<std::int64_t>(parsed->samples.size());
     ingestor.Feed(ingest::TargetScrape{name, at, std::move(parsed->samples)});

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "sources/nvml/nvml.h"
 #include "testing/nvml_standin/standin.h"
 

@@ -21,9 +21,10 @@
 
 #include <httplib.h>
 
-#include "agent/exposition.h"
-#include "common/file_util.h"
+#include "prometheus/exposition_writer.h"
+#include "io/file_util.h"
 #include "process_util.h"
+#include "prometheus/gzip.h"
 
 extern char** environ;
 
@@ -84,7 +85,7 @@ workloads:
     // The agent answered gzip; httplib's client (built with zlib) inflates it transparently.
     EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
     const bool inflated = gz->body.rfind("# HELP", 0) == 0;
-    std::string text_back = inflated ? gz->body : *agent::Gunzip(gz->body);
+    std::string text_back = inflated ? gz->body : *prometheus::Gunzip(gz->body);
     EXPECT_NE(text_back.find("gpuledger_device_info"), std::string::npos);
     // Exactly one layer of gzip: the raw bytes through a socket of our own.
     std::string raw;
@@ -115,7 +116,7 @@ workloads:
       }
       body = joined;
     }
-    auto once = agent::Gunzip(body);
+    auto once = prometheus::Gunzip(body);
     ASSERT_TRUE(once.ok()) << once.error().message;
     EXPECT_EQ(once->rfind("# HELP", 0), 0u) << "the body must be gzipped exactly once";
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 
 namespace gpuledger {
 namespace {

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/units.h"
 #include "fake_apiserver/fake_apiserver.h"
 #include "process_util.h"

@@ -18,7 +18,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "common/units.h"
 #include "process_util.h"
 

@@ -18,8 +18,8 @@
 
 #include <httplib.h>
 
-#include "common/file_util.h"
-#include "ingest/exposition_parser.h"
+#include "io/file_util.h"
+#include "prometheus/exposition_parser.h"
 #include "process_util.h"
 #include "store/ledger_store.h"
 
@@ -52,7 +52,7 @@ std::map<std::string, double> AgentAllocated(int port) {
   auto r = http.Get("/metrics");
   std::map<std::string, double> out;
   if (!r || r->status != 200) return out;
-  auto e = ingest::ParseExposition(r->body);
+  auto e = prometheus::ParseExposition(r->body);
   EXPECT_TRUE(e.ok()) << e.error().message;
   if (!e.ok()) return out;
   for (const auto& s : e->samples) {

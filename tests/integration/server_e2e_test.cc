@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "process_util.h"
 
 namespace gpuledger {

@@ -3,7 +3,7 @@
 
 #include <mutex>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 #include "sources/k8s_api/api_transport.h"
 
 namespace gpuledger::k8s {

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "common/file_util.h"
+#include "io/file_util.h"
 
 namespace gpuledger::k8s {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 #include "common/result.h"
 
 namespace gpuledger::procfs {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 
 namespace gpuledger::procfs {
 namespace {

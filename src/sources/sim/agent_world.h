@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 #include "model/snapshot.h"
 #include "sources/cri/runtime.h"
 #include "sources/gpu_source.h"

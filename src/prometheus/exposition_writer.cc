@@ -1,7 +1,6 @@
-#include "agent/exposition.h"
+#include "prometheus/exposition_writer.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,7 +9,7 @@
 #include <cstdlib>
 #include <iterator>
 
-namespace gpuledger::agent {
+namespace gpuledger::prometheus {
 namespace {
 
 // Broken invariants in code that builds the exposition (style rule 6: crash loudly).
@@ -222,72 +221,4 @@ std::string ExpositionWriter::Take() {
   return std::exchange(out_, {});
 }
 
-std::string Gzip(std::string_view data) {
-  z_stream zs{};
-  // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    Die("deflateInit2 failed", zs.msg != nullptr ? zs.msg : "");
-  std::string out(std::max<std::size_t>(deflateBound(&zs, data.size()), 64), '\0');
-  const auto* in = reinterpret_cast<const Bytef*>(data.data());
-  std::size_t handed = 0;  // input bytes given to zlib so far (avail_in is 32-bit)
-  for (;;) {
-    if (zs.avail_in == 0 && handed < data.size()) {
-      const std::size_t n = std::min<std::size_t>(data.size() - handed, UINT_MAX);
-      zs.next_in = const_cast<Bytef*>(in + handed);
-      zs.avail_in = static_cast<uInt>(n);
-      handed += n;
-    }
-    if (zs.total_out == out.size()) out.resize(out.size() * 2);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + zs.total_out);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - zs.total_out, UINT_MAX));
-    const int ret = deflate(&zs, handed == data.size() ? Z_FINISH : Z_NO_FLUSH);
-    if (ret == Z_STREAM_END) break;
-    if (ret == Z_STREAM_ERROR) Die("deflate failed", zs.msg != nullptr ? zs.msg : "");
-  }
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
-
-Result<std::string> Gunzip(std::string_view data) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 16) != Z_OK) return Internal("gunzip: inflateInit2 failed");
-  std::string out(std::max<std::size_t>(data.size() * 4, 256), '\0');
-  const auto* in = reinterpret_cast<const Bytef*>(data.data());
-  std::size_t handed = 0;
-  Result<std::string> result = Internal("gunzip: not finished");
-  for (;;) {
-    if (zs.avail_in == 0 && handed < data.size()) {
-      const std::size_t n = std::min<std::size_t>(data.size() - handed, UINT_MAX);
-      zs.next_in = const_cast<Bytef*>(in + handed);
-      zs.avail_in = static_cast<uInt>(n);
-      handed += n;
-    }
-    if (zs.total_out == out.size()) out.resize(out.size() * 2);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + zs.total_out);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - zs.total_out, UINT_MAX));
-    const int ret = inflate(&zs, Z_NO_FLUSH);
-    if (ret == Z_STREAM_END) {
-      if (zs.avail_in != 0 || handed != data.size()) {
-        result = InvalidArgument("gunzip: trailing data after the gzip stream");
-      } else {
-        out.resize(zs.total_out);
-        result = std::move(out);
-      }
-      break;
-    }
-    if (ret == Z_BUF_ERROR && zs.avail_in == 0 && handed == data.size()) {
-      result = InvalidArgument("gunzip: truncated gzip stream");
-      break;
-    }
-    if (ret != Z_OK && ret != Z_BUF_ERROR) {
-      result = InvalidArgument(
-          fmt::format("gunzip: corrupt gzip stream: {}", zs.msg != nullptr ? zs.msg : "error"));
-      break;
-    }
-  }
-  inflateEnd(&zs);
-  return result;
-}
-
-}  // namespace gpuledger::agent
+}  // namespace gpuledger::prometheus

@@ -1,4 +1,4 @@
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 #pragma once
 // A builder for the Prometheus text exposition format 0.0.4
-// (https://prometheus.io/docs/instrumenting/exposition_formats/), and gzip for the scrape path.
+// (https://prometheus.io/docs/instrumenting/exposition_formats/).
 // The agent renders a whole exposition once per collection cycle; /metrics only copies it
 // (design section 6), so this favours simplicity and a single buffer over incremental updates.
 //
@@ -25,9 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
 
-namespace gpuledger::agent {
+namespace gpuledger::prometheus {
 
 enum class MetricType { kCounter, kGauge, kHistogram, kUntyped };
 
@@ -87,9 +86,4 @@ class ExpositionWriter {
   std::unordered_set<std::string> families_;  // declared so far: a repeated TYPE is invalid
 };
 
-// gzip (RFC 1952) of `data` at the default compression level, for "Accept-Encoding: gzip".
-std::string Gzip(std::string_view data);
-// The inverse, for tests and scrapers; an error for anything that is not a complete gzip stream.
-Result<std::string> Gunzip(std::string_view data);
-
-}  // namespace gpuledger::agent
+}  // namespace gpuledger::prometheus

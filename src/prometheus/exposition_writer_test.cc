@@ -1,4 +1,4 @@
-#include "agent/exposition.h"
+#include "prometheus/exposition_writer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 #include <vector>
 
-namespace gpuledger::agent {
+namespace gpuledger::prometheus {
 namespace {
 
 namespace fs = std::filesystem;
@@ -238,38 +238,6 @@ std::string SampleExposition() {
   return w.Take();
 }
 
-TEST(Gzip, RoundTrips) {
-  const std::string text = SampleExposition();
-  const std::string gz = Gzip(text);
-  ASSERT_GE(gz.size(), 18u);
-  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);  // gzip magic
-  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
-  EXPECT_LT(gz.size(), text.size());
-  auto back = Gunzip(gz);
-  ASSERT_TRUE(back) << back.error().message;
-  EXPECT_EQ(*back, text);
-
-  auto empty = Gunzip(Gzip(""));
-  ASSERT_TRUE(empty) << empty.error().message;
-  EXPECT_EQ(*empty, "");
-
-  // Incompressible input bigger than the first output guess.
-  std::mt19937 rng(3);
-  std::string noise(1 << 20, '\0');
-  for (char& c : noise) c = static_cast<char>(rng());
-  auto noise_back = Gunzip(Gzip(noise));
-  ASSERT_TRUE(noise_back) << noise_back.error().message;
-  EXPECT_EQ(*noise_back, noise);
-}
-
-TEST(Gunzip, RejectsBrokenStreams) {
-  const std::string gz = Gzip("hello hello hello hello");
-  EXPECT_FALSE(Gunzip(gz.substr(0, gz.size() - 4)));
-  EXPECT_FALSE(Gunzip(gz + "x"));
-  EXPECT_FALSE(Gunzip("not gzip at all"));
-  EXPECT_FALSE(Gunzip(""));
-}
-
 // Prometheus's own linter, when installed (Debian package "prometheus").
 TEST(Exposition, PromtoolCheckMetricsAccepts) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0)
@@ -291,4 +259,4 @@ TEST(Exposition, PromtoolCheckMetricsAccepts) {
 }
 
 }  // namespace
-}  // namespace gpuledger::agent
+}  // namespace gpuledger::prometheus

@@ -1,15 +1,15 @@
-#include "ingest/exposition_parser.h"
+#include "prometheus/exposition_parser.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "agent/exposition.h"
+#include "prometheus/exposition_writer.h"
 #include "common/counter_units.h"
-#include "common/file_util.h"
+#include "io/file_util.h"
 
-namespace gpuledger::ingest {
+namespace gpuledger::prometheus {
 namespace {
 
 TEST(ParseExposition, FamiliesLabelsEscapesAndTimestamps) {
@@ -87,13 +87,13 @@ TEST(ParseExposition, SkipModeCountsBadLines) {
 }
 
 TEST(ParseExposition, RoundTripsTheAgentsWriter) {
-  agent::ExpositionWriter w;
+  ExpositionWriter w;
   w.Family("gpuledger_container_allocated_gpu_seconds_total", "help \"x\"\n",
-           agent::MetricType::kCounter);
+           MetricType::kCounter);
   w.Sample("gpuledger_container_allocated_gpu_seconds_total",
            {{"namespace", "ns"}, {"pod", "p\"o\\d\n"}, {"gpu_uuid", "GPU-1"}}, 1234.000001);
-  agent::HistogramData h{{0.5, 1}, {1, 2, 3}, 4.5};
-  w.Family("share", "h", agent::MetricType::kHistogram);
+  HistogramData h{{0.5, 1}, {1, 2, 3}, 4.5};
+  w.Family("share", "h", MetricType::kHistogram);
   w.Histogram("share", {{"pod", "p"}}, h);
   auto e = ParseExposition(w.Take());
   ASSERT_TRUE(e.ok()) << e.error().message;
@@ -190,9 +190,9 @@ TEST(ParseExposition, RandomInputNeverCrashes) {
 }
 
 }  // namespace
-}  // namespace gpuledger::ingest
+}  // namespace gpuledger::prometheus
 
-namespace gpuledger::ingest {
+namespace gpuledger::prometheus {
 namespace {
 
 // Integer counters through float64 text (common/counter_units.h): exact below the bound.
@@ -212,8 +212,8 @@ TEST(CounterRoundTrip, RandomIntegerCountersSurviveTheExpositionTextExactly) {
       const int bits = static_cast<int>(rng() % 54);
       values.push_back(static_cast<std::int64_t>(rng() % (std::uint64_t{1} << bits)) % c.limit);
     }
-    agent::ExpositionWriter w;
-    w.Family("x_total", "x", agent::MetricType::kCounter);
+    ExpositionWriter w;
+    w.Family("x_total", "x", MetricType::kCounter);
     for (std::int64_t v : values) w.Sample("x_total", ToBaseUnit(v, c.scale));
     auto parsed = ParseExposition(w.Take());
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
@@ -225,4 +225,4 @@ TEST(CounterRoundTrip, RandomIntegerCountersSurviveTheExpositionTextExactly) {
 }
 
 }  // namespace
-}  // namespace gpuledger::ingest
+}  // namespace gpuledger::prometheus

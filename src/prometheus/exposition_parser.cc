@@ -1,4 +1,4 @@
-#include "ingest/exposition_parser.h"
+#include "prometheus/exposition_parser.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-namespace gpuledger::ingest {
+namespace gpuledger::prometheus {
 namespace {
 
 bool IsNameStart(char c) {
@@ -249,4 +249,4 @@ Result<Exposition> ParseExposition(std::string_view text, const ParseOptions& op
   return out;
 }
 
-}  // namespace gpuledger::ingest
+}  // namespace gpuledger::prometheus

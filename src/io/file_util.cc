@@ -1,4 +1,4 @@
-#include "common/file_util.h"
+#include "io/file_util.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "billing/decimal.h"
+#include "common/money.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 
-namespace gpuledger::billing {
+namespace gpuledger {
 namespace {
 
 TEST(DecimalFromNanos, ExactWithoutTrailingZeros) {
@@ -32,6 +32,31 @@ TEST(NanosFromDecimal, RejectsWhatWouldNeedRounding) {
   }
 }
 
+TEST(NanosFromDecimal, ExactFromTheText) {
+  EXPECT_EQ(*NanosFromDecimal("6.88"), 6'880'000'000);  // 6.88 is not exact as a double
+  EXPECT_EQ(*NanosFromDecimal("0.1"), 100'000'000);
+  EXPECT_EQ(*NanosFromDecimal("0.000000001"), 1);
+  EXPECT_EQ(*NanosFromDecimal("3.430881250"), 3'430'881'250);
+  EXPECT_EQ(*NanosFromDecimal("007.5"), 7'500'000'000);
+  EXPECT_EQ(*NanosFromDecimal("0"), 0);
+  EXPECT_EQ(*NanosFromDecimal("9223372036.854775807"), INT64_MAX);
+  for (const char* bad : {"6.88e0", "9223372036.854775808", "99999999999", " 1", "1 ", "0x10"})
+    EXPECT_FALSE(NanosFromDecimal(bad)) << bad;
+  EXPECT_EQ(NanosFromDecimal("1.2345678901").error().message,
+            "'1.2345678901' is not a decimal amount: more than 9 decimal places (finer than a "
+            "nano)");
+}
+
+// Every amount formats to text that parses back to the same nanos.
+TEST(DecimalFromNanos, RoundTripsThroughTheParser) {
+  for (Nanos n : {Nanos{0}, Nanos{1}, Nanos{-1}, Nanos{6'880'000'000}, Nanos{-1'500'000'000},
+                  Nanos{INT64_MAX}, Nanos{INT64_MIN + 1}}) {
+    auto back = NanosFromDecimal(DecimalFromNanos(n));
+    ASSERT_TRUE(back) << n;
+    EXPECT_EQ(*back, n);
+  }
+}
+
 TEST(DecimalRatio, RoundsHalfAwayFromZero) {
   EXPECT_EQ(DecimalRatio(1, 3, 9), "0.333333333");
   EXPECT_EQ(DecimalRatio(2, 3, 9), "0.666666667");
@@ -40,4 +65,4 @@ TEST(DecimalRatio, RoundsHalfAwayFromZero) {
 }
 
 }  // namespace
-}  // namespace gpuledger::billing
+}  // namespace gpuledger

@@ -1,7 +1,7 @@
 #pragma once
 // A parser for the Prometheus text exposition format 0.0.4
 // (https://prometheus.io/docs/instrumenting/exposition_formats/): the inverse of
-// agent::ExpositionWriter, for the server's own scrapes and for exposition files.
+// ExpositionWriter, for the server's own scrapes and for exposition files.
 //
 // One pass over a std::string_view, no regex, no allocation per token beyond the samples it
 // returns. Accepts `# HELP` / `# TYPE` lines and other comments, escaped label values (\\ \" \n),
@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "ingest/sample.h"
+#include "prometheus/sample.h"
 
-namespace gpuledger::ingest {
+namespace gpuledger::prometheus {
 
 inline constexpr std::int64_t kNoTimestamp = INT64_MIN;
 
@@ -44,4 +44,4 @@ struct Exposition {
 
 Result<Exposition> ParseExposition(std::string_view text, const ParseOptions& options = {});
 
-}  // namespace gpuledger::ingest
+}  // namespace gpuledger::prometheus

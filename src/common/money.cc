@@ -1,11 +1,11 @@
-#include "billing/decimal.h"
+#include "common/money.h"
 
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <limits>
 
-namespace gpuledger::billing {
+namespace gpuledger {
 namespace {
 
 // Decimal digits of a non-negative 128-bit value.
@@ -91,4 +91,4 @@ std::string DecimalRatio(__int128 numerator, __int128 denominator, int scale) {
   return WithPoint(q, scale, negative);
 }
 
-}  // namespace gpuledger::billing
+}  // namespace gpuledger

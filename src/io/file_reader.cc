@@ -1,4 +1,4 @@
-#include "common/file_reader.h"
+#include "io/file_reader.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,0 +1,24 @@
+#pragma once
+// gzip (RFC 1952) for the scrape path: the agent answers "Accept-Encoding: gzip", the server
+// and tests read gzipped bodies and exposition files. The inverse is capped: a body from the
+// network is data, and a few kilobytes that inflate to gigabytes (a gzip bomb) must be an
+// error, not an out-of-memory kill.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace gpuledger::prometheus {
+
+// Far above a real agent's exposition (~1.7 MB with 200 containers), far below memory.
+inline constexpr std::size_t kMaxGunzipBytes = 256u << 20;
+
+// gzip of `data` at the default compression level.
+std::string Gzip(std::string_view data);
+// The inverse: an error (kInvalidArgument) for anything that is not one complete gzip stream,
+// or that inflates past `max_bytes`.
+Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes = kMaxGunzipBytes);
+
+}  // namespace gpuledger::prometheus
