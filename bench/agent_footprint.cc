@@ -14,7 +14,8 @@
 #include <thread>
 
 #include "agent/collector.h"
-#include "cli/sim_node_command.h"
+#include "common/clock.h"
+#include "sim_node/sim_node.h"
 #include "io/file_reader.h"
 #include "io/file_util.h"
 #include "sources/cri/runtime.h"
@@ -26,12 +27,6 @@ namespace gpuledger {
 namespace {
 
 namespace fs = std::filesystem;
-
-Micros Now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Replays one reading with advancing timestamps: NVML's cost is excluded by construction.
 class ReplaySource : public sources::GpuSource {
@@ -74,17 +69,18 @@ void BM_CycleOutsideNvml(benchmark::State& state) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   (void)WriteFile((dir / "scenario.yaml").string(), Scenario());
-  cli::SimNodeOptions o;
+  simnode::SimNodeOptions o;
   o.scenario = (dir / "scenario.yaml").string();
   o.node = "big";
   o.dir = (dir / "node").string();
-  auto node = cli::SimNode::Start(o);
+  auto node = simnode::SimNode::Start(o);
   if (!node.ok()) {
     state.SkipWithError(node.error().message.c_str());
     return;
   }
   ::setenv("GPULEDGER_NVML_SCENARIO", (*node)->standin_config().c_str(), 1);
-  auto nvml = nvml::OpenNvmlSource(GPULEDGER_STANDIN, 2'000'000, Now);
+  SystemClock clock;
+  auto nvml = nvml::OpenNvmlSource(GPULEDGER_STANDIN, 2'000'000, clock);
   (void)nvml->Read();
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   auto reading = nvml->Read();
@@ -99,7 +95,7 @@ void BM_CycleOutsideNvml(benchmark::State& state) {
   auto runtime = cri::MakeGrpcRuntimeClient((*node)->cri_socket());
   agent::CollectorOptions options;
   options.node = "big";
-  agent::Collector collector(options, replay, procs, kubelet.get(), runtime.get(), Now);
+  agent::Collector collector(options, replay, procs, kubelet.get(), runtime.get(), clock);
   collector.Cycle();
   for (auto _ : state) collector.Cycle();
   state.counters["gpus"] = static_cast<double>(reading->gpus.size());

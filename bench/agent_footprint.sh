@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Agent footprint for 8 GPUs and 200 containers on the NVML stand-in (issue: agent).
 #   1. CPU per cycle outside NVML: bench/agent_footprint (Google Benchmark).
-#   2. Peak RSS and CPU of the real `gpuledger agent` process against `gpuledger sim node`.
+#   2. Peak RSS and CPU of the real `gpuledger agent` process against `gpuledger-sim-node`.
 # Usage: bench/agent_footprint.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
 build=${1:-build}
@@ -23,8 +23,8 @@ echo "\$ $build/bench/agent_footprint --benchmark_min_time=2"
   done
 } > "$work/scenario.yaml"
 
-"$bin" sim node --scenario "$work/scenario.yaml" --node big --dir "$work/node" \
-  --nvml-standin "$build/testing/nvml_standin/libnvidia-ml.so.1" > "$work/node.out" 2>&1 &
+"$build/testing/sim_node/gpuledger-sim-node" --scenario "$work/scenario.yaml" --node big \
+  --dir "$work/node" > "$work/node.out" 2>&1 &
 node_pid=$!
 for _ in $(seq 50); do grep -q '^GPULEDGER_NVML_SCENARIO' "$work/node.out" && break; sleep 0.2; done
 cmd=$(grep '^GPULEDGER_NVML_SCENARIO' "$work/node.out" | sed 's/127.0.0.1:9400/127.0.0.1:0/')

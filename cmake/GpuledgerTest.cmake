@@ -12,6 +12,7 @@ function(gpuledger_test)
     GPULEDGER_SHARED_DATA="${GPULEDGER_SHARED_DATA}"
     GPULEDGER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     GPULEDGER_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/testing)  # temp_dir.h
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600)
 endfunction()

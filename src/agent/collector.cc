@@ -56,16 +56,16 @@ std::string Quality(const ConsumerUsage& c, bool memory) {
 
 Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
                      kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
-                     std::function<Micros()> now)
+                     const Clock& clock)
     : options_(std::move(options)),
       gpus_(gpus),
       procs_(procs),
       kubelet_(kubelet),
       runtime_(runtime),
-      now_(std::move(now)) {
+      clock_(clock) {
   counters_.cycle_seconds =
       Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
-  counters_.started_us = now_();
+  counters_.started_us = clock_.Now().wall_us;
 }
 
 
@@ -76,10 +76,12 @@ void Collector::CountFault(const std::string& source, const std::string& code) {
 
 void Collector::SetSourceUp(const std::string& source, bool up) { pending_up_[source] = up; }
 
-void Collector::RefreshKube(Micros now, bool force) {
+void Collector::RefreshKube(Micros now_mono, bool force) {
   if (kubelet_ == nullptr && runtime_ == nullptr) return;
-  if (!force && now - kube_refreshed_us_ < options_.kube_refresh_us) return;
-  kube_refreshed_us_ = now;
+  if (!force && kube_refreshed_mono_us_ &&
+      now_mono - *kube_refreshed_mono_us_ < options_.kube_refresh_us)
+    return;
+  kube_refreshed_mono_us_ = now_mono;
   // Each source keeps its last good view when it fails: a kubelet restart must not turn every
   // container into an unallocated user for ten seconds.
   if (kubelet_ != nullptr) {
@@ -110,7 +112,8 @@ void Collector::RefreshKube(Micros now, bool force) {
 
 void Collector::Cycle() {
   const auto started = std::chrono::steady_clock::now();
-  const Micros now = now_();
+  const ClockReading clock = clock_.Now();
+  const Micros now_mono = clock.mono_us;
   auto reading = gpus_.Read();
   SetSourceUp("nvml", reading.ok());
   if (!reading.ok()) {
@@ -121,7 +124,7 @@ void Collector::Cycle() {
     for (const auto& f : reading->faults) CountFault(f.source, f.code);
     if (reading->gpus.empty() && !reading->faults.empty()) SetSourceUp("nvml", false);
   }
-  RefreshKube(now, false);
+  RefreshKube(now_mono, false);
 
   std::vector<DeviceUsage> usage;
   JoinStats join;
@@ -138,7 +141,7 @@ void Collector::Cycle() {
     if (stats.unknown_containers > 0) {
       // A container started since the last refresh: refresh now and rebuild, so its first
       // cycle is not booked to an unresolved consumer.
-      RefreshKube(now, true);
+      RefreshKube(now_mono, true);
       stats = JoinStats{};
       snap = BuildSnapshot(options_.node, *reading, kube_, identities, &stats);
     }
@@ -164,27 +167,30 @@ void Collector::Cycle() {
   counters_.join_totals.unknown_containers += join.unknown_containers;
   counters_.join_totals.vanished_processes += join.vanished_processes;
   if (reading.ok()) {
-    Account(usage, *reading, now);
+    if (reading->wall_step_us != 0) ++counters_.clock_jumps;
+    Account(usage, *reading, now_mono);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = g.memory_used_bytes;
       d.memory_total_bytes = g.memory_total_bytes;
       d.power_mw = g.power_mw;
-      d.last_seen_us = now;
+      d.last_seen_us = now_mono;
     }
   }
   Observe(counters_.cycle_seconds, seconds);
-  counters_.at_us = now;
+  counters_.at_us = clock.wall_us;
+  counters_.at_mono_us = clock.mono_us;
+  ++counters_.cycles;
 }
 
 void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-                        Micros now) {
+                        Micros now_mono) {
   for (const MigInstance& m : reading.mig_instances) {
     DeviceSeries& d = counters_.devices[m.uuid.value];
     d.parent_uuid = m.parent.value;
     d.mig_profile = m.profile;
     d.sharing = "mig";
-    d.last_seen_us = now;
+    d.last_seen_us = now_mono;
   }
   for (const DeviceUsage& u : usage) {
     DeviceSeries& d = counters_.devices[u.gpu.value];
@@ -199,7 +205,7 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
     d.unattributed_memory_byte_us +=
         static_cast<unsigned __int128>(std::max<Bytes>(0, u.unattributed_memory_bytes)) *
         static_cast<std::uint64_t>(dt);
-    d.last_seen_us = now;
+    d.last_seen_us = now_mono;
     for (auto& [uuid, series] : counters_.devices)
       if (series.parent_uuid == u.gpu.value) series.model = u.model;
     for (const ConsumerUsage& c : u.consumers) {
@@ -222,12 +228,12 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
         Observe(s.compute_share, static_cast<double>(c.compute_us) / static_cast<double>(dt));
         Observe(s.memory_usage, static_cast<double>(s.memory_used_bytes));
       }
-      s.last_seen_us = now;
+      s.last_seen_us = now_mono;
     }
   }
   // Containers gone for longer than the TTL stop being exported (their totals were scraped).
   std::erase_if(counters_.containers, [&](const auto& kv) {
-    return now - kv.second.last_seen_us > options_.series_ttl_us;
+    return now_mono - kv.second.last_seen_us > options_.series_ttl_us;
   });
 }
 
@@ -354,6 +360,11 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            c.join_totals.unknown_containers);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}},
            c.join_totals.vanished_processes);
+  w.Family("gpuledger_agent_clock_jumps_total",
+           "Steps of the wall clock beyond 1 s (NTP step, VM resume). Metered time is "
+           "monotonic: a step is counted here, never metered.",
+           MetricType::kCounter);
+  w.Sample("gpuledger_agent_clock_jumps_total", static_cast<double>(c.clock_jumps));
   // Lets an ingester that watched since before this start count the counters from zero
   // instead of taking its first scrape as a baseline.
   w.Family("gpuledger_agent_start_time_seconds", "When this agent started (its counters began).",
@@ -368,18 +379,21 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
 std::shared_ptr<const Rendered> Collector::Exposition() const {
   std::lock_guard render_lock(render_mu_);
   std::lock_guard lock(mu_);
-  if (!rendered_ || rendered_->at_us != counters_.at_us || counters_.at_us == 0)
-    rendered_ = std::make_shared<const Rendered>(Rendered{Render(counters_, options_.node), counters_.at_us});
+  if (!rendered_ || rendered_->cycle != counters_.cycles || counters_.cycles == 0)
+    rendered_ = std::make_shared<const Rendered>(
+        Rendered{Render(counters_, options_.node), counters_.at_us, counters_.cycles});
   return rendered_;
 }
 
 bool Collector::Healthy(Micros max_age_us) const {
   Micros last;
+  std::uint64_t cycles;
   {
     std::lock_guard lock(mu_);
-    last = counters_.at_us;
+    last = counters_.at_mono_us;
+    cycles = counters_.cycles;
   }
-  return last != 0 && now_() - last <= max_age_us;
+  return cycles != 0 && clock_.Now().mono_us - last <= max_age_us;
 }
 
 }  // namespace gpuledger::agent

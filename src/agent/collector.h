@@ -19,10 +19,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "prometheus/exposition_writer.h"
+#include "common/clock.h"
 #include "common/counter_units.h"
 #include "agent/node_view.h"
 #include "model/usage.h"
@@ -43,16 +45,21 @@ struct CollectorOptions {
 // One rendering of the exposition.
 struct Rendered {
   std::string text;
-  Micros at_us = 0;
+  Micros at_us = 0;           // wall time of the cycle it shows
+  std::uint64_t cycle = 0;    // which cycle (wall time can repeat after a step back)
 };
 
 class Collector {
  public:
-  // Sources are owned by the caller and must outlive the collector. `kubelet` and `runtime`
-  // may be null (no Kubernetes on this node). `now` is the clock (µs since the epoch).
+  // Sources and the clock are owned by the caller and must outlive the collector. `kubelet`
+  // and `runtime` may be null (no Kubernetes on this node). The clock's wall part stamps the
+  // exposition; its monotonic part times ages (kube refresh, series TTL, health), so a wall
+  // step neither drops series nor fakes an outage. Metered lengths come from the GPU source's
+  // intervals (monotonic too); a wall step it reports is counted in
+  // gpuledger_agent_clock_jumps_total.
   Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
             kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
-            std::function<Micros()> now);
+            const Clock& clock);
 
   void Cycle();
 
@@ -99,13 +106,17 @@ class Collector {
     std::map<std::string, bool> source_up;
     prometheus::HistogramData cycle_seconds;
     JoinStats join_totals;
-    Micros at_us = 0;
+    std::int64_t clock_jumps = 0;
+    std::uint64_t cycles = 0;
+    Micros at_us = 0;       // wall time of the last cycle
+    Micros at_mono_us = 0;  // monotonic time of the last cycle
     Micros started_us = 0;  // when this agent started: its counters began at zero then
   };
 
-  void RefreshKube(Micros now, bool force);
+  // `now_mono` is the monotonic time of the cycle.
+  void RefreshKube(Micros now_mono, bool force);
   void Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-               Micros now);
+               Micros now_mono);
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
   static std::string Render(const Counters& c, const std::string& node);
@@ -115,10 +126,10 @@ class Collector {
   procfs::ProcSource& procs_;
   kubelet::PodResourcesClient* kubelet_;
   cri::RuntimeClient* runtime_;
-  std::function<Micros()> now_;
+  const Clock& clock_;
 
   KubeView kube_;
-  Micros kube_refreshed_us_ = 0;
+  std::optional<Micros> kube_refreshed_mono_us_;
   // A cycle's fault counts and source states, applied with its results (collector thread).
   std::vector<std::pair<std::string, std::string>> pending_faults_;
   std::map<std::string, bool> pending_up_;

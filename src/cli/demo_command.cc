@@ -58,14 +58,6 @@ Result<Inputs> ParseInputs(const DemoOptions& o) {
   return in;
 }
 
-std::string TruthCsv(const sim::Simulator& s) {
-  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n";
-  for (const auto& [ref, t] : s.truth())
-    csv += fmt::format("{},{},{:.0f},{:.0f}\n", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
-                       t.memory_byte_us);
-  return csv;
-}
-
 double RelativeError(double got, double want) {
   if (want == 0) return got == 0 ? 0 : 1;
   return (got - want) / want;
@@ -265,7 +257,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                      alloc_exact, total, max_alloc_diff);
 
   if (!o.truth.empty()) {
-    if (Status s = WriteFile(o.truth, TruthCsv(simulator)); !s.ok()) {
+    if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth())); !s.ok()) {
       err << "error: --truth: " << s.error().message << "\n";
       return 1;
     }

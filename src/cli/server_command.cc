@@ -18,6 +18,8 @@
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
+#include "server/ingest_server.h"
+#include "server/ingest_source.h"
 #include "sources/k8s_api/endpoints.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/k8s_api/metadata_source.h"
@@ -36,7 +38,14 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  server::Api api(**store, token);
+  // `store` (opened read-write, so the schema is current) stays open while serving: a
+  // read-only SQLite connection needs the WAL files a writer keeps. The API reads through its
+  // own connections, one per concurrent request, so a long report holds up no probe.
+  server::StoreOpener open = [db]() -> Result<std::unique_ptr<store::LedgerStore>> {
+    if (store::IsPostgresLedgerSpec(db)) return store::OpenLedger(db);
+    return store::OpenSqliteLedger(store::SqliteLedgerPath(db), {.read_only = true});
+  };
+  server::Api api(std::move(open), token);
   if (extra_metrics) api.AddMetrics(std::move(extra_metrics));
   auto http = server::HttpServer::Bind(listen, api);
   if (!http && fallback_any_port) {
@@ -60,26 +69,6 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
 }
 
 namespace {
-
-// --cluster, else the ledger's meta "cluster", else "default". Kept in the ledger's meta.
-std::string ClusterOf(const ServerOptions& o, store::LedgerStore& store) {
-  auto meta = store.ReadMeta();
-  if (!o.cluster.empty()) {
-    if (!meta.ok() || meta->count("cluster") == 0) (void)store.PutMeta("cluster", o.cluster);
-    return o.cluster;
-  }
-  if (meta.ok() && meta->count("cluster") > 0) return meta->at("cluster");
-  return "default";
-}
-
-// A stored Prometheus cursor: decimal µs since the epoch, after 2000-01-01.
-std::optional<Micros> ParseCursor(const std::string& text) {
-  Micros v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 946'684'800'000'000LL)
-    return std::nullopt;
-  return v;
-}
 
 // Wall clock in µs since the epoch.
 Micros WallNowUs() {
@@ -127,34 +116,32 @@ Result<Metadata> StartMetadataIfConfigured(const ServerOptions& o, std::ostream&
   return m;
 }
 
-// --source scrape | files=DIR: the ingest runs on its own SQLite connection (WAL lets the API's
-// connection read meanwhile) and, for scrape, on its own thread; the API serves throughout.
-int RunIngestServer(const ServerOptions& o, const std::string& path, const std::string& token,
-                    const cost::Catalog& catalog, const std::atomic<bool>& stop,
-                    std::ostream& out, std::ostream& err) {
-  const bool scrape = o.source == "scrape";
+// --source scrape: the flags as a source (targets listed or discovered from the agents'
+// Endpoints, asked again before every round). An error is printed; nullptr and `rc` then.
+std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions& o, std::ostream& err,
+                                                            int& rc) {
+  rc = 2;
   std::vector<std::string> targets;
   for (std::size_t at = 0; at <= o.targets.size();) {
     std::size_t comma = std::min(o.targets.find(',', at), o.targets.size());
     if (comma > at) targets.push_back(o.targets.substr(at, comma - at));
     at = comma + 1;
   }
-  if (scrape && targets.empty() && o.targets_from.empty()) {
+  if (targets.empty() && o.targets_from.empty()) {
     err << "error: --source scrape needs --targets HOST:PORT[,...] or --targets-from "
            "NAMESPACE/SERVICE[:PORT]\n";
-    return 2;
+    return nullptr;
   }
-  // Agents discovered from their Service's Endpoints, asked again before every round.
   std::function<Result<std::vector<std::string>>()> discover;
   if (!o.targets_from.empty()) {
     auto service = k8s::ParseServiceRef(o.targets_from);
     if (!service) {
       err << "error: --targets-from " << service.error().message << "\n";
-      return 2;
+      return nullptr;
     }
     if (o.kubeconfig.empty() && !o.in_cluster && o.api_server.empty()) {
       err << "error: --targets-from needs the API server: --kubeconfig, --in-cluster or --api-server\n";
-      return 2;
+      return nullptr;
     }
     k8s::MetadataConfig mc;
     mc.kubeconfig = o.kubeconfig;
@@ -164,34 +151,82 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
     auto api = k8s::ResolveApiServerConfig(mc, [](const char* name) { return std::getenv(name); });
     if (!api) {
       err << "error: " << api.error().message << "\n";
-      return ExitCodeFor(api.error());
+      rc = ExitCodeFor(api.error());
+      return nullptr;
     }
     k8s::InitCurlOnce();
     std::shared_ptr<k8s::ApiTransport> transport = k8s::MakeCurlTransport(*api);
     discover = [transport, ref = *service] { return k8s::DiscoverTargets(*transport, ref); };
   }
-  if (!scrape && !o.targets.empty()) {
-    err << "error: --targets is for --source scrape\n";
-    return 2;
-  }
   auto interval = ParseDuration(o.scrape_interval);
   if (!interval || *interval <= 0) {
     err << fmt::format("error: --scrape-interval '{}': expected a duration such as 15s\n",
                        o.scrape_interval);
+    return nullptr;
+  }
+  server::ScrapeSourceConfig config;
+  config.options.targets = std::move(targets);
+  config.options.interval_us = *interval;
+  config.options.discover = std::move(discover);
+  config.options.timeout_us = std::min<Micros>(*interval, 10 * kMicrosPerSecond);
+  config.now = WallNowUs;
+  config.log = &err;
+  return server::MakeScrapeSource(std::move(config));
+}
+
+// --source prometheus=URL: the flags as a source. An error is printed; nullptr and `rc` then.
+std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerOptions& o,
+                                                                const std::string& path,
+                                                                const std::atomic<bool>& stop,
+                                                                std::ostream& err, int& rc) {
+  rc = 2;
+  const std::string url = o.source.substr(std::string_view("prometheus=").size());
+  auto client = ingest::PrometheusClient::Create(url);
+  if (!client) {
+    err << "error: --source: " << client.error().message << "\n";
+    return nullptr;
+  }
+  auto since = ParseDuration(o.since);
+  if (!since || *since <= 0) {
+    err << fmt::format("error: --since '{}': expected a duration such as 24h or 7d\n", o.since);
+    return nullptr;
+  }
+  server::PrometheusSourceConfig config;
+  config.url = url;
+  config.client = std::move(*client);
+  config.since_us = *since;
+  config.ledger_display = store::DisplayLedgerSpec(path);
+  config.now = WallNowUs;
+  config.progress = ::isatty(2) ? &err : nullptr;
+  config.log = &err;
+  config.stop = &stop;
+  return server::MakePrometheusSource(std::move(config));
+}
+
+// --source scrape | files=DIR | prometheus=URL: flags to a source, then the ingest server
+// component (server/ingest_server.h) runs it with the API. The ingest writes through its own
+// connection (SQLite WAL lets the API's connections read meanwhile).
+int RunIngest(const ServerOptions& o, const std::string& path, const std::string& token,
+              const cost::Catalog& catalog, const std::atomic<bool>& stop, std::ostream& out,
+              std::ostream& err) {
+  const bool scrape = o.source == "scrape";
+  const bool files = o.source.starts_with("files=");
+  if (!scrape && !o.targets.empty()) {
+    err << "error: --targets is for --source scrape\n";
     return 2;
   }
-  auto store = store::OpenLedger(path);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
-  std::string cluster = ClusterOf(o, **store);
+  int rc = 2;
+  std::unique_ptr<server::IngestSource> source;
+  if (scrape) source = ScrapeSourceFromFlags(o, err, rc);
+  else if (files) source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err);
+  else source = PrometheusSourceFromFlags(o, path, stop, err, rc);
+  if (!source) return rc;
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
     return ExitCodeFor(metadata.error());
   }
-  if (!scrape && !metadata->source) {
+  if (files && !metadata->source) {
     const auto file = std::filesystem::path(o.source.substr(6)) / "metadata.json";
     if (std::filesystem::exists(file)) {
       auto text = ReadFile(file.string());
@@ -204,151 +239,26 @@ int RunIngestServer(const ServerOptions& o, const std::string& path, const std::
       metadata->snapshot = std::make_shared<const k8s::MetadataView>(std::move(*tables));
     }
   }
-  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts());
-  // Scraping sees agents live from now on; a replay only knows its files.
-  if (Status s = ingestor.Start(scrape ? WallNowUs() : INT64_MAX); !s.ok()) {
-    err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message
-        << "\n";
-    return ExitCodeFor(s.error());
-  }
-  if (!scrape) {
-    const std::string dir = o.source.substr(6);
-    auto replayed = ingest::ReplayFiles(dir, ingestor, &err);
-    if (!replayed) {
-      err << "error: " << replayed.error().message << "\n";
-      return ExitCodeFor(replayed.error());
-    }
-    out << fmt::format("replayed {} snapshot files ({} samples) into {}: {} device-hours written\n",
-                       replayed->files, replayed->samples, store::DisplayLedgerSpec(path),
-                       ingestor.hours_written());
-    out.flush();
-    if (!o.serve || o.backfill_only) return 0;
-    return ServeLedger(path, o.listen, token, false, stop, out, err);
-  }
-  ingest::ScrapeOptions options{targets, *interval, discover};
-  const Micros timeout = std::min<Micros>(*interval, 10 * kMicrosPerSecond);
-  ingest::ScrapeLoop loop(
-      ingestor, options,
-      [timeout](const std::string& target) { return ingest::FetchMetrics(target, timeout); },
-      [] {
-        return std::chrono::duration_cast<std::chrono::microseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-            .count();
+  server::IngestServerConfig config;
+  config.ledger = path;
+  config.cluster = o.cluster;
+  config.catalog = &catalog;
+  config.describe = metadata->Describe();
+  config.node_facts = metadata->Facts();
+  // --backfill-only is for the sources that have a backlog; a scrape has none.
+  config.backfill_only = o.backfill_only && !scrape;
+  config.serve = o.serve;
+  auto served = server::RunIngestServer(
+      config, *source, stop,
+      [&](std::function<std::string()> extra_metrics) {
+        return ServeLedger(path, o.listen, token, false, stop, out, err, std::move(extra_metrics));
       },
-      err);
-  loop.Start();
-  int rc = ServeLedger(path, o.listen, token, false, stop, out, err,
-                       [&loop] { return loop.RenderMetrics(); });
-  loop.Stop();
-  return rc;
-}
-
-// --source prometheus=URL: raw counter samples hour by hour through the HTTP API of Prometheus,
-// Thanos, Mimir or VictoriaMetrics, fed to the same exact-delta engine. A cursor in the ledger's
-// meta ("prometheus_cursor") says how far it got, so a restart resumes where it stopped.
-// Samples younger than `kLag` are left for the next round: a TSDB may still be ingesting them.
-int RunPrometheusIngest(const ServerOptions& o, const std::string& path, const std::string& token,
-                        const cost::Catalog& catalog, const std::atomic<bool>& stop,
-                        std::ostream& out, std::ostream& err) {
-  constexpr Micros kLag = 5 * kMicrosPerSecond;
-  constexpr std::string_view kCursorKey = "prometheus_cursor";
-  const std::string url = o.source.substr(std::string_view("prometheus=").size());
-  auto client = ingest::PrometheusClient::Create(url);
-  if (!client) {
-    err << "error: --source: " << client.error().message << "\n";
-    return 2;
+      out);
+  if (!served) {
+    err << "error: " << served.error().message << "\n";
+    return ExitCodeFor(served.error());
   }
-  auto since = ParseDuration(o.since);
-  if (!since || *since <= 0) {
-    err << fmt::format("error: --since '{}': expected a duration such as 24h or 7d\n", o.since);
-    return 2;
-  }
-  auto store = store::OpenLedger(path);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
-  std::string cluster = ClusterOf(o, **store);
-  Micros cursor = HourStart(WallNowUs() - *since);
-  auto meta = (*store)->ReadMeta();
-  if (!meta) {
-    err << "error: " << meta.error().message << "\n";
-    return ExitCodeFor(meta.error());
-  }
-  if (auto it = meta->find(std::string(kCursorKey)); it != meta->end()) {
-    // A corrupt cursor is an error naming the key, never a backfill from 1970.
-    auto parsed = ParseCursor(it->second);
-    if (!parsed) {
-      err << fmt::format("error: --ledger '{}': meta '{}' is '{}': expected µs since the epoch "
-                         "after 2000 (fix or delete the key to start again from --since)\n",
-                         store::DisplayLedgerSpec(o.ledger), kCursorKey, it->second);
-      return 1;
-    }
-    cursor = *parsed;
-  }
-  auto metadata = StartMetadataIfConfigured(o, err);
-  if (!metadata) {
-    err << "error: " << metadata.error().message << "\n";
-    return ExitCodeFor(metadata.error());
-  }
-  ingest::Ingestor ingestor(**store, catalog, cluster, metadata->Describe(), metadata->Facts());
-  // The TSDB holds everything since the first cursor: agents that started after it count from
-  // their start, as they do when scraped directly.
-  if (Status s = ingestor.Start(cursor); !s.ok()) {
-    err << "error: --ledger '" << store::DisplayLedgerSpec(o.ledger) << "': " << s.error().message << "\n";
-    return ExitCodeFor(s.error());
-  }
-  const bool tty = ::isatty(2);
-  // One round: hour-sized windows from the cursor up to now - kLag.
-  auto catch_up = [&]() -> Status {
-    const Micros until = WallNowUs() - kLag;
-    const Micros first = cursor;
-    while (cursor < until && !stop.load()) {
-      const Micros end = std::min(HourStart(cursor) + kMicrosPerHour, until);
-      auto scrapes = (*client)->Fetch(cursor, end);
-      if (!scrapes) return scrapes.status();
-      for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
-      if (Status s = ingestor.Commit(); !s.ok()) return s;
-      cursor = end;
-      if (Status s = (*store)->PutMeta(std::string(kCursorKey), std::to_string(cursor)); !s.ok()) return s;
-      if (tty && until - first > kMicrosPerHour)
-        err << fmt::format("\rbackfill {}: {:5.1f}%  ({} device-hours written)", url,
-                           100.0 * static_cast<double>(cursor - first) / static_cast<double>(until - first),
-                           ingestor.hours_written())
-            << std::flush;
-    }
-    if (tty && until - first > kMicrosPerHour) err << "\n";
-    return Status::Ok();
-  };
-  if (o.backfill_only) {
-    Status s = catch_up();
-    if (!s.ok()) {
-      err << "error: " << s.error().message << "\n";
-      return ExitCodeFor(s.error());
-    }
-    out << fmt::format("read {} up to {}: {} device-hours written to {}\n", url,
-                       FormatRfc3339(cursor), ingestor.hours_written(), store::DisplayLedgerSpec(path));
-    return 0;
-  }
-  // Follow: catch up every 30 s on a thread while the API serves; errors are logged once per
-  // change of state and the next round retries.
-  std::atomic<bool> loop_stop{false};
-  std::thread follower([&] {
-    std::string last_error;
-    while (!loop_stop.load() && !stop.load()) {
-      Status s = catch_up();
-      std::string now_error = s.ok() ? "" : s.error().message;
-      if (now_error != last_error)
-        err << (s.ok() ? "ingest: " + url + " is back\n" : "ingest: " + now_error + "\n");
-      last_error = now_error;
-      for (int i = 0; i < 300 && !loop_stop.load() && !stop.load(); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  int rc = ServeLedger(path, o.listen, token, false, stop, out, err);
-  loop_stop = true;
-  follower.join();
-  return rc;
+  return *served;
 }
 
 }  // namespace
@@ -399,8 +309,7 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
       return 2;
     }
   }
-  if (prometheus) return RunPrometheusIngest(o, path, token, catalog, stop, out, err);
-  if (ingest) return RunIngestServer(o, path, token, catalog, stop, out, err);
+  if (ingest) return RunIngest(o, path, token, catalog, stop, out, err);
   return ServeLedger(path, o.listen, token, false, stop, out, err);
 }
 

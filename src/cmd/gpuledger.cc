@@ -17,7 +17,6 @@
 #include "cli/report_command.h"
 #include "cli/server_command.h"
 #include "cli/sim_command.h"
-#include "cli/sim_node_command.h"
 
 #ifndef GPULEDGER_VERSION
 #define GPULEDGER_VERSION "dev"
@@ -70,19 +69,6 @@ int main(int argc, char** argv) {
   import_cmd->add_option("--pods", import.pods, "openb_pod_list_*.csv")->required();
   import_cmd->add_option("--nodes", import.nodes, "openb_node_list_gpu_node.csv")->required();
   import_cmd->add_option("--out", import.out, "scenario YAML to write")->required();
-
-  SimNodeOptions node;
-  auto* node_cmd = sim_cmd->add_subcommand("node", "lay out one simulated node for a real agent");
-  node_cmd->add_option("--scenario", node.scenario, "scenario YAML")->required();
-  node_cmd->add_option("--node", node.node, "node name in the scenario")->required();
-  node_cmd->add_option("--dir", node.dir, "directory for the node's procfs tree and sockets")->required();
-  // The stand-in is a test library (testing/nvml_standin), never part of an install: the
-  // binary carries no path to it; the caller names it.
-  node_cmd->add_option("--nvml-standin", node.nvml_standin,
-                       "the NVML stand-in library (a build makes "
-                       "build/testing/nvml_standin/libnvidia-ml.so.1)")
-      ->envname("GPULEDGER_NVML_STANDIN")
-      ->required();
 
   gpuledger::cmd::AgentFlags agent;
   auto* agent_cmd = app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");
@@ -166,10 +152,6 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   if (demo_cmd->parsed()) return RunDemo(demo, g_stop, std::cout, std::cerr);
   if (server_cmd->parsed()) return RunServer(server, g_stop, std::cout, std::cerr);
-  if (node_cmd->parsed()) {
-    node.agent_binary = std::filesystem::absolute(argv[0]).string();
-    return RunSimNode(node, g_stop, std::cout, std::cerr);
-  }
   if (agent_cmd->parsed()) return gpuledger::cmd::RunAgent(agent, g_stop);
   std::cout << "gpuledger " << GPULEDGER_VERSION << "\n";
   return 0;

@@ -9,8 +9,9 @@
 
 #include "agent/collector.h"
 #include "agent/http_endpoint.h"
-#include "io/file_reader.h"
+#include "common/clock.h"
 #include "common/time_util.h"
+#include "io/file_reader.h"
 #include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
 #include "sources/kubelet/pod_resources.h"
@@ -18,15 +19,6 @@
 #include "sources/procfs/proc_source.h"
 
 namespace gpuledger::cmd {
-namespace {
-
-Micros WallNowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
   auto interval = ParseDuration(f.interval);
@@ -47,9 +39,12 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     std::cerr << "error: " << l.error().message << "\n";
     return 2;
   }
+  // One clock for the whole agent: wall time for timestamps (and NVML's), monotonic time for
+  // every length, so a step of the wall clock is counted, never metered (common/clock.h).
+  SystemClock clock;
   auto files = MakePosixFileReader(f.host_root);
   procfs::ProcSource procs(*files);
-  auto gpus = nvml::OpenNvmlSource(f.nvml_library, *deadline, WallNowUs);
+  auto gpus = nvml::OpenNvmlSource(f.nvml_library, *deadline, clock);
   std::cerr << "gpuledger agent: " << gpus->Describe() << "\n";
 
   // Kubernetes is optional: without a kubelet socket the agent attributes to Unix users and
@@ -64,7 +59,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
 
   agent::CollectorOptions options;
   options.node = f.node_name;
-  agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), WallNowUs);
+  agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), clock);
   collector.Cycle();  // baseline: the first /metrics already has the device list
 
   auto http = agent::HttpEndpoint::Bind(f.listen, collector, 3 * *interval + 10 * kMicrosPerSecond);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attribution/close_hour.h"
@@ -20,7 +21,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::string_view kStateKind = "gpuledger-counter-ledger";
-constexpr int kStateVersion = 2;  // 1: double accumulators (read and converted)
+// 1: double accumulators (read and converted); 2: integers; 3: devices and attribution entries
+// carry when they were last seen (read from 1 and 2 as the instance's last scrape).
+constexpr int kStateVersion = 3;
 
 // What a counter adds to, and its scale from the exposition's base unit to the ledger's.
 enum class Field {
@@ -111,9 +114,11 @@ struct CounterLedger::Impl {
   };
   struct DeviceFacts {
     std::string node, model, sharing, parent;
+    Micros seen_us = 0;  // the last scrape that described it (Prune)
   };
   struct Sources {
     std::string compute, memory;
+    Micros seen_us = 0;
   };
   struct InstanceState {
     Micros last_at_us = INT64_MIN;
@@ -151,11 +156,16 @@ struct CounterLedger::Impl {
   std::int64_t ignored = 0;
   std::int64_t resets = 0;
   std::int64_t late_dropped = 0;
+  // What changed since the state was last saved (PendingState): parts to write and to erase.
+  bool engine_dirty = false;
+  std::set<std::string> dirty_instances, removed_instances;
+  std::set<HourKey> dirty_hours, removed_hours;
 
   DeviceAcc& Acc(Micros hour, const std::string& gpu, const InstanceState& inst) {
     HourKey key{hour, gpu};
     DeviceAcc& acc = hours[key];
     touched.insert(key);
+    dirty_hours.insert(key);
     if (auto it = inst.devices.find(gpu); it != inst.devices.end()) {
       if (!it->second.node.empty()) acc.node = it->second.node;
       if (!it->second.model.empty()) acc.model = it->second.model;
@@ -227,6 +237,139 @@ struct CounterLedger::Impl {
     }
   }
 
+  // --- State serialisation: shared by the whole State() and its parts. ---
+
+  static std::string InstancePart(const std::string& name) { return "instance/" + name; }
+  static std::string HourPart(const HourKey& key) {
+    return "hour/" + std::to_string(key.first) + "/" + key.second;
+  }
+
+  json EngineJson() const {
+    json j;
+    j["kind"] = kStateKind;
+    j["version"] = kStateVersion;
+    j["cluster"] = cluster;
+    j["forgotten_before_us"] = forgotten_before_us;
+    j["latest_us"] = latest_us;
+    j["observing_since_us"] = observing_since_us;
+    j["ignored"] = ignored;
+    j["resets"] = resets;
+    j["late_dropped"] = late_dropped;
+    return j;
+  }
+
+  // Reads the engine's fields; returns the version (1, 2 or 3). Throws on a malformed field.
+  static Result<int> ReadEngine(const json& j, Impl& m) {
+    if (!j.is_object() || j.value("kind", "") != kStateKind)
+      return InvalidArgument("not a gpuledger counter-ledger state");
+    const int version = j.at("version").get<int>();
+    if (version < 1 || version > kStateVersion)
+      return InvalidArgument("version " + j.at("version").dump() + ", this build reads 1 to " +
+                             std::to_string(kStateVersion));
+    m.forgotten_before_us = j.at("forgotten_before_us").get<Micros>();
+    m.latest_us = j.at("latest_us").get<Micros>();
+    m.observing_since_us = j.value("observing_since_us", INT64_MAX);
+    m.ignored = j.at("ignored").get<std::int64_t>();
+    m.resets = j.at("resets").get<std::int64_t>();
+    m.late_dropped = j.at("late_dropped").get<std::int64_t>();
+    return version;
+  }
+
+  static json InstanceJson(const InstanceState& inst) {
+    json series = json::array();
+    for (const auto& [key, st] : inst.series) series.push_back({key, st.value, st.at_us});
+    json devices = json::object();
+    for (const auto& [gpu, f] : inst.devices)
+      devices[gpu] = {f.node, f.model, f.sharing, f.parent, f.seen_us};
+    json attribution = json::array();
+    for (const auto& [key, src] : inst.attribution)
+      attribution.push_back({key, src.compute, src.memory, src.seen_us});
+    return {{"last_at_us", inst.last_at_us}, {"series", series}, {"devices", devices},
+            {"attribution", attribution}};
+  }
+
+  // Version 1 kept series values in base units (doubles); before 3 entries had no sighting
+  // time: the instance's last scrape stands in for it.
+  static InstanceState InstanceFrom(const json& ij, int version) {
+    InstanceState inst;
+    inst.last_at_us = ij.at("last_at_us").get<Micros>();
+    for (const auto& s : ij.at("series")) {
+      std::string key = s.at(0).get<std::string>();
+      std::int64_t value = 0;
+      if (version == 1) {
+        const CounterKind* kind = FindCounter(key.substr(0, key.find('\x1f')));
+        auto c = kind ? CountOf(*kind, s.at(1).get<double>()) : std::nullopt;
+        if (!c) continue;
+        value = *c;
+      } else {
+        value = s.at(1).get<std::int64_t>();
+      }
+      inst.series[std::move(key)] = {value, s.at(2).get<Micros>()};
+    }
+    for (const auto& [gpu, f] : ij.at("devices").items())
+      inst.devices[gpu] = {f.at(0).get<std::string>(), f.at(1).get<std::string>(),
+                           f.at(2).get<std::string>(), f.at(3).get<std::string>(),
+                           f.size() > 4 ? f.at(4).get<Micros>() : inst.last_at_us};
+    for (const auto& a : ij.at("attribution"))
+      inst.attribution[a.at(0).get<std::string>()] = {
+          a.at(1).get<std::string>(), a.at(2).get<std::string>(),
+          a.size() > 3 ? a.at(3).get<Micros>() : inst.last_at_us};
+    return inst;
+  }
+
+  static json HourJson(const HourKey& key, const DeviceAcc& a) {
+    json consumers = json::array();
+    for (const auto& [ref, c] : a.consumers)
+      consumers.push_back({ref.namespace_name, ref.pod, ref.pod_uid.value, ref.container,
+                           c.allocated_us, c.compute_us, c.memory_kib_s, c.energy_mj,
+                           c.peak_memory_bytes, static_cast<int>(c.compute_quality),
+                           static_cast<int>(c.memory_quality), c.rule});
+    return {key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
+            a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
+            a.unattributed_memory_kib_s};
+  }
+
+  // Version 1 kept doubles: hours in µs, mJ and byte-µs.
+  static Status HourFrom(const json& h, int version, HourKey& key, DeviceAcc& a) {
+    const bool v1 = version == 1;
+    auto count = [](const json& v) -> std::int64_t {
+      return v.is_number_integer() ? v.get<std::int64_t>() : std::llround(v.get<double>());
+    };
+    key = {h.at(0).get<Micros>(), h.at(1).get<std::string>()};
+    a.node = h.at(2).get<std::string>();
+    a.model = h.at(3).get<std::string>();
+    a.sharing = h.at(4).get<std::string>();
+    a.metered_us = count(h.at(5));
+    a.busy_us = count(h.at(6));
+    a.idle_us = count(h.at(7));
+    a.unattributed_us = count(h.at(8));
+    a.energy_mj = count(h.at(9));
+    a.memory_total_bytes = count(h.at(10));
+    if (!v1) a.unattributed_memory_kib_s = h.at(12).get<KibSeconds>();
+    for (const auto& c : h.at(11)) {
+      ConsumerRef ref{c.at(0).get<std::string>(), c.at(1).get<std::string>(),
+                      PodUid{c.at(2).get<std::string>()}, c.at(3).get<std::string>()};
+      ConsumerAcc& ca = a.consumers[ref];
+      ca.allocated_us = count(c.at(4));
+      ca.compute_us = count(c.at(5));
+      ca.memory_kib_s = v1 ? std::llround(c.at(6).get<double>() / kByteMicrosPerKibSecond)
+                           : c.at(6).get<KibSeconds>();
+      ca.energy_mj = count(c.at(7));
+      ca.peak_memory_bytes = count(c.at(8));
+      const int cq = c.at(9).get<int>(), mq = c.at(10).get<int>();
+      if (cq < 0 || cq > 3 || mq < 0 || mq > 3) return InvalidArgument("bad quality");
+      ca.compute_quality = static_cast<Quality>(cq);
+      ca.memory_quality = static_cast<Quality>(mq);
+      ca.rule = c.at(11).get<std::string>();
+    }
+    return Status::Ok();
+  }
+
+  void MarkAllDirty() {
+    engine_dirty = true;
+    for (const auto& [name, inst] : instances) dirty_instances.insert(name);
+    for (const auto& [key, acc] : hours) dirty_hours.insert(key);
+  }
   LedgerHour Close(const HourKey& key, const DeviceAcc& a) const {
     attribution::OpenDeviceHour open;
     DeviceHour& d = open.device;
@@ -265,10 +408,13 @@ struct CounterLedger::Impl {
 
   void Feed(const TargetScrape& scrape) {
     InstanceState& inst = instances[scrape.instance];
+    engine_dirty = true;
     if (scrape.at_us <= inst.last_at_us) {
       ++ignored;
       return;
     }
+    dirty_instances.insert(scrape.instance);
+    removed_instances.erase(scrape.instance);
     const Micros at = scrape.at_us;
     const Micros prev_at = inst.last_at_us;
     latest_us = std::max(latest_us, at);
@@ -290,10 +436,12 @@ struct CounterLedger::Impl {
         f.model = Label(s.labels, "gpu_model");
         f.sharing = Label(s.labels, "sharing_mode");
         f.parent = Label(s.labels, "parent_uuid");
+        f.seen_us = at;
       } else if (s.name == kAttributionInfo) {
         Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))];
         src.compute = Label(s.labels, "compute_source");
         src.memory = Label(s.labels, "memory_source");
+        src.seen_us = at;
       } else if (s.name == "gpuledger_device_metered_seconds_total") {
         auto it = inst.series.find(SeriesKey(s));
         auto count = CountOf(kCounters[0], s.value);
@@ -342,14 +490,19 @@ struct CounterLedger::Impl {
       if (!std::isfinite(s.value) || s.value < 0 || s.value > 9e18) continue;
       const auto bytes = static_cast<Bytes>(std::llround(s.value));
       if (s.name == kMemoryTotal) {
-        if (auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))}); h != hours.end())
+        if (auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
+            h != hours.end() && h->second.memory_total_bytes != bytes) {
           h->second.memory_total_bytes = bytes;
+          dirty_hours.insert(h->first);
+        }
       } else if (s.name == kContainerMemoryUsed) {
         auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
         if (h == hours.end()) continue;
         auto c = h->second.consumers.find(RefOf(s.labels));
-        if (c != h->second.consumers.end())
-          c->second.peak_memory_bytes = std::max(c->second.peak_memory_bytes, bytes);
+        if (c != h->second.consumers.end() && bytes > c->second.peak_memory_bytes) {
+          c->second.peak_memory_bytes = bytes;
+          dirty_hours.insert(h->first);
+        }
       }
     }
     inst.last_at_us = at;
@@ -388,57 +541,60 @@ std::vector<LedgerHour> CounterLedger::TakeTouched() {
   return out;
 }
 
+void CounterLedger::Retouch(const std::vector<LedgerHour>& rows) {
+  for (const LedgerHour& h : rows) {
+    Impl::HourKey key{h.device.hour_us, h.device.gpu.value};
+    if (impl_->hours.contains(key)) impl_->touched.insert(std::move(key));
+  }
+}
+
 void CounterLedger::Forget(Micros before_us) {
   Impl& m = *impl_;
   before_us = HourStart(before_us);
   if (before_us <= m.forgotten_before_us) return;
   m.forgotten_before_us = before_us;
-  std::erase_if(m.hours, [&](const auto& kv) { return kv.first.first < before_us; });
+  m.engine_dirty = true;
+  std::erase_if(m.hours, [&](const auto& kv) {
+    if (kv.first.first >= before_us) return false;
+    m.dirty_hours.erase(kv.first);
+    m.removed_hours.insert(kv.first);
+    return true;
+  });
   std::erase_if(m.touched, [&](const auto& k) { return k.first < before_us; });
   // Series the agent stopped exporting (its instance was scraped since) are dropped once
-  // forgotten; a silent instance keeps all its series for when it comes back.
+  // forgotten; a silent instance keeps all its series for when it comes back (until Prune).
   for (auto& [name, inst] : m.instances)
-    std::erase_if(inst.series, [&](const auto& kv) {
-      return kv.second.at_us < before_us && kv.second.at_us < inst.last_at_us;
-    });
+    if (std::erase_if(inst.series, [&](const auto& kv) {
+          return kv.second.at_us < before_us && kv.second.at_us < inst.last_at_us;
+        }) > 0)
+      m.dirty_instances.insert(name);
+}
+
+void CounterLedger::Prune(Micros before_us) {
+  Impl& m = *impl_;
+  for (auto it = m.instances.begin(); it != m.instances.end();) {
+    auto& [name, inst] = *it;
+    if (inst.last_at_us < before_us) {
+      m.dirty_instances.erase(name);
+      m.removed_instances.insert(name);
+      it = m.instances.erase(it);
+      continue;
+    }
+    const auto stale = [&](const auto& kv) { return kv.second.seen_us < before_us; };
+    if (std::erase_if(inst.devices, stale) + std::erase_if(inst.attribution, stale) > 0)
+      m.dirty_instances.insert(name);
+    ++it;
+  }
 }
 
 std::string CounterLedger::State() const {
   const Impl& m = *impl_;
-  json j;
-  j["kind"] = kStateKind;
-  j["version"] = kStateVersion;
-  j["cluster"] = m.cluster;
-  j["forgotten_before_us"] = m.forgotten_before_us;
-  j["latest_us"] = m.latest_us;
-  j["observing_since_us"] = m.observing_since_us;
-  j["ignored"] = m.ignored;
-  j["resets"] = m.resets;
-  j["late_dropped"] = m.late_dropped;
+  json j = m.EngineJson();
   json instances = json::object();
-  for (const auto& [name, inst] : m.instances) {
-    json series = json::array();
-    for (const auto& [key, st] : inst.series) series.push_back({key, st.value, st.at_us});
-    json devices = json::object();
-    for (const auto& [gpu, f] : inst.devices) devices[gpu] = {f.node, f.model, f.sharing, f.parent};
-    json attribution = json::array();
-    for (const auto& [key, src] : inst.attribution) attribution.push_back({key, src.compute, src.memory});
-    instances[name] = {{"last_at_us", inst.last_at_us}, {"series", series}, {"devices", devices},
-                       {"attribution", attribution}};
-  }
+  for (const auto& [name, inst] : m.instances) instances[name] = Impl::InstanceJson(inst);
   j["instances"] = instances;
   json hours = json::array();
-  for (const auto& [key, a] : m.hours) {
-    json consumers = json::array();
-    for (const auto& [ref, c] : a.consumers)
-      consumers.push_back({ref.namespace_name, ref.pod, ref.pod_uid.value, ref.container,
-                           c.allocated_us, c.compute_us, c.memory_kib_s, c.energy_mj,
-                           c.peak_memory_bytes, static_cast<int>(c.compute_quality),
-                           static_cast<int>(c.memory_quality), c.rule});
-    hours.push_back({key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
-                     a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
-                     a.unattributed_memory_kib_s});
-  }
+  for (const auto& [key, a] : m.hours) hours.push_back(Impl::HourJson(key, a));
   j["hours"] = hours;
   return j.dump();
 }
@@ -447,84 +603,113 @@ Status CounterLedger::Restore(std::string_view state_json) {
   // nlohmann reports malformed input by exceptions: they stop here (style rule 5).
   try {
     json j = json::parse(state_json);
-    if (!j.is_object() || j.value("kind", "") != kStateKind)
-      return InvalidArgument("ingest state: not a gpuledger counter-ledger state");
-    const int version = j.at("version").get<int>();
-    if (version != kStateVersion && version != 1)
-      return InvalidArgument("ingest state: version " + j.at("version").dump() + ", this build reads " +
-                             std::to_string(kStateVersion));
-    // Version 1 kept doubles: series in base units, hours in µs, mJ and byte-µs.
-    const bool v1 = version == 1;
-    auto count = [](const json& v) -> std::int64_t {
-      return v.is_number_integer() ? v.get<std::int64_t>() : std::llround(v.get<double>());
-    };
     auto fresh = std::make_shared<Impl>();
     fresh->cluster = impl_->cluster;
     fresh->describe = impl_->describe;
-    fresh->forgotten_before_us = j.at("forgotten_before_us").get<Micros>();
-    fresh->latest_us = j.at("latest_us").get<Micros>();
-    fresh->observing_since_us = j.value("observing_since_us", INT64_MAX);
-    fresh->ignored = j.at("ignored").get<std::int64_t>();
-    fresh->resets = j.at("resets").get<std::int64_t>();
-    fresh->late_dropped = j.at("late_dropped").get<std::int64_t>();
-    for (const auto& [name, ij] : j.at("instances").items()) {
-      Impl::InstanceState& inst = fresh->instances[name];
-      inst.last_at_us = ij.at("last_at_us").get<Micros>();
-      for (const auto& s : ij.at("series")) {
-        std::string key = s.at(0).get<std::string>();
-        std::int64_t value = 0;
-        if (v1) {
-          const CounterKind* kind = FindCounter(key.substr(0, key.find('\x1f')));
-          auto c = kind ? CountOf(*kind, s.at(1).get<double>()) : std::nullopt;
-          if (!c) continue;
-          value = *c;
-        } else {
-          value = s.at(1).get<std::int64_t>();
-        }
-        inst.series[std::move(key)] = {value, s.at(2).get<Micros>()};
-      }
-      for (const auto& [gpu, f] : ij.at("devices").items())
-        inst.devices[gpu] = {f.at(0).get<std::string>(), f.at(1).get<std::string>(),
-                             f.at(2).get<std::string>(), f.at(3).get<std::string>()};
-      for (const auto& a : ij.at("attribution"))
-        inst.attribution[a.at(0).get<std::string>()] = {a.at(1).get<std::string>(), a.at(2).get<std::string>()};
-    }
+    auto version = Impl::ReadEngine(j, *fresh);
+    if (!version) return InvalidArgument("ingest state: " + version.error().message);
+    for (const auto& [name, ij] : j.at("instances").items())
+      fresh->instances[name] = Impl::InstanceFrom(ij, *version);
     for (const auto& h : j.at("hours")) {
-      Impl::HourKey key{h.at(0).get<Micros>(), h.at(1).get<std::string>()};
-      Impl::DeviceAcc& a = fresh->hours[key];
-      a.node = h.at(2).get<std::string>();
-      a.model = h.at(3).get<std::string>();
-      a.sharing = h.at(4).get<std::string>();
-      a.metered_us = count(h.at(5));
-      a.busy_us = count(h.at(6));
-      a.idle_us = count(h.at(7));
-      a.unattributed_us = count(h.at(8));
-      a.energy_mj = count(h.at(9));
-      a.memory_total_bytes = count(h.at(10));
-      if (!v1) a.unattributed_memory_kib_s = h.at(12).get<KibSeconds>();
-      for (const auto& c : h.at(11)) {
-        ConsumerRef ref{c.at(0).get<std::string>(), c.at(1).get<std::string>(),
-                        PodUid{c.at(2).get<std::string>()}, c.at(3).get<std::string>()};
-        Impl::ConsumerAcc& ca = a.consumers[ref];
-        ca.allocated_us = count(c.at(4));
-        ca.compute_us = count(c.at(5));
-        ca.memory_kib_s = v1 ? std::llround(c.at(6).get<double>() / kByteMicrosPerKibSecond)
-                             : c.at(6).get<KibSeconds>();
-        ca.energy_mj = count(c.at(7));
-        ca.peak_memory_bytes = count(c.at(8));
-        const int cq = c.at(9).get<int>(), mq = c.at(10).get<int>();
-        if (cq < 0 || cq > 3 || mq < 0 || mq > 3) return InvalidArgument("ingest state: bad quality");
-        ca.compute_quality = static_cast<Quality>(cq);
-        ca.memory_quality = static_cast<Quality>(mq);
-        ca.rule = c.at(11).get<std::string>();
-      }
+      Impl::HourKey key;
+      Impl::DeviceAcc acc;
+      if (Status s = Impl::HourFrom(h, *version, key, acc); !s.ok())
+        return InvalidArgument("ingest state: " + s.error().message);
+      fresh->hours[key] = std::move(acc);
       fresh->touched.insert(key);  // re-written after a restart: idempotent
     }
+    // A whole state is saved again in parts: every part is pending.
+    fresh->MarkAllDirty();
     impl_ = std::move(fresh);
     return Status::Ok();
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("ingest state: ") + e.what());
   }
+}
+
+CounterLedger::StateDelta CounterLedger::PendingState() const {
+  const Impl& m = *impl_;
+  StateDelta d;
+  for (const std::string& name : m.dirty_instances)
+    if (auto it = m.instances.find(name); it != m.instances.end()) {
+      json ij = Impl::InstanceJson(it->second);
+      ij["name"] = name;
+      d.put[Impl::InstancePart(name)] = ij.dump();
+    }
+  for (const std::string& name : m.removed_instances)
+    if (!m.instances.contains(name)) d.erase.insert(Impl::InstancePart(name));
+  for (const Impl::HourKey& key : m.dirty_hours)
+    if (auto it = m.hours.find(key); it != m.hours.end())
+      d.put[Impl::HourPart(key)] = Impl::HourJson(key, it->second).dump();
+  for (const Impl::HourKey& key : m.removed_hours)
+    if (!m.hours.contains(key)) d.erase.insert(Impl::HourPart(key));
+  if (m.engine_dirty || !d.empty()) d.put["engine"] = m.EngineJson().dump();
+  return d;
+}
+
+void CounterLedger::StateSaved() {
+  Impl& m = *impl_;
+  m.engine_dirty = false;
+  m.dirty_instances.clear();
+  m.removed_instances.clear();
+  m.dirty_hours.clear();
+  m.removed_hours.clear();
+}
+
+Status CounterLedger::RestoreParts(const std::map<std::string, std::string>& parts,
+                                   std::string_view name_prefix) {
+  auto fresh = std::make_shared<Impl>();
+  fresh->cluster = impl_->cluster;
+  fresh->describe = impl_->describe;
+  auto fail = [&](const std::string& part, const std::string& why) {
+    return InvalidArgument(fmt::format("'{}{}': {}", name_prefix, part, why));
+  };
+  auto engine = parts.find("engine");
+  if (engine == parts.end())
+    return fail("engine", fmt::format("missing, beside {} other parts", parts.size()));
+  for (const auto& [part, text] : parts) {
+    // nlohmann reports malformed input by exceptions: they stop here (style rule 5).
+    try {
+      const json j = json::parse(text);
+      if (part == "engine") {
+        auto v = Impl::ReadEngine(j, *fresh);
+        if (!v) return fail(part, v.error().message);
+        if (*v != kStateVersion)
+          return fail(part, fmt::format("parts of version {}, this build reads {}", *v, kStateVersion));
+      } else if (part.starts_with("instance/")) {
+        std::string name = part.substr(std::string_view("instance/").size());
+        if (j.at("name").get<std::string>() != name) return fail(part, "names another instance");
+        fresh->instances[std::move(name)] = Impl::InstanceFrom(j, kStateVersion);
+      } else if (part.starts_with("hour/")) {
+        Impl::HourKey key;
+        Impl::DeviceAcc acc;
+        if (Status s = Impl::HourFrom(j, kStateVersion, key, acc); !s.ok())
+          return fail(part, s.error().message);
+        if (Impl::HourPart(key) != part) return fail(part, "names another hour or GPU");
+        fresh->hours[key] = std::move(acc);
+      } else {
+        return fail(part, "not a part of the counter-ledger state");
+      }
+    } catch (const std::exception& e) {
+      return fail(part, e.what());
+    }
+  }
+  // Hours re-written after a restart (idempotent); the parts themselves are already stored.
+  for (const auto& [key, acc] : fresh->hours) fresh->touched.insert(key);
+  impl_ = std::move(fresh);
+  return Status::Ok();
+}
+
+CounterLedger::Footprint CounterLedger::footprint() const {
+  Footprint f;
+  f.instances = static_cast<std::int64_t>(impl_->instances.size());
+  for (const auto& [name, inst] : impl_->instances) {
+    f.series += static_cast<std::int64_t>(inst.series.size());
+    f.devices += static_cast<std::int64_t>(inst.devices.size());
+    f.attribution += static_cast<std::int64_t>(inst.attribution.size());
+  }
+  f.hours = static_cast<std::int64_t>(impl_->hours.size());
+  return f;
 }
 
 std::int64_t CounterLedger::ignored_scrapes() const { return impl_->ignored; }

@@ -20,13 +20,21 @@
 //
 // Restart safety: State() is a serialisable snapshot (last values, open-hour accumulators);
 // Restore() resumes from it. Writing an hour's rows is idempotent (they replace), so replaying
-// samples already fed after a crash re-writes the same rows and counts nothing twice.
+// samples already fed after a crash re-writes the same rows and counts nothing twice. The same
+// state also comes in parts (PendingState / RestoreParts), one per instance and per open
+// (hour, GPU), so a store commits only what changed since its last commit.
+//
+// Bounded: hours older than Forget()'s horizon are dropped; Prune() drops instances (agents)
+// and, within the others, devices and attribution entries not seen since its horizon, so a
+// cluster whose agents restart and move (new pod IPs, new instance names) holds only the
+// agents of the retention window. footprint() says how much is held.
 //
 // Not thread-safe; one owner.
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,12 +64,43 @@ class CounterLedger {
   // scrape is a baseline, as Prometheus treats a new series). Kept in State().
   void ObserveSince(Micros since_us);
 
+  // Drops every instance whose last scrape is before `before_us`, and in the others the
+  // devices (gpuledger_device_info) and attribution entries (gpuledger_container_attribution_
+  // info) last seen before it. An instance seen again after it was dropped is a new agent: its
+  // first scrape is a baseline, or counts from its start (ObserveSince). Open hours stay.
+  void Prune(Micros before_us);
+
   std::string State() const;                    // JSON
   Status Restore(std::string_view state_json);  // kInvalidArgument when it is not ours
+
+  // The state in parts, each JSON: "engine" (counters and horizons), "instance/<name>" per
+  // instance, "hour/<hour_us>/<gpu uuid>" per open (hour, GPU). Together they are State().
+  struct StateDelta {
+    std::map<std::string, std::string> put;  // part name -> JSON
+    std::set<std::string> erase;             // parts that no longer exist
+    bool empty() const { return put.empty() && erase.empty(); }
+  };
+  // The parts changed since the last StateSaved() (after Restore(): every part; after
+  // RestoreParts(): none). Writing them over the previously saved parts gives the current state.
+  StateDelta PendingState() const;
+  void StateSaved();  // the caller stored the last PendingState()
+  // Resumes from parts as PendingState() named them. kInvalidArgument for a part this build
+  // cannot read; its message starts with the part's name, after `name_prefix`, quoted:
+  // "'<name_prefix><part>': <why>".
+  Status RestoreParts(const std::map<std::string, std::string>& parts,
+                      std::string_view name_prefix = "");
 
   // Every (hour, gpu) row changed since the last call (all open ones after Restore), for the
   // caller to write: rows hold the whole hour, so writing them replaces, never adds.
   std::vector<LedgerHour> TakeTouched();
+  // Marks rows taken but not written (a failed store write) as touched again.
+  void Retouch(const std::vector<LedgerHour>& rows);
+
+  // What the engine holds: bounded by the agents of the retention window and the open hours.
+  struct Footprint {
+    std::int64_t instances = 0, series = 0, devices = 0, attribution = 0, hours = 0;
+  };
+  Footprint footprint() const;
 
   std::int64_t ignored_scrapes() const;
   std::int64_t resets() const;

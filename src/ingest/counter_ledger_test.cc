@@ -382,6 +382,121 @@ TEST(CounterLedger, RestoredMidwayEqualsUninterrupted) {
   EXPECT_EQ(Dump(again.Hours(INT64_MAX)), Dump(expected));
 }
 
+// Applies a delta to stored parts, as a store's UpdateMeta does.
+void Apply(std::map<std::string, std::string>& stored, const CounterLedger::StateDelta& d) {
+  for (const auto& part : d.erase) stored.erase(part);
+  for (const auto& [part, value] : d.put) stored[part] = value;
+}
+
+TEST(CounterLedger, StateInPartsIsTheWholeStateAndOnlyWhatChanged) {
+  const auto stream = Stream();
+  // Parts saved after every 40 scrapes, with hours forgotten as the ingestor does: restoring
+  // the parts at any cut gives the engine fed up to the cut.
+  CounterLedger first("c1", nullptr);
+  std::map<std::string, std::string> stored;
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    first.Feed(stream[i]);
+    if (i % 40 != 39) continue;
+    Apply(stored, first.PendingState());
+    first.StateSaved();
+    EXPECT_TRUE(first.PendingState().empty());
+    CounterLedger restored("c1", nullptr);
+    ASSERT_TRUE(restored.RestoreParts(stored).ok()) << i;
+    EXPECT_EQ(restored.State(), first.State()) << "after scrape " << i;
+  }
+  // One more scrape of one agent: its instance, the hours it touched and the engine's
+  // counters are pending, the other agent's part is not.
+  const std::string other = stream.back().instance == "10.0.0.1:9400" ? "10.0.0.2:9400" : "10.0.0.1:9400";
+  Apply(stored, first.PendingState());
+  first.StateSaved();
+  TargetScrape late = stream.back();
+  late.at_us += 15 * kS;
+  first.Feed(late);
+  auto delta = first.PendingState();
+  EXPECT_TRUE(delta.put.contains("engine"));
+  EXPECT_TRUE(delta.put.contains("instance/" + late.instance));
+  EXPECT_FALSE(delta.put.contains("instance/" + other));
+  std::size_t hour_parts = 0;
+  for (const auto& [part, value] : delta.put) hour_parts += part.starts_with("hour/");
+  EXPECT_EQ(hour_parts, 2u);  // the agent's 2 GPUs, in the current hour
+  EXPECT_TRUE(delta.erase.empty());
+
+  // Forgetting hours erases their parts; the stored parts still equal the whole state.
+  first.Forget(INT64_MAX - kMicrosPerHour);
+  delta = first.PendingState();
+  EXPECT_GE(delta.erase.size(), 4u);
+  Apply(stored, delta);
+  first.StateSaved();
+  for (const auto& [part, value] : stored) EXPECT_FALSE(part.starts_with("hour/")) << part;
+  CounterLedger restored("c1", nullptr);
+  ASSERT_TRUE(restored.RestoreParts(stored).ok());
+  EXPECT_EQ(restored.State(), first.State());
+}
+
+TEST(CounterLedger, RestorePartsNamesThePartItCannotRead) {
+  CounterLedger l("c1", nullptr);
+  l.Feed(Scrape("a", kH0, {{"GPU-A", 100}}, {}));
+  l.Feed(Scrape("a", kH0 + 60 * kS, {{"GPU-A", 160}}, {}));
+  auto delta = l.PendingState();
+  ASSERT_TRUE(delta.put.contains("instance/a"));
+  std::map<std::string, std::string> good(delta.put.begin(), delta.put.end());
+  CounterLedger r("c1", nullptr);
+  ASSERT_TRUE(r.RestoreParts(good, "ingest_state/").ok());
+  EXPECT_EQ(r.State(), l.State());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"instance/a", "{\"last_at_us\": 1"},                       // not JSON
+      {"instance/a", "{\"name\": \"b\"}"},                      // another instance's
+      {"engine", "{\"kind\": \"gpuledger-counter-ledger\", \"version\": 2}"},  // whole-state version
+      {"hour/1/GPU-A", "[]"},
+      {"surprise", "{}"},
+  };
+  for (const auto& [part, text] : cases) {
+    auto bad = good;
+    bad[part] = text;
+    Status s = r.RestoreParts(bad, "ingest_state/");
+    ASSERT_FALSE(s.ok()) << part << " = " << text;
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_TRUE(s.error().message.starts_with("'ingest_state/" + part + "': ")) << s.error().message;
+  }
+  auto no_engine = good;
+  no_engine.erase("engine");
+  Status s = r.RestoreParts(no_engine, "ingest_state/");
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.error().message.starts_with("'ingest_state/engine': missing")) << s.error().message;
+  EXPECT_EQ(r.State(), l.State());  // a failed restore leaves the engine as it was
+}
+
+TEST(CounterLedger, PruneDropsAgentsDevicesAndEntriesNotSeenSince) {
+  CounterLedger l("c1", nullptr);
+  // Agent "old" goes silent at +60 s; agent "live" runs on, its pod p1 leaves at +60 s and
+  // its GPU-B disappears at the same time (p2 arrives).
+  l.Feed(Scrape("old", kH0, {{"GPU-O", 0}}, {{"p0", "GPU-O", 0}}));
+  l.Feed(Scrape("old", kH0 + 60 * kS, {{"GPU-O", 60}}, {{"p0", "GPU-O", 60}}));
+  l.Feed(Scrape("live", kH0, {{"GPU-A", 0}, {"GPU-B", 0}}, {{"p1", "GPU-A", 0}}));
+  l.Feed(Scrape("live", kH0 + 60 * kS, {{"GPU-A", 60}, {"GPU-B", 60}}, {{"p1", "GPU-A", 60}}));
+  l.Feed(Scrape("live", kH0 + 120 * kS, {{"GPU-A", 120}}, {{"p2", "GPU-A", 60}}));
+  auto before = l.footprint();
+  EXPECT_EQ(before.instances, 2);
+  EXPECT_EQ(before.devices, 3);      // GPU-O; GPU-A, GPU-B
+  EXPECT_EQ(before.attribution, 3);  // p0; p1, p2
+  l.StateSaved();
+  l.Prune(kH0 + 61 * kS);
+  auto after = l.footprint();
+  EXPECT_EQ(after.instances, 1);
+  EXPECT_EQ(after.devices, 1);      // GPU-A
+  EXPECT_EQ(after.attribution, 1);  // p2
+  EXPECT_EQ(after.hours, before.hours);  // open hours are Forget's
+  auto delta = l.PendingState();
+  EXPECT_TRUE(delta.erase.contains("instance/old"));
+  EXPECT_TRUE(delta.put.contains("instance/live"));
+  // Back after it was dropped: a new agent, its first scrape a baseline (nothing invented).
+  l.Feed(Scrape("old", kH0 + 180 * kS, {{"GPU-O", 180}}, {{"p0", "GPU-O", 180}}));
+  GpuMicros metered = 0;
+  for (const auto& h : l.Hours(INT64_MAX))
+    if (h.device.gpu.value == "GPU-O") metered += h.device.metered_us;
+  EXPECT_EQ(metered, 60 * kS);  // its first life's minute; the second life's first scrape is a baseline
+}
+
 TEST(CounterLedger, RestoreRefusesWhatIsNotOurs) {
   CounterLedger l("c1", nullptr);
   for (const char* bad : {"", "{", "[]", "{\"kind\":\"other\"}",

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -29,14 +30,26 @@ Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std:
 Status Ingestor::Start(Micros observing_since_us) {
   auto meta = store_.ReadMeta();
   if (!meta) return meta.error();
-  auto it = meta->find(std::string(kStateMetaKey));
-  if (it == meta->end()) {
+  std::map<std::string, std::string> parts;
+  for (const auto& [key, value] : *meta)
+    if (key.starts_with(kStatePartPrefix)) parts.emplace(key.substr(kStatePartPrefix.size()), value);
+  if (auto it = meta->find(std::string(kStateMetaKey)); it != meta->end()) {
+    // The single key of an earlier build: newer than any parts (see the header). It moves to
+    // parts at the first commit, which erases it and every part it does not rewrite.
+    Status s = ledger_.Restore(it->second);
+    if (!s.ok())
+      return InvalidArgument(fmt::format("ledger meta '{}': {}", kStateMetaKey, s.error().message));
+    migrate_ = true;
+    for (const auto& [part, value] : parts) stale_parts_.push_back(part);
+    return Status::Ok();
+  }
+  if (parts.empty()) {
     ledger_.ObserveSince(observing_since_us);
     return Status::Ok();
   }
-  Status s = ledger_.Restore(it->second);
-  if (!s.ok())
-    return InvalidArgument(fmt::format("ledger meta '{}': {}", kStateMetaKey, s.error().message));
+  // The message names the part as "'ingest_state/<part>': ...".
+  if (Status s = ledger_.RestoreParts(parts, kStatePartPrefix); !s.ok())
+    return InvalidArgument(fmt::format("ledger meta {}", s.error().message));
   return Status::Ok();
 }
 
@@ -44,15 +57,36 @@ Status Ingestor::Commit() {
   std::vector<LedgerHour> hours = ledger_.TakeTouched();
   if (!hours.empty()) {
     cost::PriceHours(hours, catalog_, node_facts_);
-    if (Status s = store_.WriteHours(hours); !s.ok()) return s;
+    if (Status s = store_.WriteHours(hours); !s.ok()) {
+      ledger_.Retouch(hours);  // written at the next commit
+      return s;
+    }
     hours_written_ += static_cast<std::int64_t>(hours.size());
   }
-  if (ledger_.latest_us() != INT64_MIN) ledger_.Forget(ledger_.latest_us() - keep_open_us);
-  // Rows first, state second (see the header).
-  return store_.PutMeta(std::string(kStateMetaKey), ledger_.State());
+  if (ledger_.latest_us() != INT64_MIN) {
+    ledger_.Forget(ledger_.latest_us() - keep_open_us);
+    ledger_.Prune(ledger_.latest_us() - std::max(retention_us, keep_open_us));
+  }
+  // Rows first, state second (see the header); only the parts that changed, in one transaction.
+  CounterLedger::StateDelta delta = ledger_.PendingState();
+  std::map<std::string, std::optional<std::string>> changes;
+  for (auto& [part, value] : delta.put) changes[std::string(kStatePartPrefix) + part] = std::move(value);
+  for (const std::string& part : delta.erase) changes[std::string(kStatePartPrefix) + part] = std::nullopt;
+  if (migrate_) {
+    changes[std::string(kStateMetaKey)] = std::nullopt;
+    for (const std::string& part : stale_parts_)
+      changes.try_emplace(std::string(kStatePartPrefix) + part, std::nullopt);
+  }
+  if (changes.empty()) return Status::Ok();
+  if (Status s = store_.UpdateMeta(changes); !s.ok()) return s;  // still pending: next commit
+  ledger_.StateSaved();
+  state_parts_written_ += static_cast<std::int64_t>(delta.put.size());
+  migrate_ = false;
+  stale_parts_.clear();
+  return Status::Ok();
 }
 
-Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us) {
+Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us, std::size_t max_bytes) {
   const auto colon = target.rfind(':');
   int port = 0;
   if (colon == std::string::npos ||
@@ -65,21 +99,45 @@ Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us) {
   http.set_connection_timeout(sec, usec);
   http.set_read_timeout(sec, usec);
   http.set_write_timeout(sec, usec);
-  auto r = http.Get("/metrics", {{"Accept-Encoding", "gzip"}});
+  // Inflated below, under the cap: cpp-httplib's own inflate has none.
+  http.set_decompress(false);
+  // The read timeout is per read: a body trickling in must still end at the deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
+  std::string body;
+  bool too_big = false, too_slow = false;
+  auto r = http.Get(
+      "/metrics", {{"Accept-Encoding", "gzip"}}, [](const httplib::Response&) { return true; },
+      [&](const char* data, std::size_t n) {
+        if (body.size() + n > max_bytes) too_big = true;
+        else if (std::chrono::steady_clock::now() > deadline) too_slow = true;
+        else body.append(data, n);
+        return !too_big && !too_slow;
+      });
+  if (too_big)
+    return Unavailable(fmt::format("scrape {}: the body is larger than the limit of {} bytes",
+                                   target, max_bytes));
+  if (too_slow)
+    return Unavailable(fmt::format("scrape {}: no complete answer within {} ms", target,
+                                   timeout_us / 1000));
   if (!r) return Unavailable(fmt::format("scrape {}: {}", target, httplib::to_string(r.error())));
   if (r->status != 200)
     return Unavailable(fmt::format("scrape {}: HTTP {}", target, r->status));
-  // cpp-httplib built with zlib already inflates a gzip body and leaves the header: inflate
-  // only what still starts with gzip's magic bytes.
-  const bool still_gzipped = r->body.size() >= 2 && static_cast<unsigned char>(r->body[0]) == 0x1f &&
-                             static_cast<unsigned char>(r->body[1]) == 0x8b;
-  if (r->get_header_value("Content-Encoding") == "gzip" && still_gzipped) {
-    auto text = prometheus::Gunzip(r->body);
+  const bool gzipped = body.size() >= 2 && static_cast<unsigned char>(body[0]) == 0x1f &&
+                       static_cast<unsigned char>(body[1]) == 0x8b;
+  if (r->get_header_value("Content-Encoding") == "gzip" && gzipped) {
+    auto text = prometheus::Gunzip(body, max_bytes);
     if (!text) return Unavailable(fmt::format("scrape {}: {}", target, text.error().message));
     return std::move(*text);
   }
-  return std::move(r->body);
+  return body;
 }
+
+// One fetch and parse on its own thread; its fields are guarded by the loop's flight_mu_.
+struct ScrapeLoop::Flight {
+  std::string target;
+  bool done = false;
+  std::optional<Result<TargetScrape>> result;
+};
 
 ScrapeLoop::ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch,
                        std::function<Micros()> now, std::ostream& log)
@@ -87,7 +145,10 @@ ScrapeLoop::ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch,
       options_(std::move(options)),
       fetch_(std::move(fetch)),
       now_(std::move(now)),
-      log_(log) {}
+      log_(log),
+      shared_fetch_(std::make_shared<const Fetcher>(fetch_)) {
+  options_.max_concurrent = std::max(options_.max_concurrent, 1);
+}
 
 ScrapeLoop::~ScrapeLoop() { Stop(); }
 
@@ -111,6 +172,92 @@ void ScrapeLoop::Stop() {
   }
   stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  ReapFlights(/*all=*/true);
+}
+
+void ScrapeLoop::ReapFlights(bool all) {
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard lock(flight_mu_);
+    std::erase_if(threads_, [&](auto& t) {
+      if (!all && !t.second->done) return false;
+      finished.push_back(std::move(t.first));
+      return true;
+    });
+  }
+  // Outside the lock: a thread still running takes it to finish.
+  for (std::thread& t : finished) t.join();
+}
+
+std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::string>& targets) {
+  using Clock = std::chrono::steady_clock;
+  const std::size_t n = targets.size();
+  std::vector<std::optional<Result<TargetScrape>>> out(n);
+  std::vector<std::shared_ptr<Flight>> mine(n);
+  std::vector<Clock::time_point> deadline(n);
+  const auto timeout = std::chrono::microseconds(options_.timeout_us);
+  std::unique_lock lock(flight_mu_);
+  for (std::size_t next = 0;;) {
+    // Collect answers and give up on flights past their deadline (their threads run on, and
+    // keep the target out of later rounds until they end).
+    int running = 0;
+    auto wake = Clock::time_point::max();
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < next; ++i) {
+      if (out[i]) continue;
+      if (mine[i]->done) {
+        out[i] = std::move(mine[i]->result);
+      } else if (now >= deadline[i]) {
+        out[i] = Unavailable(fmt::format("scrape {}: no answer within {} ms", targets[i],
+                                         options_.timeout_us / 1000));
+      } else {
+        ++running;
+        wake = std::min(wake, deadline[i]);
+      }
+    }
+    for (; next < n && running < options_.max_concurrent; ++next) {
+      const std::string& target = targets[next];
+      if (in_flight_.contains(target)) {
+        out[next] = Unavailable(fmt::format(
+            "scrape {}: the previous scrape is still running (no answer)", target));
+        continue;
+      }
+      auto flight = std::make_shared<Flight>();
+      flight->target = target;
+      in_flight_[target] = flight;
+      mine[next] = flight;
+      deadline[next] = Clock::now() + timeout;
+      wake = std::min(wake, deadline[next]);
+      ++running;
+      threads_.emplace_back(std::thread([this, fetch = shared_fetch_, flight] {
+        auto body = (*fetch)(flight->target);
+        // Observed when the response arrived: the agent's counters are at most one of its
+        // cycles older, and every target's series use this same rule.
+        const Micros at = now_();
+        Result<TargetScrape> scrape = Unavailable("");
+        if (!body.ok()) {
+          const std::string& m = body.error().message;
+          scrape = Unavailable(m.starts_with("scrape") ? m : fmt::format("scrape {}: {}", flight->target, m));
+        } else if (auto parsed = prometheus::ParseExposition(*body); !parsed.ok()) {
+          scrape = InvalidArgument(fmt::format("scrape {}: {}", flight->target, parsed.error().message));
+        } else {
+          scrape = TargetScrape{flight->target, at, std::move(parsed->samples)};
+        }
+        std::lock_guard guard(flight_mu_);
+        flight->result = std::move(scrape);
+        flight->done = true;
+        if (auto it = in_flight_.find(flight->target); it != in_flight_.end() && it->second == flight)
+          in_flight_.erase(it);
+        flight_cv_.notify_all();  // under the lock: Stop() may destroy the loop right after
+      }), flight);
+    }
+    if (next == n && running == 0) break;
+    flight_cv_.wait_until(lock, wake);
+  }
+  std::vector<Result<TargetScrape>> results;
+  results.reserve(n);
+  for (auto& r : out) results.push_back(std::move(*r));
+  return results;
 }
 
 void ScrapeLoop::RunRound() {
@@ -133,18 +280,20 @@ void ScrapeLoop::RunRound() {
   }
   {
     std::lock_guard lock(metrics_mu_);
+    // Each target once, in the order given: the feed order, so a round is deterministic.
+    std::set<std::string> seen;
+    std::erase_if(targets_, [&](const std::string& t) { return !seen.insert(t).second; });
     targets = targets_;
+    // A target that left the list (an agent's pod gone) leaves its counts: bounded by the list.
+    std::erase_if(errors_, [&](const auto& kv) { return !seen.contains(kv.first); });
+    std::erase_if(up_, [&](const auto& kv) { return !seen.contains(kv.first); });
   }
-  for (const std::string& target : targets) {
-    auto body = fetch_(target);
-    Result<prometheus::Exposition> parsed = body.ok() ? prometheus::ParseExposition(*body)
-                                          : Result<prometheus::Exposition>(body.error());
-    const bool ok = parsed.ok();
-    if (ok) {
-      // Observed when the response arrived: the agent's counters are at most one of its
-      // cycles older, and every target's series use this same rule.
-      ingestor_.Feed(TargetScrape{target, now_(), std::move(parsed->samples)});
-    }
+  std::vector<Result<TargetScrape>> scrapes = FetchAll(targets);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::string& target = targets[i];
+    const bool ok = scrapes[i].ok();
+    std::string error = ok ? "" : scrapes[i].error().message;
+    if (ok) ingestor_.Feed(std::move(*scrapes[i]));
     std::lock_guard lock(metrics_mu_);
     if (!ok) ++errors_[target];
     auto [it, fresh] = up_.try_emplace(target, !ok);  // a first scrape logs either way
@@ -152,14 +301,12 @@ void ScrapeLoop::RunRound() {
       if (ok)
         log_ << fmt::format("ingest: scraping {}\n", target);
       else
-        log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n",
-                            parsed.error().message.starts_with("scrape")
-                                ? parsed.error().message
-                                : fmt::format("scrape {}: {}", target, parsed.error().message));
+        log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n", error);
       log_.flush();
       it->second = ok;
     }
   }
+  ReapFlights(/*all=*/false);
   Status s = ingestor_.Commit();
   {
     std::lock_guard lock(metrics_mu_);
@@ -172,6 +319,11 @@ void ScrapeLoop::RunRound() {
     log_.flush();
   }
   ++rounds_;
+}
+
+std::size_t ScrapeLoop::tracked_targets() const {
+  std::lock_guard lock(metrics_mu_);
+  return std::max(errors_.size(), up_.size());
 }
 
 std::string ScrapeLoop::RenderMetrics() const {
@@ -232,7 +384,7 @@ std::optional<SnapshotFile> ParseSnapshotName(const std::filesystem::path& p) {
 }  // namespace
 
 Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std::ostream* progress,
-                                int commit_every) {
+                                int commit_every, std::size_t max_bytes) {
   std::error_code ec;
   std::vector<SnapshotFile> files;
   std::int64_t skipped = 0;
@@ -250,11 +402,16 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std:
   });
   ReplayStats stats;
   for (const SnapshotFile& f : files) {
+    // A snapshot larger than the cap is refused before it is read (a compressed one would
+    // inflate to at least about its own size).
+    if (auto size = std::filesystem::file_size(f.path, ec); !ec && size > max_bytes)
+      return InvalidArgument(fmt::format("{}: {} bytes, larger than the limit of {} bytes", f.path,
+                                         size, max_bytes));
     auto raw = ReadFile(f.path);
     if (!raw) return raw.error();
     std::string text;
     if (f.gzip) {
-      auto g = prometheus::Gunzip(*raw);
+      auto g = prometheus::Gunzip(*raw, max_bytes);
       if (!g) return InvalidArgument(fmt::format("{}: {}", f.path, g.error().message));
       text = std::move(*g);
     } else {

@@ -1,16 +1,27 @@
 #include "ingest/ingestor.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "prometheus/exposition_writer.h"
 #include "io/file_util.h"
 #include "prometheus/gzip.h"
+#include "temp_dir.h"
 
 namespace gpuledger::ingest {
 namespace {
@@ -20,17 +31,7 @@ namespace fs = std::filesystem;
 constexpr Micros kH0 = 1'800'000'000LL * kMicrosPerSecond;
 constexpr Micros kS = kMicrosPerSecond;
 
-struct TempDir {
-  TempDir() {
-    path = fs::temp_directory_path() /
-           fmt::format("gpuledger-ingest-{}-{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-  static inline int counter = 0;
-};
+using gpuledger::testing::TempDir;
 
 // A fake agent: one time-sliced GPU, two pods, counters advanced by hand.
 struct FakeAgent {
@@ -110,8 +111,8 @@ Totals Read(store::LedgerStore& s) {
 }
 
 TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
-  TempDir dir;
-  const fs::path db = dir.path / "ledger.db";
+  TempDir dir("gpuledger-ingest");
+  const fs::path db = dir.path() / "ledger.db";
   const cost::Catalog catalog = cost::DefaultCatalog();
   FakeAgent agent;
   Micros now = kH0 + 3000 * kS;
@@ -167,8 +168,8 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
 }
 
 TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
-  TempDir dir;
-  const fs::path snaps = dir.path / "snaps";
+  TempDir dir("gpuledger-ingest");
+  const fs::path snaps = dir.path() / "snaps";
   fs::create_directories(snaps);
   FakeAgent agent;
   for (int i = 0; i <= 240; ++i) {  // 1 h at 15 s, from :30 to :30 of the next hour
@@ -181,7 +182,7 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
     agent.Advance(15);
   }
   ASSERT_TRUE(WriteFile((snaps / "README").string(), "not a snapshot").ok());
-  auto store = Open(dir.path / "l.db");
+  auto store = Open(dir.path() / "l.db");
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
@@ -209,12 +210,257 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("n1:9400@9999999999999.prom: line 2:"), std::string::npos)
       << bad.error().message;
-  EXPECT_FALSE(ReplayFiles((dir.path / "none").string(), second).ok());
+  EXPECT_FALSE(ReplayFiles((dir.path() / "none").string(), second).ok());
+}
+
+// The single "ingest_state" key of earlier builds (state version 2: entries without sighting
+// times), made from the parts this build stores.
+void MakeLegacyState(store::LedgerStore& store) {
+  auto meta = store.ReadMeta();
+  ASSERT_TRUE(meta.ok());
+  std::map<std::string, std::string> parts;
+  std::map<std::string, std::optional<std::string>> erase;
+  for (const auto& [k, v] : *meta)
+    if (k.starts_with(kStatePartPrefix)) {
+      parts.emplace(k.substr(kStatePartPrefix.size()), v);
+      erase[k] = std::nullopt;
+    }
+  CounterLedger ledger("c1", nullptr);
+  ASSERT_TRUE(ledger.RestoreParts(parts).ok());
+  auto j = nlohmann::json::parse(ledger.State());
+  j["version"] = 2;
+  for (auto& [name, inst] : j["instances"].items()) {
+    for (auto& [gpu, f] : inst["devices"].items()) f.erase(4);
+    for (auto& a : inst["attribution"]) a.erase(3);
+  }
+  erase[std::string(kStateMetaKey)] = j.dump();
+  ASSERT_TRUE(store.UpdateMeta(erase).ok());
+}
+
+TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
+  TempDir dir("gpuledger-ingest");
+  const fs::path db = dir.path() / "ledger.db";
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  FakeAgent agent;
+  Micros now = kH0 + 3000 * kS;
+  Fetcher fetch = [&](const std::string&) -> Result<std::string> { return agent.Render(); };
+  std::ostringstream log;
+  auto run = [&](int rounds, store::LedgerStore& store) {
+    Ingestor ingestor(store, catalog, "c1", nullptr, Facts());
+    Status s = ingestor.Start();
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    ScrapeLoop loop(ingestor, {{"n1:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
+    for (int i = 0; i < rounds; ++i) {
+      loop.RunRound();
+      agent.Advance(15);
+      now += 15 * kS;
+    }
+    return ingestor.state_parts_written();
+  };
+  auto keys = [](store::LedgerStore& store) {
+    std::set<std::string> out;
+    auto meta = store.ReadMeta();  // named: a range-for over *temporary would dangle
+    EXPECT_TRUE(meta.ok());
+    for (const auto& [k, v] : *meta)
+      if (k.starts_with(kStateMetaKey)) out.insert(k);
+    return out;
+  };
+  {
+    auto store = Open(db);
+    // One instance, one GPU: each round writes the engine, the instance and the current hour
+    // (both hours in the round that crosses the boundary), never more.
+    EXPECT_LE(run(100, *store), 100 * 3 + 1);
+    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state/engine",
+                                                   "ingest_state/hour/1800000000000000/GPU-1",
+                                                   "ingest_state/hour/1800003600000000/GPU-1",
+                                                   "ingest_state/instance/n1:9400"}));
+    MakeLegacyState(*store);
+    ASSERT_TRUE(store->PutMeta("ingest_state/instance/ghost", "{}").ok());  // stale, erased
+  }
+  {
+    auto store = Open(db);
+    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state", "ingest_state/instance/ghost"}));
+    run(1, *store);  // the legacy key wins, and moves to parts in the first commit
+    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state/engine",
+                                                   "ingest_state/hour/1800000000000000/GPU-1",
+                                                   "ingest_state/hour/1800003600000000/GPU-1",
+                                                   "ingest_state/instance/n1:9400"}));
+  }
+  auto store = Open(db);
+  run(49, *store);
+  // Exact across both restarts: the counters moved 15 s a round from the first scrape on.
+  Totals t = Read(*store);
+  const GpuMicros expected = (100 + 1 + 49 - 1) * 15 * kS;
+  EXPECT_EQ(t.metered, expected);
+  EXPECT_EQ(t.allocated["a"], expected / 2);
+  EXPECT_EQ(t.allocated["b"], expected / 4);
+}
+
+TEST(Ingestor, RefusesAStatePartItCannotReadNamingTheKey) {
+  TempDir dir("gpuledger-ingest");
+  auto store = Open(dir.path() / "l.db");
+  ASSERT_TRUE(store->PutMeta("ingest_state/engine", "{\"kind\":\"gpuledger-counter-ledger\"").ok());
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
+  Status s = ingestor.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("ledger meta 'ingest_state/engine': "), std::string::npos)
+      << s.error().message;
+}
+
+// A tiny agent over real HTTP: /metrics answers what `body` says, with `headers`.
+struct HttpTarget {
+  explicit HttpTarget(std::function<void(httplib::Response&)> answer) {
+    server.Get("/metrics", [answer](const httplib::Request&, httplib::Response& res) { answer(res); });
+    port = server.bind_to_any_port("127.0.0.1");  // listening from here: no race with clients
+    thread = std::thread([this] { server.listen_after_bind(); });
+  }
+  ~HttpTarget() {
+    server.stop();
+    thread.join();
+  }
+  std::string target() const { return fmt::format("127.0.0.1:{}", port); }
+  httplib::Server server;
+  int port = 0;
+  std::thread thread;
+};
+
+TEST(ScrapeLoop, AGzipBombOrAnEndlessBodyFailsItsTargetAndTheRoundGoesOn) {
+  TempDir dir("gpuledger-ingest");
+  auto store = Open(dir.path() / "l.db");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  FakeAgent agent;
+  HttpTarget good([&](httplib::Response& res) { res.set_content(agent.Render(), "text/plain"); });
+  // 64 MiB and one byte of zeros: ~65 KB on the wire.
+  const std::string bomb = prometheus::Gzip(std::string(kMaxScrapeBodyBytes + 1, '\0'));
+  ASSERT_LT(bomb.size(), 100'000u);
+  // Not text/*: cpp-httplib's server would compress those itself.
+  HttpTarget bomber([&](httplib::Response& res) {
+    res.set_header("Content-Encoding", "gzip");
+    res.set_content(bomb, "application/octet-stream");
+  });
+  const std::string huge(kMaxScrapeBodyBytes + 1, '#');
+  HttpTarget endless([&](httplib::Response& res) { res.set_content(huge, "application/octet-stream"); });
+  Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
+  ASSERT_TRUE(ingestor.Start().ok());
+  std::ostringstream log;
+  Micros now = kH0 + 60 * kS;
+  ScrapeLoop loop(ingestor, {{bomber.target(), endless.target(), good.target()}, 15 * kS, {}},
+                  [](const std::string& t) { return FetchMetrics(t, 5 * kS); }, [&] { return now; },
+                  log);
+  for (int i = 0; i < 3; ++i) {
+    loop.RunRound();
+    agent.Advance(15);
+    now += 15 * kS;
+  }
+  const std::string metrics = loop.RenderMetrics();
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", bomber.target())),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", endless.target())),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_up{{target=\"{}\"}} 1", good.target())),
+            std::string::npos) << metrics;
+  EXPECT_NE(log.str().find(fmt::format("scrape {}: gunzip: the stream expands past the limit of {} bytes",
+                                       bomber.target(), kMaxScrapeBodyBytes)),
+            std::string::npos) << log.str();
+  EXPECT_NE(log.str().find(fmt::format("scrape {}: the body is larger than the limit of {} bytes",
+                                       endless.target(), kMaxScrapeBodyBytes)),
+            std::string::npos) << log.str();
+  EXPECT_EQ(Read(*store).metered, 2 * 15 * kS);  // the good agent: three scrapes, two deltas
+}
+
+TEST(ReplayFiles, AGzipBombFileFailsNamingTheFile) {
+  TempDir dir("gpuledger-ingest");
+  const fs::path snaps = dir.path() / "snaps";
+  fs::create_directories(snaps);
+  const fs::path bomb = snaps / "n1:9400@1800000000000.prom.gz";
+  ASSERT_TRUE(WriteFile(bomb.string(), prometheus::Gzip(std::string(2 << 20, '\0'))).ok());
+  auto store = Open(dir.path() / "l.db");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
+  ASSERT_TRUE(ingestor.Start().ok());
+  auto r = ReplayFiles(snaps.string(), ingestor, nullptr, 500, 1 << 20);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(bomb.string() + ": gunzip: the stream expands past the limit of 1048576 bytes"),
+            std::string::npos) << r.error().message;
+}
+
+TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
+  TempDir dir("gpuledger-ingest");
+  auto store = Open(dir.path() / "l.db");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  FakeAgent agent;
+  // "hung" never answers until released (it ignores any timeout of its own); a real socket
+  // that accepts and never answers stands for a hung agent over HTTP.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> hung_calls{0};
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string silent_target = fmt::format("127.0.0.1:{}", ntohs(addr.sin_port));
+  const Micros timeout = 300'000;  // µs
+  Fetcher fetch = [&](const std::string& target) -> Result<std::string> {
+    if (target == "hung:9400") {
+      ++hung_calls;
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return release; });
+      return Unavailable("scrape hung:9400: released");
+    }
+    if (target == silent_target) return FetchMetrics(target, timeout);
+    return agent.Render();
+  };
+  Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
+  ASSERT_TRUE(ingestor.Start().ok());
+  std::ostringstream log;
+  Micros now = kH0 + 60 * kS;
+  std::vector<std::string> targets = {"hung:9400", silent_target, "n1:9400", "n2:9400"};
+  ScrapeOptions options{{}, 15 * kS, [&]() -> Result<std::vector<std::string>> { return targets; }};
+  options.timeout_us = timeout;
+  options.max_concurrent = 2;  // the hung fetch, once abandoned, no longer holds a slot
+  ScrapeLoop loop(ingestor, options, fetch, [&] { return now; }, log);
+  for (int i = 0; i < 3; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    loop.RunRound();
+    const auto took = std::chrono::steady_clock::now() - started;
+    // Two waves of two fetches: at most two timeouts, and a margin for a loaded machine.
+    EXPECT_LT(took, std::chrono::microseconds(2 * timeout) + std::chrono::milliseconds(700))
+        << "round " << i;
+    agent.Advance(15);
+    now += 15 * kS;
+  }
+  EXPECT_EQ(hung_calls.load(), 1);  // still running: not fetched again, no thread per round
+  const std::string metrics = loop.RenderMetrics();
+  for (const std::string& t : {std::string("hung:9400"), silent_target})
+    EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", t)),
+              std::string::npos) << metrics;
+  EXPECT_NE(log.str().find("scrape hung:9400: no answer within 300 ms"), std::string::npos) << log.str();
+  // The agents that answer are ingested: n1 and n2 report the same GPU, three scrapes each.
+  EXPECT_EQ(Read(*store).metered, 2 * 2 * 15 * kS);
+  // A target that leaves the list leaves the scrape counts.
+  targets = {"n1:9400"};
+  loop.RunRound();
+  EXPECT_EQ(loop.tracked_targets(), 1u);
+  EXPECT_EQ(loop.RenderMetrics().find("hung:9400"), std::string::npos);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  loop.Stop();  // waits for the hung fetch, now released
+  ::close(silent);
 }
 
 TEST(Ingestor, RefusesAStateItCannotRead) {
-  TempDir dir;
-  auto store = Open(dir.path / "l.db");
+  TempDir dir("gpuledger-ingest");
+  auto store = Open(dir.path() / "l.db");
   ASSERT_TRUE(store->PutMeta("ingest_state", "{not json").ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());

@@ -63,54 +63,6 @@ ApiResponse JsonError(int status, const std::string& message) {
           json{{"code", status}, {"status", "error"}, {"error", message}}.dump() + "\n"};
 }
 
-Api::Api(store::LedgerStore& store, std::string token) : store_(store), token_(std::move(token)) {}
-
-void Api::AddHandler(const std::string& path, ExtraHandler handler) {
-  extra_[path] = std::move(handler);
-}
-
-void Api::AddMetrics(std::function<std::string()> render) {
-  std::lock_guard lock(mu_);
-  extra_metrics_.push_back(std::move(render));
-}
-
-ApiResponse Api::Handle(const std::string& path, const Params& params,
-                        const std::string& authorization) {
-  std::lock_guard lock(mu_);
-  ApiResponse r;
-  if (path == "/healthz") {
-    r = {200, "text/plain", "ok\n"};
-  } else if (path == "/readyz") {
-    auto extent = store_.Extent();
-    r = extent.ok() ? ApiResponse{200, "text/plain", "ready\n"}
-                    : ApiResponse{503, "text/plain", "ledger unreadable: " + extent.error().message + "\n"};
-  } else if (path == "/metrics") {
-    r = Metrics();
-  } else if (path.starts_with("/api/")) {
-    if (!token_.empty() &&
-        !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_))) {
-      r = JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
-    } else if (path == "/api/v1/allocation") {
-      r = Allocation(params);
-    } else if (path == "/api/v1/report") {
-      r = Report(params);
-    } else if (path == "/api/v1/devices") {
-      r = Devices(params);
-    } else if (path == "/api/v1/export/focus") {
-      r = ExportFocus(params);
-    } else if (auto it = extra_.find(path); it != extra_.end()) {
-      r = it->second(store_, params);
-    } else {
-      r = JsonError(404, fmt::format("no endpoint {}", path));
-    }
-  } else {
-    r = JsonError(404, fmt::format("no endpoint {}", path));
-  }
-  // Unknown paths share one label value: a scanner must not grow the series without bound.
-  ++requests_[{r.status == 404 ? "other" : path, r.status}];
-  return r;
-}
-
 namespace {
 
 struct ReportInputs {
@@ -145,12 +97,10 @@ ApiResponse FromError(const Error& e) {
   return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
 }
 
-}  // namespace
-
-ApiResponse Api::Allocation(const Params& p) {
+ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
-  auto in = ParseReportParams(store_, p, "namespace");
+  auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
   Micros step = in->window.second - in->window.first;
   if (auto s = Get(p, "step", ""); !s.empty()) {
@@ -164,9 +114,9 @@ ApiResponse Api::Allocation(const Params& p) {
     return JsonError(400, "parameter 'step': more than 1000 steps in the window");
   auto filter = ParseFilter(Get(p, "filter", ""));
   if (!filter) return JsonError(400, "parameter 'filter': " + filter.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store_, {in->window.first, in->window.second});
+  auto devices = billing::ReadPricedDeviceHours(store, {in->window.first, in->window.second});
   if (!devices) return FromError(devices.error());
-  auto usage = store_.ReadUsage({in->window.first, in->window.second});
+  auto usage = store.ReadUsage({in->window.first, in->window.second});
   if (!usage) return FromError(usage.error());
   json data = json::array();
   for (Micros t = in->window.first; t < in->window.second; t += step) {
@@ -191,28 +141,28 @@ ApiResponse Api::Allocation(const Params& p) {
   return {200, "application/json", json{{"code", 200}, {"status", "success"}, {"data", data}}.dump() + "\n"};
 }
 
-ApiResponse Api::Report(const Params& p) {
+ApiResponse Report(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
-  auto in = ParseReportParams(store_, p, "namespace");
+  auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
-  auto devices = billing::ReadPricedDeviceHours(store_, {in->window.first, in->window.second});
+  auto devices = billing::ReadPricedDeviceHours(store, {in->window.first, in->window.second});
   if (!devices) return FromError(devices.error());
-  auto usage = store_.ReadUsage({in->window.first, in->window.second});
+  auto usage = store.ReadUsage({in->window.first, in->window.second});
   if (!usage) return FromError(usage.error());
   auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.first,
                                in->window.second);
   return {200, "application/json", report::ReportToJson(r)};
 }
 
-ApiResponse Api::Devices(const Params& p) {
+ApiResponse Devices(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "policy"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
-  auto extent = store_.Extent();
+  auto extent = store.Extent();
   if (!extent) return FromError(extent.error());
   auto window = report::ResolveWindow(Get(p, "window", "all"), extent->from_us, extent->to_us);
   if (!window) return JsonError(400, "parameter 'window': " + window.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store_, {window->first, window->second});
+  auto devices = billing::ReadPricedDeviceHours(store, {window->first, window->second});
   if (!devices) return FromError(devices.error());
   struct Acc {
     DeviceHour first;
@@ -257,7 +207,7 @@ ApiResponse Api::Devices(const Params& p) {
                {"data", out}}.dump() + "\n"};
 }
 
-ApiResponse Api::ExportFocus(const Params& p) {
+ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
   billing::ExportOptions o;
@@ -266,19 +216,74 @@ ApiResponse Api::ExportFocus(const Params& p) {
   o.policy = Get(p, "policy", o.policy);
   o.idle = Get(p, "idle", o.idle);
   o.format = "focus";
-  auto csv = billing::ExportFromStore(store_, o);
+  auto csv = billing::ExportFromStore(store, o);
   if (!csv) return FromError(csv.error());
   return {200, "text/csv; charset=utf-8", std::move(*csv)};
 }
 
+}  // namespace
+
+Api::Api(StoreOpener open, std::string token)
+    : pool_(std::move(open)), token_(std::move(token)) {}
+
+void Api::AddMetrics(std::function<std::string()> render) {
+  std::lock_guard lock(mu_);
+  extra_metrics_.push_back(std::move(render));
+}
+
+ApiResponse Api::Handle(const std::string& path, const Params& params,
+                        const std::string& authorization) {
+  ApiResponse r = Route(path, params, authorization);
+  // Unknown paths share one label value: a scanner must not grow the series without bound.
+  std::lock_guard lock(mu_);
+  ++requests_[{r.status == 404 ? "other" : path, r.status}];
+  return r;
+}
+
+ApiResponse Api::Route(const std::string& path, const Params& params,
+                       const std::string& authorization) {
+  if (path == "/healthz") return {200, "text/plain", "ok\n"};
+  if (path == "/readyz") return Ready();
+  if (path == "/metrics") return Metrics();
+  if (!path.starts_with("/api/")) return JsonError(404, fmt::format("no endpoint {}", path));
+  if (!token_.empty() &&
+      !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_)))
+    return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+  using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
+  Endpoint endpoint = path == "/api/v1/allocation"    ? &Allocation
+                      : path == "/api/v1/report"      ? &Report
+                      : path == "/api/v1/devices"     ? &Devices
+                      : path == "/api/v1/export/focus" ? &ExportFocus
+                                                      : nullptr;
+  if (endpoint == nullptr) return JsonError(404, fmt::format("no endpoint {}", path));
+  auto store = pool_.Borrow();
+  if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
+  return endpoint(**store, params);
+}
+
+ApiResponse Api::Ready() {
+  auto store = pool_.Borrow();
+  Result<store::TimeRange> extent = store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
+  if (!extent) return {503, "text/plain", "ledger unreadable: " + extent.error().message + "\n"};
+  return {200, "text/plain", "ready\n"};
+}
+
 ApiResponse Api::Metrics() {
+  std::map<std::pair<std::string, int>, std::int64_t> requests;
+  std::vector<std::function<std::string()>> extra;
+  {
+    std::lock_guard lock(mu_);
+    requests = requests_;
+    extra = extra_metrics_;
+  }
   std::string out =
       "# HELP gpuledger_server_requests_total API requests by path and status.\n"
       "# TYPE gpuledger_server_requests_total counter\n";
-  for (const auto& [key, n] : requests_)
+  for (const auto& [key, n] : requests)
     out += fmt::format("gpuledger_server_requests_total{{path=\"{}\",code=\"{}\"}} {}\n", key.first,
                        key.second, n);
-  auto extent = store_.Extent();
+  auto store = pool_.Borrow();
+  Result<store::TimeRange> extent = store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
   out += "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
          "# TYPE gpuledger_server_ledger_up gauge\n";
   out += fmt::format("gpuledger_server_ledger_up {}\n", extent.ok() ? 1 : 0);
@@ -287,7 +292,7 @@ ApiResponse Api::Metrics() {
            "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
     out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n", extent->to_us / kMicrosPerSecond);
   }
-  for (const auto& render : extra_metrics_) out += render();
+  for (const auto& render : extra) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};
 }
 

@@ -16,8 +16,9 @@
 // Device-hour prices are read reconciled with imported bills where there are any.
 //   GET /healthz, /readyz, /metrics
 //
-// Bearer-token auth on /api/* when a token is configured. Thread-safe: handlers share one
-// store behind a mutex (SQLite connections are not shared across threads unguarded).
+// Bearer-token auth on /api/* when a token is configured. Thread-safe, and no request waits for
+// another: each one that reads the ledger borrows its own connection (ConnectionPool), and
+// /healthz reads nothing, so probes answer while a long report runs.
 
 #include <functional>
 #include <map>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "server/connection_pool.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::server {
@@ -39,33 +41,27 @@ struct ApiResponse {
 
 using Params = std::multimap<std::string, std::string>;
 
-// Extra endpoints other modules add (e.g. /api/v1/export/focus), under the same auth.
-using ExtraHandler = std::function<ApiResponse(store::LedgerStore&, const Params&)>;
-
 class Api {
  public:
-  // `store` must outlive the Api. `token`: empty = no auth.
-  Api(store::LedgerStore& store, std::string token);
+  // `open` gives the ledger's read connections (see ConnectionPool). `token`: empty = no auth.
+  Api(StoreOpener open, std::string token);
 
-  void AddHandler(const std::string& path, ExtraHandler handler);
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
-  // errors); called under the Api's lock, so it must not call back into the Api.
+  // errors); it must be thread-safe and must not call back into the Api.
   void AddMetrics(std::function<std::string()> render);
   // Handles one request; `authorization` is the Authorization header's value.
   ApiResponse Handle(const std::string& path, const Params& params,
                      const std::string& authorization);
 
  private:
-  ApiResponse Allocation(const Params& params);
-  ApiResponse Report(const Params& params);
-  ApiResponse Devices(const Params& params);
-  ApiResponse ExportFocus(const Params& params);
+  ApiResponse Route(const std::string& path, const Params& params,
+                    const std::string& authorization);
+  ApiResponse Ready();
   ApiResponse Metrics();
 
-  store::LedgerStore& store_;
+  ConnectionPool pool_;
   std::string token_;
-  std::mutex mu_;  // guards store_ and the counters
-  std::map<std::string, ExtraHandler> extra_;
+  std::mutex mu_;  // guards the two below, never held while the ledger is read
   std::vector<std::function<std::string()>> extra_metrics_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count
 };

@@ -49,7 +49,8 @@ class ApiTest : public ::testing::Test {
     catalog_ = cost::DefaultCatalog();
     auto built = simcluster::BuildLedger(simulator, *store_, catalog_);
     ASSERT_TRUE(built.ok()) << built.error().message;
-    api_ = std::make_unique<Api>(*store_, "s3cret");
+    api_ = std::make_unique<Api>(
+        [path = (dir_ / "l.db").string()] { return store::OpenSqliteLedger(path); }, "s3cret");
   }
   void TearDown() override {
     api_.reset();

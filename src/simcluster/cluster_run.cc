@@ -7,6 +7,7 @@
 
 #include "agent/collector.h"
 #include "attribution/attribute.h"
+#include "common/clock.h"
 #include "io/file_util.h"
 #include "cost/policy.h"
 #include "prometheus/exposition_parser.h"
@@ -20,11 +21,11 @@ namespace {
 
 // One node: its world in memory and the real agent reading it.
 struct Node {
-  explicit Node(const std::string& name, const Micros& clock)
+  explicit Node(const std::string& name, const Clock& clock)
       : world(name),
         procs(world),
         collector(agent::CollectorOptions{name, 0, 3600 * kMicrosPerSecond, true}, world, procs,
-                  &world, &world, [&clock] { return clock; }) {}
+                  &world, &world, clock) {}
   sim::SimulatedNode world;
   procfs::ProcSource procs;
   agent::Collector collector;
@@ -54,7 +55,7 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     if (!s.ok()) return s.error();
   }
   // The agents' clock is simulated time: the end of the interval each one is cycling.
-  Micros clock = scenario.start_us;
+  ManualClock clock(scenario.start_us, scenario.start_us);
   std::map<std::string, std::unique_ptr<Node>> nodes;
   for (const auto& n : scenario.nodes) nodes[n.name] = std::make_unique<Node>(n.name, clock);
   RunStats stats;
@@ -85,7 +86,7 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     if (options.observe) options.observe(snap);
     auto it = nodes.find(snap.node);
     if (it == nodes.end()) return;
-    clock = snap.end_us;
+    clock.Set(snap.end_us);
     it->second->world.Show(snap);
     it->second->collector.Cycle();
     if (snap.end_us % options.collect_every_us == 0) failed = collect(snap.node, *it->second, snap.end_us);

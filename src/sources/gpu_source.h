@@ -32,8 +32,12 @@ struct GpuInstantaneous {
 
 // One cycle: everything observed since the previous Read().
 struct GpuReading {
-  Micros start_us = 0;  // end of the previous reading (the first reading has start == end)
+  // Wall µs; the length end - start is monotonic time since the previous reading (the first
+  // reading has start == end), so a step of the wall clock never lengthens an interval.
+  Micros start_us = 0;
   Micros end_us = 0;
+  // The wall clock stepped by this much since the previous reading (common/clock.h); 0 if not.
+  Micros wall_step_us = 0;
   std::vector<PhysicalGpu> gpus;          // sharing/replicas are left default: the agent sets them
   std::vector<MigInstance> mig_instances;
   std::vector<DeviceSignals> signals;     // integrals over [start, end)

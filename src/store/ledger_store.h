@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,10 @@ class LedgerStore {
   // includes "schema_version", which the store owns: PutMeta refuses that key.
   virtual Status PutMeta(const std::string& key, const std::string& value) = 0;
   virtual Result<std::map<std::string, std::string>> ReadMeta() = 0;
+  // Sets (a value) and erases (nullopt) meta keys in one transaction: on any failure none
+  // changes. For state kept in parts (the ingest engine's, one key per agent and open hour),
+  // so a commit writes only what changed and the parts never disagree with each other.
+  virtual Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) = 0;
 
   // Bill reconciliations (one per node and UTC day), written in one transaction: each replaces
   // the one of its (node, day_us), so re-importing a bill is idempotent. On any failure nothing

@@ -392,6 +392,25 @@ TEST_P(LedgerStoreTest, RejectsUsageFiledUnderTheWrongDeviceHour) {
   EXPECT_TRUE(MustReadDevices(*store).empty());
 }
 
+TEST_P(LedgerStoreTest, UpdateMetaSetsAndErasesTogether) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->PutMeta("part/a", "1"));
+  ASSERT_TRUE(store->PutMeta("part/b", "2"));
+  ASSERT_TRUE(store->UpdateMeta({{"part/a", std::nullopt}, {"part/b", "3"}, {"part/c", "4"}}));
+  auto meta = store->ReadMeta();
+  ASSERT_TRUE(meta) << meta.error().message;
+  EXPECT_EQ(meta->count("part/a"), 0u);
+  EXPECT_EQ(meta->at("part/b"), "3");
+  EXPECT_EQ(meta->at("part/c"), "4");
+  // One refused key refuses the whole change: nothing of it is applied.
+  Status s = store->UpdateMeta({{"part/b", std::nullopt}, {"schema_version", "9"}});
+  EXPECT_FALSE(s);
+  meta = store->ReadMeta();
+  ASSERT_TRUE(meta);
+  EXPECT_EQ(meta->at("part/b"), "3");
+}
+
 TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   {
     auto store = Open();

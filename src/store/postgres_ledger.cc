@@ -241,6 +241,7 @@ class PostgresLedger final : public LedgerStore {
   Result<TimeRange> Extent() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
+  Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
   Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
 
@@ -591,6 +592,30 @@ Status PostgresLedger::PutMeta(const std::string& key, const std::string& value)
                        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                        p);
   return r ? Status::Ok() : r.status();
+}
+
+Status PostgresLedger::UpdateMeta(
+    const std::map<std::string, std::optional<std::string>>& changes) {
+  if (changes.empty()) return Status::Ok();
+  if (changes.contains(std::string(kSchemaVersionKey))) {
+    return InvalidArgument(fmt::format("{}: meta key '{}' is owned by the store",
+                                       conn_->server(), kSchemaVersionKey));
+  }
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto txn = PgTxn::Begin(*conn_);
+  if (!txn) return txn.status();
+  for (const auto& [key, value] : changes) {
+    PgParams p;
+    p.Add(key);
+    if (value) p.Add(*value);
+    auto r = value ? conn_->Exec("write meta",
+                                 "INSERT INTO meta (key, value) VALUES ($1, $2) "
+                                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                                 p)
+                   : conn_->Exec("delete meta", "DELETE FROM meta WHERE key = $1", p);
+    if (!r) return r.status();  // ~PgTxn rolls back
+  }
+  return txn->Commit();
 }
 
 Result<std::map<std::string, std::string>> PostgresLedger::ReadMeta() {

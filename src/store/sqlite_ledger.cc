@@ -154,6 +154,7 @@ class SqliteLedger final : public LedgerStore {
   Result<TimeRange> Extent() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
+  Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
   Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
 
@@ -533,6 +534,27 @@ Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
   put_meta_.Bind(1, key);
   put_meta_.Bind(2, value);
   return put_meta_.Run();
+}
+
+Status SqliteLedger::UpdateMeta(
+    const std::map<std::string, std::optional<std::string>>& changes) {
+  if (changes.empty()) return Status::Ok();
+  if (changes.contains(std::string(kSchemaVersionKey))) {
+    return InvalidArgument(fmt::format("sqlite {}: meta key '{}' is owned by the store",
+                                       db_->path(), kSchemaVersionKey));
+  }
+  if (Status s = CheckWritable(); !s) return s;
+  auto erase = db_->Prepare("DELETE FROM meta WHERE key = ?1", "delete meta");
+  if (!erase) return erase.status();
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
+  if (!txn) return txn.status();
+  for (const auto& [key, value] : changes) {
+    SqliteStmt& stmt = value ? put_meta_ : *erase;
+    stmt.Bind(1, key);
+    if (value) stmt.Bind(2, *value);
+    if (Status s = stmt.Run(); !s) return s;  // ~SqliteTxn rolls back
+  }
+  return txn->Commit();
 }
 
 Result<std::map<std::string, std::string>> SqliteLedger::ReadMeta() {

@@ -1,5 +1,5 @@
 #pragma once
-// A CRI runtime.v1 server (ListContainers, ListPodSandbox) for tests and `gpuledger sim node`:
+// A CRI runtime.v1 server (ListContainers, ListPodSandbox) for tests and `gpuledger-sim-node`:
 // serves the real protos on a unix socket, honouring the request filters. No gtest dependency.
 //
 // State can be set at any time from any thread. Start/Stop may be repeated (a runtime restart):

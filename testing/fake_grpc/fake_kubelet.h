@@ -1,5 +1,5 @@
 #pragma once
-// A kubelet PodResources v1 server for tests and `gpuledger sim node`: serves the real protos on
+// A kubelet PodResources v1 server for tests and `gpuledger-sim-node`: serves the real protos on
 // a unix socket so the agent's real gRPC client runs against it. No gtest dependency.
 //
 // State (grants, allocatable devices, scripted failures) can be set at any time from any thread;

@@ -1,6 +1,6 @@
 #pragma once
 // Shared controls of the fake gRPC servers: scripted failures, hangs and call counts.
-// Thread-safe: tests and `gpuledger sim node` change them while calls are in flight.
+// Thread-safe: tests and `gpuledger-sim-node` change them while calls are in flight.
 
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-// The agent as an operator runs it: `gpuledger sim node` and `gpuledger agent` as real
+// The agent as an operator runs it: `gpuledger-sim-node` and `gpuledger agent` as real
 // processes, scraped over HTTP (plain and gzip), checked by promtool, with a hung NVML.
 #include <gtest/gtest.h>
 
@@ -49,11 +49,11 @@ workloads:
   - {namespace: web, name: rogue, request: none, uses_gpu: {node: n1, index: 1}, visible_devices: all, compute: {profile: constant, duty: 0.1}, memory: {bytes: 1GiB}}
 )").ok());
   {
-    Child node({GPULEDGER_BIN, "sim", "node", "--scenario", (dir / "scenario.yaml").string(),
+    Child node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
                 "--node", "n1", "--dir", (dir / "node").string()},
                (dir / "node.out").string());
     ASSERT_TRUE(node.ok());
-    // The printed command is the contract: run exactly what `sim node` says.
+    // The printed command is the contract: run exactly what `gpuledger-sim-node` says.
     std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty()) << *ReadFile((dir / "node.out.err").string());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");

@@ -1,4 +1,4 @@
-// The agent on its real interfaces, in one process: `sim node` lays out a node (procfs tree,
+// The agent on its real interfaces, in one process: `gpuledger-sim-node` lays out a node (procfs tree,
 // kubelet PodResources and CRI gRPC servers on unix sockets), the NVML stand-in is dlopen'ed
 // through the agent's real NVML source, and the collector's rendered exposition is parsed back.
 // Expected values come from the scenario (constant duties), not from the code under test.
@@ -14,7 +14,8 @@
 #include <thread>
 
 #include "agent/collector.h"
-#include "cli/sim_node_command.h"
+#include "sim_node/sim_node.h"
+#include "common/clock.h"
 #include "io/file_reader.h"
 #include "io/file_util.h"
 #include "fake_grpc/fake_cri.h"
@@ -29,12 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-Micros Now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // name -> [(labels, value)] from an exposition.
 struct Metrics {
@@ -136,13 +131,13 @@ class AgentTest : public ::testing::Test {
   }
 
   void StartNode(const std::string& node, const std::string& nvml_library = GPULEDGER_STANDIN) {
-    cli::SimNodeOptions o;
+    simnode::SimNodeOptions o;
     o.scenario = (dir_ / "scenario.yaml").string();
     o.node = node;
     o.dir = (dir_ / node).string();
     o.standin_step = "100ms";
     o.terminal_linger_seconds = 5;
-    auto n = cli::SimNode::Start(o);
+    auto n = simnode::SimNode::Start(o);
     ASSERT_TRUE(n.ok()) << n.error().message;
     node_ = std::move(*n);
     ::setenv("GPULEDGER_NVML_SCENARIO", node_->standin_config().c_str(), 1);
@@ -150,12 +145,12 @@ class AgentTest : public ::testing::Test {
     procs_ = std::make_unique<procfs::ProcSource>(*files_);
     kubelet_ = kubelet::MakeGrpcPodResourcesClient(node_->kubelet_socket());
     runtime_ = cri::MakeGrpcRuntimeClient(node_->cri_socket());
-    gpus_ = nvml::OpenNvmlSource(nvml_library, 500'000, Now);
+    gpus_ = nvml::OpenNvmlSource(nvml_library, 500'000, clock_);
     agent::CollectorOptions options;
     options.node = node;
     options.kube_refresh_us = 300'000;
     collector_ = std::make_unique<agent::Collector>(options, *gpus_, *procs_, kubelet_.get(),
-                                                    runtime_.get(), Now);
+                                                    runtime_.get(), clock_);
   }
 
   // Runs cycles every 100 ms for `seconds`, keeping the node's world current.
@@ -171,7 +166,8 @@ class AgentTest : public ::testing::Test {
   Metrics Scrape() const { return Metrics(collector_->Exposition()->text); }
 
   fs::path dir_;
-  std::unique_ptr<cli::SimNode> node_;
+  SystemClock clock_;  // the stand-in follows the real clocks
+  std::unique_ptr<simnode::SimNode> node_;
   std::unique_ptr<FileReader> files_;
   std::unique_ptr<procfs::ProcSource> procs_;
   std::unique_ptr<kubelet::PodResourcesClient> kubelet_;

@@ -94,7 +94,7 @@ nodes:
 workloads:
   - {namespace: ml, name: solo, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB}}
 )").ok());
-  Child node({bin, "sim", "node", "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
+  Child node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
               "--dir", (dir / "node").string()},
              (dir / "node.out").string());
   std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);

@@ -78,7 +78,7 @@ workloads:
 )").ok());
   const std::string db = (dir / "ledger.db").string();
   {
-    Proc node({GPULEDGER_BIN, "sim", "node", "--scenario", (dir / "scenario.yaml").string(),
+    Proc node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
                "--node", "n1", "--dir", (dir / "node").string()},
               (dir / "node.out").string());
     ASSERT_TRUE(node.ok());

@@ -63,5 +63,34 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
   fs::remove_all(dir);
 }
 
+// A stored Prometheus cursor that is not a time is an error naming the key and its value, and
+// the ledger is left as it was: never a silent backfill from 1970 (or from --since).
+TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string bin = GPULEDGER_BIN;
+  const std::string db = (dir / "c.db").string();
+  int code = 0;
+  // The server creates the ledger (and its meta table); nothing listens on port 1.
+  const std::string first = RunCapture(bin + " server --source prometheus=http://127.0.0.1:1" +
+                                           " --backfill-only --ledger sqlite:" + db, &code);
+  ASSERT_TRUE(fs::exists(db)) << first;
+  for (const char* corrupt : {"17x", "", "-5", "12"}) {
+    RunCapture("sqlite3 " + db + " \"INSERT OR REPLACE INTO meta(key, value) VALUES "
+               "('prometheus_cursor', '" + corrupt + "')\"", &code);
+    ASSERT_EQ(code, 0) << "sqlite3 CLI (apt-get install sqlite3)";
+    const std::string out = RunCapture(bin + " server --source prometheus=http://127.0.0.1:1" +
+                                           " --backfill-only --ledger sqlite:" + db, &code);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("meta 'prometheus_cursor' is '" + std::string(corrupt) + "'"),
+              std::string::npos) << out;
+    EXPECT_EQ(RunCapture("sqlite3 " + db + " \"SELECT value FROM meta WHERE key = "
+                         "'prometheus_cursor'\"", &code),
+              std::string(corrupt) + "\n");
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuledger

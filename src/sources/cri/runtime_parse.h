@@ -1,7 +1,7 @@
 #pragma once
 // Pure conversions between CRI runtime.v1 list answers and gpuledger's values. No I/O: the gRPC
 // client (grpc_runtime.h) fetches, these translate. The reverse direction serves the fake
-// runtime (testing/fake_grpc) and `gpuledger sim node`.
+// runtime (testing/fake_grpc) and `gpuledger-sim-node`.
 
 #include <vector>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Pure conversions between PodResources v1 messages and gpuledger's values. No I/O: the gRPC
 // client (grpc_pod_resources.h) fetches, these translate. The reverse direction serves the fake
-// kubelet (testing/fake_grpc) and `gpuledger sim node`.
+// kubelet (testing/fake_grpc) and `gpuledger-sim-node`.
 
 #include <vector>
 

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -73,7 +74,7 @@ struct DeviceState {
 
 struct State {
   bool have_baseline = false;  // a read has completed
-  Micros previous_end_us = 0;
+  ClockReading previous_read;  // when it completed
   bool enumerated = false;
   unsigned count = 0;
   std::vector<DeviceState> devices;
@@ -89,17 +90,18 @@ struct Work {
   Micros interval_us = 0;
   Micros max_period_us = 0;  // longest period one sample may stand for
   Micros previous_read_us = 0;
+  WallStep step;             // the wall clock's step since the previous read, if any
   bool timed_out = false;
   std::string timed_out_call;
 };
 
 class NvmlGpuSource final : public sources::GpuSource {
  public:
-  NvmlGpuSource(NvmlApi api, NvmlSourceOptions options, std::function<Micros()> now,
+  NvmlGpuSource(NvmlApi api, NvmlSourceOptions options, const Clock& clock,
                 std::unique_ptr<Watchdog> watchdog, std::string driver, unsigned count)
       : api_(std::move(api)),
         options_(options),
-        now_(std::move(now)),
+        clock_(clock),
         watchdog_(std::move(watchdog)),
         driver_(std::move(driver)),
         described_count_(count) {}
@@ -202,7 +204,7 @@ class NvmlGpuSource final : public sources::GpuSource {
 
   NvmlApi api_;
   NvmlSourceOptions options_;
-  std::function<Micros()> now_;
+  const Clock& clock_;
   std::unique_ptr<Watchdog> watchdog_;
   std::string driver_;
   unsigned described_count_ = 0;
@@ -214,16 +216,28 @@ Result<GpuReading> NvmlGpuSource::Read() {
     return Unavailable("nvml stale: TIMEOUT: " + watchdog_->HungCall() +
                        " has not returned; no NVML call is made until it does");
   }
-  const Micros now = now_();
-  Work w{state_, {}, 0, 0, 0, false, {}};
+  const ClockReading now = clock_.Now();
+  Work w{state_, {}, 0, 0, 0, {}, false, {}};
   const bool first = !state_.have_baseline;
-  w.reading.start_us = first ? now : std::min(state_.previous_end_us, now);
-  w.reading.end_us = now;
-  w.interval_us = w.reading.end_us - w.reading.start_us;
+  // The interval's length is monotonic time; its end is the wall time NVML stamps samples with.
+  const ClockInterval interval = first ? ClockInterval{now.wall_us, now.wall_us, 0}
+                                       : IntervalBetween(state_.previous_read, now);
+  w.reading.start_us = interval.start_us;
+  w.reading.end_us = interval.end_us;
+  w.reading.wall_step_us = interval.wall_step_us;
+  w.interval_us = interval.duration_us();
   w.max_period_us = std::min(w.interval_us, options_.max_sample_period_us);
   w.previous_read_us = w.reading.start_us;
+  w.step = {interval.wall_step_us, state_.previous_read.wall_us, now.wall_us};
   if (first) {
     for (auto& d : w.next.devices) d.fresh = true;
+  } else if (w.step.step_us != 0) {
+    // Re-anchor every sample stream on the new timeline (WallStep in nvml_source.h). Committed
+    // with the read, like everything else, so a read that times out re-anchors on the next try.
+    for (auto& d : w.next.devices) {
+      ShiftCursor(d.util_cursor, w.step.step_us);
+      ShiftCursor(d.process_cursor, w.step.step_us);
+    }
   }
 
   unsigned count = 0;
@@ -274,7 +288,7 @@ Result<GpuReading> NvmlGpuSource::Read() {
                        std::to_string(watchdog_->deadline_us() / 1000) + " ms");
   }
   s.have_baseline = true;
-  s.previous_end_us = now;
+  s.previous_read = now;
   described_count_ = static_cast<unsigned>(s.devices.size());
   state_ = std::move(w.next);
   return std::move(w.reading);
@@ -350,7 +364,7 @@ std::optional<std::vector<UtilSample>> NvmlGpuSource::ReadUtilSamples(Work& w, D
   };
   auto samples_fn = api_.samples;
   nvmlDevice_t handle = d.handle;
-  const unsigned long long last_seen = d.util_cursor.last_seen_ts;
+  const unsigned long long last_seen = QueryTimestamp(d.util_cursor, w.step);
   Box box;
   nvmlReturn_t ret = NVML_ERROR_INSUFFICIENT_SIZE;
   for (int attempt = 0; attempt < kMaxGrowAttempts && ret == NVML_ERROR_INSUFFICIENT_SIZE;
@@ -384,7 +398,7 @@ std::optional<std::vector<UtilSample>> NvmlGpuSource::ReadProcessSamples(Work& w
   constexpr const char* kInfoFn = "nvmlDeviceGetProcessesUtilizationInfo";
   constexpr const char* kLegacyFn = "nvmlDeviceGetProcessUtilization";
   nvmlDevice_t handle = d.handle;
-  const unsigned long long last_seen = d.process_cursor.last_seen_ts;
+  const unsigned long long last_seen = QueryTimestamp(d.process_cursor, w.step);
   if (api_.processes_utilization_info != nullptr && !d.legacy_process_util) {
     struct Box {
       nvmlProcessesUtilizationInfo_t info{};
@@ -705,6 +719,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     auto samples = ReadUtilSamples(w, d);
     std::optional<GpuMicros> busy;
     if (samples) {
+      PlaceSamples(*samples, d.util_cursor, w.step);
       const bool any = !samples->empty();
       auto integral = IntegrateSamples(std::move(*samples), d.util_cursor, w.previous_read_us,
                                        w.max_period_us);
@@ -722,6 +737,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp.
     std::optional<std::map<unsigned, std::int64_t>> per_pid;
     if (auto process_samples = ReadProcessSamples(w, d)) {
+      PlaceSamples(*process_samples, d.process_cursor, w.step);
       per_pid = IntegrateSamples(std::move(*process_samples), d.process_cursor,
                                  w.previous_read_us, w.max_period_us);
     }
@@ -769,14 +785,18 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
 
 class NoGpuSource final : public sources::GpuSource {
  public:
-  NoGpuSource(SourceFault fault, std::string why, std::function<Micros()> now)
-      : fault_(std::move(fault)), why_(std::move(why)), now_(std::move(now)) {}
+  NoGpuSource(SourceFault fault, std::string why, const Clock& clock)
+      : fault_(std::move(fault)), why_(std::move(why)), clock_(clock) {}
 
   Result<GpuReading> Read() override {
+    const ClockReading now = clock_.Now();
+    const ClockInterval interval = previous_ ? IntervalBetween(*previous_, now)
+                                             : ClockInterval{now.wall_us, now.wall_us, 0};
+    previous_ = now;
     GpuReading r;
-    r.end_us = now_();
-    r.start_us = previous_end_us_ ? std::min(*previous_end_us_, r.end_us) : r.end_us;
-    previous_end_us_ = r.end_us;
+    r.start_us = interval.start_us;
+    r.end_us = interval.end_us;
+    r.wall_step_us = interval.wall_step_us;
     r.faults.push_back(fault_);
     return r;
   }
@@ -785,19 +805,19 @@ class NoGpuSource final : public sources::GpuSource {
  private:
   SourceFault fault_;
   std::string why_;
-  std::function<Micros()> now_;
-  std::optional<Micros> previous_end_us_;
+  const Clock& clock_;
+  std::optional<ClockReading> previous_;
 };
 
 }  // namespace
 
 std::unique_ptr<sources::GpuSource> MakeNoGpuSource(SourceFault fault, std::string why,
-                                                    std::function<Micros()> now) {
-  return std::make_unique<NoGpuSource>(std::move(fault), std::move(why), std::move(now));
+                                                    const Clock& clock) {
+  return std::make_unique<NoGpuSource>(std::move(fault), std::move(why), clock);
 }
 
 std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOptions options,
-                                                   std::function<Micros()> now) {
+                                                   const Clock& clock) {
   auto watchdog = std::make_unique<Watchdog>(options.call_deadline_us, api.library);
   // Heap-held result: after a timeout the (detached) worker still writes it.
   auto result = std::make_shared<nvmlReturn_t>(NVML_ERROR_UNKNOWN);
@@ -808,14 +828,14 @@ std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOption
     return MakeNoGpuSource(Fault("TIMEOUT", "nvmlInit_v2()"),
                            "nvmlInit_v2 did not return within " +
                                std::to_string(options.call_deadline_us / 1000) + " ms",
-                           std::move(now));
+                           clock);
   }
   if (ret != NVML_SUCCESS) {
     std::string why = "nvmlInit_v2: " + ErrorName(ret);
     if (api.error_string != nullptr) {
       if (const char* text = api.error_string(ret)) why += std::string(" (") + text + ")";
     }
-    return MakeNoGpuSource(Fault(ErrorName(ret), "nvmlInit_v2()"), why, std::move(now));
+    return MakeNoGpuSource(Fault(ErrorName(ret), "nvmlInit_v2()"), why, clock);
   }
   std::string driver;
   if (api.driver_version != nullptr) {
@@ -829,26 +849,23 @@ std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOption
       driver = CString(box->first);
     }
   }
-  return std::make_unique<NvmlGpuSource>(std::move(api), options, std::move(now),
-                                         std::move(watchdog), std::move(driver), 0);
+  return std::make_unique<NvmlGpuSource>(std::move(api), options, clock, std::move(watchdog),
+                                         std::move(driver), 0);
 }
 
 std::unique_ptr<sources::GpuSource> OpenNvmlSource(const std::string& library,
-                                                   Micros call_deadline_us,
-                                                   std::function<Micros()> now) {
+                                                   Micros call_deadline_us, const Clock& clock) {
   auto opened = OpenDynamicLibrary(library);
   if (!opened) {
-    return MakeNoGpuSource(Fault("LIBRARY_NOT_FOUND", library), library + " not found",
-                           std::move(now));
+    return MakeNoGpuSource(Fault("LIBRARY_NOT_FOUND", library), library + " not found", clock);
   }
   auto api = LoadNvml(std::shared_ptr<DynamicLibrary>(std::move(*opened)));
   if (!api) {
-    return MakeNoGpuSource(Fault("FUNCTION_NOT_FOUND", library), api.error().message,
-                           std::move(now));
+    return MakeNoGpuSource(Fault("FUNCTION_NOT_FOUND", library), api.error().message, clock);
   }
   NvmlSourceOptions options;
   options.call_deadline_us = call_deadline_us;
-  return OpenNvmlSource(std::move(*api), options, std::move(now));
+  return OpenNvmlSource(std::move(*api), options, clock);
 }
 
 // ---- Pure helpers ------------------------------------------------------------------------------
@@ -942,6 +959,65 @@ std::map<unsigned, std::int64_t> IntegrateSamples(std::vector<UtilSample> sample
     cursor.last_seen_ts = std::max(cursor.last_seen_ts, *group_ts);
   }
   return out;
+}
+
+namespace {
+// A timestamp moved by `by` µs, floored at 0 (a timeline before the epoch has no samples).
+unsigned long long Moved(unsigned long long ts, Micros by) {
+  const Micros moved = static_cast<Micros>(ts) + by;
+  return moved > 0 ? static_cast<unsigned long long>(moved) : 0;
+}
+}  // namespace
+
+void ShiftCursor(SampleCursor& cursor, Micros step_us) {
+  // last_seen_ts stays non-zero: 0 would mean "nothing seen yet" (ask NVML for everything).
+  if (cursor.last_seen_ts != 0) {
+    cursor.last_seen_ts = std::max(1ull, Moved(cursor.last_seen_ts, step_us));
+  }
+  if (cursor.previous_sample_ts) {
+    cursor.previous_sample_ts = Moved(*cursor.previous_sample_ts, step_us);
+  }
+}
+
+unsigned long long QueryTimestamp(const SampleCursor& shifted, const WallStep& step) {
+  if (shifted.last_seen_ts == 0 || step.step_us <= 0) return shifted.last_seen_ts;
+  return Moved(shifted.last_seen_ts, -step.step_us);
+}
+
+void PlaceSamples(std::vector<UtilSample>& samples, SampleCursor& cursor, const WallStep& step) {
+  // Normally every sample is newer than all counted ones: the search runs only after a step back.
+  unsigned long long newest_counted = 0;
+  for (unsigned long long ts : cursor.counted_ts) newest_counted = std::max(newest_counted, ts);
+  auto counted = [&](unsigned long long ts) {
+    const auto& seen = cursor.counted_ts;
+    return ts <= newest_counted && std::find(seen.begin(), seen.end(), ts) != seen.end();
+  };
+  const Micros since_new = step.previous_read_us + step.step_us;  // the previous read, new timeline
+  const Micros old_last_seen = cursor.last_seen_ts == 0
+                                   ? std::numeric_limits<Micros>::min()
+                                   : static_cast<Micros>(cursor.last_seen_ts) - step.step_us;
+  std::vector<UtilSample> placed;
+  std::vector<unsigned long long> raw;  // NVML's timestamps of the placed samples
+  for (UtilSample s : samples) {
+    const Micros ts = static_cast<Micros>(s.ts);
+    if (counted(s.ts)) continue;
+    const bool current = ts <= step.read_us && (step.step_us == 0 || ts > since_new);
+    if (!current) {
+      // Across a step, one taken before it and not counted yet moves with the clock.
+      if (step.step_us == 0 || ts <= old_last_seen || ts > step.read_us - step.step_us) continue;
+      s.ts = Moved(s.ts, step.step_us);
+    }
+    raw.push_back(static_cast<unsigned long long>(ts));  // NVML's own, before any move
+    placed.push_back(s);
+  }
+  std::sort(raw.begin(), raw.end());
+  raw.erase(std::unique(raw.begin(), raw.end()), raw.end());
+  for (unsigned long long ts : raw) {
+    if (counted(ts)) continue;
+    cursor.counted_ts.push_back(ts);
+    if (cursor.counted_ts.size() > kCountedKept) cursor.counted_ts.pop_front();
+  }
+  samples = std::move(placed);
 }
 
 }  // namespace gpuledger::nvml

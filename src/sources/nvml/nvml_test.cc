@@ -228,7 +228,7 @@ class NvmlSourceTest : public ::testing::Test {
     NvmlSourceOptions options;
     options.call_deadline_us = deadline_us;
     options.lost_retry_cycles = lost_retry;
-    source_ = OpenNvmlSource(std::move(api), options, [this] { return now_; });
+    source_ = OpenNvmlSource(std::move(api), options, clock_);
   }
   sources::GpuReading ReadOk() {
     auto r = source_->Read();
@@ -236,8 +236,21 @@ class NvmlSourceTest : public ::testing::Test {
     return r.ok() ? std::move(*r) : sources::GpuReading{};
   }
 
+  // The tests move time with now_ (both clocks) and step the wall clock alone with wall_step_.
+  class TestClock final : public Clock {
+   public:
+    TestClock(const Micros& now, const Micros& wall_step) : now_(now), wall_step_(wall_step) {}
+    ClockReading Now() const override { return {now_ + wall_step_, now_}; }
+
+   private:
+    const Micros& now_;
+    const Micros& wall_step_;
+  };
+
   Fake fake_;
   Micros now_ = kT0;
+  Micros wall_step_ = 0;
+  TestClock clock_{now_, wall_step_};
   std::unique_ptr<sources::GpuSource> source_;
 };
 
@@ -331,6 +344,88 @@ TEST_F(NvmlSourceTest, IntegratesSamplesExactlyAndPassesLastSeenTimeStamp) {
   EXPECT_EQ(d.proc_last_seen[2], static_cast<unsigned long long>(kT0 + kSecond));
   ASSERT_EQ(d.sample_last_seen.size(), 3u);
   EXPECT_EQ(d.sample_last_seen[2], static_cast<unsigned long long>(kT0 + kSecond));
+}
+
+// One second of a GPU at 50% as the driver records it: a device and a process-42 sample half-way
+// and at the end, stamped with the wall clock. `step` moves the wall clock between the two, so
+// the first sample is on the old timeline and the second on the new one.
+void HalfBusySecond(FakeDevice& d, Micros& now, Micros& wall_step, Micros step = 0) {
+  for (int half = 0; half < 2; ++half) {
+    if (half == 1) wall_step += step;
+    now += kSecond / 2;
+    const auto ts = static_cast<unsigned long long>(now + wall_step);
+    nvmlSample_t s{};
+    s.timeStamp = ts;
+    s.sampleValue.uiVal = 50;
+    d.util_samples.push_back(s);
+    d.proc_samples.push_back({ts, 42, 50, 0, 0, 0, 0, 0});
+  }
+}
+
+TEST_F(NvmlSourceTest, WallClockStepsAreReportedNeverMeteredAndLoseNoSample) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.procs = {Proc(42, kGiB)};
+  Open();
+  ReadOk();  // baseline
+  constexpr Micros kHour = 3600 * kSecond;
+  // Forward an hour, back to where it was, back an hour past it, forward 30 s (a VM resumed).
+  for (Micros step : {Micros{0}, kHour, Micros{0}, -kHour, -kHour, Micros{0}, 30 * kSecond,
+                      Micros{0}}) {
+    const Micros mono_before = now_;
+    HalfBusySecond(d, now_, wall_step_, step);
+    auto r = ReadOk();
+    EXPECT_EQ(r.end_us, now_ + wall_step_) << step;
+    EXPECT_EQ(r.end_us - r.start_us, now_ - mono_before) << step;  // a second, whatever the step
+    EXPECT_EQ(r.wall_step_us, step);
+    // Both samples count, each for half a second: the one from before the step too.
+    ASSERT_NE(FindSignal(r, "GPU-aaaa"), nullptr);
+    EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, kSecond / 2) << step;
+    ASSERT_NE(FindProcess(r, 42), nullptr);
+    EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, kSecond / 2) << step;
+  }
+  // A step within the tolerance is slewing as far as the source can tell: not reported, and the
+  // interval is still the monotonic second.
+  HalfBusySecond(d, now_, wall_step_, kSecond / 2);
+  auto r = ReadOk();
+  EXPECT_EQ(r.wall_step_us, 0);
+  EXPECT_EQ(r.end_us - r.start_us, kSecond);
+}
+
+TEST_F(NvmlSourceTest, ShortBackwardStepNeverCountsASampleTwice) {
+  // Back 3 s: for three seconds NVML returns, next to the new samples, those already counted on
+  // the stretch the clock went back over (the fake, like a driver, keeps them all). The odd
+  // 123 µs keeps new timestamps off the old ones, as a real clock's would be.
+  auto& d = fake_.Add("GPU-aaaa");
+  d.procs = {Proc(42, kGiB)};
+  Open();
+  ReadOk();
+  for (Micros step : {Micros{0}, Micros{0}, Micros{0}, Micros{0}, -3 * kSecond - 123, Micros{0},
+                      Micros{0}, Micros{0}, Micros{0}}) {
+    HalfBusySecond(d, now_, wall_step_, step);
+    auto r = ReadOk();
+    EXPECT_EQ(r.wall_step_us, step);
+    EXPECT_EQ(r.end_us - r.start_us, kSecond);
+    EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, kSecond / 2) << now_;
+    EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, kSecond / 2) << now_;
+  }
+}
+
+TEST_F(NvmlSourceTest, SampleStampedAfterTheReadWaitsForTheNextRead) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.procs = {Proc(42, kGiB)};
+  Open();
+  ReadOk();
+  HalfBusySecond(d, now_, wall_step_);
+  // Taken while the read was under way (after its clock reading): the next interval's.
+  nvmlSample_t late{};
+  late.timeStamp = static_cast<unsigned long long>(now_ + kSecond / 2);
+  late.sampleValue.uiVal = 100;
+  d.util_samples.push_back(late);
+  auto r = ReadOk();
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, kSecond / 2);
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, kSecond / 2);  // 100% for the half second
 }
 
 TEST_F(NvmlSourceTest, FallsBackToUtilizationRatesWithoutSamples) {
@@ -450,13 +545,25 @@ TEST_F(NvmlSourceTest, FailedDeviceCountGivesAnEmptyIntervalAndLosesNothing) {
 }
 
 TEST_F(NvmlSourceTest, MissingLibraryGivesNoGpuSource) {
-  auto source = OpenNvmlSource("/nonexistent/libnvidia-ml.so.1", 2 * kSecond, [] { return kT0; });
+  auto source = OpenNvmlSource("/nonexistent/libnvidia-ml.so.1", 2 * kSecond, clock_);
   EXPECT_EQ(source->Describe(), "no GPU: /nonexistent/libnvidia-ml.so.1 not found");
   auto r = source->Read();
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->gpus.empty());
   ASSERT_EQ(r->faults.size(), 1u);
   EXPECT_EQ(r->faults[0].code, "LIBRARY_NOT_FOUND");
+  // Its intervals are monotonic too: a wall step of an hour is reported, not measured.
+  now_ += kSecond;
+  wall_step_ = 3600 * kSecond;
+  r = source->Read();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->end_us, kT0 + 3601 * kSecond);
+  EXPECT_EQ(r->end_us - r->start_us, kSecond);
+  EXPECT_EQ(r->wall_step_us, 3600 * kSecond);
+  now_ += kSecond;
+  r = source->Read();
+  EXPECT_EQ(r->end_us - r->start_us, kSecond);
+  EXPECT_EQ(r->wall_step_us, 0);
 }
 
 TEST_F(NvmlSourceTest, InitFailureGivesNoGpuSource) {

@@ -114,6 +114,42 @@ TEST(NodeStepper, EqualsRunForEachNode) {
   }
 }
 
+// Stepped one interval at a time (next_end_us), each node's truth sums to the Simulator's.
+TEST(NodeStepper, TruthSoFarAddsUpToTheSimulators) {
+  Simulator sim(Parse(), 7'000'000);
+  sim.Run([](const NodeSnapshot&) {});
+  std::map<ConsumerRef, Truth> sum;
+  for (const auto& node : sim.scenario().nodes) {
+    auto stepper = NodeStepper::Create(Parse(), node.name, 7'000'000);
+    ASSERT_TRUE(stepper.ok());
+    double compute_before = -1;
+    while (!stepper->done()) {
+      const Micros end = stepper->next_end_us();
+      ASSERT_EQ(stepper->AdvanceTo(end).size(), 1u);
+      EXPECT_EQ(stepper->position_us(), end);
+      double compute = 0;
+      for (const auto& [ref, t] : stepper->truth()) compute += t.compute_gpu_us;
+      EXPECT_GE(compute, compute_before);  // what ran so far only grows
+      compute_before = compute;
+    }
+    for (const auto& [ref, t] : stepper->truth()) {
+      sum[ref].allocated_ppd_us += t.allocated_ppd_us;
+      sum[ref].compute_gpu_us += t.compute_gpu_us;
+      sum[ref].memory_byte_us += t.memory_byte_us;
+    }
+  }
+  ASSERT_EQ(sum.size(), sim.truth().size());
+  for (const auto& [ref, want] : sim.truth()) {
+    ASSERT_TRUE(sum.count(ref)) << ref.Key();
+    EXPECT_TRUE(sum[ref].allocated_ppd_us == want.allocated_ppd_us) << ref.Key();
+    EXPECT_NEAR(sum[ref].compute_gpu_us, want.compute_gpu_us, 1e-6 * want.compute_gpu_us + 1e-3)
+        << ref.Key();
+    EXPECT_NEAR(sum[ref].memory_byte_us, want.memory_byte_us, 1e-9 * want.memory_byte_us + 1)
+        << ref.Key();
+  }
+  EXPECT_EQ(TruthCsv(sum).substr(0, 51), "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n");
+}
+
 TEST(NodeStepper, UnknownNode) {
   auto stepper = NodeStepper::Create(Parse(), "nope", kMicrosPerSecond);
   ASSERT_FALSE(stepper.ok());

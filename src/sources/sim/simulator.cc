@@ -15,6 +15,14 @@ GpuMicros Truth::AllocatedUs() const {
   return static_cast<GpuMicros>((allocated_ppd_us + kWholeGpu / 2) / kWholeGpu);
 }
 
+std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth) {
+  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n";
+  for (const auto& [ref, t] : truth)
+    csv += fmt::format("{},{},{:.0f},{:.0f}\n", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
+                       t.memory_byte_us);
+  return csv;
+}
+
 namespace {
 
 // Real NVML shows a small driver reservation on any device with a context; it is memory no
@@ -617,6 +625,20 @@ std::vector<NodeSnapshot> NodeStepper::AdvanceTo(Micros sim_time_us) {
 }
 
 Micros NodeStepper::position_us() const { return impl_->position_us; }
+Micros NodeStepper::next_end_us() const {
+  return done() ? impl_->end_us : impl_->NextCut(impl_->position_us);
+}
+std::map<ConsumerRef, Truth> NodeStepper::truth() const {
+  std::map<ConsumerRef, Truth> out;
+  for (int ai : impl_->world.nodes[impl_->node].actors) {
+    const Truth& t = impl_->truth[ai];
+    Truth& o = out[impl_->world.actors[ai].ref];
+    o.allocated_ppd_us += t.allocated_ppd_us;
+    o.compute_gpu_us += t.compute_gpu_us;
+    o.memory_byte_us += t.memory_byte_us;
+  }
+  return out;
+}
 bool NodeStepper::done() const { return impl_->position_us >= impl_->end_us; }
 const Scenario& NodeStepper::scenario() const { return *impl_->scenario; }
 const NodeSpec& NodeStepper::node() const { return *impl_->world.nodes[impl_->node].spec; }

@@ -33,6 +33,11 @@ struct Truth {
   GpuMicros AllocatedUs() const;  // rounded half up
 };
 
+// The truth as `demo --truth` and `gpuledger-sim-node --truth` write it: a header
+// "key,allocated_gpu_us,compute_gpu_us,memory_byte_us", then a row per consumer (ConsumerRef::Key
+// order: ConsumerRef's), allocation rounded half up, compute and memory to the nearest integer.
+std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth);
+
 class Simulator {
  public:
   // Precondition: scenario was validated by ParseScenario. step_us > 0.
@@ -67,7 +72,7 @@ class Simulator {
 };
 
 // Simulates one node of a scenario incrementally, for consumers that follow a clock (the NVML
-// stand-in, `sim node`): the snapshots equal, field for field, those Simulator::Run delivers for
+// stand-in, `gpuledger-sim-node`): the snapshots equal, field for field, those Simulator::Run delivers for
 // that node with the same scenario and step (same cuts, pids, uuids and, since the random stream
 // is per node, the same samples). Not thread-safe; movable.
 class NodeStepper {
@@ -82,7 +87,13 @@ class NodeStepper {
   std::vector<NodeSnapshot> AdvanceTo(Micros sim_time_us);
   // End of the last interval delivered; the scenario start before the first.
   Micros position_us() const;
+  // End of the next interval (AdvanceTo it delivers exactly that one); the scenario's end once
+  // done.
+  Micros next_end_us() const;
   bool done() const;  // the scenario's end was reached
+  // What really happened to each consumer of this node over the intervals delivered so far
+  // (every consumer placed on the node, zero before it starts).
+  std::map<ConsumerRef, Truth> truth() const;
 
   const Scenario& scenario() const;
   const NodeSpec& node() const;
@@ -97,7 +108,7 @@ class NodeStepper {
 };
 
 // What is on one node at one instant: the agent-facing world (procfs, PodResources, CRI) that
-// `sim node` lays out. Pids, device uuids, grants and consumers are those of the snapshot whose
+// `gpuledger-sim-node` lays out. Pids, device uuids, grants and consumers are those of the snapshot whose
 // interval holds the instant.
 struct NodeState {
   std::string node;

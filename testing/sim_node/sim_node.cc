@@ -1,7 +1,8 @@
-#include "cli/sim_node_command.h"
+#include "sim_node/sim_node.h"
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/report_command.h"
+#include "common/time_util.h"
 #include "io/file_util.h"
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
@@ -16,7 +18,7 @@
 #include "sources/sim/agent_world.h"
 #include "sources/sim/simulator.h"
 
-namespace gpuledger::cli {
+namespace gpuledger::simnode {
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,6 +98,59 @@ class NodeWorld {
   std::map<ConsumerRef, Micros> ended_;
 };
 
+// The simulator's truth of what ran on the node: the same scenario, node and step as the NVML
+// stand-in's, from the same origin, so its intervals are exactly those the stand-in's samples
+// describe (sim::NodeStepper equals the stand-in's stepper field for field).
+class TruthKeeper {
+ public:
+  static Result<std::unique_ptr<TruthKeeper>> Open(const sim::Scenario& scenario,
+                                                   const SimNodeOptions& o, Micros step_us,
+                                                   Micros origin) {
+    auto stepper = sim::NodeStepper::Create(scenario, o.node, step_us);
+    if (!stepper) return stepper.error();
+    std::unique_ptr<TruthKeeper> k(new TruthKeeper(std::move(*stepper), o, origin));
+    if (!o.truth_log.empty()) {
+      k->log_.open(o.truth_log, std::ios::out | std::ios::trunc);
+      if (!k->log_) return IoError(fmt::format("--truth-log '{}': cannot write", o.truth_log));
+      k->log_ << "at_unix_us,key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n";
+    }
+    return k;
+  }
+
+  // Delivers the intervals that ended by `wall` (µs since the epoch), logging each end.
+  Status Advance(Micros wall) {
+    const Micros start = stepper_.scenario().start_us;
+    const Micros sim_now = start + (wall - origin_);
+    while (!stepper_.done() && stepper_.next_end_us() <= sim_now) {
+      const Micros end = stepper_.next_end_us();
+      stepper_.AdvanceTo(end);
+      if (!log_.is_open()) continue;
+      for (const auto& [ref, t] : stepper_.truth())
+        log_ << fmt::format("{},{},{},{:.0f},{:.0f}\n", origin_ + (end - start), ref.Key(),
+                            t.AllocatedUs(), t.compute_gpu_us, t.memory_byte_us);
+    }
+    if (log_.is_open() && !log_.flush())
+      return IoError(fmt::format("--truth-log '{}': write failed", o_.truth_log));
+    return Status::Ok();
+  }
+
+  Status Write() const {
+    if (o_.truth.empty()) return Status::Ok();
+    if (Status s = WriteFile(o_.truth, sim::TruthCsv(stepper_.truth())); !s.ok())
+      return IoError("--truth: " + s.error().message);
+    return Status::Ok();
+  }
+
+ private:
+  TruthKeeper(sim::NodeStepper stepper, const SimNodeOptions& o, Micros origin)
+      : stepper_(std::move(stepper)), o_(o), origin_(origin) {}
+
+  sim::NodeStepper stepper_;
+  const SimNodeOptions& o_;
+  Micros origin_;
+  std::ofstream log_;
+};
+
 }  // namespace
 
 struct SimNode::Impl {
@@ -106,6 +161,7 @@ struct SimNode::Impl {
   fake::FakeKubelet kubelet;
   fake::FakeCri cri;
   std::unique_ptr<NodeWorld> world;
+  std::unique_ptr<TruthKeeper> truth;  // null unless --truth or --truth-log
 };
 
 SimNode::SimNode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -123,6 +179,10 @@ Result<std::unique_ptr<SimNode>> SimNode::Start(const SimNodeOptions& o) {
   bool found = false;
   for (const auto& n : impl->scenario.nodes) found = found || n.name == o.node;
   if (!found) return InvalidArgument(fmt::format("--node '{}': the scenario has no such node", o.node));
+  auto step = ParseDuration(o.standin_step);
+  if (!step || *step <= 0)
+    return InvalidArgument(fmt::format(
+        "--standin-step '{}': expected a duration > 0 (e.g. 1s, 100ms)", o.standin_step));
   std::error_code ec;
   impl->dir = fs::absolute(o.dir);
   fs::create_directories(impl->dir / "host" / "proc", ec);
@@ -138,13 +198,27 @@ Result<std::unique_ptr<SimNode>> SimNode::Start(const SimNodeOptions& o) {
   std::unique_ptr<SimNode> node(new SimNode(std::move(impl)));
   Impl& i = *node->impl_;
   i.world = std::make_unique<NodeWorld>(i.scenario, i.options, i.origin);
+  if (!o.truth.empty() || !o.truth_log.empty()) {
+    auto truth = TruthKeeper::Open(i.scenario, i.options, *step, i.origin);
+    if (!truth) return truth.error();
+    i.truth = std::move(*truth);
+  }
   if (Status u = node->Update(); !u.ok()) return u.error();
   if (Status k = i.kubelet.Start(node->kubelet_socket()); !k.ok()) return k.error();
   if (Status c = i.cri.Start(node->cri_socket()); !c.ok()) return c.error();
   return node;
 }
 
-Status SimNode::Update() { return impl_->world->Update(impl_->kubelet, impl_->cri); }
+Status SimNode::Update() {
+  if (Status s = impl_->world->Update(impl_->kubelet, impl_->cri); !s.ok()) return s;
+  return WriteTruth();
+}
+
+Status SimNode::WriteTruth() {
+  if (!impl_->truth) return Status::Ok();
+  if (Status s = impl_->truth->Advance(WallNowUs()); !s.ok()) return s;
+  return impl_->truth->Write();
+}
 fake::FakeKubelet& SimNode::kubelet() { return impl_->kubelet; }
 fake::FakeCri& SimNode::cri() { return impl_->cri; }
 std::string SimNode::host_root() const { return (impl_->dir / "host").string(); }
@@ -167,7 +241,7 @@ int RunSimNode(const SimNodeOptions& o, const std::atomic<bool>& stop, std::ostr
   auto node = SimNode::Start(o);
   if (!node) {
     err << "error: " << node.error().message << "\n";
-    return ExitCodeFor(node.error());
+    return cli::ExitCodeFor(node.error());
   }
   out << fmt::format(
       "simulated node '{}' is up under {}\nrun the agent against it with:\n\n{}\n\n"
@@ -178,7 +252,13 @@ int RunSimNode(const SimNodeOptions& o, const std::atomic<bool>& stop, std::ostr
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.refresh_seconds * 1000)));
     if (Status s = (*node)->Update(); !s.ok()) err << "warning: " << s.error().message << "\n";
   }
+  // The truth up to the moment the node stopped.
+  if (Status s = (*node)->WriteTruth(); !s.ok()) {
+    err << "error: " << s.error().message << "\n";
+    return 1;
+  }
+  if (!o.truth.empty()) out << "truth written to " << o.truth << "\n";
   return 0;
 }
 
-}  // namespace gpuledger::cli
+}  // namespace gpuledger::simnode

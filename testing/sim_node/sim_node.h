@@ -1,8 +1,11 @@
 #pragma once
-// `gpuledger sim node`: lays out one simulated node for a real agent — a procfs tree under
+// `gpuledger-sim-node` (a test tool, never installed: it serves the fake kubelet and CRI of
+// testing/fake_grpc and loads the NVML stand-in, so the production binary links neither): lays
+// out one simulated node for a real agent — a procfs tree under
 // DIR/host, a kubelet PodResources and a CRI server on unix sockets under DIR, and the NVML
 // stand-in's configuration — prints the exact `gpuledger agent` command to run against it, and
-// keeps the node's world following the scenario's clock until killed.
+// keeps the node's world following the scenario's clock until killed. With --truth it also
+// keeps the simulator's truth of what ran so far, for checking an agent's figures against.
 
 #include <atomic>
 #include <memory>
@@ -17,7 +20,7 @@ class FakeKubelet;
 class FakeCri;
 }  // namespace gpuledger::fake
 
-namespace gpuledger::cli {
+namespace gpuledger::simnode {
 
 struct SimNodeOptions {
   std::string scenario;
@@ -30,6 +33,15 @@ struct SimNodeOptions {
   // NOTREADY sandbox for this long: the agent must ignore them.
   double terminal_linger_seconds = 30;
   std::string standin_step = "1s";  // the stand-in's sampling step (tests use 100ms)
+  // The truth of what ran on the node so far (demo --truth's CSV), rewritten whole (write to a
+  // temporary file, then rename) at every Update() and on exit. Empty: not kept.
+  std::string truth;
+  // The same, cumulative, at the end of every simulated interval: rows
+  // "at_unix_us,key,allocated_gpu_us,compute_gpu_us,memory_byte_us" appended as the intervals
+  // end, at_unix_us being the wall time the stand-in stamps that interval's samples with. An
+  // agent's figures cover the intervals that end after its first reading and up to its last:
+  // the difference of two rows. Empty: not kept.
+  std::string truth_log;
 };
 
 // One simulated node, running: its servers up, its procfs tree laid out. Update() follows the
@@ -38,7 +50,10 @@ class SimNode {
  public:
   static Result<std::unique_ptr<SimNode>> Start(const SimNodeOptions& options);
   ~SimNode();
+  // Follows the clock: the procfs tree, the kubelet's and runtime's lists, and the truth.
   Status Update();
+  // Advances the truth (when kept) to now and writes it; Update() does this too.
+  Status WriteTruth();
   fake::FakeKubelet& kubelet();
   fake::FakeCri& cri();
   std::string host_root() const;
@@ -58,4 +73,4 @@ class SimNode {
 int RunSimNode(const SimNodeOptions& options, const std::atomic<bool>& stop, std::ostream& out,
                std::ostream& err);
 
-}  // namespace gpuledger::cli
+}  // namespace gpuledger::simnode

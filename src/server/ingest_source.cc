@@ -1,0 +1,219 @@
+#include "server/ingest_source.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/time_util.h"
+
+namespace gpuledger::server {
+namespace {
+
+class ScrapeSource final : public IngestSource {
+ public:
+  explicit ScrapeSource(ScrapeSourceConfig c) : c_(std::move(c)) {
+    if (!c_.fetch)
+      c_.fetch = [timeout = c_.options.timeout_us](const std::string& target) {
+        return ingest::FetchMetrics(target, timeout);
+      };
+  }
+  ~ScrapeSource() override { Stop(); }
+
+  // Scraping sees agents live from now on.
+  Result<Micros> ObservingSince(store::LedgerStore&) override { return c_.now(); }
+
+  Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
+                              const std::atomic<bool>&) override {
+    ingest::ScrapeLoop loop(ingestor, c_.options, c_.fetch, c_.now, *c_.log);
+    loop.RunRound();
+    return fmt::format("scraped {} targets once", c_.options.targets.size());
+  }
+
+  bool follows() const override { return true; }
+
+  void Start(ingest::Ingestor& ingestor, store::LedgerStore&) override {
+    std::lock_guard lock(mu_);
+    loop_ = std::make_unique<ingest::ScrapeLoop>(ingestor, c_.options, c_.fetch, c_.now, *c_.log);
+    loop_->Start();
+  }
+
+  void Stop() override {
+    std::lock_guard lock(mu_);
+    if (loop_) loop_->Stop();  // the round in progress finishes and commits
+  }
+
+  std::string RenderMetrics() const override {
+    std::lock_guard lock(mu_);
+    return loop_ ? loop_->RenderMetrics() : std::string();
+  }
+
+ private:
+  ScrapeSourceConfig c_;
+  mutable std::mutex mu_;  // guards loop_ (not its rounds: the loop is thread-safe there)
+  std::unique_ptr<ingest::ScrapeLoop> loop_;
+};
+
+class FilesSource final : public IngestSource {
+ public:
+  FilesSource(std::string dir, std::string ledger_display, std::ostream* progress)
+      : dir_(std::move(dir)), ledger_display_(std::move(ledger_display)), progress_(progress) {}
+
+  // A replay only knows its files: every agent's first snapshot is a baseline.
+  Result<Micros> ObservingSince(store::LedgerStore&) override { return INT64_MAX; }
+
+  Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
+                              const std::atomic<bool>&) override {
+    auto replayed = ingest::ReplayFiles(dir_, ingestor, progress_);
+    if (!replayed) return replayed.error();
+    return fmt::format("replayed {} snapshot files ({} samples) into {}: {} device-hours written",
+                       replayed->files, replayed->samples, ledger_display_,
+                       ingestor.hours_written());
+  }
+
+  bool follows() const override { return false; }
+  void Start(ingest::Ingestor&, store::LedgerStore&) override {}
+  void Stop() override {}
+
+ private:
+  std::string dir_;
+  std::string ledger_display_;
+  std::ostream* progress_;
+};
+
+// A stored Prometheus cursor: decimal µs since the epoch, after 2000-01-01.
+std::optional<Micros> ParseCursor(const std::string& text) {
+  Micros v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 946'684'800'000'000LL)
+    return std::nullopt;
+  return v;
+}
+
+class PrometheusSource final : public IngestSource {
+ public:
+  static constexpr Micros kLag = 5 * kMicrosPerSecond;
+  static constexpr auto kFollowEvery = std::chrono::seconds(30);
+
+  explicit PrometheusSource(PrometheusSourceConfig c) : c_(std::move(c)) {}
+  ~PrometheusSource() override { Stop(); }
+
+  Result<Micros> ObservingSince(store::LedgerStore& store) override {
+    cursor_ = HourStart(c_.now() - c_.since_us);
+    auto meta = store.ReadMeta();
+    if (!meta) return meta.error();
+    if (auto it = meta->find(std::string(kPrometheusCursorKey)); it != meta->end()) {
+      // A corrupt cursor is an error naming the key, never a backfill from 1970.
+      auto parsed = ParseCursor(it->second);
+      if (!parsed)
+        return Internal(fmt::format(
+            "meta '{}' is '{}': expected µs since the epoch after 2000 (fix or delete the key "
+            "to start again from --since)",
+            kPrometheusCursorKey, it->second));
+      cursor_ = *parsed;
+    }
+    // The TSDB holds everything since the first cursor: agents that started after it count
+    // from their start, as they do when scraped directly.
+    return cursor_;
+  }
+
+  Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore& store,
+                              const std::atomic<bool>& stop) override {
+    if (Status s = CatchUpOnce(ingestor, store, stop); !s.ok()) return s.error();
+    return fmt::format("read {} up to {}: {} device-hours written to {}", c_.url,
+                       FormatRfc3339(cursor_), ingestor.hours_written(), c_.ledger_display);
+  }
+
+  bool follows() const override { return true; }
+
+  void Start(ingest::Ingestor& ingestor, store::LedgerStore& store) override {
+    thread_ = std::thread([this, &ingestor, &store] {
+      static const std::atomic<bool> kNever{false};
+      const std::atomic<bool>& stop = c_.stop != nullptr ? *c_.stop : kNever;
+      std::string last_error;
+      std::unique_lock lock(mu_);
+      while (!stopping_ && !stop.load()) {
+        lock.unlock();
+        Status s = CatchUpOnce(ingestor, store, stop);
+        const std::string error = s.ok() ? "" : s.error().message;
+        if (error != last_error) {
+          *c_.log << (s.ok() ? "ingest: " + c_.url + " is back\n" : "ingest: " + error + "\n");
+          c_.log->flush();
+        }
+        last_error = error;
+        lock.lock();
+        cv_.wait_for(lock, kFollowEvery, [&] { return stopping_; });
+      }
+    });
+  }
+
+  void Stop() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  // Hour-sized windows from the cursor up to now - kLag, each fed, committed, and then the
+  // cursor saved (rows and state first: a crash re-reads the window, idempotently).
+  Status CatchUpOnce(ingest::Ingestor& ingestor, store::LedgerStore& store,
+                     const std::atomic<bool>& stop) {
+    const Micros until = c_.now() - kLag;
+    const Micros first = cursor_;
+    const bool show = c_.progress != nullptr && until - first > kMicrosPerHour;
+    while (cursor_ < until && !stop.load() && !Stopping()) {
+      const Micros end = std::min(HourStart(cursor_) + kMicrosPerHour, until);
+      auto scrapes = c_.client->Fetch(cursor_, end);
+      if (!scrapes) return scrapes.status();
+      for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
+      if (Status s = ingestor.Commit(); !s.ok()) return s;
+      cursor_ = end;
+      if (Status s = store.PutMeta(std::string(kPrometheusCursorKey), std::to_string(cursor_)); !s.ok())
+        return s;
+      if (show)
+        *c_.progress << fmt::format("\rbackfill {}: {:5.1f}%  ({} device-hours written)", c_.url,
+                                    100.0 * static_cast<double>(cursor_ - first) /
+                                        static_cast<double>(until - first),
+                                    ingestor.hours_written())
+                     << std::flush;
+    }
+    if (show) *c_.progress << "\n";
+    return Status::Ok();
+  }
+
+  bool Stopping() {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  }
+
+  PrometheusSourceConfig c_;
+  Micros cursor_ = 0;  // touched only by the thread running rounds
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<IngestSource> MakeScrapeSource(ScrapeSourceConfig config) {
+  return std::make_unique<ScrapeSource>(std::move(config));
+}
+
+std::unique_ptr<IngestSource> MakeFilesSource(std::string dir, std::string ledger_display,
+                                              std::ostream* progress) {
+  return std::make_unique<FilesSource>(std::move(dir), std::move(ledger_display), progress);
+}
+
+std::unique_ptr<IngestSource> MakePrometheusSource(PrometheusSourceConfig config) {
+  return std::make_unique<PrometheusSource>(std::move(config));
+}
+
+}  // namespace gpuledger::server
