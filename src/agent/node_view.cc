@@ -167,7 +167,13 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     const procfs::ProcessIdentity& ident = id->second;
     if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
     if (ident.container && kube.present) {
-      auto c = container_by_id.find(ident.container->container_id);
+      // The innermost container the runtime knows (nested ones first, e.g. docker-in-docker
+      // where the runtime ran the inner one, else the outermost).
+      auto c = container_by_id.end();
+      for (auto it = ident.container->nested_ids.rbegin();
+           it != ident.container->nested_ids.rend() && c == container_by_id.end(); ++it)
+        c = container_by_id.find(*it);
+      if (c == container_by_id.end()) c = container_by_id.find(ident.container->container_id);
       const cri::PodSandbox* sb = nullptr;
       if (c != container_by_id.end()) {
         auto it = sandbox_by_id.find(c->second->pod_sandbox_id);

@@ -175,6 +175,11 @@ PathResult ParsePath(std::string_view path, CgroupRef& out) {
       out.container_id = std::string(c.id);
       out.pod_uid = std::move(pod_uid);
       out.runtime = std::string(c.runtime);
+      out.nested_ids.clear();
+      for (std::size_t j = i + 1; j < parts.size(); ++j) {
+        Component inner = ClassifyContainer(parts[j], parts[j - 1]);
+        if (inner.kind == Kind::kContainer) out.nested_ids.emplace_back(inner.id);
+      }
       return PathResult::kContainer;
     }
   }

@@ -160,6 +160,28 @@ TEST(ParseProcCgroup, CgroupV2NamingRules) {
   }
 }
 
+// Containers inside the pod's container (docker-in-docker, a CI runner's builds) are listed,
+// outermost first; plain sub-cgroups are not containers.
+TEST(ParseProcCgroup, ListsContainersNestedInTheFirstOne) {
+  const std::string uid = "0b5c3a8e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+  const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+  auto dind = ParseProcCgroup("0::/kubepods/burstable/pod" + uid + "/" + a + "/docker/" + b +
+                              "/docker-" + c + ".scope\n");
+  ASSERT_TRUE(dind) << dind.error().message;
+  EXPECT_EQ(dind->container_id, a);
+  EXPECT_EQ(dind->pod_uid, uid);
+  EXPECT_EQ(dind->nested_ids, (std::vector<std::string>{b, c}));
+  auto plain = ParseProcCgroup("0::/kubepods/pod" + uid + "/cri-containerd-" + a +
+                               ".scope/init.scope\n");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->container_id, a);
+  EXPECT_TRUE(plain->nested_ids.empty());
+  auto host = ParseProcCgroup("0::/docker/" + a + "/docker/" + b + "\n");  // no pod at all
+  ASSERT_TRUE(host) << host.error().message;
+  EXPECT_EQ(host->container_id, a);
+  EXPECT_EQ(host->nested_ids, (std::vector<std::string>{b}));
+}
+
 TEST(ParseProcCgroup, ConmonSaysSo) {
   auto ref = ParseProcCgroup(std::string("0::/kubepods.slice/kubepods-pod") + kUidSystemd +
                              ".slice/crio-conmon-" + kId + ".scope\n");

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <unordered_map>
 
@@ -17,6 +18,10 @@ struct CgroupRef {
   std::string container_id;  // 64 hex (docker-, cri-containerd-, crio- prefixes removed)
   std::string pod_uid;       // with dashes (systemd's underscores turned back); may be empty
   std::string runtime;       // "containerd", "crio", "docker", "podman"; "" when unknown
+  // Containers nested inside `container_id` (docker-in-docker, a CI runner's build containers,
+  // a kind node's pods seen from its host), outermost first. The join takes the innermost one
+  // the node's container runtime knows: that is the workload it scheduled.
+  std::vector<std::string> nested_ids;
 };
 
 // The content of /proc/<pid>/cgroup (v1 or v2, systemd or cgroupfs driver). kNotFound when the
@@ -32,7 +37,8 @@ struct CgroupRef {
 //   there is no pod, so "/docker/<id>/kubepods/..." of a kind node still yields the pod's own):
 //   "cri-containerd-", "crio-", "docker-", "libpod-" + 64 hex [+ ".scope"], a plain 64-hex
 //   component, or containerd's "<pod slice>:cri-containerd:<id>". Components below it are
-//   sub-cgroups of the same container.
+//   sub-cgroups of the same container, or, when they are container components themselves,
+//   containers nested in it (nested_ids).
 // - "crio-conmon-<id>" and "libpod-conmon-<id>" are the runtime's monitor, not the workload:
 //   such a line names no container.
 // Never crashes or throws on any input.
