@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <optional>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -13,8 +11,9 @@
 #include <fmt/format.h>
 
 #include "cli/report_command.h"
-#include "io/file_util.h"
+#include "common/clock.h"
 #include "common/time_util.h"
+#include "io/file_util.h"
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
@@ -70,12 +69,8 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
 
 namespace {
 
-// Wall clock in µs since the epoch.
-Micros WallNowUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// Wall clock in µs since the epoch: scrape and cursor times.
+Micros WallNowUs() { return SystemClock().Now().wall_us; }
 
 // Owners and labels of consumers, labels of nodes (for prices): from the Kubernetes watch when
 // one is configured, else from a metadata snapshot (files=DIR/metadata.json) when there is one;

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/run_agent.h"
+#include "common/clock.h"
 
 #include "cli/demo_command.h"
 #include "cli/export_command.h"
@@ -132,9 +133,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (reconcile_cmd->parsed()) {
-    reconcile.imported_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
+    reconcile.imported_at_us = gpuledger::SystemClock().Now().wall_us;
     return RunReconcile(reconcile, std::cout, std::cerr);
   }
   if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);

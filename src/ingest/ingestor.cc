@@ -145,8 +145,7 @@ ScrapeLoop::ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch,
       options_(std::move(options)),
       fetch_(std::move(fetch)),
       now_(std::move(now)),
-      log_(log),
-      shared_fetch_(std::make_shared<const Fetcher>(fetch_)) {
+      log_(log) {
   options_.max_concurrent = std::max(options_.max_concurrent, 1);
 }
 
@@ -229,8 +228,8 @@ std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::st
       deadline[next] = Clock::now() + timeout;
       wake = std::min(wake, deadline[next]);
       ++running;
-      threads_.emplace_back(std::thread([this, fetch = shared_fetch_, flight] {
-        auto body = (*fetch)(flight->target);
+      threads_.emplace_back(std::thread([this, flight] {
+        auto body = fetch_(flight->target);
         // Observed when the response arrived: the agent's counters are at most one of its
         // cycles older, and every target's series use this same rule.
         const Micros at = now_();

@@ -161,7 +161,6 @@ class ScrapeLoop {
   std::int64_t commit_errors_ = 0;
   std::vector<std::string> targets_;             // guarded by metrics_mu_
   std::string discovery_error_;                  // guarded by metrics_mu_
-  std::shared_ptr<const Fetcher> shared_fetch_;  // what the fetch threads call
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;
   std::map<std::string, std::shared_ptr<Flight>> in_flight_;  // target -> its running fetch

@@ -24,11 +24,6 @@ Result<ConnectionPool::Lease> ConnectionPool::Borrow() {
   return Lease(this, std::move(*opened));
 }
 
-std::size_t ConnectionPool::idle() const {
-  std::lock_guard lock(mu_);
-  return idle_.size();
-}
-
 void ConnectionPool::Return(std::unique_ptr<store::LedgerStore> store) {
   std::lock_guard lock(mu_);
   if (idle_.size() < max_idle_) idle_.push_back(std::move(store));

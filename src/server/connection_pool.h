@@ -42,14 +42,13 @@ class ConnectionPool {
 
   // An idle connection, or a new one from the opener (its error when that fails).
   Result<Lease> Borrow();
-  std::size_t idle() const;
 
  private:
   void Return(std::unique_ptr<store::LedgerStore> store);
 
   StoreOpener open_;
   std::size_t max_idle_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::vector<std::unique_ptr<store::LedgerStore>> idle_;  // guarded by mu_
 };
 
