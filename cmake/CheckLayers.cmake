@@ -1,9 +1,10 @@
 # The layer rule (style rule 1) as a test: run by ctest (layers_test) with
 #   -DLAYER_FILES=<;-list of the pure layers' source and header files>
 #   -DLAYER_LINKS=<;-list of "target=dep,dep,..." for each pure layer>
-# It fails, naming file and line, when a pure layer (common, model, attribution, cost, report,
-# billing logic) includes an I/O or network header or a header of an edge module, and when a
-# pure layer links anything but pure layers and formatting. Headers of the pure layers are
+# It fails, naming file and line, when a pure layer (common, model, attribution, cost,
+# utilization, report, billing logic) includes an I/O or network header or a header of an edge
+# module, and when a pure layer links anything but pure layers and formatting (a leaf layer,
+# utilization: anything but common, model and formatting). Headers of the pure layers are
 # checked with their sources: every X.cc brings its X.h.
 
 cmake_minimum_required(VERSION 3.25)
@@ -16,8 +17,11 @@ set(forbidden_project
   "io/" "store/" "sources/" "server/" "ingest/" "agent/" "cli/" "cmd/" "simcluster/"
   "prometheus/" "testing/")
 set(allowed_links
-  gpuledger_common gpuledger_model gpuledger_attribution gpuledger_cost gpuledger_report
-  gpuledger_billing gpuledger_flags fmt::fmt)
+  gpuledger_common gpuledger_model gpuledger_attribution gpuledger_cost gpuledger_utilization
+  gpuledger_report gpuledger_billing gpuledger_flags fmt::fmt)
+# Leaf layers that other pure layers build on link fewer: only common and model.
+set(leaf_layers gpuledger_utilization)
+set(leaf_allowed_links gpuledger_common gpuledger_model gpuledger_flags fmt::fmt)
 
 set(violations "")
 foreach(file IN LISTS LAYER_FILES)
@@ -62,6 +66,9 @@ foreach(entry IN LISTS LAYER_LINKS)
     if(NOT dep IN_LIST allowed_links)
       string(APPEND violations "${target} links ${dep}: a pure layer links only "
                                "${allowed_links}\n")
+    elseif(target IN_LIST leaf_layers AND NOT dep IN_LIST leaf_allowed_links)
+      string(APPEND violations "${target} links ${dep}: this layer links only "
+                               "${leaf_allowed_links}\n")
     endif()
   endforeach()
 endforeach()

@@ -1,6 +1,7 @@
 #include "agent/collector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -28,16 +29,16 @@ void Observe(HistogramData& h, double v) {
   h.sum += v;
 }
 
-// Fraction of the physical GPU used in one cycle; memory in bytes. Bounds chosen for
-// rightsizing: MIG slices are sevenths, and memory steps follow MIG and card sizes.
-HistogramData ComputeShareBuckets() {
-  return Buckets({0, 0.01, 0.05, 1.0 / 7, 0.25, 2.0 / 7, 3.0 / 7, 0.5, 4.0 / 7, 0.75, 0.9, 1});
-}
-HistogramData MemoryBuckets() {
+// Distributions for rightsizing, observed once per cycle. Few buckets, each a decision
+// boundary, to keep a (container, GPU) at 24 series (docs/agent.md): compute share steps are
+// MIG compute slices (sevenths; 1g..4g, and 5% for "nearly idle"); memory steps are MIG memory
+// slices, eighths of the card (1g = 1/8, 2g = 2/8, 3g and 4g = 4/8 of the GPU's memory), in
+// bytes of the GPU the container runs on. Above 4/7 of the compute or half the memory only a
+// whole GPU fits, which +Inf says.
+HistogramData ComputeShareBuckets() { return Buckets({0.05, 1.0 / 7, 2.0 / 7, 3.0 / 7, 4.0 / 7}); }
+HistogramData MemoryBuckets(Bytes card_bytes) {
   std::vector<double> b;
-  for (double gib : {0.5, 1.0, 2.0, 4.0, 5.0, 6.0, 10.0, 12.0, 18.0, 20.0, 24.0, 35.0, 40.0, 48.0,
-                     71.0, 80.0, 96.0, 141.0, 192.0})
-    b.push_back(gib * kGiB);
+  for (double eighths : {1.0, 2.0, 4.0}) b.push_back(std::floor(static_cast<double>(card_bytes) * eighths / 8));
   return Buckets(b);
 }
 
@@ -46,10 +47,10 @@ std::int64_t WholeKibSeconds(unsigned __int128 byte_us) {
   return static_cast<std::int64_t>(byte_us / static_cast<unsigned __int128>(kByteMicrosPerKibSecond));
 }
 
-std::string Quality(const ConsumerUsage& c, bool memory) {
-  if (memory) return std::string(ToString(c.memory_quality));
-  std::string q(ToString(c.compute_quality));
-  return c.compute_rule.empty() ? q : q + ":" + c.compute_rule;
+// "<quality>[:<rule>]", the form of attribution_info's *_source labels.
+std::string SourceLabel(Quality quality, const std::string& rule) {
+  std::string q(ToString(quality));
+  return rule.empty() ? q : q + ":" + rule;
 }
 
 }  // namespace
@@ -168,7 +169,7 @@ void Collector::Cycle() {
   counters_.join_totals.vanished_processes += join.vanished_processes;
   if (reading.ok()) {
     if (reading->wall_step_us != 0) ++counters_.clock_jumps;
-    Account(usage, *reading, now_mono);
+    Account(usage, *reading, now_mono, reading->end_us / kMicrosPerHour);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = g.memory_used_bytes;
@@ -184,7 +185,7 @@ void Collector::Cycle() {
 }
 
 void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-                        Micros now_mono) {
+                        Micros now_mono, std::int64_t wall_hour) {
   for (const MigInstance& m : reading.mig_instances) {
     DeviceSeries& d = counters_.devices[m.uuid.value];
     d.parent_uuid = m.parent.value;
@@ -213,7 +214,7 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
       ContainerSeries& s = it->second;
       if (fresh) {
         s.compute_share = ComputeShareBuckets();
-        s.memory_usage = MemoryBuckets();
+        s.memory_usage = MemoryBuckets(u.memory_total_bytes);
       }
       s.allocated_ppd_us += static_cast<unsigned __int128>(std::max<SharePpd>(0, c.allocated_ppd)) *
                             static_cast<std::uint64_t>(dt);
@@ -221,9 +222,25 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
       s.memory_byte_us += static_cast<unsigned __int128>(std::max<Bytes>(0, c.memory_bytes)) *
                           static_cast<std::uint64_t>(dt);
       s.energy_mj += c.energy_mj;
+      s.activity += c.activity;
       s.memory_used_bytes = c.memory_bytes;
-      s.compute_source = Quality(c, false);
-      s.memory_source = Quality(c, true);
+      // The sources say how every cycle of the current wall-clock hour was obtained (the worst
+      // quality, the union of rules), not only the last one: the hour's row then explains all
+      // of its figures, and the label changes at most a few times an hour (no series churn).
+      if (s.hour != wall_hour) {
+        s.hour = wall_hour;
+        s.compute_quality = s.activity_quality = Quality::kNone;
+        s.compute_rule.clear();
+        s.activity_rule.clear();
+      }
+      s.compute_quality = Combine(s.compute_quality, c.compute_quality);
+      s.compute_rule = MergeRules(s.compute_rule, c.compute_rule);
+      s.activity_quality = Combine(s.activity_quality, c.activity_quality);
+      s.activity_rule = MergeRules(s.activity_rule, c.activity_rule);
+      s.compute_source = SourceLabel(s.compute_quality, s.compute_rule);
+      s.memory_source = SourceLabel(c.memory_quality, "");
+      s.activity_source = SourceLabel(s.activity_quality, s.activity_rule);
+      s.share_source = c.share_source;
       if (dt > 0) {
         Observe(s.compute_share, static_cast<double>(c.compute_us) / static_cast<double>(dt));
         Observe(s.memory_usage, static_cast<double>(s.memory_used_bytes));
@@ -319,6 +336,24 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
                    MetricType::kCounter, [](const ContainerSeries& s) {
                      return ToBaseUnit(s.energy_mj, CounterScale::kMilliPerUnit);
                    });
+  auto activity_seconds = [](GpuMicros Activity::*f) {
+    return [f](const ContainerSeries& s) {
+      return ToBaseUnit(s.activity.*f, CounterScale::kMicrosPerSecond);
+    };
+  };
+  container_metric("gpuledger_container_sm_active_gpu_seconds_total",
+                   "GPU-seconds of the physical GPU's SMs the container kept active (a warp "
+                   "resident), as its activity source measured it (attribution_info).",
+                   MetricType::kCounter, activity_seconds(&Activity::sm_active_us));
+  container_metric("gpuledger_container_sm_occupancy_gpu_seconds_total",
+                   "GPU-seconds of SM occupancy (resident warps over the SMs' maximum).",
+                   MetricType::kCounter, activity_seconds(&Activity::sm_occupancy_us));
+  container_metric("gpuledger_container_tensor_active_gpu_seconds_total",
+                   "GPU-seconds any tensor pipe of the physical GPU was busy for the container.",
+                   MetricType::kCounter, activity_seconds(&Activity::tensor_active_us));
+  container_metric("gpuledger_container_dram_active_gpu_seconds_total",
+                   "GPU-seconds of DRAM bandwidth (used over peak) the container drew.",
+                   MetricType::kCounter, activity_seconds(&Activity::dram_active_us));
   container_metric("gpuledger_container_memory_used_bytes",
                    "GPU memory the container held in the last cycle.", MetricType::kGauge,
                    [](const ContainerSeries& s) { return static_cast<double>(s.memory_used_bytes); });
@@ -326,8 +361,10 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            "How the container's figures were obtained (value 1).", MetricType::kGauge);
   for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
-    std::array<Label, 7> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", s.compute_source},
-                             Label{"memory_source", s.memory_source}};
+    std::array<Label, 9> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", s.compute_source},
+                             Label{"memory_source", s.memory_source},
+                             Label{"activity_source", s.activity_source},
+                             Label{"share_source", s.share_source}};
     w.Sample("gpuledger_container_attribution_info", std::span<const Label>(all), 1);
   }
   w.Family("gpuledger_container_compute_share",

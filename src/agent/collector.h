@@ -92,8 +92,12 @@ class Collector {
     GpuMicros compute_us = 0;
     unsigned __int128 memory_byte_us = 0;  // exposed as whole KiB-s (floor of the exact total)
     MilliJoules energy_mj = 0;
+    Activity activity;                     // GPU-µs of SM/tensor/DRAM activity (exact)
     Bytes memory_used_bytes = 0;
-    std::string compute_source, memory_source;
+    std::string compute_source, memory_source, activity_source, share_source;
+    std::int64_t hour = -1;  // the wall-clock hour the sources below cover
+    Quality compute_quality = Quality::kNone, activity_quality = Quality::kNone;
+    std::string compute_rule, activity_rule;
     prometheus::HistogramData compute_share, memory_usage;
     Micros last_seen_us = 0;
   };
@@ -116,7 +120,7 @@ class Collector {
   // `now_mono` is the monotonic time of the cycle.
   void RefreshKube(Micros now_mono, bool force);
   void Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-               Micros now_mono);
+               Micros now_mono, std::int64_t wall_hour);
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
   static std::string Render(const Counters& c, const std::string& node);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "attribution/attribute.h"
+#include "agent/sharing_declarations.h"
 #include "cost/catalog.h"
 
 namespace gpuledger::agent {
@@ -25,7 +26,7 @@ std::optional<int> ReplicaIndex(std::string_view id) {
   std::string_view base = attribution::BaseDeviceId(id);
   if (base.size() == id.size()) return std::nullopt;
   std::string_view rest = id.substr(base.size());
-  rest.remove_prefix(rest.starts_with("::") ? 2 : 5);  // "::" or "/vgpu"
+  rest.remove_prefix(rest.starts_with("::") ? 2 : rest.starts_with("-") ? 1 : 5);  // "::", "-", "/vgpu"
   int n = 0;
   auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
   if (ec != std::errc()) return std::nullopt;
@@ -91,34 +92,30 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   const auto& sandbox_by_id = index.sandbox_by_id;
   const auto& container_by_id = index.container_by_id;
 
-  // Grants of running pods only.
+  // Grants of running pods only, as the device plugins declare them (DeclaredGrants).
   std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
   std::set<std::string> dra_devices, fractional_grants;
+  std::map<ConsumerRef, std::vector<const kubelet::ContainerGrant*>> per_container;
   for (const auto& g : kube.grants) {
     auto pod = ready_pods.find({g.namespace_name, g.pod});
     if (pod == ready_pods.end()) continue;
-    ConsumerRef ref{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container};
-    // Thousandths of a GPU granted as device ids "<gpu>::milli-<k>" (a fractional device
-    // plugin): one grant per GPU declaring the sum.
-    std::map<std::string, SharePpd> milli;
-    for (const auto& id : g.device_ids)
-      if (auto pos = id.find("::milli-"); pos != std::string::npos) milli[id.substr(0, pos)] += kWholeGpu / 1000;
-    for (const auto& [gpu, share] : milli) {
-      s.grants.push_back(Grant{ref, gpu, g.resource_name, share, ""});
-      fractional_grants.insert(gpu);
+    per_container[ConsumerRef{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container}]
+        .push_back(&g);
+  }
+  for (const auto& [ref, lists] : per_container) {
+    for (Grant& grant : DeclaredGrants(ref, lists, reading)) {
+      if (grant.declared_ppd || grant.declared_memory_bytes) fractional_grants.insert(grant.device_id);
+      if (auto r = ReplicaIndex(grant.device_id))
+        replicas_granted[std::string(attribution::BaseDeviceId(grant.device_id))].insert(*r);
+      s.grants.push_back(std::move(grant));
     }
-    for (const auto& id : g.device_ids) {
-      if (id.find("::milli-") != std::string::npos) continue;
-      s.grants.push_back(Grant{ref, id, g.resource_name, std::nullopt, ""});
-      if (auto r = ReplicaIndex(id))
-        replicas_granted[std::string(attribution::BaseDeviceId(id))].insert(*r);
-    }
-    for (const auto& dra : g.dra) {
-      std::string device = ResolveDraDevice(dra, reading);
-      if (device.empty()) continue;
-      s.grants.push_back(Grant{ref, device, dra.driver, std::nullopt, dra.claim});
-      dra_devices.insert(device);
-    }
+    for (const kubelet::ContainerGrant* g : lists)
+      for (const auto& dra : g->dra) {
+        std::string device = ResolveDraDevice(dra, reading);
+        if (device.empty()) continue;
+        s.grants.push_back(Grant{ref, device, dra.driver, std::nullopt, dra.claim, std::nullopt, ""});
+        dra_devices.insert(device);
+      }
   }
 
   // Replicas per device: the allocatable list is authoritative; granted ids are a lower bound.
@@ -142,7 +139,9 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       gpu.sharing = SharingMode::kMig;
     } else if (dra_devices.count(gpu.uuid.value)) {
       gpu.sharing = SharingMode::kDra;
-    } else if (fractional_grants.count(gpu.uuid.value)) {
+    } else if (std::any_of(fractional_grants.begin(), fractional_grants.end(), [&](const std::string& id) {
+                 return attribution::BaseDeviceId(id) == gpu.uuid.value;
+               })) {
       gpu.sharing = SharingMode::kFractional;
     } else if (gpu.replicas > 1) {
       gpu.sharing = SharingMode::kTimeSlicing;
@@ -151,10 +150,12 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     }
   }
 
-  // Processes -> consumers. Sharing hints from their environment (see ApplySharingHints).
-  std::map<std::pair<ConsumerRef, std::string>, SharePpd> declared;  // (consumer, device) -> share
+  // Processes -> consumers, and what the sharing layer told each (ProcessIdentity::sharing).
+  std::map<std::pair<ConsumerRef, std::string>, EnvDeclaration> declared;  // (consumer, GPU)
   std::set<std::string> mps_devices, fractional_devices;
   for (ProcessObservation p : reading.processes) {
+    // An MPS server or client NVML lists makes its device MPS, whoever it belongs to.
+    if (p.mps_client) mps_devices.insert(std::string(attribution::BaseDeviceId(p.device.value)));
     auto id = identities.find(p.pid);
     if (id == identities.end()) {
       // Exited between NVML and /proc: its memory and samples still count, to the host bucket
@@ -165,6 +166,7 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       continue;
     }
     const procfs::ProcessIdentity& ident = id->second;
+    if (ident.comm == kMpsServerComm) mps_devices.insert(p.device.value);
     if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
     if (ident.container && kube.present) {
       // The innermost container the runtime knows (nested ones first, e.g. docker-in-docker
@@ -193,22 +195,33 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       p.host_name = HostConsumerName(ident);
     }
     if (p.consumer) {
-      const std::optional<int> pct = ident.mps_client && ident.mps_thread_percentage
-                                         ? ident.mps_thread_percentage
-                                         : ident.sm_limit_percentage;
-      if (pct) declared[{*p.consumer, p.device.value}] = kWholeGpu / 100 * *pct;
-      if (ident.mps_client) mps_devices.insert(p.device.value);
-      else if (ident.sm_limit_percentage) fractional_devices.insert(p.device.value);
+      const GpuUuid gpu = PhysicalOf(p.device, reading);
+      if (auto d = FromEnvironment(ident.sharing, gpu, reading)) {
+        declared.try_emplace({*p.consumer, d->gpu.value}, *d);
+        if (d->mps) mps_devices.insert(d->gpu.value);
+        else if (d->ppd) fractional_devices.insert(d->gpu.value);
+      }
     }
     s.processes.push_back(std::move(p));
   }
-  // What the sharing layer told the processes is what the grant means: NVIDIA's device plugin
-  // in MPS mode hands its clients CUDA_MPS_PIPE_DIRECTORY (and may cap them with
-  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE); HAMi caps a fractional share with CUDA_DEVICE_SM_LIMIT.
-  // A percentage becomes the declared share of that consumer's grants on the process's device.
+  // What the sharing layer told the processes is what the grant means, where the grant itself
+  // declared nothing: a percentage or a memory cap becomes the declared share of that
+  // consumer's grants on the process's GPU. Alibaba's scheduler names the GPU in the
+  // environment (the kubelet's fake device ids do not): the grant moves there.
   for (Grant& g : s.grants) {
-    auto it = declared.find({g.consumer, std::string(attribution::BaseDeviceId(g.device_id))});
-    if (it != declared.end() && !g.declared_ppd) g.declared_ppd = it->second;
+    if (!g.dra_claim.empty()) continue;
+    if (g.resource_name == kAliyunGpuMem || g.resource_name == kAlibabaCloudGpuMem) {
+      for (const auto& [key, d] : declared)
+        if (key.first == g.consumer && d.from_gpushare_index) g.device_id = d.gpu.value;
+    }
+    auto it = declared.find({g.consumer, PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(g.device_id))}, reading).value});
+    if (it == declared.end()) continue;
+    const EnvDeclaration& d = it->second;
+    if (!g.declared_ppd && d.ppd) {
+      g.declared_ppd = d.ppd;
+      g.share_source = d.share_source;
+    }
+    if (!g.declared_memory_bytes && d.memory_bytes) g.declared_memory_bytes = d.memory_bytes;
   }
   for (PhysicalGpu& gpu : s.gpus) {
     if (gpu.sharing == SharingMode::kMig || gpu.sharing == SharingMode::kDra) continue;

@@ -28,6 +28,7 @@ struct Work {
   bool has_process = false;
   std::set<std::string> process_units;  // base ids of the units its processes ran on
   std::set<std::string> rules;
+  std::set<std::string> activity_rules;
 };
 
 ConsumerRef HostRef(const ProcessObservation& p) {
@@ -71,8 +72,10 @@ class GpuAttributor {
     }
     Memory();
     Energy();
+    Activities();
     for (auto& [ref, w] : work_) {
       w.usage.compute_rule = JoinRules(w.rules);
+      w.usage.activity_rule = JoinRules(w.activity_rules);
       out_.consumers.push_back(std::move(w.usage));
     }
     return std::move(out_);
@@ -129,6 +132,7 @@ class GpuAttributor {
       SharePpd share = UnitShare(unit);
       if (g.declared_ppd) {
         share = std::clamp<SharePpd>(*g.declared_ppd, 0, share);
+        WorkFor(g.consumer, g.device_id).usage.share_source = g.share_source;
       } else if (!g.dra_claim.empty()) {
         auto claims = claims_on_unit[std::string(BaseDeviceId(g.device_id))].size();
         auto pods = pods_of_claim[g.dra_claim].size();
@@ -183,7 +187,8 @@ class GpuAttributor {
   // Splits `busy` (GPU-µs) over the consumers selected by `in_unit`; returns false when no
   // consumer there has a process (the caller then books it unattributed).
   template <typename Pred>
-  bool SplitBusy(GpuMicros busy, Pred in_unit, bool device_measured, std::string_view multi_rule) {
+  bool SplitBusy(GpuMicros busy, Pred in_unit, bool device_measured, std::string_view multi_rule,
+                 std::string_view single_rule = "device-activity") {
     std::vector<Work*> present;
     for (auto& [ref, w] : work_)
       if (in_unit(w) && w.has_process) present.push_back(&w);
@@ -199,7 +204,7 @@ class GpuAttributor {
       quality = Quality::kMeasured;
     } else if (present.size() == 1) {
       weights.push_back(1);
-      rule = "device-activity";
+      rule = single_rule;
       quality = device_measured ? Quality::kMeasured : Quality::kEstimated;
     } else {
       for (Work* w : present)
@@ -259,8 +264,9 @@ class GpuAttributor {
     out_.idle_us = dt_ - busy;
   }
 
-  void ComputeMig() {
-    // Slice time of each instance, apportioned from dt so the parts never exceed it.
+  // Slice time of each MIG instance (GPU-µs of the physical GPU), apportioned from dt so the
+  // parts never exceed it; the last entry is the slices no instance holds.
+  std::vector<GpuMicros> SliceTimes() const {
     std::vector<std::uint64_t> slices;
     int used = 0;
     for (const MigInstance* m : migs_) {
@@ -268,7 +274,16 @@ class GpuAttributor {
       used += std::max(0, m->compute_slices);
     }
     slices.push_back(static_cast<std::uint64_t>(std::max(0, gpu_.total_slices - used)));
-    auto slice_time = Apportion(dt_, slices);
+    return Apportion(dt_, slices);
+  }
+
+  // The instance's own busy time names its source: GPM on Hopper and newer, else DCGM.
+  static std::string_view InstanceRule(const DeviceSignals& sig) {
+    return sig.busy_source == SignalSource::kGpm ? "gpm-instance-activity" : "dcgm-instance-activity";
+  }
+
+  void ComputeMig() {
+    auto slice_time = SliceTimes();
     GpuMicros busy = 0;
     for (std::size_t i = 0; i < migs_.size(); ++i) {
       const MigInstance* m = migs_[i];
@@ -289,8 +304,9 @@ class GpuAttributor {
         instance_busy = present ? slice_time[i] : 0;
       }
       if (instance_busy > 0) {
-        bool split = measured ? SplitBusy(instance_busy, in_unit, true, "allocation-share")
-                              : SplitPresence(instance_busy, in_unit);
+        bool split = measured
+                         ? SplitBusy(instance_busy, in_unit, true, "allocation-share", InstanceRule(*sig))
+                         : SplitPresence(instance_busy, in_unit);
         if (!split) out_.unattributed_us += instance_busy;
       } else {
         for (auto& [ref, w] : work_)
@@ -306,8 +322,9 @@ class GpuAttributor {
     out_.idle_us = dt_ - out_.busy_us;
   }
 
-  // MIG without DCGM: the instance's slice time goes to the consumers whose processes are
-  // present, split by allocation share (estimated).
+  // MIG without the instance's own counters (GPM needs Hopper or newer; DCGM is optional): the
+  // instance's slice time goes to the consumers whose processes are present, split by
+  // allocation share (estimated, "mig-presence").
   template <typename Pred>
   bool SplitPresence(GpuMicros instance_time, Pred in_unit) {
     std::vector<Work*> present;
@@ -374,6 +391,55 @@ class GpuAttributor {
     out_.idle_energy_mj = parts[i];
   }
 
+  // SM/tensor/DRAM activity of each unit (the GPU, or each MIG instance, scaled to the physical
+  // GPU by its slice time) goes to the consumers with a process on it: all of it when one is
+  // there (measured), else split by their compute (estimated, "compute-share"). A unit with
+  // activity but no process keeps it: activity is a signal, not a conserved quantity.
+  void Activities() {
+    if (migs_.empty()) {
+      if (const DeviceSignals* sig = SignalFor(gpu_.uuid); sig && sig->activity)
+        SplitActivity(*sig, dt_, [&](const Work&) { return true; });
+      return;
+    }
+    auto slice_time = SliceTimes();
+    for (std::size_t i = 0; i < migs_.size(); ++i) {
+      const MigInstance* m = migs_[i];
+      if (const DeviceSignals* sig = SignalFor(m->uuid); sig && sig->activity)
+        SplitActivity(*sig, slice_time[i],
+                      [&](const Work& w) { return w.process_units.count(m->uuid.value) > 0; });
+    }
+  }
+
+  template <typename Pred>
+  void SplitActivity(const DeviceSignals& sig, GpuMicros unit_time, Pred in_unit) {
+    std::vector<Work*> present;
+    for (auto& [ref, w] : work_)
+      if (in_unit(w) && w.has_process) present.push_back(&w);
+    if (present.empty() || dt_ == 0) return;
+    std::vector<std::uint64_t> weights;
+    for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(std::max<GpuMicros>(0, w->usage.compute_us)));
+    if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))
+      for (std::size_t i = 0; i < present.size(); ++i)
+        weights[i] = static_cast<std::uint64_t>(std::max<SharePpd>(1, present[i]->usage.allocated_ppd));
+    weights.push_back(0);
+    const Quality quality = present.size() == 1 ? Quality::kMeasured : Quality::kEstimated;
+    auto split = [&](GpuMicros relative, GpuMicros Activity::*field) {
+      GpuMicros scaled = static_cast<GpuMicros>(static_cast<__int128>(std::clamp<GpuMicros>(relative, 0, dt_)) *
+                                                unit_time / dt_);
+      auto parts = Apportion(scaled, weights);
+      for (std::size_t i = 0; i < present.size(); ++i) present[i]->usage.activity.*field += parts[i];
+    };
+    split(sig.activity->sm_active_us, &Activity::sm_active_us);
+    split(sig.activity->sm_occupancy_us, &Activity::sm_occupancy_us);
+    split(sig.activity->tensor_active_us, &Activity::tensor_active_us);
+    split(sig.activity->dram_active_us, &Activity::dram_active_us);
+    for (Work* w : present) {
+      w->usage.activity_quality = Combine(w->usage.activity_quality, quality);
+      w->activity_rules.insert(std::string(ToString(sig.activity_source)));
+      if (present.size() > 1) w->activity_rules.insert("compute-share");
+    }
+  }
+
   const NodeSnapshot& snap_;
   const PhysicalGpu& gpu_;
   const GpuInputs& in_;
@@ -386,11 +452,29 @@ class GpuAttributor {
 
 }  // namespace
 
+std::string_view ExplainComputeRule(std::string_view rule) {
+  if (rule == "mig-presence")
+    return "MIG instance without its own counters (GPM needs Hopper or newer, no dcgm-exporter): "
+           "its slice time while a process is present";
+  if (rule == "mps-thread-share")
+    return "MPS clients without per-process samples: the device's busy time by active-thread share";
+  if (rule == "allocation-share")
+    return "several consumers without per-process samples: the device's busy time by allocation";
+  if (rule == "no-signal") return "no busy signal and no samples: the grant alone";
+  return "";
+}
+
 std::string_view BaseDeviceId(std::string_view device_id) {
   if (auto pos = device_id.find("::"); pos != std::string_view::npos)
     return device_id.substr(0, pos);
   if (auto pos = device_id.rfind("/vgpu"); pos != std::string_view::npos)
     return device_id.substr(0, pos);
+  // HAMi's slots of one GPU: a canonical "GPU-<8-4-4-4-12 hex>" followed by "-<n>".
+  constexpr std::size_t kUuidIdLength = 4 + 36;
+  if (device_id.starts_with("GPU-") && device_id.size() > kUuidIdLength + 1 &&
+      device_id[kUuidIdLength] == '-' && device_id[12] == '-' && device_id[17] == '-' &&
+      device_id.substr(kUuidIdLength + 1).find_first_not_of("0123456789") == std::string_view::npos)
+    return device_id.substr(0, kUuidIdLength);
   return device_id;
 }
 

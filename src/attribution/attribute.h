@@ -13,15 +13,20 @@
 //               per-process sums that exceed the device value. Without samples: one consumer
 //               on the device takes all of it ("device-activity", measured); several split it
 //               by allocation share ("mps-thread-share" under MPS, "allocation-share"
-//               otherwise; estimated). MIG: the instance's own activity when DCGM gives it
-//               ("mig-instance-activity", measured), else the instance's slice time while a
-//               process is present ("mig-presence", estimated). Busy time with no process
+//               otherwise; estimated). MIG: the instance's own activity from NVML GPM (Hopper
+//               and newer: "gpm-instance-activity") or DCGM ("dcgm-instance-activity"),
+//               measured; else the instance's slice time while a process is present
+//               ("mig-presence", estimated: no instance counters exist on that GPU). Busy time with no process
 //               is unattributed; a device with no busy signal and no samples gives
 //               "allocated" quality.
 //   memory      per-process bytes x interval (measured); used memory no process explains is
 //               unattributed.
 //   energy      the device's energy split by busy time (consumers, unattributed), the energy
 //               of idle time stays idle.
+//   activity    SM active/occupancy, tensor and DRAM activity of a unit (GPU or MIG instance,
+//               scaled by its slice time) to the consumers with a process on it: all of it
+//               when alone (measured, rule = the source: "gpm", "dcgm-exporter"), else split
+//               by compute ("compute-share", estimated). Not conserved: a signal, not a cost.
 
 #include <vector>
 
@@ -38,7 +43,12 @@ std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot);
 // The conservation invariants of DeviceUsage; the first violation, named.
 Status CheckConservation(const DeviceUsage& usage);
 
-// "GPU-x::3" -> "GPU-x"; "nvidia0/vgpu2" -> "nvidia0"; anything else unchanged.
+// Why a compute rule had to be used, in a sentence for people ("" for a measured rule): the
+// demo and reports print it beside estimated figures.
+std::string_view ExplainComputeRule(std::string_view rule);
+
+// "GPU-x::3" -> "GPU-x"; "nvidia0/vgpu2" -> "nvidia0"; HAMi's "GPU-<uuid>-2" -> "GPU-<uuid>";
+// anything else unchanged.
 std::string_view BaseDeviceId(std::string_view device_id);
 
 }  // namespace gpuledger::attribution

@@ -180,11 +180,84 @@ TEST(Attribute, NoSignalsAtAllGivesAllocatedQuality) {
   EXPECT_EQ(u.idle_us, kDt);
 }
 
+// Hopper's GPM measures each GPU instance: measured, and the rule names it. Its SM/tensor/DRAM
+// activity is the instance's own, scaled to the physical GPU by its 2 of 7 slices.
+TEST(Attribute, MigWithGpmIsMeasuredAndCarriesTheInstanceActivity) {
+  NodeSnapshot s = OneGpu(SharingMode::kMig);
+  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-2"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
+  s.grants.push_back(Grant{Pod("x"), "MIG-2", "nvidia.com/mig-2g.20gb", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-2"}, Pod("x"), "", kGiB, {}, ""});
+  DeviceSignals sig{GpuUuid{"MIG-2"}, kDt * 7 / 10, kGiB, {}};
+  sig.busy_source = SignalSource::kGpm;
+  sig.activity = Activity{kDt * 7 / 20, kDt / 7, kDt / 14, kDt * 7 / 40};
+  sig.activity_source = SignalSource::kGpm;
+  s.signals.push_back(sig);
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  const ConsumerUsage* x = Find(u, "x");
+  // 70% of 2/7 of the GPU (the slice time is whole µs: within one).
+  EXPECT_NEAR(x->compute_us, kDt / 10 * 2, 1);
+  EXPECT_EQ(x->compute_quality, Quality::kMeasured);
+  EXPECT_EQ(x->compute_rule, "gpm-instance-activity");
+  EXPECT_NEAR(x->activity.sm_active_us, kDt / 10, 1);          // 35% of 2/7
+  EXPECT_NEAR(x->activity.sm_occupancy_us, kDt * 2 / 49, 1);   // 1/7 of 2/7
+  EXPECT_NEAR(x->activity.tensor_active_us, kDt / 49, 1);
+  EXPECT_NEAR(x->activity.dram_active_us, kDt / 20, 1);
+  EXPECT_EQ(x->activity_quality, Quality::kMeasured);
+  EXPECT_EQ(x->activity_rule, "gpm");
+}
+
+// Two consumers on one time-sliced GPU: the device's activity is split by their compute.
+TEST(Attribute, SharedGpuActivityIsSplitByCompute) {
+  NodeSnapshot s = OneGpu(SharingMode::kTimeSlicing, 2);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a::0", "nvidia.com/gpu", {}, ""});
+  s.grants.push_back(Grant{Pod("b"), "GPU-a::1", "nvidia.com/gpu", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("a"), "", kGiB, kDt / 4, ""});
+  s.processes.push_back(ProcessObservation{2, GpuUuid{"GPU-a"}, Pod("b"), "", kGiB, kDt / 2, ""});
+  DeviceSignals sig{GpuUuid{"GPU-a"}, kDt * 3 / 4, 2 * kGiB, {}};
+  sig.activity = Activity{kDt * 3 / 8, kDt * 3 / 16, 0, kDt * 3 / 4};
+  sig.activity_source = SignalSource::kDcgm;
+  s.signals.push_back(sig);
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->activity.sm_active_us, kDt / 8);
+  EXPECT_EQ(Find(u, "b")->activity.sm_active_us, kDt / 4);
+  EXPECT_EQ(Find(u, "b")->activity.dram_active_us, kDt / 2);
+  EXPECT_EQ(Find(u, "a")->activity_quality, Quality::kEstimated);
+  EXPECT_EQ(Find(u, "a")->activity_rule, "compute-share+dcgm-exporter");
+}
+
+// No activity source: nothing to say, and the row says so.
+TEST(Attribute, WithoutActivityTheQualityIsNone) {
+  NodeSnapshot s = OneGpu(SharingMode::kExclusive);
+  s.grants.push_back(Grant{Pod("a"), "GPU-a", "nvidia.com/gpu", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("a"), "", kGiB, {}, ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt / 2, kGiB, {}});
+  auto u = Attribute(s).at(0);
+  EXPECT_EQ(Find(u, "a")->activity, Activity{});
+  EXPECT_EQ(Find(u, "a")->activity_quality, Quality::kNone);
+}
+
+TEST(Attribute, ADeclaredShareKeepsItsSource) {
+  NodeSnapshot s = OneGpu(SharingMode::kFractional);
+  Grant g{Pod("a"), "GPU-a", "nvidia.com/gpu", kWholeGpu / 10 * 3, ""};
+  g.share_source = "resource:nvidia.com/gpucores";
+  s.grants.push_back(g);
+  auto u = Attribute(s).at(0);
+  EXPECT_EQ(Find(u, "a")->allocated_ppd, kWholeGpu / 10 * 3);
+  EXPECT_EQ(Find(u, "a")->share_source, "resource:nvidia.com/gpucores");
+}
+
 TEST(BaseDeviceId, ReplicaForms) {
   EXPECT_EQ(BaseDeviceId("GPU-a::3"), "GPU-a");
   EXPECT_EQ(BaseDeviceId("MIG-b::0"), "MIG-b");
   EXPECT_EQ(BaseDeviceId("nvidia0/vgpu2"), "nvidia0");
   EXPECT_EQ(BaseDeviceId("GPU-a"), "GPU-a");
+  // HAMi's slots of one GPU.
+  EXPECT_EQ(BaseDeviceId("GPU-1b2c3d4e-0000-4a4a-8b8b-123456789abc-7"),
+            "GPU-1b2c3d4e-0000-4a4a-8b8b-123456789abc");
+  EXPECT_EQ(BaseDeviceId("GPU-1b2c3d4e-0000-4a4a-8b8b-123456789abc-x"),
+            "GPU-1b2c3d4e-0000-4a4a-8b8b-123456789abc-x");
 }
 
 }  // namespace

@@ -63,6 +63,11 @@ LedgerHour CloseDeviceHour(OpenDeviceHour open) {
     r.compute_us = compute[i];
     r.energy_mj = energy[i];
     r.memory_kib_s = std::max<KibSeconds>(0, r.memory_kib_s);
+    // Activity is in no identity (an SM can be active without NVML counting a kernel, and the
+    // other way round): it passes through, like memory-time, never negative.
+    for (GpuMicros* a : {&r.activity.sm_active_us, &r.activity.sm_occupancy_us,
+                         &r.activity.tensor_active_us, &r.activity.dram_active_us})
+      *a = std::max<GpuMicros>(0, *a);
   }
   d.unattributed_memory_kib_s = std::max<KibSeconds>(0, d.unattributed_memory_kib_s);
   return out;

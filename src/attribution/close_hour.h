@@ -21,7 +21,8 @@ struct OpenDeviceHour {
   // unattributed_energy are derived here (their inputs are ignored).
   DeviceHour device;
   // Per consumer: identity, allocated_us (granted GPU-µs, any excess scaled down), compute_us,
-  // memory_kib_s, energy_mj, peak memory and qualities.
+  // memory_kib_s, energy_mj, peak memory and qualities; activity, its quality and rule and the
+  // share source pass through unchanged (negative activity clamps to 0).
   std::vector<UsageRow> usage;
 };
 

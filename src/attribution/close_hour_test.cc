@@ -85,5 +85,24 @@ TEST(CloseDeviceHour, RandomAccumulatorsAlwaysConserve) {
   }
 }
 
+// Activity, its source and the share source are in no identity: they come out as they went in.
+TEST(CloseDeviceHour, ActivityAndSourcesPassThrough) {
+  OpenDeviceHour open;
+  open.device.metered_us = kMicrosPerHour;
+  open.device.busy_us = kMicrosPerHour;
+  UsageRow r = Row("a", kMicrosPerHour, kMicrosPerHour, 0);
+  r.activity = Activity{180'000'000, 72'000'000, 0, -5};
+  r.activity_quality = Quality::kEstimated;
+  r.activity_rule = "compute-share+gpm";
+  r.share_source = "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+  open.usage = {r};
+  LedgerHour h = CloseDeviceHour(open);
+  ASSERT_EQ(h.usage.size(), 1u);
+  EXPECT_EQ(h.usage[0].activity, (Activity{180'000'000, 72'000'000, 0, 0}));
+  EXPECT_EQ(h.usage[0].activity_quality, Quality::kEstimated);
+  EXPECT_EQ(h.usage[0].activity_rule, "compute-share+gpm");
+  EXPECT_EQ(h.usage[0].share_source, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+}
+
 }  // namespace
 }  // namespace gpuledger::attribution

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "attribution/attribute.h"
 #include "cli/format.h"
 #include "cli/report_command.h"
 #include "cli/server_command.h"
@@ -245,19 +247,25 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       estimated_lines += fmt::format("    {:<48} {:>9} true {:>9} attributed  error {:+7.1f}%  (naive {:+.0f}%)\n",
                                      ref.Key(), GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
                                      GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
+      // Each estimate says which rule made it and why nothing measured it.
+      std::stringstream rules(f.compute_rule);
+      for (std::string rule; std::getline(rules, rule, '+');)
+        if (auto why = attribution::ExplainComputeRule(rule); !why.empty())
+          estimated_lines += fmt::format("      {}: {}\n", rule, why);
     }
   }
   out << "\nAttribution against the simulator's truth (per container, compute GPU-hours)\n";
   out << fmt::format("  measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)\n",
                      measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured);
   out << failures;
-  out << "  estimated (MPS without per-process samples, MIG without DCGM):\n" << estimated_lines;
+  out << "  estimated (no per-process or per-instance measurement; each says why):\n" << estimated_lines;
   out << fmt::format("  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
                      "once per device-hour, < 1 µs each)\n",
                      alloc_exact, total, max_alloc_diff);
 
   if (!o.truth.empty()) {
-    if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth())); !s.ok()) {
+    if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth(), /*with_activity=*/true));
+        !s.ok()) {
       err << "error: --truth: " << s.error().message << "\n";
       return 1;
     }

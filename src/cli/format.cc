@@ -58,15 +58,22 @@ std::string RenderReport(const report::Report& r, Format format) {
   const std::string aggregate = report::ToString(r.group_by);
   if (format == Format::kJson) return report::ReportToJson(r);
   if (format == Format::kCsv) {
-    std::string out = "key,allocated_gpu_us,compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality\n";
-    auto line = [&](const std::string& key, const report::Figures& f) {
-      out += fmt::format("{},{},{},{},{},{},{}\n", CsvField(key), f.allocated_gpu_us,
-                         f.compute_gpu_us, f.memory_kib_s, f.energy_mj, f.cost_nanos,
-                         ToString(f.quality));
+    std::string out =
+        "key,allocated_gpu_us,compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality,"
+        "sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us,"
+        "activity_source,class\n";
+    auto line = [&](const std::string& key, const report::Figures& f, std::string_view cls) {
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(key),
+                         f.allocated_gpu_us, f.compute_gpu_us, f.memory_kib_s, f.energy_mj,
+                         f.cost_nanos, ToString(f.quality), f.activity.sm_active_us,
+                         f.activity.sm_occupancy_us, f.activity.tensor_active_us,
+                         f.activity.dram_active_us,
+                         CsvField(report::FormatSource(f.activity_quality, f.activity_rule)), cls);
     };
-    for (const auto& row : r.rows) line(row.key, row.figures);
-    line("__idle__", r.idle);
-    line("__unattributed__", r.unattributed);
+    for (const auto& row : r.rows)
+      line(row.key, row.figures, utilization::ToString(row.utilization.cls));
+    line("__idle__", r.idle, "");
+    line("__unattributed__", r.unattributed, "");
     return out;
   }
   std::size_t width = aggregate.size();
@@ -75,16 +82,25 @@ std::string RenderReport(const report::Report& r, Format format) {
   std::string out = fmt::format("{} .. {}   policy {}   idle {}\n", FormatRfc3339(r.from_us),
                                 FormatRfc3339(r.to_us), cost::ToString(r.policy),
                                 cost::ToString(r.idle_handling));
-  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {}\n", aggregate, width,
-                     "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality");
-  auto line = [&](const std::string& key, const report::Figures& f, std::string_view q) {
-    out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {}\n", key, width,
-                       GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
-                       GibHours(f.memory_kib_s), Money(f.cost_nanos), q);
+  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {:<9}  {}\n", aggregate, width,
+                     "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality", "class");
+  auto line = [&](const std::string& key, const report::Figures& f, std::string_view q,
+                  std::string cls) {
+    std::string text = fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {:<9}  {}", key, width,
+                                   GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
+                                   GibHours(f.memory_kib_s), Money(f.cost_nanos), q, cls);
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out += text + "\n";
   };
-  for (const auto& row : r.rows) line(row.key, row.figures, ToString(row.figures.quality));
-  line("(idle)", r.idle, "");
-  line("(unattributed)", r.unattributed, "");
+  // The class, and "(nvml-only)" where no SM activity was there to tell a starved GPU apart.
+  for (const auto& row : r.rows)
+    line(row.key, row.figures, ToString(row.figures.quality),
+         std::string(utilization::ToString(row.utilization.cls)) +
+             (row.utilization.nvml_only && row.utilization.cls != utilization::Class::kUnallocated
+                  ? " (nvml-only)"
+                  : ""));
+  line("(idle)", r.idle, "", "");
+  line("(unattributed)", r.unattributed, "", "");
   out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}\n", "total", width,
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
                      Money(r.total.device_cost_nanos));

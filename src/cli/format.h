@@ -15,10 +15,11 @@ std::string GibHours(KibSeconds kib_s);    // "12.3"
 enum class Format { kTable, kCsv, kJson };
 Result<Format> ParseFormat(std::string_view text);
 
-// `report` output. JSON shape: {"window":{"start","end"},"aggregate","policy","idle",
-// "currency","rows":[{"key","allocated_gpu_us","compute_gpu_us","memory_kib_s","energy_mj",
-// "cost_nanos","quality"}],"idle":{...},"unattributed":{...},"total":{...}}; memory_kib_s is
-// an integer (KiB held for one second). CSV has the same columns, key first.
+// `report` output. JSON: report::ReportToJson (rows with "activity" and "utilization");
+// memory_kib_s is an integer (KiB held for one second). CSV: key,allocated_gpu_us,
+// compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality, then the activity GPU-µs (sm_active,
+// sm_occupancy, tensor_active, dram_active), activity_source and the utilization class. The
+// table shows the class last ("(nvml-only)" where no SM activity was there).
 std::string RenderReport(const report::Report& report, Format format);
 
 }  // namespace gpuledger::cli

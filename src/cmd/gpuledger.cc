@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--listen", agent.listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
   agent_cmd->add_option("--interval", agent.interval, "collection interval")->capture_default_str();
   agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")->capture_default_str();
+  agent_cmd->add_option("--dcgm-exporter", agent.dcgm_exporter,
+                        "dcgm-exporter's metrics URL, e.g. http://localhost:9400/metrics: SM/tensor/DRAM "
+                        "activity and MIG busy time from it (docs/dcgm.md)");
 
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");

@@ -1,8 +1,11 @@
 #include "cmd/run_agent.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,6 +17,8 @@
 #include "io/file_reader.h"
 #include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
+#include "sources/dcgm/dcgm_source.h"
+#include "prometheus/http_get.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
@@ -39,12 +44,31 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     std::cerr << "error: " << l.error().message << "\n";
     return 2;
   }
+  std::optional<prometheus::HttpUrl> dcgm_url;
+  if (!f.dcgm_exporter.empty()) {
+    auto url = prometheus::ParseHttpUrl(f.dcgm_exporter);
+    if (!url) {
+      std::cerr << "error: --dcgm-exporter " << url.error().message << "\n";
+      return 2;
+    }
+    dcgm_url = std::move(*url);
+  }
   // One clock for the whole agent: wall time for timestamps (and NVML's), monotonic time for
   // every length, so a step of the wall clock is counted, never metered (common/clock.h).
   SystemClock clock;
   auto files = MakePosixFileReader(f.host_root);
   procfs::ProcSource procs(*files);
-  auto gpus = nvml::OpenNvmlSource(f.nvml_library, *deadline, clock);
+  std::unique_ptr<sources::GpuSource> gpus = nvml::OpenNvmlSource(f.nvml_library, *deadline, clock);
+  if (dcgm_url) {
+    // The fetch runs on the collection thread: its timeout bounds what a hung exporter costs a
+    // cycle (once per refresh, see dcgm_source.h), and stays under the interval.
+    const Micros timeout = std::min<Micros>(kMicrosPerSecond, *interval / 2);
+    sources::dcgm::DcgmOptions dcgm;
+    dcgm.url = dcgm_url->text;
+    gpus = std::make_unique<sources::dcgm::DcgmGpuSource>(
+        std::move(gpus),
+        [url = *dcgm_url, timeout] { return prometheus::HttpGet(url, timeout); }, dcgm);
+  }
   std::cerr << "gpuledger agent: " << gpus->Describe() << "\n";
 
   // Kubernetes is optional: without a kubelet socket the agent attributes to Unix users and

@@ -15,10 +15,14 @@ struct AgentFlags {
   std::string listen = "0.0.0.0:9400";
   std::string interval = "1s";
   std::string nvml_timeout = "2s";
+  // dcgm-exporter's /metrics (docs/dcgm.md), e.g. http://localhost:9400/metrics: SM, tensor and
+  // DRAM activity where GPM gives none, and MIG instances' busy time. Empty: not used.
+  std::string dcgm_exporter;
 };
 
-// Starts in order — host files, NVML, kubelet, CRI, collector thread, HTTP — and tears down in
-// reverse when `stop` becomes true. Returns the exit code (2: bad flags).
+// Starts in order — host files, NVML (wrapped by dcgm-exporter when given), kubelet, CRI,
+// collector thread, HTTP — and tears down in reverse when `stop` becomes true. Returns the exit
+// code (2: bad flags).
 int RunAgent(const AgentFlags& flags, const std::atomic<bool>& stop);
 
 }  // namespace gpuledger::cmd

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attribution/annotated_shares.h"
 #include "attribution/close_hour.h"
 #include "common/apportion.h"
 #include "common/counter_units.h"
@@ -22,13 +23,17 @@ using json = nlohmann::json;
 
 constexpr std::string_view kStateKind = "gpuledger-counter-ledger";
 // 1: double accumulators (read and converted); 2: integers; 3: devices and attribution entries
-// carry when they were last seen (read from 1 and 2 as the instance's last scrape).
+// carry when they were last seen (read from 1 and 2 as the instance's last scrape). Fields
+// added since are appended to their arrays and read as absent (zero, none, "") from a state
+// that lacks them, so they need no new version: attribution entries' activity and share
+// sources, and consumer accumulators' activity, its quality and rule and the share source.
 constexpr int kStateVersion = 3;
 
 // What a counter adds to, and its scale from the exposition's base unit to the ledger's.
 enum class Field {
   kMetered, kBusy, kIdle, kUnattributed, kDeviceEnergy, kUnattributedMemory,  // per device
   kAllocated, kCompute, kMemory, kConsumerEnergy,         // per (device, consumer)
+  kSmActive, kSmOccupancy, kTensorActive, kDramActive,    // per (device, consumer): activity
 };
 
 struct CounterKind {
@@ -52,6 +57,10 @@ constexpr CounterKind kCounters[] = {
     {"gpuledger_container_compute_gpu_seconds_total", Field::kCompute, kUs},
     {"gpuledger_container_memory_byte_seconds_total", Field::kMemory, kKib},
     {"gpuledger_container_energy_joules_total", Field::kConsumerEnergy, kMj},
+    {"gpuledger_container_sm_active_gpu_seconds_total", Field::kSmActive, kUs},
+    {"gpuledger_container_sm_occupancy_gpu_seconds_total", Field::kSmOccupancy, kUs},
+    {"gpuledger_container_tensor_active_gpu_seconds_total", Field::kTensorActive, kUs},
+    {"gpuledger_container_dram_active_gpu_seconds_total", Field::kDramActive, kUs},
 };
 
 constexpr std::string_view kDeviceInfo = "gpuledger_device_info";
@@ -99,6 +108,17 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
 }
 
 
+// "measured:process-samples" -> (Quality "measured", rule "process-samples"); "estimated" ->
+// (estimated, ""). The quality is nullopt for text that names none ("", an unknown word).
+std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view text) {
+  std::string_view rule;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    rule = text.substr(colon + 1);
+    text = text.substr(0, colon);
+  }
+  return {ParseQuality(text), rule};
+}
+
 // A float64 counter value as the agent's integer (the value must be finite and >= 0).
 std::optional<std::int64_t> CountOf(const CounterKind& kind, double value) {
   if (!std::isfinite(value) || value < 0) return std::nullopt;
@@ -119,6 +139,7 @@ struct CounterLedger::Impl {
   struct Sources {
     std::string compute, memory;
     Micros seen_us = 0;
+    std::string activity, share;  // activity_source, share_source ("" from older agents)
   };
   struct InstanceState {
     Micros last_at_us = INT64_MIN;
@@ -134,6 +155,10 @@ struct CounterLedger::Impl {
     Quality compute_quality = Quality::kNone;
     Quality memory_quality = Quality::kNone;
     std::string rule;
+    Activity activity;
+    Quality activity_quality = Quality::kNone;
+    std::string activity_rule;
+    std::string share_source;
   };
   struct DeviceAcc {
     std::string node, model, sharing;
@@ -179,17 +204,18 @@ struct CounterLedger::Impl {
     auto it = inst.attribution.find(ConsumerKey(gpu, ref));
     if (it == inst.attribution.end()) return;
     // "measured:process-samples": the Quality before ':', the rule after it.
-    std::string_view compute = it->second.compute;
-    std::string_view rule;
-    if (auto colon = compute.find(':'); colon != std::string_view::npos) {
-      rule = compute.substr(colon + 1);
-      compute = compute.substr(0, colon);
-    }
-    if (auto q = ParseQuality(compute)) c.compute_quality = Combine(c.compute_quality, *q);
+    auto [compute, rule] = ParseSource(it->second.compute);
+    if (compute) c.compute_quality = Combine(c.compute_quality, *compute);
     c.rule = MergeRules(c.rule, std::string(rule));
-    std::string_view memory = it->second.memory;
-    if (auto colon = memory.find(':'); colon != std::string_view::npos) memory = memory.substr(0, colon);
-    if (auto q = ParseQuality(memory)) c.memory_quality = Combine(c.memory_quality, *q);
+    if (auto [memory, _] = ParseSource(it->second.memory); memory)
+      c.memory_quality = Combine(c.memory_quality, *memory);
+    // "none" (no activity source) and an older agent's absent label leave the quality kNone.
+    auto [activity, activity_rule] = ParseSource(it->second.activity);
+    if (activity && *activity != Quality::kNone) {
+      c.activity_quality = Combine(c.activity_quality, *activity);
+      c.activity_rule = MergeRules(c.activity_rule, std::string(activity_rule));
+    }
+    c.share_source = MergeRules(c.share_source, it->second.share);
   }
 
   // Adds the integer `delta` over (t0, t1] to the hours it covers, split exactly in proportion
@@ -231,6 +257,10 @@ struct CounterLedger::Impl {
         case Field::kAllocated: c.allocated_us += part; break;
         case Field::kCompute: c.compute_us += part; break;
         case Field::kMemory: c.memory_kib_s += part; break;
+        case Field::kSmActive: c.activity.sm_active_us += part; break;
+        case Field::kSmOccupancy: c.activity.sm_occupancy_us += part; break;
+        case Field::kTensorActive: c.activity.tensor_active_us += part; break;
+        case Field::kDramActive: c.activity.dram_active_us += part; break;
         default: c.energy_mj += part; break;
       }
       Book(c, inst, gpu, ref);
@@ -283,7 +313,7 @@ struct CounterLedger::Impl {
       devices[gpu] = {f.node, f.model, f.sharing, f.parent, f.seen_us};
     json attribution = json::array();
     for (const auto& [key, src] : inst.attribution)
-      attribution.push_back({key, src.compute, src.memory, src.seen_us});
+      attribution.push_back({key, src.compute, src.memory, src.seen_us, src.activity, src.share});
     return {{"last_at_us", inst.last_at_us}, {"series", series}, {"devices", devices},
             {"attribution", attribution}};
   }
@@ -313,7 +343,9 @@ struct CounterLedger::Impl {
     for (const auto& a : ij.at("attribution"))
       inst.attribution[a.at(0).get<std::string>()] = {
           a.at(1).get<std::string>(), a.at(2).get<std::string>(),
-          a.size() > 3 ? a.at(3).get<Micros>() : inst.last_at_us};
+          a.size() > 3 ? a.at(3).get<Micros>() : inst.last_at_us,
+          a.size() > 4 ? a.at(4).get<std::string>() : "",
+          a.size() > 5 ? a.at(5).get<std::string>() : ""};
     return inst;
   }
 
@@ -323,7 +355,10 @@ struct CounterLedger::Impl {
       consumers.push_back({ref.namespace_name, ref.pod, ref.pod_uid.value, ref.container,
                            c.allocated_us, c.compute_us, c.memory_kib_s, c.energy_mj,
                            c.peak_memory_bytes, static_cast<int>(c.compute_quality),
-                           static_cast<int>(c.memory_quality), c.rule});
+                           static_cast<int>(c.memory_quality), c.rule, c.activity.sm_active_us,
+                           c.activity.sm_occupancy_us, c.activity.tensor_active_us,
+                           c.activity.dram_active_us, static_cast<int>(c.activity_quality),
+                           c.activity_rule, c.share_source});
     return {key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
             a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
             a.unattributed_memory_kib_s};
@@ -361,6 +396,17 @@ struct CounterLedger::Impl {
       ca.compute_quality = static_cast<Quality>(cq);
       ca.memory_quality = static_cast<Quality>(mq);
       ca.rule = c.at(11).get<std::string>();
+      if (c.size() > 12) {  // activity and share source: absent from states written before them
+        ca.activity.sm_active_us = c.at(12).get<GpuMicros>();
+        ca.activity.sm_occupancy_us = c.at(13).get<GpuMicros>();
+        ca.activity.tensor_active_us = c.at(14).get<GpuMicros>();
+        ca.activity.dram_active_us = c.at(15).get<GpuMicros>();
+        const int aq = c.at(16).get<int>();
+        if (aq < 0 || aq > 3) return InvalidArgument("bad activity quality");
+        ca.activity_quality = static_cast<Quality>(aq);
+        ca.activity_rule = c.at(17).get<std::string>();
+        ca.share_source = c.at(18).get<std::string>();
+      }
     }
     return Status::Ok();
   }
@@ -401,9 +447,16 @@ struct CounterLedger::Impl {
       r.compute_quality = c.compute_quality;
       r.memory_quality = c.memory_quality;
       r.compute_rule = c.rule;
+      r.activity = c.activity;
+      r.activity_quality = c.activity_quality;
+      r.activity_rule = c.activity_rule;
+      r.share_source = c.share_source;
       open.usage.push_back(std::move(r));
     }
-    return attribution::CloseDeviceHour(std::move(open));
+    LedgerHour closed = attribution::CloseDeviceHour(std::move(open));
+    // Shares only the pod watch knows (KAI/Run:ai annotations) move allocation within the hour.
+    attribution::ApplyAnnotatedShares(closed);
+    return closed;
   }
 
   void Feed(const TargetScrape& scrape) {
@@ -441,6 +494,8 @@ struct CounterLedger::Impl {
         Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))];
         src.compute = Label(s.labels, "compute_source");
         src.memory = Label(s.labels, "memory_source");
+        src.activity = Label(s.labels, "activity_source");
+        src.share = Label(s.labels, "share_source");
         src.seen_us = at;
       } else if (s.name == "gpuledger_device_metered_seconds_total") {
         auto it = inst.series.find(SeriesKey(s));
@@ -508,6 +563,18 @@ struct CounterLedger::Impl {
     inst.last_at_us = at;
   }
 };
+
+const std::vector<std::string>& FedSeriesNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (std::string_view n : {kDeviceInfo, kAttributionInfo, kAgentStart, kMemoryTotal,
+                               kContainerMemoryUsed})
+      out.emplace_back(n);
+    for (const CounterKind& k : kCounters) out.emplace_back(k.name);
+    return out;
+  }();
+  return names;
+}
 
 CounterLedger::CounterLedger(std::string cluster,
                              std::function<ConsumerInfo(const ConsumerRef&)> describe)

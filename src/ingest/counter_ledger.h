@@ -18,6 +18,12 @@
 // closing step, so every hour conserves (Σ allocated + unallocated == metered, Σ compute +
 // unattributed == busy, energy). Prices are left 0: cost::PriceHours prices rows.
 //
+// Activity (gpuledger_container_{sm_active,sm_occupancy,tensor_active,dram_active}_gpu_seconds_
+// total) goes through the same exact deltas into UsageRow::activity; attribution_info's
+// activity_source ("<quality>[:<rule>]", "none") and share_source labels become the row's
+// activity_quality / activity_rule and share_source. Agents that export neither (older ones)
+// give zero activity, Quality::kNone and an empty share_source.
+//
 // Restart safety: State() is a serialisable snapshot (last values, open-hour accumulators);
 // Restore() resumes from it. Writing an hour's rows is idempotent (they replace), so replaying
 // samples already fed after a crash re-writes the same rows and counts nothing twice. The same
@@ -43,6 +49,10 @@
 #include "model/ledger.h"
 
 namespace gpuledger::ingest {
+
+// Every series name CounterLedger::Feed reads: counters, info series and gauges. A source that
+// fetches series by name (PromQL ingestion) queries these, so its rows equal a scrape's.
+const std::vector<std::string>& FedSeriesNames();
 
 class CounterLedger {
  public:

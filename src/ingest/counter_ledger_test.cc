@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace gpuledger::ingest {
 namespace {
@@ -21,6 +23,10 @@ struct Ctr {
   std::string pod;
   std::string gpu;
   double allocated = 0, compute = 0, memory = 0, energy = 0;
+  // Activity counters (seconds) and attribution_info's newer labels; an empty activity_source
+  // renders the container as an older agent does: neither the counters nor the labels.
+  double sm = 0, occupancy = 0, tensor = 0, dram = 0;
+  std::string activity_source = {}, share_source = {};
 };
 
 // One agent scrape as the collector renders it (labels sorted by name).
@@ -52,6 +58,14 @@ TargetScrape Scrape(const std::string& instance, Micros at, const std::vector<De
     Labels info = l;
     info.push_back({"compute_source", "measured:process-samples"});
     info.push_back({"memory_source", "measured"});
+    if (!c.activity_source.empty()) {
+      s.samples.push_back({"gpuledger_container_sm_active_gpu_seconds_total", l, c.sm});
+      s.samples.push_back({"gpuledger_container_sm_occupancy_gpu_seconds_total", l, c.occupancy});
+      s.samples.push_back({"gpuledger_container_tensor_active_gpu_seconds_total", l, c.tensor});
+      s.samples.push_back({"gpuledger_container_dram_active_gpu_seconds_total", l, c.dram});
+      info.push_back({"activity_source", c.activity_source});
+      info.push_back({"share_source", c.share_source});
+    }
     std::sort(info.begin(), info.end());
     s.samples.push_back({"gpuledger_container_attribution_info", info, 1});
   }
@@ -90,12 +104,51 @@ std::string Dump(const std::vector<LedgerHour>& hours) {
                        d.unattributed_us, d.energy_mj, d.idle_energy_mj, d.unattributed_energy_mj,
                        d.memory_total_bytes);
     for (const UsageRow& r : h.usage)
-      out += fmt::format("  {} a={} c={} mb={} e={} peak={} q={}/{} {}\n", r.consumer.ref.Key(),
-                         r.allocated_us, r.compute_us, r.memory_kib_s, r.energy_mj,
-                         r.peak_memory_bytes, ToString(r.compute_quality),
-                         ToString(r.memory_quality), r.compute_rule);
+      out += fmt::format("  {} a={} c={} mb={} e={} peak={} q={}/{} {} act={}/{}/{}/{} {}:{} "
+                         "s={}\n",
+                         r.consumer.ref.Key(), r.allocated_us, r.compute_us, r.memory_kib_s,
+                         r.energy_mj, r.peak_memory_bytes, ToString(r.compute_quality),
+                         ToString(r.memory_quality), r.compute_rule, r.activity.sm_active_us,
+                         r.activity.sm_occupancy_us, r.activity.tensor_active_us,
+                         r.activity.dram_active_us, ToString(r.activity_quality), r.activity_rule,
+                         r.share_source);
   }
   return out;
+}
+
+// KAI/Run:ai: the pod watch's annotations (describe) move the fraction of the reservation
+// pod's allocation to the annotated pod that ran without a grant of its own.
+TEST(CounterLedger, AnnotatedFractionsComeOutOfTheKaiReservation) {
+  CounterLedger l("c1", [](const ConsumerRef& ref) {
+    ConsumerInfo info{ref};
+    if (ref.pod == "half") info.annotated_gpu_fraction = 0.5;
+    return info;
+  });
+  auto scrape = [&](Micros at, double t) {
+    TargetScrape s = Scrape("a:9400", at, {{"GPU-A", t, t / 2, t / 2, 0, 0}},
+                            {{"gpu-reservation", "GPU-A", t, 0, 0, 0}, {"half", "GPU-A", 0, t / 2, t * 1e9, 0}});
+    // KAI's reservation pods live in their own namespace.
+    const std::pair<std::string, std::string> reservation_pod{"pod", "gpu-reservation"};
+    for (auto& sample : s.samples) {
+      auto& labels = sample.labels;
+      if (std::find(labels.begin(), labels.end(), reservation_pod) == labels.end()) continue;
+      for (auto& [k, v] : labels)
+        if (k == "namespace") v = "runai-reservation";
+    }
+    return s;
+  };
+  l.Feed(scrape(kH0, 0));
+  l.Feed(scrape(kH0 + 600 * kS, 600));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 1u);
+  const UsageRow* half = Row(hours[0], "half");
+  const UsageRow* reservation = Row(hours[0], "gpu-reservation");
+  ASSERT_NE(half, nullptr);
+  ASSERT_NE(reservation, nullptr);
+  EXPECT_EQ(half->allocated_us, 300 * kS);
+  EXPECT_EQ(half->share_source, "annotation:gpu-fraction");
+  EXPECT_EQ(reservation->allocated_us, 300 * kS);
+  EXPECT_EQ(hours[0].device.unallocated_us, 0);
 }
 
 TEST(CounterLedger, DeltasBecomeExactHourRows) {
@@ -340,6 +393,14 @@ std::vector<TargetScrape> Stream() {
           c.compute += (busy - unattr) / 3;
           c.memory += dt * 1e9;
           c.energy += 250.0 * dt * 0.1;
+          if (g.ends_with("-0")) {  // GPU 0s report activity (GPM), GPU 1s are older NVML-only
+            c.sm += (busy - unattr) / 3 * 0.4;
+            c.occupancy += (busy - unattr) / 3 * 0.2;
+            c.tensor += (busy - unattr) / 3 * 0.1;
+            c.dram += (busy - unattr) / 3 * 0.3;
+            c.activity_source = p == 0 ? "measured:gpm" : "estimated:compute-share+gpm";
+            c.share_source = p == 1 ? "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" : "";
+          }
         }
       }
       if (rng() % 20 == 0) continue;  // a missed scrape
@@ -495,6 +556,181 @@ TEST(CounterLedger, PruneDropsAgentsDevicesAndEntriesNotSeenSince) {
   for (const auto& h : l.Hours(INT64_MAX))
     if (h.device.gpu.value == "GPU-O") metered += h.device.metered_us;
   EXPECT_EQ(metered, 60 * kS);  // its first life's minute; the second life's first scrape is a baseline
+}
+
+// The activity counters go through the same exact deltas as compute: 100% util and 5% SM
+// active over 600 s of one pod are 600 s and 30 s to the µs, with the sources' labels.
+TEST(CounterLedger, ActivityCountersBecomeExactRows) {
+  CounterLedger l("c1", nullptr);
+  Ctr c{"p1", "GPU-A", 0, 0, 0, 0, 0, 0, 0, 0, "measured:gpm", "resource:gpu_milli"};
+  l.Feed(Scrape("a", kH0, {{"GPU-A", 0, 0, 0, 0}}, {c}));
+  c.allocated = 600;
+  c.compute = 600;
+  c.sm = 30;
+  c.occupancy = 12.5;
+  c.tensor = 6;
+  c.dram = 3.000001;
+  l.Feed(Scrape("a", kH0 + 600 * kS, {{"GPU-A", 600, 600, 0, 0}}, {c}));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 1u);
+  const UsageRow* r = Row(hours[0], "p1");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->compute_us, 600 * kS);
+  EXPECT_EQ(r->activity.sm_active_us, 30 * kS);
+  EXPECT_EQ(r->activity.sm_occupancy_us, 12'500'000);
+  EXPECT_EQ(r->activity.tensor_active_us, 6 * kS);
+  EXPECT_EQ(r->activity.dram_active_us, 3'000'001);
+  EXPECT_EQ(r->activity_quality, Quality::kMeasured);
+  EXPECT_EQ(r->activity_rule, "gpm");
+  EXPECT_EQ(r->share_source, "resource:gpu_milli");
+  EXPECT_EQ(r->compute_quality, Quality::kMeasured);  // the other sources are untouched
+  ExpectConserved(hours[0]);
+}
+
+// An activity delta across an hour boundary is split by the largest remainder: 1,234,567 µs
+// over 45 min + 15 min is 925,925.25 + 308,641.75 -> 925,925 + 308,642, summing exactly.
+TEST(CounterLedger, ActivitySplitsAcrossHoursExactly) {
+  CounterLedger l("c1", nullptr);
+  Ctr c{"p1", "GPU-A", 0, 0, 0, 0, 0, 0, 0, 0, "estimated:compute-share+gpm", ""};
+  l.Feed(Scrape("a", kH0 + 2700 * kS, {{"GPU-A", 0}}, {c}));
+  c.allocated = 1200;
+  c.sm = 1.234567;
+  c.dram = 0.000003;  // 3 µs: 2.25 + 0.75 -> 2 + 1
+  l.Feed(Scrape("a", kH0 + 3900 * kS, {{"GPU-A", 1200}}, {c}));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 2u);
+  const UsageRow* first = Row(hours[0], "p1");
+  const UsageRow* second = Row(hours[1], "p1");
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->activity.sm_active_us, 925'925);
+  EXPECT_EQ(second->activity.sm_active_us, 308'642);
+  EXPECT_EQ(first->activity.dram_active_us, 2);
+  EXPECT_EQ(second->activity.dram_active_us, 1);
+  for (const UsageRow* r : {first, second}) {
+    EXPECT_EQ(r->activity_quality, Quality::kEstimated);
+    EXPECT_EQ(r->activity_rule, "compute-share+gpm");
+    EXPECT_EQ(r->share_source, "");
+  }
+}
+
+// An agent that exports no activity (older builds, or no GPM/DCGM): zero activity, no quality,
+// no share source; the rest of the row as before. "none" says the same explicitly.
+TEST(CounterLedger, AgentWithoutActivityGivesNone) {
+  for (const char* source : {"", "none"}) {
+    CounterLedger l("c1", nullptr);
+    Ctr c{"p1", "GPU-A", 0, 0, 0, 0, 0, 0, 0, 0, source, ""};
+    l.Feed(Scrape("a", kH0, {{"GPU-A", 0}}, {c}));
+    c.allocated = 60;
+    c.compute = 30;
+    l.Feed(Scrape("a", kH0 + 60 * kS, {{"GPU-A", 60, 30, 30}}, {c}));
+    auto hours = l.Hours(INT64_MAX);
+    ASSERT_EQ(hours.size(), 1u);
+    const UsageRow* r = Row(hours[0], "p1");
+    ASSERT_NE(r, nullptr) << source;
+    EXPECT_EQ(r->allocated_us, 60 * kS);
+    EXPECT_EQ(r->compute_us, 30 * kS);
+    EXPECT_EQ(r->compute_rule, "process-samples");
+    EXPECT_EQ(r->activity, Activity{}) << source;
+    EXPECT_EQ(r->activity_quality, Quality::kNone) << source;
+    EXPECT_EQ(r->activity_rule, "") << source;
+    EXPECT_EQ(r->share_source, "") << source;
+  }
+}
+
+// The activity counters' last values survive a restart (State/Restore and the parts): the
+// next scrape books only its delta, as an uninterrupted engine does.
+TEST(CounterLedger, ActivityCountersSurviveARestart) {
+  Ctr c{"p1", "GPU-A", 100, 100, 0, 0, 50, 20, 10, 5, "measured:dcgm-exporter", ""};
+  const TargetScrape s1 = Scrape("a", kH0, {{"GPU-A", 100}}, {c});
+  c.allocated = 160;
+  c.sm = 53;
+  const TargetScrape s2 = Scrape("a", kH0 + 60 * kS, {{"GPU-A", 160}}, {c});
+  c.allocated = 220;
+  c.sm = 56;
+  const TargetScrape s3 = Scrape("a", kH0 + 120 * kS, {{"GPU-A", 220}}, {c});
+  CounterLedger whole("c1", nullptr);
+  for (const auto& s : {s1, s2, s3}) whole.Feed(s);
+  const std::string expected = Dump(whole.Hours(INT64_MAX));
+  ASSERT_NE(expected.find("act=6000000/0/0/0 measured:dcgm-exporter"), std::string::npos)
+      << expected;
+
+  CounterLedger first("c1", nullptr);
+  first.Feed(s1);
+  first.Feed(s2);
+  CounterLedger restored("c1", nullptr);
+  ASSERT_TRUE(restored.Restore(first.State()).ok());
+  restored.Feed(s3);
+  EXPECT_EQ(Dump(restored.Hours(INT64_MAX)), expected);
+
+  auto parts = first.PendingState();
+  CounterLedger from_parts("c1", nullptr);
+  ASSERT_TRUE(from_parts.RestoreParts({parts.put.begin(), parts.put.end()}).ok());
+  from_parts.Feed(s3);
+  EXPECT_EQ(Dump(from_parts.Hours(INT64_MAX)), expected);
+}
+
+// A state saved before activity existed (attribution entries of 4 fields, consumer
+// accumulators of 12) still restores: its rows have no activity; counting goes on.
+TEST(CounterLedger, StateFromBeforeActivityRestores) {
+  Ctr c{"p1", "GPU-A", 0, 0, 0, 0, 0, 0, 0, 0, "measured:gpm",
+        "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"};
+  CounterLedger l("c1", nullptr);
+  l.Feed(Scrape("a", kH0, {{"GPU-A", 0}}, {c}));
+  c.allocated = 60;
+  c.sm = 6;
+  l.Feed(Scrape("a", kH0 + 60 * kS, {{"GPU-A", 60}}, {c}));
+  auto j = nlohmann::json::parse(l.State());
+  for (auto& [name, inst] : j["instances"].items())
+    for (auto& a : inst["attribution"]) a.erase(a.begin() + 4, a.end());
+  for (auto& h : j["hours"])
+    for (auto& consumer : h[11]) consumer.erase(consumer.begin() + 12, consumer.end());
+  CounterLedger old("c1", nullptr);
+  Status restored = old.Restore(j.dump());
+  ASSERT_TRUE(restored.ok()) << restored.error().message;
+  auto hours = old.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 1u);
+  EXPECT_EQ(Row(hours[0], "p1")->activity, Activity{});
+  EXPECT_EQ(Row(hours[0], "p1")->activity_quality, Quality::kNone);
+  // The series' last values were always kept: the next scrape books 6 s more and the sources.
+  c.allocated = 120;
+  c.sm = 12;
+  old.Feed(Scrape("a", kH0 + 120 * kS, {{"GPU-A", 120}}, {c}));
+  hours = old.Hours(INT64_MAX);
+  const UsageRow* r = Row(hours[0], "p1");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->activity.sm_active_us, 6 * kS);
+  EXPECT_EQ(r->activity_quality, Quality::kMeasured);
+  EXPECT_EQ(r->share_source, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+}
+
+// The stream of the restore tests carries activity and share sources (so those tests cover
+// them), and every series it holds is one FedSeriesNames lists (what PromQL ingestion queries).
+TEST(CounterLedger, FedSeriesNamesListEverySeriesTheEngineReads) {
+  const auto& names = FedSeriesNames();
+  const std::set<std::string> fed(names.begin(), names.end());
+  EXPECT_EQ(fed.size(), names.size());
+  for (const char* n : {"gpuledger_container_sm_active_gpu_seconds_total",
+                        "gpuledger_container_sm_occupancy_gpu_seconds_total",
+                        "gpuledger_container_tensor_active_gpu_seconds_total",
+                        "gpuledger_container_dram_active_gpu_seconds_total",
+                        "gpuledger_container_attribution_info",
+                        "gpuledger_container_memory_used_bytes",
+                        "gpuledger_device_unattributed_memory_byte_seconds_total"})
+    EXPECT_TRUE(fed.contains(n)) << n;
+  const auto stream = Stream();
+  for (const auto& s : stream)
+    for (const auto& sample : s.samples) ASSERT_TRUE(fed.contains(sample.name)) << sample.name;
+  CounterLedger l("c1", nullptr);
+  for (const auto& s : stream) l.Feed(s);
+  std::set<std::string> rules, shares;
+  for (const auto& h : l.Hours(INT64_MAX))
+    for (const auto& r : h.usage) {
+      if (r.activity.sm_active_us > 0) rules.insert(r.activity_rule);
+      shares.insert(r.share_source);
+    }
+  EXPECT_TRUE(rules.contains("gpm"));
+  EXPECT_TRUE(rules.contains("compute-share+gpm"));
+  EXPECT_TRUE(shares.contains("env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
 }
 
 TEST(CounterLedger, RestoreRefusesWhatIsNotOurs) {

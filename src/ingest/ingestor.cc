@@ -9,12 +9,12 @@
 #include <tuple>
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "io/file_util.h"
 #include "prometheus/exposition_parser.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/gzip.h"
+#include "prometheus/http_get.h"
 
 namespace gpuledger::ingest {
 
@@ -87,49 +87,11 @@ Status Ingestor::Commit() {
 }
 
 Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us, std::size_t max_bytes) {
-  const auto colon = target.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos ||
-      std::from_chars(target.data() + colon + 1, target.data() + target.size(), port).ec != std::errc() ||
-      port <= 0 || port > 65535)
+  // A target is host:port (an agent), which serves /metrics.
+  auto url = prometheus::ParseHttpUrl("http://" + target + "/metrics");
+  if (!url || target.find(':') == std::string::npos)
     return InvalidArgument(fmt::format("target '{}': expected host:port", target));
-  httplib::Client http(target.substr(0, colon), port);
-  const auto sec = static_cast<time_t>(timeout_us / kMicrosPerSecond);
-  const auto usec = static_cast<time_t>(timeout_us % kMicrosPerSecond);
-  http.set_connection_timeout(sec, usec);
-  http.set_read_timeout(sec, usec);
-  http.set_write_timeout(sec, usec);
-  // Inflated below, under the cap: cpp-httplib's own inflate has none.
-  http.set_decompress(false);
-  // The read timeout is per read: a body trickling in must still end at the deadline.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
-  std::string body;
-  bool too_big = false, too_slow = false;
-  auto r = http.Get(
-      "/metrics", {{"Accept-Encoding", "gzip"}}, [](const httplib::Response&) { return true; },
-      [&](const char* data, std::size_t n) {
-        if (body.size() + n > max_bytes) too_big = true;
-        else if (std::chrono::steady_clock::now() > deadline) too_slow = true;
-        else body.append(data, n);
-        return !too_big && !too_slow;
-      });
-  if (too_big)
-    return Unavailable(fmt::format("scrape {}: the body is larger than the limit of {} bytes",
-                                   target, max_bytes));
-  if (too_slow)
-    return Unavailable(fmt::format("scrape {}: no complete answer within {} ms", target,
-                                   timeout_us / 1000));
-  if (!r) return Unavailable(fmt::format("scrape {}: {}", target, httplib::to_string(r.error())));
-  if (r->status != 200)
-    return Unavailable(fmt::format("scrape {}: HTTP {}", target, r->status));
-  const bool gzipped = body.size() >= 2 && static_cast<unsigned char>(body[0]) == 0x1f &&
-                       static_cast<unsigned char>(body[1]) == 0x8b;
-  if (r->get_header_value("Content-Encoding") == "gzip" && gzipped) {
-    auto text = prometheus::Gunzip(body, max_bytes);
-    if (!text) return Unavailable(fmt::format("scrape {}: {}", target, text.error().message));
-    return std::move(*text);
-  }
-  return body;
+  return prometheus::HttpGet(*url, timeout_us, max_bytes);
 }
 
 // One fetch and parse on its own thread; its fields are guarded by the loop's flight_mu_.

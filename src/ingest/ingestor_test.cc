@@ -360,10 +360,10 @@ TEST(ScrapeLoop, AGzipBombOrAnEndlessBodyFailsItsTargetAndTheRoundGoesOn) {
             std::string::npos) << metrics;
   EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_up{{target=\"{}\"}} 1", good.target())),
             std::string::npos) << metrics;
-  EXPECT_NE(log.str().find(fmt::format("scrape {}: gunzip: the stream expands past the limit of {} bytes",
+  EXPECT_NE(log.str().find(fmt::format("GET http://{}/metrics: gunzip: the stream expands past the limit of {} bytes",
                                        bomber.target(), kMaxScrapeBodyBytes)),
             std::string::npos) << log.str();
-  EXPECT_NE(log.str().find(fmt::format("scrape {}: the body is larger than the limit of {} bytes",
+  EXPECT_NE(log.str().find(fmt::format("GET http://{}/metrics: the body is larger than {} bytes",
                                        endless.target(), kMaxScrapeBodyBytes)),
             std::string::npos) << log.str();
   EXPECT_EQ(Read(*store).metered, 2 * 15 * kS);  // the good agent: three scrapes, two deltas

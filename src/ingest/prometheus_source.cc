@@ -8,6 +8,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "ingest/counter_ledger.h"
+
 namespace gpuledger::ingest {
 namespace {
 
@@ -65,24 +67,9 @@ class HttpPrometheusClient : public PrometheusClient {
 
 }  // namespace
 
-const std::vector<std::string>& LedgerMetricNames() {
-  static const std::vector<std::string> names = {
-      "gpuledger_device_info",
-      "gpuledger_device_metered_seconds_total",
-      "gpuledger_device_busy_seconds_total",
-      "gpuledger_device_idle_seconds_total",
-      "gpuledger_device_unattributed_seconds_total",
-      "gpuledger_device_energy_joules_total",
-      "gpuledger_device_memory_total_bytes",
-      "gpuledger_container_allocated_gpu_seconds_total",
-      "gpuledger_container_compute_gpu_seconds_total",
-      "gpuledger_container_memory_byte_seconds_total",
-      "gpuledger_container_energy_joules_total",
-      "gpuledger_container_attribution_info",
-      "gpuledger_agent_start_time_seconds",
-  };
-  return names;
-}
+// The engine's own list: a series the engine reads that this source did not query would be
+// lost silently (the hand-kept list here had missed peak memory and unattributed memory-time).
+const std::vector<std::string>& LedgerMetricNames() { return FedSeriesNames(); }
 
 namespace {
 Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrape>& out) {

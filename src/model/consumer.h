@@ -4,9 +4,11 @@
 
 #include <compare>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/ids.h"
+#include "common/units.h"
 
 namespace gpuledger {
 
@@ -33,6 +35,10 @@ struct ConsumerInfo {
   std::string owner_name;
   std::map<std::string, std::string> labels;            // pod labels
   std::map<std::string, std::string> namespace_labels;  // inherited when the pod lacks a key
+  // A GPU share the pod's annotations declare (KAI/Run:ai "gpu-fraction", "gpu-memory"): the
+  // server applies it to the pod's rows (attribution/annotated_shares.h). Unset: none.
+  std::optional<double> annotated_gpu_fraction;       // (0, 1]
+  std::optional<Bytes> annotated_gpu_memory_bytes;
 };
 
 }  // namespace gpuledger

@@ -7,6 +7,7 @@
 
 #include "common/ids.h"
 #include "common/units.h"
+#include "model/activity.h"
 #include "model/consumer.h"
 #include "model/sharing.h"
 
@@ -57,6 +58,10 @@ struct UsageRow {
   Quality compute_quality = Quality::kNone;
   Quality memory_quality = Quality::kNone;
   std::string compute_rule;
+  Activity activity;               // GPU-µs of SM/tensor/DRAM activity (model/activity.h)
+  Quality activity_quality = Quality::kNone;
+  std::string activity_rule;
+  std::string share_source;        // where a declared share came from; empty: the mode's default
 };
 
 // One device-hour with its consumers: the unit a store writes atomically.

@@ -1,4 +1,5 @@
 #include "model/sharing.h"
+#include "model/activity.h"
 #include "model/usage.h"
 
 #include <algorithm>
@@ -27,7 +28,26 @@ constexpr std::array<std::pair<Quality, std::string_view>, 4> kQualities = {{
     {Quality::kNone, "none"},
 }};
 
+constexpr std::array<std::pair<SignalSource, std::string_view>, 4> kSignalSources = {{
+    {SignalSource::kNone, ""},
+    {SignalSource::kNvml, "nvml"},
+    {SignalSource::kGpm, "gpm"},
+    {SignalSource::kDcgm, "dcgm-exporter"},
+}};
+
 }  // namespace
+
+std::string_view ToString(SignalSource source) {
+  for (auto& [s, name] : kSignalSources)
+    if (s == source) return name;
+  return "unknown";
+}
+
+std::optional<SignalSource> ParseSignalSource(std::string_view text) {
+  for (auto& [s, name] : kSignalSources)
+    if (name == text) return s;
+  return std::nullopt;
+}
 
 std::string_view ToString(SharingMode mode) {
   for (auto& [m, name] : kModes)

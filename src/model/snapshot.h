@@ -13,6 +13,7 @@
 
 #include "common/ids.h"
 #include "common/units.h"
+#include "model/activity.h"
 #include "model/consumer.h"
 #include "model/sharing.h"
 
@@ -33,6 +34,9 @@ struct MigInstance {
   std::string profile;     // "3g.71gb"
   int compute_slices = 1;
   Bytes memory_total_bytes = 0;
+  // NVML's GPU instance id (nvmlDeviceGetGpuInstanceId): what GPM and DCGM (GPU_I_ID) name the
+  // instance by. Unset when unknown.
+  std::optional<int> gpu_instance_id;
 };
 
 // What Kubernetes granted one container: a device id as the device plugin or DRA reports it.
@@ -44,6 +48,13 @@ struct Grant {
   // (gpu_milli, HAMi gpucores) and MPS active-thread percentages. Unset: the mode decides.
   std::optional<SharePpd> declared_ppd;
   std::string dra_claim;     // DRA: "namespace/claim"; pods naming one shared claim split it
+  // A declared cap on the GPU memory the container may use (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT,
+  // HAMi's CUDA_DEVICE_MEMORY_LIMIT, Alibaba's gpu-mem). Recorded for rightsizing and
+  // guardrails; a memory-only declaration also sets declared_ppd (its share of the device).
+  std::optional<Bytes> declared_memory_bytes;
+  // Where declared_ppd came from, for the ledger row: "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+  // "env:CUDA_DEVICE_SM_LIMIT", "resource:aliyun.com/gpu-mem", "annotation:gpu-fraction", ...
+  std::string share_source;
 };
 
 // One GPU process seen during the interval.
@@ -58,6 +69,9 @@ struct ProcessObservation {
   // samples with 0%, or none because the process was not busy in the last sample period.
   std::optional<GpuMicros> sm_busy_us;
   std::string visible_devices;           // NVIDIA_VISIBLE_DEVICES of the process, if read
+  // NVML listed it among the device's MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3):
+  // the device runs an MPS server.
+  bool mps_client = false;
 };
 
 // Device-level signals for a physical GPU or a MIG instance, integrated over the interval.
@@ -69,6 +83,11 @@ struct DeviceSignals {
   std::optional<GpuMicros> busy_us;
   Bytes memory_used_bytes = 0;
   std::optional<MilliJoules> energy_mj;   // energy used during the interval (counter delta)
+  SignalSource busy_source = SignalSource::kNvml;  // kGpm/kDcgm: a MIG instance's own counters
+  // SM, tensor and DRAM activity relative to the unit (GPM on Hopper and newer, else
+  // dcgm-exporter's profiling fields); unset when no source gives them.
+  std::optional<Activity> activity;
+  SignalSource activity_source = SignalSource::kNone;
 };
 
 struct NodeSnapshot {

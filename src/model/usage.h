@@ -7,6 +7,7 @@
 
 #include "common/ids.h"
 #include "common/units.h"
+#include "model/activity.h"
 #include "model/consumer.h"
 #include "model/sharing.h"
 
@@ -27,6 +28,13 @@ struct ConsumerUsage {
   Quality compute_quality = Quality::kNone;
   Quality memory_quality = Quality::kNone;
   std::string compute_rule;       // how compute was obtained, e.g. "process-samples"
+  // SM/tensor/DRAM activity in GPU-µs of the physical GPU: the unit's own figures when the
+  // consumer is alone on it (measured), else split by compute (estimated, rule
+  // "compute-share"). Quality kNone when no source gave activity.
+  Activity activity;
+  Quality activity_quality = Quality::kNone;
+  std::string activity_rule;      // "gpm", "dcgm-exporter", "gpm+compute-share", ...
+  std::string share_source;       // the grant's declared share's origin (Grant::share_source)
 };
 
 // Invariants (checked by CheckConservation):

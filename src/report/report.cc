@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "model/usage.h"
+
 namespace gpuledger::report {
 namespace {
 
@@ -111,6 +113,46 @@ void Figures::Add(const Figures& o) {
   energy_mj += o.energy_mj;
   cost_nanos += o.cost_nanos;
   quality = Combine(quality, o.quality);
+  compute_rule = MergeRules(compute_rule, o.compute_rule);
+  activity += o.activity;
+  activity_allocated_gpu_us += o.activity_allocated_gpu_us;
+  activity_compute_gpu_us += o.activity_compute_gpu_us;
+  activity_quality = Combine(activity_quality, o.activity_quality);
+  activity_rule = MergeRules(activity_rule, o.activity_rule);
+  granted_memory_kib_s = AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
+  share_source = MergeRules(share_source, o.share_source);
+}
+
+std::string FormatSource(Quality quality, const std::string& rule) {
+  std::string out(ToString(quality));
+  if (quality != Quality::kNone && !rule.empty()) out += ":" + rule;
+  return out;
+}
+
+Result<std::pair<Quality, std::string>> ParseSource(std::string_view text) {
+  std::string_view quality = text;
+  std::string rule;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    quality = text.substr(0, colon);
+    rule = std::string(text.substr(colon + 1));
+  }
+  auto q = ParseQuality(quality);
+  if (!q) return InvalidArgument(fmt::format("source '{}': unknown quality '{}'", text, quality));
+  return std::pair{*q, std::move(rule)};
+}
+
+utilization::Inputs UtilizationInputs(const Figures& f) {
+  utilization::Inputs in;
+  in.allocated_us = f.allocated_gpu_us;
+  in.compute_us = f.compute_gpu_us;
+  in.memory_kib_s = f.memory_kib_s;
+  in.granted_memory_kib_s = f.granted_memory_kib_s;
+  in.activity = f.activity;
+  in.activity_allocated_us = f.activity_allocated_gpu_us;
+  in.activity_compute_us = f.activity_compute_gpu_us;
+  in.activity_quality = f.activity_quality;
+  in.activity_rule = f.activity_rule;
+  return in;
 }
 
 Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
@@ -143,8 +185,23 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
     cost::DeviceHourCost split = cost::SplitDeviceHour(d, span_rows, policy, idle);
     for (std::size_t i = 0; i < span_rows.size(); ++i) {
       const UsageRow& u = span_rows[i];
-      Figures f{u.allocated_us, u.compute_us, u.memory_kib_s, u.energy_mj, split.consumers[i],
-                u.compute_quality};
+      Figures f;
+      f.allocated_gpu_us = u.allocated_us;
+      f.compute_gpu_us = u.compute_us;
+      f.memory_kib_s = u.memory_kib_s;
+      f.energy_mj = u.energy_mj;
+      f.cost_nanos = split.consumers[i];
+      f.quality = u.compute_quality;
+      f.compute_rule = u.compute_rule;
+      f.activity = u.activity;
+      if (u.activity_quality != Quality::kNone) {
+        f.activity_allocated_gpu_us = u.allocated_us;
+        f.activity_compute_gpu_us = u.compute_us;
+        f.activity_quality = u.activity_quality;
+        f.activity_rule = u.activity_rule;
+      }
+      f.granted_memory_kib_s = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, u.allocated_us);
+      f.share_source = u.share_source;
       rows[KeyOf(u, group_by)].Add(f);
     }
     const KibSeconds capacity = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, d.metered_us);
@@ -152,8 +209,12 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
     for (const UsageRow& u : span_rows) used = AddKibSeconds(used, u.memory_kib_s);
     const auto unused = static_cast<KibSeconds>(
         std::clamp<__int128>(static_cast<__int128>(capacity) - used, 0, INT64_MAX));
-    Figures idle_f{d.unallocated_us, d.idle_us, unused, d.idle_energy_mj, split.idle,
-                   Quality::kNone};
+    Figures idle_f;
+    idle_f.allocated_gpu_us = d.unallocated_us;
+    idle_f.compute_gpu_us = d.idle_us;
+    idle_f.memory_kib_s = unused;
+    idle_f.energy_mj = d.idle_energy_mj;
+    idle_f.cost_nanos = split.idle;
     if (idle.kind == cost::IdleHandling::Kind::kNamespace && split.idle != 0) {
       // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
       UsageRow platform;
@@ -170,8 +231,12 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
       idle_f.cost_nanos = 0;
     }
     r.idle.Add(idle_f);
-    r.unattributed.Add(Figures{0, d.unattributed_us, d.unattributed_memory_kib_s,
-                               d.unattributed_energy_mj, split.unattributed, Quality::kNone});
+    Figures unattributed_f;
+    unattributed_f.compute_gpu_us = d.unattributed_us;
+    unattributed_f.memory_kib_s = d.unattributed_memory_kib_s;
+    unattributed_f.energy_mj = d.unattributed_energy_mj;
+    unattributed_f.cost_nanos = split.unattributed;
+    r.unattributed.Add(unattributed_f);
     r.total.device_cost_nanos += d.price_nanos;
     r.total.metered_us += d.metered_us;
     r.total.unmetered_us += d.unmetered_us;
@@ -179,7 +244,8 @@ Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow
     r.total.device_hours += 1;
     if (d.price_state == PriceState::kUnpriced) unpriced.insert(d.gpu_model);
   }
-  for (auto& [key, f] : rows) r.rows.push_back(Row{key, f});
+  for (auto& [key, f] : rows)
+    r.rows.push_back(Row{key, f, utilization::Classify(UtilizationInputs(f))});
   std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {
     return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
   });

@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "cost/policy.h"
 #include "model/ledger.h"
+#include "utilization/classify.h"
 
 namespace gpuledger::report {
 
@@ -40,12 +41,33 @@ struct Figures {
   MilliJoules energy_mj = 0;
   Nanos cost_nanos = 0;
   Quality quality = Quality::kNone;  // compute quality: measured only if all of it was
+  std::string compute_rule;          // the rows' compute rules, merged (MergeRules)
+  // SM/tensor/DRAM activity (sums, GPU-µs of the physical GPU), and the allocated and compute
+  // time of the ledger rows that carried activity (activity_quality not kNone): the part of the
+  // window the activity fractions are taken over.
+  Activity activity;
+  GpuMicros activity_allocated_gpu_us = 0;
+  GpuMicros activity_compute_gpu_us = 0;
+  Quality activity_quality = Quality::kNone;  // the worst of the rows that had activity
+  std::string activity_rule;                  // their rules, merged (MergeRules)
+  // The granted share of the devices' memory over time: Σ memory_total x allocated_us, KiB-s.
+  KibSeconds granted_memory_kib_s = 0;
+  std::string share_source;  // where declared shares came from, merged; "" for none
   void Add(const Figures& other);
 };
+
+// A figure's origin as the agent writes compute_source: "<quality>" or "<quality>:<rule>";
+// "none" for Quality::kNone. ParseSource is its inverse (kInvalidArgument for other text).
+std::string FormatSource(Quality quality, const std::string& rule);
+Result<std::pair<Quality, std::string>> ParseSource(std::string_view text);
+
+// The utilization class of a row's figures (utilization/classify.h).
+utilization::Inputs UtilizationInputs(const Figures& f);
 
 struct Row {
   std::string key;
   Figures figures;
+  utilization::Classification utilization;  // Classify(UtilizationInputs(figures))
 };
 
 struct Totals {

@@ -1,5 +1,7 @@
 #include "report/report_json.h"
 
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
@@ -18,6 +20,40 @@ json FiguresJson(const Figures& f) {
           {"quality", std::string(ToString(f.quality))}};
 }
 
+json ActivityObject(const Figures& f) {
+  return {{"sm_active_gpu_us", f.activity.sm_active_us},
+          {"sm_occupancy_gpu_us", f.activity.sm_occupancy_us},
+          {"tensor_active_gpu_us", f.activity.tensor_active_us},
+          {"dram_active_gpu_us", f.activity.dram_active_us},
+          {"allocated_gpu_us", f.activity_allocated_gpu_us},
+          {"compute_gpu_us", f.activity_compute_gpu_us},
+          {"source", FormatSource(f.activity_quality, f.activity_rule)}};
+}
+
+json UtilizationObject(const utilization::Classification& c) {
+  json signals = json::object();
+  for (const auto& [name, v] : c.signals) signals[name] = v;
+  json thresholds = json::object();
+  for (const auto& [name, v] : c.thresholds) thresholds[name] = v;
+  return {{"class", std::string(utilization::ToString(c.cls))},
+          {"signals", signals},
+          {"thresholds", thresholds},
+          {"basis", c.basis},
+          {"reason", c.reason}};
+}
+
+// A consumer row: the figures, activity, granted memory, share source and classification.
+json RowJson(const Row& row) {
+  json j = FiguresJson(row.figures);
+  j["key"] = row.key;
+  j["compute_source"] = FormatSource(row.figures.quality, row.figures.compute_rule);
+  j["activity"] = ActivityObject(row.figures);
+  j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
+  j["share_source"] = row.figures.share_source;
+  j["utilization"] = UtilizationObject(row.utilization);
+  return j;
+}
+
 Figures FiguresFrom(const json& j) {
   Figures f;
   f.allocated_gpu_us = j.at("allocated_gpu_us").get<std::int64_t>();
@@ -26,18 +62,40 @@ Figures FiguresFrom(const json& j) {
   f.energy_mj = j.at("energy_mj").get<std::int64_t>();
   f.cost_nanos = j.at("cost_nanos").get<std::int64_t>();
   f.quality = ParseQuality(j.at("quality").get<std::string>()).value_or(Quality::kNone);
+  // Activity and granted memory: absent from a server older than them (no activity then).
+  if (j.contains("activity")) {
+    const json& a = j.at("activity");
+    f.activity.sm_active_us = a.at("sm_active_gpu_us").get<std::int64_t>();
+    f.activity.sm_occupancy_us = a.at("sm_occupancy_gpu_us").get<std::int64_t>();
+    f.activity.tensor_active_us = a.at("tensor_active_gpu_us").get<std::int64_t>();
+    f.activity.dram_active_us = a.at("dram_active_gpu_us").get<std::int64_t>();
+    f.activity_allocated_gpu_us = a.at("allocated_gpu_us").get<std::int64_t>();
+    f.activity_compute_gpu_us = a.at("compute_gpu_us").get<std::int64_t>();
+    auto source = ParseSource(a.at("source").get<std::string>());
+    if (!source) throw std::invalid_argument(source.error().message);
+    f.activity_quality = source->first;
+    f.activity_rule = source->second;
+  }
+  if (j.contains("compute_source")) {
+    auto source = ParseSource(j.at("compute_source").get<std::string>());
+    if (!source) throw std::invalid_argument(source.error().message);
+    f.compute_rule = source->second;
+  }
+  f.granted_memory_kib_s = j.value("granted_memory_kib_s", std::int64_t{0});
+  f.share_source = j.value("share_source", std::string());
   return f;
 }
 
 }  // namespace
 
+std::string ActivityToJson(const Figures& f) { return ActivityObject(f).dump(); }
+std::string UtilizationToJson(const utilization::Classification& c) {
+  return UtilizationObject(c).dump();
+}
+
 std::string ReportToJson(const Report& r) {
   json rows = json::array();
-  for (const auto& row : r.rows) {
-    json j = FiguresJson(row.figures);
-    j["key"] = row.key;
-    rows.push_back(std::move(j));
-  }
+  for (const auto& row : r.rows) rows.push_back(RowJson(row));
   json out = {
       {"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
       {"aggregate", ToString(r.group_by)},
@@ -74,7 +132,12 @@ Result<Report> ReportFromJson(std::string_view text) {
     auto idle = cost::ParseIdleHandling(j.at("idle_handling").get<std::string>());
     if (!idle) return idle.error();
     r.idle_handling = *idle;
-    for (const auto& row : j.at("rows")) r.rows.push_back(Row{row.at("key").get<std::string>(), FiguresFrom(row)});
+    // The classification is derived: recomputed from the figures, as BuildReport computes it.
+    for (const auto& row : j.at("rows")) {
+      Figures f = FiguresFrom(row);
+      auto c = utilization::Classify(UtilizationInputs(f));
+      r.rows.push_back(Row{row.at("key").get<std::string>(), std::move(f), std::move(c)});
+    }
     r.idle = FiguresFrom(j.at("idle"));
     r.unattributed = FiguresFrom(j.at("unattributed"));
     const json& t = j.at("total");

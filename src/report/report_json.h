@@ -11,12 +11,22 @@
 namespace gpuledger::report {
 
 // {"window":{"start","end"},"aggregate","policy","idle_handling","rows":[{"key",
-// "allocated_gpu_us","compute_gpu_us","memory_kib_s","energy_mj","cost_nanos","quality"}],
+// "allocated_gpu_us","compute_gpu_us","memory_kib_s","energy_mj","cost_nanos","quality",
+// "activity":{...},"granted_memory_kib_s","share_source","utilization":{...}}],
 // "idle":{...},"unattributed":{...},"total":{"device_cost_nanos","metered_us","unmetered_us",
 // "busy_us","device_hours","unpriced_models"}}
 // Every figure is an integer: GPU-µs, memory-time in KiB-s (KiB held for one second), mJ and
-// nanos of the currency.
+// nanos of the currency. "activity" (ActivityToJson) and "utilization" (UtilizationToJson) are
+// on consumer rows only (docs/utilization.md). ReportFromJson recomputes "utilization" from the
+// figures, and reads a document without activity (an older server's) as having none.
 std::string ReportToJson(const Report& report);
 Result<Report> ReportFromJson(std::string_view json);
+
+// {"sm_active_gpu_us","sm_occupancy_gpu_us","tensor_active_gpu_us","dram_active_gpu_us",
+//  "allocated_gpu_us","compute_gpu_us","source"}: the activity integrals, the allocated and
+// compute time of the rows that carried activity, and FormatSource of its quality and rule.
+std::string ActivityToJson(const Figures& figures);
+// {"class","signals":{name: fraction},"thresholds":{name: fraction},"basis","reason"}.
+std::string UtilizationToJson(const utilization::Classification& c);
 
 }  // namespace gpuledger::report

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "report/report_json.h"
 
 namespace gpuledger::report {
@@ -158,6 +160,118 @@ TEST(Report, MemoryKibSecondsSumAndIdleIsTheUnusedCapacity) {
   EXPECT_EQ(back->rows[0].figures.memory_kib_s, 15 * kGibHour);
   EXPECT_EQ(back->idle.memory_kib_s, r.idle.memory_kib_s);
   EXPECT_EQ(back->unattributed.memory_kib_s, kGibHour);
+}
+
+// Activity sums per row; its quality is the worst of the rows that had any, their rules merged;
+// the activity fractions are taken over the rows that carried activity (coverage).
+TEST(Report, ActivityAggregatesWithWorstQualityAndMergedRules) {
+  Fixture f;
+  // api-0: GPM, measured. api-1: split by compute share, estimated. nb-0: an older agent.
+  f.usage[0].activity = Activity{100, 50, 10, 40};
+  f.usage[0].activity_quality = Quality::kMeasured;
+  f.usage[0].activity_rule = "gpm";
+  f.usage[0].share_source = "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+  f.usage[1].activity = Activity{200, 60, 20, 30};
+  f.usage[1].activity_quality = Quality::kEstimated;
+  f.usage[1].activity_rule = "compute-share+gpm";
+  f.usage[1].share_source = "resource:gpu_milli";
+  auto r = BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), cost::Policy{},
+                       cost::IdleHandling{}, 0, kMicrosPerHour);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const Figures& inference = r.rows[0].figures;
+  EXPECT_EQ(inference.activity, (Activity{300, 110, 30, 70}));
+  EXPECT_EQ(inference.activity_quality, Quality::kEstimated);
+  EXPECT_EQ(inference.activity_rule, "compute-share+gpm");
+  EXPECT_EQ(inference.activity_allocated_gpu_us, kMicrosPerHour / 2);
+  EXPECT_EQ(inference.activity_compute_gpu_us, kMicrosPerHour * 5 / 10);
+  EXPECT_EQ(inference.share_source, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE+resource:gpu_milli");
+  // Granted memory: a quarter of 80 GiB for an hour, twice.
+  EXPECT_EQ(inference.granted_memory_kib_s, 2 * 20LL * 1024 * 1024 * 3600);
+  const Figures& research = r.rows[1].figures;
+  EXPECT_EQ(research.activity, Activity{});
+  EXPECT_EQ(research.activity_quality, Quality::kNone);
+  EXPECT_EQ(research.activity_allocated_gpu_us, 0);
+  EXPECT_EQ(r.rows[1].utilization.basis, "nvml-only");
+  EXPECT_EQ(r.rows[0].utilization.basis, "gpm");
+  // Idle and unattributed carry no activity.
+  EXPECT_EQ(r.idle.activity, Activity{});
+  EXPECT_EQ(FormatSource(inference.activity_quality, inference.activity_rule),
+            "estimated:compute-share+gpm");
+  EXPECT_EQ(FormatSource(Quality::kNone, ""), "none");
+  EXPECT_EQ(FormatSource(Quality::kMeasured, ""), "measured");
+}
+
+// One exclusive GPU-hour: NVML util 100%, GPM SM active 5%. The report row is busy-but-starved,
+// and the JSON row says so with its signals, thresholds, basis and the activity block.
+TEST(Report, BusyButStarvedRowInJson) {
+  DeviceHour d = Device("GPU-h", 4 * kDollar);
+  d.sharing = SharingMode::kExclusive;
+  d.busy_us = kMicrosPerHour;
+  UsageRow u = Usage("GPU-h", "ml", "train-0", kMicrosPerHour, kMicrosPerHour);
+  u.sharing = SharingMode::kExclusive;
+  u.activity = Activity{180'000'000, 90'000'000, 36'000'000, 72'000'000};  // 5%, 2.5%, 1%, 2%
+  u.activity_quality = Quality::kMeasured;
+  u.activity_rule = "gpm";
+  u.memory_kib_s = 10LL * 1024 * 1024 * 3600;  // 10 GiB held for the hour
+  std::vector<DeviceHour> devices{d};
+  std::vector<UsageRow> usage{u};
+  auto r = BuildReport(devices, usage, *ParseGroupBy("pod"), cost::Policy{},
+                       cost::IdleHandling{}, 0, kMicrosPerHour);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].utilization.cls, utilization::Class::kBusyButStarved);
+
+  const std::string text = ReportToJson(r);
+  auto j = nlohmann::json::parse(text);
+  const auto& row = j["rows"][0];
+  EXPECT_EQ(row["key"], "ml/train-0");
+  EXPECT_EQ(row["activity"]["sm_active_gpu_us"], 180'000'000);
+  EXPECT_EQ(row["activity"]["sm_occupancy_gpu_us"], 90'000'000);
+  EXPECT_EQ(row["activity"]["tensor_active_gpu_us"], 36'000'000);
+  EXPECT_EQ(row["activity"]["dram_active_gpu_us"], 72'000'000);
+  EXPECT_EQ(row["activity"]["allocated_gpu_us"], kMicrosPerHour);
+  EXPECT_EQ(row["activity"]["source"], "measured:gpm");
+  EXPECT_EQ(row["granted_memory_kib_s"], 80LL * 1024 * 1024 * 3600);
+  EXPECT_EQ(row["share_source"], "");
+  const auto& util = row["utilization"];
+  EXPECT_EQ(util["class"], "busy-but-starved");
+  EXPECT_EQ(util["basis"], "gpm");
+  EXPECT_DOUBLE_EQ(util["signals"]["gpu_util"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(util["signals"]["sm_active"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(util["thresholds"]["busy_util_at_least"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(util["thresholds"]["starved_sm_per_util_below"].get<double>(), 0.25);
+  EXPECT_NE(util["reason"].get<std::string>().find("SM active 5%"), std::string::npos);
+  EXPECT_FALSE(j["idle"].contains("utilization"));
+
+  // Back and forth: the same document (the class is recomputed from the figures).
+  auto back = ReportFromJson(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->rows[0].figures.activity, u.activity);
+  EXPECT_EQ(back->rows[0].utilization.cls, utilization::Class::kBusyButStarved);
+  EXPECT_EQ(ReportToJson(*back), text);
+}
+
+// A report document from a server older than activity reads as having none.
+TEST(Report, JsonWithoutActivityReadsAsNone) {
+  Fixture f;
+  auto r = BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), cost::Policy{},
+                       cost::IdleHandling{}, 0, kMicrosPerHour);
+  auto j = nlohmann::json::parse(ReportToJson(r));
+  for (auto& row : j["rows"])
+    for (const char* k : {"activity", "granted_memory_kib_s", "share_source", "utilization"})
+      row.erase(k);
+  auto back = ReportFromJson(j.dump());
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->rows.size(), 2u);
+  EXPECT_EQ(back->rows[0].figures.activity_quality, Quality::kNone);
+  EXPECT_TRUE(back->rows[0].utilization.nvml_only);
+  // A source this build cannot read is an error, not a silent "none".
+  auto bad = nlohmann::json::parse(ReportToJson(r));
+  bad["rows"][0]["activity"]["source"] = "guessed:gpm";
+  EXPECT_FALSE(ReportFromJson(bad.dump()));
+  auto source = ParseSource("estimated:compute-share+gpm");
+  ASSERT_TRUE(source);
+  EXPECT_EQ(source->first, Quality::kEstimated);
+  EXPECT_EQ(source->second, "compute-share+gpm");
 }
 
 TEST(Figures, MemoryTimeSaturatesInsteadOfWrapping) {

@@ -39,7 +39,7 @@ bool SameToken(const std::string& a, const std::string& b) {
 
 double Units(Nanos n) { return static_cast<double>(n) / kNanosPerUnit; }
 
-json AllocationEntry(const std::string& name, const report::Figures& f, Micros from, Micros to) {
+json AllocationFigures(const std::string& name, const report::Figures& f, Micros from, Micros to) {
   return {{"name", name},
           {"window", {{"start", FormatRfc3339(from)}, {"end", FormatRfc3339(to)}}},
           {"start", FormatRfc3339(from)},
@@ -54,6 +54,31 @@ json AllocationEntry(const std::string& name, const report::Figures& f, Micros f
           {"gpuUsageHours", static_cast<double>(f.compute_gpu_us) / kMicrosPerHour},
           {"gpuCost", Units(f.cost_nanos)},
           {"totalCost", Units(f.cost_nanos)}};
+}
+
+double Hours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
+
+// The report row's activity block with OpenCost-style GPU-hour fields beside the exact GPU-µs.
+json ActivityEntry(const report::Figures& f) {
+  json a = json::parse(report::ActivityToJson(f));
+  a["sm_active_gpu_hours"] = Hours(f.activity.sm_active_us);
+  a["sm_occupancy_gpu_hours"] = Hours(f.activity.sm_occupancy_us);
+  a["tensor_active_gpu_hours"] = Hours(f.activity.tensor_active_us);
+  a["dram_active_gpu_hours"] = Hours(f.activity.dram_active_us);
+  return a;
+}
+
+// One allocation entry. Consumer rows (`row` set) carry activity, share source and the
+// utilization class; __idle__ and __unattributed__ have none of them.
+json AllocationEntry(const std::string& name, const report::Figures& f, Micros from, Micros to,
+                     const report::Row* row = nullptr) {
+  json entry = AllocationFigures(name, f, from, to);
+  if (row != nullptr) {
+    entry["activity"] = ActivityEntry(f);
+    entry["share_source"] = f.share_source;
+    entry["utilization"] = json::parse(report::UtilizationToJson(row->utilization));
+  }
+  return entry;
 }
 
 }  // namespace
@@ -131,7 +156,8 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
     }
     json set = json::object();
     for (const auto& row : r.rows)
-      if (filter->empty() || keep.count(row.key)) set[row.key] = AllocationEntry(row.key, row.figures, t, end);
+      if (filter->empty() || keep.count(row.key))
+        set[row.key] = AllocationEntry(row.key, row.figures, t, end, &row);
     if (filter->empty()) {
       set["__idle__"] = AllocationEntry("__idle__", r.idle, t, end);
       set["__unattributed__"] = AllocationEntry("__unattributed__", r.unattributed, t, end);

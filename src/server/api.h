@@ -8,7 +8,10 @@
 //       set per step; each entry carries gpuledger's exact integer fields (GPU-µs, nanos) and
 //       OpenCost-style convenience fields (gpuHours, gpuCost, totalCost in currency units).
 //       "__idle__" and "__unattributed__" entries make each set sum to the device cost exactly
-//       (when no filter is given).
+//       (when no filter is given). Consumer entries also carry "activity" (SM/tensor/DRAM
+//       GPU-µs and GPU-hours, and their "source"), "share_source" and "utilization" (the
+//       workload's class with the signals, thresholds and basis it rests on;
+//       docs/utilization.md).
 //   GET /api/v1/report?window=&aggregate=&policy=&idle=   gpuledger's own report JSON (the
 //       `gpuledger report --format json` document; `report --server` reads it)
 //   GET /api/v1/devices?window=    per physical GPU: time, busy, idle, unattributed, cost

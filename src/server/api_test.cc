@@ -151,5 +151,67 @@ TEST_F(ApiTest, MetricsCountRequests) {
   EXPECT_NE(m.body.find("gpuledger_server_ledger_up 1"), std::string::npos);
 }
 
+// Consumer entries carry the activity (exact GPU-µs and GPU-hours, its source), the share
+// source and the utilization class; __idle__ and __unattributed__ carry none of them.
+TEST(AllocationActivity, EntriesShowActivityAndUtilizationClass) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("gpuledger-api-activity-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "l.db").string();
+  {
+    auto store = store::OpenSqliteLedger(path);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    LedgerHour h;
+    DeviceHour& d = h.device;
+    d.hour_us = 1'800'000'000LL * kMicrosPerSecond;
+    d.cluster = "c1";
+    d.node = "node-a";
+    d.gpu = GpuUuid{"GPU-h100"};
+    d.gpu_model = "H100-80GB";
+    d.pricing_class = "on-demand";
+    d.price_nanos = 4 * kNanosPerUnit;
+    d.metered_us = kMicrosPerHour;
+    d.busy_us = kMicrosPerHour;
+    d.memory_total_bytes = 80 * kGiB;
+    UsageRow u;
+    u.hour_us = d.hour_us;
+    u.gpu = d.gpu;
+    u.consumer.ref = ConsumerRef{"ml", "train-0", PodUid{"uid-1"}, "main"};
+    u.node = d.node;
+    u.gpu_model = d.gpu_model;
+    u.allocated_us = kMicrosPerHour;
+    u.compute_us = kMicrosPerHour;
+    u.compute_quality = Quality::kMeasured;
+    u.compute_rule = "process-samples";
+    u.activity = Activity{180'000'000, 72'000'000, 0, 108'000'000};  // 5% SM active
+    u.activity_quality = Quality::kMeasured;
+    u.activity_rule = "gpm";
+    u.share_source = "annotation:gpu-fraction";
+    h.usage = {u};
+    ASSERT_TRUE((*store)->WriteHours(std::span(&h, 1)));
+  }
+  Api api([path] { return store::OpenSqliteLedger(path); }, "");
+  ApiResponse r = api.Handle("/api/v1/allocation", {{"aggregate", "pod"}}, "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json set = json::parse(r.body)["data"][0];
+  const json& e = set["ml/train-0"];
+  EXPECT_EQ(e["activity"]["sm_active_gpu_us"], 180'000'000);
+  EXPECT_DOUBLE_EQ(e["activity"]["sm_active_gpu_hours"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(e["activity"]["sm_occupancy_gpu_hours"].get<double>(), 0.02);
+  EXPECT_DOUBLE_EQ(e["activity"]["tensor_active_gpu_hours"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(e["activity"]["dram_active_gpu_hours"].get<double>(), 0.03);
+  EXPECT_EQ(e["activity"]["source"], "measured:gpm");
+  EXPECT_EQ(e["share_source"], "annotation:gpu-fraction");
+  EXPECT_EQ(e["utilization"]["class"], "busy-but-starved");
+  EXPECT_EQ(e["utilization"]["basis"], "gpm");
+  EXPECT_DOUBLE_EQ(e["utilization"]["signals"]["gpu_util"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(e["utilization"]["signals"]["sm_active"].get<double>(), 0.05);
+  EXPECT_EQ(e["gpuUsageHours"], 1.0);
+  EXPECT_FALSE(set["__idle__"].contains("utilization"));
+  EXPECT_FALSE(set["__unattributed__"].contains("activity"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuledger::server

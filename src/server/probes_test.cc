@@ -140,8 +140,9 @@ TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
     ASSERT_TRUE(r) << path;
     EXPECT_EQ(r->status, 200) << path << ": " << r->body;
     EXPECT_LT(took, 100ms) << path << " waited for the report";
-    if (std::string(path) == "/metrics")
+    if (std::string(path) == "/metrics") {
       EXPECT_NE(r->body.find("gpuledger_server_ledger_up 1"), std::string::npos) << r->body;
+    }
   }
   EXPECT_EQ(report.wait_for(0s), std::future_status::timeout) << "the report was not held";
   gate.Release();

@@ -98,6 +98,13 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   u.compute_quality = Quality::kMeasured;
   u.memory_quality = Quality::kAllocated;
   u.compute_rule = "mig-instance-counters";
+  u.activity.sm_active_us = 1'000'000'001;
+  u.activity.sm_occupancy_us = 600'000'003;
+  u.activity.tensor_active_us = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
+  u.activity.dram_active_us = 7;
+  u.activity_quality = Quality::kEstimated;
+  u.activity_rule = "compute-share+gpm";
+  u.share_source = "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
   hour.usage = {u};
 
   {
@@ -155,6 +162,11 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(ru.compute_quality, Quality::kMeasured);
   EXPECT_EQ(ru.memory_quality, Quality::kAllocated);
   EXPECT_EQ(ru.compute_rule, u.compute_rule);
+  EXPECT_EQ(ru.activity, u.activity);
+  EXPECT_EQ(ru.activity.tensor_active_us, 9'007'199'254'740'993);
+  EXPECT_EQ(ru.activity_quality, Quality::kEstimated);
+  EXPECT_EQ(ru.activity_rule, "compute-share+gpm");
+  EXPECT_EQ(ru.share_source, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
 }
 
 TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
@@ -174,7 +186,11 @@ TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
   for (const auto& [table, column] :
        {std::pair{"device_hours", "price_nanos"},
         std::pair{"device_hours", "unattributed_memory_kib_s"},
-        std::pair{"usage_hours", "memory_kib_s"}}) {
+        std::pair{"usage_hours", "memory_kib_s"},
+        std::pair{"usage_hours", "sm_active_us"},
+        std::pair{"usage_hours", "sm_occupancy_us"},
+        std::pair{"usage_hours", "tensor_active_us"},
+        std::pair{"usage_hours", "dram_active_us"}}) {
     auto type = ledger_->Query(ledger_->StoredTypeSql(table, column));
     ASSERT_TRUE(type) << type.error().message;
     EXPECT_EQ(*type, ledger_->IntegerTypeName()) << table << "." << column;
@@ -204,6 +220,27 @@ TEST_P(LedgerStoreTest, RewritingAnHourReplacesItsRows) {
   EXPECT_EQ(Keys(second), Keys(first));
   EXPECT_EQ(TotalAllocated(second), TotalAllocated(first));
   EXPECT_EQ(MustReadDevices(*store).size(), 2u);
+
+  // A re-ingest that now carries activity and a share source replaces the row's, not adds.
+  hour.usage[0].activity = Activity{500, 400, 300, 200};
+  hour.usage[0].activity_quality = Quality::kMeasured;
+  hour.usage[0].activity_rule = "gpm";
+  hour.usage[0].share_source = "resource:gpu_milli";
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto with_activity = MustReadUsage(*store);
+  ASSERT_EQ(with_activity.size(), 4u);
+  EXPECT_EQ(with_activity[0].consumer.ref.pod, "api-1");
+  EXPECT_EQ(with_activity[0].activity, (Activity{500, 400, 300, 200}));
+  EXPECT_EQ(with_activity[0].activity_quality, Quality::kMeasured);
+  EXPECT_EQ(with_activity[0].activity_rule, "gpm");
+  EXPECT_EQ(with_activity[0].share_source, "resource:gpu_milli");
+  EXPECT_EQ(with_activity[1].activity_quality, Quality::kNone);
+  hour.usage[0].activity = Activity{};
+  hour.usage[0].activity_quality = Quality::kNone;
+  hour.usage[0].activity_rule = "";
+  hour.usage[0].share_source = "";
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  EXPECT_EQ(MustReadUsage(*store)[0].activity, Activity{});
 
   // A late re-ingest without api-2: it is gone, its time now unallocated; GPU-b
   // untouched.
@@ -427,7 +464,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "4"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "5"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.

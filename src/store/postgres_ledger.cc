@@ -33,7 +33,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 4;  // kept equal to the SQLite ledger's
+constexpr std::int64_t kSchemaVersion = 5;  // kept equal to the SQLite ledger's
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
@@ -149,6 +149,18 @@ UPDATE usage_hours SET memory_kib_s = pg_temp.gpuledger_kib_s(memory_byte_us);
 ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
 DROP FUNCTION pg_temp.gpuledger_kib_s(DOUBLE PRECISION);
 )sql",
+    // 4 -> 5: SM, tensor and DRAM activity in integer GPU-µs, its quality ('none' when no
+    // source gave it) and rule, and where a declared share came from; older rows: 0, 'none', ''.
+    R"sql(
+ALTER TABLE usage_hours
+  ADD COLUMN sm_active_us     BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN sm_occupancy_us  BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN tensor_active_us BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN dram_active_us   BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN activity_quality TEXT COLLATE "C" NOT NULL DEFAULT 'none',
+  ADD COLUMN activity_rule    TEXT COLLATE "C" NOT NULL DEFAULT '',
+  ADD COLUMN share_source     TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -169,7 +181,8 @@ constexpr std::string_view kUsageColumns =
     "gpu_model, sharing_mode, device_id, allocated_us, compute_us, "
     "memory_kib_s, "
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, "
-    "compute_rule";
+    "compute_rule, sm_active_us, sm_occupancy_us, tensor_active_us, "
+    "dram_active_us, activity_quality, activity_rule, share_source";
 constexpr std::string_view kReconciliationColumns =
     "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, "
     "bill_file, "
@@ -332,7 +345,10 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
                      << c.container << u.consumer.owner_kind << u.consumer.owner_name << u.node
                      << u.gpu_model << ToString(u.sharing) << u.device_id << u.allocated_us
                      << u.compute_us << u.memory_kib_s << u.peak_memory_bytes << u.energy_mj
-                     << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule;
+                     << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule
+                     << u.activity.sm_active_us << u.activity.sm_occupancy_us
+                     << u.activity.tensor_active_us << u.activity.dram_active_us
+                     << ToString(u.activity_quality) << u.activity_rule << u.share_source;
     }
   }
 
@@ -551,10 +567,18 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
     std::string compute_quality = q.Text(17);
     std::string memory_quality = q.Text(18);
     u.compute_rule = q.Text(19);
+    u.activity.sm_active_us = q.Int(20);
+    u.activity.sm_occupancy_us = q.Int(21);
+    u.activity.tensor_active_us = q.Int(22);
+    u.activity.dram_active_us = q.Int(23);
+    std::string activity_quality = q.Text(24);
+    u.activity_rule = q.Text(25);
+    u.share_source = q.Text(26);
     if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
 
     std::string what;
-    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what)) {
+    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what) ||
+        !DecodeActivityQuality(u, activity_quality, &what)) {
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
     labels.Attach(u);

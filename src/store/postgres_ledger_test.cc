@@ -82,7 +82,9 @@ class PostgresLedgerTest : public ::testing::Test {
     if (!store) return nullptr;
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
-    if (meta) EXPECT_EQ(meta->at("schema_version"), "4");
+    if (meta) {
+      EXPECT_EQ(meta->at("schema_version"), "5");
+    }
     return store;
   }
   // The password in the test server's URL ("" when it has none).
@@ -169,6 +171,13 @@ TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
   EXPECT_THAT(absent.error().message, Not(HasSubstr(password)));
 }
 
+// Version 4 had no activity or share columns: this takes a schema written by
+// this build back to that shape.
+constexpr const char* kBackToVersion4 =
+    "ALTER TABLE usage_hours DROP COLUMN sm_active_us, DROP COLUMN sm_occupancy_us, "
+    "DROP COLUMN tensor_active_us, DROP COLUMN dram_active_us, "
+    "DROP COLUMN activity_quality, DROP COLUMN activity_rule, DROP COLUMN share_source; ";
+
 // Version 3 kept memory-time as DOUBLE PRECISION byte-µs: this takes a schema
 // written by this build back to those columns (1 KiB-s = 1024e6 byte-µs).
 constexpr const char* kBackToDoubleByteMicros =
@@ -189,7 +198,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion1Schema) {
   hour.device.energy_price_nanos = 0;
   hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
   auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToDoubleByteMicros) +
+      hour, std::string(kBackToVersion4) + kBackToDoubleByteMicros +
                 "DROP TABLE reconciliations; ALTER TABLE device_hours DROP COLUMN "
                 "energy_price_nanos; "
                 "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
@@ -229,7 +238,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion3SchemaToKibSeconds) {
   };
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   for (const Case& c : cases) hour.usage.push_back(MakeUsage(hour.device, "ns", c.pod, "c", 1));
-  std::string sql = kBackToDoubleByteMicros;
+  std::string sql = std::string(kBackToVersion4) + kBackToDoubleByteMicros;
   for (const Case& c : cases) {
     sql += fmt::format("UPDATE usage_hours SET memory_byte_us = {}::float8 WHERE pod = '{}'; ",
                        c.byte_us, c.pod);
@@ -273,6 +282,48 @@ TEST_F(PostgresLedgerTest, MigratesAVersion3SchemaToKibSeconds) {
   hour.usage[0].memory_kib_s = 9'007'199'254'740'993;
   ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
   EXPECT_EQ(MustReadUsage(*store).at(0).memory_kib_s, 9'007'199'254'740'993);
+}
+
+// A schema at version 4 (no activity or share columns) keeps its rows and gets
+// the columns with 0, 'none' and '' in them, typed as the SQLite ledger's; the
+// migrated schema takes and replaces the new values.
+TEST_F(PostgresLedgerTest, MigratesAVersion4SchemaToActivityColumns) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  hour.usage[0].activity = Activity{11, 12, 13, 14};
+  hour.usage[0].activity_quality = Quality::kMeasured;
+  hour.usage[0].activity_rule = "gpm";
+  hour.usage[0].share_source = "resource:gpu_milli";
+  auto store = WriteRewindAndReopen(
+      hour, std::string(kBackToVersion4) +
+                "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  ASSERT_TRUE(store);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].activity, Activity{});
+  EXPECT_EQ(usage[0].activity_quality, Quality::kNone);
+  EXPECT_EQ(usage[0].activity_rule, "");
+  EXPECT_EQ(usage[0].share_source, "");
+  EXPECT_EQ(usage[0].allocated_us, 1'000);
+  EXPECT_EQ(usage[0].memory_kib_s, hour.usage[0].memory_kib_s);
+  auto types = ledger_->Query(
+      "SELECT string_agg(data_type, ',' ORDER BY column_name) FROM information_schema.columns "
+      "WHERE table_schema = current_schema() AND table_name = 'usage_hours' "
+      "AND column_name IN ('activity_quality', 'activity_rule', 'dram_active_us', "
+      "'share_source', 'sm_active_us', 'sm_occupancy_us', 'tensor_active_us')");
+  ASSERT_TRUE(types) << types.error().message;
+  EXPECT_EQ(*types, "text,text,bigint,text,bigint,bigint,bigint");
+  auto quality = ledger_->Query("SELECT activity_quality FROM usage_hours");
+  ASSERT_TRUE(quality) << quality.error().message;
+  EXPECT_EQ(*quality, "none");
+
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto again = MustReadUsage(*store);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].activity, (Activity{11, 12, 13, 14}));
+  EXPECT_EQ(again[0].activity_quality, Quality::kMeasured);
+  EXPECT_EQ(again[0].activity_rule, "gpm");
+  EXPECT_EQ(again[0].share_source, "resource:gpu_milli");
 }
 
 // Servers started together against a new database: one migrates, the others

@@ -21,7 +21,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 4;
+constexpr std::int64_t kSchemaVersion = 5;
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1.
@@ -125,6 +125,18 @@ ALTER TABLE usage_hours ADD COLUMN memory_kib_s INTEGER NOT NULL DEFAULT 0;
 UPDATE usage_hours SET memory_kib_s = CAST(round(memory_byte_us / 1024e6) AS INTEGER);
 ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
 )sql",
+    // 4 -> 5: SM, tensor and DRAM activity in integer GPU-µs, where it came from
+    // ("<quality>" of model/sharing.h; 'none' when no source gave it) and by which rule, and
+    // where a declared share came from. Rows written before have none of it: 0, 'none', ''.
+    R"sql(
+ALTER TABLE usage_hours ADD COLUMN sm_active_us     INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hours ADD COLUMN sm_occupancy_us  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hours ADD COLUMN tensor_active_us INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hours ADD COLUMN dram_active_us   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE usage_hours ADD COLUMN activity_quality TEXT    NOT NULL DEFAULT 'none';
+ALTER TABLE usage_hours ADD COLUMN activity_rule    TEXT    NOT NULL DEFAULT '';
+ALTER TABLE usage_hours ADD COLUMN share_source     TEXT    NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -138,7 +150,9 @@ constexpr std::string_view kDeviceColumns =
 constexpr std::string_view kUsageColumns =
     "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, owner_name, node, "
     "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_kib_s, "
-    "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule";
+    "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule, "
+    "sm_active_us, sm_occupancy_us, tensor_active_us, dram_active_us, activity_quality, "
+    "activity_rule, share_source";
 
 using LabelMap = std::map<std::string, std::string>;
 
@@ -192,7 +206,8 @@ Status SqliteLedger::Prepare() {
   const std::string device_values =
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
   const std::string usage_values =
-      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
+      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,"
+      "?25,?26,?27";
   constexpr std::string_view kReconciliationColumns =
       "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
       "imported_at_us";
@@ -352,6 +367,13 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
     ins.Bind(18, ToString(u.compute_quality));
     ins.Bind(19, ToString(u.memory_quality));
     ins.Bind(20, u.compute_rule);
+    ins.Bind(21, u.activity.sm_active_us);
+    ins.Bind(22, u.activity.sm_occupancy_us);
+    ins.Bind(23, u.activity.tensor_active_us);
+    ins.Bind(24, u.activity.dram_active_us);
+    ins.Bind(25, ToString(u.activity_quality));
+    ins.Bind(26, u.activity_rule);
+    ins.Bind(27, u.share_source);
     if (Status s = ins.Run(); !s) {
       return Error{s.error().code, fmt::format("{} (consumer {}, hour_us {}, gpu {})",
                                                s.error().message, c.Key(), u.hour_us, u.gpu.str())};
@@ -500,9 +522,17 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     std::string compute_quality = q.Text(17);
     std::string memory_quality = q.Text(18);
     u.compute_rule = q.Text(19);
+    u.activity.sm_active_us = q.Int(20);
+    u.activity.sm_occupancy_us = q.Int(21);
+    u.activity.tensor_active_us = q.Int(22);
+    u.activity.dram_active_us = q.Int(23);
+    std::string activity_quality = q.Text(24);
+    u.activity_rule = q.Text(25);
+    u.share_source = q.Text(26);
 
     std::string what;
-    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what)) {
+    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what) ||
+        !DecodeActivityQuality(u, activity_quality, &what)) {
       q.Reset();
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }

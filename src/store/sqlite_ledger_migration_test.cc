@@ -46,6 +46,17 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   return out;
 }
 
+// Version 4 had no activity or share columns: this takes a file written by this build back to
+// that shape (the columns 4 -> 5 adds, dropped).
+constexpr const char* kBackToVersion4 =
+    "ALTER TABLE usage_hours DROP COLUMN sm_active_us;"
+    "ALTER TABLE usage_hours DROP COLUMN sm_occupancy_us;"
+    "ALTER TABLE usage_hours DROP COLUMN tensor_active_us;"
+    "ALTER TABLE usage_hours DROP COLUMN dram_active_us;"
+    "ALTER TABLE usage_hours DROP COLUMN activity_quality;"
+    "ALTER TABLE usage_hours DROP COLUMN activity_rule;"
+    "ALTER TABLE usage_hours DROP COLUMN share_source;";
+
 // Version 3 kept memory-time as REAL byte-µs (unattributed_memory_byte_us, memory_byte_us):
 // this takes a file written by this build back to those columns (1 KiB-s = 1024e6 byte-µs).
 constexpr const char* kBackToRealByteMicros =
@@ -113,6 +124,7 @@ TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ(rows->front().energy_price_nanos, 105'000'000);  // round trip at the new version
   }
+  Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
   Exec(path,
        "ALTER TABLE device_hours DROP COLUMN energy_price_nanos;"
@@ -185,6 +197,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
     ASSERT_TRUE(store) << store.error().message;
     ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   }
+  Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
   for (const Case& c : cases) {
     Exec(path, fmt::format("UPDATE usage_hours SET memory_byte_us = {:.17g} WHERE pod = '{}'",
@@ -200,7 +213,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "4");
+  EXPECT_EQ(meta->at("schema_version"), "5");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -259,6 +272,76 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   EXPECT_EQ((*store)->ReadUsage({})->front().memory_kib_s, 9'007'199'254'740'993);
   EXPECT_EQ((*store)->ReadDeviceHours({})->front().unattributed_memory_kib_s, 42);
+  store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 4 had no activity and share columns. Opening such a file adds them: its rows have no
+// activity (0 GPU-µs, quality 'none', no rule) and no share source, the tables stay STRICT, and
+// the migrated file takes and returns the new values.
+TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v4.db").string();
+  fs::remove(path);
+
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  hour.device.metered_us = kMicrosPerHour;
+  UsageRow u = MakeUsage(hour.device, "train-0");
+  u.allocated_us = kMicrosPerHour;
+  u.compute_us = kMicrosPerHour / 2;
+  u.memory_kib_s = 3'774'873'600;
+  u.compute_quality = Quality::kMeasured;
+  u.compute_rule = "process-samples";
+  u.activity = Activity{11, 12, 13, 14};  // dropped with the columns below
+  u.activity_quality = Quality::kMeasured;
+  u.activity_rule = "gpm";
+  u.share_source = "resource:gpu_milli";
+  hour.usage.push_back(u);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path, kBackToVersion4);
+  Exec(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version';");
+  ASSERT_EQ(QueryText(path, "SELECT count(*) FROM pragma_table_info('usage_hours') "
+                            "WHERE name = 'sm_active_us'"),
+            "0");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "5");
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 1u);
+  const UsageRow& r = usage->front();
+  EXPECT_EQ(r.activity, Activity{});
+  EXPECT_EQ(r.activity_quality, Quality::kNone);
+  EXPECT_EQ(r.activity_rule, "");
+  EXPECT_EQ(r.share_source, "");
+  EXPECT_EQ(r.compute_us, kMicrosPerHour / 2);  // the other columns keep their values
+  EXPECT_EQ(r.memory_kib_s, 3'774'873'600);
+  EXPECT_EQ(r.compute_rule, "process-samples");
+  EXPECT_EQ(QueryText(path, "SELECT activity_quality FROM usage_hours"), "none");
+  EXPECT_EQ(QueryText(path, "SELECT group_concat(type, ',') FROM (SELECT type FROM "
+                            "pragma_table_info('usage_hours') WHERE name IN ('sm_active_us', "
+                            "'sm_occupancy_us', 'tensor_active_us', 'dram_active_us') "
+                            "ORDER BY name)"),
+            "INTEGER,INTEGER,INTEGER,INTEGER");
+  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
+                            "WHERE name = 'usage_hours' AND schema = 'main'"),
+            "1");
+
+  // The migrated file takes the new columns, and a rewrite replaces them.
+  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  auto again = (*store)->ReadUsage({});
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ(again->front().activity, (Activity{11, 12, 13, 14}));
+  EXPECT_EQ(again->front().activity_quality, Quality::kMeasured);
+  EXPECT_EQ(again->front().activity_rule, "gpm");
+  EXPECT_EQ(again->front().share_source, "resource:gpu_milli");
   store->reset();
   fs::remove_all(dir);
 }

@@ -37,6 +37,17 @@ bool DecodeUsageEnums(UsageRow& u, std::string_view mode, std::string_view compu
   return true;
 }
 
+bool DecodeActivityQuality(UsageRow& u, std::string_view activity_quality, std::string* what) {
+  auto q = ParseQuality(activity_quality);
+  if (!q) {
+    *what = fmt::format("consumer {}: unknown activity_quality '{}'", u.consumer.ref.Key(),
+                        activity_quality);
+    return false;
+  }
+  u.activity_quality = *q;
+  return true;
+}
+
 std::string StoredPricingClass(const DeviceHour& d) {
   return d.price_state == PriceState::kUnpriced ? "unpriced" : d.pricing_class;
 }

@@ -27,6 +27,8 @@ struct LabelTables {
 // value was unknown, for a row this build cannot read.
 bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode, std::string_view compute_quality,
                       std::string_view memory_quality, std::string* what);
+// Sets row.activity_quality from its stored text (schema 5; 'none' for rows written before).
+bool DecodeActivityQuality(UsageRow& row, std::string_view activity_quality, std::string* what);
 
 // The pricing_class column of a device-hour: its class, or "unpriced" for PriceState::kUnpriced
 // (the column's text for that state since schema 1; in memory it is the typed state).

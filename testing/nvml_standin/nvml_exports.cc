@@ -3,12 +3,15 @@
 // call takes one process-wide mutex (NVML's API is process-global, so this state is too);
 // injected hangs sleep before taking it, so other calls are not blocked by a hung one.
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -22,6 +25,14 @@
 // across nvmlShutdown is still safe to pass (it then answers UNINITIALIZED).
 struct nvmlDevice_st {
   int index;
+};
+
+// A GPM sample buffer: the unit it last read (a device index; -1: never filled), when, and its
+// counters then. Allocated by nvmlGpmSampleAlloc, deleted by nvmlGpmSampleFree.
+struct nvmlGpmSample_st {
+  int device = -1;
+  gpuledger::Micros ts_us = 0;
+  gpuledger::nvml_standin::GpmCounters counters;
 };
 
 namespace gpuledger::nvml_standin {
@@ -59,6 +70,7 @@ struct Global {
   Faults faults;
   Micros faults_read_us = -1;
   std::string last_warning;
+  std::set<nvmlGpmSample_t> gpm_samples;  // allocated, not yet freed
 };
 
 Global& G() {
@@ -172,6 +184,17 @@ std::vector<ProcSample> ProcSamplesAfter(const Device& d, unsigned long long las
   return out;
 }
 
+// Fills a GPM sample of device `index` with its counters now.
+nvmlReturn_t TakeGpmSample(Node& node, int index, nvmlGpmSample_t sample) {
+  const Micros now = NowWallUs();
+  sample->device = index;
+  sample->ts_us = now;
+  sample->counters = node.GpmCountersAt(node.devices()[static_cast<std::size_t>(index)], now);
+  return NVML_SUCCESS;
+}
+
+int IndexOf(Node& node, const Device& d) { return static_cast<int>(&d - node.devices().data()); }
+
 // Per-process utilization exists on whole GPUs that are neither in MIG mode nor MPS clients.
 bool ProcessUtilizationSupported(Node& node, const Device& d) {
   return d.mig < 0 && !node.mig_mode() && !node.mps();
@@ -236,7 +259,12 @@ NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
   Global& g = G();
   std::lock_guard lock(g.mu);
   if (g.init_count == 0) return NVML_ERROR_UNINITIALIZED;
-  if (--g.init_count == 0) g.node.reset();
+  if (--g.init_count == 0) {
+    g.node.reset();
+    if (!g.gpm_samples.empty())
+      WarnOnce(g, std::to_string(g.gpm_samples.size()) +
+                      " GPM sample buffer(s) still allocated at the last nvmlShutdown");
+  }
   return NVML_SUCCESS;
 }
 
@@ -538,6 +566,110 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
   });
 }
 
+// ---- GPM ------------------------------------------------------------------------------------
+
+NVML_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device,
+                                                   nvmlGpmSupport_t* gpmSupport) {
+  return DeviceCall("nvmlGpmQueryDeviceSupport", device, [&](Node& node, Device&) {
+    if (gpmSupport == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    // Pre-Hopper GPUs answer SUCCESS with 0, as real drivers do (DCGM reads it so).
+    gpmSupport->isSupportedDevice = node.gpm_capable() ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+NVML_EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* gpmSample) {
+  return Call("nvmlGpmSampleAlloc", [&](Node&, const Faults&) {
+    if (gpmSample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *gpmSample = new nvmlGpmSample_st;
+    G().gpm_samples.insert(*gpmSample);
+    return NVML_SUCCESS;
+  });
+}
+
+NVML_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample) {
+  return Call("nvmlGpmSampleFree", [&](Node&, const Faults&) {
+    if (G().gpm_samples.erase(gpmSample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
+    delete gpmSample;
+    return NVML_SUCCESS;
+  });
+}
+
+NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample) {
+  return DeviceCall("nvmlGpmSampleGet", device, [&](Node& node, Device& d) {
+    if (!G().gpm_samples.contains(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!node.gpm_capable()) return NVML_ERROR_NOT_SUPPORTED;
+    if (d.mig >= 0) return NVML_ERROR_INVALID_ARGUMENT;  // instances: nvmlGpmMigSampleGet
+    return TakeGpmSample(node, IndexOf(node, d), gpmSample);
+  });
+}
+
+NVML_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                             nvmlGpmSample_t gpmSample) {
+  return DeviceCall("nvmlGpmMigSampleGet", device, [&](Node& node, Device& d) {
+    if (!G().gpm_samples.contains(gpmSample)) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!node.gpm_capable()) return NVML_ERROR_NOT_SUPPORTED;
+    if (d.mig >= 0) return NVML_ERROR_INVALID_ARGUMENT;  // the parent GPU's handle
+    for (Device& m : node.devices())
+      if (m.mig >= 0 && m.gpu == d.gpu && m.gpu_instance_id == gpuInstanceId)
+        return TakeGpmSample(node, IndexOf(node, m), gpmSample);
+    return NVML_ERROR_NOT_FOUND;  // no such GPU instance (none without MIG mode)
+  });
+}
+
+NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
+  return Call("nvmlGpmMetricsGet", [&](Node&, const Faults&) {
+    nvmlGpmMetricsGet_t* m = metricsGet;
+    if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (m->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const auto& live = G().gpm_samples;
+    if (m->numMetrics > NVML_GPM_METRIC_MAX || !live.contains(m->sample1) ||
+        !live.contains(m->sample2))
+      return NVML_ERROR_INVALID_ARGUMENT;
+    const nvmlGpmSample_st& a = *m->sample1;
+    const nvmlGpmSample_st& b = *m->sample2;
+    // Both filled, from one unit, the second later.
+    if (a.device < 0 || a.device != b.device || b.ts_us <= a.ts_us)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    const double dt = static_cast<double>(b.ts_us - a.ts_us);
+    auto percent = [&](double GpmCounters::*field) {
+      const double p = 100.0 * (b.counters.*field - a.counters.*field) / dt;
+      return std::clamp(std::round(p * 100) / 100, 0.0, 100.0);  // 2 decimals, as GPM reports
+    };
+    struct Known {
+      unsigned id;
+      double GpmCounters::*field;
+      const char* short_name;
+      const char* long_name;
+    };
+    static const Known kKnown[] = {
+        {NVML_GPM_METRIC_GRAPHICS_UTIL, &GpmCounters::graphics_us, "GRACT", "graphics activity"},
+        {NVML_GPM_METRIC_SM_UTIL, &GpmCounters::sm_active_us, "SMACT", "SM activity"},
+        {NVML_GPM_METRIC_SM_OCCUPANCY, &GpmCounters::sm_occupancy_us, "SMOCC", "SM occupancy"},
+        {NVML_GPM_METRIC_ANY_TENSOR_UTIL, &GpmCounters::tensor_active_us, "TENSO",
+         "tensor activity"},
+        {NVML_GPM_METRIC_DRAM_BW_UTIL, &GpmCounters::dram_active_us, "DRAMA", "DRAM activity"},
+    };
+    static char kPercent[] = "%";
+    for (unsigned i = 0; i < m->numMetrics; ++i) {
+      nvmlGpmMetric_t& out = m->metrics[i];
+      out.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;  // the stand-in models only the five above
+      out.value = 0;
+      out.metricInfo = {nullptr, nullptr, nullptr};
+      for (const Known& k : kKnown) {
+        if (k.id != out.metricId) continue;
+        out.nvmlReturn = NVML_SUCCESS;
+        out.value = percent(k.field);
+        out.metricInfo = {const_cast<char*>(k.short_name), const_cast<char*>(k.long_name),
+                          kPercent};
+      }
+    }
+    return NVML_SUCCESS;
+  });
+}
+
 // The definitions must have exactly the header's signatures (the agent casts dlsym to these).
 #define GPULEDGER_CHECK_SIGNATURE(fn) static_assert(std::is_same_v<decltype(&fn), fn##_fn>, #fn)
 GPULEDGER_CHECK_SIGNATURE(nvmlInit_v2);
@@ -563,3 +695,9 @@ GPULEDGER_CHECK_SIGNATURE(nvmlDeviceGetMigDeviceHandleByIndex);
 GPULEDGER_CHECK_SIGNATURE(nvmlDeviceGetGpuInstanceId);
 GPULEDGER_CHECK_SIGNATURE(nvmlDeviceGetDeviceHandleFromMigDeviceHandle);
 GPULEDGER_CHECK_SIGNATURE(nvmlDeviceGetAttributes_v2);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmQueryDeviceSupport);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmSampleAlloc);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmSampleFree);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmSampleGet);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmMigSampleGet);
+GPULEDGER_CHECK_SIGNATURE(nvmlGpmMetricsGet);

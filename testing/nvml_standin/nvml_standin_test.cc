@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,6 +35,7 @@ nodes:
   - {name: ts, gpu_model: A100-80GB, gpus: 2, sharing: time-slicing, replicas: 4}
   - {name: mig, gpu_model: H100-80GB, sharing: mig, mig_layout: [3g.40gb, 2g.20gb, 1g.10gb]}
   - {name: mps, gpu_model: L4, sharing: mps, replicas: 4}
+  - {name: hx, gpu_model: H200-141GB, gpus: 2}
 workloads:
   - {namespace: a, name: p20, node: ts, placement: {node: ts, gpus: [0]},
      compute: {profile: constant, duty: 0.2}, memory: {bytes: 1GiB}}
@@ -43,6 +46,8 @@ workloads:
      memory: {bytes: 10GiB}}
   - {namespace: c, name: c1, node: mps, compute: {profile: constant, duty: 0.4},
      memory: {bytes: 3GiB}}
+  - {namespace: d, name: h1, node: hx, compute: {profile: constant, duty: 0.8},
+     efficiency: {sm_active: 0.5, sm_occupancy: 0.4, tensor_active: 0.25, dram_active: 0.75}}
 )";
 
 Micros NowUs() {
@@ -78,6 +83,12 @@ struct Nvml {
   NVML_FN(nvmlDeviceGetGpuInstanceId)
   NVML_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)
   NVML_FN(nvmlDeviceGetAttributes_v2)
+  NVML_FN(nvmlGpmQueryDeviceSupport)
+  NVML_FN(nvmlGpmSampleAlloc)
+  NVML_FN(nvmlGpmSampleFree)
+  NVML_FN(nvmlGpmSampleGet)
+  NVML_FN(nvmlGpmMigSampleGet)
+  NVML_FN(nvmlGpmMetricsGet)
 #undef NVML_FN
 };
 
@@ -113,6 +124,12 @@ const Nvml& Lib() {
     NVML_FN(nvmlDeviceGetGpuInstanceId)
     NVML_FN(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)
     NVML_FN(nvmlDeviceGetAttributes_v2)
+    NVML_FN(nvmlGpmQueryDeviceSupport)
+    NVML_FN(nvmlGpmSampleAlloc)
+    NVML_FN(nvmlGpmSampleFree)
+    NVML_FN(nvmlGpmSampleGet)
+    NVML_FN(nvmlGpmMigSampleGet)
+    NVML_FN(nvmlGpmMetricsGet)
 #undef NVML_FN
     return n;
   }();
@@ -487,6 +504,125 @@ TEST_F(StandinTest, Faults) {
   t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(Lib().nvmlDeviceGetPowerUsage(d0, &power), NVML_SUCCESS);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+}
+
+// GPM between two samples a second or so apart, for `ids` (numMetrics = ids.size()).
+struct GpmReading {
+  nvmlReturn_t ret = NVML_ERROR_UNKNOWN;
+  std::vector<nvmlGpmMetric_t> metrics;
+};
+GpmReading GpmBetween(nvmlGpmSample_t a, nvmlGpmSample_t b, const std::vector<unsigned>& ids) {
+  auto get = std::make_unique<nvmlGpmMetricsGet_t>();
+  get->version = NVML_GPM_METRICS_GET_VERSION;
+  get->numMetrics = static_cast<unsigned>(ids.size());
+  get->sample1 = a;
+  get->sample2 = b;
+  for (std::size_t i = 0; i < ids.size(); ++i) get->metrics[i].metricId = ids[i];
+  GpmReading r;
+  r.ret = Lib().nvmlGpmMetricsGet(get.get());
+  r.metrics.assign(get->metrics, get->metrics + ids.size());
+  return r;
+}
+
+const std::vector<unsigned> kGpmIds = {
+    NVML_GPM_METRIC_GRAPHICS_UTIL, NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY,
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL, NVML_GPM_METRIC_DRAM_BW_UTIL};
+
+// An H200 GPU: the metrics between two samples are the workload's busy time and efficiency.
+TEST_F(StandinTest, GpmOnHopper) {
+  Open("hx");
+  nvmlDevice_t busy = Handle(0), idle = Handle(1);
+  nvmlGpmSupport_t support{NVML_GPM_SUPPORT_VERSION, 0};
+  ASSERT_EQ(Lib().nvmlGpmQueryDeviceSupport(busy, &support), NVML_SUCCESS);
+  EXPECT_EQ(support.isSupportedDevice, 1u);
+  nvmlGpmSupport_t wrong{0x01000008, 0};  // the NVML_STRUCT_VERSION form is not this one's
+  EXPECT_EQ(Lib().nvmlGpmQueryDeviceSupport(busy, &wrong), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+
+  nvmlGpmSample_t s[4] = {};
+  for (auto& x : s) ASSERT_EQ(Lib().nvmlGpmSampleAlloc(&x), NVML_SUCCESS);
+  EXPECT_EQ(GpmBetween(s[0], s[1], kGpmIds).ret, NVML_ERROR_INVALID_ARGUMENT);  // not filled
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(busy, s[0]), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(idle, s[2]), NVML_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(busy, s[1]), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(idle, s[3]), NVML_SUCCESS);
+  GpmReading r = GpmBetween(s[0], s[1], kGpmIds);
+  ASSERT_EQ(r.ret, NVML_SUCCESS);
+  for (const auto& m : r.metrics) EXPECT_EQ(m.nvmlReturn, NVML_SUCCESS) << m.metricId;
+  // duty 0.8 on GPU 0: graphics ~80 (NVML's busy, ±dither), SM 40, occupancy 16, tensor 10,
+  // DRAM 60; the counters' dither is ±0.5 point.
+  EXPECT_NEAR(r.metrics[0].value, 80, 3);
+  EXPECT_NEAR(r.metrics[1].value, 40, 0.6);
+  EXPECT_NEAR(r.metrics[2].value, 16, 0.6);
+  EXPECT_NEAR(r.metrics[3].value, 10, 0.6);
+  EXPECT_NEAR(r.metrics[4].value, 60, 0.6);
+  EXPECT_STREQ(r.metrics[1].metricInfo.unit, "%");
+  // Two decimals.
+  EXPECT_DOUBLE_EQ(r.metrics[1].value, std::round(r.metrics[1].value * 100) / 100);
+  GpmReading quiet = GpmBetween(s[2], s[3], kGpmIds);
+  ASSERT_EQ(quiet.ret, NVML_SUCCESS);
+  for (const auto& m : quiet.metrics) EXPECT_EQ(m.value, 0) << m.metricId;
+  // Samples of two units, or in the wrong order, do not make a metric; unknown ids are not
+  // modelled; a wrong version is refused.
+  EXPECT_EQ(GpmBetween(s[0], s[3], kGpmIds).ret, NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(GpmBetween(s[1], s[0], kGpmIds).ret, NVML_ERROR_INVALID_ARGUMENT);
+  GpmReading pcie = GpmBetween(s[0], s[1], {20});  // PCIE_TX_PER_SEC
+  ASSERT_EQ(pcie.ret, NVML_SUCCESS);
+  EXPECT_EQ(pcie.metrics[0].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+  auto bad = std::make_unique<nvmlGpmMetricsGet_t>();
+  bad->version = 2;
+  EXPECT_EQ(Lib().nvmlGpmMetricsGet(bad.get()), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  // A GPU not in MIG mode has no GPU instances.
+  EXPECT_EQ(Lib().nvmlGpmMigSampleGet(busy, 1, s[0]), NVML_ERROR_NOT_FOUND);
+  for (auto& x : s) EXPECT_EQ(Lib().nvmlGpmSampleFree(x), NVML_SUCCESS);
+  EXPECT_EQ(Lib().nvmlGpmSampleFree(s[0]), NVML_ERROR_INVALID_ARGUMENT);  // freed already
+  EXPECT_EQ(Lib().nvmlGpmSampleGet(busy, s[0]), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// MIG on Hopper: per GPU instance through the parent; the busy instance's graphics activity is
+// its duty, relative to the instance.
+TEST_F(StandinTest, GpmPerMigInstance) {
+  Open("mig");
+  nvmlDevice_t gpu = Handle(0);
+  nvmlDevice_t mig0 = nullptr;
+  ASSERT_EQ(Lib().nvmlDeviceGetMigDeviceHandleByIndex(gpu, 0, &mig0), NVML_SUCCESS);
+  unsigned gi = 0;
+  ASSERT_EQ(Lib().nvmlDeviceGetGpuInstanceId(mig0, &gi), NVML_SUCCESS);
+  nvmlGpmSample_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
+  for (auto* x : {&a, &b, &c, &d}) ASSERT_EQ(Lib().nvmlGpmSampleAlloc(x), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlGpmMigSampleGet(gpu, gi, a), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(gpu, c), NVML_SUCCESS);  // the whole GPU: its instances
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_EQ(Lib().nvmlGpmMigSampleGet(gpu, gi, b), NVML_SUCCESS);
+  ASSERT_EQ(Lib().nvmlGpmSampleGet(gpu, d), NVML_SUCCESS);
+  GpmReading r = GpmBetween(a, b, kGpmIds);
+  ASSERT_EQ(r.ret, NVML_SUCCESS);
+  EXPECT_NEAR(r.metrics[0].value, 50, 0.6);       // m1's duty 0.5, GPM-measured
+  EXPECT_NEAR(r.metrics[1].value, 50 * 0.6, 0.6);  // default efficiency
+  EXPECT_NEAR(r.metrics[4].value, 50 * 0.4, 0.6);
+  GpmReading whole = GpmBetween(c, d, kGpmIds);
+  ASSERT_EQ(whole.ret, NVML_SUCCESS);
+  EXPECT_NEAR(whole.metrics[0].value, 50.0 * 3 / 7, 0.6);
+  EXPECT_EQ(Lib().nvmlGpmMigSampleGet(gpu, 99, a), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(Lib().nvmlGpmMigSampleGet(mig0, gi, a), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(Lib().nvmlGpmSampleGet(mig0, a), NVML_ERROR_INVALID_ARGUMENT);
+  for (auto* x : {a, b, c, d}) EXPECT_EQ(Lib().nvmlGpmSampleFree(x), NVML_SUCCESS);
+}
+
+// Pre-Hopper: isSupportedDevice 0 and NOT_SUPPORTED samples, as real drivers answer.
+TEST_F(StandinTest, NoGpmBeforeHopper) {
+  Open("ts");
+  nvmlGpmSupport_t support{NVML_GPM_SUPPORT_VERSION, 7};
+  ASSERT_EQ(Lib().nvmlGpmQueryDeviceSupport(Handle(0), &support), NVML_SUCCESS);
+  EXPECT_EQ(support.isSupportedDevice, 0u);
+  nvmlGpmSample_t s = nullptr;
+  ASSERT_EQ(Lib().nvmlGpmSampleAlloc(&s), NVML_SUCCESS);
+  EXPECT_EQ(Lib().nvmlGpmSampleGet(Handle(0), s), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(Lib().nvmlGpmMigSampleGet(Handle(0), 1, s), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(Lib().nvmlGpmSampleFree(s), NVML_SUCCESS);
+  // Faults apply to GPM calls like to any other.
+  WriteFaults("error nvmlGpmSampleAlloc MEMORY\n");
+  EXPECT_EQ(Lib().nvmlGpmSampleAlloc(&s), NVML_ERROR_MEMORY);
 }
 
 TEST_F(StandinTest, InitIsReferenceCounted) {

@@ -35,7 +35,9 @@ std::optional<int> ParseReturnCode(std::string_view s) {
       {"TIMEOUT", NVML_ERROR_TIMEOUT},
       {"GPU_IS_LOST", NVML_ERROR_GPU_IS_LOST},
       {"RESET_REQUIRED", NVML_ERROR_RESET_REQUIRED},
+      {"MEMORY", NVML_ERROR_MEMORY},
       {"NO_DATA", NVML_ERROR_NO_DATA},
+      {"ARGUMENT_VERSION_MISMATCH", NVML_ERROR_ARGUMENT_VERSION_MISMATCH},
       {"NOT_READY", NVML_ERROR_NOT_READY},
       {"UNKNOWN", NVML_ERROR_UNKNOWN},
   };
@@ -55,10 +57,17 @@ unsigned Percent(GpuMicros busy_us, Micros dt_us) {
 }
 
 template <typename T>
-void Trim(std::deque<T>& q) {
+void Trim(std::deque<T>& q, Micros keep_us = Node::kKeepUs) {
   if (q.empty()) return;
   Micros newest = q.back().ts_us;
-  while (q.size() > 2 && q.front().ts_us < newest - Node::kKeepUs) q.pop_front();
+  while (q.size() > 2 && q.front().ts_us < newest - keep_us) q.pop_front();
+}
+
+GpmCounters Lerp(const GpmCounters& a, const GpmCounters& b, double f) {
+  auto at = [f](double x, double y) { return x + (y - x) * f; };
+  return {at(a.graphics_us, b.graphics_us), at(a.sm_active_us, b.sm_active_us),
+          at(a.sm_occupancy_us, b.sm_occupancy_us), at(a.tensor_active_us, b.tensor_active_us),
+          at(a.dram_active_us, b.dram_active_us)};
 }
 
 }  // namespace
@@ -209,6 +218,11 @@ Result<Node> Node::Open(const Config& config, Micros now_wall_us) {
   }
   for (std::size_t i = 0; i < node.devices_.size(); ++i)
     node.by_uuid_[node.devices_[i].uuid] = static_cast<int>(i);
+  node.gpm_capable_ = sim::GpmCapable(spec.gpu_model);
+  if (node.gpm_capable_) {
+    const Micros start = node.WallOf(node.stepper_->scenario().start_us);
+    for (Device& d : node.devices_) d.gpm.push_back({start, GpmCounters{}});
+  }
   node.AdvanceTo(now_wall_us);
   return node;
 }
@@ -232,6 +246,19 @@ void Node::Fold(const NodeSnapshot& s) {
     if (it == by_uuid_.end()) continue;
     Device& d = devices_[it->second];
     d.used_bytes = sig.memory_used_bytes;
+    if (gpm_capable_) {
+      // The counters run on whatever measured the unit (GPM, or DCGM reading the same ones).
+      GpmCounters c = d.gpm.empty() ? GpmCounters{} : d.gpm.back().c;
+      if (sig.busy_us) c.graphics_us += static_cast<double>(*sig.busy_us);
+      if (sig.activity) {
+        c.sm_active_us += static_cast<double>(sig.activity->sm_active_us);
+        c.sm_occupancy_us += static_cast<double>(sig.activity->sm_occupancy_us);
+        c.tensor_active_us += static_cast<double>(sig.activity->tensor_active_us);
+        c.dram_active_us += static_cast<double>(sig.activity->dram_active_us);
+      }
+      d.gpm.push_back({ts, c});
+      Trim(d.gpm, kKeepUs + 2 * config_.step_us);  // the lag needs a step more
+    }
     if (d.mig >= 0) continue;  // NVML gives MIG devices neither utilization nor power
     if (sig.busy_us && !mig_mode()) {
       d.util.push_back({ts, Percent(*sig.busy_us, dt)});
@@ -257,6 +284,37 @@ void Node::Fold(const NodeSnapshot& s) {
     }
   }
   for (Device& d : devices_) Trim(d.proc);
+}
+
+GpmCounters Node::GpmCountersAt(const Device& d, Micros wall_us) const {
+  if (d.mig < 0 && mig_mode()) {
+    GpmCounters sum;
+    const double total = spec().total_slices;
+    for (const Device& m : devices_) {
+      if (m.mig < 0 || m.gpu != d.gpu) continue;
+      GpmCounters c = GpmCountersAt(m, wall_us);
+      const double w = m.slices / total;
+      sum.graphics_us += c.graphics_us * w;
+      sum.sm_active_us += c.sm_active_us * w;
+      sum.sm_occupancy_us += c.sm_occupancy_us * w;
+      sum.tensor_active_us += c.tensor_active_us * w;
+      sum.dram_active_us += c.dram_active_us * w;
+    }
+    return sum;
+  }
+  const std::deque<GpmPoint>& q = d.gpm;
+  if (q.empty()) return {};
+  const Micros t = wall_us - config_.step_us;
+  if (t <= q.front().ts_us) return q.front().c;
+  if (t >= q.back().ts_us) return q.back().c;
+  auto next = std::upper_bound(q.begin(), q.end(), t,
+                               [](Micros v, const GpmPoint& p) { return v < p.ts_us; });
+  const GpmPoint& b = *next;
+  const GpmPoint& a = *std::prev(next);
+  const double f = b.ts_us > a.ts_us ? static_cast<double>(t - a.ts_us) /
+                                           static_cast<double>(b.ts_us - a.ts_us)
+                                     : 1.0;
+  return Lerp(a.c, b.c, f);
 }
 
 }  // namespace gpuledger::nvml_standin

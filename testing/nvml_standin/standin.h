@@ -71,6 +71,19 @@ struct ProcMem {
   Bytes used_bytes;
   unsigned gpu_instance_id;  // 0xFFFFFFFF without MIG
 };
+// A unit's GPM counters: ∫ fraction x µs since the scenario start, relative to the unit, of its
+// graphics-busy time (DeviceSignals::busy_us) and activity (DeviceSignals::activity).
+struct GpmCounters {
+  double graphics_us = 0;
+  double sm_active_us = 0;
+  double sm_occupancy_us = 0;
+  double tensor_active_us = 0;
+  double dram_active_us = 0;
+};
+struct GpmPoint {
+  Micros ts_us;   // wall clock, the end of an interval (the first: the scenario's start)
+  GpmCounters c;  // the counters as of then
+};
 
 // One physical GPU or MIG device as NVML sees it.
 struct Device {
@@ -88,6 +101,7 @@ struct Device {
   std::deque<UtilSample> power;  // physical
   std::deque<ProcSample> proc;   // physical, not MIG nor MPS
   std::vector<ProcMem> processes;  // current; a MIG-mode GPU lists its instances' processes too
+  std::deque<GpmPoint> gpm;      // GPM-capable models: the counters at each interval end
 };
 
 // The simulated node in wall-clock time. Not thread-safe: the exports hold one mutex.
@@ -110,6 +124,13 @@ class Node {
   std::vector<Device>& devices() { return devices_; }
   Device& physical(int gpu) { return devices_[gpu]; }
   Device& mig(int gpu, int m) { return devices_[gpu_count() + gpu * mig_layout() + m]; }
+  // Whether the node's model has GPM (sim::GpmCapable).
+  bool gpm_capable() const { return gpm_capable_; }
+  // A unit's GPM counters as the hardware would have them at wall time `wall_us - step`:
+  // linear between the intervals' ends, so that two samples give smooth means. The lag of one
+  // step keeps the time asked for inside what was simulated (the interval in progress is not
+  // known until it ends). A GPU in MIG mode sums its instances, scaled by slices / total.
+  GpmCounters GpmCountersAt(const Device& d, Micros wall_us) const;
 
   static constexpr Micros kKeepUs = 30 * kMicrosPerSecond;  // samples kept per device
 
@@ -122,6 +143,7 @@ class Node {
   std::optional<sim::NodeStepper> stepper_;
   std::vector<Device> devices_;         // physical GPUs, then MIG devices gpu-major
   std::map<GpuUuid, int> by_uuid_;
+  bool gpm_capable_ = false;
 };
 
 }  // namespace gpuledger::nvml_standin

@@ -58,12 +58,10 @@ workloads:
     ASSERT_FALSE(command.empty()) << *ReadFile((dir / "node.out.err").string());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");
     command = std::regex_replace(command, std::regex("--interval 1s"), "--interval 200ms --nvml-timeout 500ms");
-    std::smatch env;
-    ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
-    std::vector<std::string> argv;
-    std::istringstream words(env[2].str());
-    for (std::string w; words >> w;) argv.push_back(w);
-    Child agent(argv, (dir / "agent.out").string(), {env[1].str()});
+    const PrintedCommand printed = SplitPrintedCommand(command);
+    ASSERT_FALSE(printed.argv.empty()) << command;
+    std::vector<std::string> argv = printed.argv;
+    Child agent(argv, (dir / "agent.out").string(), {printed.env});
     ASSERT_TRUE(agent.ok());
     const std::string port = WaitFor((dir / "agent.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir / "agent.out.err").string());

@@ -97,6 +97,7 @@ namespaces:
 nodes:
   - {name: ts-node, gpu_model: A100-80GB, gpus: 1, sharing: time-slicing, replicas: 4}
   - {name: mig-node, gpu_model: H100-80GB, gpus: 1, sharing: mig, mig_layout: [3g.40gb, 2g.20gb]}
+  - {name: a100-mig-node, gpu_model: A100-40GB, gpus: 1, sharing: mig, mig_layout: [3g.20gb, 2g.10gb]}
   - {name: mps-node, gpu_model: L4, gpus: 1, sharing: mps, replicas: 4}
   - name: bare-node
     gpu_model: L4
@@ -109,6 +110,7 @@ workloads:
   - {namespace: ml, name: p30, node: ts-node, compute: {profile: constant, duty: 0.3}, memory: {bytes: 6GiB}}
   - {namespace: ml, name: p10, node: ts-node, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
   - {namespace: ml, name: big, node: mig-node, mig_profile: 3g.40gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 10GiB}}
+  - {namespace: ml, name: old, node: a100-mig-node, mig_profile: 3g.20gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 5GiB}}
   - {namespace: ml, name: a, node: mps-node, mps_active_thread_percentage: 50, compute: {profile: constant, duty: 0.3}, memory: {bytes: 1GiB}}
   - {namespace: ml, name: b, node: mps-node, compute: {profile: constant, duty: 0.2}, memory: {bytes: 1GiB}}
 )";
@@ -210,9 +212,11 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
   EXPECT_EQ(m.Sum("gpuledger_agent_source_up", {{"source", "kubelet"}}), 1);
 }
 
-TEST_F(AgentTest, MigInstancesAreEstimatedWithoutDcgm) {
+// Hopper measures each GPU instance itself (NVML GPM, through the stand-in's nvmlGpm*): the
+// instance's compute is measured, within 2% of the scenario's duty over its 3 of 7 slices.
+TEST_F(AgentTest, HopperMigInstancesAreMeasuredByGpm) {
   StartNode("mig-node");
-  RunFor(3);
+  RunFor(4);
   Metrics m = Scrape();
   ExpectDeviceConserved(m);
   const double metered = m.Sum("gpuledger_device_metered_seconds_total");
@@ -220,9 +224,51 @@ TEST_F(AgentTest, MigInstancesAreEstimatedWithoutDcgm) {
               metered * 3 / 7, 1e-3 * metered);
   auto info = m.Find("gpuledger_container_attribution_info", {{"pod", "big-0"}});
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->labels.at("compute_source"), "estimated:mig-presence");
+  EXPECT_EQ(info->labels.at("compute_source"), "measured:gpm-instance-activity");
+  EXPECT_EQ(info->labels.at("activity_source"), "measured:gpm");
   EXPECT_EQ(info->labels.at("memory_source"), "measured");
+  // GPM's first sample is a baseline: one cycle (200 ms) of the metered time has no figure.
+  const double compute = m.Sum("gpuledger_container_compute_gpu_seconds_total", {{"pod", "big-0"}});
+  EXPECT_NEAR(compute, 0.5 * metered * 3 / 7, 0.02 * 0.5 * metered * 3 / 7 + 0.5 * 0.3 * 3 / 7);
+  EXPECT_GT(m.Sum("gpuledger_container_sm_active_gpu_seconds_total", {{"pod", "big-0"}}), 0);
   EXPECT_NE(m.Find("gpuledger_device_info", {{"mig_profile", "3g.40gb"}}), nullptr);
+}
+
+// An A100 has no GPM and this node no dcgm-exporter: the instance's compute is its slice time
+// while a process is present, estimated, and the rule says so.
+TEST_F(AgentTest, AmpereMigIsEstimated) {
+  StartNode("a100-mig-node");
+  RunFor(3);
+  Metrics m = Scrape();
+  ExpectDeviceConserved(m);
+  const double metered = m.Sum("gpuledger_device_metered_seconds_total");
+  EXPECT_NEAR(m.Sum("gpuledger_container_allocated_gpu_seconds_total", {{"pod", "old-0"}}),
+              metered * 3 / 7, 1e-3 * metered);
+  auto info = m.Find("gpuledger_container_attribution_info", {{"pod", "old-0"}});
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->labels.at("compute_source"), "estimated:mig-presence");
+  EXPECT_EQ(info->labels.at("activity_source"), "none");
+  EXPECT_EQ(m.Sum("gpuledger_container_sm_active_gpu_seconds_total", {{"pod", "old-0"}}), 0);
+}
+
+// Cardinality (docs/agent.md): every series that names a (container, GPU) — counters, gauge,
+// info and both histograms — at most 24 of them.
+TEST_F(AgentTest, At24SeriesAContainer) {
+  StartNode("ts-node");
+  RunFor(2);
+  Metrics m = Scrape();
+  std::map<std::string, int> per_container;
+  for (const auto& [name, series] : m.by_name)
+    for (const auto& s : series)
+      if (s.labels.count("container") && s.labels.count("gpu_uuid"))
+        ++per_container[s.labels.at("pod") + "/" + s.labels.at("gpu_uuid")];
+  ASSERT_EQ(per_container.size(), 3u);
+  for (const auto& [key, n] : per_container) EXPECT_EQ(n, 24) << key;
+  // The buckets are the rightsizing steps: MIG compute slices and MIG memory slices (eighths).
+  auto bucket = m.Find("gpuledger_container_compute_share_bucket", {{"pod", "p20-0"}, {"le", "0.2857142857142857"}});
+  EXPECT_NE(bucket, nullptr);
+  auto eighth = m.Find("gpuledger_container_memory_usage_bytes_bucket", {{"pod", "p20-0"}, {"le", "10737418240"}});
+  EXPECT_NE(eighth, nullptr) << "an eighth of an A100-80GB, a 1g.10gb slice";
 }
 
 TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {

@@ -114,6 +114,30 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   }
   EXPECT_GT(measured, 10);
   EXPECT_GT(estimated, 0);
+
+  // MIG: the H200's instances are measured by GPM, within 2% of the truth; the A100's, with no
+  // instance counters, stay estimated, and the rule and the demo's output say why.
+  auto rows = nlohmann::json::parse(demo_json.out.substr(demo_json.out.find('{')))["rows"];
+  std::map<std::string, nlohmann::json> by_key;
+  for (const auto& row : rows) by_key[row["key"]] = row;
+  for (const char* key : {"research/lora-finetune-0/main", "inference/small-llm-0/main"}) {
+    ASSERT_TRUE(by_key.count(key)) << key;
+    // The rule of the hours it computed; hours it idled are measured zeros ("device-idle").
+    EXPECT_EQ(by_key[key]["quality"], "measured") << key;
+    if (std::string(key).find("lora") != std::string::npos)
+      EXPECT_EQ(by_key[key]["compute_source"], "measured:gpm-instance-activity") << key;
+    EXPECT_EQ(by_key[key]["activity"]["source"], "measured:gpm") << key;
+    const double t_compute = std::stod(truth.at(key)[2]);
+    const double g_compute = by_key[key]["compute_gpu_us"].get<double>();
+    EXPECT_NEAR(g_compute, t_compute, 0.02 * t_compute) << key;
+  }
+  for (const char* key : {"inference/classifier-0/main", "research/notebook-erin/main"}) {
+    ASSERT_TRUE(by_key.count(key)) << key;
+    EXPECT_EQ(by_key[key]["compute_source"], "estimated:mig-presence") << key;
+    EXPECT_EQ(by_key[key]["activity"]["source"], "none") << key;
+  }
+  EXPECT_NE(demo.out.find("mig-presence: MIG instance without its own counters (GPM needs Hopper"),
+            std::string::npos) << demo.out;
 }
 
 TEST_F(CliTest, ReportJsonConservesMoneyForEveryPolicy) {

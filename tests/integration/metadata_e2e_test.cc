@@ -100,12 +100,10 @@ workloads:
   std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
   ASSERT_FALSE(command.empty());
   command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");
-  std::smatch env;
-  ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
-  std::vector<std::string> argv;
-  std::istringstream words(env[2].str());
-  for (std::string w; words >> w;) argv.push_back(w);
-  Child agent(argv, (dir / "agent.out").string(), {env[1].str()});
+  const PrintedCommand printed = SplitPrintedCommand(command);
+  ASSERT_FALSE(printed.argv.empty()) << command;
+  std::vector<std::string> argv = printed.argv;
+  Child agent(argv, (dir / "agent.out").string(), {printed.env});
   const std::string port = WaitFor((dir / "agent.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
   ASSERT_FALSE(port.empty());
 

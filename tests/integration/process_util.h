@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +60,22 @@ class Child {
  private:
   pid_t pid_ = -1;
 };
+
+// The agent command `gpuledger-sim-node` prints ("GPULEDGER_NVML_SCENARIO=<file> <agent> ..."):
+// its environment assignment and its words; argv is empty when the line is not of that form.
+struct PrintedCommand {
+  std::string env;
+  std::vector<std::string> argv;
+};
+inline PrintedCommand SplitPrintedCommand(const std::string& command) {
+  PrintedCommand out;
+  std::smatch m;
+  if (!std::regex_search(command, m, std::regex("^(\\S+=\\S+) (.*)$"))) return out;
+  out.env = m[1].str();
+  std::istringstream words(m[2].str());
+  for (std::string w; words >> w;) out.argv.push_back(w);
+  return out;
+}
 
 // Waits until `file` has a line matching `re`; returns the first capture group.
 inline std::string WaitFor(const std::string& file, const std::regex& re, std::chrono::seconds limit) {

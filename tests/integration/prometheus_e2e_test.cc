@@ -198,13 +198,11 @@ workloads:
     std::string command = WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), targets[i]);
-    std::smatch env;
-    ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
-    std::vector<std::string> argv;
-    std::istringstream words(env[2].str());
-    for (std::string w; words >> w;) argv.push_back(w);
+    const PrintedCommand printed = SplitPrintedCommand(command);
+    ASSERT_FALSE(printed.argv.empty()) << command;
+    std::vector<std::string> argv = printed.argv;
     agents.push_back(std::make_unique<Child>(argv, (dir / (n + "-agent.out")).string(),
-                                             std::vector<std::string>{env[1].str()}));
+                                             std::vector<std::string>{printed.env}));
     ASSERT_FALSE(WaitFor((dir / (n + "-agent.out")).string(), std::regex("(serving)"), 20s).empty());
   }
   std::this_thread::sleep_for(20s);

@@ -88,11 +88,9 @@ workloads:
     const std::string target = "127.0.0.1:" + std::to_string(agent_port);
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), target);
     command = std::regex_replace(command, std::regex("--interval 1s"), "--interval 200ms");
-    std::smatch env;
-    ASSERT_TRUE(std::regex_search(command, env, std::regex("^(\\S+) (.*)$")));
-    std::vector<std::string> agent_argv;
-    std::istringstream words(env[2].str());
-    for (std::string w; words >> w;) agent_argv.push_back(w);
+    const PrintedCommand printed = SplitPrintedCommand(command);
+    ASSERT_FALSE(printed.argv.empty()) << command;
+    std::vector<std::string> agent_argv = printed.argv;
     const std::vector<std::string> server_argv{
         GPULEDGER_BIN, "server", "--source", "scrape", "--targets", target,
         "--ledger", "sqlite:" + db, "--listen", "127.0.0.1:0", "--scrape-interval", "500ms"};
@@ -101,7 +99,7 @@ workloads:
     auto server = std::make_unique<Proc>(server_argv, (dir / "server1.out").string());
     ASSERT_FALSE(WaitFor((dir / "server1.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s).empty())
         << *ReadFile((dir / "server1.out.err").string());
-    auto agent = std::make_unique<Proc>(agent_argv, (dir / "agent1.out").string(), std::vector<std::string>{env[1].str()});
+    auto agent = std::make_unique<Proc>(agent_argv, (dir / "agent1.out").string(), std::vector<std::string>{printed.env});
     ASSERT_FALSE(WaitFor((dir / "agent1.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s).empty())
         << *ReadFile((dir / "agent1.out.err").string());
     std::this_thread::sleep_for(3s);
@@ -129,7 +127,7 @@ workloads:
       ASSERT_TRUE(api);
       EXPECT_EQ(api->status, 200) << "the API serves while a target is down";
     }
-    agent = std::make_unique<Proc>(agent_argv, (dir / "agent2.out").string(), std::vector<std::string>{env[1].str()});
+    agent = std::make_unique<Proc>(agent_argv, (dir / "agent2.out").string(), std::vector<std::string>{printed.env});
     ASSERT_FALSE(WaitFor((dir / "agent2.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s).empty())
         << *ReadFile((dir / "agent2.out.err").string());
     std::this_thread::sleep_for(3s);

@@ -110,6 +110,11 @@ static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
   info.uid = std::move(meta->uid);
   info.labels = std::move(meta->labels);
   info.controller = std::move(meta->controller);
+  const json& annotations = Member(Member(object, "metadata"), "annotations");
+  if (annotations.is_object())
+    for (std::string_view key : {kGpuFractionAnnotation, kGpuMemoryAnnotation})
+      if (auto it = annotations.find(std::string(key)); it != annotations.end() && it->is_string())
+        info.gpu_annotations[std::string(key)] = it->get<std::string>();
   const json& spec = Member(object, "spec");
   if (spec.is_object()) {
     auto node = OptString(spec, "nodeName", "spec");

@@ -16,6 +16,12 @@
 
 namespace gpuledger::k8s {
 
+// Pod annotations that declare a GPU share the agent cannot see (it has no API credentials):
+// KAI Scheduler / Run:ai's "gpu-fraction" (a fraction of one GPU, "0.5") and "gpu-memory"
+// (MiB of one GPU), as KAI's GPU-sharing documentation names them.
+inline constexpr std::string_view kGpuFractionAnnotation = "gpu-fraction";
+inline constexpr std::string_view kGpuMemoryAnnotation = "gpu-memory";
+
 // The controlling owner reference (controller: true; else the first one listed).
 struct OwnerRef {
   std::string kind;  // "ReplicaSet", "Job", "StatefulSet", "DaemonSet", "Deployment", ...
@@ -32,6 +38,8 @@ struct ObjectInfo {
   std::map<std::string, std::string> labels;
   std::optional<OwnerRef> controller;
   std::string node_name;  // pods: spec.nodeName
+  // Pods: the GPU-sharing annotations only (kGpuAnnotations), so the cache stays small.
+  std::map<std::string, std::string> gpu_annotations;
   // Kept for a while after deletion (a tombstone) so closed ledger hours of short-lived pods
   // still resolve owners and labels.
   bool deleted = false;

@@ -1,5 +1,7 @@
 #include "sources/k8s_api/metadata_view.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <tuple>
 
 namespace gpuledger::k8s {
@@ -29,6 +31,25 @@ const ObjectInfo* MetadataView::Find(const Table<ObjectInfo>& table, const std::
   return it == table->end() ? nullptr : &it->second;
 }
 
+namespace {
+
+// "0.5" -> 0.5 in (0, 1]; "2000" (MiB) -> bytes. Malformed values declare nothing.
+void ApplyGpuAnnotations(const std::map<std::string, std::string>& annotations, ConsumerInfo& info) {
+  if (auto it = annotations.find(std::string(kGpuFractionAnnotation)); it != annotations.end()) {
+    char* end = nullptr;
+    const double f = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str() && *end == '\0' && f > 0 && f <= 1) info.annotated_gpu_fraction = f;
+  }
+  if (auto it = annotations.find(std::string(kGpuMemoryAnnotation)); it != annotations.end()) {
+    std::int64_t mib = 0;
+    auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), mib);
+    if (ec == std::errc() && p == it->second.data() + it->second.size() && mib > 0 && mib < (1ll << 40))
+      info.annotated_gpu_memory_bytes = mib * kMiB;
+  }
+}
+
+}  // namespace
+
 ConsumerInfo MetadataView::Describe(const ConsumerRef& ref) const {
   ConsumerInfo info;
   info.ref = ref;
@@ -39,6 +60,7 @@ ConsumerInfo MetadataView::Describe(const ConsumerRef& ref) const {
   const ObjectInfo* pod = Find(tables_.pods, ObjectKey(ref.namespace_name, ref.pod));
   if (pod == nullptr) { return info; }
   info.labels = pod->labels;
+  ApplyGpuAnnotations(pod->gpu_annotations, info);
   if (!pod->controller || pod->controller->kind.empty()) { return info; }
   const OwnerRef& owner = *pod->controller;
   info.owner_kind = owner.kind;

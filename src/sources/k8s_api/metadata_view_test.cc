@@ -160,3 +160,31 @@ TEST(MetadataView, EmptyViewDescribesBarePods) {
 
 }  // namespace
 }  // namespace gpuledger::k8s
+
+namespace gpuledger::k8s {
+namespace {
+
+// KAI/Run:ai fractions live in pod annotations: only the two GPU-sharing keys are kept, and
+// Describe turns them into a declared fraction or memory; malformed values declare nothing.
+TEST(MetadataView, GpuSharingAnnotationsBecomeDeclaredShares) {
+  MetadataTables t;
+  t.pods = Objects({
+      R"({"metadata":{"namespace":"ml","name":"half","uid":"a",
+          "annotations":{"gpu-fraction":"0.5","kubectl.kubernetes.io/last-applied-configuration":"{}"}}})",
+      R"({"metadata":{"namespace":"ml","name":"mem","uid":"b","annotations":{"gpu-memory":"2000"}}})",
+      R"({"metadata":{"namespace":"ml","name":"bad","uid":"c","annotations":{"gpu-fraction":"1.5","gpu-memory":"2GB"}}})",
+  });
+  EXPECT_EQ(t.pods->at("ml/half").gpu_annotations.size(), 1u);
+  MetadataView view(t);
+  ConsumerInfo half = view.Describe(ConsumerRef{"ml", "half", PodUid{"a"}, "main"});
+  EXPECT_EQ(half.annotated_gpu_fraction, 0.5);
+  EXPECT_EQ(half.annotated_gpu_memory_bytes, std::nullopt);
+  EXPECT_EQ(view.Describe(ConsumerRef{"ml", "mem", PodUid{"b"}, "main"}).annotated_gpu_memory_bytes,
+            2000 * kMiB);
+  ConsumerInfo bad = view.Describe(ConsumerRef{"ml", "bad", PodUid{"c"}, "main"});
+  EXPECT_EQ(bad.annotated_gpu_fraction, std::nullopt);
+  EXPECT_EQ(bad.annotated_gpu_memory_bytes, std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuledger::k8s

@@ -192,6 +192,60 @@ typedef struct nvmlSample_st {
   nvmlValue_t sampleValue;       // the value, typed by the call's sampleValType
 } nvmlSample_t;
 
+// ---- GPM (GPU Performance Monitoring): Hopper and newer, R520+ drivers ----------------------
+// From NVIDIA's NVML API reference, "GPM Enums", "GPM Structs" and "GPM Functions" (R525, R550,
+// R590: docs.nvidia.com/deploy/nvml-api/group__nvmlGpm*.html), the layouts checked against the
+// nvml.h NVIDIA/go-nvml vendors (CUDA 12.2.140). Two samples of a device's counters, taken apart
+// in time, give each metric's mean over the time between them.
+
+// A sample buffer, allocated by nvmlGpmSampleAlloc and freed by nvmlGpmSampleFree. Opaque.
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+// The metrics gpuledger reads (nvmlGpmMetricId_t has ~100-330 more: NVLink, PCIe, NVDEC, ...).
+// Each is a percentage 0.0 - 100.0 of the time between the two samples.
+typedef enum nvmlGpmMetricId_enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,    // any compute/graphics context active
+  NVML_GPM_METRIC_SM_UTIL = 2,          // SMs busy (a warp resident), averaged over the SMs
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,     // resident warps vs the theoretical maximum
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,  // SMs doing any tensor operation
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10     // DRAM bandwidth used vs the theoretical maximum
+} nvmlGpmMetricId_t;
+
+// Capacity of nvmlGpmMetricsGet_t::metrics. The header's NVML_GPM_METRIC_MAX grew with the
+// metric list (98 in CUDA 12.2, 333 in CUDA 13) while NVML_GPM_METRICS_GET_VERSION stayed 1:
+// drivers read and write only numMetrics entries, so the largest known value is safe with all.
+#define NVML_GPM_METRIC_MAX 333
+
+// One metric of nvmlGpmMetricsGet_t: metricId in; nvmlReturn, value and names out.
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;    // in: an nvmlGpmMetricId_t
+  nvmlReturn_t nvmlReturn;  // out: this metric's status; value is valid only on NVML_SUCCESS
+  double value;             // out: the metric (percent for the ones above)
+  struct {
+    char* shortName;        // out: may be NULL
+    char* longName;         // out: may be NULL
+    char* unit;             // out: may be NULL
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+// nvmlGpmMetricsGet argument. The version is the plain number, not NVML_STRUCT_VERSION.
+#define NVML_GPM_METRICS_GET_VERSION 1
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;      // in: NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;   // in: entries of metrics[] to compute
+  nvmlGpmSample_t sample1;   // in: the earlier sample
+  nvmlGpmSample_t sample2;   // in: the later sample
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+// nvmlGpmQueryDeviceSupport argument (plain version number too; go-nvml's NVML_STRUCT_VERSION
+// form got ARGUMENT_VERSION_MISMATCH, NVIDIA/go-nvml#168).
+#define NVML_GPM_SUPPORT_VERSION 1
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;            // in: NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;  // out: non-zero when the device supports GPM
+} nvmlGpmSupport_t;
+
 // ---------------------------------------------------------------------------------------------
 // Entry points gpuledger resolves, as function pointer types (the symbol is the name without
 // the _fn suffix). "optional": the source works without it and degrades that datum only.
@@ -260,9 +314,26 @@ typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevi
 // SM/engine/slice counts and memory of a (MIG) device. Optional.
 typedef nvmlReturn_t (*nvmlDeviceGetAttributes_v2_fn)(nvmlDevice_t device,
                                                       nvmlDeviceAttributes_t* attributes);
+// Whether a physical GPU supports GPM (isSupportedDevice; pre-Hopper: 0). Optional, like all GPM.
+typedef nvmlReturn_t (*nvmlGpmQueryDeviceSupport_fn)(nvmlDevice_t device,
+                                                     nvmlGpmSupport_t* gpmSupport);
+// Allocates a sample buffer. Optional.
+typedef nvmlReturn_t (*nvmlGpmSampleAlloc_fn)(nvmlGpmSample_t* gpmSample);
+// Frees a buffer from nvmlGpmSampleAlloc. Optional.
+typedef nvmlReturn_t (*nvmlGpmSampleFree_fn)(nvmlGpmSample_t gpmSample);
+// Reads a physical GPU's counters into a sample. Optional.
+typedef nvmlReturn_t (*nvmlGpmSampleGet_fn)(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+// Reads one MIG GPU instance's counters (the parent GPU's handle and the instance's
+// nvmlDeviceGetGpuInstanceId) into a sample. Optional.
+typedef nvmlReturn_t (*nvmlGpmMigSampleGet_fn)(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                               nvmlGpmSample_t gpmSample);
+// Computes metrics[0..numMetrics) between sample1 and sample2. Optional.
+typedef nvmlReturn_t (*nvmlGpmMetricsGet_fn)(nvmlGpmMetricsGet_t* metricsGet);
 
 #ifdef __cplusplus
 }  // extern "C"
+
+#include <cstddef>
 
 static_assert(sizeof(nvmlMemory_t) == 24);
 static_assert(sizeof(nvmlUtilization_t) == 8);
@@ -275,4 +346,10 @@ static_assert(nvmlProcessesUtilizationInfo_v1 == 0x01000018U);
 static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
 static_assert(sizeof(nvmlValue_t) == 8);
 static_assert(sizeof(nvmlSample_t) == 16);
+static_assert(sizeof(nvmlGpmSample_t) == 8);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
+static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * NVML_GPM_METRIC_MAX);
 #endif

@@ -80,6 +80,12 @@ Result<NvmlApi> LoadNvml(std::shared_ptr<DynamicLibrary> library) {
   Resolve(lib, "nvmlDeviceGetGpuInstanceId", api.gpu_instance_id);
   Resolve(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", api.parent_of_mig_device);
   Resolve(lib, "nvmlDeviceGetAttributes_v2", api.attributes);
+  Resolve(lib, "nvmlGpmQueryDeviceSupport", api.gpm_query_device_support);
+  Resolve(lib, "nvmlGpmSampleAlloc", api.gpm_sample_alloc);
+  Resolve(lib, "nvmlGpmSampleFree", api.gpm_sample_free);
+  Resolve(lib, "nvmlGpmSampleGet", api.gpm_sample_get);
+  Resolve(lib, "nvmlGpmMigSampleGet", api.gpm_mig_sample_get);
+  Resolve(lib, "nvmlGpmMetricsGet", api.gpm_metrics_get);
   api.library = std::move(library);
   return api;
 }

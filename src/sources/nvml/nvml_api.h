@@ -57,6 +57,13 @@ struct NvmlApi {
   nvmlDeviceGetGpuInstanceId_fn gpu_instance_id = nullptr;
   nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn parent_of_mig_device = nullptr;
   nvmlDeviceGetAttributes_v2_fn attributes = nullptr;              // nvmlDeviceGetAttributes_v2
+  // GPM (Hopper and newer; R520+ drivers export them, older ones do not).
+  nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;  // nvmlGpmQueryDeviceSupport
+  nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;                 // nvmlGpmSampleAlloc
+  nvmlGpmSampleFree_fn gpm_sample_free = nullptr;                   // nvmlGpmSampleFree
+  nvmlGpmSampleGet_fn gpm_sample_get = nullptr;                     // nvmlGpmSampleGet
+  nvmlGpmMigSampleGet_fn gpm_mig_sample_get = nullptr;              // nvmlGpmMigSampleGet
+  nvmlGpmMetricsGet_fn gpm_metrics_get = nullptr;                   // nvmlGpmMetricsGet
 };
 
 // Resolves the table from an opened library; the table shares ownership of it. kNotFound naming

@@ -52,6 +52,25 @@ double SampleValue(nvmlValueType_t type, const nvmlValue_t& v) {
   return v.uiVal;
 }
 
+// GPM's key for a physical GPU not in MIG mode (no GPU instance has this id; NVML uses it for
+// "no MIG" in nvmlProcessInfo_t).
+constexpr unsigned kGpmWholeGpu = 0xFFFFFFFFu;
+
+// One GPM unit (a GPU, or a MIG GPU instance): the sample of the previous read and the buffer
+// this read samples into. A read writes only `current` and swaps the two when it is committed
+// with the read, so a read aborted by a timeout leaves `previous` as it was.
+struct GpmUnit {
+  nvmlGpmSample_t previous = nullptr;
+  nvmlGpmSample_t current = nullptr;
+  bool has_previous = false;  // `previous` holds a sample
+};
+
+// The GPM metrics of one unit over one interval (unset: not measured this read).
+struct GpmReadout {
+  std::optional<Activity> activity;  // relative to the unit
+  std::optional<GpuMicros> graphics_us;  // GRAPHICS_UTIL x interval (MIG units only)
+};
+
 // What the source remembers about one physical GPU between reads.
 struct DeviceState {
   nvmlDevice_t handle = nullptr;
@@ -70,6 +89,12 @@ struct DeviceState {
   unsigned process_sample_capacity = 32;
   unsigned process_capacity = 16;
   std::string lost_call;                        // set during a read when GPU_IS_LOST was seen
+  // GPM (docs/nvml.md): asked at discovery; units by GPU instance id (kGpmWholeGpu for the GPU
+  // itself when not in MIG mode). The sample buffers belong to the source's pool; a unit only
+  // names the two it alternates between.
+  bool gpm = false;
+  std::map<unsigned, GpmUnit> gpm_units;
+  std::set<unsigned> gpm_seen;                  // units sampled in this read
 };
 
 struct State {
@@ -107,6 +132,11 @@ class NvmlGpuSource final : public sources::GpuSource {
         described_count_(count) {}
 
   ~NvmlGpuSource() override {
+    // A hung call may be using a sample buffer or the library: then nothing is freed (the
+    // process is going away, and a late free could race the hung call).
+    if (!watchdog_->Hung()) {
+      FreeGpmSamples({});
+    }
     if (!watchdog_->Hung()) {
       auto shutdown = api_.shutdown;
       (void)watchdog_->Run("nvmlShutdown()", [shutdown] { shutdown(); });
@@ -201,6 +231,14 @@ class NvmlGpuSource final : public sources::GpuSource {
                      bool mig, std::vector<ProcessEntry>& out);
   void ReadMig(Work& w, DeviceState& d, bool baseline, std::vector<MigInstance>& migs,
                std::vector<DeviceSignals>& signals, std::vector<ProcessObservation>& processes);
+  // nvmlGpmQueryDeviceSupport at discovery: sets d.gpm.
+  void QueryGpm(Work& w, DeviceState& d);
+  // Samples one GPM unit of `d` and, with the previous read's sample, computes its metrics.
+  GpmReadout ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance_id,
+                     const std::string& subject);
+  // Frees the pool's sample buffers that no unit of `keep` names (all of them for an empty
+  // state); failures become faults of `faults` when given.
+  void FreeGpmSamples(const State& keep, std::vector<SourceFault>* faults = nullptr);
 
   NvmlApi api_;
   NvmlSourceOptions options_;
@@ -209,6 +247,9 @@ class NvmlGpuSource final : public sources::GpuSource {
   std::string driver_;
   unsigned described_count_ = 0;
   State state_;
+  // Every GPM sample buffer allocated and not yet freed, committed or not: a read that aborts
+  // may have allocated some; FreeGpmSamples frees whatever the committed state does not name.
+  std::set<nvmlGpmSample_t> gpm_pool_;
 };
 
 Result<GpuReading> NvmlGpuSource::Read() {
@@ -291,6 +332,8 @@ Result<GpuReading> NvmlGpuSource::Read() {
   s.previous_read = now;
   described_count_ = static_cast<unsigned>(s.devices.size());
   state_ = std::move(w.next);
+  // Only now, with the state that names them gone, can vanished units' buffers be freed.
+  FreeGpmSamples(state_, &w.reading.faults);
   return std::move(w.reading);
 }
 
@@ -345,6 +388,7 @@ void NvmlGpuSource::Enumerate(Work& w, unsigned count) {
       d.name = CString(name_buf);
     }
     s.lost.erase(uuid);
+    QueryGpm(w, d);
     devices.push_back(std::move(d));
   }
   s.devices = std::move(devices);
@@ -528,14 +572,17 @@ void NvmlGpuSource::ListProcesses(Work& w, DeviceState& d, nvmlDevice_t handle,
       }
       continue;
     }
-    for (const ProcessEntry& e :
+    const bool mps_list = fn == api_.mps_compute_processes;
+    for (ProcessEntry e :
          ParseProcessInfos(box.buffer.data(), box.buffer.size(), box.count, kSentinel)) {
+      e.mps_client = mps_list;
       auto same = std::find_if(out.begin(), out.end(),
                                [&](const ProcessEntry& o) { return o.pid == e.pid; });
       if (same == out.end()) {
         out.push_back(e);
       } else {
         same->used_memory_bytes = std::max(same->used_memory_bytes, e.used_memory_bytes);
+        same->mps_client = same->mps_client || e.mps_client;
       }
     }
   }
@@ -619,11 +666,26 @@ void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
     instance.memory_total_bytes =
         have_memory ? static_cast<Bytes>(memory.total)
                     : (attributes ? static_cast<Bytes>(attributes->memorySizeMB) * kMiB : 0);
+    // The GPU instance id: GPM samples the parent GPU by it, and DCGM names instances by it.
+    auto gi_fn = api_.gpu_instance_id;
+    auto gi = Get<unsigned>(w, d, "nvmlDeviceGetGpuInstanceId", gi_fn != nullptr, true,
+                            mig_uuid, [gi_fn, mig](unsigned& id) { return gi_fn(mig, &id); });
+    if (gi) instance.gpu_instance_id = static_cast<int>(*gi);
     migs.push_back(instance);
+    GpmReadout gpm;
+    if (d.gpm && gi && d.lost_call.empty()) gpm = ReadGpm(w, d, *gi, mig_uuid);
     if (!baseline) {
       DeviceSignals signal;
       signal.device = instance.uuid;
       signal.memory_used_bytes = have_memory ? static_cast<Bytes>(memory.used) : 0;
+      if (gpm.graphics_us) {
+        signal.busy_us = gpm.graphics_us;
+        signal.busy_source = SignalSource::kGpm;
+      }
+      if (gpm.activity) {
+        signal.activity = gpm.activity;
+        signal.activity_source = SignalSource::kGpm;
+      }
       signals.push_back(std::move(signal));
     }
     std::vector<ProcessEntry> entries;
@@ -633,6 +695,7 @@ void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
       p.pid = static_cast<int>(e.pid);
       p.device = instance.uuid;
       p.used_memory_bytes = e.used_memory_bytes;
+      p.mps_client = e.mps_client;
       processes.push_back(std::move(p));  // NVML has no per-process utilization on MIG
     }
   }
@@ -641,6 +704,7 @@ void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
 void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
   const bool baseline = d.fresh;
   nvmlDevice_t handle = d.handle;
+  d.gpm_seen.clear();
   GpuReading out;  // this device's part, appended unless the device is lost
 
   auto memory_fn = api_.memory_info;
@@ -733,6 +797,13 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
                    w.interval_us);
     }
     signal.busy_us = busy;
+    if (d.gpm) {
+      GpmReadout gpm = ReadGpm(w, d, kGpmWholeGpu, d.uuid);
+      if (gpm.activity) {
+        signal.activity = gpm.activity;
+        signal.activity_source = SignalSource::kGpm;
+      }
+    }
 
     // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp.
     std::optional<std::map<unsigned, std::int64_t>> per_pid;
@@ -750,6 +821,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
       p.pid = static_cast<int>(e.pid);
       p.device = gpu.uuid;
       p.used_memory_bytes = e.used_memory_bytes;
+      p.mps_client = e.mps_client;
       if (per_pid && !baseline) {
         auto it = per_pid->find(e.pid);
         p.sm_busy_us = PercentMicrosToMicros(it == per_pid->end() ? 0 : it->second, w.interval_us);
@@ -772,6 +844,9 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
   if (!d.lost_call.empty() || w.timed_out) {
     return;
   }
+  // Units not sampled this read (a MIG instance destroyed, MIG mode toggled) lose their samples;
+  // the buffers are freed once this read is committed.
+  std::erase_if(d.gpm_units, [&](const auto& u) { return d.gpm_seen.count(u.first) == 0; });
   GpuReading& r = w.reading;
   r.gpus.push_back(std::move(gpu));
   r.instant.push_back(std::move(instant));
@@ -781,6 +856,161 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     for (auto& s : mig_signals) r.signals.push_back(std::move(s));
   }
   for (auto& p : processes) r.processes.push_back(std::move(p));
+}
+
+void NvmlGpuSource::QueryGpm(Work& w, DeviceState& d) {
+  constexpr const char* kFn = "nvmlGpmQueryDeviceSupport";
+  d.gpm = false;
+  // A driver without GPM (before R520) lacks the symbols: no GPM, nothing to report.
+  auto query = api_.gpm_query_device_support;
+  if (query == nullptr || api_.gpm_sample_alloc == nullptr || api_.gpm_sample_free == nullptr ||
+      api_.gpm_metrics_get == nullptr ||
+      (api_.gpm_sample_get == nullptr && api_.gpm_mig_sample_get == nullptr)) {
+    d.gpm_units.clear();
+    return;
+  }
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  nvmlDevice_t handle = d.handle;
+  const nvmlReturn_t ret = Call(w, std::string(kFn) + "(" + d.uuid + ")", support,
+                                [query, handle](nvmlGpmSupport_t& g) { return query(handle, &g); });
+  if (ret != NVML_SUCCESS) {
+    Note(w, d, kFn, false, d.uuid, ret);  // NOT_SUPPORTED: reported once per device
+  } else {
+    d.gpm = support.isSupportedDevice != 0;  // 0 on pre-Hopper GPUs: normal, not a fault
+  }
+  if (!d.gpm) d.gpm_units.clear();
+}
+
+GpmReadout NvmlGpuSource::ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance_id,
+                                  const std::string& subject) {
+  GpmReadout out;
+  const bool whole = gpu_instance_id == kGpmWholeGpu;
+  const char* get_name = whole ? "nvmlGpmSampleGet" : "nvmlGpmMigSampleGet";
+  auto sample_get = api_.gpm_sample_get;
+  auto mig_sample_get = api_.gpm_mig_sample_get;
+  if ((whole ? sample_get == nullptr : mig_sample_get == nullptr) ||
+      !Supported(d, get_name, !whole)) {
+    return out;  // this driver samples only the other kind of unit, or said NOT_SUPPORTED
+  }
+  d.gpm_seen.insert(gpu_instance_id);
+  GpmUnit& unit = d.gpm_units[gpu_instance_id];
+  auto alloc = api_.gpm_sample_alloc;
+  for (nvmlGpmSample_t* slot : {&unit.previous, &unit.current}) {
+    if (*slot != nullptr) continue;
+    nvmlGpmSample_t sample = nullptr;
+    const nvmlReturn_t ret = Call(w, "nvmlGpmSampleAlloc(" + subject + ")", sample,
+                                  [alloc](nvmlGpmSample_t& s) { return alloc(&s); });
+    if (ret != NVML_SUCCESS || sample == nullptr) {
+      Note(w, d, "nvmlGpmSampleAlloc", !whole, subject,
+           ret == NVML_SUCCESS ? NVML_ERROR_MEMORY : ret);
+      return out;
+    }
+    gpm_pool_.insert(sample);
+    *slot = sample;
+  }
+  // Sample into `current`; the previous sample stays untouched until the read commits.
+  nvmlDevice_t handle = d.handle;
+  nvmlGpmSample_t current = unit.current;
+  nvmlReturn_t ret = NVML_SUCCESS;
+  if (whole) {
+    ret = Call(w, std::string(get_name) + "(" + subject + ")", current,
+               [sample_get, handle](nvmlGpmSample_t& s) { return sample_get(handle, s); });
+  } else {
+    ret = Call(w, std::string(get_name) + "(" + subject + ")", current,
+               [mig_sample_get, handle, gpu_instance_id](nvmlGpmSample_t& s) {
+                 return mig_sample_get(handle, gpu_instance_id, s);
+               });
+  }
+  if (ret != NVML_SUCCESS) {
+    Note(w, d, get_name, !whole, subject, ret);
+    unit.has_previous = false;  // the next read starts over rather than span the gap
+    return out;
+  }
+  const bool had_previous = unit.has_previous;
+  const nvmlGpmSample_t previous = unit.previous;
+  std::swap(unit.previous, unit.current);
+  unit.has_previous = true;
+  if (!had_previous) {
+    return out;  // a first sample: the next read measures from it
+  }
+
+  // Percentages averaged between the two samples, integrated over this read's interval.
+  constexpr nvmlGpmMetricId_t kIds[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY,
+                                        NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+                                        NVML_GPM_METRIC_DRAM_BW_UTIL,
+                                        NVML_GPM_METRIC_GRAPHICS_UTIL};
+  constexpr const char* kNames[] = {"SM_UTIL", "SM_OCCUPANCY", "ANY_TENSOR_UTIL", "DRAM_BW_UTIL",
+                                    "GRAPHICS_UTIL"};
+  // A GPU's busy time comes from its utilization samples; a MIG instance's from GRAPHICS_UTIL.
+  const unsigned count = whole ? 4 : 5;
+  auto box = std::make_unique<nvmlGpmMetricsGet_t>();
+  box->version = NVML_GPM_METRICS_GET_VERSION;
+  box->numMetrics = count;
+  box->sample1 = previous;
+  box->sample2 = current;
+  for (unsigned i = 0; i < count; ++i) box->metrics[i].metricId = kIds[i];
+  auto metrics_get = api_.gpm_metrics_get;
+  ret = Call(w, "nvmlGpmMetricsGet(" + subject + ")", box,
+             [metrics_get](std::unique_ptr<nvmlGpmMetricsGet_t>& m) {
+               return metrics_get(m.get());
+             });
+  if (ret != NVML_SUCCESS) {
+    Note(w, d, "nvmlGpmMetricsGet", !whole, subject, ret);
+    return out;
+  }
+  std::optional<GpuMicros> values[5];
+  for (unsigned i = 0; i < count; ++i) {
+    const nvmlGpmMetric_t& m = box->metrics[i];
+    if (m.nvmlReturn != NVML_SUCCESS) {
+      // One metric missing: no activity for this unit this read (a partial Activity would read
+      // as zero); NOT_SUPPORTED is reported once per metric and device, other codes every time.
+      const bool once = m.nvmlReturn == NVML_ERROR_NOT_SUPPORTED;
+      if (!once || d.unsupported.insert(Key(kNames[i], !whole)).second) {
+        w.reading.faults.push_back(Fault(ErrorName(m.nvmlReturn),
+                                         "nvmlGpmMetricsGet(" + subject + " " + kNames[i] + ")"));
+      }
+      continue;
+    }
+    const double percent = std::isfinite(m.value) ? std::clamp(m.value, 0.0, 100.0) : 0.0;
+    values[i] = Clamp(std::llround(percent / 100.0 * static_cast<double>(w.interval_us)),
+                      w.interval_us);
+  }
+  if (values[0] && values[1] && values[2] && values[3]) {
+    out.activity = Activity{*values[0], *values[1], *values[2], *values[3]};
+  }
+  if (!whole) out.graphics_us = values[4];
+  return out;
+}
+
+void NvmlGpuSource::FreeGpmSamples(const State& keep, std::vector<SourceFault>* faults) {
+  std::set<nvmlGpmSample_t> named;
+  for (const DeviceState& d : keep.devices) {
+    for (const auto& [id, unit] : d.gpm_units) {
+      named.insert(unit.previous);
+      named.insert(unit.current);
+    }
+  }
+  auto free_fn = api_.gpm_sample_free;
+  for (auto it = gpm_pool_.begin(); it != gpm_pool_.end();) {
+    if (named.count(*it) != 0) {
+      ++it;
+      continue;
+    }
+    const nvmlGpmSample_t sample = *it;
+    it = gpm_pool_.erase(it);  // never freed twice, even when the free below hangs
+    if (free_fn == nullptr) continue;
+    auto result = std::make_shared<nvmlReturn_t>(NVML_ERROR_UNKNOWN);
+    const auto outcome = watchdog_->Run(
+        "nvmlGpmSampleFree()", [free_fn, sample, result] { *result = free_fn(sample); });
+    if (outcome != Watchdog::Outcome::kDone) {
+      if (faults != nullptr) faults->push_back(Fault("TIMEOUT", "nvmlGpmSampleFree()"));
+      return;  // the next commit (or the destructor, if the call returns) frees the rest
+    }
+    if (*result != NVML_SUCCESS && faults != nullptr) {
+      faults->push_back(Fault(ErrorName(*result), "nvmlGpmSampleFree()"));
+    }
+  }
 }
 
 class NoGpuSource final : public sources::GpuSource {

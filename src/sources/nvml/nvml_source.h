@@ -58,6 +58,7 @@ int ProfileSlices(std::string_view profile);
 struct ProcessEntry {
   unsigned pid = 0;
   Bytes used_memory_bytes = 0;  // 0 when NVML says NVML_VALUE_NOT_AVAILABLE
+  bool mps_client = false;      // listed by nvmlDeviceGetMPSComputeRunningProcesses_v3
 };
 // Decodes `count` entries of a *RunningProcesses_v3 buffer of `capacity` nvmlProcessInfo_t that
 // was filled with `sentinel` bytes before the call. R535+ drivers write 32-byte entries, R510-R530

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +46,16 @@ struct FakeDevice {
   std::vector<unsigned long long> sample_last_seen;
   int compute_calls = 0;
   int energy_calls = 0;
+  // GPM. A physical GPU answers nvmlGpmQueryDeviceSupport; a MIG device is sampled through its
+  // parent and its gpu_instance_id.
+  nvmlReturn_t gpm_query_result = NVML_SUCCESS;
+  unsigned gpm_supported = 0;          // isSupportedDevice
+  unsigned gpu_instance_id = 0;        // MIG devices
+  std::map<unsigned, double> gpm_percent;  // metric id -> percent since the previous sample
+  std::map<unsigned, nvmlReturn_t> gpm_metric_result;  // metric id -> per-metric status
+  nvmlReturn_t gpm_sample_result = NVML_SUCCESS;
+  int gpm_query_calls = 0;
+  int gpm_sample_calls = 0;
 };
 
 // The fake NVML the table's functions answer from. One per test (g_fake).
@@ -56,7 +67,15 @@ struct Fake {
   std::mutex mu;
   std::condition_variable cv;
   bool hang_power = false;  // nvmlDeviceGetPowerUsage blocks until released
+  bool hang_gpm = false;    // nvmlGpmMetricsGet blocks until released
   bool hanging = false;
+  // GPM sample buffers: live ones, and what went wrong with the others.
+  std::set<nvmlGpmSample_t> gpm_live;
+  int gpm_allocs = 0;
+  int gpm_bad_frees = 0;      // a free of a buffer not live (double free, never allocated)
+  int gpm_bad_samples = 0;    // a sample get or metrics get on a buffer not live
+  std::vector<nvmlGpmMetricsGet_t> gpm_requests;  // what nvmlGpmMetricsGet was asked
+  std::vector<std::pair<FakeDevice*, unsigned>> gpm_mig_samples;  // (parent, instance id)
 
   FakeDevice& Add(std::string uuid) {
     devices.push_back(std::make_unique<FakeDevice>());
@@ -66,10 +85,25 @@ struct Fake {
   void Release() {
     std::lock_guard lock(mu);
     hang_power = false;
+    hang_gpm = false;
     cv.notify_all();
   }
 };
 Fake* g_fake = nullptr;
+
+}  // namespace
+}  // namespace gpuledger::nvml
+
+// The fake's GPM sample: which unit it read and what its metrics were then.
+struct nvmlGpmSample_st {
+  gpuledger::nvml::FakeDevice* device = nullptr;  // the unit sampled (GPU or MIG device)
+  int sequence = 0;
+  std::map<unsigned, double> percent;
+  std::map<unsigned, nvmlReturn_t> result;
+};
+
+namespace gpuledger::nvml {
+namespace {
 
 FakeDevice* Dev(nvmlDevice_t h) { return reinterpret_cast<FakeDevice*>(h); }
 nvmlDevice_t Handle(FakeDevice* d) { return reinterpret_cast<nvmlDevice_t>(d); }
@@ -209,7 +243,98 @@ NvmlApi FakeApi() {
     *a = *Dev(h)->attributes;
     return NVML_SUCCESS;
   };
+  api.gpu_instance_id = [](nvmlDevice_t h, unsigned* id) {
+    *id = Dev(h)->gpu_instance_id;
+    return NVML_SUCCESS;
+  };
   return api;
+}
+
+// A GPM sample of `unit` into `sample`, as the fake's drivers take it.
+nvmlReturn_t FillGpmSample(FakeDevice* unit, nvmlGpmSample_t sample) {
+  static int sequence = 0;
+  if (g_fake->gpm_live.count(sample) == 0) {
+    ++g_fake->gpm_bad_samples;
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  ++unit->gpm_sample_calls;
+  if (unit->gpm_sample_result != NVML_SUCCESS) return unit->gpm_sample_result;
+  sample->device = unit;
+  sample->sequence = ++sequence;
+  sample->percent = unit->gpm_percent;
+  sample->result = unit->gpm_metric_result;
+  return NVML_SUCCESS;
+}
+
+// FakeApi plus GPM, as R520+ drivers export it.
+NvmlApi FakeGpmApi() {
+  NvmlApi api = FakeApi();
+  api.gpm_query_device_support = [](nvmlDevice_t h, nvmlGpmSupport_t* support) {
+    FakeDevice* d = Dev(h);
+    ++d->gpm_query_calls;
+    if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (d->gpm_query_result != NVML_SUCCESS) return d->gpm_query_result;
+    support->isSupportedDevice = d->gpm_supported;
+    return NVML_SUCCESS;
+  };
+  api.gpm_sample_alloc = [](nvmlGpmSample_t* sample) {
+    *sample = new nvmlGpmSample_st;
+    g_fake->gpm_live.insert(*sample);
+    ++g_fake->gpm_allocs;
+    return NVML_SUCCESS;
+  };
+  api.gpm_sample_free = [](nvmlGpmSample_t sample) {
+    if (g_fake->gpm_live.erase(sample) == 0) {
+      ++g_fake->gpm_bad_frees;
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    delete sample;
+    return NVML_SUCCESS;
+  };
+  api.gpm_sample_get = [](nvmlDevice_t h, nvmlGpmSample_t sample) {
+    return FillGpmSample(Dev(h), sample);
+  };
+  api.gpm_mig_sample_get = [](nvmlDevice_t h, unsigned gi, nvmlGpmSample_t sample) {
+    g_fake->gpm_mig_samples.emplace_back(Dev(h), gi);
+    for (FakeDevice* m : Dev(h)->mig_slots) {
+      if (m != nullptr && m->gpu_instance_id == gi) return FillGpmSample(m, sample);
+    }
+    return NVML_ERROR_NOT_FOUND;
+  };
+  api.gpm_metrics_get = [](nvmlGpmMetricsGet_t* get) {
+    {
+      std::unique_lock lock(g_fake->mu);
+      g_fake->hanging = g_fake->hang_gpm;
+      g_fake->cv.wait(lock, [] { return !g_fake->hang_gpm; });
+      g_fake->hanging = false;
+    }
+    g_fake->gpm_requests.push_back(*get);
+    if (get->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (g_fake->gpm_live.count(get->sample1) == 0 || g_fake->gpm_live.count(get->sample2) == 0) {
+      ++g_fake->gpm_bad_samples;
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    // The later sample carries the means since the earlier one.
+    const nvmlGpmSample_st& later = *get->sample2;
+    for (unsigned i = 0; i < get->numMetrics; ++i) {
+      nvmlGpmMetric_t& m = get->metrics[i];
+      auto r = later.result.find(m.metricId);
+      m.nvmlReturn = r == later.result.end() ? NVML_SUCCESS : r->second;
+      auto p = later.percent.find(m.metricId);
+      m.value = p == later.percent.end() ? 0 : p->second;
+    }
+    return NVML_SUCCESS;
+  };
+  return api;
+}
+
+void SetGpm(FakeDevice& d, double graphics, double sm, double occupancy, double tensor,
+            double dram) {
+  d.gpm_percent = {{NVML_GPM_METRIC_GRAPHICS_UTIL, graphics},
+                   {NVML_GPM_METRIC_SM_UTIL, sm},
+                   {NVML_GPM_METRIC_SM_OCCUPANCY, occupancy},
+                   {NVML_GPM_METRIC_ANY_TENSOR_UTIL, tensor},
+                   {NVML_GPM_METRIC_DRAM_BW_UTIL, dram}};
 }
 
 nvmlProcessInfo_t Proc(unsigned pid, Bytes used) {
@@ -658,6 +783,299 @@ TEST_F(NvmlSourceTest, MigInstancesWithProfilesAndProcesses) {
   EXPECT_TRUE(r.faults.empty());
 }
 
+// ---- GPM ----------------------------------------------------------------------------------
+
+// A Hopper GPU not in MIG mode: the metrics between this read's sample and the previous read's
+// become Activity integrals over the read's interval; busy time stays NVML's.
+TEST_F(NvmlSourceTest, GpmGivesActivityIntegralsOverTheInterval) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.gpm_supported = 1;
+  d.util = 80;  // no utilization samples: busy time from the rate
+  SetGpm(d, 80, 50, 20, 30, 40.25);
+  Open(FakeGpmApi());
+  auto first = ReadOk();  // baseline: the first sample, no activity
+  EXPECT_TRUE(first.signals.empty());
+  EXPECT_TRUE(first.faults.empty());
+  EXPECT_EQ(d.gpm_query_calls, 1);
+  EXPECT_EQ(d.gpm_sample_calls, 1);
+  now_ += kSecond;
+  auto r = ReadOk();
+  const DeviceSignals* sig = FindSignal(r, "GPU-aaaa");
+  ASSERT_NE(sig, nullptr);
+  ASSERT_TRUE(sig->activity.has_value());
+  EXPECT_EQ(sig->activity_source, SignalSource::kGpm);
+  EXPECT_EQ(*sig->activity, (Activity{500'000, 200'000, 300'000, 402'500}));
+  EXPECT_EQ(sig->busy_us, 800'000);  // from utilization, not GPM
+  EXPECT_EQ(sig->busy_source, SignalSource::kNvml);
+  EXPECT_TRUE(r.faults.empty());
+  // The request: version 1, the four activity metrics, the previous read's sample first.
+  ASSERT_EQ(fake_.gpm_requests.size(), 1u);
+  const nvmlGpmMetricsGet_t& q = fake_.gpm_requests[0];
+  EXPECT_EQ(q.version, 1u);
+  ASSERT_EQ(q.numMetrics, 4u);
+  EXPECT_EQ(q.metrics[0].metricId, static_cast<unsigned>(NVML_GPM_METRIC_SM_UTIL));
+  EXPECT_EQ(q.metrics[1].metricId, static_cast<unsigned>(NVML_GPM_METRIC_SM_OCCUPANCY));
+  EXPECT_EQ(q.metrics[2].metricId, static_cast<unsigned>(NVML_GPM_METRIC_ANY_TENSOR_UTIL));
+  EXPECT_EQ(q.metrics[3].metricId, static_cast<unsigned>(NVML_GPM_METRIC_DRAM_BW_UTIL));
+  EXPECT_LT(q.sample1->sequence, q.sample2->sequence);
+  // Two buffers, alternated: the next read measures from this read's sample, over 2 s.
+  SetGpm(d, 0, 10, 5, 0, 100);
+  now_ += 2 * kSecond;
+  r = ReadOk();
+  EXPECT_EQ(*FindSignal(r, "GPU-aaaa")->activity, (Activity{200'000, 100'000, 0, 2'000'000}));
+  ASSERT_EQ(fake_.gpm_requests.size(), 2u);
+  EXPECT_EQ(fake_.gpm_requests[1].sample1, fake_.gpm_requests[0].sample2);
+  EXPECT_EQ(fake_.gpm_requests[1].sample2, fake_.gpm_requests[0].sample1);
+  EXPECT_EQ(fake_.gpm_allocs, 2);
+  EXPECT_EQ(fake_.gpm_bad_samples, 0);
+  EXPECT_EQ(d.gpm_query_calls, 1);  // asked at discovery only
+}
+
+// MIG on Hopper: one GPM unit per GPU instance, sampled through the parent with the instance's
+// id; the instance's busy time is GRAPHICS_UTIL, measured (kGpm).
+TEST_F(NvmlSourceTest, GpmMeasuresEachMigInstance) {
+  auto& gpu = fake_.Add("GPU-aaaa");
+  gpu.mig_mode = NVML_DEVICE_MIG_ENABLE;
+  gpu.gpm_supported = 1;
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& a = *fake_.migs.back();
+  a.uuid = "MIG-1111";
+  a.name = "NVIDIA H100 80GB HBM3 MIG 3g.40gb";
+  a.gpu_instance_id = 2;
+  SetGpm(a, 75, 40, 10, 20, 60);
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& b = *fake_.migs.back();
+  b.uuid = "MIG-2222";
+  b.name = "NVIDIA H100 80GB HBM3 MIG 2g.20gb";
+  b.gpu_instance_id = 5;
+  SetGpm(b, 0, 0, 0, 0, 0);
+  gpu.mig_slots = {&a, nullptr, &b};
+  Open(FakeGpmApi());
+  ReadOk();
+  now_ += kSecond;
+  auto r = ReadOk();
+  EXPECT_TRUE(r.faults.empty());
+  const DeviceSignals* sa = FindSignal(r, "MIG-1111");
+  ASSERT_NE(sa, nullptr);
+  EXPECT_EQ(sa->busy_us, 750'000);
+  EXPECT_EQ(sa->busy_source, SignalSource::kGpm);
+  ASSERT_TRUE(sa->activity.has_value());
+  EXPECT_EQ(sa->activity_source, SignalSource::kGpm);
+  EXPECT_EQ(*sa->activity, (Activity{400'000, 100'000, 200'000, 600'000}));
+  const DeviceSignals* sb = FindSignal(r, "MIG-2222");
+  ASSERT_NE(sb, nullptr);
+  EXPECT_EQ(sb->busy_us, 0);  // idle, and measured
+  EXPECT_EQ(sb->busy_source, SignalSource::kGpm);
+  EXPECT_EQ(*sb->activity, Activity{});
+  // The GPU itself is not sampled in MIG mode: its signal has no busy time nor activity.
+  const DeviceSignals* sg = FindSignal(r, "GPU-aaaa");
+  ASSERT_NE(sg, nullptr);
+  EXPECT_FALSE(sg->busy_us.has_value());
+  EXPECT_FALSE(sg->activity.has_value());
+  EXPECT_EQ(gpu.gpm_sample_calls, 0);
+  // Sampled through the parent's handle with each instance's id, GRAPHICS_UTIL requested.
+  ASSERT_EQ(fake_.gpm_mig_samples.size(), 4u);
+  EXPECT_EQ(fake_.gpm_mig_samples[0], std::make_pair(&gpu, 2u));
+  EXPECT_EQ(fake_.gpm_mig_samples[1], std::make_pair(&gpu, 5u));
+  ASSERT_FALSE(fake_.gpm_requests.empty());
+  EXPECT_EQ(fake_.gpm_requests[0].numMetrics, 5u);
+  EXPECT_EQ(fake_.gpm_requests[0].metrics[4].metricId,
+            static_cast<unsigned>(NVML_GPM_METRIC_GRAPHICS_UTIL));
+}
+
+// Pre-Hopper: isSupportedDevice 0 (or NOT_SUPPORTED) means no GPM calls and no activity; a
+// driver without the symbols is silently the same.
+TEST_F(NvmlSourceTest, NoGpmBeforeHopper) {
+  auto& a = fake_.Add("GPU-aaaa");
+  a.name = "NVIDIA A100-SXM4-80GB";
+  a.gpm_supported = 0;
+  auto& b = fake_.Add("GPU-bbbb");
+  b.name = "NVIDIA A100-SXM4-80GB";
+  b.gpm_query_result = NVML_ERROR_NOT_SUPPORTED;
+  Open(FakeGpmApi());
+  auto first = ReadOk();
+  ASSERT_EQ(first.faults.size(), 1u);  // NOT_SUPPORTED is reported, once; isSupported 0 is not
+  EXPECT_TRUE(HasFault(first, "NOT_SUPPORTED", "nvmlGpmQueryDeviceSupport(GPU-bbbb)"));
+  for (int i = 0; i < 3; ++i) {
+    now_ += kSecond;
+    auto r = ReadOk();
+    EXPECT_TRUE(r.faults.empty());
+    EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+    EXPECT_EQ(FindSignal(r, "GPU-aaaa")->activity_source, SignalSource::kNone);
+    EXPECT_FALSE(FindSignal(r, "GPU-bbbb")->activity.has_value());
+  }
+  EXPECT_EQ(fake_.gpm_allocs, 0);
+  EXPECT_EQ(a.gpm_sample_calls + b.gpm_sample_calls, 0);
+  EXPECT_EQ(a.gpm_query_calls, 1);
+  EXPECT_EQ(b.gpm_query_calls, 1);
+
+  // Re-discovery (here: a GPU appeared) asks again.
+  auto& c = fake_.Add("GPU-cccc");
+  c.gpm_supported = 1;
+  now_ += kSecond;
+  ReadOk();
+  EXPECT_EQ(a.gpm_query_calls, 2);
+  EXPECT_EQ(c.gpm_query_calls, 1);
+  EXPECT_EQ(c.gpm_sample_calls, 1);
+}
+
+TEST_F(NvmlSourceTest, NoGpmSymbolsNoGpmNoFault) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.gpm_supported = 1;
+  Open(FakeApi());
+  ReadOk();
+  now_ += kSecond;
+  auto r = ReadOk();
+  EXPECT_TRUE(r.faults.empty());
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  EXPECT_EQ(d.gpm_query_calls, 0);
+}
+
+// A metric that fails takes the unit's activity for that read (a partial one would read as
+// zeros) and is reported; a failed sample starts the unit over.
+TEST_F(NvmlSourceTest, GpmMetricErrorsAndSampleErrors) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.gpm_supported = 1;
+  SetGpm(d, 0, 50, 20, 30, 40);
+  Open(FakeGpmApi());
+  ReadOk();
+  d.gpm_metric_result[NVML_GPM_METRIC_DRAM_BW_UTIL] = NVML_ERROR_UNKNOWN;
+  now_ += kSecond;
+  auto r = ReadOk();
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  EXPECT_TRUE(HasFault(r, "UNKNOWN", "nvmlGpmMetricsGet(GPU-aaaa DRAM_BW_UTIL)"));
+  d.gpm_metric_result.clear();
+  now_ += kSecond;
+  r = ReadOk();
+  ASSERT_TRUE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  EXPECT_EQ(FindSignal(r, "GPU-aaaa")->activity->dram_active_us, 400'000);
+  EXPECT_TRUE(r.faults.empty());
+
+  // NOT_SUPPORTED for one metric: reported once, never activity.
+  d.gpm_metric_result[NVML_GPM_METRIC_SM_OCCUPANCY] = NVML_ERROR_NOT_SUPPORTED;
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_TRUE(HasFault(r, "NOT_SUPPORTED", "nvmlGpmMetricsGet(GPU-aaaa SM_OCCUPANCY)"));
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_TRUE(r.faults.empty());
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  d.gpm_metric_result.clear();
+
+  // The sample fails: no activity, and the next read only takes a fresh first sample.
+  d.gpm_sample_result = NVML_ERROR_UNKNOWN;
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_TRUE(HasFault(r, "UNKNOWN", "nvmlGpmSampleGet(GPU-aaaa)"));
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  d.gpm_sample_result = NVML_SUCCESS;
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_FALSE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  now_ += kSecond;
+  r = ReadOk();
+  EXPECT_TRUE(FindSignal(r, "GPU-aaaa")->activity.has_value());
+  EXPECT_EQ(fake_.gpm_bad_samples, 0);
+}
+
+// Sample buffers: two per unit, kept across reads, a vanished instance's freed after the read
+// that no longer sees it, all freed before nvmlShutdown on teardown.
+TEST_F(NvmlSourceTest, GpmSamplesFreedWhenUnitsVanishAndOnTeardown) {
+  auto& gpu = fake_.Add("GPU-aaaa");
+  gpu.mig_mode = NVML_DEVICE_MIG_ENABLE;
+  gpu.gpm_supported = 1;
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& a = *fake_.migs.back();
+  a.uuid = "MIG-1111";
+  a.gpu_instance_id = 1;
+  fake_.migs.push_back(std::make_unique<FakeDevice>());
+  FakeDevice& b = *fake_.migs.back();
+  b.uuid = "MIG-2222";
+  b.gpu_instance_id = 2;
+  gpu.mig_slots = {&a, &b};
+  Open(FakeGpmApi());
+  for (int i = 0; i < 5; ++i) {
+    ReadOk();
+    now_ += kSecond;
+  }
+  EXPECT_EQ(fake_.gpm_allocs, 4);  // no new buffers per cycle
+  EXPECT_EQ(fake_.gpm_live.size(), 4u);
+  gpu.mig_slots = {&a, nullptr};  // MIG-2222 destroyed
+  auto r = ReadOk();
+  EXPECT_EQ(FindSignal(r, "MIG-2222"), nullptr);
+  EXPECT_EQ(fake_.gpm_live.size(), 2u);
+  EXPECT_TRUE(r.faults.empty());
+  // MIG mode off: the instance's unit goes, the GPU becomes one.
+  gpu.mig_mode = NVML_DEVICE_MIG_DISABLE;
+  now_ += kSecond;
+  ReadOk();
+  EXPECT_EQ(fake_.gpm_live.size(), 2u);
+  EXPECT_EQ(gpu.gpm_sample_calls, 1);
+  source_.reset();
+  EXPECT_TRUE(fake_.gpm_live.empty());
+  EXPECT_EQ(fake_.gpm_bad_frees, 0);
+  EXPECT_EQ(fake_.gpm_bad_samples, 0);
+}
+
+TEST_F(NvmlSourceTest, GpmSamplesOfALostGpuAreFreed) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.gpm_supported = 1;
+  Open(FakeGpmApi());
+  ReadOk();
+  now_ += kSecond;
+  ReadOk();
+  EXPECT_EQ(fake_.gpm_live.size(), 2u);
+  d.lost = true;
+  now_ += kSecond;
+  auto r = ReadOk();
+  EXPECT_TRUE(r.gpus.empty());
+  EXPECT_TRUE(fake_.gpm_live.empty());
+  EXPECT_EQ(fake_.gpm_bad_frees, 0);
+}
+
+// A hung GPM call blocks no longer than the deadline, like any other; nothing is lost or
+// freed twice once it returns.
+TEST_F(NvmlSourceTest, HungGpmCallTimesOut) {
+  auto& d = fake_.Add("GPU-aaaa");
+  d.gpm_supported = 1;
+  SetGpm(d, 0, 50, 20, 30, 40);
+  constexpr Micros kDeadline = 300'000;
+  Open(FakeGpmApi(), kDeadline);
+  ReadOk();
+  {
+    std::lock_guard lock(fake_.mu);
+    fake_.hang_gpm = true;
+  }
+  now_ += kSecond;
+  auto started = std::chrono::steady_clock::now();
+  auto r = source_->Read();
+  EXPECT_LT(std::chrono::steady_clock::now() - started,
+            std::chrono::microseconds(kDeadline + 200'000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("nvmlGpmMetricsGet(GPU-aaaa)"), std::string::npos)
+      << r.error().message;
+  fake_.Release();
+  std::optional<sources::GpuReading> ok;
+  for (int i = 0; i < 100 && !ok; ++i) {
+    now_ += kSecond;
+    auto next = source_->Read();
+    if (next.ok()) {
+      ok = std::move(*next);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_TRUE(ok.has_value());
+  // Measured from the last committed sample over the whole interval since the last good read.
+  ASSERT_TRUE(FindSignal(*ok, "GPU-aaaa")->activity.has_value());
+  const Micros interval = ok->end_us - ok->start_us;
+  EXPECT_EQ(FindSignal(*ok, "GPU-aaaa")->activity->sm_active_us, interval / 2);
+  source_.reset();
+  EXPECT_TRUE(fake_.gpm_live.empty());
+  EXPECT_EQ(fake_.gpm_bad_frees, 0);
+  EXPECT_EQ(fake_.gpm_bad_samples, 0);
+}
+
 TEST(ParseMigProfile, TrailingToken) {
   EXPECT_EQ(ParseMigProfile("NVIDIA H100 80GB HBM3 MIG 3g.40gb"), "3g.40gb");
   EXPECT_EQ(ParseMigProfile("NVIDIA H200 MIG 1g.18gb+me"), "1g.18gb+me");
@@ -734,6 +1152,7 @@ TEST(LoadNvml, RequiredSymbolsAndOptionalOnes) {
   ASSERT_TRUE(api.ok()) << api.error().message;
   EXPECT_NE(api->power_usage, nullptr);
   EXPECT_EQ(api->samples, nullptr);
+  EXPECT_EQ(api->gpm_metrics_get, nullptr);  // a pre-R520 driver: GPM stays off
   EXPECT_NE(api->library, nullptr);
 }
 

@@ -1,5 +1,6 @@
 // Pure parsers of /proc/<pid>/environ, /proc/<pid>/status and /etc/passwd content.
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <string>
@@ -45,6 +46,70 @@ std::optional<int> ParsePercentage(const std::optional<std::string>& text) {
   }
   if (value < 1 || value > 100) return std::nullopt;
   return value;
+}
+
+std::optional<Bytes> ParseMemorySize(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 19) return std::nullopt;
+  unsigned long long value = 0;
+  std::from_chars(text.data(), text.data() + digits, value);
+  std::string_view suffix = text.substr(digits);
+  if (suffix.size() == 2 && (suffix[1] == 'b' || suffix[1] == 'B')) suffix.remove_suffix(1);
+  int shift = 0;
+  if (suffix.size() == 1) {
+    switch (suffix[0]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      case 'b': case 'B': shift = 0; break;
+      default: return std::nullopt;
+    }
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  constexpr unsigned long long kMax = 1ull << 62;
+  if (value == 0 || value > (kMax >> shift)) return std::nullopt;
+  return static_cast<Bytes>(value << shift);
+}
+
+SharingEnv ParseSharingEnv(std::string_view environ_content) {
+  auto get = [&](std::string_view name) { return EnvironValue(environ_content, name); };
+  SharingEnv env;
+  env.mps_client = get("CUDA_MPS_PIPE_DIRECTORY").has_value();
+  env.mps_thread_percentage = ParsePercentage(get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
+  if (auto limits = get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")) {
+    // "0=5GB,1=2G": the entry for ordinal 0.
+    std::string_view rest = *limits;
+    while (!rest.empty()) {
+      std::string_view entry = rest.substr(0, rest.find(','));
+      rest.remove_prefix(std::min(rest.size(), entry.size() + 1));
+      if (entry.starts_with("0=")) env.mps_memory_limit_bytes = ParseMemorySize(entry.substr(2));
+    }
+  }
+  env.sm_limit_percentage = ParsePercentage(get("CUDA_DEVICE_SM_LIMIT"));
+  auto hami_memory = get("CUDA_DEVICE_MEMORY_LIMIT_0");
+  if (!hami_memory) hami_memory = get("CUDA_DEVICE_MEMORY_LIMIT");
+  if (hami_memory) env.memory_limit_bytes = ParseMemorySize(*hami_memory);
+  for (std::string_view prefix : {"ALIYUN_COM_GPU_MEM_", "ALIBABACLOUD_COM_GPU_MEM_"}) {
+    auto var = [&](std::string_view name) { return get(std::string(prefix) + std::string(name)); };
+    auto gib = [](const std::optional<std::string>& v) -> std::optional<Bytes> {
+      if (!v) return std::nullopt;
+      auto size = ParseMemorySize(*v + "G");
+      return size;
+    };
+    if (auto idx = var("IDX")) {
+      int index = -1;
+      auto [end, ec] = std::from_chars(idx->data(), idx->data() + idx->size(), index);
+      if (ec == std::errc() && end == idx->data() + idx->size() && index >= 0)
+        env.gpushare_gpu_index = index;
+    }
+    if (!env.gpushare_memory_bytes) env.gpushare_memory_bytes = gib(var("CONTAINER"));
+    if (!env.gpushare_device_bytes) env.gpushare_device_bytes = gib(var("DEV"));
+    if (env.gpushare_gpu_index || env.gpushare_memory_bytes) break;
+  }
+  return env;
 }
 
 Result<int> ParseStatusRealUid(std::string_view status_content) {

@@ -65,9 +65,7 @@ Result<ProcessIdentity> ProcSource::InspectUncached(int pid, std::string cgroup_
   // error, the guardrail just has nothing to compare.
   if (auto environ = files_.Read(fmt::format("/proc/{}/environ", pid))) {
     id.visible_devices = EnvironValue(*environ, "NVIDIA_VISIBLE_DEVICES");
-    id.mps_client = EnvironValue(*environ, "CUDA_MPS_PIPE_DIRECTORY").has_value();
-    id.mps_thread_percentage = ParsePercentage(EnvironValue(*environ, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"));
-    id.sm_limit_percentage = ParsePercentage(EnvironValue(*environ, "CUDA_DEVICE_SM_LIMIT"));
+    id.sharing = ParseSharingEnv(*environ);
   }
   return id;
 }

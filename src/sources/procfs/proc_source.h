@@ -11,6 +11,7 @@
 
 #include "io/file_reader.h"
 #include "common/result.h"
+#include "common/units.h"
 
 namespace gpuledger::procfs {
 
@@ -58,6 +59,36 @@ std::optional<std::string> EnvironValue(std::string_view environ_content, std::s
 // A whole percentage in 1..100 ("30"); nullopt for anything else (absent, "0", "30%", "abc").
 std::optional<int> ParsePercentage(const std::optional<std::string>& text);
 
+// A memory size as the sharing layers write it: digits with an optional binary suffix k, m, g
+// or t (either case, optionally followed by "b"/"B": "5GB", "1G", "4096m", "1048576k"), or
+// plain bytes. nullopt for anything else, zero, or a size over 2^62.
+std::optional<Bytes> ParseMemorySize(std::string_view text);
+
+// What the GPU-sharing layer injected into a process's environment, each with its origin:
+// - CUDA_MPS_PIPE_DIRECTORY: NVIDIA's device plugin in MPS mode (and any MPS client) — the
+//   process is a client of an MPS daemon (NVIDIA MPS documentation, "Environment variables").
+// - CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the client's cap on the SMs, in percent (ibid.).
+// - CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the client's device memory cap, "<ordinal>=<size>[,...]"
+//   (ibid.; e.g. "0=5GB"); ordinal 0, the first device the container sees, is kept.
+// - CUDA_DEVICE_SM_LIMIT, CUDA_DEVICE_MEMORY_LIMIT_<n> / CUDA_DEVICE_MEMORY_LIMIT: HAMi-core's
+//   caps (Project-HAMi/HAMi-core README): SM percent, and device memory ("4096m"), per visible
+//   device <n> or for all; device 0's is kept.
+// - ALIYUN_COM_GPU_MEM_IDX / _CONTAINER / _DEV (and ALIBABACLOUD_COM_GPU_MEM_*): Alibaba's GPU
+//   sharing (AliyunContainerService/gpushare-scheduler-extender pkg/utils/const.go): the GPU
+//   index the scheduler chose, the container's GPU memory in GiB and the device's in GiB.
+struct SharingEnv {
+  bool mps_client = false;
+  std::optional<int> mps_thread_percentage;
+  std::optional<Bytes> mps_memory_limit_bytes;
+  std::optional<int> sm_limit_percentage;
+  std::optional<Bytes> memory_limit_bytes;
+  std::optional<int> gpushare_gpu_index;
+  std::optional<Bytes> gpushare_memory_bytes;
+  std::optional<Bytes> gpushare_device_bytes;
+  bool operator==(const SharingEnv&) const = default;
+};
+SharingEnv ParseSharingEnv(std::string_view environ_content);
+
 // The real uid (first field of the "Uid:" line) of /proc/<pid>/status content.
 Result<int> ParseStatusRealUid(std::string_view status_content);
 
@@ -73,14 +104,9 @@ struct ProcessIdentity {
   std::string unit;                            // systemd unit, or empty
   std::string comm;                            // /proc/<pid>/comm
   std::optional<std::string> visible_devices;  // NVIDIA_VISIBLE_DEVICES, if readable
-  // How the process shares its GPU, from what the sharing layer puts in its environment:
-  // CUDA_MPS_PIPE_DIRECTORY (NVIDIA's device plugin in MPS mode: a client of an MPS daemon),
-  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (its MPS share of the SMs), CUDA_DEVICE_SM_LIMIT (HAMi's
-  // gpucores: a fractional share of the SMs). Percentages in 1..100; unset when absent or
-  // malformed.
-  bool mps_client = false;
-  std::optional<int> mps_thread_percentage;
-  std::optional<int> sm_limit_percentage;
+  // How the process shares its GPU, from what the sharing layer put in its environment
+  // (SharingEnv); empty when unreadable.
+  SharingEnv sharing;
 };
 
 // Reads /proc/<pid>/{cgroup,status,comm,environ} and /etc/passwd through `files` (not owned;

@@ -73,9 +73,9 @@ TEST_F(ProcSourceTest, InspectsAPodProcess) {
   EXPECT_EQ(id->user, "alice");
   EXPECT_EQ(id->comm, "python3");
   EXPECT_EQ(id->visible_devices, "GPU-abc");
-  EXPECT_TRUE(id->mps_client);
-  EXPECT_EQ(id->mps_thread_percentage, 30);
-  EXPECT_EQ(id->sm_limit_percentage, std::nullopt);
+  EXPECT_TRUE(id->sharing.mps_client);
+  EXPECT_EQ(id->sharing.mps_thread_percentage, 30);
+  EXPECT_EQ(id->sharing.sm_limit_percentage, std::nullopt);
 }
 
 TEST_F(ProcSourceTest, InspectsAHostProcessInAService) {
@@ -171,6 +171,46 @@ TEST(ProcSourceReal, InspectsItself) {
   EXPECT_FALSE(id->user.empty());
   EXPECT_FALSE(id->comm.empty());
   EXPECT_EQ(id->comm.find('\n'), std::string::npos);
+}
+
+TEST(ParseMemorySize, BinarySuffixesAsTheSharingLayersWriteThem) {
+  EXPECT_EQ(ParseMemorySize("5GB"), 5 * kGiB);
+  EXPECT_EQ(ParseMemorySize("1G"), kGiB);
+  EXPECT_EQ(ParseMemorySize("4096m"), 4 * kGiB);
+  EXPECT_EQ(ParseMemorySize("1048576k"), kGiB);
+  EXPECT_EQ(ParseMemorySize("512MB"), 512 * kMiB);
+  EXPECT_EQ(ParseMemorySize("1000"), 1000);
+  for (std::string_view bad : {"", "0", "G", "5 GB", "5XB", "-1G", "99999999999999999999", "5GiB"})
+    EXPECT_EQ(ParseMemorySize(bad), std::nullopt) << bad;
+  EXPECT_EQ(ParseMemorySize("4194305T"), std::nullopt);  // over 2^62
+}
+
+TEST(ParseSharingEnv, EachLayersVariables) {
+  using namespace std::string_literals;
+  SharingEnv mps = ParseSharingEnv(
+      "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps\0CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\0"
+      "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=1=2G,0=5GB\0"s);
+  EXPECT_TRUE(mps.mps_client);
+  EXPECT_EQ(mps.mps_thread_percentage, 25);
+  EXPECT_EQ(mps.mps_memory_limit_bytes, 5 * kGiB);
+
+  SharingEnv hami = ParseSharingEnv("CUDA_DEVICE_SM_LIMIT=30\0CUDA_DEVICE_MEMORY_LIMIT_0=4096m\0"s);
+  EXPECT_FALSE(hami.mps_client);
+  EXPECT_EQ(hami.sm_limit_percentage, 30);
+  EXPECT_EQ(hami.memory_limit_bytes, 4 * kGiB);
+  EXPECT_EQ(ParseSharingEnv("CUDA_DEVICE_MEMORY_LIMIT=2g\0"s).memory_limit_bytes, 2 * kGiB);
+
+  SharingEnv ali = ParseSharingEnv(
+      "ALIYUN_COM_GPU_MEM_IDX=1\0ALIYUN_COM_GPU_MEM_CONTAINER=8\0ALIYUN_COM_GPU_MEM_DEV=16\0"s);
+  EXPECT_EQ(ali.gpushare_gpu_index, 1);
+  EXPECT_EQ(ali.gpushare_memory_bytes, 8 * kGiB);
+  EXPECT_EQ(ali.gpushare_device_bytes, 16 * kGiB);
+  EXPECT_EQ(ParseSharingEnv("ALIBABACLOUD_COM_GPU_MEM_CONTAINER=4\0"s).gpushare_memory_bytes, 4 * kGiB);
+
+  // Malformed values are absent, never a wrong number.
+  SharingEnv bad = ParseSharingEnv(
+      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=130\0CUDA_DEVICE_MEMORY_LIMIT_0=lots\0ALIYUN_COM_GPU_MEM_IDX=-1\0"s);
+  EXPECT_EQ(bad, SharingEnv{});
 }
 
 }  // namespace

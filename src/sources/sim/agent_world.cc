@@ -1,6 +1,7 @@
 #include "sources/sim/agent_world.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -50,6 +51,14 @@ const PhysicalGpu* GpuOf(std::string_view device, const std::vector<PhysicalGpu>
   return nullptr;
 }
 
+constexpr std::string_view kGpushareResource = "aliyun.com/gpu-mem";
+
+// Whole GiB of the card's memory a declared share stands for (Alibaba GPU share's unit).
+std::int64_t ShareGib(SharePpd share, const PhysicalGpu& gpu) {
+  const double gib = static_cast<double>(gpu.memory_total_bytes) / static_cast<double>(kGiB);
+  return std::llround(gib * static_cast<double>(share) / static_cast<double>(kWholeGpu));
+}
+
 // The environment the sharing layer gives a process of `consumer` running on `device`.
 std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& device,
                                const std::vector<Grant>& grants,
@@ -57,9 +66,12 @@ std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& devic
   const PhysicalGpu* gpu = GpuOf(device.value, gpus);
   if (gpu == nullptr) return {};
   std::optional<SharePpd> share;
+  std::string resource;
   for (const Grant& g : grants)
-    if (g.consumer == consumer && BaseId(g.device_id) == device.value && g.declared_ppd)
+    if (g.consumer == consumer && BaseId(g.device_id) == device.value && g.declared_ppd) {
       share = g.declared_ppd;
+      resource = g.resource_name;
+    }
   const bool whole_percent = share && *share % (kWholeGpu / 100) == 0 && *share > 0;
   std::string env;
   auto add = [&](std::string_view name, const std::string& value) {
@@ -67,15 +79,34 @@ std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& devic
     env.push_back('\0');
   };
   if (gpu->sharing == SharingMode::kMps) {
+    // NVIDIA's device plugin in MPS mode: the daemon's pipe and each replica's memory cap.
     add("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps");
     if (whole_percent) add("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(*share / (kWholeGpu / 100)));
+    add("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+        fmt::format("0={}M", gpu->memory_total_bytes / std::max(1, gpu->replicas) / kMiB));
+  } else if (gpu->sharing == SharingMode::kFractional && share && resource == kGpushareResource) {
+    const auto index = static_cast<std::size_t>(gpu - gpus.data());
+    add("ALIYUN_COM_GPU_MEM_IDX", std::to_string(index));
+    add("ALIYUN_COM_GPU_MEM_CONTAINER", std::to_string(ShareGib(*share, *gpu)));
+    add("ALIYUN_COM_GPU_MEM_DEV", std::to_string(ShareGib(kWholeGpu, *gpu)));
   } else if (gpu->sharing == SharingMode::kFractional && whole_percent) {
+    // HAMi-core's caps (a gpu_milli plugin that is HAMi underneath sets the same).
     add("CUDA_DEVICE_SM_LIMIT", std::to_string(*share / (kWholeGpu / 100)));
+    if (resource != kGpuMilliResource) {
+      const __int128 bytes = static_cast<__int128>(gpu->memory_total_bytes) * *share / kWholeGpu;
+      add("CUDA_DEVICE_MEMORY_LIMIT_0", fmt::format("{}m", static_cast<std::int64_t>(bytes / kMiB)));
+    }
   }
   return env;
 }
 
 }  // namespace
+
+std::string FractionalResource(std::string_view fractional_layer) {
+  if (fractional_layer == "hami") return "nvidia.com/gpu";
+  if (fractional_layer == "gpushare") return std::string(kGpushareResource);
+  return std::string(kGpuMilliResource);
+}
 
 std::map<std::string, std::string> ProcfsFiles(const std::vector<ProcessObservation>& processes,
                                                const std::vector<Grant>& grants,
@@ -118,6 +149,7 @@ KubeLists KubeListsFor(const std::string& node, const std::vector<Grant>& grants
   KubeLists out;
   // Grants grouped per container and resource, as the kubelet lists them.
   std::map<std::pair<ConsumerRef, std::string>, kubelet::ContainerGrant> grouped;
+  std::map<std::string_view, int> hami_slot;  // next HAMi slot per GPU
   for (const Grant& g : grants) {
     auto& cg = grouped[{g.consumer, g.dra_claim.empty() ? g.resource_name : ""}];
     cg.namespace_name = g.consumer.namespace_name;
@@ -130,6 +162,27 @@ KubeLists KubeListsFor(const std::string& node, const std::vector<Grant>& grants
       const SharePpd milli = *g.declared_ppd / (kWholeGpu / 1000);
       for (SharePpd k = 0; k < milli; ++k)
         cg.device_ids.push_back(fmt::format("{}::milli-{}", BaseId(g.device_id), k));
+    } else if (g.dra_claim.empty() && g.resource_name == kGpushareResource && g.declared_ppd) {
+      // Alibaba GPU share: one fake id per GiB of the card's memory.
+      cg.resource_name = g.resource_name;
+      const PhysicalGpu* gpu = GpuOf(g.device_id, gpus);
+      const std::int64_t gib = gpu ? ShareGib(*g.declared_ppd, *gpu) : 0;
+      for (std::int64_t k = 0; k < gib; ++k)
+        cg.device_ids.push_back(fmt::format("{}-_-{}", BaseId(g.device_id), k));
+    } else if (const PhysicalGpu* gpu = GpuOf(g.device_id, gpus);
+               g.dra_claim.empty() && g.declared_ppd && gpu && gpu->sharing == SharingMode::kFractional) {
+      // HAMi: a slot of the GPU, and the share as one gpucores id per percent.
+      cg.resource_name = g.resource_name;
+      cg.device_ids.push_back(fmt::format("{}-{}", BaseId(g.device_id), hami_slot[BaseId(g.device_id)]++));
+      if (*g.declared_ppd % (kWholeGpu / 100) == 0) {
+        auto& cores = grouped[{g.consumer, "nvidia.com/gpucores"}];
+        cores.namespace_name = g.consumer.namespace_name;
+        cores.pod = g.consumer.pod;
+        cores.container = g.consumer.container;
+        cores.resource_name = "nvidia.com/gpucores";
+        for (SharePpd k = 0; k < *g.declared_ppd / (kWholeGpu / 100); ++k)
+          cores.device_ids.push_back(fmt::format("gpucores-{}", cores.device_ids.size()));
+      }
     } else if (g.dra_claim.empty()) {
       cg.resource_name = g.resource_name;
       cg.device_ids.push_back(g.device_id);
@@ -197,6 +250,9 @@ sources::GpuReading ReadingFor(const NodeSnapshot& snapshot,
     p.consumer.reset();  // the agent resolves PIDs through procfs, the kubelet and CRI
     p.host_name.clear();
     p.visible_devices.clear();
+    // NVML lists an MPS node's processes among the device's MPS clients.
+    const PhysicalGpu* gpu = GpuOf(p.device.value, snapshot.gpus, &snapshot.mig_instances);
+    p.mps_client = gpu != nullptr && gpu->sharing == SharingMode::kMps;
     r.processes.push_back(std::move(p));
   }
   return r;

@@ -35,6 +35,18 @@ std::map<std::string, std::string> ProcfsFiles(const std::vector<ProcessObservat
 // scheduler names it in its cluster trace): granted as that many device ids "<gpu>::milli-<k>".
 inline constexpr std::string_view kGpuMilliResource = "gpu_milli";
 
+// How each fractional layer (NodeSpec::fractional_layer) shows a declared share to the agent,
+// as the real device plugins do (agent/sharing_declarations.h names the origins):
+//   gpu-milli  resource gpu_milli, one id "<gpu>::milli-<k>" per thousandth;
+//   hami       resource nvidia.com/gpu with the slot id "<gpu>-<n>", nvidia.com/gpucores with
+//              one id per percent (whole percents only), and HAMi-core's CUDA_DEVICE_SM_LIMIT
+//              and CUDA_DEVICE_MEMORY_LIMIT_0 (the share of the card's memory, MiB) in the
+//              environment;
+//   gpushare   resource aliyun.com/gpu-mem, one id "<gpu>-_-<k>" per GiB (the share of the
+//              card's memory, rounded to whole GiB), and ALIYUN_COM_GPU_MEM_IDX/_CONTAINER/_DEV
+//              in the environment.
+std::string FractionalResource(std::string_view fractional_layer);
+
 struct KubeLists {
   std::vector<kubelet::ContainerGrant> grants;
   std::vector<kubelet::AllocatableDevice> allocatable;

@@ -62,9 +62,15 @@ std::string Describe(const NodeSnapshot& s) {
   for (auto& m : s.mig_instances)
     out += fmt::format(" mig {} {} {} {}\n", m.uuid.str(), m.parent.str(), m.profile,
                        m.memory_total_bytes);
-  for (auto& g : s.signals)
-    out += fmt::format(" sig {} {} {} {}\n", g.device.str(), g.busy_us.value_or(-1),
-                       g.memory_used_bytes, g.energy_mj.value_or(-1));
+  for (auto& g : s.signals) {
+    out += fmt::format(" sig {} {} {} {} {} {}", g.device.str(), g.busy_us.value_or(-1),
+                       ToString(g.busy_source), g.memory_used_bytes, g.energy_mj.value_or(-1),
+                       ToString(g.activity_source));
+    if (g.activity)
+      out += fmt::format(" {} {} {} {}", g.activity->sm_active_us, g.activity->sm_occupancy_us,
+                         g.activity->tensor_active_us, g.activity->dram_active_us);
+    out += "\n";
+  }
   for (auto& g : s.grants)
     out += fmt::format(" grant {} {} {} {} {}\n", Describe(g.consumer), g.device_id,
                        g.resource_name, g.declared_ppd.value_or(-1), g.dra_claim);
@@ -132,11 +138,7 @@ TEST(NodeStepper, TruthSoFarAddsUpToTheSimulators) {
       EXPECT_GE(compute, compute_before);  // what ran so far only grows
       compute_before = compute;
     }
-    for (const auto& [ref, t] : stepper->truth()) {
-      sum[ref].allocated_ppd_us += t.allocated_ppd_us;
-      sum[ref].compute_gpu_us += t.compute_gpu_us;
-      sum[ref].memory_byte_us += t.memory_byte_us;
-    }
+    for (const auto& [ref, t] : stepper->truth()) sum[ref] += t;
   }
   ASSERT_EQ(sum.size(), sim.truth().size());
   for (const auto& [ref, want] : sim.truth()) {
@@ -146,8 +148,19 @@ TEST(NodeStepper, TruthSoFarAddsUpToTheSimulators) {
         << ref.Key();
     EXPECT_NEAR(sum[ref].memory_byte_us, want.memory_byte_us, 1e-9 * want.memory_byte_us + 1)
         << ref.Key();
+    EXPECT_NEAR(sum[ref].sm_active_gpu_us, want.sm_active_gpu_us,
+                1e-6 * want.sm_active_gpu_us + 1e-3)
+        << ref.Key();
+    EXPECT_NEAR(sum[ref].dram_active_gpu_us, want.dram_active_gpu_us,
+                1e-6 * want.dram_active_gpu_us + 1e-3)
+        << ref.Key();
   }
   EXPECT_EQ(TruthCsv(sum).substr(0, 51), "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n");
+  // The activity columns come after the old ones, in the order of model/activity.h.
+  EXPECT_TRUE(TruthCsv(sum, /*with_activity=*/true)
+                  .starts_with("key,allocated_gpu_us,compute_gpu_us,memory_byte_us,"
+                               "sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,"
+                               "dram_active_gpu_us\n"));
 }
 
 TEST(NodeStepper, UnknownNode) {

@@ -427,6 +427,19 @@ ComputeProfile ParseCompute(Parser& p, const YAML::Node& c, const std::string& p
   return out;
 }
 
+EfficiencyProfile ParseEfficiency(Parser& p, const YAML::Node& e, const std::string& path) {
+  EfficiencyProfile out;
+  if (!e.IsDefined() || e.IsNull()) return out;
+  if (!p.IsMap(e, path)) return out;
+  p.CheckKeys(e, path, {"sm_active", "sm_occupancy", "tensor_active", "dram_active"});
+  out.sm_active = p.Number(e["sm_active"], path + ".sm_active", 0, 1, out.sm_active);
+  out.sm_occupancy = p.Number(e["sm_occupancy"], path + ".sm_occupancy", 0, 1, out.sm_occupancy);
+  out.tensor_active =
+      p.Number(e["tensor_active"], path + ".tensor_active", 0, 1, out.tensor_active);
+  out.dram_active = p.Number(e["dram_active"], path + ".dram_active", 0, 1, out.dram_active);
+  return out;
+}
+
 MemoryProfile ParseMemory(Parser& p, const YAML::Node& m, const std::string& path) {
   MemoryProfile out;
   if (!m.IsDefined() || m.IsNull()) return out;
@@ -702,7 +715,7 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
   if (!p.IsMap(y, path)) return;
   p.CheckKeys(y, path,
               {"name", "gpu_model", "gpus", "memory", "sharing", "replicas", "mig_layout",
-               "total_slices", "pricing_class", "region", "labels", "dcgm", "host_processes"});
+               "total_slices", "pricing_class", "region", "labels", "dcgm", "fractional_layer", "host_processes"});
   n.name = p.RequiredStr(y, "name", path);
   n.gpu_model = p.RequiredStr(y, "gpu_model", path);
   n.gpus = static_cast<int>(p.Int(y["gpus"], path + ".gpus", 0, 64, 1));
@@ -769,18 +782,28 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
   n.region = p.Str(y["region"], path + ".region", "");
   n.labels = p.Labels(y["labels"], path + ".labels");
   n.has_dcgm = p.Bool(y["dcgm"], path + ".dcgm", false);
+  if (y["fractional_layer"].IsDefined()) {
+    n.fractional_layer = p.Str(y["fractional_layer"], path + ".fractional_layer");
+    if (!p.failed() && n.fractional_layer != "gpu-milli" && n.fractional_layer != "hami" &&
+        n.fractional_layer != "gpushare")
+      p.Fail(y["fractional_layer"], path + ".fractional_layer",
+             fmt::format("unknown '{}' (expected gpu-milli, hami or gpushare)", n.fractional_layer));
+    if (!p.failed() && n.sharing != SharingMode::kFractional)
+      p.Fail(y["fractional_layer"], path + ".fractional_layer", "only with sharing: fractional");
+  }
   auto hp = y["host_processes"];
   if (hp.IsDefined() && !hp.IsNull() && p.IsList(hp, path + ".host_processes")) {
     for (std::size_t i = 0; i < hp.size() && !p.failed(); ++i) {
       std::string hpath = fmt::format("{}.host_processes[{}]", path, i);
       auto h = hp[i];
       if (!p.IsMap(h, hpath)) return;
-      p.CheckKeys(h, hpath, {"name", "gpu", "compute", "memory", "start", "end"});
+      p.CheckKeys(h, hpath, {"name", "gpu", "compute", "efficiency", "memory", "start", "end"});
       HostProcessSpec spec;
       spec.name = p.RequiredStr(h, "name", hpath);
       spec.gpu = static_cast<int>(p.Int(h["gpu"], hpath + ".gpu", 0, std::max(0, n.gpus - 1), 0));
       spec.compute =
           ParseCompute(p, h["compute"], hpath + ".compute", HashOf(seed, "host", n.name, spec.name));
+      spec.efficiency = ParseEfficiency(p, h["efficiency"], hpath + ".efficiency");
       spec.memory = ParseMemory(p, h["memory"], hpath + ".memory");
       spec.start_us = p.Duration(h["start"], hpath + ".start", 0);
       spec.end_us = std::min(p.Duration(h["end"], hpath + ".end", duration), duration);
@@ -799,7 +822,8 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
               {"namespace", "name", "owner_kind", "owner_name", "labels", "replicas",
                "container", "node", "gpu_model", "gpus", "mig_profile", "fraction", "gpu_milli",
                "mps_active_thread_percentage", "dra_claim", "start", "end", "processes",
-               "compute", "memory", "placement", "request", "uses_gpu", "visible_devices"});
+               "compute", "efficiency", "memory", "placement", "request", "uses_gpu",
+               "visible_devices"});
   w.namespace_name = p.RequiredStr(y, "namespace", path);
   w.name = p.RequiredStr(y, "name", path);
   w.owner_kind = p.Str(y["owner_kind"], path + ".owner_kind", "Deployment");
@@ -839,6 +863,7 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
   w.processes = static_cast<int>(p.Int(y["processes"], path + ".processes", 0, 64, 1));
   w.compute = ParseCompute(p, y["compute"], path + ".compute",
                            HashOf(sc.seed, "workload", w.namespace_name, w.name));
+  w.efficiency = ParseEfficiency(p, y["efficiency"], path + ".efficiency");
   w.memory = ParseMemory(p, y["memory"], path + ".memory");
   auto pl = y["placement"];
   if (pl.IsDefined() && !pl.IsNull() && p.IsMap(pl, path + ".placement")) {
@@ -986,6 +1011,15 @@ Bytes DefaultGpuMemory(std::string_view gpu_model) {
   for (auto& m : kModels)
     if (m.name == gpu_model) return m.memory;
   return 0;
+}
+
+bool GpmCapable(std::string_view gpu_model) {
+  // Hopper (H100, H200, H20, H800, GH200) and Blackwell (B100, B200, B300, GB200, GB300). "H20"
+  // also covers "H200"; L40S and L4 are Ada, A100/A30/A10 Ampere: no GPM.
+  constexpr std::string_view kPrefixes[] = {"H100", "H20",  "H800",  "GH200", "B100",
+                                            "B200", "B300", "GB200", "GB300"};
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](std::string_view p) { return gpu_model.starts_with(p); });
 }
 
 Bytes MigInstanceMemory(std::string_view profile, Bytes gpu_memory) {

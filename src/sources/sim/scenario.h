@@ -41,6 +41,16 @@ struct ComputeProfile {
   std::shared_ptr<const Series> series;  // series
 };
 
+// What one pod's (or host process's) busy time does inside the GPU: the hidden efficiency that
+// SM, tensor and DRAM activity counters (GPM, DCGM profiling) reveal and utilization.gpu does
+// not. Ratios in [0, 1]; per workload, constant over its life (docs/scenarios.md).
+struct EfficiencyProfile {
+  double sm_active = 0.6;      // SMs with a warp resident, per unit of busy time
+  double sm_occupancy = 0.35;  // resident warps / the SMs' maximum, per unit of SM active
+  double tensor_active = 0.3;  // a tensor pipe busy, per unit of SM active
+  double dram_active = 0.4;    // DRAM bandwidth used / peak, per unit of busy time
+};
+
 // Memory held on each device while running: bytes, or a sawtooth from bytes to peak over period.
 struct MemoryProfile {
   Bytes bytes = 0;
@@ -52,6 +62,7 @@ struct HostProcessSpec {
   std::string name;         // consumer name, e.g. "user:alice"
   int gpu = 0;
   ComputeProfile compute;
+  EfficiencyProfile efficiency;
   MemoryProfile memory;
   Micros start_us = 0;      // offsets from the scenario start
   Micros end_us = 0;
@@ -69,7 +80,13 @@ struct NodeSpec {
   std::string pricing_class = "on-demand";
   std::string region;
   std::map<std::string, std::string> labels;
-  bool has_dcgm = false;              // MIG instances then report their own activity
+  // dcgm-exporter runs: MIG instances report their own busy time and every unit its SM, tensor
+  // and DRAM activity (signal source kDcgm), whatever the model.
+  bool has_dcgm = false;
+  // How a fractional node's device plugin declares shares (agent_world.h lays it out):
+  // "gpu-milli" (thousandths, as in Alibaba's trace), "hami" (HAMi: gpucores/gpumem and
+  // HAMi-core's environment), "gpushare" (Alibaba GPU share: aliyun.com/gpu-mem, GiB).
+  std::string fractional_layer = "gpu-milli";
   std::vector<HostProcessSpec> host_processes;
 };
 
@@ -111,6 +128,7 @@ struct WorkloadSpec {
   Micros end_us = 0;
   int processes = 1;        // per device held
   ComputeProfile compute;
+  EfficiencyProfile efficiency;
   MemoryProfile memory;
   std::string placement_node;          // explicit placement, or empty
   std::vector<int> placement_gpus;
@@ -136,6 +154,10 @@ struct Scenario {
 int MigComputeSlices(std::string_view profile);
 // Default memory per GPU of a catalog model, or 0 when unknown.
 Bytes DefaultGpuMemory(std::string_view gpu_model);
+// Whether NVML GPM (GPU Performance Monitoring) works on a catalog model: Hopper and newer data
+// center GPUs (H100, H200, H20, H800, GH200, B100, B200, B300, GB200, GB300); not A100, A30, L4,
+// L40S, T4, V100 and older. The simulator and the NVML stand-in both decide by it.
+bool GpmCapable(std::string_view gpu_model);
 
 // Errors name file, line and field: "demo.yaml:12: workloads[3].compute.duty: expected a
 // number in [0, 1], got 'high'".

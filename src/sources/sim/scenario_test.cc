@@ -25,7 +25,7 @@ std::string ErrorOf(std::string_view yaml) {
 TEST(ParseScenario, ExampleParses) {
   auto sc = ParseScenario(ExampleScenarioYaml(), "example.yaml");
   ASSERT_TRUE(sc.ok()) << sc.error().message;
-  EXPECT_EQ(sc->nodes.size(), 6u);
+  EXPECT_EQ(sc->nodes.size(), 7u);
   EXPECT_EQ(sc->duration_us, 168 * kMicrosPerHour);
   for (auto& w : sc->workloads) EXPECT_EQ(static_cast<int>(w.pods.size()), w.replicas) << w.name;
 }

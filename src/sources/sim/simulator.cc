@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "sources/sim/agent_world.h"
 #include "sources/sim/sim_util.h"
 
 namespace gpuledger::sim {
@@ -15,11 +16,30 @@ GpuMicros Truth::AllocatedUs() const {
   return static_cast<GpuMicros>((allocated_ppd_us + kWholeGpu / 2) / kWholeGpu);
 }
 
-std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth) {
-  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us\n";
-  for (const auto& [ref, t] : truth)
-    csv += fmt::format("{},{},{:.0f},{:.0f}\n", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
+Truth& Truth::operator+=(const Truth& o) {
+  allocated_ppd_us += o.allocated_ppd_us;
+  compute_gpu_us += o.compute_gpu_us;
+  memory_byte_us += o.memory_byte_us;
+  sm_active_gpu_us += o.sm_active_gpu_us;
+  sm_occupancy_gpu_us += o.sm_occupancy_gpu_us;
+  tensor_active_gpu_us += o.tensor_active_gpu_us;
+  dram_active_gpu_us += o.dram_active_gpu_us;
+  return *this;
+}
+
+std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth, bool with_activity) {
+  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us";
+  if (with_activity)
+    csv += ",sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us";
+  csv += "\n";
+  for (const auto& [ref, t] : truth) {
+    csv += fmt::format("{},{},{:.0f},{:.0f}", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
                        t.memory_byte_us);
+    if (with_activity)
+      csv += fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f}", t.sm_active_gpu_us,
+                         t.sm_occupancy_gpu_us, t.tensor_active_gpu_us, t.dram_active_gpu_us);
+    csv += "\n";
+  }
   return csv;
 }
 
@@ -112,6 +132,7 @@ struct Actor {
   int node = 0;
   Micros start = 0, end = 0;  // absolute
   const ComputeProfile* compute = nullptr;
+  const EfficiencyProfile* efficiency = nullptr;
   const MemoryProfile* memory = nullptr;
   std::uint64_t seed = 0;
   int processes = 1;
@@ -190,6 +211,7 @@ World BuildWorld(const Scenario& sc) {
       a.start = t_begin + w.start_us;
       a.end = t_begin + w.end_us;
       a.compute = &w.compute;
+      a.efficiency = &w.efficiency;
       a.memory = &w.memory;
       a.seed = HashOf(w.compute.seed, pod.name);
       a.processes = w.processes;
@@ -220,7 +242,7 @@ World BuildWorld(const Scenario& sc) {
             share = kWholeGpu / spec.total_slices * ns.mig_slices[gp.mig] / spec.replicas;
             break;
           case SharingMode::kFractional:
-            g.resource_name = "gpu_milli";
+            g.resource_name = FractionalResource(spec.fractional_layer);
             share = gp.declared_ppd;
             break;
           case SharingMode::kDra:
@@ -246,7 +268,7 @@ World BuildWorld(const Scenario& sc) {
       for (auto& v : visible) a.visible_devices += (a.visible_devices.empty() ? "" : ",") + v;
       if (w.visible_devices_all) a.visible_devices = "all";
       if (a.processes > 0) add_contexts(a, ctx);
-      ConsumerInfo info{a.ref, w.owner_kind, w.owner_name, w.labels, {}};
+      ConsumerInfo info{a.ref, w.owner_kind, w.owner_name, w.labels, {}, {}, {}};
       if (auto it = sc.namespace_labels.find(w.namespace_name); it != sc.namespace_labels.end())
         info.namespace_labels = it->second;
       world.consumers[a.ref] = std::move(info);
@@ -264,11 +286,12 @@ World BuildWorld(const Scenario& sc) {
       a.start = t_begin + h.start_us;
       a.end = t_begin + h.end_us;
       a.compute = &h.compute;
+      a.efficiency = &h.efficiency;
       a.memory = &h.memory;
       a.seed = h.compute.seed;
       a.processes = 1;
       add_contexts(a, {{h.gpu, -1}});
-      world.consumers[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}};
+      world.consumers[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}, {}, {}};
       nodes[n].actors.push_back(static_cast<int>(actors.size()));
       actors.push_back(std::move(a));
     }
@@ -301,16 +324,57 @@ std::mt19937_64 NodeRng(const Scenario& sc, const NodeSpec& spec) {
   return std::mt19937_64(HashOf(sc.seed, "run", spec.name));
 }
 
+// The node's second stream, for the activity counters only: added after NodeRng's draws were
+// fixed, so that observing activity leaves every other observation as it was.
+std::mt19937_64 ActivityRng(const Scenario& sc, const NodeSpec& spec) {
+  return std::mt19937_64(HashOf(sc.seed, "activity", spec.name));
+}
+
+// One interval's reading of an activity counter whose true mean over the interval is x in
+// [0, 1]: GPM (and DCGM's profiling fields) count in hardware, so the error is small, a dither of
+// at most half a percentage point (less near 0 and 100%), reported in percent with 2 decimals.
+double ObserveCounter(double x, std::mt19937_64& rng) {
+  double p = 100 * std::clamp(x, 0.0, 1.0);
+  double d = std::min({0.5, p, 100 - p});
+  if (d > 0) p += std::uniform_real_distribution<double>(-d, d)(rng);
+  return std::clamp(std::round(p * 100) / 100, 0.0, 100.0) / 100;
+}
+
+// Σ fraction x µs of one unit (a physical GPU or a MIG instance) over an interval, relative to
+// the unit, as the counters integrate it.
+struct UnitActivity {
+  double graphics = 0;  // any context busy (GPM GRAPHICS_UTIL, DCGM GR_ENGINE_ACTIVE)
+  double sm_active = 0, sm_occupancy = 0, tensor_active = 0, dram_active = 0;
+};
+
+GpuMicros ObservedUs(double integral, Micros dt, std::mt19937_64& rng) {
+  if (dt <= 0) return 0;
+  return std::llround(ObserveCounter(integral / static_cast<double>(dt), rng) *
+                      static_cast<double>(dt));
+}
+
+Activity Observe(const UnitActivity& u, Micros dt, std::mt19937_64& rng) {
+  Activity a;
+  a.sm_active_us = ObservedUs(u.sm_active, dt, rng);
+  a.sm_occupancy_us = ObservedUs(u.sm_occupancy, dt, rng);
+  a.tensor_active_us = ObservedUs(u.tensor_active, dt, rng);
+  a.dram_active_us = ObservedUs(u.dram_active, dt, rng);
+  return a;
+}
+
 // Reusable buffers of SimulateInterval.
 struct Scratch {
   std::vector<int> active;
   std::vector<Entry> entries;
+  std::vector<UnitActivity> unit_activity;  // per MIG instance of a GPU, then the GPU itself
 };
 
-// Simulates node `n` over [a, b) (no event of the node inside), draws from `rng`, adds to
-// truth_of[actor] (indexed by actor, non-null for the node's actors) and fills `snap`.
+// Simulates node `n` over [a, b) (no event of the node inside), draws from `rng` (and the
+// activity counters' dither from `activity_rng`), adds to truth_of[actor] (indexed by actor,
+// non-null for the node's actors) and fills `snap`.
 void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_64& rng,
-                      Truth* const* truth_of, Scratch& scratch, NodeSnapshot& snap) {
+                      std::mt19937_64& activity_rng, Truth* const* truth_of, Scratch& scratch,
+                      NodeSnapshot& snap) {
   NodeWorld& ns = w.nodes[n];
   auto& actors = w.actors;
   auto& active = scratch.active;
@@ -356,7 +420,14 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
   int layout = static_cast<int>(spec.mig_layout.size());
   bool mig = spec.sharing == SharingMode::kMig;
   bool mps = spec.sharing == SharingMode::kMps;
+  // Who measures activity: dcgm-exporter where it runs, else NVML GPM on Hopper and newer.
+  const bool gpm = GpmCapable(spec.gpu_model);
+  const bool counters = spec.has_dcgm || gpm;
+  const SignalSource counter_source = spec.has_dcgm ? SignalSource::kDcgm : SignalSource::kGpm;
+  auto& unit_activity = scratch.unit_activity;
   for (int g = 0; g < spec.gpus; ++g) {
+    unit_activity.assign(static_cast<std::size_t>(layout) + 1, UnitActivity{});
+    UnitActivity& phys_activity = unit_activity[static_cast<std::size_t>(layout)];
     entries.clear();
     for (int ai : active) {
       Actor& act = actors[ai];
@@ -402,7 +473,22 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           double unit = e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) /
                                          spec.total_slices
                                    : 1.0;
-          truth_of[e.actor]->compute_gpu_us += u * unit * static_cast<double>(len);
+          Truth& truth = *truth_of[e.actor];
+          truth.compute_gpu_us += u * unit * static_cast<double>(len);
+          // What the busy time did inside the unit: the workload's efficiency (EfficiencyProfile).
+          const EfficiencyProfile& eff = *actors[e.actor].efficiency;
+          const double busy = u * static_cast<double>(len);  // unit-relative µs
+          const double sm = busy * eff.sm_active;
+          UnitActivity& ua = e.mig >= 0 ? unit_activity[static_cast<std::size_t>(e.mig)]
+                                        : phys_activity;
+          ua.sm_active += sm;
+          ua.sm_occupancy += sm * eff.sm_occupancy;
+          ua.tensor_active += sm * eff.tensor_active;
+          ua.dram_active += busy * eff.dram_active;
+          truth.sm_active_gpu_us += sm * unit;
+          truth.sm_occupancy_gpu_us += sm * eff.sm_occupancy * unit;
+          truth.tensor_active_gpu_us += sm * eff.tensor_active * unit;
+          truth.dram_active_gpu_us += busy * eff.dram_active * unit;
           if (mig || mps || e.mig >= 0 || u <= 0) continue;
           double per_proc = u / actors[e.actor].processes;
           for (std::size_t p = 0; p < e.sm_acc.size(); ++p)
@@ -412,6 +498,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
         phys_busy = whole;
         for (int m = 0; m < layout; ++m) {
           double s = std::min(1.0, mig_sum[m]);
+          unit_activity[static_cast<std::size_t>(m)].graphics += s * static_cast<double>(len);
           phys_busy += s * ns.mig_slices[m] / spec.total_slices;
           if (mig && spec.has_dcgm && s > 0)
             mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
@@ -452,6 +539,10 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
     DeviceSignals sig;
     sig.device = ns.gpus[g].uuid;
     if (!mig) sig.busy_us = (busy_acc + 50) / 100;
+    if (!mig && counters) {  // in MIG mode the counters are per instance
+      sig.activity = Observe(phys_activity, dt, activity_rng);
+      sig.activity_source = counter_source;
+    }
     if (!entries.empty())
       phys_mem += static_cast<Bytes>(kDriverReservation *
                                      static_cast<double>(spec.memory_per_gpu_bytes));
@@ -464,7 +555,18 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
       const MigInstance& mi = ns.migs[g * layout + m];
       DeviceSignals ms;
       ms.device = mi.uuid;
-      if (spec.has_dcgm) ms.busy_us = (mig_busy_acc[m] + 50) / 100;
+      const UnitActivity& ua = unit_activity[static_cast<std::size_t>(m)];
+      if (spec.has_dcgm) {
+        ms.busy_us = (mig_busy_acc[m] + 50) / 100;
+        ms.busy_source = SignalSource::kDcgm;
+      } else if (gpm) {
+        ms.busy_us = ObservedUs(ua.graphics, dt, activity_rng);  // GPM GRAPHICS_UTIL
+        ms.busy_source = SignalSource::kGpm;
+      }
+      if (counters) {
+        ms.activity = Observe(ua, dt, activity_rng);
+        ms.activity_source = counter_source;
+      }
       ms.memory_used_bytes = mig_mem[m];
       if (mig_mem[m] > 0)
         ms.memory_used_bytes += static_cast<Bytes>(
@@ -519,8 +621,11 @@ void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
   World& w = impl_->world;
   auto& nodes = w.nodes;
   auto& actors = w.actors;
-  std::vector<std::mt19937_64> rngs;
-  for (const NodeWorld& ns : nodes) rngs.push_back(NodeRng(scenario_, *ns.spec));
+  std::vector<std::mt19937_64> rngs, activity_rngs;
+  for (const NodeWorld& ns : nodes) {
+    rngs.push_back(NodeRng(scenario_, *ns.spec));
+    activity_rngs.push_back(ActivityRng(scenario_, *ns.spec));
+  }
   std::vector<std::size_t> next(nodes.size(), 1);
   const auto& cuts = impl_->cuts;
   // Truth lookups by actor (map lookups per interval would dominate large imports).
@@ -536,7 +641,7 @@ void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
       if (next[n] >= ns.cuts.size() || ns.cuts[next[n]] != b) continue;
       Micros a = ns.cuts[next[n] - 1];
       ++next[n];
-      SimulateInterval(w, n, a, b, rngs[n], truth_of.data(), scratch, snap);
+      SimulateInterval(w, n, a, b, rngs[n], activity_rngs[n], truth_of.data(), scratch, snap);
       sink(snap);
     }
   }
@@ -568,6 +673,7 @@ struct NodeStepper::Impl {
   std::vector<Micros> events;  // the node's actor starts and ends inside (begin, end), sorted
   Micros position_us = 0;
   std::mt19937_64 rng;
+  std::mt19937_64 activity_rng;
   std::vector<Truth> truth;    // per actor
   std::vector<Truth*> truth_of;
   Scratch scratch;
@@ -604,6 +710,7 @@ Result<NodeStepper> NodeStepper::Create(Scenario scenario, const std::string& no
   std::sort(impl->events.begin(), impl->events.end());
   impl->events.erase(std::unique(impl->events.begin(), impl->events.end()), impl->events.end());
   impl->rng = NodeRng(sc, *ns.spec);
+  impl->activity_rng = ActivityRng(sc, *ns.spec);
   impl->truth.resize(impl->world.actors.size());
   for (Truth& t : impl->truth) impl->truth_of.push_back(&t);
   return NodeStepper(std::move(impl));
@@ -616,8 +723,8 @@ std::vector<NodeSnapshot> NodeStepper::AdvanceTo(Micros sim_time_us) {
     Micros b = m.NextCut(m.position_us);
     if (b > sim_time_us) break;
     NodeSnapshot snap;
-    SimulateInterval(m.world, m.node, m.position_us, b, m.rng, m.truth_of.data(), m.scratch,
-                     snap);
+    SimulateInterval(m.world, m.node, m.position_us, b, m.rng, m.activity_rng, m.truth_of.data(),
+                     m.scratch, snap);
     out.push_back(std::move(snap));
     m.position_us = b;
   }
@@ -631,11 +738,7 @@ Micros NodeStepper::next_end_us() const {
 std::map<ConsumerRef, Truth> NodeStepper::truth() const {
   std::map<ConsumerRef, Truth> out;
   for (int ai : impl_->world.nodes[impl_->node].actors) {
-    const Truth& t = impl_->truth[ai];
-    Truth& o = out[impl_->world.actors[ai].ref];
-    o.allocated_ppd_us += t.allocated_ppd_us;
-    o.compute_gpu_us += t.compute_gpu_us;
-    o.memory_byte_us += t.memory_byte_us;
+    out[impl_->world.actors[ai].ref] += impl_->truth[ai];
   }
   return out;
 }

@@ -7,7 +7,10 @@
 // is sampled at the step, with NVML's known imperfections in the observations (per-process
 // samples only for processes busy in the last sample period, sample periods between 1/6 s and
 // 1 s, whole-percent rounding, per-process sums that can exceed the device's utilization, no
-// per-process utilization on MIG nor for MPS clients); the truth has none of them.
+// per-process utilization on MIG nor for MPS clients); the truth has none of them. SM, tensor and
+// DRAM activity (DeviceSignals::activity) is observed per unit where GPM (GpmCapable models) or
+// DCGM (`dcgm: true`) would give it, with a small dither drawn from a random stream of its own,
+// so adding it shifted no other observation.
 
 #include <functional>
 #include <map>
@@ -30,13 +33,23 @@ struct Truth {
   __int128 allocated_ppd_us = 0;
   double compute_gpu_us = 0;      // physical-GPU µs its kernels really used
   double memory_byte_us = 0;
+  // What that busy time did inside the GPU (model/activity.h), in physical-GPU µs like compute:
+  // compute x the workload's EfficiencyProfile, whether or not the model has counters for it.
+  double sm_active_gpu_us = 0;
+  double sm_occupancy_gpu_us = 0;
+  double tensor_active_gpu_us = 0;
+  double dram_active_gpu_us = 0;
   GpuMicros AllocatedUs() const;  // rounded half up
+  Truth& operator+=(const Truth& o);
 };
 
 // The truth as `demo --truth` and `gpuledger-sim-node --truth` write it: a header
-// "key,allocated_gpu_us,compute_gpu_us,memory_byte_us", then a row per consumer (ConsumerRef::Key
-// order: ConsumerRef's), allocation rounded half up, compute and memory to the nearest integer.
-std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth);
+// "key,allocated_gpu_us,compute_gpu_us,memory_byte_us" (with_activity: then
+// ",sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us"), then a row
+// per consumer (ConsumerRef::Key order: ConsumerRef's), allocation rounded half up, the others to
+// the nearest integer. Columns are only ever added at the end; `demo --truth` writes the activity
+// columns, `gpuledger-sim-node --truth` not yet (its readers check the four-column header).
+std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth, bool with_activity = false);
 
 class Simulator {
  public:

@@ -1,0 +1,227 @@
+#include "utilization/classify.h"
+
+#include <array>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace gpuledger::utilization {
+namespace {
+
+constexpr std::array<std::pair<Class, std::string_view>, 7> kNames = {{
+    {Class::kUnallocated, "unallocated"},
+    {Class::kIdle, "idle"},
+    {Class::kAllocatedButIdle, "allocated-but-idle"},
+    {Class::kBusyButStarved, "busy-but-starved"},
+    {Class::kMemoryBound, "memory-bound"},
+    {Class::kComputeLight, "compute-light"},
+    {Class::kHealthy, "healthy"},
+}};
+
+// a / b < r, exactly (b > 0; products in 128 bits cannot overflow).
+bool Below(std::int64_t a, std::int64_t b, Ratio r) {
+  return static_cast<__int128>(a) * r.den < static_cast<__int128>(r.num) * b;
+}
+bool AtLeast(std::int64_t a, std::int64_t b, Ratio r) { return !Below(a, b, r); }
+
+double Fraction(std::int64_t a, std::int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
+
+// "100%", "5%", "2.5%": whole percents without decimals, else one.
+std::string Pct(double fraction) {
+  const double p = fraction * 100.0;
+  if (std::abs(p - std::round(p)) < 0.05) return fmt::format("{:.0f}%", p);
+  return fmt::format("{:.1f}%", p);
+}
+
+std::string GpuHours(GpuMicros us) {
+  return fmt::format("{:.2f} GPU-h", static_cast<double>(us) / kMicrosPerHour);
+}
+
+// The activity sources a rule names: GPM and dcgm-exporter are recognised among the '+'-joined
+// rules ("compute-share+gpm"); another recorded rule is passed on as it is.
+std::string BasisOf(const std::string& rule) {
+  std::set<std::string> known;
+  std::stringstream in(rule);
+  for (std::string r; std::getline(in, r, '+');)
+    if (r == "gpm" || r == "dcgm-exporter") known.insert(r);
+  if (known.empty()) return rule.empty() ? "activity" : rule;
+  std::string out;
+  for (const std::string& k : known) out += (out.empty() ? "" : "+") + k;
+  return out;
+}
+
+struct Builder {
+  Classification c;
+  void Signal(std::string name, double v) { c.signals.emplace_back(std::move(name), v); }
+  void Threshold(std::string name, Ratio r) {
+    c.thresholds.emplace_back(std::move(name), r.value());
+  }
+};
+
+}  // namespace
+
+std::string_view ToString(Class c) {
+  for (const auto& [k, name] : kNames)
+    if (k == c) return name;
+  return "unknown";
+}
+
+Classification Classify(const Inputs& in) {
+  Builder b;
+  Classification& c = b.c;
+  const bool activity = in.activity_quality != Quality::kNone && in.activity_allocated_us > 0;
+  c.nvml_only = !activity;
+  c.basis = activity ? BasisOf(in.activity_rule) : "nvml-only";
+
+  if (in.allocated_us <= 0) {
+    c.cls = Class::kUnallocated;
+    c.reason = in.compute_us > 0
+                   ? fmt::format("no grant in the window ({} used without one): no share to "
+                                 "judge use against",
+                                 GpuHours(in.compute_us))
+                   : "no grant in the window: no share to judge use against";
+    return c;
+  }
+
+  const GpuMicros alloc = in.allocated_us;
+  const double util = Fraction(in.compute_us, alloc);
+  const bool footprint_known = in.granted_memory_kib_s > 0;
+  const double footprint = Fraction(in.memory_kib_s, in.granted_memory_kib_s);
+  // Activity fractions over the part of the window that carried activity.
+  const GpuMicros act_alloc = in.activity_allocated_us;
+  const double sm = Fraction(in.activity.sm_active_us, act_alloc);
+  const double dram = Fraction(in.activity.dram_active_us, act_alloc);
+  const double coverage = Fraction(act_alloc, alloc);
+  const bool partial = activity && act_alloc < alloc;
+  auto coverage_signal = [&] {
+    if (partial) b.Signal("activity_coverage", coverage);
+  };
+  const std::string coverage_note =
+      partial ? fmt::format(" (activity over {} of the grant)", Pct(coverage)) : "";
+
+  b.Signal("gpu_util", util);
+
+  // idle: no GPU process ran at all.
+  if (Below(in.compute_us, alloc, kIdleUtilBelow) && in.memory_kib_s <= 0) {
+    c.cls = Class::kIdle;
+    b.Signal("memory_footprint", 0.0);
+    b.Threshold("idle_util_below", kIdleUtilBelow);
+    c.reason = fmt::format("GPU util {} (< {}) and no GPU memory held over {} granted: no GPU "
+                           "process ran",
+                           Pct(util), Pct(kIdleUtilBelow.value()), GpuHours(alloc));
+    return c;
+  }
+
+  // allocated-but-idle: a process holds the grant (and maybe memory) but computes almost nothing.
+  if (Below(in.compute_us, alloc, kAllocatedIdleUtilBelow)) {
+    c.cls = Class::kAllocatedButIdle;
+    if (footprint_known) b.Signal("memory_footprint", footprint);
+    b.Threshold("allocated_idle_util_below", kAllocatedIdleUtilBelow);
+    c.reason = fmt::format("GPU util {} (< {}) over {} granted{}: holds its grant but computes "
+                           "almost nothing",
+                           Pct(util), Pct(kAllocatedIdleUtilBelow.value()), GpuHours(alloc),
+                           footprint_known && in.memory_kib_s > 0
+                               ? fmt::format(", {} of its memory held", Pct(footprint))
+                               : "");
+    return c;
+  }
+
+  // busy-but-starved: util says a kernel was resident most of the time, SM active says on few
+  // SMs. Compared over the same (covered) time: SM active < 25% of util there.
+  if (activity && AtLeast(in.compute_us, alloc, kBusyUtilAtLeast) &&
+      in.activity_compute_us > 0 &&
+      Below(in.activity.sm_active_us, in.activity_compute_us, kStarvedSmPerUtilBelow)) {
+    c.cls = Class::kBusyButStarved;
+    b.Signal("sm_active", sm);
+    coverage_signal();
+    b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
+    b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
+    c.reason = fmt::format("GPU util {} but SM active {} (< {} of util){}: kernels resident, SMs "
+                           "mostly idle",
+                           Pct(util), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()),
+                           coverage_note);
+    return c;
+  }
+
+  // memory-bound. With activity: DRAM bandwidth at half its peak or more, and busier than the
+  // SMs. NVML only: the footprint fills the granted memory while little is computed.
+  if (activity) {
+    if (AtLeast(in.activity.dram_active_us, act_alloc, kMemoryBoundDramAtLeast) &&
+        in.activity.dram_active_us >= in.activity.sm_active_us) {
+      c.cls = Class::kMemoryBound;
+      b.Signal("sm_active", sm);
+      b.Signal("dram_active", dram);
+      coverage_signal();
+      b.Threshold("memory_bound_dram_at_least", kMemoryBoundDramAtLeast);
+      c.reason = fmt::format("DRAM active {} (>= {}) and at least SM active {}{}: memory "
+                             "bandwidth is the limiter",
+                             Pct(dram), Pct(kMemoryBoundDramAtLeast.value()), Pct(sm),
+                             coverage_note);
+      return c;
+    }
+  } else if (footprint_known &&
+             AtLeast(in.memory_kib_s, in.granted_memory_kib_s, kMemoryBoundFootprintAtLeast) &&
+             Below(in.compute_us, alloc, kLightUtilBelow)) {
+    c.cls = Class::kMemoryBound;
+    b.Signal("memory_footprint", footprint);
+    b.Threshold("memory_bound_footprint_at_least", kMemoryBoundFootprintAtLeast);
+    b.Threshold("compute_light_util_below", kLightUtilBelow);
+    c.reason = fmt::format("memory footprint {} of the granted memory (>= {}) while GPU util is "
+                           "{} (< {}); NVML only: held memory, not bandwidth, is what it needs",
+                           Pct(footprint), Pct(kMemoryBoundFootprintAtLeast.value()), Pct(util),
+                           Pct(kLightUtilBelow.value()));
+    return c;
+  }
+
+  // compute-light: computes, but under a quarter of its grant.
+  if (Below(in.compute_us, alloc, kLightUtilBelow)) {
+    c.cls = Class::kComputeLight;
+    b.Threshold("compute_light_util_below", kLightUtilBelow);
+    c.reason = fmt::format("GPU util {} (< {}) over {} granted: uses under a quarter of its "
+                           "grant",
+                           Pct(util), Pct(kLightUtilBelow.value()), GpuHours(alloc));
+    return c;
+  }
+
+  // With activity, a util between 25% and 50% whose SM active is under a quarter of it is light
+  // too: the SMs did less than a quarter of an already modest util (not busy enough to call
+  // starved, not healthy either).
+  if (activity && in.activity_compute_us > 0 &&
+      Below(in.activity.sm_active_us, in.activity_compute_us, kStarvedSmPerUtilBelow)) {
+    c.cls = Class::kComputeLight;
+    b.Signal("sm_active", sm);
+    coverage_signal();
+    b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
+    b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
+    c.reason = fmt::format("GPU util {} (< {}) with SM active {} (< {} of util){}: the SMs did "
+                           "less than util suggests",
+                           Pct(util), Pct(kBusyUtilAtLeast.value()), Pct(sm),
+                           Pct(kStarvedSmPerUtilBelow.value()), coverage_note);
+    return c;
+  }
+
+  c.cls = Class::kHealthy;
+  b.Threshold("compute_light_util_below", kLightUtilBelow);
+  if (activity) {
+    b.Signal("sm_active", sm);
+    b.Signal("dram_active", dram);
+    coverage_signal();
+    b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
+    b.Threshold("memory_bound_dram_at_least", kMemoryBoundDramAtLeast);
+    c.reason = fmt::format("GPU util {} with SM active {} and DRAM active {}{}: the grant is "
+                           "used",
+                           Pct(util), Pct(sm), Pct(dram), coverage_note);
+  } else {
+    if (footprint_known) b.Signal("memory_footprint", footprint);
+    c.reason = fmt::format("GPU util {} (>= {}); NVML only: SM activity unknown, so a busy but "
+                           "starved GPU cannot be told apart",
+                           Pct(util), Pct(kLightUtilBelow.value()));
+  }
+  return c;
+}
+
+}  // namespace gpuledger::utilization
