@@ -169,7 +169,8 @@ void Collector::Cycle() {
   counters_.join_totals.vanished_processes += join.vanished_processes;
   if (reading.ok()) {
     if (reading->wall_step_us != 0) ++counters_.clock_jumps;
-    Account(usage, *reading, now_mono, reading->end_us / kMicrosPerHour);
+    // The hour the interval lies in: one that ends on the hour belongs to the hour before.
+    Account(usage, *reading, now_mono, (reading->end_us - 1) / kMicrosPerHour);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = g.memory_used_bytes;

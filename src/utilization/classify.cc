@@ -130,6 +130,24 @@ Classification Classify(const Inputs& in) {
     return c;
   }
 
+  // memory-bound, with activity: while its kernels ran, DRAM bandwidth was at half its peak or
+  // more (DRAM active >= 50% of util), and busier than the SMs. Checked before busy-but-starved:
+  // SMs that wait on memory are memory-bound, not starved of work.
+  if (activity && in.activity_compute_us > 0 &&
+      AtLeast(in.activity.dram_active_us, in.activity_compute_us, kMemoryBoundDramPerUtilAtLeast) &&
+      in.activity.dram_active_us >= in.activity.sm_active_us) {
+    c.cls = Class::kMemoryBound;
+    b.Signal("sm_active", sm);
+    b.Signal("dram_active", dram);
+    coverage_signal();
+    b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
+    c.reason = fmt::format("DRAM active {} at GPU util {} (>= {} of util) and at least SM active "
+                           "{}{}: memory bandwidth is the limiter",
+                           Pct(dram), Pct(util), Pct(kMemoryBoundDramPerUtilAtLeast.value()), Pct(sm),
+                           coverage_note);
+    return c;
+  }
+
   // busy-but-starved: util says a kernel was resident most of the time, SM active says on few
   // SMs. Compared over the same (covered) time: SM active < 25% of util there.
   if (activity && AtLeast(in.compute_us, alloc, kBusyUtilAtLeast) &&
@@ -147,23 +165,8 @@ Classification Classify(const Inputs& in) {
     return c;
   }
 
-  // memory-bound. With activity: DRAM bandwidth at half its peak or more, and busier than the
-  // SMs. NVML only: the footprint fills the granted memory while little is computed.
-  if (activity) {
-    if (AtLeast(in.activity.dram_active_us, act_alloc, kMemoryBoundDramAtLeast) &&
-        in.activity.dram_active_us >= in.activity.sm_active_us) {
-      c.cls = Class::kMemoryBound;
-      b.Signal("sm_active", sm);
-      b.Signal("dram_active", dram);
-      coverage_signal();
-      b.Threshold("memory_bound_dram_at_least", kMemoryBoundDramAtLeast);
-      c.reason = fmt::format("DRAM active {} (>= {}) and at least SM active {}{}: memory "
-                             "bandwidth is the limiter",
-                             Pct(dram), Pct(kMemoryBoundDramAtLeast.value()), Pct(sm),
-                             coverage_note);
-      return c;
-    }
-  } else if (footprint_known &&
+  // memory-bound, NVML only: the footprint fills the granted memory while little is computed.
+  if (!activity && footprint_known &&
              AtLeast(in.memory_kib_s, in.granted_memory_kib_s, kMemoryBoundFootprintAtLeast) &&
              Below(in.compute_us, alloc, kLightUtilBelow)) {
     c.cls = Class::kMemoryBound;
@@ -211,7 +214,7 @@ Classification Classify(const Inputs& in) {
     b.Signal("dram_active", dram);
     coverage_signal();
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
-    b.Threshold("memory_bound_dram_at_least", kMemoryBoundDramAtLeast);
+    b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
     c.reason = fmt::format("GPU util {} with SM active {} and DRAM active {}{}: the grant is "
                            "used",
                            Pct(util), Pct(sm), Pct(dram), coverage_note);

@@ -37,8 +37,8 @@ inline constexpr Ratio kIdleUtilBelow{1, 100};            // idle: util < 1% and
 inline constexpr Ratio kAllocatedIdleUtilBelow{5, 100};   // allocated-but-idle: util < 5%
 inline constexpr Ratio kBusyUtilAtLeast{50, 100};         // busy-but-starved: util >= 50% ...
 inline constexpr Ratio kStarvedSmPerUtilBelow{25, 100};   // ... and SM active < 25% of util
-inline constexpr Ratio kMemoryBoundDramAtLeast{50, 100};  // memory-bound: DRAM active >= 50%
-                                                          // (and >= SM active)
+inline constexpr Ratio kMemoryBoundDramPerUtilAtLeast{50, 100};  // memory-bound: DRAM active
+                                                                 // >= 50% of util (and >= SM)
 inline constexpr Ratio kMemoryBoundFootprintAtLeast{75, 100};  // NVML only: footprint >= 75%
                                                                // of the granted memory ...
 inline constexpr Ratio kLightUtilBelow{25, 100};  // ... while util < 25%; compute-light too

@@ -112,16 +112,18 @@ TEST(Classify, BusyButStarvedBoundaries) {
 }
 
 TEST(Classify, MemoryBoundWithActivity) {
-  // DRAM active 50% (1.8e9 µs) and at least SM active.
-  Classification c = Classify(Gpm(3'000'000'000, 1'800'000'000, 1'800'000'000));
+  // Util 40% (1.44e9 µs of the hour), DRAM active at half of it (7.2e8) and above SM active.
+  Classification c = Classify(Gpm(1'440'000'000, 500'000'000, 720'000'000));
   EXPECT_EQ(c.cls, Class::kMemoryBound);
   auto s = Map(c.signals);
-  EXPECT_DOUBLE_EQ(s.at("dram_active"), 0.5);
-  EXPECT_DOUBLE_EQ(s.at("sm_active"), 0.5);
-  EXPECT_DOUBLE_EQ(Map(c.thresholds).at("memory_bound_dram_at_least"), 0.5);
-  EXPECT_EQ(Classify(Gpm(3'000'000'000, 1'800'000'000, 1'799'999'999)).cls, Class::kHealthy);
-  // DRAM over 50% but SMs busier: compute, not bandwidth, leads.
+  EXPECT_DOUBLE_EQ(s.at("dram_active"), 0.2);
+  EXPECT_DOUBLE_EQ(s.at("sm_active"), 500'000'000.0 / kHour);
+  EXPECT_DOUBLE_EQ(Map(c.thresholds).at("memory_bound_dram_per_util_at_least"), 0.5);
+  EXPECT_EQ(Classify(Gpm(1'440'000'000, 500'000'000, 719'999'999)).cls, Class::kHealthy);
+  // DRAM over half of util but SMs busier: compute, not bandwidth, leads.
   EXPECT_EQ(Classify(Gpm(3'000'000'000, 2'600'000'000, 2'500'000'000)).cls, Class::kHealthy);
+  // SMs waiting on memory are memory-bound, not starved: util 100%, SM 10%, DRAM 60%.
+  EXPECT_EQ(Classify(Gpm(kHour, kHour / 10, kHour * 6 / 10)).cls, Class::kMemoryBound);
   // With activity the footprint rule is not used: 90% of memory at 20% util is light.
   Inputs held = Gpm(720'000'000, 700'000'000);
   held.memory_kib_s = kGrantedMemory * 9 / 10;
