@@ -94,7 +94,7 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
 
   // Grants of running pods only, as the device plugins declare them (DeclaredGrants).
   std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
-  std::set<std::string> dra_devices, fractional_grants;
+  std::set<std::string> dra_devices;
   std::map<ConsumerRef, std::vector<const kubelet::ContainerGrant*>> per_container;
   for (const auto& g : kube.grants) {
     auto pod = ready_pods.find({g.namespace_name, g.pod});
@@ -104,7 +104,6 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   }
   for (const auto& [ref, lists] : per_container) {
     for (Grant& grant : DeclaredGrants(ref, lists, reading)) {
-      if (grant.declared_ppd || grant.declared_memory_bytes) fractional_grants.insert(grant.device_id);
       if (auto r = ReplicaIndex(grant.device_id))
         replicas_granted[std::string(attribution::BaseDeviceId(grant.device_id))].insert(*r);
       s.grants.push_back(std::move(grant));
@@ -135,18 +134,12 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       if (m.parent == gpu.uuid)
         if (auto it = replicas.find(m.uuid.value); it != replicas.end()) r = std::max(r, it->second);
     gpu.replicas = std::max(1, r);
+    // MIG and DRA are what NVML and the kubelet say; the other modes are decided below, once
+    // the processes' environment is known.
     if (mig) {
       gpu.sharing = SharingMode::kMig;
     } else if (dra_devices.count(gpu.uuid.value)) {
       gpu.sharing = SharingMode::kDra;
-    } else if (std::any_of(fractional_grants.begin(), fractional_grants.end(), [&](const std::string& id) {
-                 return attribution::BaseDeviceId(id) == gpu.uuid.value;
-               })) {
-      gpu.sharing = SharingMode::kFractional;
-    } else if (gpu.replicas > 1) {
-      gpu.sharing = SharingMode::kTimeSlicing;
-    } else {
-      gpu.sharing = SharingMode::kExclusive;
     }
   }
 
@@ -211,8 +204,11 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   for (Grant& g : s.grants) {
     if (!g.dra_claim.empty()) continue;
     if (g.resource_name == kAliyunGpuMem || g.resource_name == kAlibabaCloudGpuMem) {
-      for (const auto& [key, d] : declared)
-        if (key.first == g.consumer && d.from_gpushare_index) g.device_id = d.gpu.value;
+      for (const auto& [key, d] : declared) {
+        if (key.first != g.consumer || !d.from_gpushare_index || g.device_id == d.gpu.value) continue;
+        g.device_id = d.gpu.value;
+        if (g.declared_memory_bytes) g.declared_ppd = MemoryShare(*g.declared_memory_bytes, d.gpu, reading);
+      }
     }
     auto it = declared.find({g.consumer, PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(g.device_id))}, reading).value});
     if (it == declared.end()) continue;
@@ -223,10 +219,22 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     }
     if (!g.declared_memory_bytes && d.memory_bytes) g.declared_memory_bytes = d.memory_bytes;
   }
+  // An MPS server or client makes the GPU MPS; a declared share on it (after the moves above)
+  // fractional; advertised replicas time-slicing.
+  std::set<std::string> declared_on;
+  for (const Grant& g : s.grants)
+    if (g.declared_ppd || g.declared_memory_bytes) declared_on.insert(std::string(attribution::BaseDeviceId(g.device_id)));
   for (PhysicalGpu& gpu : s.gpus) {
     if (gpu.sharing == SharingMode::kMig || gpu.sharing == SharingMode::kDra) continue;
-    if (mps_devices.count(gpu.uuid.value)) gpu.sharing = SharingMode::kMps;
-    else if (fractional_devices.count(gpu.uuid.value)) gpu.sharing = SharingMode::kFractional;
+    if (mps_devices.count(gpu.uuid.value)) {
+      gpu.sharing = SharingMode::kMps;
+    } else if (declared_on.count(gpu.uuid.value) || fractional_devices.count(gpu.uuid.value)) {
+      gpu.sharing = SharingMode::kFractional;
+    } else if (gpu.replicas > 1) {
+      gpu.sharing = SharingMode::kTimeSlicing;
+    } else {
+      gpu.sharing = SharingMode::kExclusive;
+    }
   }
   return s;
 }

@@ -147,6 +147,7 @@ TEST(SharingDeclarations, AlibabaGpuMemIsAMemoryShareOnTheGpuTheSchedulerChose) 
   EXPECT_EQ(s.grants[0].declared_ppd, kWholeGpu / 4);
   EXPECT_EQ(s.grants[0].declared_memory_bytes, 20 * kGiB);
   EXPECT_EQ(Gpu(s, kGpuB).sharing, SharingMode::kFractional);
+  EXPECT_EQ(Gpu(s, kGpuA).sharing, SharingMode::kExclusive) << "only the kubelet's fake ids named it";
 }
 
 TEST(SharingDeclarations, MemoryShareIsCappedAtTheWholeGpu) {
