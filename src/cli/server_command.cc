@@ -195,6 +195,7 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerOpti
   config.progress = ::isatty(2) ? &err : nullptr;
   config.log = &err;
   config.stop = &stop;
+  config.dcgm_from_prometheus = o.dcgm_from_prometheus;
   return server::MakePrometheusSource(std::move(config));
 }
 
@@ -208,6 +209,10 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
   const bool files = o.source.starts_with("files=");
   if (!scrape && !o.targets.empty()) {
     err << "error: --targets is for --source scrape\n";
+    return 2;
+  }
+  if (o.dcgm_from_prometheus && !o.source.starts_with("prometheus=")) {
+    err << "error: --dcgm-from-prometheus is for --source prometheus=URL\n";
     return 2;
   }
   int rc = 2;

@@ -20,6 +20,9 @@ struct ServerOptions {
   bool serve = false;      // files=DIR: keep serving the API after the replay
   std::string since = "24h";   // prometheus=URL: how far back the first run starts
   bool backfill_only = false;  // prometheus=URL, files=DIR: stop once caught up (no API served)
+  // prometheus=URL: fill rows without activity from dcgm-exporter's hourly averages in the same
+  // Prometheus (ingest::FillActivityFromPrometheusDcgm, docs/ingest.md).
+  bool dcgm_from_prometheus = false;
   std::string cluster;         // empty: the ledger's meta "cluster", else "default"
   std::string ledger;      // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";

@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")->capture_default_str();
   server_cmd->add_flag("--backfill-only", server.backfill_only,
                        "prometheus=URL or files=DIR: ingest what there is, then exit (no API served)");
+  server_cmd->add_flag("--dcgm-from-prometheus", server.dcgm_from_prometheus,
+                       "prometheus=URL: fill rows without activity from dcgm-exporter's series there");
   server_cmd->add_option("--cluster", server.cluster,
                          "cluster name for new rows (default: the ledger's, else \"default\")");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");

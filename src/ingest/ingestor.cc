@@ -56,6 +56,12 @@ Status Ingestor::Start(Micros observing_since_us) {
 Status Ingestor::Commit() {
   std::vector<LedgerHour> hours = ledger_.TakeTouched();
   if (!hours.empty()) {
+    if (enrich) {
+      if (Status s = enrich(hours); !s.ok()) {
+        ledger_.Retouch(hours);
+        return s;
+      }
+    }
     cost::PriceHours(hours, catalog_, node_facts_);
     if (Status s = store_.WriteHours(hours); !s.ok()) {
       ledger_.Retouch(hours);  // written at the next commit

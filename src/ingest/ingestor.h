@@ -76,6 +76,9 @@ class Ingestor {
   // itself down for a while. Memory is then the agents of the last 6 h, whatever the churn.
   // Never less than keep_open_us.
   Micros retention_us = 6 * kMicrosPerHour;
+  // Runs on the touched hours before they are priced and written (the Prometheus source fills
+  // dcgm-exporter activity there); an error leaves them touched for the next commit.
+  std::function<Status(std::vector<LedgerHour>&)> enrich;
 
  private:
   store::LedgerStore& store_;

@@ -59,6 +59,24 @@ class HttpPrometheusClient : public PrometheusClient {
     return out;
   }
 
+  Result<DcgmHourlyByGpu> FetchDcgmHourly(Micros hour_us) override {
+    DcgmHourlyByGpu out;
+    const std::string time = fmt::format("{:.3f}", static_cast<double>(hour_us + kMicrosPerHour) / 1e6);
+    for (const std::string& name : DcgmProfilingNames()) {
+      // avg_over_time's window is left-open, (end - 1h, end]: the hour's own samples.
+      httplib::Params params{{"query", fmt::format("avg_over_time({}[3600s])", name)}, {"time", time}};
+      auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
+      if (!res)
+        return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
+      if (res->status != 200 && res->status != 400 && res->status != 422)
+        return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
+                                           display_, res->status));
+      if (Status s = ParseDcgmVectorResponse(res->body, name, out); !s.ok())
+        return InvalidArgument(fmt::format("{}: {}: {}", display_, name, s.error().message));
+    }
+    return out;
+  }
+
  private:
   httplib::Client client_;
   std::string prefix_;
@@ -129,6 +147,93 @@ Status ParseMatrixResponse(std::string_view body, std::vector<TargetScrape>& out
     // A JSON document of the wrong shape: never let the library's exception cross the module.
     return InvalidArgument(fmt::format("unexpected answer shape: {}", e.what()));
   }
+}
+
+const std::vector<std::string>& DcgmProfilingNames() {
+  static const std::vector<std::string> kNames = {
+      "DCGM_FI_PROF_SM_ACTIVE",        "DCGM_FI_PROF_SM_OCCUPANCY",
+      "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
+      "DCGM_FI_PROF_SM_UTIL_RATIO",    "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+      "DCGM_FI_PROF_TENSOR_UTIL_RATIO", "DCGM_FI_PROF_DRAM_UTIL_RATIO"};
+  return kNames;
+}
+
+namespace {
+std::optional<double> DcgmHourlyFractions::*FieldFor(std::string_view name) {
+  if (name == "DCGM_FI_PROF_SM_ACTIVE" || name == "DCGM_FI_PROF_SM_UTIL_RATIO")
+    return &DcgmHourlyFractions::sm_active;
+  if (name == "DCGM_FI_PROF_SM_OCCUPANCY" || name == "DCGM_FI_PROF_SM_OCCUPANCY_RATIO")
+    return &DcgmHourlyFractions::sm_occupancy;
+  if (name == "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" || name == "DCGM_FI_PROF_TENSOR_UTIL_RATIO")
+    return &DcgmHourlyFractions::tensor_active;
+  if (name == "DCGM_FI_PROF_DRAM_ACTIVE" || name == "DCGM_FI_PROF_DRAM_UTIL_RATIO")
+    return &DcgmHourlyFractions::dram_active;
+  return nullptr;
+}
+
+Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view name,
+                                      DcgmHourlyByGpu& out) {
+  auto field = FieldFor(name);
+  if (field == nullptr) return InvalidArgument(fmt::format("'{}' is not a dcgm-exporter profiling field", name));
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const std::exception&) {
+    std::string head(body.substr(0, 80));
+    return InvalidArgument(fmt::format("not a Prometheus HTTP API answer (not JSON): '{}'", head));
+  }
+  if (!j.is_object() || !j.contains("status"))
+    return InvalidArgument("not a Prometheus HTTP API answer (no 'status')");
+  if (j["status"] != "success")
+    return InvalidArgument(fmt::format("query failed: {}: {}", j.value("errorType", "?"),
+                                       j.value("error", "?")));
+  const json& data = j.value("data", json::object());
+  if (data.value("resultType", "") != "vector")
+    return InvalidArgument(fmt::format("expected a vector result, got '{}'", data.value("resultType", "")));
+  const json result = data.value("result", json::array());
+  for (const json& series : result) {
+    const json metric = series.value("metric", json::object());
+    // dcgm-exporter 1.x spelled the label `uuid`.
+    std::string uuid = metric.value("UUID", metric.value("uuid", std::string()));
+    if (uuid.empty() || !metric.value("GPU_I_ID", std::string()).empty()) continue;
+    const json value = series.value("value", json::array());
+    if (!value.is_array() || value.size() != 2) return InvalidArgument("malformed sample pair");
+    const double v = std::strtod(value[1].get<std::string>().c_str(), nullptr);
+    if (!std::isfinite(v)) continue;
+    std::optional<double>& slot = out[uuid].*field;
+    if (!slot) slot = v;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out) {
+  try {
+    return ParseDcgmVectorResponseOrThrow(body, name, out);
+  } catch (const std::exception& e) {
+    return InvalidArgument(fmt::format("unexpected answer shape: {}", e.what()));
+  }
+}
+
+Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client, std::vector<LedgerHour>& hours) {
+  std::map<Micros, DcgmHourlyByGpu> by_hour;  // asked once per hour, only when a row could use it
+  int filled = 0;
+  for (LedgerHour& h : hours) {
+    if (h.device.sharing == SharingMode::kMig) continue;
+    const bool wanted = std::any_of(h.usage.begin(), h.usage.end(), [](const UsageRow& r) {
+      return r.activity_quality == Quality::kNone && r.compute_us > 0;
+    });
+    if (!wanted) continue;
+    auto it = by_hour.find(h.device.hour_us);
+    if (it == by_hour.end()) {
+      auto fetched = client.FetchDcgmHourly(h.device.hour_us);
+      if (!fetched) return fetched.error();
+      it = by_hour.emplace(h.device.hour_us, std::move(*fetched)).first;
+    }
+    if (auto gpu = it->second.find(h.device.gpu.value); gpu != it->second.end())
+      filled += FillActivityFromDcgmHourly(h, gpu->second);
+  }
+  return filled;
 }
 
 Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& base_url) {

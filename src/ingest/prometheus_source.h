@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "ingest/dcgm_hourly.h"
 #include "ingest/sample.h"
 
 namespace gpuledger::ingest {
@@ -29,7 +30,32 @@ class PrometheusClient {
   // (`instance` names the TargetScrape). A server that is not Prometheus-compatible gives a
   // clear kInvalidArgument ("... is not a Prometheus HTTP API: ...").
   virtual Result<std::vector<TargetScrape>> Fetch(Micros from_us, Micros to_us) = 0;
+
+  // dcgm-exporter's profiling averages per whole GPU over [hour_us, hour_us + 1 h), when the
+  // same Prometheus scrapes dcgm-exporter: `avg_over_time(NAME[3600s])` at the hour's end for
+  // each of DcgmProfilingNames() (a classic name wins over its 4.9 rename for the same GPU).
+  // Series with a GPU_I_ID (MIG instances) are skipped: the ledger's device_id for an instance
+  // cannot be matched to a GPU_I_ID exactly. No dcgm-exporter series: an empty map. The
+  // default (fakes that predate it) answers an empty map.
+  virtual Result<DcgmHourlyByGpu> FetchDcgmHourly(Micros hour_us) {
+    (void)hour_us;
+    return DcgmHourlyByGpu{};
+  }
 };
+
+// The dcgm-exporter fields FetchDcgmHourly queries: classic names first, then 4.9's.
+const std::vector<std::string>& DcgmProfilingNames();
+
+// Parses one /api/v1/query answer of resultType "vector" for the field `name` (one of
+// DcgmProfilingNames()) into `out` (pure; exposed for tests). A GPU's field already set is kept
+// (the classic name is parsed first); series without a UUID label, with a non-empty GPU_I_ID,
+// or with a value that is not finite are skipped.
+Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out);
+
+// For each hour of `hours` on a whole GPU, asks `client` for the hour's dcgm-exporter averages
+// once and fills the rows without activity (FillActivityFromDcgmHourly). Returns the number of
+// rows filled, or the client's error (rows then unchanged where not yet filled).
+Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client, std::vector<LedgerHour>& hours);
 
 // Parses one /api/v1/query response of resultType "matrix" into samples (pure; exposed for
 // tests). Appends to `out`: (instance, timestamp) -> samples.

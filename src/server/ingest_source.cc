@@ -165,6 +165,12 @@ class PrometheusSource final : public IngestSource {
   // cursor saved (rows and state first: a crash re-reads the window, idempotently).
   Status CatchUpOnce(ingest::Ingestor& ingestor, store::LedgerStore& store,
                      const std::atomic<bool>& stop) {
+    if (c_.dcgm_from_prometheus && !ingestor.enrich) {
+      ingestor.enrich = [client = c_.client.get()](std::vector<LedgerHour>& hours) -> Status {
+        auto filled = ingest::FillActivityFromPrometheusDcgm(*client, hours);
+        return filled.ok() ? Status::Ok() : filled.status();
+      };
+    }
     const Micros until = c_.now() - kLag;
     const Micros first = cursor_;
     const bool show = c_.progress != nullptr && until - first > kMicrosPerHour;

@@ -82,6 +82,9 @@ struct PrometheusSourceConfig {
   std::ostream* progress = nullptr;  // backfill progress (a terminal), when given
   std::ostream* log = nullptr;       // required: follow-mode errors
   const std::atomic<bool>* stop = nullptr;  // ends a long catch-up early; may be null
+  // Fill rows without activity from dcgm-exporter's series in the same Prometheus
+  // (ingest::FillActivityFromPrometheusDcgm; docs/ingest.md).
+  bool dcgm_from_prometheus = false;
 };
 inline constexpr std::string_view kPrometheusCursorKey = "prometheus_cursor";
 std::unique_ptr<IngestSource> MakePrometheusSource(PrometheusSourceConfig config);

@@ -388,5 +388,79 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   fs::remove_all(dir);
 }
 
+// dcgm-exporter scraped by the same Prometheus: `--dcgm-from-prometheus` fills the activity of
+// rows that came without (an agent run without GPM or --dcgm-exporter) from the hour's average
+// of its profiling gauges, estimated. Written with promtool, read back by a real Prometheus.
+TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
+  if (!Has("prometheus") || !Has("promtool"))
+    GTEST_SKIP() << "needs the Debian package prometheus (make deps installs it)";
+  const fs::path dir = fs::temp_directory_path() / ("gpuledger-dcgm-prom-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::int64_t t0 = (now_s - 4 * 3600) / 3600 * 3600;  // an hour boundary, 4 h ago
+  std::vector<std::int64_t> times;
+  for (int i = 0; i <= 2 * 60; ++i) times.push_back(t0 + i * 60);
+  const std::string agent = "instance=\"a:9400\",job=\"gpuledger\"";
+  const std::string pod = "container=\"main\",gpu_uuid=\"GPU-a\",namespace=\"ml\",pod=\"p\",pod_uid=\"u\",";
+  std::string om = "# TYPE gpuledger_device_info gauge\n";
+  for (auto t : times)
+    om += fmt::format("gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-a\",{},node=\"n\",sharing_mode=\"exclusive\"}} 1 {}\n", agent, t);
+  for (const auto& [family, labels, rate] :
+       {std::tuple<std::string, std::string, double>{"gpuledger_device_metered_seconds", "gpu_uuid=\"GPU-a\",", 1.0},
+        {"gpuledger_device_busy_seconds", "gpu_uuid=\"GPU-a\",", 0.5},
+        {"gpuledger_container_allocated_gpu_seconds", pod, 1.0},
+        {"gpuledger_container_compute_gpu_seconds", pod, 0.5}}) {
+    om += "# TYPE " + family + " counter\n";
+    for (auto t : times)
+      om += fmt::format("{}_total{{{}{}}} {} {}\n", family, labels, agent, rate * static_cast<double>(t - t0), t);
+  }
+  // dcgm-exporter's gauges for the same GPU: SM active 30%, occupancy 10%, tensor 20%, DRAM 40%.
+  for (const auto& [field, value] : {std::pair<std::string, double>{"DCGM_FI_PROF_SM_ACTIVE", 0.3},
+                                     {"DCGM_FI_PROF_SM_OCCUPANCY", 0.1},
+                                     {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.2},
+                                     {"DCGM_FI_PROF_DRAM_ACTIVE", 0.4}}) {
+    om += "# TYPE " + field + " gauge\n";
+    for (auto t : times)
+      om += fmt::format("{}{{UUID=\"GPU-a\",gpu=\"0\",instance=\"n:9400\",job=\"dcgm\"}} {} {}\n", field, value, t);
+  }
+  om += "# EOF\n";
+  ASSERT_TRUE(WriteFile((dir / "in.om").string(), om).ok());
+  int code = 0;
+  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
+                                    " " + (dir / "data").string(), &code);
+  ASSERT_EQ(code, 0) << made;
+  const int port = FreePort();
+  Child prometheus({"/usr/bin/prometheus", "--config.file=/dev/null",
+                    "--storage.tsdb.path=" + (dir / "data").string(),
+                    "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
+                   (dir / "prometheus.out").string());
+  std::this_thread::sleep_for(4s);
+  auto activity_of = [&](const std::string& flags) {
+    const std::string db = (dir / ("l" + std::to_string(flags.size()) + ".db")).string();
+    std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
+                                     std::to_string(port) + " --backfill-only --since 6h " + flags +
+                                     " --ledger sqlite:" + db, &code);
+    EXPECT_EQ(code, 0) << out;
+    std::string report = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db + " --by pod --format json", &code);
+    auto j = nlohmann::json::parse(report.substr(report.find('{')));
+    for (const auto& row : j["rows"])
+      if (row["key"] == "ml/p") return row["activity"];
+    ADD_FAILURE() << report;
+    return nlohmann::json{};
+  };
+  EXPECT_EQ(activity_of("")["source"], "none");
+  auto a = activity_of("--dcgm-from-prometheus");
+  // The pod is alone on the GPU: each fraction x the 2 metered hours.
+  const double metered_us = 7200.0 * kMicrosPerSecond;
+  EXPECT_NEAR(a["sm_active_gpu_us"].get<double>(), 0.3 * metered_us, 2);
+  EXPECT_NEAR(a["sm_occupancy_gpu_us"].get<double>(), 0.1 * metered_us, 2);
+  EXPECT_NEAR(a["tensor_active_gpu_us"].get<double>(), 0.2 * metered_us, 2);
+  EXPECT_NEAR(a["dram_active_gpu_us"].get<double>(), 0.4 * metered_us, 2);
+  EXPECT_EQ(a["source"], "estimated:dcgm-exporter+prometheus-hourly");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpuledger
