@@ -90,7 +90,9 @@ class HttpPrometheusClient : public PrometheusClient {
 const std::vector<std::string>& LedgerMetricNames() { return FedSeriesNames(); }
 
 namespace {
-Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrape>& out) {
+// The Prometheus HTTP API's envelope: {"status":"success","data":{"resultType":<type>,...}}.
+// The data object, or what was wrong with the answer.
+Result<json> ApiData(std::string_view body, std::string_view result_type) {
   json j;
   try {
     j = json::parse(body);
@@ -103,9 +105,17 @@ Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrap
   if (j["status"] != "success")
     return InvalidArgument(fmt::format("query failed: {}: {}", j.value("errorType", "?"),
                                        j.value("error", "?")));
-  const json& data = j.value("data", json::object());
-  if (data.value("resultType", "") != "matrix")
-    return InvalidArgument(fmt::format("expected a matrix result, got '{}'", data.value("resultType", "")));
+  json data = j.value("data", json::object());
+  if (data.value("resultType", "") != result_type)
+    return InvalidArgument(fmt::format("expected a {} result, got '{}'", result_type,
+                                       data.value("resultType", "")));
+  return data;
+}
+
+Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrape>& out) {
+  auto api = ApiData(body, "matrix");
+  if (!api) return api.status();
+  const json& data = *api;
   std::map<std::pair<Micros, std::string>, std::size_t> index;
   const json result = data.value("result", json::array());
   for (const json& series : result) {
@@ -175,21 +185,9 @@ Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view na
                                       DcgmHourlyByGpu& out) {
   auto field = FieldFor(name);
   if (field == nullptr) return InvalidArgument(fmt::format("'{}' is not a dcgm-exporter profiling field", name));
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const std::exception&) {
-    std::string head(body.substr(0, 80));
-    return InvalidArgument(fmt::format("not a Prometheus HTTP API answer (not JSON): '{}'", head));
-  }
-  if (!j.is_object() || !j.contains("status"))
-    return InvalidArgument("not a Prometheus HTTP API answer (no 'status')");
-  if (j["status"] != "success")
-    return InvalidArgument(fmt::format("query failed: {}: {}", j.value("errorType", "?"),
-                                       j.value("error", "?")));
-  const json& data = j.value("data", json::object());
-  if (data.value("resultType", "") != "vector")
-    return InvalidArgument(fmt::format("expected a vector result, got '{}'", data.value("resultType", "")));
+  auto api = ApiData(body, "vector");
+  if (!api) return api.status();
+  const json& data = *api;
   const json result = data.value("result", json::array());
   for (const json& series : result) {
     const json metric = series.value("metric", json::object());
