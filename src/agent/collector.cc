@@ -238,9 +238,7 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
       s.compute_rule = MergeRules(s.compute_rule, c.compute_rule);
       s.activity_quality = Combine(s.activity_quality, c.activity_quality);
       s.activity_rule = MergeRules(s.activity_rule, c.activity_rule);
-      s.compute_source = SourceLabel(s.compute_quality, s.compute_rule);
-      s.memory_source = SourceLabel(c.memory_quality, "");
-      s.activity_source = SourceLabel(s.activity_quality, s.activity_rule);
+      s.memory_quality = c.memory_quality;
       s.share_source = c.share_source;
       if (dt > 0) {
         Observe(s.compute_share, static_cast<double>(c.compute_us) / static_cast<double>(dt));
@@ -362,9 +360,12 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            "How the container's figures were obtained (value 1).", MetricType::kGauge);
   for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
-    std::array<Label, 9> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", s.compute_source},
-                             Label{"memory_source", s.memory_source},
-                             Label{"activity_source", s.activity_source},
+    // Labels are views: the texts live until the sample is written.
+    const std::string compute = SourceLabel(s.compute_quality, s.compute_rule);
+    const std::string memory = SourceLabel(s.memory_quality, "");
+    const std::string activity = SourceLabel(s.activity_quality, s.activity_rule);
+    std::array<Label, 9> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", compute},
+                             Label{"memory_source", memory}, Label{"activity_source", activity},
                              Label{"share_source", s.share_source}};
     w.Sample("gpuledger_container_attribution_info", std::span<const Label>(all), 1);
   }

@@ -94,9 +94,12 @@ class Collector {
     MilliJoules energy_mj = 0;
     Activity activity;                     // GPU-µs of SM/tensor/DRAM activity (exact)
     Bytes memory_used_bytes = 0;
-    std::string compute_source, memory_source, activity_source, share_source;
-    std::int64_t hour = -1;  // the wall-clock hour the sources below cover
-    Quality compute_quality = Quality::kNone, activity_quality = Quality::kNone;
+    std::string share_source;  // the grant's declared share's origin, as of the last cycle
+    // How the figures were obtained over every cycle of the current wall-clock hour `hour`
+    // (the worst quality, the union of rules): attribution_info's *_source labels.
+    std::int64_t hour = -1;
+    Quality compute_quality = Quality::kNone, memory_quality = Quality::kNone,
+            activity_quality = Quality::kNone;
     std::string compute_rule, activity_rule;
     prometheus::HistogramData compute_share, memory_usage;
     Micros last_seen_us = 0;

@@ -33,14 +33,9 @@ class HttpPrometheusClient : public PrometheusClient {
     const std::string window = fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
     const std::string time = fmt::format("{:.3f}", static_cast<double>(to_us) / 1e6);
     for (const std::string& name : LedgerMetricNames()) {
-      httplib::Params params{{"query", fmt::format("{}[{}]", name, window)}, {"time", time}};
-      auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
-      if (!res)
-        return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
-      if (res->status != 200 && res->status != 400 && res->status != 422)
-        return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
-                                           display_, res->status));
-      if (Status s = ParseMatrixResponse(res->body, raw); !s.ok())
+      auto body = Query(fmt::format("{}[{}]", name, window), time);
+      if (!body) return body.status();
+      if (Status s = ParseMatrixResponse(*body, raw); !s.ok())
         return InvalidArgument(fmt::format("{}: {}", display_, s.error().message));
     }
     // Samples exactly at from_us belong to the previous window: (from, to].
@@ -64,20 +59,27 @@ class HttpPrometheusClient : public PrometheusClient {
     const std::string time = fmt::format("{:.3f}", static_cast<double>(hour_us + kMicrosPerHour) / 1e6);
     for (const std::string& name : DcgmProfilingNames()) {
       // avg_over_time's window is left-open, (end - 1h, end]: the hour's own samples.
-      httplib::Params params{{"query", fmt::format("avg_over_time({}[3600s])", name)}, {"time", time}};
-      auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
-      if (!res)
-        return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
-      if (res->status != 200 && res->status != 400 && res->status != 422)
-        return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
-                                           display_, res->status));
-      if (Status s = ParseDcgmVectorResponse(res->body, name, out); !s.ok())
+      auto body = Query(fmt::format("avg_over_time({}[3600s])", name), time);
+      if (!body) return body.status();
+      if (Status s = ParseDcgmVectorResponse(*body, name, out); !s.ok())
         return InvalidArgument(fmt::format("{}: {}: {}", display_, name, s.error().message));
     }
     return out;
   }
 
  private:
+  // One instant query at `time` (seconds, as the API takes it): the answer's body. A 400 or 422
+  // carries the API's own error, which the response parsers report.
+  Result<std::string> Query(const std::string& promql, const std::string& time) {
+    httplib::Params params{{"query", promql}, {"time", time}};
+    auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
+    if (!res) return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
+    if (res->status != 200 && res->status != 400 && res->status != 422)
+      return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
+                                         display_, res->status));
+    return std::move(res->body);
+  }
+
   httplib::Client client_;
   std::string prefix_;
   std::string display_;

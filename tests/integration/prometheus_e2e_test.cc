@@ -294,6 +294,26 @@ workloads:
 }
 
 
+// A real Prometheus over data written with promtool from OpenMetrics text (in DIR/data),
+// serving on *port after a start-up wait; null when promtool refuses the text (its output is in
+// DIR/promtool.out).
+std::unique_ptr<Child> PrometheusOver(const fs::path& dir, const std::string& openmetrics, int* port) {
+  if (!WriteFile((dir / "in.om").string(), openmetrics).ok()) return nullptr;
+  int code = 0;
+  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
+                                    " " + (dir / "data").string(), &code);
+  (void)WriteFile((dir / "promtool.out").string(), made);
+  if (code != 0) return nullptr;
+  *port = FreePort();
+  auto prometheus = std::make_unique<Child>(
+      std::vector<std::string>{"/usr/bin/prometheus", "--config.file=/dev/null",
+                               "--storage.tsdb.path=" + (dir / "data").string(),
+                               "--web.listen-address=127.0.0.1:" + std::to_string(*port), "--log.level=warn"},
+      (dir / "prometheus.out").string());
+  std::this_thread::sleep_for(4s);
+  return prometheus;
+}
+
 // A 3-hour hole in Prometheus's data, made with promtool from OpenMetrics, then read back hour
 // by hour: totals are exact, and a hole is unmetered exactly where the agent did not count.
 //   - agent "a" kept counting through the outage (its counters jumped): the counters prove the
@@ -335,17 +355,10 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
       }
   }
   om += "# EOF\n";
-  ASSERT_TRUE(WriteFile((dir / "in.om").string(), om).ok());
+  int port = 0;
+  auto prometheus = PrometheusOver(dir, om, &port);
+  ASSERT_TRUE(prometheus) << "promtool could not make blocks: " << *ReadFile((dir / "promtool.out").string());
   int code = 0;
-  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
-                                    " " + (dir / "data").string(), &code);
-  ASSERT_EQ(code, 0) << made;
-  const int port = FreePort();
-  Child prometheus({"/usr/bin/prometheus", "--config.file=/dev/null",
-                    "--storage.tsdb.path=" + (dir / "data").string(),
-                    "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
-                   (dir / "prometheus.out").string());
-  std::this_thread::sleep_for(4s);
   const std::string db = (dir / "l.db").string();
   std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
                                    std::to_string(port) + " --backfill-only --since 10h --ledger sqlite:" + db, &code);
@@ -426,17 +439,10 @@ TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
       om += fmt::format("{}{{UUID=\"GPU-a\",gpu=\"0\",instance=\"n:9400\",job=\"dcgm\"}} {} {}\n", field, value, t);
   }
   om += "# EOF\n";
-  ASSERT_TRUE(WriteFile((dir / "in.om").string(), om).ok());
+  int port = 0;
+  auto prometheus = PrometheusOver(dir, om, &port);
+  ASSERT_TRUE(prometheus) << "promtool could not make blocks: " << *ReadFile((dir / "promtool.out").string());
   int code = 0;
-  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
-                                    " " + (dir / "data").string(), &code);
-  ASSERT_EQ(code, 0) << made;
-  const int port = FreePort();
-  Child prometheus({"/usr/bin/prometheus", "--config.file=/dev/null",
-                    "--storage.tsdb.path=" + (dir / "data").string(),
-                    "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
-                   (dir / "prometheus.out").string());
-  std::this_thread::sleep_for(4s);
   auto activity_of = [&](const std::string& flags) {
     const std::string db = (dir / ("l" + std::to_string(flags.size()) + ".db")).string();
     std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
