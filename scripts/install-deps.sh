@@ -11,6 +11,8 @@ packages=(
   prometheus victoria-metrics   # real TSDBs (and promtool) in the end-to-end tests
   libpq-dev postgresql   # the PostgreSQL ledger; its tests run against a throwaway server
   sqlite3                # the outage test reads the ledger with the sqlite3 CLI
+  libssl-dev             # the webhook's TLS (and cpp-httplib's OpenSSL build)
+  openssl                # the webhook end-to-end test makes its test CA with the openssl CLI
 )
 
 missing=()

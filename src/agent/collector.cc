@@ -63,10 +63,17 @@ Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs:
       procs_(procs),
       kubelet_(kubelet),
       runtime_(runtime),
-      clock_(clock) {
+      clock_(clock),
+      findings_(options_.policy, options_.node, options_.series_ttl_us) {
   counters_.cycle_seconds =
       Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
   counters_.started_us = clock_.Now().wall_us;
+  // Every kind the agent detects has its counter from the start (0 is an answer; absent is not).
+  for (int k = 0; k < kFindingKinds; ++k) {
+    const auto kind = static_cast<FindingKind>(k);
+    if (!IsAdmissionKind(kind) && kind != FindingKind::kIdleAllocation && options_.policy.Enabled(kind))
+      counters_.findings_opened[kind] = 0;
+  }
 }
 
 
@@ -157,6 +164,8 @@ void Collector::Cycle() {
         std::abort();
       }
     }
+    findings_.Update(guardrails::Observe(snap, usage, options_.policy, kube_.present),
+                     snap.start_us, snap.end_us);
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -167,6 +176,8 @@ void Collector::Cycle() {
   pending_up_.clear();
   counters_.join_totals.unknown_containers += join.unknown_containers;
   counters_.join_totals.vanished_processes += join.vanished_processes;
+  counters_.findings = findings_.Current();
+  for (const auto& [kind, n] : findings_.opened_total()) counters_.findings_opened[kind] = n;
   if (reading.ok()) {
     if (reading->wall_step_us != 0) ++counters_.clock_jumps;
     // The hour the interval lies in: one that ends on the hour belongs to the hour before.
@@ -251,6 +262,58 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
   std::erase_if(counters_.containers, [&](const auto& kv) {
     return now_mono - kv.second.last_seen_us > options_.series_ttl_us;
   });
+}
+
+// Guardrail findings (design section 6): gpuledger_finding is 1 while a finding is open (what
+// alerts select); the other series carry what the server keeps of it, for open findings and
+// those resolved within the series TTL, so a scraper that comes by less often than a finding
+// lasts still sees it, and sees it end.
+void Collector::RenderFindings(ExpositionWriter& w, const Counters& c) {
+  auto key = [](const Finding& f) {
+    return std::array<Label, 5>{Label{"kind", ToString(f.kind)},
+                                Label{"namespace", f.subject.namespace_name},
+                                Label{"pod", f.subject.pod}, Label{"container", f.subject.container},
+                                Label{"gpu_uuid", f.gpu_uuid}};
+  };
+  w.Family("gpuledger_finding", "An open guardrail finding (value 1; docs/guardrails.md).",
+           MetricType::kGauge);
+  for (const Finding& f : c.findings) {
+    if (f.resolved_us) continue;
+    auto k = key(f);
+    std::array<Label, 6> l{k[0], Label{"severity", ToString(f.severity)}, k[1], k[2], k[3], k[4]};
+    w.Sample("gpuledger_finding", std::span<const Label>(l), 1);
+  }
+  w.Family("gpuledger_finding_evidence_info",
+           "What a finding rests on: PIDs, the grant, the environment, the figure against the "
+           "limit (value 1).",
+           MetricType::kGauge);
+  for (const Finding& f : c.findings) {
+    auto k = key(f);
+    std::array<Label, 8> l{k[0], Label{"severity", ToString(f.severity)}, k[1], k[2],
+                           Label{"pod_uid", f.subject.pod_uid.value}, k[3], k[4],
+                           Label{"evidence", f.evidence}};
+    w.Sample("gpuledger_finding_evidence_info", std::span<const Label>(l), 1);
+  }
+  auto stamp = [&](const char* name, const char* help, auto when) {
+    w.Family(name, help, MetricType::kGauge);
+    for (const Finding& f : c.findings) {
+      std::optional<Micros> t = when(f);
+      if (!t) continue;
+      auto k = key(f);
+      w.Sample(name, std::span<const Label>(k), static_cast<double>(*t) / 1e6);
+    }
+  };
+  stamp("gpuledger_finding_first_seen_timestamp_seconds", "When the finding's condition began.",
+        [](const Finding& f) { return std::optional<Micros>(f.first_seen_us); });
+  stamp("gpuledger_finding_last_seen_timestamp_seconds", "When the condition was last seen.",
+        [](const Finding& f) { return std::optional<Micros>(f.last_seen_us); });
+  stamp("gpuledger_finding_resolved_timestamp_seconds",
+        "When a resolved finding's condition ended (its last sight).",
+        [](const Finding& f) { return f.resolved_us; });
+  w.Family("gpuledger_findings_total", "Findings opened since the agent started, by kind.",
+           MetricType::kCounter);
+  for (const auto& [kind, n] : c.findings_opened)
+    w.Sample("gpuledger_findings_total", {{"kind", ToString(kind)}}, static_cast<double>(n));
 }
 
 std::string Collector::Render(const Counters& c, const std::string& node) {
@@ -382,6 +445,7 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     auto l = labels(k);
     w.Histogram("gpuledger_container_memory_usage_bytes", std::span<const Label>(l), s.memory_usage);
   }
+  RenderFindings(w, c);
   w.Family("gpuledger_agent_cycle_duration_seconds", "Time one collection cycle took.",
            MetricType::kHistogram);
   w.Histogram("gpuledger_agent_cycle_duration_seconds", {}, c.cycle_seconds);

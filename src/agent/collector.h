@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/counter_units.h"
 #include "agent/node_view.h"
+#include "guardrails/detect.h"
 #include "model/usage.h"
 #include "sources/cri/runtime.h"
 #include "sources/gpu_source.h"
@@ -40,6 +41,8 @@ struct CollectorOptions {
   Micros kube_refresh_us = 10 * kMicrosPerSecond;     // PodResources has a global rate limit
   Micros series_ttl_us = 3600 * kMicrosPerSecond;     // drop series of containers gone this long
   bool kubelet_socket_configured = true;
+  // Guardrails (guardrails/detect.h): what is detected, thresholds and tolerance windows.
+  guardrails::Policy policy = guardrails::DefaultPolicy();
 };
 
 // One rendering of the exposition.
@@ -113,6 +116,9 @@ class Collector {
     std::map<std::string, bool> source_up;
     prometheus::HistogramData cycle_seconds;
     JoinStats join_totals;
+    // Open findings and those resolved within series_ttl_us; opened since start, per kind.
+    std::vector<Finding> findings;
+    std::map<FindingKind, std::int64_t> findings_opened;
     std::int64_t clock_jumps = 0;
     std::uint64_t cycles = 0;
     Micros at_us = 0;       // wall time of the last cycle
@@ -127,6 +133,7 @@ class Collector {
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
   static std::string Render(const Counters& c, const std::string& node);
+  static void RenderFindings(prometheus::ExpositionWriter& w, const Counters& c);
 
   CollectorOptions options_;
   sources::GpuSource& gpus_;
@@ -136,6 +143,7 @@ class Collector {
   const Clock& clock_;
 
   KubeView kube_;
+  guardrails::FindingTracker findings_;
   std::optional<Micros> kube_refreshed_mono_us_;
   // A cycle's fault counts and source states, applied with its results (collector thread).
   std::vector<std::pair<std::string, std::string>> pending_faults_;

@@ -96,12 +96,23 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   std::map<std::string, std::set<int>> replicas_granted;  // base id -> replica indices
   std::set<std::string> dra_devices;
   std::map<ConsumerRef, std::vector<const kubelet::ContainerGrant*>> per_container;
+  std::map<ConsumerRef, std::vector<const kubelet::ContainerGrant*>> terminal;
   for (const auto& g : kube.grants) {
     auto pod = ready_pods.find({g.namespace_name, g.pod});
-    if (pod == ready_pods.end()) continue;
+    if (pod == ready_pods.end()) {
+      // Kept apart for the stale-grant guardrail; the UID from a not-ready sandbox if CRI
+      // still has one.
+      std::string uid;
+      for (const auto& sb : kube.sandboxes)
+        if (sb.namespace_name == g.namespace_name && sb.name == g.pod) uid = sb.uid;
+      terminal[ConsumerRef{g.namespace_name, g.pod, PodUid{uid}, g.container}].push_back(&g);
+      continue;
+    }
     per_container[ConsumerRef{g.namespace_name, g.pod, PodUid{pod->second->uid}, g.container}]
         .push_back(&g);
   }
+  for (const auto& [ref, lists] : terminal)
+    for (Grant& grant : DeclaredGrants(ref, lists, reading)) s.terminal_grants.push_back(std::move(grant));
   for (const auto& [ref, lists] : per_container) {
     for (Grant& grant : DeclaredGrants(ref, lists, reading)) {
       if (auto r = ReplicaIndex(grant.device_id))
@@ -161,6 +172,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     const procfs::ProcessIdentity& ident = id->second;
     if (ident.comm == kMpsServerComm) mps_devices.insert(p.device.value);
     if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
+    if (ident.cuda_visible_devices) p.cuda_visible_devices = *ident.cuda_visible_devices;
+    p.comm = ident.comm;
     if (ident.container && kube.present) {
       // The innermost container the runtime knows (nested ones first, e.g. docker-in-docker
       // where the runtime ran the inner one, else the outermost).

@@ -5,8 +5,9 @@
 // Joins: PodResources names (namespace, pod, container) and device ids but no pod UID; CRI
 // gives container id -> sandbox -> (namespace, pod, UID) and whether the sandbox is ready;
 // /proc/<pid>/cgroup gives a GPU process's container id. Grants of pods whose sandbox is not
-// ready are dropped: kubelets have been seen to list terminated pods, whose devices may
-// already be reassigned — counting them would attribute one device-second twice.
+// ready are not attributed: kubelets have been seen to list terminated pods, whose devices may
+// already be reassigned — counting them would attribute one device-second twice. They go to
+// NodeSnapshot::terminal_grants, which only the stale-grant guardrail reads.
 
 #include <map>
 #include <optional>

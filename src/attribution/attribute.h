@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/device_id.h"
 #include "model/snapshot.h"
 #include "model/usage.h"
 
@@ -47,8 +48,7 @@ Status CheckConservation(const DeviceUsage& usage);
 // demo and reports print it beside estimated figures.
 std::string_view ExplainComputeRule(std::string_view rule);
 
-// "GPU-x::3" -> "GPU-x"; "nvidia0/vgpu2" -> "nvidia0"; HAMi's "GPU-<uuid>-2" -> "GPU-<uuid>";
-// anything else unchanged.
-std::string_view BaseDeviceId(std::string_view device_id);
+// Kept here for attribution's callers; the model owns it (model/device_id.h).
+using gpuledger::BaseDeviceId;
 
 }  // namespace gpuledger::attribution

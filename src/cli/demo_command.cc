@@ -16,6 +16,7 @@
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"
+#include "guardrails/ledger_findings.h"
 #include "simcluster/cluster_run.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
@@ -76,13 +77,13 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, simclu
     simcluster::NaiveTally n = it == naive.end() ? simcluster::NaiveTally{} : it->second;
     out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", row.key,
                        GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
-                       Money(row.figures.cost_nanos), ToString(row.figures.quality),
-                       GpuHours(n.compute_us), Money(n.cost_nanos));
+                       DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
+                       GpuHours(n.compute_us), DisplayMoney(n.cost_nanos));
   }
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(idle)", GpuHours(r.idle.allocated_gpu_us),
-                     "", Money(r.idle.cost_nanos));
+                     "", DisplayMoney(r.idle.cost_nanos));
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(unattributed)", "",
-                     GpuHours(r.unattributed.compute_gpu_us), Money(r.unattributed.cost_nanos));
+                     GpuHours(r.unattributed.compute_gpu_us), DisplayMoney(r.unattributed.cost_nanos));
   Nanos naive_total = 0;
   GpuMicros naive_compute = 0;
   for (const auto& [k, n] : naive) {
@@ -91,7 +92,7 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, simclu
   }
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "total (the bill)",
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
-                     Money(r.total.device_cost_nanos), "", GpuHours(naive_compute), Money(naive_total));
+                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(naive_compute), DisplayMoney(naive_total));
   if (r.total.device_cost_nanos > 0 && r.total.busy_us > 0)
     out << fmt::format("  the naive method reports {:.2f}x the GPU time really used and bills "
                        "{:.2f}x the real bill\n",
@@ -182,7 +183,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << "node prices (per GPU-hour, GPU part; how):\n";
   for (const auto& [key, np] : node_prices) {
     out << fmt::format("  {:<18} {:>12} {:<9} {}\n", key.substr(0, key.find('|')),
-                       np.priced ? Money(np.gpu_hourly_nanos) : "unpriced", np.pricing_class,
+                       np.priced ? DisplayMoney(np.gpu_hourly_nanos) : "unpriced", np.pricing_class,
                        np.method);
   }
 
@@ -263,6 +264,20 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                      "once per device-hour, < 1 µs each)\n",
                      alloc_exact, total, max_alloc_diff);
 
+  // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
+  guardrails::FindingsQuery all_findings;
+  all_findings.window = "all";
+  auto findings = guardrails::ReadFindingsDocument(**store, all_findings, guardrails::DefaultPolicy());
+  if (!findings) {
+    err << "error: " << findings.error().message << "\n";
+    return 1;
+  }
+  out << fmt::format("\nGuardrails: {} findings, {} of GPU time taken or held without use\n",
+                     findings->findings.size(), DisplayMoney(findings->total_cost_nanos));
+  for (const guardrails::PricedFinding& p : findings->findings)
+    out << fmt::format("  {:<25} {:<8} {}\n", ToString(p.finding.kind), ToString(p.finding.severity),
+                       guardrails::Summary(p));
+
   if (!o.truth.empty()) {
     if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth(), /*with_activity=*/true));
         !s.ok()) {
@@ -271,7 +286,9 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     }
     out << "truth written to " << o.truth << "\n";
   }
-  out << fmt::format("\nnext: gpuledger report --db {} --by label:team --policy compute\n", db);
+  out << fmt::format("\nnext: gpuledger report --db {} --by label:team --policy compute\n"
+                     "      gpuledger audit --db {} --since all\n",
+                     db, db);
   const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection

@@ -9,16 +9,6 @@
 namespace gpuledger::cli {
 namespace {
 
-std::string Thousands(std::int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
-
 std::string CsvField(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -27,16 +17,6 @@ std::string CsvField(const std::string& s) {
 }
 
 }  // namespace
-
-std::string Money(Nanos nanos) {
-  std::int64_t cents = nanos / 10'000'000;
-  std::int64_t rest = nanos % 10'000'000;
-  if (rest >= 5'000'000) ++cents;
-  if (rest <= -5'000'000) --cents;
-  std::int64_t abs_cents = cents < 0 ? -cents : cents;
-  return fmt::format("{}${}.{:02}", cents < 0 ? "-" : "", Thousands(abs_cents / 100),
-                     abs_cents % 100);
-}
 
 std::string GpuHours(GpuMicros us) {
   return fmt::format("{:.2f}", static_cast<double>(us) / kMicrosPerHour);
@@ -88,7 +68,7 @@ std::string RenderReport(const report::Report& r, Format format) {
                   std::string cls) {
     std::string text = fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {:<9}  {}", key, width,
                                    GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
-                                   GibHours(f.memory_kib_s), Money(f.cost_nanos), q, cls);
+                                   GibHours(f.memory_kib_s), DisplayMoney(f.cost_nanos), q, cls);
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out += text + "\n";
   };
@@ -103,7 +83,7 @@ std::string RenderReport(const report::Report& r, Format format) {
   line("(unattributed)", r.unattributed, "", "");
   out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}\n", "total", width,
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
-                     Money(r.total.device_cost_nanos));
+                     DisplayMoney(r.total.device_cost_nanos));
   if (!r.total.unpriced_models.empty())
     out += fmt::format("warning: no catalog price for {}: their cost is 0 until the catalog "
                        "names them (--catalog)\n",

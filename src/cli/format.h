@@ -3,12 +3,12 @@
 
 #include <string>
 
+#include "common/money.h"
 #include "common/units.h"
 #include "report/report.h"
 
 namespace gpuledger::cli {
 
-std::string Money(Nanos nanos);            // "$1,234.56" (rounded to cents, half away from 0)
 std::string GpuHours(GpuMicros us);        // "12.34"
 std::string GibHours(KibSeconds kib_s);    // "12.3"
 

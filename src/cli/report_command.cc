@@ -3,12 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <httplib.h>
-
 #include <fmt/format.h>
 
 #include "billing/ledger_reads.h"
 #include "cli/format.h"
+#include "cli/server_client.h"
 #include "io/file_util.h"
 #include "common/time_util.h"
 #include "report/report_json.h"
@@ -48,41 +47,11 @@ namespace {
 
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
-  std::string url = o.server;
-  if (url.starts_with("http://")) url = url.substr(7);
-  if (url.starts_with("https://"))
-    return InvalidArgument("--server: https is not supported yet; use http:// (or a local proxy)");
-  while (url.ends_with("/")) url.pop_back();
-  auto colon = url.rfind(':');
-  if (url.empty() || colon == std::string::npos)
-    return InvalidArgument(fmt::format("--server '{}': expected http://HOST:PORT", o.server));
-  int port = std::atoi(url.substr(colon + 1).c_str());
-  if (port <= 0 || port > 65535)
-    return InvalidArgument(fmt::format("--server '{}': expected http://HOST:PORT", o.server));
-  httplib::Client client(url.substr(0, colon), port);
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(60, 0);
-  httplib::Headers headers;
-  if (!o.token_file.empty()) {
-    auto token = ReadFile(o.token_file);
-    if (!token) return InvalidArgument("--token-file: " + token.error().message);
-    std::string t = *token;
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-    headers.emplace("Authorization", "Bearer " + t);
-  }
-  httplib::Params params{{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy},
-                         {"idle", o.idle}};
-  auto res = client.Get("/api/v1/report", params, headers);
-  if (!res)
-    return Unavailable(fmt::format("--server {}: {}", o.server, httplib::to_string(res.error())));
-  if (res->status != 200) {
-    // The server's JSON error names the parameter; pass it on.
-    std::string message = res->body;
-    while (!message.empty() && message.back() == '\n') message.pop_back();
-    return Error{res->status == 400 ? ErrorCode::kInvalidArgument : ErrorCode::kUnavailable,
-                 fmt::format("--server {}: HTTP {}: {}", o.server, res->status, message)};
-  }
-  return report::ReportFromJson(res->body);
+  auto body = GetFromServer(o.server, o.token_file, "/api/v1/report",
+                            {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy},
+                             {"idle", o.idle}});
+  if (!body) return body.error();
+  return report::ReportFromJson(*body);
 }
 
 }  // namespace

@@ -23,15 +23,32 @@
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/k8s_api/metadata_source.h"
 #include "cost/price_hours.h"
+#include "guardrails/policy_yaml.h"
 #include "server/api.h"
+#include "server/finding_events_loop.h"
 #include "server/http_server.h"
 #include "store/ledger_store.h"
+#include "webhook/webhook_server.h"
 
 namespace gpuledger::cli {
 
+namespace {
+
+// Read connections to a ledger for the API and the Events loop: SQLite read-only (beside the
+// writer), PostgreSQL as is.
+server::StoreOpener ReadConnections(const std::string& db) {
+  return [db]() -> Result<std::unique_ptr<store::LedgerStore>> {
+    if (store::IsPostgresLedgerSpec(db)) return store::OpenLedger(db);
+    return store::OpenSqliteLedger(store::SqliteLedgerPath(db), {.read_only = true});
+  };
+}
+
+}  // namespace
+
 int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
                 bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err, std::function<std::string()> extra_metrics) {
+                std::ostream& err, std::function<std::string()> extra_metrics,
+                const guardrails::Policy& policy) {
   auto store = store::OpenLedger(db);
   if (!store) {
     err << "error: " << store.error().message << "\n";
@@ -40,11 +57,7 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
   // `store` (opened read-write, so the schema is current) stays open while serving: a
   // read-only SQLite connection needs the WAL files a writer keeps. The API reads through its
   // own connections, one per concurrent request, so a long report holds up no probe.
-  server::StoreOpener open = [db]() -> Result<std::unique_ptr<store::LedgerStore>> {
-    if (store::IsPostgresLedgerSpec(db)) return store::OpenLedger(db);
-    return store::OpenSqliteLedger(store::SqliteLedgerPath(db), {.read_only = true});
-  };
-  server::Api api(std::move(open), token);
+  server::Api api(ReadConnections(db), token, policy);
   if (extra_metrics) api.AddMetrics(std::move(extra_metrics));
   auto http = server::HttpServer::Bind(listen, api);
   if (!http && fallback_any_port) {
@@ -57,7 +70,7 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
   }
   const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
   out << fmt::format("serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
-                     "/api/v1/devices; Ctrl-C stops)\n",
+                     "/api/v1/devices, /api/v1/findings; Ctrl-C stops)\n",
                      store::DisplayLedgerSpec(db), host, (*http)->port());
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
@@ -71,6 +84,17 @@ namespace {
 
 // Wall clock in µs since the epoch: scrape and cursor times.
 Micros WallNowUs() { return SystemClock().Now().wall_us; }
+
+// The API server the Kubernetes flags name (--kubeconfig, --kube-context, --in-cluster,
+// --api-server), for the callers that need only a transport to it.
+Result<k8s::ApiServerConfig> ApiServerFromFlags(const ServerOptions& o) {
+  k8s::MetadataConfig mc;
+  mc.kubeconfig = o.kubeconfig;
+  mc.context = o.kube_context;
+  mc.in_cluster = o.in_cluster;
+  mc.api_server = o.api_server;
+  return k8s::ResolveApiServerConfig(mc, [](const char* name) { return std::getenv(name); });
+}
 
 // Owners and labels of consumers, labels of nodes (for prices): from the Kubernetes watch when
 // one is configured, else from a metadata snapshot (files=DIR/metadata.json) when there is one;
@@ -138,12 +162,7 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions&
       err << "error: --targets-from needs the API server: --kubeconfig, --in-cluster or --api-server\n";
       return nullptr;
     }
-    k8s::MetadataConfig mc;
-    mc.kubeconfig = o.kubeconfig;
-    mc.context = o.kube_context;
-    mc.in_cluster = o.in_cluster;
-    mc.api_server = o.api_server;
-    auto api = k8s::ResolveApiServerConfig(mc, [](const char* name) { return std::getenv(name); });
+    auto api = ApiServerFromFlags(o);
     if (!api) {
       err << "error: " << api.error().message << "\n";
       rc = ExitCodeFor(api.error());
@@ -199,12 +218,44 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerOpti
   return server::MakePrometheusSource(std::move(config));
 }
 
+// Both components' series on the API's /metrics; either may be absent.
+std::function<std::string()> BothMetrics(std::function<std::string()> a,
+                                         std::function<std::string()> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return [a = std::move(a), b = std::move(b)] { return a() + b(); };
+}
+
+// --webhook: the validating admission webhook on its own TLS listener, serving until the
+// returned object goes. An error is printed; nullptr and `rc` then (2 for flags and files).
+std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerOptions& o,
+                                                                  const guardrails::Policy& policy,
+                                                                  std::ostream& out,
+                                                                  std::ostream& err, int& rc) {
+  webhook::WebhookServerConfig config;
+  config.listen = o.webhook_listen;
+  config.cert_file = o.tls_cert;
+  config.key_file = o.tls_key;
+  config.policy = policy;
+  auto started = webhook::BackgroundWebhook::Start(std::move(config));
+  if (!started) {
+    err << "error: --webhook: " << started.error().message << "\n";
+    rc = ExitCodeFor(started.error());
+    return nullptr;
+  }
+  out << fmt::format("webhook at {}  (AdmissionReview v1 over TLS; /healthz, /metrics)\n",
+                     (*started)->Url());
+  out.flush();
+  return std::move(*started);
+}
+
 // --source scrape | files=DIR | prometheus=URL: flags to a source, then the ingest server
 // component (server/ingest_server.h) runs it with the API. The ingest writes through its own
 // connection (SQLite WAL lets the API's connections read meanwhile).
 int RunIngest(const ServerOptions& o, const std::string& path, const std::string& token,
-              const cost::Catalog& catalog, const std::atomic<bool>& stop, std::ostream& out,
-              std::ostream& err) {
+              const cost::Catalog& catalog, const guardrails::Policy& policy,
+              std::function<std::string()> webhook_metrics, const std::atomic<bool>& stop,
+              std::ostream& out, std::ostream& err) {
   const bool scrape = o.source == "scrape";
   const bool files = o.source.starts_with("files=");
   if (!scrape && !o.targets.empty()) {
@@ -251,7 +302,8 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
   auto served = server::RunIngestServer(
       config, *source, stop,
       [&](std::function<std::string()> extra_metrics) {
-        return ServeLedger(path, o.listen, token, false, stop, out, err, std::move(extra_metrics));
+        return ServeLedger(path, o.listen, token, false, stop, out, err,
+                           BothMetrics(std::move(extra_metrics), webhook_metrics), policy);
       },
       out);
   if (!served) {
@@ -265,6 +317,29 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
 
 int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostream& out,
               std::ostream& err) {
+  // The guardrail policy before anything else: a bad file stops the start, not the first pod.
+  guardrails::Policy policy = guardrails::DefaultPolicy();
+  if (!o.policy.empty()) {
+    auto loaded = guardrails::LoadPolicyFile(o.policy);
+    if (!loaded) {
+      err << "error: --policy: " << loaded.error().message << "\n";
+      return 2;
+    }
+    policy = std::move(*loaded);
+  }
+  if (o.webhook && (o.tls_cert.empty() || o.tls_key.empty())) {
+    err << "error: --webhook needs --tls-cert FILE and --tls-key FILE (the API server calls "
+           "webhooks over HTTPS only)\n";
+    return 2;
+  }
+  if (!o.webhook && (!o.tls_cert.empty() || !o.tls_key.empty())) {
+    err << "error: --tls-cert and --tls-key are for --webhook\n";
+    return 2;
+  }
+  if (o.webhook && o.backfill_only) {
+    err << "error: --webhook serves until stopped; --backfill-only exits once caught up\n";
+    return 2;
+  }
   const bool prometheus = o.source.starts_with("prometheus=");
   const bool ingest = o.source == "scrape" || o.source.starts_with("files=") || prometheus;
   if (o.source.starts_with("files=") && o.source.size() == 6) {
@@ -309,8 +384,32 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
       return 2;
     }
   }
-  if (ingest) return RunIngest(o, path, token, catalog, stop, out, err);
-  return ServeLedger(path, o.listen, token, false, stop, out, err);
+  std::unique_ptr<webhook::BackgroundWebhook> admission;  // stops after the API, on return
+  std::function<std::string()> webhook_metrics;
+  if (o.webhook) {
+    int rc = 2;
+    admission = StartWebhookFromFlags(o, policy, out, err, rc);
+    if (!admission) return rc;
+    webhook_metrics = [w = admission.get()] { return w->server().Metrics(); };
+  }
+  // Kubernetes Events for the findings that warn, when the server can reach the API server
+  // (its own RBAC: create events). Stops after the API, on return.
+  std::unique_ptr<server::FindingEventsLoop> events;
+  const bool kube = !o.kubeconfig.empty() || o.in_cluster || !o.api_server.empty();
+  if (kube && !o.backfill_only) {
+    auto api = ApiServerFromFlags(o);
+    if (!api) {
+      err << "error: " << api.error().message << "\n";
+      return ExitCodeFor(api.error());
+    }
+    k8s::InitCurlOnce();
+    events = std::make_unique<server::FindingEventsLoop>(ReadConnections(path), k8s::MakeCurlTransport(*api),
+                                                         policy, WallNowUs, 60 * kMicrosPerSecond, err);
+    events->Start();
+    webhook_metrics = BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
+  }
+  if (ingest) return RunIngest(o, path, token, catalog, policy, webhook_metrics, stop, out, err);
+  return ServeLedger(path, o.listen, token, false, stop, out, err, webhook_metrics, policy);
 }
 
 }  // namespace gpuledger::cli

@@ -3,12 +3,15 @@
 // ledger (docs/ingest.md): `scrape` scrapes the --targets agents every --scrape-interval;
 // `files=DIR` replays exposition snapshots (with DIR/metadata.json, a `kubectl get -o json`
 // List, for owners, labels and node labels when no watch is configured) and exits (or keeps
-// serving with --serve).
+// serving with --serve). With --webhook it also serves the validating admission webhook over
+// TLS until stopped (docs/webhook.md); --policy is the guardrail policy both apply.
 
 #include <atomic>
 #include <functional>
 #include <ostream>
 #include <string>
+
+#include "guardrails/policy.h"
 
 namespace gpuledger::cli {
 
@@ -33,6 +36,13 @@ struct ServerOptions {
   std::string kube_context;
   bool in_cluster = false;
   std::string api_server;
+  // Guardrails: the policy file (empty: DefaultPolicy()) and the validating admission webhook,
+  // served over TLS beside the API (docs/webhook.md).
+  std::string policy;
+  bool webhook = false;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string webhook_listen = "0.0.0.0:8443";
 };
 
 int RunServer(const ServerOptions& options, const std::atomic<bool>& stop, std::ostream& out,
@@ -43,6 +53,7 @@ int RunServer(const ServerOptions& options, const std::atomic<bool>& stop, std::
 // `extra_metrics`, when given, is appended to the server's /metrics.
 int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
                 bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err, std::function<std::string()> extra_metrics = nullptr);
+                std::ostream& err, std::function<std::string()> extra_metrics = nullptr,
+                const guardrails::Policy& policy = guardrails::DefaultPolicy());
 
 }  // namespace gpuledger::cli

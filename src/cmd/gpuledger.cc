@@ -12,6 +12,7 @@
 #include "cmd/run_agent.h"
 #include "common/clock.h"
 
+#include "cli/audit_command.h"
 #include "cli/demo_command.h"
 #include "cli/export_command.h"
 #include "cli/reconcile_command.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--dcgm-exporter", agent.dcgm_exporter,
                         "dcgm-exporter's metrics URL, e.g. http://localhost:9400/metrics: SM/tensor/DRAM "
                         "activity and MIG busy time from it (docs/dcgm.md)");
+  agent_cmd->add_option("--policy", agent.policy, "guardrail policy YAML (docs/guardrails-policy.md)");
 
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
@@ -107,6 +109,11 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
   server_cmd->add_option("--token-file", server.token_file, "require this bearer token on /api");
   server_cmd->add_option("--catalog", server.catalog, "price catalog YAML");
+  server_cmd->add_option("--policy", server.policy, "guardrail policy YAML (docs/guardrails-policy.md)");
+  server_cmd->add_flag("--webhook", server.webhook, "also serve the validating admission webhook over TLS (docs/webhook.md)");
+  server_cmd->add_option("--tls-cert", server.tls_cert, "--webhook: PEM certificate (chain), the server's first");
+  server_cmd->add_option("--tls-key", server.tls_key, "--webhook: PEM private key of --tls-cert");
+  server_cmd->add_option("--webhook-listen", server.webhook_listen, "--webhook: HOST:PORT")->capture_default_str();
 
   ReconcileOptions reconcile;
   auto* reconcile_cmd = app.add_subcommand("reconcile", "scale modelled device costs to a FOCUS CSV bill, per node and day");
@@ -125,6 +132,19 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--team-label", eo.team_label, "pod/namespace label put in Tags")->capture_default_str();
   export_cmd->add_option("--out", export_opts.out, "file to write (default: stdout)");
 
+  AuditOptions audit;
+  auto* audit_cmd = app.add_subcommand("audit", "guardrail findings with their evidence and cost");
+  audit_cmd->add_option("--db", audit.db, "ledger: sqlite:PATH, a path, or postgres://URL");
+  audit_cmd->add_option("--server", audit.server, "a running server, http://HOST:PORT, instead of --db");
+  audit_cmd->add_option("--token-file", audit.token_file, "bearer token for --server");
+  audit_cmd->add_option("--kind", audit.kind, "only this kind (unallocated-access, stale-grant, ...)");
+  audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")->capture_default_str();
+  audit_cmd->add_option("--namespace", audit.namespace_name, "only this namespace");
+  audit_cmd->add_option("--severity", audit.severity, "this severity and worse: info | warning | critical");
+  audit_cmd->add_flag("--open", audit.open_only, "only findings still open");
+  audit_cmd->add_option("--policy", audit.policy, "guardrail policy YAML (--db; the server applies its own)");
+  audit_cmd->add_option("--format", audit.format, "table | json")->capture_default_str();
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -142,6 +162,7 @@ int main(int argc, char** argv) {
     return RunReconcile(reconcile, std::cout, std::cerr);
   }
   if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);
+  if (audit_cmd->parsed()) return RunAudit(audit, std::cout, std::cerr);
   if (report_cmd->parsed()) {
     if (report.db.empty() && report.server.empty()) {
       std::cerr << "error: give --db FILE or --server URL\n";

@@ -17,6 +17,7 @@
 #include "io/file_reader.h"
 #include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
+#include "guardrails/policy_yaml.h"
 #include "sources/dcgm/dcgm_source.h"
 #include "prometheus/http_get.h"
 #include "sources/kubelet/pod_resources.h"
@@ -53,6 +54,15 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     }
     dcgm_url = std::move(*url);
   }
+  guardrails::Policy policy = guardrails::DefaultPolicy();
+  if (!f.policy.empty()) {
+    auto loaded = guardrails::LoadPolicyFile(f.policy);
+    if (!loaded) {
+      std::cerr << "error: --policy " << loaded.error().message << "\n";
+      return 2;
+    }
+    policy = std::move(*loaded);
+  }
   // One clock for the whole agent: wall time for timestamps (and NVML's), monotonic time for
   // every length, so a step of the wall clock is counted, never metered (common/clock.h).
   SystemClock clock;
@@ -83,6 +93,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
 
   agent::CollectorOptions options;
   options.node = f.node_name;
+  options.policy = std::move(policy);
   agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), clock);
   collector.Cycle();  // baseline: the first /metrics already has the device list
 

@@ -18,6 +18,9 @@ struct AgentFlags {
   // dcgm-exporter's /metrics (docs/dcgm.md), e.g. http://localhost:9400/metrics: SM, tensor and
   // DRAM activity where GPM gives none, and MIG instances' busy time. Empty: not used.
   std::string dcgm_exporter;
+  // Guardrail policy YAML (docs/guardrails-policy.md): what is detected, thresholds, tolerance
+  // windows, namespace exemptions. Empty: the defaults.
+  std::string policy;
 };
 
 // Starts in order — host files, NVML (wrapped by dcgm-exporter when given), kubelet, CRI,

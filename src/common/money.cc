@@ -8,6 +8,17 @@
 namespace gpuledger {
 namespace {
 
+std::string Thousands(std::int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
+}
+
+
 // Decimal digits of a non-negative 128-bit value.
 std::string Digits(unsigned __int128 v) {
   if (v == 0) return "0";
@@ -89,6 +100,16 @@ std::string DecimalRatio(__int128 numerator, __int128 denominator, int scale) {
   unsigned __int128 q = n / d;
   if ((n % d) * 2 >= d) ++q;  // half away from zero
   return WithPoint(q, scale, negative);
+}
+
+std::string DisplayMoney(Nanos nanos) {
+  std::int64_t cents = nanos / 10'000'000;
+  std::int64_t rest = nanos % 10'000'000;
+  if (rest >= 5'000'000) ++cents;
+  if (rest <= -5'000'000) --cents;
+  std::int64_t abs_cents = cents < 0 ? -cents : cents;
+  return fmt::format("{}${}.{:02}", cents < 0 ? "-" : "", Thousands(abs_cents / 100),
+                     abs_cents % 100);
 }
 
 }  // namespace gpuledger

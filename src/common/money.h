@@ -2,7 +2,7 @@
 // Money as exact decimal text, the one formatter and the one parser of amounts: int64 nanos in
 // and out, never through a double. The text is FOCUS NumericFormat ('.' separator, no grouping,
 // no exponent), which is also how prices are written in catalogs and node labels and shown in
-// JSON. Display rounding to cents ("$1,234.56") is the CLI table's business (cli::Money).
+// JSON. DisplayMoney rounds to cents for people (tables, the demo, Kubernetes Events).
 
 #include <string>
 #include <string_view>
@@ -26,5 +26,9 @@ Result<Nanos> NanosFromDecimal(std::string_view text);
 // after the point, as decimal text; exact with 128-bit intermediates. Used for quantities and
 // unit prices (GPU-hours from GPU-µs), which are not money totals.
 std::string DecimalRatio(__int128 numerator, __int128 denominator, int scale);
+
+// "$1,234.56": rounded to cents, half away from zero, thousands grouped. For people only;
+// files and JSON carry DecimalFromNanos or integer nanos.
+std::string DisplayMoney(Nanos nanos);
 
 }  // namespace gpuledger

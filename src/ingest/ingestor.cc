@@ -25,9 +25,11 @@ Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std:
       catalog_(catalog),
       cluster_(cluster),
       node_facts_(std::move(node_facts)),
-      ledger_(std::move(cluster), std::move(describe)) {}
+      ledger_(cluster, std::move(describe)),
+      findings_(std::move(cluster)) {}
 
 Status Ingestor::Start(Micros observing_since_us) {
+  if (Status s = findings_.Restore(store_); !s.ok()) return s;
   auto meta = store_.ReadMeta();
   if (!meta) return meta.error();
   std::map<std::string, std::string> parts;
@@ -72,7 +74,10 @@ Status Ingestor::Commit() {
   if (ledger_.latest_us() != INT64_MIN) {
     ledger_.Forget(ledger_.latest_us() - keep_open_us);
     ledger_.Prune(ledger_.latest_us() - std::max(retention_us, keep_open_us));
+    findings_.Prune(ledger_.latest_us() - std::max(retention_us, keep_open_us));
   }
+  // Findings do not wait on the engine's state: their rows are their own state (idempotent).
+  if (Status s = findings_.Commit(store_); !s.ok()) return s;
   // Rows first, state second (see the header); only the parts that changed, in one transaction.
   CounterLedger::StateDelta delta = ledger_.PendingState();
   std::map<std::string, std::optional<std::string>> changes;

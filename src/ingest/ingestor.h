@@ -30,6 +30,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "ingest/counter_ledger.h"
+#include "ingest/finding_ingest.h"
 #include "prometheus/exposition_parser.h"
 #include "prometheus/gzip.h"
 #include "cost/price_hours.h"
@@ -58,9 +59,14 @@ class Ingestor {
   // `observing_since_us`: when this ledger started to watch (see CounterLedger::ObserveSince);
   // used only on a fresh start, a restored state keeps its own.
   Status Start(Micros observing_since_us = INT64_MAX);
-  void Feed(const TargetScrape& scrape) { ledger_.Feed(scrape); }
+  // The scrape's counters to the engine, its guardrail findings to the findings' history.
+  void Feed(const TargetScrape& scrape) {
+    ledger_.Feed(scrape);
+    findings_.Feed(scrape);
+  }
   // Writes every touched hour, forgets hours older than `keep_open_us` before the newest
-  // sample, prunes agents silent for `retention_us`, and saves the state parts that changed.
+  // sample, prunes agents silent for `retention_us`, saves the state parts that changed, and
+  // writes the findings that changed (those of agents silent for `retention_us` resolved).
   Status Commit();
 
   CounterLedger& ledger() { return ledger_; }
@@ -86,6 +92,7 @@ class Ingestor {
   std::string cluster_;
   std::function<cost::NodeFacts(const std::string&)> node_facts_;
   CounterLedger ledger_;
+  FindingIngest findings_;
   std::int64_t hours_written_ = 0;
   std::int64_t state_parts_written_ = 0;
   // Migrating from the single key: erased, with every stored part not rewritten, at the first

@@ -8,6 +8,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "ingest/finding_ingest.h"
+
 #include "ingest/counter_ledger.h"
 
 namespace gpuledger::ingest {
@@ -89,7 +91,15 @@ class HttpPrometheusClient : public PrometheusClient {
 
 // The engine's own list: a series the engine reads that this source did not query would be
 // lost silently (the hand-kept list here had missed peak memory and unattributed memory-time).
-const std::vector<std::string>& LedgerMetricNames() { return FedSeriesNames(); }
+const std::vector<std::string>& LedgerMetricNames() {
+  // The engine's counters and the guardrail findings' history (ingest/finding_ingest.h).
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = FedSeriesNames();
+    out.insert(out.end(), FindingSeriesNames().begin(), FindingSeriesNames().end());
+    return out;
+  }();
+  return names;
+}
 
 namespace {
 // The Prometheus HTTP API's envelope: {"status":"success","data":{"resultType":<type>,...}}.

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/ids.h"
@@ -57,6 +58,10 @@ struct Grant {
   std::string share_source;
 };
 
+// The process NVIDIA's MPS control daemon starts per device and user (its /proc/<pid>/comm):
+// the sharing layer itself, on the GPU but nobody's workload.
+inline constexpr std::string_view kMpsServerComm = "nvidia-cuda-mps-server";
+
 // One GPU process seen during the interval.
 struct ProcessObservation {
   int pid = 0;
@@ -69,6 +74,8 @@ struct ProcessObservation {
   // samples with 0%, or none because the process was not busy in the last sample period.
   std::optional<GpuMicros> sm_busy_us;
   std::string visible_devices;           // NVIDIA_VISIBLE_DEVICES of the process, if read
+  std::string cuda_visible_devices;      // CUDA_VISIBLE_DEVICES of the process, if read
+  std::string comm;                      // /proc/<pid>/comm; empty when the process was not read
   // NVML listed it among the device's MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3):
   // the device runs an MPS server.
   bool mps_client = false;
@@ -99,6 +106,9 @@ struct NodeSnapshot {
   std::vector<DeviceSignals> signals;
   std::vector<Grant> grants;
   std::vector<ProcessObservation> processes;
+  // Grants the kubelet still lists for pods that are not running (kubernetes#119423): never
+  // attributed (the device may be someone else's by now), only reported (stale-grant).
+  std::vector<Grant> terminal_grants;
 
   Micros duration_us() const { return end_us - start_us; }
 };

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/ledger_reads.h"
+#include "guardrails/ledger_findings.h"
 #include "common/time_util.h"
 #include "report/report.h"
 #include "report/report_json.h"
@@ -181,6 +182,34 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
   return {200, "application/json", report::ReportToJson(r)};
 }
 
+ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrails::Policy& policy) {
+  if (auto u = UnknownParam(p, {"window", "kind", "namespace", "severity", "state"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, kind, namespace, severity, state)", u));
+  guardrails::FindingsQuery q;
+  q.window = Get(p, "window", "7d");
+  q.namespace_name = Get(p, "namespace", "");
+  auto kind = guardrails::ParseKindFilter(Get(p, "kind", ""));
+  if (!kind) return JsonError(400, "parameter " + kind.error().message);
+  q.kind = *kind;
+  auto severity = guardrails::ParseSeverityFilter(Get(p, "severity", ""));
+  if (!severity) return JsonError(400, "parameter " + severity.error().message);
+  q.min_severity = *severity;
+  const std::string state = Get(p, "state", "all");
+  if (state != "all" && state != "open")
+    return JsonError(400, fmt::format("parameter 'state' '{}': expected open or all", state));
+  q.open_only = state == "open";
+  auto doc = guardrails::ReadFindingsDocument(store, q, policy);
+  if (!doc) {
+    if (doc.error().code == ErrorCode::kInvalidArgument)
+      return JsonError(400, "parameter " + doc.error().message);
+    return FromError(doc.error());
+  }
+  json out = json::parse(guardrails::FindingsJson(*doc));
+  out["code"] = 200;
+  out["status"] = "success";
+  return {200, "application/json", out.dump() + "\n"};
+}
+
 ApiResponse Devices(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "policy"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
@@ -249,8 +278,8 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
 
 }  // namespace
 
-Api::Api(StoreOpener open, std::string token)
-    : pool_(std::move(open)), token_(std::move(token)) {}
+Api::Api(StoreOpener open, std::string token, guardrails::Policy policy)
+    : pool_(std::move(open)), token_(std::move(token)), policy_(std::move(policy)) {}
 
 void Api::AddMetrics(std::function<std::string()> render) {
   std::lock_guard lock(mu_);
@@ -275,6 +304,11 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
   if (!token_.empty() &&
       !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_)))
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+  if (path == "/api/v1/findings") {
+    auto store = pool_.Borrow();
+    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
+    return Findings(**store, params, policy_);
+  }
   using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
   Endpoint endpoint = path == "/api/v1/allocation"    ? &Allocation
                       : path == "/api/v1/report"      ? &Report

@@ -16,6 +16,9 @@
 //       `gpuledger report --format json` document; `report --server` reads it)
 //   GET /api/v1/devices?window=    per physical GPU: time, busy, idle, unattributed, cost
 //   GET /api/v1/export/focus?window=&period=hour|day&policy=&idle=   FOCUS 1.2 CSV (docs/focus.md)
+//   GET /api/v1/findings?window=&kind=&namespace=&severity=&state=open|all   guardrail findings
+//       with their evidence and cost (the `gpuledger audit --format json` document plus "code"
+//       and "status"; docs/guardrails.md)
 // Device-hour prices are read reconciled with imported bills where there are any.
 //   GET /healthz, /readyz, /metrics
 //
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "guardrails/policy.h"
 #include "server/connection_pool.h"
 #include "store/ledger_store.h"
 
@@ -47,7 +51,9 @@ using Params = std::multimap<std::string, std::string>;
 class Api {
  public:
   // `open` gives the ledger's read connections (see ConnectionPool). `token`: empty = no auth.
-  Api(StoreOpener open, std::string token);
+  // `policy`: the guardrail policy /api/v1/findings applies (kinds off, label exemptions,
+  // idle-allocation thresholds).
+  Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy());
 
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
@@ -64,6 +70,7 @@ class Api {
 
   ConnectionPool pool_;
   std::string token_;
+  const guardrails::Policy policy_;
   std::mutex mu_;  // guards the two below, never held while the ledger is read
   std::vector<std::function<std::string()>> extra_metrics_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count

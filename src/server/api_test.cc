@@ -213,5 +213,99 @@ TEST(AllocationActivity, EntriesShowActivityAndUtilizationClass) {
   std::filesystem::remove_all(dir);
 }
 
+
+// /api/v1/findings over a ledger whose agents found a pod using a GPU it was never granted,
+// and whose rows show a notebook holding a GPU idle: filters, the policy, and clear errors.
+class FindingsApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("gpuledger-api-findings-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto scenario = sim::ParseScenario(R"(
+name: findings
+start: "2026-11-23T00:00:00Z"
+duration: 30h
+nodes:
+  - {name: a100, gpu_model: A100-80GB, gpus: 2}
+workloads:
+  - {namespace: ml, name: train, node: a100, compute: {profile: constant, duty: 0.5}, memory: {bytes: 10GiB}}
+  - {namespace: nb, name: jupyter, node: a100, compute: {profile: idle}, memory: {bytes: 1GiB}}
+  - {namespace: ml, name: debug, owner_kind: Pod, request: none, uses_gpu: {node: a100, index: 0},
+     visible_devices: all, start: 2h, end: 4h, compute: {profile: constant, duty: 0.1}, memory: {bytes: 1GiB}}
+)", "findings.yaml");
+    ASSERT_TRUE(scenario.ok()) << scenario.error().message;
+    const std::string path = (dir_ / "l.db").string();
+    {
+      auto store = store::OpenSqliteLedger(path);
+      ASSERT_TRUE(store.ok());
+      sim::Simulator simulator(*scenario, 60 * kMicrosPerSecond);
+      ASSERT_TRUE(simcluster::BuildLedger(simulator, **store, cost::DefaultCatalog()).ok());
+    }
+    api_ = std::make_unique<Api>([path] { return store::OpenSqliteLedger(path); }, "");
+  }
+  void TearDown() override {
+    api_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  json Get(const Params& params, int want_status = 200) {
+    ApiResponse r = api_->Handle("/api/v1/findings", params, "");
+    EXPECT_EQ(r.status, want_status) << r.body;
+    return json::parse(r.body);
+  }
+  std::filesystem::path dir_;
+  std::unique_ptr<Api> api_;
+};
+
+TEST_F(FindingsApiTest, FindingsWithTheirCostAndFilters) {
+  json all = Get({{"window", "all"}});
+  EXPECT_EQ(all["status"], "success");
+  std::vector<std::string> kinds;
+  Nanos sum = 0;
+  for (const auto& f : all["findings"]) {
+    kinds.push_back(f["kind"].get<std::string>() + " " + f["pod"].get<std::string>());
+    sum += f["cost_nanos"].get<Nanos>();
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"idle-allocation jupyter-0", "unallocated-access debug",
+                                             "visible-devices-override debug"}));
+  EXPECT_EQ(all["total_cost_nanos"].get<Nanos>(), sum);
+  const json& debug = all["findings"][1];
+  EXPECT_EQ(debug["state"], "resolved");
+  EXPECT_EQ(debug["first_seen"], "2026-11-23T02:00:00Z");
+  EXPECT_EQ(debug["resolved"], "2026-11-23T04:00:00Z");
+  EXPECT_EQ(debug["evidence"]["NVIDIA_VISIBLE_DEVICES"], "all");
+  EXPECT_GT(debug["cost_nanos"].get<Nanos>(), 0);
+  EXPECT_NE(debug["summary"].get<std::string>().find("it was never granted: $"), std::string::npos);
+
+  EXPECT_EQ(Get({{"window", "all"}, {"kind", "unallocated-access"}})["findings"].size(), 1u);
+  EXPECT_EQ(Get({{"window", "all"}, {"severity", "critical"}})["findings"].size(), 1u);
+  EXPECT_EQ(Get({{"window", "all"}, {"namespace", "nb"}})["findings"].size(), 1u);
+  json open = Get({{"window", "all"}, {"state", "open"}});
+  ASSERT_EQ(open["findings"].size(), 1u);
+  EXPECT_EQ(open["findings"][0]["kind"], "idle-allocation");
+  // A window that ends before the debug pod started holds none of its findings.
+  EXPECT_EQ(Get({{"window", "2026-11-23T00:00:00Z,2026-11-23T02:00:00Z"}})["findings"].size(), 0u);
+}
+
+TEST_F(FindingsApiTest, BadParametersNameThemselves) {
+  EXPECT_NE(Get({{"kind", "nope"}}, 400)["error"].get<std::string>().find("kind 'nope': expected one of"),
+            std::string::npos);
+  EXPECT_NE(Get({{"severity", "high"}}, 400)["error"].get<std::string>().find("severity 'high'"), std::string::npos);
+  EXPECT_NE(Get({{"state", "closed"}}, 400)["error"].get<std::string>().find("'state'"), std::string::npos);
+  EXPECT_NE(Get({{"frobnicate", "1"}}, 400)["error"].get<std::string>().find("unknown parameter 'frobnicate'"),
+            std::string::npos);
+}
+
+TEST_F(FindingsApiTest, ThePolicyTurnsKindsOffAndExemptsNamespaces) {
+  guardrails::Policy p = guardrails::DefaultPolicy();
+  p.For(FindingKind::kVisibleDevicesOverride).action = guardrails::Action::kOff;
+  p.exemptions.push_back(guardrails::Exemption{"nb", {}, {}, 1});
+  const std::string path = (dir_ / "l.db").string();
+  api_ = std::make_unique<Api>([path] { return store::OpenSqliteLedger(path); }, "", p);
+  json all = Get({{"window", "all"}});
+  ASSERT_EQ(all["findings"].size(), 1u);
+  EXPECT_EQ(all["findings"][0]["kind"], "unallocated-access");
+}
+
 }  // namespace
 }  // namespace gpuledger::server

@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "common/units.h"
+#include "model/finding.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
 
@@ -21,6 +22,20 @@ namespace gpuledger::store {
 struct TimeRange {
   Micros from_us = 0;        // inclusive, hour-aligned by callers
   Micros to_us = INT64_MAX;  // exclusive
+};
+
+// Which recorded guardrail findings ReadFindings returns; every set field must match.
+struct FindingQuery {
+  // Findings whose time [first_seen_us, resolved_us or else last_seen_us] (both ends included)
+  // overlaps [from_us, to_us): first_seen_us < to_us and that end >= from_us.
+  Micros from_us = 0;
+  Micros to_us = INT64_MAX;
+  std::optional<FindingKind> kind;
+  std::string namespace_name;             // the subject's namespace; "" any
+  std::optional<Severity> min_severity;   // that severity or a worse one
+  bool open_only = false;                 // only findings with no resolved_us
+  std::string cluster;                    // "" any
+  std::string node;                       // "" any (with open_only: one node's open findings)
 };
 
 class LedgerStore {
@@ -60,6 +75,24 @@ class LedgerStore {
   virtual Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) {
     (void)range;
     return std::vector<Reconciliation>{};
+  }
+
+  // Guardrail findings, written in one transaction: each upserts the finding of its Key()
+  // (cluster, node, kind, subject, gpu_uuid, first_seen_us), replacing severity, evidence,
+  // last_seen_us and resolved_us, so re-writing is idempotent; within one span the last of a
+  // key wins. On any failure nothing of the span is kept. kInvalidArgument, before anything is
+  // written, for a finding that ends before it starts (last_seen_us or resolved_us before
+  // first_seen_us). A store that cannot hold them says kUnsupported.
+  virtual Status WriteFindings(std::span<const Finding> findings) {
+    (void)findings;
+    return Unsupported("this ledger store cannot record guardrail findings");
+  }
+  // The findings `query` selects, ordered as Finding's fields compare: (first_seen_us, node,
+  // kind in FindingKind order, subject in ConsumerRef order, gpu_uuid, cluster). A store that
+  // cannot hold them has none.
+  virtual Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) {
+    (void)query;
+    return std::vector<Finding>{};
   }
 };
 

@@ -464,7 +464,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "5"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "6"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.
@@ -632,6 +632,259 @@ TEST_P(LedgerStoreTest, MemoryTimeRoundTripsExactly) {
     EXPECT_EQ(devices[i].unattributed_memory_kib_s, values[i]) << i;
     EXPECT_EQ(usage[i].memory_kib_s, values[i]) << i;
   }
+}
+
+// A finding of ml/<pod>/main on gpu-node-1's GPU-1, seen over [first, last].
+Finding MakeFinding(FindingKind kind, const std::string& pod, Micros first_seen_us,
+                    Micros last_seen_us) {
+  Finding f;
+  f.kind = kind;
+  f.severity = Severity::kWarning;
+  f.cluster = "prod";
+  f.node = "gpu-node-1";
+  f.subject = ConsumerRef{"ml", pod, PodUid("uid-" + pod), "main"};
+  f.gpu_uuid = "GPU-1";
+  f.evidence = "pids=4242 granted=none";
+  f.first_seen_us = first_seen_us;
+  f.last_seen_us = last_seen_us;
+  return f;
+}
+
+std::vector<Finding> MustReadFindings(LedgerStore& store, const FindingQuery& query = {}) {
+  auto got = store.ReadFindings(query);
+  EXPECT_TRUE(got) << got.error().message;
+  return got ? std::move(*got) : std::vector<Finding>{};
+}
+
+// "<pod> <kind> <node> <gpu>" per finding, for order and filter checks.
+std::vector<std::string> FindingKeys(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  for (const Finding& f : findings) {
+    out.push_back(f.subject.pod + " " + std::string(ToString(f.kind)) + " " + f.node + " " +
+                  f.gpu_uuid);
+  }
+  return out;
+}
+
+TEST_P(LedgerStoreTest, FindingsRoundTripEveryFieldAndUpsertByKey) {
+  Finding open = MakeFinding(FindingKind::kUnallocatedAccess, "debug-0", Hour(1), Hour(1) + 5);
+  open.severity = Severity::kCritical;
+  open.evidence = "pids=4242,4243 granted=none NVIDIA_VISIBLE_DEVICES=all note=\"ünï\tcødé\"";
+  open.subject.pod_uid = PodUid("1b2c3d4e-0000-4a4a-8b8b-123456789abc");
+  open.gpu_uuid = "MIG-5c1f0a2b-aaaa-bbbb-cccc-ddddeeeeffff";
+  Finding host = MakeFinding(FindingKind::kUnmanagedProcess, "pid:42 (python3)", Hour(2),
+                             Hour(3));
+  host.subject = ConsumerRef{std::string(kHostNamespace), "pid:42 (python3)", PodUid(), ""};
+  host.severity = Severity::kInfo;
+  host.resolved_us = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    Status s = store->WriteFindings(std::vector{open, host});
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  auto store = Open();  // what is read comes from the ledger, not from anything cached
+  ASSERT_TRUE(store);
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(open, host));
+
+  // The same key again replaces severity, evidence, last seen and resolved; a finding of the
+  // same subject with another first_seen is another finding. Writing the span twice changes
+  // nothing more.
+  Finding later = open;
+  later.severity = Severity::kInfo;
+  later.evidence = "pids=4242 granted=none";
+  later.last_seen_us = Hour(4);
+  later.resolved_us = Hour(4) + 60 * kMicrosPerSecond;
+  Finding again = open;
+  again.first_seen_us = Hour(5);
+  again.last_seen_us = Hour(5);
+  ASSERT_TRUE(store->WriteFindings(std::vector{later, again}));
+  ASSERT_TRUE(store->WriteFindings(std::vector{later, again}));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(later, host, again));
+  EXPECT_TRUE(store->WriteFindings({}));  // an empty span writes nothing and succeeds
+  EXPECT_EQ(MustReadFindings(*store).size(), 3u);
+
+  // Re-opening a finding (resolved_us back to unset) is an upsert like any other.
+  ASSERT_TRUE(store->WriteFindings(std::span(&open, 1)));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(open, host, again));
+}
+
+TEST_P(LedgerStoreTest, SameFindingTwiceInOneSpanLastWins) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  Finding first = MakeFinding(FindingKind::kStaleGrant, "old-0", Hour(0), Hour(0) + 10);
+  Finding second = first;
+  second.last_seen_us = Hour(0) + 20;
+  second.evidence = "device_id=GPU-1 share_ppd=1000000";
+  second.resolved_us = Hour(0) + 30;
+  ASSERT_TRUE(store->WriteFindings(std::vector{first, second}));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(second));
+}
+
+TEST_P(LedgerStoreTest, ResolvedFindingsLeaveTheOpenOnes) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  Finding a = MakeFinding(FindingKind::kUnallocatedAccess, "a-0", Hour(0), Hour(0) + 100);
+  Finding b = MakeFinding(FindingKind::kUnallocatedAccess, "b-0", Hour(0), Hour(0) + 100);
+  Finding other_node = a;
+  other_node.node = "gpu-node-2";
+  Finding other_cluster = a;
+  other_cluster.cluster = "staging";
+  ASSERT_TRUE(store->WriteFindings(std::vector{a, b, other_node, other_cluster}));
+
+  FindingQuery open_of_node;
+  open_of_node.open_only = true;
+  open_of_node.cluster = "prod";
+  open_of_node.node = "gpu-node-1";
+  EXPECT_THAT(MustReadFindings(*store, open_of_node), ElementsAre(a, b));
+
+  // b disappears: the ingest writes it back resolved.
+  b.last_seen_us = Hour(0) + 200;
+  b.resolved_us = Hour(0) + 260;
+  ASSERT_TRUE(store->WriteFindings(std::span(&b, 1)));
+  EXPECT_THAT(MustReadFindings(*store, open_of_node), ElementsAre(a));
+  FindingQuery open_anywhere;
+  open_anywhere.open_only = true;
+  EXPECT_THAT(FindingKeys(MustReadFindings(*store, open_anywhere)),
+              ElementsAre("a-0 unallocated-access gpu-node-1 GPU-1",
+                          "a-0 unallocated-access gpu-node-1 GPU-1",  // cluster staging
+                          "a-0 unallocated-access gpu-node-2 GPU-1"));
+  // Resolved findings are still history.
+  auto all = MustReadFindings(*store);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[1].cluster, "staging");  // ties on every other field order by cluster
+  EXPECT_EQ(all[2], b);
+  EXPECT_EQ(all[2].resolved_us, Hour(0) + 260);
+}
+
+// Read order is the model's: first seen, node, kind in FindingKind order (not by its name:
+// unmanaged-process before idle-allocation), subject, GPU; whatever order they were written in.
+TEST_P(LedgerStoreTest, FindingsFilterAndOrder) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  Finding idle = MakeFinding(FindingKind::kIdleAllocation, "train-0", Hour(0), Hour(30));
+  idle.severity = Severity::kInfo;
+  Finding unmanaged = MakeFinding(FindingKind::kUnmanagedProcess, "pid:7", Hour(0), Hour(1));
+  unmanaged.subject = ConsumerRef{std::string(kHostNamespace), "pid:7", PodUid(), ""};
+  unmanaged.severity = Severity::kCritical;
+  Finding gpu2 = MakeFinding(FindingKind::kUnallocatedAccess, "api-0", Hour(0), Hour(1));
+  gpu2.gpu_uuid = "GPU-2";
+  Finding gpu1 = gpu2;
+  gpu1.gpu_uuid = "GPU-1";
+  Finding node0 = MakeFinding(FindingKind::kIdleAllocation, "zzz-0", Hour(0), Hour(30));
+  node0.node = "gpu-node-0";
+  Finding later = MakeFinding(FindingKind::kUnallocatedAccess, "aaa-0", Hour(2), Hour(3));
+  later.subject.namespace_name = "web";
+  later.severity = Severity::kCritical;
+  ASSERT_TRUE(store->WriteFindings(std::vector{later, idle, gpu2, unmanaged, node0, gpu1}));
+
+  EXPECT_THAT(FindingKeys(MustReadFindings(*store)),
+              ElementsAre("zzz-0 idle-allocation gpu-node-0 GPU-1",
+                          "api-0 unallocated-access gpu-node-1 GPU-1",
+                          "api-0 unallocated-access gpu-node-1 GPU-2",
+                          "pid:7 unmanaged-process gpu-node-1 GPU-1",
+                          "train-0 idle-allocation gpu-node-1 GPU-1",
+                          "aaa-0 unallocated-access gpu-node-1 GPU-1"));
+
+  FindingQuery by_kind;
+  by_kind.kind = FindingKind::kUnallocatedAccess;
+  EXPECT_THAT(FindingKeys(MustReadFindings(*store, by_kind)),
+              ElementsAre("api-0 unallocated-access gpu-node-1 GPU-1",
+                          "api-0 unallocated-access gpu-node-1 GPU-2",
+                          "aaa-0 unallocated-access gpu-node-1 GPU-1"));
+  FindingQuery by_namespace;
+  by_namespace.namespace_name = "web";
+  EXPECT_THAT(MustReadFindings(*store, by_namespace), ElementsAre(later));
+  FindingQuery host;
+  host.namespace_name = std::string(kHostNamespace);
+  EXPECT_THAT(MustReadFindings(*store, host), ElementsAre(unmanaged));
+  FindingQuery critical;
+  critical.min_severity = Severity::kCritical;
+  EXPECT_THAT(MustReadFindings(*store, critical), ElementsAre(unmanaged, later));
+  FindingQuery warning_up;
+  warning_up.min_severity = Severity::kWarning;  // all but the info one
+  EXPECT_EQ(MustReadFindings(*store, warning_up).size(), 5u);
+  FindingQuery combined;
+  combined.kind = FindingKind::kIdleAllocation;
+  combined.node = "gpu-node-1";
+  combined.min_severity = Severity::kInfo;
+  EXPECT_THAT(MustReadFindings(*store, combined), ElementsAre(idle));
+  FindingQuery nothing;
+  nothing.kind = FindingKind::kStaleGrant;
+  EXPECT_TRUE(MustReadFindings(*store, nothing).empty());
+}
+
+// A finding's time is [first_seen, resolved or else last_seen], both ends included; the
+// query's [from, to) is half-open.
+TEST_P(LedgerStoreTest, FindingsOverlapTheQueryWindow) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  const Micros t = Hour(10);
+  Finding before = MakeFinding(FindingKind::kStaleGrant, "before", t - 20, t - 1);
+  Finding ends_at_from = MakeFinding(FindingKind::kStaleGrant, "ends-at-from", t - 20, t);
+  Finding resolved_at_from =
+      MakeFinding(FindingKind::kStaleGrant, "resolved-at-from", t - 20, t - 10);
+  resolved_at_from.resolved_us = t;
+  Finding resolved_before =  // resolved just before the window opens
+      MakeFinding(FindingKind::kStaleGrant, "resolved-before", t - 20, t - 20);
+  resolved_before.resolved_us = t - 1;
+  Finding spans = MakeFinding(FindingKind::kStaleGrant, "spans", t - 20, t + 500);
+  Finding instant = MakeFinding(FindingKind::kStaleGrant, "instant", t + 50, t + 50);
+  Finding last_inside = MakeFinding(FindingKind::kStaleGrant, "last-inside", t + 99, t + 200);
+  Finding starts_at_to = MakeFinding(FindingKind::kStaleGrant, "starts-at-to", t + 100, t + 100);
+  ASSERT_TRUE(store->WriteFindings(std::vector{before, ends_at_from, resolved_at_from,
+                                               resolved_before, spans, instant, last_inside,
+                                               starts_at_to}));
+  FindingQuery window;
+  window.from_us = t;
+  window.to_us = t + 100;
+  std::vector<std::string> pods;
+  for (const Finding& f : MustReadFindings(*store, window)) pods.push_back(f.subject.pod);
+  EXPECT_THAT(pods, ElementsAre("ends-at-from", "resolved-at-from", "spans", "instant",
+                                "last-inside"));
+  // The default query is everything.
+  EXPECT_EQ(MustReadFindings(*store).size(), 8u);
+}
+
+TEST_P(LedgerStoreTest, FailedFindingWriteRollsBackTheWholeSpan) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  Finding a = MakeFinding(FindingKind::kUnallocatedAccess, "a-0", Hour(0), Hour(0) + 10);
+  a.evidence = "pids=1";
+  ASSERT_TRUE(store->WriteFindings(std::span(&a, 1)));
+
+  // A finding that ends before it starts is refused before anything is written.
+  Finding a2 = a;
+  a2.last_seen_us = Hour(0) + 99;
+  Finding backwards = MakeFinding(FindingKind::kStaleGrant, "b-0", Hour(1), Hour(1) - 1);
+  Status s = store->WriteFindings(std::vector{a2, backwards});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location()));
+  EXPECT_THAT(s.error().message, HasSubstr("ml/b-0/main"));
+  Finding resolved_backwards = backwards;
+  resolved_backwards.last_seen_us = Hour(1);
+  resolved_backwards.resolved_us = Hour(1) - 1;
+  EXPECT_FALSE(store->WriteFindings(std::span(&resolved_backwards, 1)));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(a));
+
+  // A failure inside the database (a constraint the store does not know of, put there behind
+  // its back) keeps nothing of the span: not the update of a, not the new finding before it.
+  auto index = ledger_->Query("CREATE UNIQUE INDEX findings_test_evidence ON findings (evidence)");
+  ASSERT_TRUE(index) << index.error().message;
+  Finding fresh = MakeFinding(FindingKind::kStaleGrant, "c-0", Hour(2), Hour(2));
+  fresh.evidence = "pids=2";
+  Finding clash = MakeFinding(FindingKind::kStaleGrant, "d-0", Hour(3), Hour(3));
+  clash.evidence = "pids=2";
+  s = store->WriteFindings(std::vector{a2, fresh, clash});
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location()));
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->UniqueViolationText()));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(a));
+
+  // The store is usable afterwards.
+  ASSERT_TRUE(store->WriteFindings(std::vector{a2, fresh}));
+  EXPECT_THAT(MustReadFindings(*store), ElementsAre(a2, fresh));
 }
 
 }  // namespace

@@ -25,7 +25,9 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <variant>
 
+#include "store/finding_rows.h"
 #include "store/ledger_store.h"
 #include "store/usage_decode.h"
 #include "store/postgres_db.h"
@@ -33,7 +35,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 5;  // kept equal to the SQLite ledger's
+constexpr std::int64_t kSchemaVersion = 6;  // kept equal to the SQLite ledger's
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
@@ -161,6 +163,28 @@ ALTER TABLE usage_hours
   ADD COLUMN activity_rule    TEXT COLLATE "C" NOT NULL DEFAULT '',
   ADD COLUMN share_source     TEXT COLLATE "C" NOT NULL DEFAULT '';
 )sql",
+    // 5 -> 6: guardrail findings, one row per Finding::Key(); the key's index serves
+    // time-range reads, a partial index the open findings of a node. resolved_us is NULL while
+    // the finding is open.
+    R"sql(
+CREATE TABLE findings (
+  first_seen_us BIGINT           NOT NULL,
+  node          TEXT COLLATE "C" NOT NULL,
+  kind          TEXT COLLATE "C" NOT NULL,
+  namespace     TEXT COLLATE "C" NOT NULL,
+  pod           TEXT COLLATE "C" NOT NULL,
+  pod_uid       TEXT COLLATE "C" NOT NULL,
+  container     TEXT COLLATE "C" NOT NULL,
+  gpu_uuid      TEXT COLLATE "C" NOT NULL,
+  cluster       TEXT COLLATE "C" NOT NULL,
+  severity      TEXT COLLATE "C" NOT NULL,
+  evidence      TEXT COLLATE "C" NOT NULL,
+  last_seen_us  BIGINT           NOT NULL,
+  resolved_us   BIGINT,
+  PRIMARY KEY (first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, cluster)
+);
+CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -225,6 +249,17 @@ std::string Int64ArrayLiteral(const std::vector<std::int64_t>& values) {
   return out;
 }
 
+// As Int64ArrayLiteral, with NULL for an unset value.
+std::string OptionalInt64ArrayLiteral(const std::vector<std::optional<std::int64_t>>& values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out += values[i] ? std::to_string(*values[i]) : "NULL";
+  }
+  out.push_back('}');
+  return out;
+}
+
 // Reads typed columns of one row, remembering the first column that did not
 // parse.
 class RowReader {
@@ -257,6 +292,8 @@ class PostgresLedger final : public LedgerStore {
   Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
   Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
+  Status WriteFindings(std::span<const Finding> findings) override;
+  Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
 
  private:
   Status WriteLabels(std::span<const LedgerHour> hours);
@@ -718,6 +755,89 @@ Result<std::vector<Reconciliation>> PostgresLedger::ReadReconciliations(const Ti
     if (q.bad_col() >= 0) return BadColumn("reconciliations", q.bad_col());
     out.push_back(std::move(rec));
   }
+  return out;
+}
+
+Status PostgresLedger::WriteFindings(std::span<const Finding> findings) {
+  if (findings.empty()) return Status::Ok();
+  if (Status s = CheckFindings(findings, conn_->server()); !s) return s;
+  // One statement over arrays; an upsert may not touch a row twice, so the span's last
+  // finding of each key is the one written, as if they were written one after the other.
+  const std::vector<const Finding*> kept = LastOfEachKey(findings);
+  std::array<std::vector<std::string_view>, 10> text;  // the text columns, in kFindingColumns order
+  std::vector<std::int64_t> first_seen, last_seen;
+  std::vector<std::optional<std::int64_t>> resolved;
+  for (const Finding* f : kept) {
+    text[0].push_back(f->cluster);
+    text[1].push_back(f->node);
+    text[2].push_back(ToString(f->kind));
+    text[3].push_back(f->subject.namespace_name);
+    text[4].push_back(f->subject.pod);
+    text[5].push_back(f->subject.pod_uid.str());
+    text[6].push_back(f->subject.container);
+    text[7].push_back(f->gpu_uuid);
+    text[8].push_back(ToString(f->severity));
+    text[9].push_back(f->evidence);
+    first_seen.push_back(f->first_seen_us);
+    last_seen.push_back(f->last_seen_us);
+    resolved.push_back(f->resolved_us);
+  }
+  PgParams p;
+  for (std::size_t i = 0; i < 8; ++i) p.Add(TextArrayLiteral(text[i]));
+  p.Add(Int64ArrayLiteral(first_seen));
+  p.Add(TextArrayLiteral(text[8])).Add(TextArrayLiteral(text[9]));
+  p.Add(Int64ArrayLiteral(last_seen)).Add(OptionalInt64ArrayLiteral(resolved));
+  const std::string sql = fmt::format(
+      "INSERT INTO findings ({}) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], "
+      "$4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[], "
+      "$11::text[], $12::bigint[], $13::bigint[]) ON CONFLICT ({}) DO UPDATE SET {}",
+      kFindingColumns, kFindingKeyColumns, kFindingUpdate);
+  if (Status s = conn_->Ensure(); !s) return s;
+  // One statement, so one transaction: on failure nothing of the span is kept.
+  auto r = conn_->Exec("write findings", sql, p);
+  return r ? Status::Ok() : r.status();
+}
+
+Result<std::vector<Finding>> PostgresLedger::ReadFindings(const FindingQuery& query) {
+  if (Status s = conn_->Ensure(); !s) return s;
+  const FindingFilter filter = MakeFindingFilter(query, '$');
+  PgParams p;
+  for (const auto& arg : filter.args) {
+    if (const auto* n = std::get_if<std::int64_t>(&arg)) {
+      p.Add(*n);
+    } else {
+      p.Add(std::get<std::string>(arg));
+    }
+  }
+  auto r = conn_->Exec("read findings",
+                       fmt::format("SELECT {} FROM findings{}", kFindingColumns, filter.where), p);
+  if (!r) return r.error();
+  std::vector<Finding> out;
+  out.reserve(static_cast<std::size_t>(r->rows()));
+  for (int i = 0; i < r->rows(); ++i) {
+    RowReader q(*r, i);
+    Finding f;
+    f.cluster = q.Text(0);
+    f.node = q.Text(1);
+    const std::string kind = q.Text(2);
+    f.subject.namespace_name = q.Text(3);
+    f.subject.pod = q.Text(4);
+    f.subject.pod_uid = PodUid(q.Text(5));
+    f.subject.container = q.Text(6);
+    f.gpu_uuid = q.Text(7);
+    f.first_seen_us = q.Int(8);
+    const std::string severity = q.Text(9);
+    f.evidence = q.Text(10);
+    f.last_seen_us = q.Int(11);
+    if (!r->IsNull(i, 12)) f.resolved_us = q.Int(12);
+    if (q.bad_col() >= 0) return BadColumn("findings", q.bad_col());
+    std::string what;
+    if (!DecodeFindingEnums(f, kind, severity, &what)) {
+      return Internal(fmt::format("{}: findings row: {}", conn_->server(), what));
+    }
+    if (KeepFinding(f, query)) out.push_back(std::move(f));
+  }
+  SortFindings(out);
   return out;
 }
 

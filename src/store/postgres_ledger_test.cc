@@ -83,7 +83,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "5");
+      EXPECT_EQ(meta->at("schema_version"), "6");
     }
     return store;
   }
@@ -171,6 +171,10 @@ TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
   EXPECT_THAT(absent.error().message, Not(HasSubstr(password)));
 }
 
+// Version 5 had no findings table: this takes a schema written by this build back to that
+// shape.
+constexpr const char* kBackToVersion5 = "DROP TABLE findings; ";
+
 // Version 4 had no activity or share columns: this takes a schema written by
 // this build back to that shape.
 constexpr const char* kBackToVersion4 =
@@ -198,7 +202,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion1Schema) {
   hour.device.energy_price_nanos = 0;
   hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
   auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToVersion4) + kBackToDoubleByteMicros +
+      hour, std::string(kBackToVersion5) + kBackToVersion4 + kBackToDoubleByteMicros +
                 "DROP TABLE reconciliations; ALTER TABLE device_hours DROP COLUMN "
                 "energy_price_nanos; "
                 "UPDATE meta SET value = '1' WHERE key = 'schema_version'");
@@ -238,7 +242,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion3SchemaToKibSeconds) {
   };
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   for (const Case& c : cases) hour.usage.push_back(MakeUsage(hour.device, "ns", c.pod, "c", 1));
-  std::string sql = std::string(kBackToVersion4) + kBackToDoubleByteMicros;
+  std::string sql = std::string(kBackToVersion5) + kBackToVersion4 + kBackToDoubleByteMicros;
   for (const Case& c : cases) {
     sql += fmt::format("UPDATE usage_hours SET memory_byte_us = {}::float8 WHERE pod = '{}'; ",
                        c.byte_us, c.pod);
@@ -295,7 +299,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion4SchemaToActivityColumns) {
   hour.usage[0].activity_rule = "gpm";
   hour.usage[0].share_source = "resource:gpu_milli";
   auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToVersion4) +
+      hour, std::string(kBackToVersion5) + kBackToVersion4 +
                 "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
   ASSERT_TRUE(store);
   auto usage = MustReadUsage(*store);
@@ -326,6 +330,51 @@ TEST_F(PostgresLedgerTest, MigratesAVersion4SchemaToActivityColumns) {
   EXPECT_EQ(again[0].share_source, "resource:gpu_milli");
 }
 
+// A schema at version 5 (no findings) keeps its rows and gets the findings table, typed as the
+// SQLite ledger's, with its partial index; the migrated schema records findings.
+TEST_F(PostgresLedgerTest, MigratesAVersion5SchemaToFindings) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  auto store = WriteRewindAndReopen(
+      hour, std::string(kBackToVersion5) +
+                "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
+  ASSERT_TRUE(store);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0].allocated_us, 1'000);
+  auto none = store->ReadFindings({});
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  auto types = ledger_->Query(
+      "SELECT string_agg(column_name || ':' || data_type, ',' ORDER BY column_name) "
+      "FROM information_schema.columns WHERE table_schema = current_schema() "
+      "AND table_name = 'findings' AND column_name LIKE '%_us'");
+  ASSERT_TRUE(types) << types.error().message;
+  EXPECT_EQ(*types, "first_seen_us:bigint,last_seen_us:bigint,resolved_us:bigint");
+  auto index = ledger_->Query(
+      "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() "
+      "AND indexname = 'findings_open_by_node'");
+  ASSERT_TRUE(index) << index.error().message;
+  EXPECT_THAT(*index, HasSubstr("WHERE (resolved_us IS NULL)"));
+
+  Finding f;
+  f.kind = FindingKind::kIdleAllocation;
+  f.severity = Severity::kInfo;
+  f.cluster = "prod";
+  f.node = "gpu-node-1";
+  f.subject = hour.usage[0].consumer.ref;
+  f.gpu_uuid = "GPU-a";
+  f.evidence = "hours=24";
+  f.first_seen_us = Hour(0);
+  f.last_seen_us = Hour(24);
+  f.resolved_us = Hour(24);
+  ASSERT_TRUE(store->WriteFindings(std::span(&f, 1)));
+  auto got = store->ReadFindings({});
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(got->front(), f);
+}
+
 // Servers started together against a new database: one migrates, the others
 // wait and find it done; every one opens.
 TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
@@ -345,7 +394,7 @@ TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
       "WHERE table_schema = current_schema()");
   ASSERT_TRUE(tables) << tables.error().message;
   EXPECT_EQ(*tables,
-            "6");  // device_hours usage_hours pod_labels namespace_labels meta recs
+            "7");  // device_hours usage_hours pod_labels namespace_labels meta recs findings
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ class SqliteStmt {
 
   void Bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
   void Bind(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+  void BindNull(int index) { sqlite3_bind_null(stmt_, index); }
   // SQLITE_TRANSIENT would copy; callers keep `value` alive until the Step that uses it.
   void Bind(int index, std::string_view value) {
     sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);

@@ -13,7 +13,9 @@
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <variant>
 
+#include "store/finding_rows.h"
 #include "store/ledger_store.h"
 #include "store/usage_decode.h"
 #include "store/sqlite_db.h"
@@ -21,7 +23,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 5;
+constexpr std::int64_t kSchemaVersion = 6;
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1.
@@ -137,6 +139,29 @@ ALTER TABLE usage_hours ADD COLUMN activity_quality TEXT    NOT NULL DEFAULT 'no
 ALTER TABLE usage_hours ADD COLUMN activity_rule    TEXT    NOT NULL DEFAULT '';
 ALTER TABLE usage_hours ADD COLUMN share_source     TEXT    NOT NULL DEFAULT '';
 )sql",
+    // 5 -> 6: guardrail findings, one row per Finding::Key(). The key's columns start with
+    // first_seen_us, so its index serves the time-range reads; open findings per node (what
+    // the ingest restores and resolves) have a partial index of their own. Kind and severity
+    // are their model names; resolved_us is NULL while the finding is open.
+    R"sql(
+CREATE TABLE findings (
+  first_seen_us INTEGER NOT NULL,
+  node          TEXT    NOT NULL,
+  kind          TEXT    NOT NULL,
+  namespace     TEXT    NOT NULL,
+  pod           TEXT    NOT NULL,
+  pod_uid       TEXT    NOT NULL,
+  container     TEXT    NOT NULL,
+  gpu_uuid      TEXT    NOT NULL,
+  cluster       TEXT    NOT NULL,
+  severity      TEXT    NOT NULL,
+  evidence      TEXT    NOT NULL,
+  last_seen_us  INTEGER NOT NULL,
+  resolved_us   INTEGER,
+  PRIMARY KEY (first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, cluster)
+) STRICT;
+CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -171,6 +196,8 @@ class SqliteLedger final : public LedgerStore {
   Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
   Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
+  Status WriteFindings(std::span<const Finding> findings) override;
+  Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
 
  private:
   Status CheckWritable() const;
@@ -195,6 +222,7 @@ class SqliteLedger final : public LedgerStore {
   SqliteStmt read_meta_;
   SqliteStmt upsert_reconciliation_;
   SqliteStmt read_reconciliations_;
+  SqliteStmt upsert_finding_;
 };
 
 Status SqliteLedger::Prepare() {
@@ -211,7 +239,7 @@ Status SqliteLedger::Prepare() {
   constexpr std::string_view kReconciliationColumns =
       "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
       "imported_at_us";
-  const std::array<Spec, 15> specs = {{
+  const std::array<Spec, 16> specs = {{
       {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
        "delete usage_hours"},
       {&upsert_device_,
@@ -263,6 +291,11 @@ Status SqliteLedger::Prepare() {
                    "ORDER BY day_us, node",
                    kReconciliationColumns),
        "read reconciliations"},
+      {&upsert_finding_,
+       fmt::format("INSERT INTO findings ({}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
+                   "ON CONFLICT ({}) DO UPDATE SET {}",
+                   kFindingColumns, kFindingKeyColumns, kFindingUpdate),
+       "write findings"},
   }};
   for (const Spec& spec : specs) {
     auto stmt = db_->Prepare(spec.sql, spec.what);
@@ -647,6 +680,86 @@ Result<std::vector<Reconciliation>> SqliteLedger::ReadReconciliations(const Time
     r.imported_at_us = q.Int(8);
     out.push_back(std::move(r));
   }
+  return out;
+}
+
+Status SqliteLedger::WriteFindings(std::span<const Finding> findings) {
+  if (findings.empty()) return Status::Ok();
+  if (Status s = CheckWritable(); !s) return s;
+  if (Status s = CheckFindings(findings, "sqlite " + db_->path()); !s) return s;
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
+  if (!txn) return txn.status();
+  SqliteStmt& q = upsert_finding_;
+  // One after the other: a later finding of the span with the same key replaces an earlier.
+  for (const Finding& f : findings) {
+    const std::string_view kind = ToString(f.kind);
+    const std::string_view severity = ToString(f.severity);
+    q.Bind(1, f.cluster);
+    q.Bind(2, f.node);
+    q.Bind(3, kind);
+    q.Bind(4, f.subject.namespace_name);
+    q.Bind(5, f.subject.pod);
+    q.Bind(6, f.subject.pod_uid.str());
+    q.Bind(7, f.subject.container);
+    q.Bind(8, f.gpu_uuid);
+    q.Bind(9, f.first_seen_us);
+    q.Bind(10, severity);
+    q.Bind(11, f.evidence);
+    q.Bind(12, f.last_seen_us);
+    if (f.resolved_us) {
+      q.Bind(13, *f.resolved_us);
+    } else {
+      q.BindNull(13);
+    }
+    if (Status s = q.Run(); !s) {  // ~SqliteTxn rolls back
+      return Error{s.error().code,
+                   fmt::format("{} ({} of {} on node '{}', first_seen_us {})", s.error().message,
+                               kind, f.subject.Key(), f.node, f.first_seen_us)};
+    }
+  }
+  return txn->Commit();
+}
+
+Result<std::vector<Finding>> SqliteLedger::ReadFindings(const FindingQuery& query) {
+  const FindingFilter filter = MakeFindingFilter(query, '?');
+  auto q = db_->Prepare(fmt::format("SELECT {} FROM findings{}", kFindingColumns, filter.where),
+                        "read findings");
+  if (!q) return q.error();
+  for (std::size_t i = 0; i < filter.args.size(); ++i) {
+    const int index = static_cast<int>(i) + 1;
+    if (const auto* n = std::get_if<std::int64_t>(&filter.args[i])) {
+      q->Bind(index, *n);
+    } else {
+      q->Bind(index, std::string_view(std::get<std::string>(filter.args[i])));
+    }
+  }
+  std::vector<Finding> out;
+  while (true) {
+    auto row = q->Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    Finding f;
+    f.cluster = q->Text(0);
+    f.node = q->Text(1);
+    const std::string kind = q->Text(2);
+    f.subject.namespace_name = q->Text(3);
+    f.subject.pod = q->Text(4);
+    f.subject.pod_uid = PodUid(q->Text(5));
+    f.subject.container = q->Text(6);
+    f.gpu_uuid = q->Text(7);
+    f.first_seen_us = q->Int(8);
+    const std::string severity = q->Text(9);
+    f.evidence = q->Text(10);
+    f.last_seen_us = q->Int(11);
+    if (!q->IsNull(12)) f.resolved_us = q->Int(12);
+    std::string what;
+    if (!DecodeFindingEnums(f, kind, severity, &what)) {
+      q->Reset();
+      return Internal(fmt::format("sqlite {}: findings row: {}", db_->path(), what));
+    }
+    if (KeepFinding(f, query)) out.push_back(std::move(f));
+  }
+  SortFindings(out);
   return out;
 }
 

@@ -46,6 +46,9 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   return out;
 }
 
+// Version 5 had no findings table: this takes a file written by this build back to that shape.
+constexpr const char* kBackToVersion5 = "DROP TABLE findings;";
+
 // Version 4 had no activity or share columns: this takes a file written by this build back to
 // that shape (the columns 4 -> 5 adds, dropped).
 constexpr const char* kBackToVersion4 =
@@ -124,6 +127,7 @@ TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
     ASSERT_EQ(rows->size(), 1u);
     EXPECT_EQ(rows->front().energy_price_nanos, 105'000'000);  // round trip at the new version
   }
+  Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
   Exec(path,
@@ -197,6 +201,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
     ASSERT_TRUE(store) << store.error().message;
     ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   }
+  Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
   for (const Case& c : cases) {
@@ -213,7 +218,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "5");
+  EXPECT_EQ(meta->at("schema_version"), "6");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -303,6 +308,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
     ASSERT_TRUE(store) << store.error().message;
     ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   }
+  Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version';");
   ASSERT_EQ(QueryText(path, "SELECT count(*) FROM pragma_table_info('usage_hours') "
@@ -311,7 +317,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "5");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "6");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -342,6 +348,65 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   EXPECT_EQ(again->front().activity_quality, Quality::kMeasured);
   EXPECT_EQ(again->front().activity_rule, "gpm");
   EXPECT_EQ(again->front().share_source, "resource:gpu_milli");
+  store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 5 had no findings. Opening such a file adds the table and its index; the hours stay,
+// there are no findings, the table is STRICT, and the migrated file records findings.
+TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v5.db").string();
+  fs::remove(path);
+
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  UsageRow u = MakeUsage(hour.device, "train-0");
+  u.allocated_us = kMicrosPerHour;
+  hour.usage.push_back(u);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path, kBackToVersion5);
+  Exec(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version';");
+  ASSERT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'findings'"), "0");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "6");
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
+  auto none = (*store)->ReadFindings({});
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
+                            "WHERE name = 'findings' AND schema = 'main'"),
+            "1");
+  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema "
+                            "WHERE type = 'index' AND name = 'findings_open_by_node'"),
+            "1");
+
+  Finding f;
+  f.kind = FindingKind::kUnallocatedAccess;
+  f.cluster = "prod";
+  f.node = "gpu-node-1";
+  f.subject = u.consumer.ref;
+  f.gpu_uuid = "GPU-1";
+  f.evidence = "pids=4242 granted=none";
+  f.first_seen_us = kHour0;
+  f.last_seen_us = kHour0 + 5;
+  ASSERT_TRUE((*store)->WriteFindings({&f, 1}));
+  auto got = (*store)->ReadFindings({});
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(got->front(), f);
+  EXPECT_EQ(QueryText(path, "SELECT kind || ' ' || severity || ' ' || typeof(first_seen_us) || "
+                            "' ' || typeof(resolved_us) FROM findings"),
+            "unallocated-access warning integer null");
   store->reset();
   fs::remove_all(dir);
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <ctime>
+
 namespace gpuledger::fake {
 namespace {
 
@@ -25,6 +27,7 @@ const ResourceInfo* Info(const std::string& resource) {
       {"jobs", {"Job", "batch/v1", true}},
       {"resourceclaims", {"ResourceClaim", "resource.k8s.io/v1", true}},
       {"resourceslices", {"ResourceSlice", "resource.k8s.io/v1", false}},
+      {"events", {"Event", "v1", true}},
   };
   auto it = kInfo.find(resource);
   return it == kInfo.end() ? nullptr : &it->second;
@@ -47,6 +50,45 @@ void Reply(httplib::Response& res, int code, const std::string& reason,
            const std::string& message) {
   res.status = code;
   res.set_content(StatusBody(code, reason, message).dump(), "application/json");
+}
+
+// The field core/v1 Event validation (legacyValidateEvent) refuses first, as "<path>: <why>";
+// "" when it passes. Only the rules an Event creator can break by omission or length.
+std::string EventInvalid(const json& event) {
+  auto text = [&](const char* field) {
+    auto it = event.find(field);
+    return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string ns = event["metadata"].value("namespace", "");
+  const json involved = event.value("involvedObject", json::object());
+  const std::string involved_ns = involved.is_object() ? involved.value("namespace", "") : "";
+  const bool has_event_time = event.contains("eventTime") && !event["eventTime"].is_null();
+  if (!involved_ns.empty() && involved_ns != ns) {
+    return "involvedObject.namespace: Invalid value: \"" + involved_ns +
+           "\": does not match event.namespace";
+  }
+  if (has_event_time) {
+    for (const char* required : {"reportingComponent", "reportingInstance", "action", "reason"}) {
+      if (text(required).empty()) return std::string(required) + ": Required value";
+    }
+  }
+  const std::pair<const char*, std::size_t> limits[] = {
+      {"reason", 128}, {"action", 128}, {"message", 1024}};
+  for (const auto& [field, limit] : limits) {
+    if (text(field).size() > limit) {
+      return fmt::format("{}: Invalid value: \"\": can have at most {} characters", field, limit);
+    }
+  }
+  return "";
+}
+
+std::string NowRfc3339() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
 }
 
 std::uint64_t ParseRv(const std::string& text) {
@@ -171,6 +213,69 @@ class FakeApiServer::Handler {
     self.cv_.notify_all();
   }
 
+  // POST /api/v1/namespaces/<ns>/events.
+  static void CreateEvent(FakeApiServer& self, const std::string& ns, const httplib::Request& req,
+                          httplib::Response& res) {
+    std::unique_lock lock(self.mu_);
+    self.last_authorization_ = req.get_header_value("Authorization");
+    ++self.creates_["events"];
+    if (!self.options_.bearer_token.empty() &&
+        self.last_authorization_ != "Bearer " + self.options_.bearer_token) {
+      Reply(res, 401, "Unauthorized", "Unauthorized");
+      return;
+    }
+    Fault& fault = self.faults_["events"];
+    if (fault.count > 0) {
+      --fault.count;
+      Reply(res, fault.status, "InternalError", fmt::format("injected failure {}", fault.status));
+      return;
+    }
+    if (!req.get_header_value("Content-Type").starts_with("application/json")) {
+      Reply(res, 415, "UnsupportedMediaType",
+            fmt::format("the body of the request was in an unknown format - accepted media types "
+                        "include: application/json (got '{}')",
+                        req.get_header_value("Content-Type")));
+      return;
+    }
+    json event = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (!event.is_object() || (event.contains("metadata") && !event["metadata"].is_object())) {
+      Reply(res, 400, "BadRequest", "the request body is not a JSON object");
+      return;
+    }
+    json& md = event["metadata"];
+    if (md.value("namespace", ns) != ns) {
+      Reply(res, 400, "BadRequest",
+            "the namespace of the provided object does not match the namespace sent on the "
+            "request");
+      return;
+    }
+    md["namespace"] = ns;
+    const std::string name = md.value("name", "");
+    if (name.empty()) {
+      Reply(res, 422, "Invalid", "Event \"\" is invalid: metadata.name: Required value: name or "
+                                 "generateName is required");
+      return;
+    }
+    if (std::string why = EventInvalid(event); !why.empty()) {
+      Reply(res, 422, "Invalid", fmt::format("Event \"{}\" is invalid: {}", name, why));
+      return;
+    }
+    if (self.objects_["events"].contains(ns + "/" + name)) {
+      json body =
+          StatusBody(409, "AlreadyExists", fmt::format("events \"{}\" already exists", name));
+      body["details"] = {{"name", name}, {"kind", "events"}};
+      res.status = 409;
+      res.set_content(body.dump(), "application/json");
+      return;
+    }
+    md.erase("uid");  // the server assigns these
+    md.erase("resourceVersion");
+    md["creationTimestamp"] = NowRfc3339();
+    json stored = self.StoreLocked("events", std::move(event));
+    res.status = 201;
+    res.set_content(stored.dump(), "application/json");
+  }
+
  private:
   static void SendGone(httplib::Response& res, bool as_http, const std::string& from) {
     const std::string message =
@@ -254,6 +359,10 @@ Status FakeApiServer::Start() {
                  }
                  Handler::Serve(*this, resource, version, req, res);
                });
+  server_->Post(R"(/api/v1/namespaces/([^/]+)/events)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  Handler::CreateEvent(*this, req.matches[1], req, res);
+                });
   server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       Reply(res, res.status, "NotFound", "the server could not find the requested resource");
@@ -265,6 +374,15 @@ Status FakeApiServer::Start() {
     return IoError("fake API server: cannot bind 127.0.0.1");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // httplib's stop() does nothing before the listener runs (it would then accept forever), so
+  // Start returns only once it does: a Stop right after Start then always ends it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server_->is_running()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return IoError("fake API server: the listener did not start within 10 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return Status::Ok();
 }
 
@@ -287,6 +405,11 @@ void FakeApiServer::Emit(const std::string& resource, const std::string& type, j
 
 std::string FakeApiServer::Upsert(const std::string& resource, json object) {
   std::lock_guard lock(mu_);
+  StoreLocked(resource, std::move(object));
+  return std::to_string(rv_);
+}
+
+json FakeApiServer::StoreLocked(const std::string& resource, json object) {
   const std::string key = KeyOf(object);
   auto& objects = objects_[resource];
   const bool existed = objects.contains(key);
@@ -303,8 +426,8 @@ std::string FakeApiServer::Upsert(const std::string& resource, json object) {
     object["apiVersion"] = info->api_version;
   }
   objects[key] = object;
-  Emit(resource, existed ? "MODIFIED" : "ADDED", std::move(object));
-  return std::to_string(rv_);
+  Emit(resource, existed ? "MODIFIED" : "ADDED", object);
+  return object;
 }
 
 std::string FakeApiServer::Delete(const std::string& resource, const std::string& namespace_name,
@@ -394,6 +517,12 @@ bool FakeApiServer::WaitForWatches(const std::string& resource, int count,
     auto it = watches_.find(resource);
     return it != watches_.end() && it->second >= count;
   });
+}
+
+int FakeApiServer::create_requests(const std::string& resource) const {
+  std::lock_guard lock(mu_);
+  auto it = creates_.find(resource);
+  return it == creates_.end() ? 0 : it->second;
 }
 
 std::string FakeApiServer::last_authorization() const {

@@ -3,9 +3,15 @@
 // (with limit/continue paging) and chunked watch streams over plain HTTP on 127.0.0.1:<port 0>,
 // so the real MetadataSource and its curl transport run against it. No gtest dependency.
 //
-// Served (GET only): /api/v1/{pods,namespaces,nodes}, /apis/apps/v1/replicasets,
+// Served: GET /api/v1/{pods,namespaces,nodes}, /apis/apps/v1/replicasets,
 // /apis/batch/v1/jobs, /apis/resource.k8s.io/<version>/{resourceclaims,resourceslices} for the
-// versions in Options::dra_versions (others 404, as on a cluster without DRA).
+// versions in Options::dra_versions (others 404, as on a cluster without DRA); and POST
+// /api/v1/namespaces/<ns>/events, which creates an Event as the real server does: 201 with the
+// stored object, 409 AlreadyExists for a name taken in that namespace, 400 for a body that is
+// not a JSON object or names another namespace, 415 without Content-Type application/json, 422
+// Invalid for what core/v1 Event validation refuses (involvedObject.namespace not the event's;
+// with eventTime set, no reportingComponent, reportingInstance, action or reason; a reason or
+// action over 128 bytes, a message over 1024). Read the stored ones with Objects("events").
 //
 // State: objects per resource (the plural), keyed namespace/name. Every change takes the next
 // resourceVersion of one cluster-wide counter and appends an event to a log; a watch from
@@ -55,7 +61,7 @@ class FakeApiServer {
   std::string url() const;  // "http://127.0.0.1:<port>"
 
   // --- State. `resource` is the plural: "pods", "namespaces", "nodes", "replicasets", "jobs",
-  // "resourceclaims", "resourceslices".
+  // "resourceclaims", "resourceslices", "events".
   // Adds or replaces the object (keyed by metadata.namespace/name), stamping
   // metadata.resourceVersion (and a uid when it has none); emits ADDED or MODIFIED. Returns the
   // new resourceVersion.
@@ -70,8 +76,8 @@ class FakeApiServer {
   std::string resource_version() const;
 
   // --- Faults.
-  // The next `count` requests for `resource` (lists and watches) answer `status` with a
-  // Kubernetes Status body.
+  // The next `count` requests for `resource` (lists, watches and creates) answer `status` with
+  // a Kubernetes Status body.
   void FailNext(const std::string& resource, int count, int status = 500);
   // The next watch of `resource` sends `after_events` whole events, then the first half of the
   // next one, then drops the connection (no terminating chunk).
@@ -90,6 +96,8 @@ class FakeApiServer {
   // --- Observations.
   int list_requests(const std::string& resource) const;
   int watch_requests(const std::string& resource) const;
+  // POSTs of `resource` received, whatever they were answered (401 and injected faults too).
+  int create_requests(const std::string& resource) const;
   // Waits until at least `count` watch requests of `resource` have been answered with a stream.
   bool WaitForWatches(const std::string& resource, int count,
                       std::chrono::milliseconds timeout) const;
@@ -114,6 +122,8 @@ class FakeApiServer {
   class Handler;
 
   void Emit(const std::string& resource, const std::string& type, nlohmann::json object);
+  // Upsert with mu_ held: stamps uid and resourceVersion, stores, emits; the stored object.
+  nlohmann::json StoreLocked(const std::string& resource, nlohmann::json object);
 
   Options options_;
   mutable std::mutex mu_;
@@ -130,6 +140,7 @@ class FakeApiServer {
   std::map<std::string, int> watch_epoch_;
   std::map<std::string, int> lists_;
   std::map<std::string, int> watches_;
+  std::map<std::string, int> creates_;
   std::string last_authorization_;
 
   std::unique_ptr<httplib::Server> server_;

@@ -99,6 +99,7 @@ nodes:
   - {name: mig-node, gpu_model: H100-80GB, gpus: 1, sharing: mig, mig_layout: [3g.40gb, 2g.20gb]}
   - {name: a100-mig-node, gpu_model: A100-40GB, gpus: 1, sharing: mig, mig_layout: [3g.20gb, 2g.10gb]}
   - {name: mps-node, gpu_model: L4, gpus: 1, sharing: mps, replicas: 4}
+  - {name: guard-node, gpu_model: A100-80GB, gpus: 2, sharing: exclusive}
   - name: bare-node
     gpu_model: L4
     gpus: 1
@@ -113,6 +114,9 @@ workloads:
   - {namespace: ml, name: old, node: a100-mig-node, mig_profile: 3g.20gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 5GiB}}
   - {namespace: ml, name: a, node: mps-node, mps_active_thread_percentage: 50, compute: {profile: constant, duty: 0.3}, memory: {bytes: 1GiB}}
   - {namespace: ml, name: b, node: mps-node, compute: {profile: constant, duty: 0.2}, memory: {bytes: 1GiB}}
+  - {namespace: ml, name: ok, node: guard-node, compute: {profile: constant, duty: 0.3}, memory: {bytes: 4GiB}}
+  - {namespace: ml, name: debug, owner_kind: Pod, request: none, uses_gpu: {node: guard-node, index: 0},
+     visible_devices: all, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
 )";
 
 class AgentTest : public ::testing::Test {
@@ -269,6 +273,38 @@ TEST_F(AgentTest, At24SeriesAContainer) {
   EXPECT_NE(bucket, nullptr);
   auto eighth = m.Find("gpuledger_container_memory_usage_bytes_bucket", {{"pod", "p20-0"}, {"le", "10737418240"}});
   EXPECT_NE(eighth, nullptr) << "an eighth of an A100-80GB, a 1g.10gb slice";
+}
+
+// Guardrails on the agent's real interfaces: a pod with no GPU request whose process runs on
+// GPU 0 with every GPU visible (its environment read from /proc), beside a pod using its grant.
+TEST_F(AgentTest, APodWithoutARequestOnAGpuIsFoundWithItsEvidence) {
+  StartNode("guard-node");
+  RunFor(1.5);
+  Metrics m = Scrape();
+  auto access = m.Find("gpuledger_finding", {{"kind", "unallocated-access"}, {"pod", "debug"}});
+  ASSERT_NE(access, nullptr);
+  EXPECT_EQ(access->labels.at("severity"), "critical");
+  EXPECT_EQ(access->labels.at("namespace"), "ml");
+  EXPECT_EQ(access->labels.at("container"), "main");
+  EXPECT_EQ(access->value, 1);
+  auto evidence = m.Find("gpuledger_finding_evidence_info", {{"kind", "unallocated-access"}, {"pod", "debug"}});
+  ASSERT_NE(evidence, nullptr);
+  EXPECT_NE(evidence->labels.at("evidence").find("granted=none memory_bytes=2147483648 NVIDIA_VISIBLE_DEVICES=all"),
+            std::string::npos) << evidence->labels.at("evidence");
+  EXPECT_NE(m.Find("gpuledger_finding", {{"kind", "visible-devices-override"}, {"pod", "debug"}}), nullptr);
+  EXPECT_EQ(m.Sum("gpuledger_finding"), 2) << "nothing about the pod that uses its grant";
+  EXPECT_EQ(m.Sum("gpuledger_findings_total", {{"kind", "unallocated-access"}}), 1);
+  EXPECT_GT(m.Sum("gpuledger_finding_first_seen_timestamp_seconds", {{"pod", "debug"}}), 1.7e9);
+}
+
+// No false positive on a clean node; every kind's counter is there, at 0.
+TEST_F(AgentTest, ACleanNodeHasNoFindings) {
+  StartNode("ts-node");
+  RunFor(1.5);
+  Metrics m = Scrape();
+  EXPECT_EQ(m.by_name.count("gpuledger_finding"), 0u);
+  ASSERT_EQ(m.by_name["gpuledger_findings_total"].size(), 6u);
+  EXPECT_EQ(m.Sum("gpuledger_findings_total"), 0);
 }
 
 TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {

@@ -1,6 +1,7 @@
 #pragma once
-// HTTP to the API server, as two calls: a GET of a whole body (lists) and a streamed GET
-// (watches). One transport per watcher thread; an instance is not thread-safe. The real one is
+// HTTP to the API server, as three calls: a GET of a whole body (lists), a streamed GET
+// (watches) and a POST of a JSON object (creating Events). One transport per thread; an
+// instance is not thread-safe. The real one is
 // libcurl (curl_transport.cc); tests run it against testing/fake_apiserver over plain http.
 
 #include <functional>
@@ -43,6 +44,11 @@ class ApiTransport {
   virtual Result<StreamEnd> Stream(const std::string& target,
                                    const std::function<bool(std::string_view)>& on_data,
                                    const std::function<bool()>& tick) = 0;
+  // POSTs `json_body` (Content-Type: application/json) to `target`
+  // ("/api/v1/namespaces/ml/events"), with the same TLS and credentials as Get. kUnavailable
+  // for connection and TLS failures; any HTTP status (201, 409 AlreadyExists, 403) is a
+  // successful return with the server's body.
+  virtual Result<HttpResponse> Post(const std::string& target, const std::string& json_body) = 0;
 };
 
 struct TransportOptions {

@@ -73,6 +73,16 @@ class CurlTransport : public ApiTransport {
     return response;
   }
 
+  Result<HttpResponse> Post(const std::string& target, const std::string& json_body) override {
+    HttpResponse response;
+    StreamState state;
+    state.body = &response.body;
+    auto st = Perform(target, state, options_.request_timeout_s, nullptr, &json_body);
+    if (!st.ok()) { return st.error(); }
+    curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &response.status);
+    return response;
+  }
+
   Result<StreamEnd> Stream(const std::string& target,
                            const std::function<bool(std::string_view)>& on_data,
                            const std::function<bool()>& tick) override {
@@ -96,8 +106,9 @@ class CurlTransport : public ApiTransport {
   }
 
  private:
+  // A GET, or with `post_body` a POST of that JSON.
   Status Perform(const std::string& target, StreamState& state, long timeout_s,
-                 CURLcode* code_out = nullptr) {
+                 CURLcode* code_out = nullptr, const std::string* post_body = nullptr) {
     CURL* h = handle_.get();
     if (h == nullptr) { return Internal("curl_easy_init failed"); }
     curl_easy_reset(h);
@@ -112,6 +123,11 @@ class CurlTransport : public ApiTransport {
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &ProgressCallback);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &state);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    if (post_body != nullptr) {
+      curl_easy_setopt(h, CURLOPT_POST, 1L);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, post_body->data());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
+    }
     if (state.on_data == nullptr) {
       // Lists may be gzipped. Watches are not asked to be: a compressed stream can hold an
       // event back in the compressor until more data arrives.
@@ -134,6 +150,11 @@ class CurlTransport : public ApiTransport {
       curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
     }
     CurlList headers(curl_slist_append(nullptr, "Accept: application/json"));
+    if (post_body != nullptr) {
+      headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
+      // No "Expect: 100-continue" round trip before the body: the API server answers at once.
+      headers.reset(curl_slist_append(headers.release(), "Expect:"));
+    }
     std::string token = config_.bearer_token;
     if (!config_.bearer_token_file.empty()) {
       auto t = ReadFile(config_.bearer_token_file);
@@ -161,7 +182,7 @@ class CurlTransport : public ApiTransport {
     if (code_out != nullptr) { *code_out = code; }
     if (code == CURLE_OK) { return Status::Ok(); }
     return Unavailable(
-        fmt::format("GET {}{}: {}", config_.server, target,
+        fmt::format("{} {}{}: {}", post_body != nullptr ? "POST" : "GET", config_.server, target,
                     error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code)));
   }
 

@@ -65,6 +65,7 @@ Result<ProcessIdentity> ProcSource::InspectUncached(int pid, std::string cgroup_
   // error, the guardrail just has nothing to compare.
   if (auto environ = files_.Read(fmt::format("/proc/{}/environ", pid))) {
     id.visible_devices = EnvironValue(*environ, "NVIDIA_VISIBLE_DEVICES");
+    id.cuda_visible_devices = EnvironValue(*environ, "CUDA_VISIBLE_DEVICES");
     id.sharing = ParseSharingEnv(*environ);
   }
   return id;

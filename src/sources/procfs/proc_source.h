@@ -104,6 +104,7 @@ struct ProcessIdentity {
   std::string unit;                            // systemd unit, or empty
   std::string comm;                            // /proc/<pid>/comm
   std::optional<std::string> visible_devices;  // NVIDIA_VISIBLE_DEVICES, if readable
+  std::optional<std::string> cuda_visible_devices;  // CUDA_VISIBLE_DEVICES, if readable
   // How the process shares its GPU, from what the sharing layer put in its environment
   // (SharingEnv); empty when unreadable.
   SharingEnv sharing;

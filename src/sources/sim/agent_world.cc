@@ -262,11 +262,17 @@ void SimulatedNode::Show(const NodeSnapshot& snapshot) {
   reading_ = ReadingFor(snapshot, energy_total_mj_);
   shown_ = true;
   files_ = ProcfsFiles(snapshot.processes, snapshot.grants, snapshot.gpus, uids_);
-  std::set<ConsumerRef> running;
+  std::set<ConsumerRef> running, ended;
   for (const Grant& g : snapshot.grants) running.insert(g.consumer);
   for (const ProcessObservation& p : snapshot.processes)
     if (p.consumer) running.insert(*p.consumer);
-  kube_ = KubeListsFor(node_, snapshot.grants, running, {}, snapshot.gpus, snapshot.mig_instances);
+  // Terminal pods the kubelet still lists: their grants, and a sandbox that is not ready.
+  std::vector<Grant> listed = snapshot.grants;
+  for (const Grant& g : snapshot.terminal_grants) {
+    listed.push_back(g);
+    ended.insert(g.consumer);
+  }
+  kube_ = KubeListsFor(node_, listed, running, ended, snapshot.gpus, snapshot.mig_instances);
 }
 
 Result<sources::GpuReading> SimulatedNode::Read() {

@@ -823,7 +823,7 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
                "container", "node", "gpu_model", "gpus", "mig_profile", "fraction", "gpu_milli",
                "mps_active_thread_percentage", "dra_claim", "start", "end", "processes",
                "compute", "efficiency", "memory", "placement", "request", "uses_gpu",
-               "visible_devices"});
+               "visible_devices", "grant_lingers"});
   w.namespace_name = p.RequiredStr(y, "namespace", path);
   w.name = p.RequiredStr(y, "name", path);
   w.owner_kind = p.Str(y["owner_kind"], path + ".owner_kind", "Deployment");
@@ -896,6 +896,11 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
     }
   } else if (w.request_none && !p.failed()) {
     p.Fail(y, path + ".uses_gpu", "required with request: none ({node, index})");
+  }
+  auto linger = y["grant_lingers"];
+  if (linger.IsDefined() && !linger.IsNull()) {
+    if (w.request_none) p.Fail(linger, path + ".grant_lingers", "a pod with request: none holds no grant");
+    w.grant_linger_us = p.Duration(linger, path + ".grant_lingers", 0);
   }
   std::string vis = p.Str(y["visible_devices"], path + ".visible_devices", "");
   if (vis == "all") {

@@ -136,6 +136,9 @@ struct WorkloadSpec {
   std::string uses_gpu_node;
   int uses_gpu_index = 0;
   bool visible_devices_all = false;
+  // Misbehaviour: the kubelet keeps listing the pod's grants for this long after it ended
+  // (kubernetes#119423), with its sandbox not ready: a stale grant.
+  Micros grant_linger_us = 0;
   std::vector<PodPlan> pods;           // resolved by ParseScenario
 };
 

@@ -131,6 +131,7 @@ struct Actor {
   std::string host_name;
   int node = 0;
   Micros start = 0, end = 0;  // absolute
+  Micros linger_until = 0;    // the kubelet lists its grants until then (grant_lingers)
   const ComputeProfile* compute = nullptr;
   const EfficiencyProfile* efficiency = nullptr;
   const MemoryProfile* memory = nullptr;
@@ -210,6 +211,7 @@ World BuildWorld(const Scenario& sc) {
       a.node = pod.node;
       a.start = t_begin + w.start_us;
       a.end = t_begin + w.end_us;
+      a.linger_until = a.end + w.grant_linger_us;
       a.compute = &w.compute;
       a.efficiency = &w.efficiency;
       a.memory = &w.memory;
@@ -388,11 +390,16 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
   snap.gpus = ns.gpus;
   snap.mig_instances = ns.migs;
   snap.grants.clear();
+  snap.terminal_grants.clear();
   snap.processes.clear();
   snap.signals.clear();
   active.clear();
-  for (int ai : ns.actors)
+  for (int ai : ns.actors) {
     if (actors[ai].start <= a && a < actors[ai].end) active.push_back(ai);
+    if (actors[ai].end <= a && a < actors[ai].linger_until)
+      snap.terminal_grants.insert(snap.terminal_grants.end(), actors[ai].grants.begin(),
+                                  actors[ai].grants.end());
+  }
 
   // Grants and allocation truth.
   for (int ai : active) {

@@ -1,0 +1,128 @@
+#include "cli/audit_command.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/format.h"
+#include "cli/report_command.h"
+#include "cli/server_client.h"
+#include "guardrails/ledger_findings.h"
+#include "guardrails/policy_yaml.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::cli {
+namespace {
+
+// The JSON document, from the ledger or from the server's /api/v1/findings (the same one).
+Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
+  if (!o.server.empty()) {
+    std::vector<std::pair<std::string, std::string>> params{{"window", o.since}};
+    if (!o.kind.empty()) params.emplace_back("kind", o.kind);
+    if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
+    if (!o.severity.empty()) params.emplace_back("severity", o.severity);
+    if (o.open_only) params.emplace_back("state", "open");
+    auto body = GetFromServer(o.server, o.token_file, "/api/v1/findings", params);
+    if (!body) return body.error();
+    // The API's envelope fields are not part of the document.
+    auto doc = nlohmann::json::parse(*body, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("findings"))
+      return Unavailable(fmt::format("--server {}: /api/v1/findings: not a findings document", o.server));
+    doc.erase("code");
+    doc.erase("status");
+    return doc.dump(2) + "\n";
+  }
+  guardrails::Policy policy = guardrails::DefaultPolicy();
+  if (!o.policy.empty()) {
+    auto loaded = guardrails::LoadPolicyFile(o.policy);
+    if (!loaded) return InvalidArgument(loaded.error().message);
+    policy = std::move(*loaded);
+  }
+  guardrails::FindingsQuery q;
+  q.window = o.since;
+  q.namespace_name = o.namespace_name;
+  q.open_only = o.open_only;
+  auto kind = guardrails::ParseKindFilter(o.kind);
+  if (!kind) return InvalidArgument("--" + kind.error().message);
+  q.kind = *kind;
+  auto severity = guardrails::ParseSeverityFilter(o.severity);
+  if (!severity) return InvalidArgument("--" + severity.error().message);
+  q.min_severity = *severity;
+  if (!store::IsPostgresLedgerSpec(o.db) && !std::filesystem::exists(store::SqliteLedgerPath(o.db)))
+    return InvalidArgument("--db '" + o.db + "': no such ledger file (run `gpuledger demo` to make one)");
+  auto store = store::OpenLedger(o.db);
+  if (!store) return store.error();
+  auto doc = guardrails::ReadFindingsDocument(**store, q, policy);
+  if (!doc) {
+    if (doc.error().code == ErrorCode::kInvalidArgument) return InvalidArgument("--since: " + doc.error().message);
+    return doc.error();
+  }
+  return guardrails::FindingsJson(*doc);
+}
+
+std::string Subject(const nlohmann::json& f) {
+  const std::string ns = f.value("namespace", "");
+  if (ns.empty()) return "(the device)";
+  if (ns == kHostNamespace) return f.value("pod", "") + " (no pod)";
+  return ns + "/" + f.value("pod", "") + "/" + f.value("container", "");
+}
+
+std::string Duration(double seconds) {
+  const auto s = static_cast<std::int64_t>(seconds);
+  if (s >= 86400) return fmt::format("{}d{}h", s / 86400, s % 86400 / 3600);
+  if (s >= 3600) return fmt::format("{}h{:02}m", s / 3600, s % 3600 / 60);
+  return fmt::format("{}m{:02}s", s / 60, s % 60);
+}
+
+// One row per finding, its summary and evidence under it; the total at the end.
+std::string RenderTable(const nlohmann::json& doc) {
+  std::string out = fmt::format("findings {} .. {} (cluster {})\n\n",
+                                doc["window"].value("from", ""), doc["window"].value("to", ""),
+                                doc.value("cluster", ""));
+  out += fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n", "KIND",
+                     "SEVERITY", "STATE", "SUBJECT", "DEVICE", "FIRST SEEN", "DURATION", "GPU-HOURS", "COST");
+  for (const auto& f : doc["findings"]) {
+    std::string device = f.value("gpu_uuid", "");
+    if (device.size() > 14) device = device.substr(0, 13) + "…";
+    out += fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n",
+                       f.value("kind", ""), f.value("severity", ""), f.value("state", ""), Subject(f),
+                       device, f.value("first_seen", ""), Duration(f.value("duration_seconds", 0.0)),
+                       fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
+                       DisplayMoney(f.value("cost_nanos", Nanos{0})));
+    out += "    " + f.value("summary", "") + "\n";
+    std::string evidence;
+    for (const auto& [k, v] : f["evidence"].items()) evidence += (evidence.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+    out += "    evidence: " + evidence + "\n";
+  }
+  out += fmt::format("\n{} findings, {:.2f} GPU-hours, {} in all ({})\n", doc["findings"].size(),
+                     doc.value("total_gpu_seconds", 0.0) / 3600,
+                     DisplayMoney(doc.value("total_cost_nanos", Nanos{0})), doc.value("currency", "USD"));
+  return out;
+}
+
+}  // namespace
+
+int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.format != "table" && o.format != "json") {
+    err << "error: --format '" << o.format << "': expected table or json\n";
+    return 2;
+  }
+  if (o.db.empty() == o.server.empty()) {
+    err << "error: give --db FILE or --server URL (one of them)\n";
+    return 2;
+  }
+  auto doc = FindingsDocumentJson(o);
+  if (!doc) {
+    err << "error: " << doc.error().message << "\n";
+    return ExitCodeFor(doc.error());
+  }
+  if (o.format == "json") {
+    out << *doc;
+  } else {
+    out << RenderTable(nlohmann::json::parse(*doc));
+  }
+  return 0;
+}
+
+}  // namespace gpuledger::cli

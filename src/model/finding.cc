@@ -1,0 +1,71 @@
+#include "model/finding.h"
+
+#include <array>
+#include <utility>
+
+namespace gpuledger {
+namespace {
+
+constexpr std::array<std::pair<FindingKind, std::string_view>, kFindingKinds> kKinds = {{
+    {FindingKind::kUnallocatedAccess, "unallocated-access"},
+    {FindingKind::kUnmanagedProcess, "unmanaged-process"},
+    {FindingKind::kVisibleDevicesOverride, "visible-devices-override"},
+    {FindingKind::kMemoryOversubscribed, "memory-oversubscribed"},
+    {FindingKind::kIsolationBreach, "isolation-breach"},
+    {FindingKind::kStaleGrant, "stale-grant"},
+    {FindingKind::kIdleAllocation, "idle-allocation"},
+    {FindingKind::kPodSetsVisibleDevices, "pod-sets-visible-devices"},
+    {FindingKind::kPrivilegedWithoutRequest, "privileged-without-gpu-request"},
+}};
+
+constexpr std::array<std::pair<Severity, std::string_view>, 3> kSeverities = {{
+    {Severity::kInfo, "info"},
+    {Severity::kWarning, "warning"},
+    {Severity::kCritical, "critical"},
+}};
+
+}  // namespace
+
+std::string_view ToString(FindingKind kind) {
+  for (const auto& [k, name] : kKinds)
+    if (k == kind) return name;
+  return "unknown";
+}
+
+std::optional<FindingKind> ParseFindingKind(std::string_view text) {
+  for (const auto& [k, name] : kKinds)
+    if (name == text) return k;
+  return std::nullopt;
+}
+
+bool IsAdmissionKind(FindingKind kind) {
+  return kind == FindingKind::kPodSetsVisibleDevices ||
+         kind == FindingKind::kPrivilegedWithoutRequest;
+}
+
+std::string_view ToString(Severity severity) {
+  for (const auto& [s, name] : kSeverities)
+    if (s == severity) return name;
+  return "unknown";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view text) {
+  for (const auto& [s, name] : kSeverities)
+    if (name == text) return s;
+  return std::nullopt;
+}
+
+std::string EvidenceValue(std::string_view evidence, std::string_view key) {
+  std::size_t at = 0;
+  while (at < evidence.size()) {
+    std::size_t end = evidence.find(' ', at);
+    if (end == std::string_view::npos) end = evidence.size();
+    std::string_view pair = evidence.substr(at, end - at);
+    if (pair.size() > key.size() && pair.starts_with(key) && pair[key.size()] == '=')
+      return std::string(pair.substr(key.size() + 1));
+    at = end + 1;
+  }
+  return {};
+}
+
+}  // namespace gpuledger

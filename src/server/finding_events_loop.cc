@@ -1,0 +1,60 @@
+#include "server/finding_events_loop.h"
+
+#include <chrono>
+
+#include "guardrails/ledger_findings.h"
+
+namespace gpuledger::server {
+
+FindingEventsLoop::FindingEventsLoop(StoreOpener open, std::unique_ptr<k8s::ApiTransport> transport,
+                                     guardrails::Policy policy, std::function<Micros()> now,
+                                     Micros interval_us, std::ostream& log)
+    : open_(std::move(open)),
+      transport_(std::move(transport)),
+      policy_(std::move(policy)),
+      events_(*transport_, policy_, std::move(now)),
+      interval_us_(interval_us),
+      log_(log) {}
+
+FindingEventsLoop::~FindingEventsLoop() { Stop(); }
+
+Status FindingEventsLoop::RunOnce() {
+  auto store = open_();
+  if (!store) return store.error();
+  guardrails::FindingsQuery q;
+  q.window = "24h";
+  q.open_only = true;
+  auto doc = guardrails::ReadFindingsDocument(**store, q, policy_);
+  if (!doc) return doc.error();
+  return events_.Publish(doc->findings);
+}
+
+void FindingEventsLoop::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Status s = RunOnce();
+      const std::string error = s.ok() ? "" : s.error().message;
+      if (error != last_error_) {
+        log_ << (error.empty() ? "gpuledger server: events: posting again\n"
+                               : "gpuledger server: events: " + error + " (retrying each round)\n");
+        log_.flush();
+        last_error_ = error;
+      }
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::microseconds(interval_us_), [this] { return stopping_; });
+    }
+  });
+}
+
+void FindingEventsLoop::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gpuledger::server

@@ -1,0 +1,68 @@
+#pragma once
+// What every ledger store does the same way with guardrail findings: check a
+// span before writing it, keep the last of each key, turn a FindingQuery into
+// SQL conditions, decode the text columns, and put what was read in the one
+// read order. The SQL here is the same in SQLite and PostgreSQL but for how
+// parameters are written (?1 or $1).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/result.h"
+#include "model/finding.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::store {
+
+// The findings table's columns, in the order the stores write and read them.
+inline constexpr std::string_view kFindingColumns =
+    "cluster, node, kind, namespace, pod, pod_uid, container, gpu_uuid, "
+    "first_seen_us, "
+    "severity, evidence, last_seen_us, resolved_us";
+inline constexpr int kFindingColumnCount = 13;
+// The key (Finding::Key()), as the table's primary key and the upsert's
+// conflict target.
+inline constexpr std::string_view kFindingKeyColumns =
+    "first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, "
+    "cluster";
+// What an upsert replaces.
+inline constexpr std::string_view kFindingUpdate =
+    "severity = excluded.severity, evidence = excluded.evidence, "
+    "last_seen_us = excluded.last_seen_us, resolved_us = excluded.resolved_us";
+
+// kInvalidArgument "<location>: findings row (...): ..." for a finding that
+// ends before it starts; checked before a store writes anything.
+Status CheckFindings(std::span<const Finding> findings,
+                     std::string_view location);
+
+// The span with only the last finding of each key, in key order: a span written
+// at once behaves as if its findings were written one after the other.
+std::vector<const Finding *> LastOfEachKey(std::span<const Finding> findings);
+
+// The conditions of `query` the database evaluates ("" when none), with their
+// arguments; placeholders are `prefix` and the argument's 1-based number ("?1",
+// "$1"). min_severity is not among them (stored as text, it has no order
+// there): see KeepFinding.
+struct FindingFilter {
+  std::string where; // " WHERE ..." or ""
+  std::vector<std::variant<std::int64_t, std::string>> args;
+};
+FindingFilter MakeFindingFilter(const FindingQuery &query, char prefix);
+
+// Fills kind and severity from their stored text; false, with `what` saying
+// which value was unknown, for a row this build cannot read.
+bool DecodeFindingEnums(Finding &finding, std::string_view kind,
+                        std::string_view severity, std::string *what);
+
+// Whether a decoded finding passes what the database did not filter
+// (min_severity).
+bool KeepFinding(const Finding &finding, const FindingQuery &query);
+
+// Sorts into ReadFindings' order (ledger_store.h).
+void SortFindings(std::vector<Finding> &findings);
+
+} // namespace gpuledger::store

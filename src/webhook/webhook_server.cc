@@ -1,0 +1,248 @@
+#include "webhook/webhook_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "io/file_util.h"
+#include "prometheus/exposition_writer.h"
+#include "prometheus/listen.h"
+
+namespace gpuledger::webhook {
+namespace {
+
+// An AdmissionReview holds the object and, on UPDATE, the old one: Kubernetes objects are at
+// most ~1.5 MiB each.
+constexpr std::size_t kMaxReviewBytes = 8 << 20;
+// The API server times a webhook out after timeoutSeconds (10 s by default, 30 s at most) and
+// keeps a few connections per replica alive; each open connection holds one thread here.
+constexpr std::size_t kThreads = 32;
+constexpr time_t kIoTimeoutSeconds = 10;
+
+// The oldest OpenSSL error on this thread, cleared with the rest of the queue.
+std::string OpenSslError() {
+  const unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "no detail";
+  std::array<char, 256> text{};
+  ERR_error_string_n(code, text.data(), text.size());
+  return text.data();
+}
+
+using BioPtr = std::unique_ptr<BIO, decltype(&BIO_free)>;
+
+BioPtr MemoryBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+}
+
+// Puts the certificate chain (leaf first) and its key into `ctx`, and the protocol floor.
+// Every failure names the file.
+Status SetUpTls(SSL_CTX& ctx, const std::string& cert_file, const std::string& key_file) {
+  auto cert_pem = ReadFile(cert_file);
+  if (!cert_pem) return InvalidArgument("TLS certificate " + cert_pem.error().message);
+  auto key_pem = ReadFile(key_file);
+  if (!key_pem) return InvalidArgument("TLS key " + key_pem.error().message);
+
+  BioPtr certs = MemoryBio(*cert_pem);
+  X509* leaf = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr);
+  if (leaf == nullptr || SSL_CTX_use_certificate(&ctx, leaf) != 1) {
+    X509_free(leaf);
+    return InvalidArgument(
+        fmt::format("TLS certificate {}: not a PEM certificate ({})", cert_file, OpenSslError()));
+  }
+  X509_free(leaf);  // the context holds its own reference
+  // The rest of the file is the chain up to (not necessarily including) the CA.
+  while (X509* link = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(&ctx, link) != 1) {
+      X509_free(link);
+      return InvalidArgument(
+          fmt::format("TLS certificate {}: bad chain certificate ({})", cert_file, OpenSslError()));
+    }
+  }
+  ERR_clear_error();  // the loop ends on "no start line"
+
+  BioPtr key_bio = MemoryBio(*key_pem);
+  // An empty passphrase callback: an encrypted key fails here instead of prompting on a tty.
+  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_passphrase, nullptr);
+  if (key == nullptr) {
+    return InvalidArgument(fmt::format("TLS key {}: not an unencrypted PEM private key ({})",
+                                       key_file, OpenSslError()));
+  }
+  // SSL_CTX_use_PrivateKey compares the key with the certificate already set.
+  const bool used = SSL_CTX_use_PrivateKey(&ctx, key) == 1;
+  EVP_PKEY_free(key);
+  if (!used || SSL_CTX_check_private_key(&ctx) != 1) {
+    return InvalidArgument(fmt::format("TLS key {} is not the key of certificate {} ({})", key_file,
+                                       cert_file, OpenSslError()));
+  }
+  // TLS 1.2 at least (the API server's own floor); no compression (CRIME), no renegotiation.
+  if (SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION) != 1)
+    return Internal("TLS: cannot set the minimum protocol version: " + OpenSslError());
+  SSL_CTX_set_options(
+      &ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct WebhookServer::Impl {
+  explicit Impl(const WebhookServerConfig& c)
+      : policy(c.policy), https([this, &c](SSL_CTX& ctx) {
+          tls = SetUpTls(ctx, c.cert_file, c.key_file);
+          return tls.ok();
+        }) {}
+
+  void Count(const ReviewAnswer& answer) {
+    requests[static_cast<std::size_t>(answer.verdict)].fetch_add(1, std::memory_order_relaxed);
+    for (FindingKind kind : answer.decision.fired)
+      findings[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // A snapshot of the counters: every verdict and admission kind, zeros included, so a rate()
+  // has its series from the first scrape.
+  std::string Metrics() const {
+    prometheus::ExpositionWriter w;
+    w.Family("gpuledger_webhook_requests_total", "AdmissionReviews answered, by verdict.",
+             prometheus::MetricType::kCounter);
+    for (Verdict v : {Verdict::kAllowed, Verdict::kWarned, Verdict::kDenied, Verdict::kInvalid}) {
+      w.Sample("gpuledger_webhook_requests_total", {{"verdict", ToString(v)}},
+               static_cast<double>(requests[static_cast<std::size_t>(v)].load()));
+    }
+    w.Family("gpuledger_webhook_findings_total",
+             "Pods an admission kind fired on (neither off nor exempt), at any action.",
+             prometheus::MetricType::kCounter);
+    for (FindingKind kind :
+         {FindingKind::kPodSetsVisibleDevices, FindingKind::kPrivilegedWithoutRequest}) {
+      w.Sample("gpuledger_webhook_findings_total", {{"kind", gpuledger::ToString(kind)}},
+               static_cast<double>(findings[static_cast<std::size_t>(kind)].load()));
+    }
+    return w.Take();
+  }
+
+  const guardrails::Policy policy;
+  Status tls;  // set by the TLS set-up, which runs in the server's constructor
+  httplib::SSLServer https;
+  std::string host;
+  int port = 0;
+  std::array<std::atomic<std::uint64_t>, 4> requests{};  // by Verdict
+  std::array<std::atomic<std::uint64_t>, kFindingKinds> findings{};
+  // Serve() and Stop() may race (Stop from a signal-driven loop right after start-up).
+  std::atomic<bool> serving{false};
+  std::atomic<bool> stopping{false};
+};
+
+WebhookServer::WebhookServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+WebhookServer::~WebhookServer() { Stop(); }
+
+Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig config) {
+  auto addr = prometheus::ParseListen(config.listen);
+  if (!addr) {
+    return InvalidArgument(fmt::format(
+        "--webhook-listen '{}': expected HOST:PORT with a port 0-65535, e.g. 0.0.0.0:8443",
+        config.listen));
+  }
+  if (config.cert_file.empty() || config.key_file.empty())
+    return InvalidArgument("the webhook needs a TLS certificate and its key");
+  auto impl = std::make_unique<Impl>(config);
+  if (!impl->tls.ok()) return impl->tls.error();
+  if (!impl->https.is_valid()) return Internal("TLS: the server context could not be created");
+  impl->host = addr->first;
+
+  Impl* self = impl.get();
+  auto& https = impl->https;
+  https.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  https.set_payload_max_length(kMaxReviewBytes);
+  https.set_read_timeout(kIoTimeoutSeconds, 0);
+  https.set_write_timeout(kIoTimeoutSeconds, 0);
+  // The API server reuses its connections; the default (5 requests) would force a TLS handshake
+  // every fifth review.
+  https.set_keep_alive_max_count(100000);
+  // A response is written in two parts (headers, body): with Nagle's algorithm the second waits
+  // for the peer's delayed ACK, 40 ms per review.
+  https.set_tcp_nodelay(true);
+  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
+  // and share its connections silently; a port in use must be an error.
+  https.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  https.Post("/validate", [self](const httplib::Request& req, httplib::Response& res) {
+    ReviewAnswer answer = AnswerReview(req.body, self->policy);
+    self->Count(answer);
+    res.status = answer.http_status;
+    res.set_content(answer.body, answer.content_type.c_str());
+  });
+  https.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  https.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
+    res.set_content(self->Metrics(), "text/plain; version=0.0.4");
+  });
+  impl->port = addr->second == 0
+                   ? https.bind_to_any_port(impl->host)
+                   : (https.bind_to_port(impl->host, addr->second) ? addr->second : -1);
+  if (impl->port <= 0) {
+    return Unavailable(fmt::format(
+        "--webhook-listen '{}': cannot bind (in use, or no such address)", config.listen));
+  }
+  return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));
+}
+
+int WebhookServer::port() const { return impl_->port; }
+const std::string& WebhookServer::host() const { return impl_->host; }
+
+void WebhookServer::Serve() {
+  impl_->serving = true;
+  if (!impl_->stopping) impl_->https.listen_after_bind();
+  impl_->serving = false;
+}
+
+void WebhookServer::Stop() {
+  if (!impl_) return;
+  impl_->stopping = true;
+  // httplib's stop() does nothing before its listen loop runs: wait for it to start (or for
+  // Serve to have seen `stopping`).
+  while (impl_->serving && !impl_->https.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->https.stop();
+}
+
+std::uint64_t WebhookServer::Requests(Verdict verdict) const {
+  return impl_->requests[static_cast<std::size_t>(verdict)].load(std::memory_order_relaxed);
+}
+
+std::string WebhookServer::Metrics() const { return impl_->Metrics(); }
+
+Result<std::unique_ptr<BackgroundWebhook>> BackgroundWebhook::Start(WebhookServerConfig config) {
+  auto server = WebhookServer::Bind(std::move(config));
+  if (!server) return server.error();
+  return std::unique_ptr<BackgroundWebhook>(new BackgroundWebhook(std::move(*server)));
+}
+
+BackgroundWebhook::BackgroundWebhook(std::unique_ptr<WebhookServer> server)
+    : server_(std::move(server)), thread_([s = server_.get()] { s->Serve(); }) {}
+
+BackgroundWebhook::~BackgroundWebhook() {
+  server_->Stop();
+  thread_.join();
+}
+
+std::string BackgroundWebhook::Url() const {
+  const std::string& host = server_->host();
+  const bool any = host.empty() || host == "0.0.0.0" || host == "::";
+  const std::string shown = any                                   ? "127.0.0.1"
+                            : host.find(':') != std::string::npos ? "[" + host + "]"
+                                                                  : host;
+  return fmt::format("https://{}:{}/validate", shown, server_->port());
+}
+
+}  // namespace gpuledger::webhook

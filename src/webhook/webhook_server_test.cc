@@ -1,0 +1,209 @@
+#include "webhook/webhook_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <openssl/ssl.h>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "io/file_util.h"
+#include "temp_dir.h"
+#include "webhook/test_tls.h"
+
+namespace gpuledger::webhook {
+namespace {
+
+using json = nlohmann::json;
+
+std::string ReviewBody(const std::string& uid, const std::string& env_name) {
+  json pod = {{"metadata", {{"name", "p"}, {"namespace", "team-a"}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "cuda"},
+                   {"env", {{{"name", env_name}, {"value", "all"}}}},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  return json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", uid},
+                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                {"operation", "CREATE"},
+                {"namespace", "team-a"},
+                {"object", pod}}}}
+      .dump();
+}
+
+class WebhookServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::signal(SIGPIPE, SIG_IGN);  // as the binary does (webhook_server.h)
+    auto certs = testing::MakeTestCertificates(dir_.path().string());
+    ASSERT_TRUE(certs) << certs.error().message;
+    certs_ = *certs;
+  }
+
+  // Binds on a free port and serves in a thread until the test ends.
+  void Start(guardrails::Policy policy = guardrails::DefaultPolicy()) {
+    auto server =
+        WebhookServer::Bind({"127.0.0.1:0", certs_.cert_file, certs_.key_file, std::move(policy)});
+    ASSERT_TRUE(server) << server.error().message;
+    server_ = std::move(*server);
+    serving_ = std::thread([this] { server_->Serve(); });
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (serving_.joinable()) serving_.join();
+  }
+
+  std::unique_ptr<httplib::SSLClient> Client() {
+    auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->port());
+    client->set_ca_cert_path(certs_.ca_file.c_str());
+    client->enable_server_certificate_verification(true);
+    return client;
+  }
+
+  std::string BindError(const std::string& cert, const std::string& key) {
+    auto server = WebhookServer::Bind({"127.0.0.1:0", cert, key, guardrails::DefaultPolicy()});
+    if (server) return "bound";
+    EXPECT_EQ(server.error().code, ErrorCode::kInvalidArgument);
+    return server.error().message;
+  }
+
+  gpuledger::testing::TempDir dir_;
+  testing::TestCertificates certs_;
+  std::unique_ptr<WebhookServer> server_;
+  std::thread serving_;
+};
+
+TEST_F(WebhookServerTest, AnswersReviewsOverVerifiedTls) {
+  Start();
+  auto client = Client();
+  auto res =
+      client->Post("/validate", ReviewBody("u-1", "NVIDIA_VISIBLE_DEVICES"), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  json response = json::parse(res->body)["response"];
+  EXPECT_EQ(response["uid"], "u-1");
+  EXPECT_EQ(response["allowed"], true);
+  ASSERT_EQ(response["warnings"].size(), 1u);
+  // One keep-alive connection for the next ones too (the API server reuses its connections).
+  res = client->Post("/validate", ReviewBody("u-2", "HOME"), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["response"], (json{{"uid", "u-2"}, {"allowed", true}}));
+  res = client->Post("/validate", "not json", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(res->body.rfind("invalid AdmissionReview: invalid JSON:", 0), 0u) << res->body;
+  res = client->Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "ok\n");
+  EXPECT_EQ(server_->Requests(Verdict::kWarned), 1u);
+  EXPECT_EQ(server_->Requests(Verdict::kAllowed), 1u);
+  EXPECT_EQ(server_->Requests(Verdict::kInvalid), 1u);
+  res = client->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, server_->Metrics());
+  EXPECT_NE(res->body.find("gpuledger_webhook_requests_total{verdict=\"warned\"} 1\n"),
+            std::string::npos)
+      << res->body;
+  EXPECT_NE(res->body.find("gpuledger_webhook_requests_total{verdict=\"denied\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(
+      res->body.find("gpuledger_webhook_findings_total{kind=\"pod-sets-visible-devices\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(res->body.find(
+                "gpuledger_webhook_findings_total{kind=\"privileged-without-gpu-request\"} 0\n"),
+            std::string::npos);
+}
+
+TEST_F(WebhookServerTest, ConcurrentClientsAreAllCounted) {
+  guardrails::Policy deny = guardrails::DefaultPolicy();
+  deny.For(FindingKind::kPodSetsVisibleDevices).action = guardrails::Action::kDeny;
+  Start(deny);
+  constexpr int kClients = 4, kEach = 25;
+  std::vector<std::thread> clients;
+  std::atomic<int> denied{0};
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto client = Client();
+      for (int i = 0; i < kEach; ++i) {
+        const std::string uid = "c" + std::to_string(c) + "-" + std::to_string(i);
+        auto res = client->Post("/validate", ReviewBody(uid, "NVIDIA_VISIBLE_DEVICES"),
+                                "application/json");
+        if (!res || res->status != 200) continue;
+        json response = json::parse(res->body)["response"];
+        if (response["uid"] == uid && response["allowed"] == false &&
+            response["status"]["code"] == 403)
+          ++denied;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(denied.load(), kClients * kEach);
+  EXPECT_EQ(server_->Requests(Verdict::kDenied), static_cast<std::uint64_t>(kClients * kEach));
+}
+
+TEST_F(WebhookServerTest, RefusesTlsBelow12) {
+  Start();
+  auto old = testing::Handshake(server_->port(), TLS1_1_VERSION, TLS1_1_VERSION, certs_.ca_file);
+  ASSERT_FALSE(old);
+  // The server's refusal by version (an alert), not a client-side failure.
+  EXPECT_NE(old.error().message.find("alert protocol version"), std::string::npos)
+      << old.error().message;
+  auto tls12 = testing::Handshake(server_->port(), TLS1_2_VERSION, TLS1_2_VERSION, certs_.ca_file);
+  ASSERT_TRUE(tls12) << tls12.error().message;
+  EXPECT_EQ(*tls12, "TLSv1.2");
+  auto best = testing::Handshake(server_->port(), TLS1_VERSION, 0, certs_.ca_file);
+  ASSERT_TRUE(best) << best.error().message;
+  EXPECT_EQ(*best, "TLSv1.3");
+}
+
+TEST_F(WebhookServerTest, StopBeforeServeDoesNotHang) {
+  auto server = WebhookServer::Bind(
+      {"127.0.0.1:0", certs_.cert_file, certs_.key_file, guardrails::DefaultPolicy()});
+  ASSERT_TRUE(server) << server.error().message;
+  (*server)->Stop();
+  (*server)->Serve();  // returns at once
+  SUCCEED();
+}
+
+TEST_F(WebhookServerTest, BadCertificatesAndKeysNameTheFile) {
+  const std::string missing = (dir_.path() / "missing.pem").string();
+  EXPECT_EQ(BindError(missing, certs_.key_file),
+            "TLS certificate " + missing + ": cannot open: No such file or directory");
+  EXPECT_EQ(BindError(certs_.cert_file, missing),
+            "TLS key " + missing + ": cannot open: No such file or directory");
+  const std::string junk = (dir_.path() / "junk.pem").string();
+  ASSERT_TRUE(WriteFile(junk, "not a certificate\n").ok());
+  EXPECT_EQ(BindError(junk, certs_.key_file)
+                .rfind("TLS certificate " + junk + ": not a PEM certificate (", 0),
+            0u);
+  EXPECT_EQ(BindError(certs_.cert_file, junk)
+                .rfind("TLS key " + junk + ": not an unencrypted PEM private key (", 0),
+            0u);
+  EXPECT_EQ(BindError(certs_.cert_file, certs_.other_key_file)
+                .rfind("TLS key " + certs_.other_key_file + " is not the key of certificate " +
+                           certs_.cert_file,
+                       0),
+            0u);
+  EXPECT_EQ(BindError("", ""), "the webhook needs a TLS certificate and its key");
+}
+
+TEST_F(WebhookServerTest, ATakenPortIsUnavailable) {
+  Start();
+  auto second =
+      WebhookServer::Bind({"127.0.0.1:" + std::to_string(server_->port()), certs_.cert_file,
+                           certs_.key_file, guardrails::DefaultPolicy()});
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(second.error().message,
+            "--webhook-listen '127.0.0.1:" + std::to_string(server_->port()) +
+                "': cannot bind (in use, or no such address)");
+}
+
+}  // namespace
+}  // namespace gpuledger::webhook
