@@ -95,6 +95,10 @@ std::string RenderTable(const nlohmann::json& doc) {
     for (const auto& [k, v] : f["evidence"].items()) evidence += (evidence.empty() ? "" : " ") + k + "=" + v.get<std::string>();
     out += "    evidence: " + evidence + "\n";
   }
+  out += fmt::format("\n{:<31} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN", "GPU-HOURS", "COST");
+  for (const auto& [kind, k] : doc["by_kind"].items())
+    out += fmt::format("{:<31} {:>8} {:>6} {:>9.2f} {:>11}\n", kind, k.value("findings", 0), k.value("open", 0),
+                       k.value("gpu_seconds", 0.0) / 3600, DisplayMoney(k.value("cost_nanos", Nanos{0})));
   out += fmt::format("\n{} findings, {:.2f} GPU-hours, {} in all ({})\n", doc["findings"].size(),
                      doc.value("total_gpu_seconds", 0.0) / 3600,
                      DisplayMoney(doc.value("total_cost_nanos", Nanos{0})), doc.value("currency", "USD"));

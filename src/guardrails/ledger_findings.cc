@@ -105,6 +105,11 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   for (const PricedFinding& p : doc.findings) {
     doc.total_cost_nanos += p.cost_nanos;
     doc.total_gpu_us += p.gpu_us;
+    FindingsDocument::KindTotal& k = doc.by_kind[p.finding.kind];
+    ++k.findings;
+    if (!p.finding.resolved_us) ++k.open;
+    k.gpu_us += p.gpu_us;
+    k.cost_nanos += p.cost_nanos;
   }
   return doc;
 }
@@ -136,6 +141,12 @@ std::string FindingsJson(const FindingsDocument& doc) {
         {"summary", Summary(p)},
     });
   }
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (const auto& [kind, k] : doc.by_kind)
+    by_kind[std::string(ToString(kind))] = {{"findings", k.findings},
+                                            {"open", k.open},
+                                            {"gpu_seconds", Seconds(k.gpu_us)},
+                                            {"cost_nanos", k.cost_nanos}};
   nlohmann::json out = {
       {"window", {{"from", FormatRfc3339(doc.from_us)}, {"to", FormatRfc3339(doc.to_us)}}},
       {"cluster", doc.cluster},
@@ -143,6 +154,7 @@ std::string FindingsJson(const FindingsDocument& doc) {
       {"total_cost_nanos", doc.total_cost_nanos},
       {"total_gpu_seconds", Seconds(doc.total_gpu_us)},
       {"findings", std::move(findings)},
+      {"by_kind", std::move(by_kind)},
   };
   return out.dump(2) + "\n";
 }

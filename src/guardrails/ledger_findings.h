@@ -9,6 +9,7 @@
 // the window: a finding's cost is what it cost within the window asked for. A finding is open
 // when it was still seen in the ledger's last hour.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,14 @@ struct FindingsDocument {
   std::vector<PricedFinding> findings;  // by first seen, then node, kind, subject, device
   Nanos total_cost_nanos = 0;
   GpuMicros total_gpu_us = 0;
+  // Across every node of the cluster, per kind.
+  struct KindTotal {
+    std::int64_t findings = 0;
+    std::int64_t open = 0;
+    GpuMicros gpu_us = 0;
+    Nanos cost_nanos = 0;
+  };
+  std::map<FindingKind, KindTotal> by_kind;
 };
 
 // kInvalidArgument naming the parameter for a bad window; store errors as they are.
@@ -44,7 +53,8 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
 // {"window":{...},"cluster":...,"currency":...,"total_cost_nanos":int,"total_gpu_seconds":x,
 //  "findings":[{"kind","severity","state","cluster","node","namespace","pod","pod_uid",
 //  "container","gpu_uuid","evidence":{key: value},"first_seen","last_seen","resolved",
-//  "duration_seconds","gpu_seconds","cost_nanos":int,"cost_basis"}]} (docs/guardrails.md).
+//  "duration_seconds","gpu_seconds","cost_nanos":int,"cost_basis","summary"}],
+//  "by_kind":{kind:{"findings","open","gpu_seconds","cost_nanos"}}} (docs/guardrails.md).
 std::string FindingsJson(const FindingsDocument& document);
 
 // Parses the filters as `audit` and /api/v1/findings take them: kind, severity ("info",

@@ -269,6 +269,11 @@ TEST_F(FindingsApiTest, FindingsWithTheirCostAndFilters) {
   EXPECT_EQ(kinds, (std::vector<std::string>{"idle-allocation jupyter-0", "unallocated-access debug",
                                              "visible-devices-override debug"}));
   EXPECT_EQ(all["total_cost_nanos"].get<Nanos>(), sum);
+  EXPECT_EQ(all["by_kind"]["unallocated-access"]["findings"], 1);
+  EXPECT_EQ(all["by_kind"]["idle-allocation"]["open"], 1);
+  Nanos by_kind = 0;
+  for (const auto& [kind, k] : all["by_kind"].items()) by_kind += k["cost_nanos"].get<Nanos>();
+  EXPECT_EQ(by_kind, sum);
   const json& debug = all["findings"][1];
   EXPECT_EQ(debug["state"], "resolved");
   EXPECT_EQ(debug["first_seen"], "2026-11-23T02:00:00Z");
