@@ -193,7 +193,7 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
         // A container CRI does not know yet: keep it apart by pod UID and container id, and
         // let the caller refresh the view.
         if (stats) ++stats->unknown_containers;
-        p.consumer = ConsumerRef{"__unresolved__", "pod-" + ident.container->pod_uid,
+        p.consumer = ConsumerRef{std::string(kUnresolvedNamespace), "pod-" + ident.container->pod_uid,
                                  PodUid{ident.container->pod_uid},
                                  ident.container->container_id.substr(0, 12)};
       }

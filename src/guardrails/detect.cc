@@ -11,8 +11,6 @@
 namespace gpuledger::guardrails {
 namespace {
 
-constexpr std::string_view kUnresolvedNamespace = "__unresolved__";
-
 struct Node {
   const NodeSnapshot& s;
   std::map<std::string, const PhysicalGpu*> gpu_by_uuid;

@@ -15,6 +15,9 @@ namespace gpuledger {
 // Namespace given to consumers that are not Kubernetes containers. The pod field then names
 // the consumer ("user:alice", "unit:jupyter.service", "pid:4242 (python3)").
 inline constexpr std::string_view kHostNamespace = "__host__";
+// Namespace of a process in a container the runtime does not know yet (the agent refreshes
+// its view and resolves it in a later cycle); the pod field is "pod-<uid>".
+inline constexpr std::string_view kUnresolvedNamespace = "__unresolved__";
 
 struct ConsumerRef {
   std::string namespace_name;
