@@ -18,10 +18,10 @@ set(forbidden_project
   "prometheus/" "testing/")
 set(allowed_links
   gpuledger_common gpuledger_model gpuledger_attribution gpuledger_cost gpuledger_utilization
-  gpuledger_guardrails
+  gpuledger_guardrails gpuledger_rightsizing
   gpuledger_report gpuledger_billing gpuledger_flags fmt::fmt)
 # Leaf layers that other pure layers build on link fewer: only common and model.
-set(leaf_layers gpuledger_utilization gpuledger_guardrails)
+set(leaf_layers gpuledger_utilization gpuledger_guardrails gpuledger_rightsizing)
 set(leaf_allowed_links gpuledger_common gpuledger_model gpuledger_flags fmt::fmt)
 
 set(violations "")

@@ -1,0 +1,244 @@
+#include "rightsizing/recommend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "common/money.h"
+#include "rightsizing/mig_profiles.h"
+
+namespace gpuledger::rightsizing {
+namespace {
+
+// floor(n / d) for d > 0.
+__int128 FloorDiv(__int128 n, __int128 d) {
+  __int128 q = n / d;
+  return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+
+// n / d rounded half up (toward +infinity on a tie), d > 0.
+Nanos RoundHalfUp(__int128 n, __int128 d) { return static_cast<Nanos>(FloorDiv(2 * n + d, 2 * d)); }
+
+double Pick(const WorkloadUsage& u, Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return u.compute_p50;
+    case Percentile::kP99:
+      return u.compute_p99;
+    case Percentile::kP95:
+      break;
+  }
+  return u.compute_p95;
+}
+
+std::string_view PercentileName(Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return "p50";
+    case Percentile::kP99:
+      return "p99";
+    case Percentile::kP95:
+      break;
+  }
+  return "p95";
+}
+
+std::string Gib(Bytes b) { return fmt::format("{:.1f} GiB", static_cast<double>(b) / kGiB); }
+std::string Pct(double f) { return fmt::format("{:.0f}%", f * 100); }
+std::string Gpus(SharePpd ppd) {
+  return fmt::format("{:.2f}", static_cast<double>(ppd) / static_cast<double>(kWholeGpu));
+}
+
+}  // namespace
+
+std::string_view ActionName(Action action) {
+  switch (action) {
+    case Action::kKeep:
+      return "keep";
+    case Action::kFewerGpus:
+      return "fewer-gpus";
+    case Action::kTimeSlice:
+      return "time-slice";
+    case Action::kMigProfile:
+      return "mig-profile";
+    case Action::kCheaperModel:
+      return "cheaper-model";
+  }
+  return "keep";
+}
+
+std::string Confidence(double days_observed, double coverage, const RightsizingOptions& o) {
+  if (days_observed >= o.min_days_high && coverage >= o.min_coverage_high) return "high";
+  if (days_observed >= o.min_days_medium && coverage >= o.min_coverage_medium) return "medium";
+  return "low";
+}
+
+Nanos HourlyCost(SharePpd share_ppd, Nanos hourly_price_nanos) {
+  return RoundHalfUp(static_cast<__int128>(share_ppd) * hourly_price_nanos, kWholeGpu);
+}
+
+Nanos MonthlySaving(SharePpd held_ppd, Nanos held_price_nanos, SharePpd recommended_ppd,
+                    Nanos recommended_price_nanos) {
+  __int128 diff = static_cast<__int128>(held_ppd) * held_price_nanos -
+                  static_cast<__int128>(recommended_ppd) * recommended_price_nanos;
+  return RoundHalfUp(diff * kHoursPerMonth, kWholeGpu);
+}
+
+std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingOptions& o) {
+  const double days = u.hours_observed / 24.0;
+  const std::string confidence = Confidence(days, u.coverage, o);
+  const Nanos current_hourly = HourlyCost(u.gpus_held_ppd, u.hourly_price_nanos);
+  const std::string pct_name(PercentileName(o.compute_percentile));
+  const double compute = std::clamp(Pick(u, o.compute_percentile), 0.0, 1.0);
+  const Bytes memory_seen = o.use_p99_memory ? u.memory_p99_bytes : u.memory_peak_bytes;
+  const std::string memory_name = o.use_p99_memory ? "p99" : "peak";
+  const Bytes memory_needed = WithHeadroom(memory_seen, o.memory_headroom);
+
+  auto base = [&](Action action) {
+    Recommendation r;
+    r.workload = u.workload;
+    r.action = action;
+    r.gpu_model = u.gpu_model;
+    r.current_hourly_nanos = current_hourly;
+    r.confidence = confidence;
+    r.days_observed = days;
+    r.coverage = u.coverage;
+    r.reasons.push_back(
+        fmt::format("Confidence is {}: {:.1f} days observed "
+                    "with {} coverage of the window.",
+                    confidence, days, Pct(u.coverage)));
+    return r;
+  };
+  auto keep = [&](std::string why) {
+    Recommendation r = base(Action::kKeep);
+    r.recommended_ppd = u.gpus_held_ppd;
+    r.recommended_hourly_nanos = current_hourly;
+    r.reasons.insert(r.reasons.begin(), std::move(why));
+    return std::vector<Recommendation>{std::move(r)};
+  };
+
+  if (u.gpus_held_ppd <= 0)
+    return keep("It held no GPU in the window, so there is nothing to size.");
+  if (u.hours_observed <= 0)
+    return keep(
+        "No usage was observed in the window, so no recommendation can "
+        "be made.");
+
+  const std::string usage_line = fmt::format(
+      "It held {} {} GPUs on average and kept {:.2f} busy; {} compute was {} "
+      "of one GPU and the "
+      "memory {} was {} per GPU ({} with the {:.2f}x headroom).",
+      Gpus(u.gpus_held_ppd), u.gpu_model, u.gpus_used, pct_name, Pct(compute), memory_name,
+      Gib(memory_seen), Gib(memory_needed), o.memory_headroom);
+
+  std::vector<Recommendation> out;
+  auto offer = [&](Recommendation r, SharePpd ppd, Nanos price) {
+    r.recommended_ppd = ppd;
+    r.recommended_hourly_nanos = HourlyCost(ppd, price);
+    r.monthly_saving_nanos = MonthlySaving(u.gpus_held_ppd, u.hourly_price_nanos, ppd, price);
+    if (r.monthly_saving_nanos <= std::max<Nanos>(0, o.min_monthly_saving_nanos)) return;
+    r.reasons.insert(
+        r.reasons.begin() + 1,
+        fmt::format("That costs {} an hour instead of {}, saving {} a month (730 h).",
+                    DisplayMoney(r.recommended_hourly_nanos), DisplayMoney(current_hourly),
+                    DisplayMoney(r.monthly_saving_nanos)));
+    r.reasons.insert(r.reasons.begin() + 1, usage_line);
+    out.push_back(std::move(r));
+  };
+
+  // Whole GPUs it needs: the busy ones, at least one.
+  const std::int64_t needed_gpus =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(u.gpus_used - 1e-9)));
+  const SharePpd needed_ppd = needed_gpus * kWholeGpu;
+
+  if (needed_ppd < u.gpus_held_ppd) {
+    Recommendation r = base(Action::kFewerGpus);
+    r.target = fmt::format("{} GPU{}", needed_gpus, needed_gpus == 1 ? "" : "s");
+    r.reasons.insert(r.reasons.begin(),
+                     fmt::format("Request {} instead of {} {} GPUs: it kept only {:.2f} of them "
+                                 "busy, the rest were held idle.",
+                                 r.target, Gpus(u.gpus_held_ppd), u.gpu_model, u.gpus_used));
+    offer(std::move(r), needed_ppd, u.hourly_price_nanos);
+  }
+
+  // Sharing one GPU: only for a workload that fits on one.
+  if (needed_gpus == 1) {
+    // Time-slicing: the smallest power-of-two share covering compute and
+    // memory.
+    int replicas = 1;
+    const int max_replicas = std::clamp(o.max_time_slice_replicas, 1, 16);
+    while (replicas * 2 <= max_replicas && compute <= 1.0 / (replicas * 2) + 1e-12 &&
+           u.gpu_memory_bytes > 0 &&
+           static_cast<__int128>(memory_needed) * (replicas * 2) <= u.gpu_memory_bytes) {
+      replicas *= 2;
+    }
+    if (replicas > 1) {
+      Recommendation r = base(Action::kTimeSlice);
+      r.target = fmt::format("1/{}", replicas);
+      r.reasons.insert(r.reasons.begin(),
+                       fmt::format("Share a {} by time-slicing at 1/{}: {} compute of {} fits "
+                                   "1/{} of the GPU, and {} of memory fits 1/{} of its {}. "
+                                   "Time-slicing does not isolate memory; the replicas must "
+                                   "keep to their part.",
+                                   u.gpu_model, replicas, pct_name, Pct(compute), replicas,
+                                   Gib(memory_needed), replicas, Gib(u.gpu_memory_bytes)));
+      offer(std::move(r), kWholeGpu / replicas, u.hourly_price_nanos);
+    }
+    if (auto p = SmallestFittingProfile(u.gpu_model, memory_needed, compute);
+        p && p->compute_slices < p->total_slices) {
+      Recommendation r = base(Action::kMigProfile);
+      r.target = p->name;
+      r.reasons.insert(r.reasons.begin(),
+                       fmt::format("Use a MIG {} instance of the {}: it is the smallest profile "
+                                   "with at "
+                                   "least {} of memory ({} nominal) and {} of the compute ({}/{} "
+                                   "slices, "
+                                   "{} needed at {}); it is priced at its {} of {} compute slices.",
+                                   p->name, u.gpu_model, Gib(memory_needed), Gib(p->memory_bytes),
+                                   Pct(static_cast<double>(p->compute_slices) / p->total_slices),
+                                   p->compute_slices, p->total_slices, Pct(compute), pct_name,
+                                   p->compute_slices, p->total_slices));
+      offer(std::move(r), kWholeGpu / p->total_slices * p->compute_slices, u.hourly_price_nanos);
+    }
+  }
+
+  // A cheaper model with the memory; compute is assumed to keep up below the
+  // threshold.
+  if (compute <= o.max_compute_for_cheaper_model) {
+    const ModelPrice* best = nullptr;
+    for (const ModelPrice& m : u.other_models) {
+      if (m.gpu_model == u.gpu_model || m.memory_bytes < memory_needed) continue;
+      if (best == nullptr || m.hourly_price_nanos < best->hourly_price_nanos) best = &m;
+    }
+    if (best != nullptr) {
+      Recommendation r = base(Action::kCheaperModel);
+      r.target = best->gpu_model;
+      r.gpu_model = best->gpu_model;
+      r.reasons.insert(
+          r.reasons.begin(),
+          fmt::format("Move to {} {} GPU{}: the cheapest model in the catalog whose {} "
+                      "memory "
+                      "holds {}. Its compute was not measured: {} compute of {} is at "
+                      "most the "
+                      "{} of a {} under which a slower model is assumed to keep up.",
+                      needed_gpus, best->gpu_model, needed_gpus == 1 ? "" : "s",
+                      Gib(best->memory_bytes), Gib(memory_needed), pct_name, Pct(compute),
+                      Pct(o.max_compute_for_cheaper_model), u.gpu_model));
+      offer(std::move(r), needed_ppd, best->hourly_price_nanos);
+    }
+  }
+
+  if (out.empty()) {
+    return keep(fmt::format("Keep it as it is: no smaller layout saves money. {}", usage_line));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
+    if (a.monthly_saving_nanos != b.monthly_saving_nanos)
+      return a.monthly_saving_nanos > b.monthly_saving_nanos;
+    return a.action < b.action;
+  });
+  return out;
+}
+
+}  // namespace gpuledger::rightsizing

@@ -1,0 +1,121 @@
+#pragma once
+// Rightsizing recommendations for one workload (design section 5, issue 12):
+// keep, fewer GPUs, a time-slice fraction, a MIG profile of the same model, or
+// a cheaper GPU model, each with the monthly saving at the workload's own
+// price, a confidence and the reasons in words. Pure: the usage summary comes
+// in as values (the ledger's window summary fills it; not yet wired, see
+// docs/rightsizing.md).
+//
+// Money is exact: hourly costs are int64 nanos, a share of a GPU is SharePpd
+// (parts per kWholeGpu), and the saving is ((held - recommended) share x hourly
+// price x 730 h) / kWholeGpu in 128-bit integers, rounded half up once. A month
+// is 730 hours (8760 / 12).
+//
+// Output: a ranked list. Every action that saves money (more than
+// options.min_monthly_saving_nanos) is returned, highest saving first (ties:
+// the order of the Action enum, the least disruptive first); the first is the
+// best. When nothing saves money the list is one "keep". The alternatives are
+// exclusive: apply one.
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/units.h"
+
+namespace gpuledger::rightsizing {
+
+inline constexpr Micros kHoursPerMonth = 730;
+
+// A GPU model a workload could move to, at the price it would pay for it.
+struct ModelPrice {
+  std::string gpu_model;         // "L4"
+  Bytes memory_bytes = 0;        // memory of one GPU
+  Nanos hourly_price_nanos = 0;  // one GPU for one hour
+
+  friend bool operator==(const ModelPrice&, const ModelPrice&) = default;
+};
+
+// One workload (an owner controller across its replicas) over a window.
+struct WorkloadUsage {
+  std::string workload;   // "ns/Deployment/name"
+  std::string gpu_model;  // the model it runs on, the catalog's name ("H100-80GB")
+  std::string pool;       // node pool, for grouping (consolidation)
+  // GPUs held, averaged over the window, in parts of one whole GPU: 8 *
+  // kWholeGpu for eight GPUs, kWholeGpu / 4 for a quarter time-slice. Exact,
+  // because it prices the saving.
+  SharePpd gpus_held_ppd = 0;
+  // GPUs it kept busy (held GPUs whose compute share was above idle at the
+  // chosen percentile, or its compute summed over its GPUs): the whole GPUs it
+  // needs, rounded up.
+  double gpus_used = 0;
+  Bytes memory_peak_bytes = 0;  // per GPU, the most of any of its GPUs
+  Bytes memory_p99_bytes = 0;
+  // Compute share of one physical GPU (0..1), per GPU it uses.
+  double compute_p50 = 0;
+  double compute_p95 = 0;
+  double compute_p99 = 0;
+  double hours_observed = 0;             // hours with data
+  double coverage = 0;                   // hours observed / hours of the window, 0..1
+  Bytes gpu_memory_bytes = 0;            // memory of one GPU of gpu_model
+  Nanos hourly_price_nanos = 0;          // one GPU of gpu_model for one hour, at its own pricing
+  std::vector<ModelPrice> other_models;  // candidates for "cheaper-model"
+};
+
+enum class Percentile { kP50, kP95, kP99 };
+
+struct RightsizingOptions {
+  double memory_headroom = 1.2;  // room given above the memory peak
+  Percentile compute_percentile = Percentile::kP95;
+  bool use_p99_memory = false;     // size memory by p99 instead of the peak
+  double min_days_high = 7;        // days of data for "high" confidence
+  double min_coverage_high = 0.9;  // and coverage
+  double min_days_medium = 1;      // below either: "low"
+  double min_coverage_medium = 0.5;
+  int max_time_slice_replicas = 8;  // 1/2, 1/4, 1/8 (a power of two, <= 16)
+  // "cheaper-model" only when the compute need (at the percentile) is at most
+  // this share of the current GPU: a slower model is assumed to keep up with
+  // that much (compute is not measured on the other model; the reason says so).
+  double max_compute_for_cheaper_model = 0.5;
+  Nanos min_monthly_saving_nanos = 0;  // recommend only above this saving
+};
+
+enum class Action { kKeep, kFewerGpus, kTimeSlice, kMigProfile, kCheaperModel };
+std::string_view ActionName(Action action);  // "keep", "fewer-gpus", "time-slice", ...
+
+struct Recommendation {
+  std::string workload;
+  Action action = Action::kKeep;
+  std::string target;            // "2 GPUs", "1/4", "1g.10gb", "L4", or "" for keep
+  std::string gpu_model;         // the model it would run on
+  SharePpd recommended_ppd = 0;  // share of gpu_model's GPUs it would hold (all replicas)
+  Nanos current_hourly_nanos = 0;
+  Nanos recommended_hourly_nanos = 0;
+  Nanos monthly_saving_nanos = 0;  // 0 for keep
+  std::string confidence;          // "high", "medium", "low"
+  double days_observed = 0;
+  double coverage = 0;
+  std::vector<std::string> reasons;  // full sentences with the numbers
+
+  friend bool operator==(const Recommendation&, const Recommendation&) = default;
+};
+
+// "high (9.0 days observed, 95% coverage)" rules: high when both days and
+// coverage reach the high thresholds, medium when both reach the medium ones,
+// low otherwise.
+std::string Confidence(double days_observed, double coverage, const RightsizingOptions& options);
+
+// `share_ppd` of a GPU at `hourly_price_nanos` for one hour, rounded half up.
+Nanos HourlyCost(SharePpd share_ppd, Nanos hourly_price_nanos);
+// (`held_ppd` - `recommended_ppd`) at their prices over 730 h, rounded half up
+// once.
+Nanos MonthlySaving(SharePpd held_ppd, Nanos held_price_nanos, SharePpd recommended_ppd,
+                    Nanos recommended_price_nanos);
+
+// The ranked recommendations for `usage` (see the top of this file). A workload
+// with no hours observed or no GPUs held gets one "keep" that says why.
+std::vector<Recommendation> Recommend(const WorkloadUsage& usage,
+                                      const RightsizingOptions& options);
+
+}  // namespace gpuledger::rightsizing
