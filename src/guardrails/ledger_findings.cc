@@ -23,15 +23,7 @@ bool Matches(const Finding& f, const FindingsQuery& q) {
 
 nlohmann::json EvidenceJson(std::string_view evidence) {
   nlohmann::json out = nlohmann::json::object();
-  std::size_t at = 0;
-  while (at < evidence.size()) {
-    std::size_t end = evidence.find(' ', at);
-    if (end == std::string_view::npos) end = evidence.size();
-    std::string_view pair = evidence.substr(at, end - at);
-    if (auto eq = pair.find('='); eq != std::string_view::npos)
-      out[std::string(pair.substr(0, eq))] = std::string(pair.substr(eq + 1));
-    at = end + 1;
-  }
+  for (auto& [k, v] : EvidencePairs(evidence)) out[k] = std::move(v);
   return out;
 }
 

@@ -29,11 +29,6 @@ std::int64_t EvidenceInt(std::string_view evidence, std::string_view key) {
   return ec == std::errc() && p == v.data() + v.size() && n > 0 ? n : 0;
 }
 
-Micros HourStart(Micros t) {
-  Micros r = t % kMicrosPerHour;
-  return r < 0 ? t - r - kMicrosPerHour : t - r;
-}
-
 // Price of `gpu_us` of a device-hour: price x gpu_us / metered, rounded half up.
 Nanos PriceOf(__int128 gpu_us, const DeviceHour& d) {
   if (gpu_us <= 0 || d.metered_us <= 0 || d.price_nanos <= 0) return 0;

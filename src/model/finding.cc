@@ -55,16 +55,23 @@ std::optional<Severity> ParseSeverity(std::string_view text) {
   return std::nullopt;
 }
 
-std::string EvidenceValue(std::string_view evidence, std::string_view key) {
+std::vector<std::pair<std::string, std::string>> EvidencePairs(std::string_view evidence) {
+  std::vector<std::pair<std::string, std::string>> out;
   std::size_t at = 0;
   while (at < evidence.size()) {
     std::size_t end = evidence.find(' ', at);
     if (end == std::string_view::npos) end = evidence.size();
     std::string_view pair = evidence.substr(at, end - at);
-    if (pair.size() > key.size() && pair.starts_with(key) && pair[key.size()] == '=')
-      return std::string(pair.substr(key.size() + 1));
+    if (auto eq = pair.find('='); eq != std::string_view::npos && eq > 0)
+      out.emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
     at = end + 1;
   }
+  return out;
+}
+
+std::string EvidenceValue(std::string_view evidence, std::string_view key) {
+  for (auto& [k, v] : EvidencePairs(evidence))
+    if (k == key) return std::move(v);
   return {};
 }
 

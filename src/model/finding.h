@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -65,6 +67,8 @@ struct Finding {
   bool operator==(const Finding&) const = default;
 };
 
+// A Finding's evidence as its (key, value) pairs, in order; a word without '=' is skipped.
+std::vector<std::pair<std::string, std::string>> EvidencePairs(std::string_view evidence);
 // The value of `key` in a Finding's evidence ("" when absent).
 std::string EvidenceValue(std::string_view evidence, std::string_view key);
 

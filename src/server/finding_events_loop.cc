@@ -1,5 +1,6 @@
 #include "server/finding_events_loop.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "guardrails/ledger_findings.h"
@@ -21,6 +22,21 @@ FindingEventsLoop::~FindingEventsLoop() { Stop(); }
 Status FindingEventsLoop::RunOnce() {
   auto store = open_();
   if (!store) return store.error();
+  // Pricing reads a day of rows: only when an open finding may be announced at all (idle
+  // allocations are found from those rows, so a policy that warns on them always reads).
+  auto announces = [&](FindingKind kind) {
+    const guardrails::Action a = policy_.For(kind).action;
+    return a == guardrails::Action::kWarn || a == guardrails::Action::kDeny;
+  };
+  if (!announces(FindingKind::kIdleAllocation)) {
+    store::FindingQuery open;
+    open.open_only = true;
+    auto recorded = (*store)->ReadFindings(open);
+    if (!recorded) return recorded.error();
+    if (std::none_of(recorded->begin(), recorded->end(),
+                     [&](const Finding& f) { return announces(f.kind); }))
+      return events_.Publish({});
+  }
   guardrails::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;
