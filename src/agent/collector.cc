@@ -178,10 +178,18 @@ void Collector::Cycle() {
   counters_.join_totals.vanished_processes += join.vanished_processes;
   counters_.findings = findings_.Current();
   for (const auto& [kind, n] : findings_.opened_total()) counters_.findings_opened[kind] = n;
+  // The peaks' hour, by the agent's clock: the cycle's interval ends now, so an end on the hour
+  // closes the hour before (as the ledger books intervals). Entries of containers seen in
+  // neither this hour nor the one before are of no hour the exposition names: dropped.
+  counters_.hour_us = HourStart(clock.wall_us - 1);
+  std::erase_if(counters_.peaks, [&](const auto& kv) {
+    const Micros h = kv.second.hour_us;
+    return h != counters_.hour_us && h != counters_.hour_us - kMicrosPerHour;
+  });
   if (reading.ok()) {
     if (reading->wall_step_us != 0) ++counters_.clock_jumps;
     // The hour the interval lies in: one that ends on the hour belongs to the hour before.
-    Account(usage, *reading, now_mono, (reading->end_us - 1) / kMicrosPerHour);
+    Account(usage, *reading, now_mono, (reading->end_us - 1) / kMicrosPerHour, counters_.hour_us);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = g.memory_used_bytes;
@@ -197,7 +205,7 @@ void Collector::Cycle() {
 }
 
 void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-                        Micros now_mono, std::int64_t wall_hour) {
+                        Micros now_mono, std::int64_t wall_hour, Micros peak_hour_us) {
   for (const MigInstance& m : reading.mig_instances) {
     DeviceSeries& d = counters_.devices[m.uuid.value];
     d.parent_uuid = m.parent.value;
@@ -236,6 +244,14 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
       s.energy_mj += c.energy_mj;
       s.activity += c.activity;
       s.memory_used_bytes = c.memory_bytes;
+      HourPeaks& peak = counters_.peaks[ContainerKey{c.consumer, u.gpu.value}];
+      if (peak.hour_us != peak_hour_us) {
+        peak.earlier_hour_us = peak.hour_us;
+        peak.earlier_peak_bytes = peak.peak_bytes;
+        peak.hour_us = peak_hour_us;
+        peak.peak_bytes = 0;
+      }
+      peak.peak_bytes = std::max(peak.peak_bytes, c.memory_bytes);
       // The sources say how every cycle of the current wall-clock hour was obtained (the worst
       // quality, the union of rules), not only the last one: the hour's row then explains all
       // of its figures, and the label changes at most a few times an hour (no series churn).
@@ -419,6 +435,24 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
   container_metric("gpuledger_container_memory_used_bytes",
                    "GPU memory the container held in the last cycle.", MetricType::kGauge,
                    [](const ContainerSeries& s) { return static_cast<double>(s.memory_used_bytes); });
+  // Exact hourly peaks: the gauge above, sampled by scrapes, misses a spike between them.
+  auto peak_gauge = [&](const char* name, const char* help, Micros hour_us) {
+    w.Family(name, help, MetricType::kGauge);
+    for (const auto& [k, p] : c.peaks) {
+      const std::optional<Bytes> peak = p.PeakOf(hour_us);
+      if (!peak) continue;
+      auto l = labels(k);
+      w.Sample(name, std::span<const Label>(l), static_cast<double>(*peak));
+    }
+  };
+  peak_gauge("gpuledger_container_memory_peak_bytes",
+             "The most GPU memory the container held at any cycle of the agent's current UTC "
+             "hour (gpuledger_agent_hour_start_seconds).",
+             c.hour_us);
+  peak_gauge("gpuledger_container_memory_previous_hour_peak_bytes",
+             "The most GPU memory the container held at any cycle of the UTC hour before the "
+             "agent's current one (while it is known).",
+             c.hour_us - kMicrosPerHour);
   w.Family("gpuledger_container_attribution_info",
            "How the container's figures were obtained (value 1).", MetricType::kGauge);
   for (const auto& [k, s] : c.containers) {
@@ -473,6 +507,11 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
   w.Family("gpuledger_agent_start_time_seconds", "When this agent started (its counters began).",
            MetricType::kGauge);
   w.Sample("gpuledger_agent_start_time_seconds", static_cast<double>(c.started_us) / 1e6);
+  w.Family("gpuledger_agent_hour_start_seconds",
+           "Start of the agent's current UTC hour: the hour the memory peaks refer to.",
+           MetricType::kGauge);
+  if (c.hour_us >= 0)
+    w.Sample("gpuledger_agent_hour_start_seconds", static_cast<double>(c.hour_us) / 1e6);
   w.Family("gpuledger_agent_last_cycle_timestamp_seconds", "When the last cycle ended.",
            MetricType::kGauge);
   w.Sample("gpuledger_agent_last_cycle_timestamp_seconds", static_cast<double>(c.at_us) / 1e6);

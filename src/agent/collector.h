@@ -107,11 +107,28 @@ class Collector {
     prometheus::HistogramData compute_share, memory_usage;
     Micros last_seen_us = 0;
   };
+  // The most memory a (container, GPU) held at any cycle of the last two UTC hours it was seen
+  // in (gpuledger_container_memory_{,previous_hour_}peak_bytes). Apart from ContainerSeries,
+  // whose TTL is monotonic and may outlast or cut short the hours: an entry lives while its
+  // container was seen in the agent's current or previous hour.
+  struct HourPeaks {
+    Micros hour_us = -1;           // the last hour it was seen in, and its peak
+    Bytes peak_bytes = 0;
+    Micros earlier_hour_us = -1;   // the hour seen in before that one, and its peak
+    Bytes earlier_peak_bytes = 0;
+    // The peak of hour `h`, if the container was seen in it.
+    std::optional<Bytes> PeakOf(Micros h) const {
+      if (h == hour_us) return peak_bytes;
+      if (h == earlier_hour_us) return earlier_peak_bytes;
+      return std::nullopt;
+    }
+  };
 
   // Everything /metrics shows. Guarded by mu_.
   struct Counters {
     std::map<std::string, DeviceSeries> devices;
     std::map<ContainerKey, ContainerSeries> containers;
+    std::map<ContainerKey, HourPeaks> peaks;
     std::map<std::pair<std::string, std::string>, double> source_errors;  // (source, code)
     std::map<std::string, bool> source_up;
     prometheus::HistogramData cycle_seconds;
@@ -123,13 +140,18 @@ class Collector {
     std::uint64_t cycles = 0;
     Micros at_us = 0;       // wall time of the last cycle
     Micros at_mono_us = 0;  // monotonic time of the last cycle
+    // Start of the UTC hour, by the wall clock, that holds the last cycle's interval (one that
+    // ends on the hour closes the hour before): the hour the peaks' "current" means; -1 before
+    // the first cycle.
+    Micros hour_us = -1;
     Micros started_us = 0;  // when this agent started: its counters began at zero then
   };
 
   // `now_mono` is the monotonic time of the cycle.
   void RefreshKube(Micros now_mono, bool force);
+  // `peak_hour_us` is Counters::hour_us of this cycle.
   void Account(const std::vector<DeviceUsage>& usage, const sources::GpuReading& reading,
-               Micros now_mono, std::int64_t wall_hour);
+               Micros now_mono, std::int64_t wall_hour, Micros peak_hour_us);
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
   static std::string Render(const Counters& c, const std::string& node);

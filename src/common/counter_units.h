@@ -30,6 +30,7 @@ enum class CounterScale : std::int64_t {
   kMicrosPerSecond = 1'000'000,
   kMilliPerUnit = 1'000,
   kKibPerByte = -1024,  // byte-seconds = KiB-s x 1024
+  kOne = 1,             // plain counts (histogram buckets): the value is the integer
 };
 
 inline constexpr std::int64_t kExactCounterLimitMicros = 8'589'934'592'000'000LL;  // 2^33 s

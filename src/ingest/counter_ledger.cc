@@ -1,7 +1,9 @@
 #include "ingest/counter_ledger.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -34,6 +36,7 @@ enum class Field {
   kMetered, kBusy, kIdle, kUnattributed, kDeviceEnergy, kUnattributedMemory,  // per device
   kAllocated, kCompute, kMemory, kConsumerEnergy,         // per (device, consumer)
   kSmActive, kSmOccupancy, kTensorActive, kDramActive,    // per (device, consumer): activity
+  kComputeBucket, kMemoryBucket,  // per (device, consumer): cumulative histogram bucket counts
 };
 
 struct CounterKind {
@@ -61,6 +64,9 @@ constexpr CounterKind kCounters[] = {
     {"gpuledger_container_sm_occupancy_gpu_seconds_total", Field::kSmOccupancy, kUs},
     {"gpuledger_container_tensor_active_gpu_seconds_total", Field::kTensorActive, kUs},
     {"gpuledger_container_dram_active_gpu_seconds_total", Field::kDramActive, kUs},
+    // The rightsizing histograms' buckets: cumulative counts, each a counter (docs/agent.md).
+    {"gpuledger_container_compute_share_bucket", Field::kComputeBucket, CounterScale::kOne},
+    {"gpuledger_container_memory_usage_bytes_bucket", Field::kMemoryBucket, CounterScale::kOne},
 };
 
 constexpr std::string_view kDeviceInfo = "gpuledger_device_info";
@@ -68,6 +74,10 @@ constexpr std::string_view kAgentStart = "gpuledger_agent_start_time_seconds";
 constexpr std::string_view kAttributionInfo = "gpuledger_container_attribution_info";
 constexpr std::string_view kMemoryTotal = "gpuledger_device_memory_total_bytes";
 constexpr std::string_view kContainerMemoryUsed = "gpuledger_container_memory_used_bytes";
+constexpr std::string_view kContainerPeak = "gpuledger_container_memory_peak_bytes";
+constexpr std::string_view kContainerPreviousPeak =
+    "gpuledger_container_memory_previous_hour_peak_bytes";
+constexpr std::string_view kAgentHourStart = "gpuledger_agent_hour_start_seconds";
 
 const CounterKind* FindCounter(std::string_view name) {
   for (const CounterKind& k : kCounters)
@@ -119,6 +129,16 @@ std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view
   return {ParseQuality(text), rule};
 }
 
+// The UsageHistogram::compute bucket an `le` label names (kComputeShareBounds, "+Inf" the
+// last); -1 for a bound that is not one of them (an agent with other buckets).
+int ComputeBucketOf(std::string_view le) {
+  if (le == "+Inf") return UsageHistogram::kComputeBuckets - 1;
+  const double bound = std::strtod(std::string(le).c_str(), nullptr);
+  for (int i = 0; i + 1 < UsageHistogram::kComputeBuckets; ++i)
+    if (std::fabs(bound - kComputeShareBounds[i]) < 1e-9) return i;
+  return -1;
+}
+
 // A float64 counter value as the agent's integer (the value must be finite and >= 0).
 std::optional<std::int64_t> CountOf(const CounterKind& kind, double value) {
   if (!std::isfinite(value) || value < 0) return std::nullopt;
@@ -159,6 +179,10 @@ struct CounterLedger::Impl {
     Quality activity_quality = Quality::kNone;
     std::string activity_rule;
     std::string share_source;
+    // Cumulative bucket counts of the hour, as the deltas of the agent's `_bucket` counters
+    // came (per bucket: UsageHistogram at Close).
+    std::array<std::int64_t, UsageHistogram::kComputeBuckets> compute_le{};
+    std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory_le{};
   };
   struct DeviceAcc {
     std::string node, model, sharing;
@@ -181,6 +205,7 @@ struct CounterLedger::Impl {
   std::int64_t ignored = 0;
   std::int64_t resets = 0;
   std::int64_t late_dropped = 0;
+  std::int64_t skipped_buckets = 0;  // histogram bucket samples of a layout we do not read
   // What changed since the state was last saved (PendingState): parts to write and to erase.
   bool engine_dirty = false;
   std::set<std::string> dirty_instances, removed_instances;
@@ -220,8 +245,9 @@ struct CounterLedger::Impl {
 
   // Adds the integer `delta` over (t0, t1] to the hours it covers, split exactly in proportion
   // to the time in each (largest remainder: the pieces sum to the delta).
+  // `bucket`: the histogram bucket index of a kComputeBucket / kMemoryBucket sample.
   void Spread(const CounterKind& kind, const Sample& s, std::int64_t delta, Micros t0, Micros t1,
-              const InstanceState& inst) {
+              const InstanceState& inst, int bucket = -1) {
     const std::string gpu(Label(s.labels, "gpu_uuid"));
     if (gpu.empty() || delta < 0) return;
     const bool consumer = kind.field >= Field::kAllocated;
@@ -261,6 +287,8 @@ struct CounterLedger::Impl {
         case Field::kSmOccupancy: c.activity.sm_occupancy_us += part; break;
         case Field::kTensorActive: c.activity.tensor_active_us += part; break;
         case Field::kDramActive: c.activity.dram_active_us += part; break;
+        case Field::kComputeBucket: c.compute_le[bucket] += part; break;
+        case Field::kMemoryBucket: c.memory_le[bucket] += part; break;
         default: c.energy_mj += part; break;
       }
       Book(c, inst, gpu, ref);
@@ -358,7 +386,7 @@ struct CounterLedger::Impl {
                            static_cast<int>(c.memory_quality), c.rule, c.activity.sm_active_us,
                            c.activity.sm_occupancy_us, c.activity.tensor_active_us,
                            c.activity.dram_active_us, static_cast<int>(c.activity_quality),
-                           c.activity_rule, c.share_source});
+                           c.activity_rule, c.share_source, c.compute_le, c.memory_le});
     return {key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
             a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
             a.unattributed_memory_kib_s};
@@ -407,6 +435,10 @@ struct CounterLedger::Impl {
         ca.activity_rule = c.at(17).get<std::string>();
         ca.share_source = c.at(18).get<std::string>();
       }
+      if (c.size() > 20) {  // histogram buckets: absent from states written before them
+        ca.compute_le = c.at(19).get<decltype(ca.compute_le)>();
+        ca.memory_le = c.at(20).get<decltype(ca.memory_le)>();
+      }
     }
     return Status::Ok();
   }
@@ -416,6 +448,17 @@ struct CounterLedger::Impl {
     for (const auto& [name, inst] : instances) dirty_instances.insert(name);
     for (const auto& [key, acc] : hours) dirty_hours.insert(key);
   }
+  // Cumulative counts to counts per bucket. A delta split over an hour boundary is apportioned
+  // per series, so one bucket's piece may round one below the bucket before it: clamped at 0.
+  static UsageHistogram PerBucket(const ConsumerAcc& c) {
+    UsageHistogram h;
+    for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
+      h.compute[i] = std::max<std::int64_t>(0, c.compute_le[i] - (i > 0 ? c.compute_le[i - 1] : 0));
+    for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
+      h.memory[i] = std::max<std::int64_t>(0, c.memory_le[i] - (i > 0 ? c.memory_le[i - 1] : 0));
+    return h;
+  }
+
   LedgerHour Close(const HourKey& key, const DeviceAcc& a) const {
     attribution::OpenDeviceHour open;
     DeviceHour& d = open.device;
@@ -451,12 +494,51 @@ struct CounterLedger::Impl {
       r.activity_quality = c.activity_quality;
       r.activity_rule = c.activity_rule;
       r.share_source = c.share_source;
+      r.histogram = PerBucket(c);
       open.usage.push_back(std::move(r));
     }
     LedgerHour closed = attribution::CloseDeviceHour(std::move(open));
     // Shares only the pod watch knows (KAI/Run:ai annotations) move allocation within the hour.
     attribution::ApplyAnnotatedShares(closed);
     return closed;
+  }
+
+  // Raises the peak memory of the sample's consumer in `hour`, where it has a row.
+  void RaisePeak(Micros hour, const Sample& s, Bytes bytes) {
+    auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
+    if (h == hours.end()) return;
+    auto c = h->second.consumers.find(RefOf(s.labels));
+    if (c != h->second.consumers.end() && bytes > c->second.peak_memory_bytes) {
+      c->second.peak_memory_bytes = bytes;
+      dirty_hours.insert(h->first);
+    }
+  }
+
+  // The memory histogram's bounds are bytes of each GPU's memory (eighths of it), so a bucket
+  // is known by its rank: per (GPU, consumer) the finite `le` values of the scrape, ascending.
+  using BoundsByConsumer = std::map<std::string, std::vector<double>>;
+  static BoundsByConsumer MemoryBucketBounds(const TargetScrape& scrape) {
+    BoundsByConsumer out;
+    for (const Sample& s : scrape.samples) {
+      if (s.name != "gpuledger_container_memory_usage_bytes_bucket") continue;
+      const std::string_view le = Label(s.labels, "le");
+      if (le == "+Inf") continue;
+      out[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))].push_back(
+          std::strtod(std::string(le).c_str(), nullptr));
+    }
+    for (auto& [key, bounds] : out) std::sort(bounds.begin(), bounds.end());
+    return out;
+  }
+  // The UsageHistogram::memory bucket of a `_bucket` sample; -1 unless its series has the
+  // agent's layout (three finite bounds and +Inf).
+  static int MemoryBucketOf(const Sample& s, const BoundsByConsumer& bounds) {
+    auto it = bounds.find(ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels)));
+    if (it == bounds.end() || it->second.size() != UsageHistogram::kMemoryBuckets - 1) return -1;
+    const std::string_view le = Label(s.labels, "le");
+    if (le == "+Inf") return UsageHistogram::kMemoryBuckets - 1;
+    const double bound = std::strtod(std::string(le).c_str(), nullptr);
+    auto pos = std::lower_bound(it->second.begin(), it->second.end(), bound);
+    return static_cast<int>(pos - it->second.begin());
   }
 
   void Feed(const TargetScrape& scrape) {
@@ -508,11 +590,21 @@ struct CounterLedger::Impl {
     // counter), so reset and new series are booked over that, not the whole gap.
     Micros reset_from = count_from_start ? agent_start_us : prev_at;
     if (restarted_us >= 0 && prev_at != INT64_MIN) reset_from = std::max(prev_at, at - restarted_us);
+    const auto memory_bounds = MemoryBucketBounds(scrape);
     for (const Sample& s : scrape.samples) {
       const CounterKind* kind = FindCounter(s.name);
       if (kind == nullptr) continue;
       const auto value = CountOf(*kind, s.value);
       if (!value) continue;  // not a counter value: keep the last
+      int bucket = -1;
+      if (kind->field == Field::kComputeBucket || kind->field == Field::kMemoryBucket) {
+        bucket = kind->field == Field::kComputeBucket ? ComputeBucketOf(Label(s.labels, "le"))
+                                                      : MemoryBucketOf(s, memory_bounds);
+        if (bucket < 0) {
+          ++skipped_buckets;
+          continue;
+        }
+      }
       auto [it, fresh] = inst.series.try_emplace(SeriesKey(s));
       SeriesState& st = it->second;
       std::int64_t delta = 0;
@@ -536,11 +628,18 @@ struct CounterLedger::Impl {
       }  // else: the first scrape of an agent only sets the baseline
       st.value = *value;
       st.at_us = at;
-      if (from != INT64_MIN && from < at) Spread(*kind, s, delta, from, at, inst);
+      if (from != INT64_MIN && from < at) Spread(*kind, s, delta, from, at, inst, bucket);
     }
     // Gauges describe the instant just before the scrape: into the hour that holds it (a
-    // scrape on the hour closes the hour before).
+    // scrape on the hour closes the hour before). The agent's hour peaks name their own hour
+    // (gpuledger_agent_hour_start_seconds, by its clock): a peak between two scrapes is still
+    // the hour's, and the previous hour's peak completes an hour whose last scrape came
+    // before its last cycle.
     const Micros hour = HourStart(at - 1);
+    Micros agent_hour_us = INT64_MIN;
+    for (const Sample& s : scrape.samples)
+      if (s.name == kAgentHourStart && std::isfinite(s.value) && s.value > 0)
+        agent_hour_us = HourStart(ToCount(s.value, kUs));
     for (const Sample& s : scrape.samples) {
       if (!std::isfinite(s.value) || s.value < 0 || s.value > 9e18) continue;
       const auto bytes = static_cast<Bytes>(std::llround(s.value));
@@ -551,13 +650,11 @@ struct CounterLedger::Impl {
           dirty_hours.insert(h->first);
         }
       } else if (s.name == kContainerMemoryUsed) {
-        auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
-        if (h == hours.end()) continue;
-        auto c = h->second.consumers.find(RefOf(s.labels));
-        if (c != h->second.consumers.end() && bytes > c->second.peak_memory_bytes) {
-          c->second.peak_memory_bytes = bytes;
-          dirty_hours.insert(h->first);
-        }
+        RaisePeak(hour, s, bytes);
+      } else if (s.name == kContainerPeak && agent_hour_us != INT64_MIN) {
+        RaisePeak(agent_hour_us, s, bytes);
+      } else if (s.name == kContainerPreviousPeak && agent_hour_us != INT64_MIN) {
+        RaisePeak(agent_hour_us - kMicrosPerHour, s, bytes);
       }
     }
     inst.last_at_us = at;
@@ -568,7 +665,8 @@ const std::vector<std::string>& FedSeriesNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
     for (std::string_view n : {kDeviceInfo, kAttributionInfo, kAgentStart, kMemoryTotal,
-                               kContainerMemoryUsed})
+                               kContainerMemoryUsed, kContainerPeak, kContainerPreviousPeak,
+                               kAgentHourStart})
       out.emplace_back(n);
     for (const CounterKind& k : kCounters) out.emplace_back(k.name);
     return out;
@@ -782,6 +880,7 @@ CounterLedger::Footprint CounterLedger::footprint() const {
 std::int64_t CounterLedger::ignored_scrapes() const { return impl_->ignored; }
 std::int64_t CounterLedger::resets() const { return impl_->resets; }
 std::int64_t CounterLedger::late_dropped() const { return impl_->late_dropped; }
+std::int64_t CounterLedger::skipped_buckets() const { return impl_->skipped_buckets; }
 Micros CounterLedger::latest_us() const { return impl_->latest_us; }
 
 void CounterLedger::ObserveSince(Micros since_us) { impl_->observing_since_us = since_us; }

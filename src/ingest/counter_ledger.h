@@ -24,6 +24,14 @@
 // activity_quality / activity_rule and share_source. Agents that export neither (older ones)
 // give zero activity, Quality::kNone and an empty share_source.
 //
+// Rightsizing inputs: the `_bucket` counters of gpuledger_container_compute_share and
+// gpuledger_container_memory_usage_bytes go through the same exact deltas, bucket by bucket,
+// into UsageRow::histogram (counts per bucket of the hour; compute buckets known by their
+// bounds, memory buckets, bytes of each GPU, by rank; other layouts are skipped and counted).
+// Peak memory is the largest of the memory gauge at each scrape and the agent's hour peaks
+// (gpuledger_container_memory_{,previous_hour_}peak_bytes, of the hour its
+// gpuledger_agent_hour_start_seconds names): exact with agents that export them.
+//
 // Restart safety: State() is a serialisable snapshot (last values, open-hour accumulators);
 // Restore() resumes from it. Writing an hour's rows is idempotent (they replace), so replaying
 // samples already fed after a crash re-writes the same rows and counts nothing twice. The same
@@ -117,6 +125,8 @@ class CounterLedger {
   // Parts of deltas that fell into hours already forgotten (an instance silent for longer than
   // the caller keeps hours open): not booked, counted here.
   std::int64_t late_dropped() const;
+  // Histogram bucket samples not read: a layout other than the agent's (docs/agent.md).
+  std::int64_t skipped_buckets() const;
   Micros latest_us() const;  // the newest at_us fed (INT64_MIN before any)
 
  private:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <set>
 
@@ -743,6 +744,145 @@ TEST(CounterLedger, RestoreRefusesWhatIsNotOurs) {
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   }
 }
+
+
+namespace histograms {
+
+// The agent's two rightsizing histograms for one container, cumulative counts per `le` as the
+// collector renders them (docs/agent.md): compute share at 0.05, 1/7 .. 4/7, +Inf; memory at
+// 1/8, 2/8, 4/8 of an 80 GiB card, +Inf.
+void AddHistograms(TargetScrape& s, const std::string& pod, const std::string& gpu,
+                   const std::array<double, 6>& compute_le, const std::array<double, 4>& memory_le,
+                   const char* first_bound = "0.05") {
+  Labels l{{"container", "main"}, {"gpu_uuid", gpu}, {"namespace", "ml"}, {"pod", pod},
+           {"pod_uid", "uid-" + pod}};
+  const std::string compute_bounds[] = {first_bound, "0.14285714285714285", "0.2857142857142857",
+                                        "0.42857142857142855", "0.5714285714285714", "+Inf"};
+  for (int i = 0; i < 6; ++i) {
+    Labels b = l;
+    b.push_back({"le", compute_bounds[i]});
+    s.samples.push_back({"gpuledger_container_compute_share_bucket", b, compute_le[i]});
+  }
+  const std::string memory_bounds[] = {"1.073741824e+10", "2.147483648e+10", "4.294967296e+10",
+                                       "+Inf"};
+  for (int i = 0; i < 4; ++i) {
+    Labels b = l;
+    b.push_back({"le", memory_bounds[i]});
+    s.samples.push_back({"gpuledger_container_memory_usage_bytes_bucket", b, memory_le[i]});
+  }
+}
+
+TargetScrape WithHistograms(const std::string& instance, Micros at, double t,
+                            const std::array<double, 6>& compute_le,
+                            const std::array<double, 4>& memory_le) {
+  TargetScrape s = Scrape(instance, at, {{"GPU-A", t, t / 2, t / 2, 0, 0}},
+                          {{"p1", "GPU-A", t, t / 2, 0, 0}});
+  AddHistograms(s, "p1", "GPU-A", compute_le, memory_le);
+  return s;
+}
+
+// Cumulative deltas become counts per bucket of the hour: compute {5,5,25,25,40,50} since the
+// baseline -> {5,0,20,0,15,10}; memory {10,30,50,50} -> {10,20,20,0}.
+TEST(CounterLedger, HistogramBucketsBecomeCountsPerBucketOfTheHour) {
+  CounterLedger l("c1", nullptr);
+  l.Feed(WithHistograms("a", kH0 + 10 * kS, 10, {1, 1, 2, 2, 3, 4}, {1, 2, 4, 4}));
+  l.Feed(WithHistograms("a", kH0 + 3010 * kS, 3010, {6, 6, 27, 27, 43, 54}, {11, 32, 54, 54}));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 1u);
+  const UsageRow* p1 = Row(hours[0], "p1");
+  ASSERT_NE(p1, nullptr);
+  EXPECT_EQ(p1->histogram.compute, (std::array<std::int64_t, 6>{5, 0, 20, 0, 15, 10}));
+  EXPECT_EQ(p1->histogram.memory, (std::array<std::int64_t, 4>{10, 20, 20, 0}));
+  EXPECT_EQ(l.skipped_buckets(), 0);
+  ExpectConserved(hours[0]);
+}
+
+// A delta over an hour boundary splits by time, bucket by bucket: 40 min : 20 min of 60
+// samples all in the 2/7 bucket -> 40 and 20; per hour the buckets add to the hour's samples.
+TEST(CounterLedger, HistogramDeltaAcrossAnHourSplitsByTime) {
+  CounterLedger l("c1", nullptr);
+  l.Feed(WithHistograms("a", kH0 + 2400 * kS, 0, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0}));
+  l.Feed(WithHistograms("a", kH0 + 6000 * kS, 3600, {0, 0, 60, 60, 60, 60}, {60, 60, 60, 60}));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 2u);
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 20, 0, 0, 0}));
+  EXPECT_EQ(Row(hours[1], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 40, 0, 0, 0}));
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.memory, (std::array<std::int64_t, 4>{20, 0, 0, 0}));
+  EXPECT_EQ(Row(hours[1], "p1")->histogram.memory, (std::array<std::int64_t, 4>{40, 0, 0, 0}));
+}
+
+// An agent restart resets the bucket counters: the new values are the deltas since it.
+// Buckets of another layout (a first bound of 0.1) are skipped and counted, not misread.
+TEST(CounterLedger, HistogramResetsCountAndOtherLayoutsAreSkipped) {
+  CounterLedger l("c1", nullptr);
+  l.Feed(WithHistograms("a", kH0 + 10 * kS, 10, {0, 0, 0, 0, 10, 10}, {10, 10, 10, 10}));
+  l.Feed(WithHistograms("a", kH0 + 610 * kS, 5, {0, 0, 0, 0, 5, 5}, {5, 5, 5, 5}));  // reset
+  TargetScrape odd = Scrape("b", kH0 + 10 * kS, {{"GPU-B", 10, 5, 5, 0, 0}},
+                            {{"q1", "GPU-B", 10, 5, 0, 0}});
+  AddHistograms(odd, "q1", "GPU-B", {1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}, "0.1");
+  l.Feed(odd);
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 1u);
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 0, 0, 5, 0}));
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.memory, (std::array<std::int64_t, 4>{5, 0, 0, 0}));
+  EXPECT_EQ(l.skipped_buckets(), 1);
+}
+
+// The agent's hour peaks name their own hour: the current peak raises the hour its
+// gpuledger_agent_hour_start_seconds names, the previous one the hour before, both above what
+// the scrapes' memory gauge saw (1 GiB).
+TEST(CounterLedger, AgentHourPeaksRaiseThePeakOfTheirHour) {
+  CounterLedger l("c1", nullptr);
+  auto with_peaks = [](Micros at, double t, Micros agent_hour, double peak, double previous) {
+    TargetScrape s = Scrape("a", at, {{"GPU-A", t, 0, t, 0, 0}}, {{"p1", "GPU-A", t, 0, 0, 0}});
+    Labels l{{"container", "main"}, {"gpu_uuid", "GPU-A"}, {"namespace", "ml"}, {"pod", "p1"},
+             {"pod_uid", "uid-p1"}};
+    s.samples.push_back({"gpuledger_agent_hour_start_seconds", {},
+                         static_cast<double>(agent_hour / kS)});
+    s.samples.push_back({"gpuledger_container_memory_peak_bytes", l, peak});
+    if (previous > 0)
+      s.samples.push_back({"gpuledger_container_memory_previous_hour_peak_bytes", l, previous});
+    return s;
+  };
+  l.Feed(with_peaks(kH0 + 60 * kS, 60, kH0, 2.0 * kGiB, 0));
+  l.Feed(with_peaks(kH0 + 3540 * kS, 3540, kH0, 5.0 * kGiB, 0));
+  // The scrape after the hour: hour 0's last minutes peaked at 7 GiB, seen only by the agent.
+  l.Feed(with_peaks(kH0 + 3660 * kS, 3660, kH0 + kMicrosPerHour, 3.0 * kGiB, 7.0 * kGiB));
+  auto hours = l.Hours(INT64_MAX);
+  ASSERT_EQ(hours.size(), 2u);
+  EXPECT_EQ(Row(hours[0], "p1")->peak_memory_bytes, 7 * kGiB);
+  EXPECT_EQ(Row(hours[1], "p1")->peak_memory_bytes, 3 * kGiB);
+  const auto& names = FedSeriesNames();
+  for (const char* n : {"gpuledger_agent_hour_start_seconds",
+                        "gpuledger_container_memory_peak_bytes",
+                        "gpuledger_container_memory_previous_hour_peak_bytes",
+                        "gpuledger_container_compute_share_bucket",
+                        "gpuledger_container_memory_usage_bytes_bucket"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+}
+
+// The open hour's bucket counts are part of the state: restored midway, the rows are the same.
+TEST(CounterLedger, HistogramCountsSurviveARestore) {
+  const auto a = WithHistograms("a", kH0 + 10 * kS, 10, {0, 1, 1, 1, 1, 1}, {1, 1, 1, 1});
+  const auto b = WithHistograms("a", kH0 + 1210 * kS, 1210, {0, 11, 11, 21, 21, 21}, {1, 11, 21, 21});
+  const auto c = WithHistograms("a", kH0 + 2410 * kS, 2410, {0, 21, 21, 41, 41, 41}, {1, 21, 41, 41});
+  CounterLedger whole("c1", nullptr);
+  for (const auto* s : {&a, &b, &c}) whole.Feed(*s);
+  CounterLedger first("c1", nullptr);
+  first.Feed(a);
+  first.Feed(b);
+  CounterLedger resumed("c1", nullptr);
+  ASSERT_TRUE(resumed.Restore(first.State()));
+  resumed.Feed(c);
+  auto expected = whole.Hours(INT64_MAX);
+  auto got = resumed.Hours(INT64_MAX);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(expected.size(), 1u);
+  EXPECT_EQ(Row(got[0], "p1")->histogram, Row(expected[0], "p1")->histogram);
+  EXPECT_EQ(Row(got[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 20, 0, 20, 0, 0}));
+}
+
+}  // namespace histograms
 
 }  // namespace
 }  // namespace gpuledger::ingest

@@ -2,6 +2,8 @@
 // The hourly ledger (design section 7): one DeviceHour per (hour, physical GPU), one UsageRow per
 // (hour, physical GPU, consumer). Writes are idempotent by those keys.
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,39 @@ struct DeviceHour {
   MilliJoules unattributed_energy_mj = 0;
 };
 
+// How a consumer's per-cycle samples on one GPU fell over the hour: the agent's rightsizing
+// histograms (gpuledger_container_compute_share, gpuledger_container_memory_usage_bytes;
+// docs/agent.md), as exact counts per bucket (not cumulative). The buckets are the rightsizing
+// decisions: compute share of the physical GPU <= 0.05, 1/7, 2/7, 3/7, 4/7, above; memory <=
+// 1/8, 2/8, 4/8 of the GPU's memory, above. Counts over any window add, so a percentile over
+// a week is exact to the bucket (docs/rightsizing.md). All zero: no histogram was reported.
+struct UsageHistogram {
+  static constexpr int kComputeBuckets = 6;
+  static constexpr int kMemoryBuckets = 4;
+  std::array<std::int64_t, kComputeBuckets> compute{};
+  std::array<std::int64_t, kMemoryBuckets> memory{};
+
+  bool empty() const {
+    for (std::int64_t c : compute)
+      if (c != 0) return false;
+    for (std::int64_t m : memory)
+      if (m != 0) return false;
+    return true;
+  }
+  UsageHistogram& operator+=(const UsageHistogram& o) {
+    for (int i = 0; i < kComputeBuckets; ++i) compute[i] += o.compute[i];
+    for (int i = 0; i < kMemoryBuckets; ++i) memory[i] += o.memory[i];
+    return *this;
+  }
+  friend bool operator==(const UsageHistogram&, const UsageHistogram&) = default;
+};
+
+// The upper bounds of UsageHistogram::compute's buckets (the last is 1: a whole GPU).
+inline constexpr std::array<double, UsageHistogram::kComputeBuckets> kComputeShareBounds = {
+    0.05, 1.0 / 7, 2.0 / 7, 3.0 / 7, 4.0 / 7, 1.0};
+// The upper bounds of UsageHistogram::memory's buckets in eighths of the GPU's memory.
+inline constexpr std::array<int, UsageHistogram::kMemoryBuckets> kMemoryEighthBounds = {1, 2, 4, 8};
+
 struct UsageRow {
   Micros hour_us = 0;
   GpuUuid gpu;
@@ -62,6 +97,7 @@ struct UsageRow {
   Quality activity_quality = Quality::kNone;
   std::string activity_rule;
   std::string share_source;        // where a declared share came from; empty: the mode's default
+  UsageHistogram histogram;        // the hour's compute-share and memory distributions
 };
 
 // One device-hour with its consumers: the unit a store writes atomically.

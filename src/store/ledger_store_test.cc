@@ -105,6 +105,8 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   u.activity_quality = Quality::kEstimated;
   u.activity_rule = "compute-share+gpm";
   u.share_source = "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE";
+  u.histogram.compute = {0, 1, 2, 3, 50, 4'000'000'000'000};
+  u.histogram.memory = {60, 0, 0, 7};
   hour.usage = {u};
 
   {
@@ -167,6 +169,30 @@ TEST_P(LedgerStoreTest, RoundTripsEveryField) {
   EXPECT_EQ(ru.activity_quality, Quality::kEstimated);
   EXPECT_EQ(ru.activity_rule, "compute-share+gpm");
   EXPECT_EQ(ru.share_source, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  EXPECT_EQ(ru.histogram, u.histogram);
+}
+
+// A row without histogram counts (an older agent) reads back without them; rewriting the hour
+// with counts replaces the row's, and the stored text is the documented one.
+TEST_P(LedgerStoreTest, HistogramIsOptionalAndReplaced) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "ns", "p-1", "c", 1)};
+  auto store = Open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto none = MustReadUsage(*store);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_TRUE(none[0].histogram.empty());
+  hour.usage[0].histogram.compute = {58, 2, 0, 0, 0, 0};
+  hour.usage[0].histogram.memory = {0, 60, 0, 0};
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto some = MustReadUsage(*store);
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_EQ(some[0].histogram, hour.usage[0].histogram);
+  store.reset();
+  auto text = ledger_->Query("SELECT histogram FROM usage_hours");
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_EQ(*text, "58,2,0,0,0,0;0,60,0,0");
 }
 
 TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
@@ -455,7 +481,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
     ASSERT_TRUE(store->PutMeta("cluster", "prod-eu"));
     ASSERT_TRUE(store->PutMeta("currency", "USD"));
     ASSERT_TRUE(store->PutMeta("currency", "EUR"));
-    Status s = store->PutMeta("schema_version", "7");
+    Status s = store->PutMeta("schema_version", "8");
     EXPECT_FALSE(s);
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   }
@@ -464,7 +490,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "6"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "7"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.

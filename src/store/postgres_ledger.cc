@@ -35,7 +35,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 6;  // kept equal to the SQLite ledger's
+constexpr std::int64_t kSchemaVersion = 7;  // kept equal to the SQLite ledger's
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
@@ -185,6 +185,11 @@ CREATE TABLE findings (
 );
 CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
 )sql",
+    // 6 -> 7: the hour's rightsizing histogram counts (store/usage_decode.h EncodeHistogram);
+    // rows written before have none: ''.
+    R"sql(
+ALTER TABLE usage_hours ADD COLUMN histogram TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -206,7 +211,7 @@ constexpr std::string_view kUsageColumns =
     "memory_kib_s, "
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, "
     "compute_rule, sm_active_us, sm_occupancy_us, tensor_active_us, "
-    "dram_active_us, activity_quality, activity_rule, share_source";
+    "dram_active_us, activity_quality, activity_rule, share_source, histogram";
 constexpr std::string_view kReconciliationColumns =
     "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, "
     "bill_file, "
@@ -385,7 +390,8 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
                      << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule
                      << u.activity.sm_active_us << u.activity.sm_occupancy_us
                      << u.activity.tensor_active_us << u.activity.dram_active_us
-                     << ToString(u.activity_quality) << u.activity_rule << u.share_source;
+                     << ToString(u.activity_quality) << u.activity_rule << u.share_source
+                     << EncodeHistogram(u.histogram);
     }
   }
 
@@ -611,11 +617,13 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
     std::string activity_quality = q.Text(24);
     u.activity_rule = q.Text(25);
     u.share_source = q.Text(26);
+    const std::string histogram = q.Text(27);
     if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
 
     std::string what;
     if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what) ||
-        !DecodeActivityQuality(u, activity_quality, &what)) {
+        !DecodeActivityQuality(u, activity_quality, &what) ||
+        !DecodeHistogram(u, histogram, &what)) {
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
     labels.Attach(u);

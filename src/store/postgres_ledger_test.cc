@@ -83,7 +83,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "6");
+      EXPECT_EQ(meta->at("schema_version"), "7");
     }
     return store;
   }
@@ -173,7 +173,10 @@ TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
 
 // Version 5 had no findings table: this takes a schema written by this build back to that
 // shape.
-constexpr const char* kBackToVersion5 = "DROP TABLE findings; ";
+// (From this build's schema, through version 6: the histogram column dropped first.)
+constexpr const char* kBackToVersion6 = "ALTER TABLE usage_hours DROP COLUMN histogram; ";
+constexpr const char* kBackToVersion5 =
+    "ALTER TABLE usage_hours DROP COLUMN histogram; DROP TABLE findings; ";
 
 // Version 4 had no activity or share columns: this takes a schema written by
 // this build back to that shape.
@@ -328,6 +331,31 @@ TEST_F(PostgresLedgerTest, MigratesAVersion4SchemaToActivityColumns) {
   EXPECT_EQ(again[0].activity_quality, Quality::kMeasured);
   EXPECT_EQ(again[0].activity_rule, "gpm");
   EXPECT_EQ(again[0].share_source, "resource:gpu_milli");
+}
+
+// A schema at version 6 (no histogram column) keeps its rows, reads them without histograms,
+// and takes them once migrated.
+TEST_F(PostgresLedgerTest, MigratesAVersion6SchemaToHistograms) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  hour.usage[0].histogram.compute = {1, 2, 3, 4, 5, 6};
+  auto store = WriteRewindAndReopen(
+      hour, std::string(kBackToVersion6) +
+                "UPDATE meta SET value = '6' WHERE key = 'schema_version'");
+  ASSERT_TRUE(store);
+  auto usage = MustReadUsage(*store);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_TRUE(usage[0].histogram.empty());
+  EXPECT_EQ(usage[0].allocated_us, 1'000);
+  auto type = ledger_->Query(
+      "SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() "
+      "AND table_name = 'usage_hours' AND column_name = 'histogram'");
+  ASSERT_TRUE(type) << type.error().message;
+  EXPECT_EQ(*type, "text");
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  auto again = MustReadUsage(*store);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].histogram, hour.usage[0].histogram);
 }
 
 // A schema at version 5 (no findings) keeps its rows and gets the findings table, typed as the

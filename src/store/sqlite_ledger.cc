@@ -23,7 +23,7 @@
 namespace gpuledger::store {
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 6;
+constexpr std::int64_t kSchemaVersion = 7;
 constexpr std::string_view kSchemaVersionKey = "schema_version";
 
 // migrations[i] takes the schema from version i to i + 1.
@@ -162,6 +162,11 @@ CREATE TABLE findings (
 ) STRICT;
 CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
 )sql",
+    // 6 -> 7: the hour's rightsizing histogram counts (store/usage_decode.h EncodeHistogram);
+    // rows written before have none: ''.
+    R"sql(
+ALTER TABLE usage_hours ADD COLUMN histogram TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -177,7 +182,7 @@ constexpr std::string_view kUsageColumns =
     "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_kib_s, "
     "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule, "
     "sm_active_us, sm_occupancy_us, tensor_active_us, dram_active_us, activity_quality, "
-    "activity_rule, share_source";
+    "activity_rule, share_source, histogram";
 
 using LabelMap = std::map<std::string, std::string>;
 
@@ -235,7 +240,7 @@ Status SqliteLedger::Prepare() {
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
   const std::string usage_values =
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,"
-      "?25,?26,?27";
+      "?25,?26,?27,?28";
   constexpr std::string_view kReconciliationColumns =
       "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
       "imported_at_us";
@@ -407,6 +412,8 @@ Status SqliteLedger::WriteHour(const LedgerHour& hour) {
     ins.Bind(25, ToString(u.activity_quality));
     ins.Bind(26, u.activity_rule);
     ins.Bind(27, u.share_source);
+    const std::string histogram = EncodeHistogram(u.histogram);  // bound, not copied: kept to Run
+    ins.Bind(28, histogram);
     if (Status s = ins.Run(); !s) {
       return Error{s.error().code, fmt::format("{} (consumer {}, hour_us {}, gpu {})",
                                                s.error().message, c.Key(), u.hour_us, u.gpu.str())};
@@ -562,10 +569,12 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     std::string activity_quality = q.Text(24);
     u.activity_rule = q.Text(25);
     u.share_source = q.Text(26);
+    const std::string histogram = q.Text(27);
 
     std::string what;
     if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what) ||
-        !DecodeActivityQuality(u, activity_quality, &what)) {
+        !DecodeActivityQuality(u, activity_quality, &what) ||
+        !DecodeHistogram(u, histogram, &what)) {
       q.Reset();
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }

@@ -46,8 +46,13 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   return out;
 }
 
-// Version 5 had no findings table: this takes a file written by this build back to that shape.
-constexpr const char* kBackToVersion5 = "DROP TABLE findings;";
+// Version 6 had no histogram column: this takes a file written by this build back to it.
+constexpr const char* kBackToVersion6 = "ALTER TABLE usage_hours DROP COLUMN histogram;";
+
+// Version 5 had no findings table either: this takes a file written by this build back to
+// that shape.
+constexpr const char* kBackToVersion5 =
+    "ALTER TABLE usage_hours DROP COLUMN histogram; DROP TABLE findings;";
 
 // Version 4 had no activity or share columns: this takes a file written by this build back to
 // that shape (the columns 4 -> 5 adds, dropped).
@@ -218,7 +223,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "6");
+  EXPECT_EQ(meta->at("schema_version"), "7");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -317,7 +322,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "6");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -352,6 +357,52 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   fs::remove_all(dir);
 }
 
+// Version 6 had no histogram column. Opening such a file adds it, STRICT still; the rows read
+// without histograms, and the migrated file takes them.
+TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v6.db").string();
+  fs::remove(path);
+
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  UsageRow u = MakeUsage(hour.device, "train-0");
+  u.allocated_us = kMicrosPerHour;
+  u.histogram.compute = {0, 0, 60, 0, 0, 0};
+  u.histogram.memory = {0, 0, 60, 0};
+  hour.usage.push_back(u);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path, kBackToVersion6);
+  Exec(path, "UPDATE meta SET value = '6' WHERE key = 'schema_version';");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_TRUE(usage->front().histogram.empty());
+  EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
+  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('usage_hours') "
+                            "WHERE name = 'histogram'"),
+            "TEXT");
+  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
+                            "WHERE name = 'usage_hours' AND schema = 'main'"),
+            "1");
+  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  auto again = (*store)->ReadUsage({});
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ(again->front().histogram, u.histogram);
+  EXPECT_EQ(QueryText(path, "SELECT histogram FROM usage_hours"), "0,0,60,0,0,0;0,0,60,0");
+  store->reset();
+  fs::remove_all(dir);
+}
+
 // Version 5 had no findings. Opening such a file adds the table and its index; the hours stay,
 // there are no findings, the table is STRICT, and the migrated file records findings.
 TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
@@ -375,7 +426,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "6");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

@@ -1,5 +1,8 @@
 #include "store/usage_decode.h"
 
+#include <algorithm>
+#include <charconv>
+
 #include <fmt/format.h>
 
 namespace gpuledger::store {
@@ -45,6 +48,39 @@ bool DecodeActivityQuality(UsageRow& u, std::string_view activity_quality, std::
     return false;
   }
   u.activity_quality = *q;
+  return true;
+}
+
+std::string EncodeHistogram(const UsageHistogram& h) {
+  if (h.empty()) return "";
+  return fmt::format("{};{}", fmt::join(h.compute, ","), fmt::join(h.memory, ","));
+}
+
+bool DecodeHistogram(UsageRow& u, std::string_view text, std::string* what) {
+  u.histogram = {};
+  if (text.empty()) return true;
+  // Reads `n` comma-separated non-negative integers from `part` into `out`.
+  auto read = [](std::string_view part, std::int64_t* out, int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::size_t comma = i + 1 < n ? part.find(',') : part.size();
+      if (comma == std::string_view::npos) return false;
+      const std::string_view field = part.substr(0, comma);
+      auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out[i]);
+      if (ec != std::errc() || end != field.data() + field.size() || out[i] < 0) return false;
+      part.remove_prefix(std::min(part.size(), comma + 1));
+    }
+    return true;
+  };
+  const std::size_t semi = text.find(';');
+  if (semi == std::string_view::npos ||
+      !read(text.substr(0, semi), u.histogram.compute.data(), UsageHistogram::kComputeBuckets) ||
+      !read(text.substr(semi + 1), u.histogram.memory.data(), UsageHistogram::kMemoryBuckets)) {
+    *what = fmt::format("consumer {}: histogram '{}' is not {} counts ';' {} counts",
+                        u.consumer.ref.Key(), text, UsageHistogram::kComputeBuckets,
+                        UsageHistogram::kMemoryBuckets);
+    u.histogram = {};
+    return false;
+  }
   return true;
 }
 

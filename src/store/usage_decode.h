@@ -30,6 +30,13 @@ bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode, std::string_
 // Sets row.activity_quality from its stored text (schema 5; 'none' for rows written before).
 bool DecodeActivityQuality(UsageRow& row, std::string_view activity_quality, std::string* what);
 
+// The histogram column (schema 7): "" for a row without one (UsageHistogram::empty(), and
+// rows written before), else the counts "c0,c1,c2,c3,c4,c5;m0,m1,m2,m3" (compute, memory).
+std::string EncodeHistogram(const UsageHistogram& h);
+// Sets row.histogram from its stored text; false, with `what` saying why, for text that is not
+// what EncodeHistogram writes.
+bool DecodeHistogram(UsageRow& row, std::string_view text, std::string* what);
+
 // The pricing_class column of a device-hour: its class, or "unpriced" for PriceState::kUnpriced
 // (the column's text for that state since schema 1; in memory it is the typed state).
 std::string StoredPricingClass(const DeviceHour& d);

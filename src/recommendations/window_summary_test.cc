@@ -1,0 +1,149 @@
+#include "recommendations/window_summary.h"
+
+#include <gtest/gtest.h>
+
+#include "rightsizing/recommend.h"
+
+namespace gpuledger::recommendations {
+namespace {
+
+constexpr Micros kH = kMicrosPerHour;
+constexpr Nanos kH100Hourly = 6'880'000'000;  // $6.88 per GPU-hour
+constexpr Bytes kCard = 80LL * 1000 * 1000 * 1000;
+
+DeviceHour Device(Micros hour, const std::string& gpu) {
+  DeviceHour d;
+  d.hour_us = hour;
+  d.node = "node-a";
+  d.gpu = GpuUuid{gpu};
+  d.gpu_model = "H100-80GB";
+  d.pricing_class = "on-demand";
+  d.price_nanos = kH100Hourly;
+  d.metered_us = kH;
+  d.memory_total_bytes = kCard;
+  return d;
+}
+
+UsageRow Row(Micros hour, const std::string& gpu, const std::string& pod, GpuMicros compute,
+             Bytes peak) {
+  UsageRow u;
+  u.hour_us = hour;
+  u.gpu = GpuUuid{gpu};
+  u.consumer.ref = {"ml", pod, PodUid{pod + "-uid"}, "main"};
+  u.consumer.owner_kind = "Job";
+  u.consumer.owner_name = "train";
+  u.node = "node-a";
+  u.gpu_model = "H100-80GB";
+  u.allocated_us = kH;
+  u.compute_us = compute;
+  u.peak_memory_bytes = peak;
+  return u;
+}
+
+// A training job holding 8 H100s for 48 hours and keeping 2 of them busy (90% of each, in the
+// histogram's top bucket), the other 6 idle (every sample at most 5%).
+struct EightGpuJob {
+  std::vector<DeviceHour> devices;
+  std::vector<UsageRow> usage;
+  EightGpuJob() {
+    for (int h = 0; h < 48; ++h)
+      for (int g = 0; g < 8; ++g) {
+        const std::string gpu = "GPU-" + std::to_string(g);
+        devices.push_back(Device(h * kH, gpu));
+        const bool busy = g < 2;
+        UsageRow u = Row(h * kH, gpu, "train-0", busy ? kH * 9 / 10 : kH / 100,
+                         busy ? 60 * kGiB : 2 * kGiB);
+        // 60 cycles an hour: busy GPUs above 4/7 every cycle, idle ones at <= 5%.
+        u.histogram.compute[busy ? 5 : 0] = 60;
+        u.histogram.memory[busy ? 3 : 0] = 60;
+        usage.push_back(u);
+      }
+  }
+};
+
+TEST(WindowSummary, EightGpusHeldTwoUsedGivesFewerGpusWithTheSavingByHand) {
+  EightGpuJob job;
+  SummaryOptions o;
+  auto s = SummarizeWorkloads(job.devices, job.usage, o);
+  ASSERT_EQ(s.size(), 1u);
+  const auto& w = s[0].usage;
+  EXPECT_EQ(w.workload, "ml/Job/train");
+  EXPECT_EQ(w.gpus_held_ppd, 8 * kWholeGpu);  // 8 x 48 GPU-hours over 48 hours
+  EXPECT_EQ(w.gpus_used, 2.0);                // 2 busy GPUs in every hour
+  EXPECT_EQ(w.hourly_price_nanos, kH100Hourly);
+  EXPECT_EQ(w.hours_observed, 48.0);
+  EXPECT_EQ(w.coverage, 1.0);
+  // Sized by the busy GPU-hours only: every one of their samples is in the top bucket.
+  EXPECT_EQ(w.compute_p95, 1.0);
+  EXPECT_EQ(w.memory_peak_bytes, 60 * kGiB);
+  EXPECT_EQ(s[0].compute_samples, 2 * 48 * 60);
+  EXPECT_EQ(s[0].pricing_class, "on-demand");
+
+  auto recs = rightsizing::Recommend(w, {});
+  ASSERT_FALSE(recs.empty());
+  EXPECT_EQ(recs[0].action, rightsizing::Action::kFewerGpus);
+  EXPECT_EQ(recs[0].target, "2 GPUs");
+  // 6 GPUs freed x $6.88 x 730 h = $30,134.40.
+  EXPECT_EQ(recs[0].monthly_saving_nanos, 30'134'400'000'000);
+
+  // The demand series: the two busy GPUs are shards 0 and 1, at 0.9 of a GPU every hour.
+  ASSERT_EQ(s[0].demand.shard_compute.size(), 8u);
+  ASSERT_EQ(s[0].demand.hours.size(), 48u);
+  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[0][5], 0.9);
+  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[1][5], 0.9);
+  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[2][5], 0.01);
+  EXPECT_EQ(s[0].demand.shard_memory[0][5], 60 * kGiB);
+}
+
+TEST(WindowSummary, HistogramPercentilesAreBucketUpperBounds) {
+  std::array<std::int64_t, UsageHistogram::kComputeBuckets> counts{};
+  EXPECT_EQ(HistogramPercentile(counts, rightsizing::Percentile::kP95), 0.0);
+  // 100 samples: 90 at <= 5%, 6 in (1/7, 2/7], 4 in (2/7, 3/7].
+  counts = {90, 0, 6, 4, 0, 0};
+  EXPECT_EQ(HistogramPercentile(counts, rightsizing::Percentile::kP50), 0.05);
+  EXPECT_EQ(HistogramPercentile(counts, rightsizing::Percentile::kP95), 2.0 / 7);  // rank 95
+  EXPECT_EQ(HistogramPercentile(counts, rightsizing::Percentile::kP99), 3.0 / 7);  // rank 99
+}
+
+TEST(WindowSummary, WithoutHistogramsFallsBackToHourlyMeansAndSaysSo) {
+  std::vector<DeviceHour> devices;
+  std::vector<UsageRow> usage;
+  // 20 hours of one GPU: 19 at 10%, one at 40%; memory peaks 5 GiB, one hour 9 GiB.
+  for (int h = 0; h < 20; ++h) {
+    devices.push_back(Device(h * kH, "GPU-0"));
+    UsageRow u = Row(h * kH, "GPU-0", "web-1", h == 7 ? kH * 4 / 10 : kH / 10,
+                     h == 7 ? 9 * kGiB : 5 * kGiB);
+    u.consumer.owner_kind = "Deployment";
+    u.consumer.owner_name = "web";
+    usage.push_back(u);
+  }
+  auto s = SummarizeWorkloads(devices, usage, {});
+  ASSERT_EQ(s.size(), 1u);
+  const auto& w = s[0].usage;
+  EXPECT_EQ(w.workload, "ml/Deployment/web");
+  EXPECT_DOUBLE_EQ(w.compute_p50, 0.1);
+  EXPECT_DOUBLE_EQ(w.compute_p95, 0.1);  // rank 19 of 20
+  EXPECT_DOUBLE_EQ(w.compute_p99, 0.4);  // rank 20
+  EXPECT_EQ(w.memory_peak_bytes, 9 * kGiB);
+  EXPECT_EQ(w.memory_p99_bytes, 9 * kGiB);
+  EXPECT_NE(s[0].compute_basis.find("hourly means"), std::string::npos);
+  EXPECT_EQ(w.gpus_held_ppd, kWholeGpu);
+}
+
+TEST(WindowSummary, WindowNamespaceAndHostConsumersAreFiltered) {
+  EightGpuJob job;
+  UsageRow host = job.usage[0];
+  host.consumer.ref = {std::string(kHostNamespace), "user:alice", PodUid{}, ""};
+  job.usage.push_back(host);
+  SummaryOptions o;
+  o.namespace_name = "other";
+  EXPECT_TRUE(SummarizeWorkloads(job.devices, job.usage, o).empty());
+  o.namespace_name = "";
+  o.from_us = 40 * kH;
+  auto s = SummarizeWorkloads(job.devices, job.usage, o);
+  ASSERT_EQ(s.size(), 1u);  // the host consumer is left out
+  EXPECT_EQ(s[0].usage.hours_observed, 8.0);
+}
+
+}  // namespace
+}  // namespace gpuledger::recommendations
