@@ -12,8 +12,10 @@ demo: build
 test: build
 	./scripts/ci-postgres.sh run sh -c 'cd $(BUILD) && ctest --output-on-failure -j $(JOBS)'
 
+# The `ci` preset (CMakePresets.json: Ninja, RelWithDebInfo, ccache when installed) in $(BUILD);
+# contributors iterate faster with the `dev` preset (docs/development.md).
 build: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --preset ci -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS)
 
 deps:

@@ -22,6 +22,7 @@
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -80,7 +81,7 @@ void BM_CycleOutsideNvml(benchmark::State& state) {
   }
   ::setenv("GPULEDGER_NVML_SCENARIO", (*node)->standin_config().c_str(), 1);
   SystemClock clock;
-  auto nvml = nvml::OpenNvmlSource(GPULEDGER_STANDIN, 2'000'000, clock);
+  auto nvml = nvml::OpenNvmlSource(gpuledger::test_paths::kNvmlStandin, 2'000'000, clock);
   (void)nvml->Read();
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));
   auto reading = nvml->Read();

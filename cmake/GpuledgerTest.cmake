@@ -6,12 +6,10 @@ function(gpuledger_test)
     set(T_LABELS unit)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} gpuledger_flags GTest::gtest GTest::gtest_main
-                                          GTest::gmock)
-  target_compile_definitions(${T_NAME} PRIVATE
-    GPULEDGER_SHARED_DATA="${GPULEDGER_SHARED_DATA}"
-    GPULEDGER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    GPULEDGER_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  # Paths (the shared data, the binaries a test runs) come from gpuledger_test_paths, never from
+  # a -D flag: see testing/test_paths.h.
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} gpuledger_flags gpuledger_test_paths
+                                          GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/testing)  # temp_dir.h
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build pkg-config g++ make
+  cmake ninja-build pkg-config g++ make ccache
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcpp-httplib-dev libcurl4-openssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc

@@ -18,12 +18,9 @@
 #include <cmath>
 #include <cstdint>
 
-namespace gpuledger {
+#include "common/units.h"  // KibSeconds
 
-// Memory held over time: KiB held for one second. An integer so that every attributed figure
-// is; a year of a whole 141 GB GPU is 4.3e15, far inside int64 (and below 2^53).
-using KibSeconds = std::int64_t;
-inline constexpr std::int64_t kByteMicrosPerKibSecond = 1024LL * 1'000'000;
+namespace gpuledger {
 
 // How many counter units make one base unit: µs per s, mJ per J. KiB-s scale up (see below).
 enum class CounterScale : std::int64_t {

@@ -4,8 +4,6 @@
 
 #include <cstdint>
 
-#include "common/counter_units.h"
-
 namespace gpuledger {
 
 using Micros = std::int64_t;       // µs since the Unix epoch, or a duration in µs
@@ -15,7 +13,11 @@ using MilliJoules = std::int64_t;  // NVML's energy counter unit
 using MilliWatts = std::int64_t;
 using Nanos = std::int64_t;        // money: 1e-9 of the billing currency; never a double
 
-// Memory held over time is an integer too: KibSeconds (common/counter_units.h).
+// Memory held over time: KiB held for one second. An integer so that every attributed figure
+// is; a year of a whole 141 GB GPU is 4.3e15, far inside int64 (and below 2^53, so it also
+// crosses Prometheus' float64 exactly: common/counter_units.h).
+using KibSeconds = std::int64_t;
+inline constexpr std::int64_t kByteMicrosPerKibSecond = 1024LL * 1'000'000;
 
 // A share of one physical GPU in parts per kWholeGpu. kWholeGpu = lcm(1..16) * 1000, so every
 // share the sharing modes produce is an exact integer: 1/R replicas (R <= 16), MIG slices out of

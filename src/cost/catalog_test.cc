@@ -1,5 +1,6 @@
 #include "cost/catalog.h"
 #include "common/money.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -168,7 +169,7 @@ std::map<std::string, std::string> ReadPrices(const std::string& path, const std
 }
 
 TEST(DefaultCatalog, OnDemandMatchesThePublicPriceLists) {
-  const std::string dir = std::string(GPULEDGER_SHARED_DATA) + "/pricing/";
+  const std::string dir = std::string(gpuledger::test_paths::kSharedData) + "/pricing/";
   auto aws = ReadPrices(dir + "aws_ec2_ondemand_us-east-1_karpenter.csv", "us-east-1");
   auto azure = ReadPrices(dir + "azure_vm_ondemand_gpu_skus_all_regions_karpenter.csv", "eastus");
   if (aws.empty() || azure.empty()) GTEST_SKIP() << "no price data under " << dir;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cost/policy.h"
+#include "test_paths.h"
 
 namespace gpuledger::cost {
 namespace {
@@ -318,7 +319,7 @@ Nanos RoundToNanos(const std::string& text) {
 // Every built-in instance type with a row in the summary has its prices, GPU model and count.
 TEST(DefaultInstanceTypes, MatchThePublicPriceSummary) {
   const std::string path =
-      std::string(GPULEDGER_SHARED_DATA) + "/pricing/gpu_instance_price_summary.csv";
+      std::string(gpuledger::test_paths::kSharedData) + "/pricing/gpu_instance_price_summary.csv";
   std::ifstream in(path);
   if (!in) GTEST_SKIP() << "no price data at " << path;
   Catalog c = DefaultCatalog();

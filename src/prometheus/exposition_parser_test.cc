@@ -10,6 +10,7 @@
 #include "prometheus/exposition_writer.h"
 #include "common/counter_units.h"
 #include "io/file_util.h"
+#include "test_paths.h"
 
 namespace gpuledger::prometheus {
 namespace {
@@ -113,7 +114,7 @@ TEST(ParseExposition, RoundTripsTheAgentsWriter) {
 // "# NOTE" comments are valid; every sample parses strictly.
 TEST(ParseExposition, DcgmExporterFixture) {
   const std::string path =
-      std::string(GPULEDGER_SHARED_DATA) + "/dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
+      std::string(gpuledger::test_paths::kSharedData) + "/dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared test data missing: " << path;
   auto text = ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.error().message;

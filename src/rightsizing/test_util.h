@@ -9,11 +9,12 @@
 
 #include "billing/csv.h"
 #include "io/file_util.h"
+#include "test_paths.h"
 
 namespace gpuledger::rightsizing::testutil {
 
 inline std::string SharedData(const std::string& rel) {
-  return std::string(GPULEDGER_SHARED_DATA) + "/" + rel;
+  return std::string(gpuledger::test_paths::kSharedData) + "/" + rel;
 }
 
 // The whole file, or nullopt when it cannot be read (the test then skips).

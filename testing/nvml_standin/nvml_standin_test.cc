@@ -21,6 +21,7 @@
 #include "sources/nvml/nvml.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -95,7 +96,7 @@ struct Nvml {
 const Nvml& Lib() {
   static Nvml* lib = [] {
     auto* n = new Nvml;
-    n->so = dlopen(GPULEDGER_NVML_STANDIN, RTLD_NOW | RTLD_LOCAL);
+    n->so = dlopen(gpuledger::test_paths::kNvmlStandin, RTLD_NOW | RTLD_LOCAL);
     EXPECT_NE(n->so, nullptr) << dlerror();
     if (n->so == nullptr) return n;
 #define NVML_FN(name)                                                    \

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "sim_node/sim_node.h"
+#include "test_paths.h"
 
 namespace {
 
@@ -21,8 +22,8 @@ int main(int argc, char** argv) {
   using gpuledger::simnode::SimNodeOptions;
   CLI::App app{"gpuledger-sim-node: lay out one simulated node for a real agent"};
   SimNodeOptions node;
-  node.nvml_standin = GPULEDGER_NVML_STANDIN;
-  node.agent_binary = GPULEDGER_AGENT_BIN;
+  node.nvml_standin = gpuledger::test_paths::kNvmlStandin;
+  node.agent_binary = gpuledger::test_paths::kGpuledgerBin;
   app.add_option("--scenario", node.scenario, "scenario YAML")->required();
   app.add_option("--node", node.node, "node name in the scenario")->required();
   app.add_option("--dir", node.dir, "directory for the node's procfs tree and sockets")->required();

@@ -25,6 +25,7 @@
 #include "io/file_util.h"
 #include "process_util.h"
 #include "prometheus/gzip.h"
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -49,7 +50,7 @@ workloads:
   - {namespace: web, name: rogue, request: none, uses_gpu: {node: n1, index: 1}, visible_devices: all, compute: {profile: constant, duty: 0.1}, memory: {bytes: 1GiB}}
 )").ok());
   {
-    Child node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
+    Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                 "--node", "n1", "--dir", (dir / "node").string()},
                (dir / "node.out").string());
     ASSERT_TRUE(node.ok());

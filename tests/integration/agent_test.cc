@@ -24,6 +24,7 @@
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -136,7 +137,7 @@ class AgentTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void StartNode(const std::string& node, const std::string& nvml_library = GPULEDGER_STANDIN) {
+  void StartNode(const std::string& node, const std::string& nvml_library = gpuledger::test_paths::kNvmlStandin) {
     simnode::SimNodeOptions o;
     o.scenario = (dir_ / "scenario.yaml").string();
     o.node = node;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -39,7 +40,7 @@ class CliTest : public ::testing::Test {
 
   Output Run(const std::string& args) {
     const std::string err_file = (dir_ / "stderr.txt").string();
-    const std::string cmd = std::string(GPULEDGER_BIN) + " " + args + " 2>" + err_file;
+    const std::string cmd = std::string(gpuledger::test_paths::kGpuledgerBin) + " " + args + " 2>" + err_file;
     Output o;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (pipe == nullptr) return o;
@@ -219,7 +220,7 @@ TEST_F(CliTest, WindowsSelectHours) {
 
 // Replaying the Alibaba trace: allocated GPU-µs per namespace equals the trace's own sum.
 TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
-  const std::string data = std::string(GPULEDGER_SHARED_DATA) + "/alibaba-gpu-v2023";
+  const std::string data = std::string(gpuledger::test_paths::kSharedData) + "/alibaba-gpu-v2023";
   if (!fs::exists(data + "/openb_pod_list_default.csv"))
     GTEST_SKIP() << "shared data not found at " << data;
   Output import = Run("sim import-alibaba --pods " + data + "/openb_pod_list_default.csv --nodes " +

@@ -19,6 +19,7 @@
 
 #include "io/file_util.h"
 #include "process_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -84,7 +85,7 @@ workloads:
   std::thread serving([&] { exporter.listen_after_bind(); });
 
   {
-    Child node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(), "--node",
+    Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(), "--node",
                 "n1", "--dir", (dir / "node").string()},
                (dir / "node.out").string());
     ASSERT_TRUE(node.ok());

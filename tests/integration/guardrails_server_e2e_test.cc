@@ -12,6 +12,7 @@
 
 #include "fake_apiserver/fake_apiserver.h"
 #include "process_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -27,7 +28,7 @@ std::vector<std::string> Kinds(const json& doc) {
 }
 
 TEST(GuardrailsServerE2e, ReplayedFindingsArePricedServedAndAnnounced) {
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-guard-e2e-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "fake_apiserver/fake_apiserver.h"
 #include "process_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -54,7 +55,7 @@ TEST(MetadataE2e, LedgerRowsCarryOwnersLabelsAndNodePrices) {
     ASSERT_TRUE(WriteFile((dir / "snapshots" / fmt::format("node-gpu-1:9400@{}.prom", t0_ms + i * 600000)).string(),
                           Snapshot(100 + i * 600.0)).ok());
   int code = 0;
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   const std::string db = (dir / "l.db").string();
   std::string out = RunCapture(bin + " server --source files=" + (dir / "snapshots").string() +
                                    " --api-server " + api.url() + " --ledger sqlite:" + db, &code);
@@ -84,7 +85,7 @@ TEST(MetadataE2e, ScrapeTargetsComeFromTheAgentsEndpoints) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-ep-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
 name: ep
 start: "2026-11-23T00:00:00Z"
@@ -94,7 +95,7 @@ nodes:
 workloads:
   - {namespace: ml, name: solo, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB}}
 )").ok());
-  Child node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
+  Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(), "--node", "n1",
               "--dir", (dir / "node").string()},
              (dir / "node.out").string());
   std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);

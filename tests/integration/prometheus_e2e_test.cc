@@ -23,6 +23,7 @@
 #include "io/file_util.h"
 #include "common/units.h"
 #include "process_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -51,7 +52,7 @@ bool Has(const std::string& program) {
 // device's metered time.
 std::map<std::string, std::int64_t> AllocatedByPod(const std::string& db) {
   int code = 0;
-  std::string out = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db +
+  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db +
                                    " --by pod --format json", &code);
   EXPECT_EQ(code, 0) << out;
   std::map<std::string, std::int64_t> m;
@@ -64,7 +65,7 @@ std::map<std::string, std::int64_t> AllocatedByPod(const std::string& db) {
 // Compute GPU-µs per container from `report --by container --format json`.
 std::map<std::string, std::int64_t> ComputeByContainer(const std::string& db) {
   int code = 0;
-  std::string out = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db +
+  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db +
                                    " --by container --format json", &code);
   EXPECT_EQ(code, 0) << out;
   std::map<std::string, std::int64_t> m;
@@ -129,7 +130,7 @@ TEST(PrometheusE2e, ScrapePrometheusAndVictoriaMetricsLedgersAgree) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-prom-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
 name: prom
 start: "2026-11-23T00:00:00Z"
@@ -190,7 +191,7 @@ workloads:
     const std::string n = nodes[i];
     // A 100 ms stand-in step: an agent's window is known to a step, 0.4% of this run.
     sim_nodes.push_back(std::make_unique<Child>(
-        std::vector<std::string>{GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
+        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                                  "--node", n, "--dir", (dir / n).string(), "--standin-step",
                                  "100ms", "--truth", (dir / (n + "-truth.csv")).string(),
                                  "--truth-log", (dir / (n + "-truth-log.csv")).string()},
@@ -360,7 +361,7 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   ASSERT_TRUE(prometheus) << "promtool could not make blocks: " << *ReadFile((dir / "promtool.out").string());
   int code = 0;
   const std::string db = (dir / "l.db").string();
-  std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
+  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " server --source prometheus=http://127.0.0.1:" +
                                    std::to_string(port) + " --backfill-only --since 10h --ledger sqlite:" + db, &code);
   ASSERT_EQ(code, 0) << out;
   std::string rows = RunCapture("sqlite3 -separator ' ' " + db +
@@ -390,7 +391,7 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   EXPECT_EQ(hours["GPU-b"][3].second, kMicrosPerHour - 30 * kMicrosPerSecond);
   EXPECT_EQ(hours["GPU-b"][4].first, kMicrosPerHour);
   // Allocation: exactly a quarter of whatever was metered, per pod.
-  std::string pods = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db + " --by pod --format json", &code);
+  std::string pods = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db + " --by pod --format json", &code);
   auto j = nlohmann::json::parse(pods);
   std::int64_t b_total = 0;
   for (const auto& [h, mu] : hours["GPU-b"]) b_total += mu.first;
@@ -445,11 +446,11 @@ TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
   int code = 0;
   auto activity_of = [&](const std::string& flags) {
     const std::string db = (dir / ("l" + std::to_string(flags.size()) + ".db")).string();
-    std::string out = RunCapture(std::string(GPULEDGER_BIN) + " server --source prometheus=http://127.0.0.1:" +
+    std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " server --source prometheus=http://127.0.0.1:" +
                                      std::to_string(port) + " --backfill-only --since 6h " + flags +
                                      " --ledger sqlite:" + db, &code);
     EXPECT_EQ(code, 0) << out;
-    std::string report = RunCapture(std::string(GPULEDGER_BIN) + " report --db " + db + " --by pod --format json", &code);
+    std::string report = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db + " --by pod --format json", &code);
     auto j = nlohmann::json::parse(report.substr(report.find('{')));
     for (const auto& row : j["rows"])
       if (row["key"] == "ml/p") return row["activity"];

@@ -22,6 +22,7 @@
 #include "prometheus/exposition_parser.h"
 #include "process_util.h"
 #include "store/ledger_store.h"
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -78,7 +79,7 @@ workloads:
 )").ok());
   const std::string db = (dir / "ledger.db").string();
   {
-    Proc node({GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
+    Proc node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                "--node", "n1", "--dir", (dir / "node").string()},
               (dir / "node.out").string());
     ASSERT_TRUE(node.ok());
@@ -92,7 +93,7 @@ workloads:
     ASSERT_FALSE(printed.argv.empty()) << command;
     std::vector<std::string> agent_argv = printed.argv;
     const std::vector<std::string> server_argv{
-        GPULEDGER_BIN, "server", "--source", "scrape", "--targets", target,
+        gpuledger::test_paths::kGpuledgerBin, "server", "--source", "scrape", "--targets", target,
         "--ledger", "sqlite:" + db, "--listen", "127.0.0.1:0", "--scrape-interval", "500ms"};
 
     // The server first: it counts the agent as down until the agent answers.

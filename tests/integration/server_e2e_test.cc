@@ -7,6 +7,7 @@
 
 #include "io/file_util.h"
 #include "process_util.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -17,7 +18,7 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-srv-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   int code = 0;
   RunCapture(bin + " demo --no-serve --hours 24 --out " + (dir / "d").string(), &code);
   ASSERT_EQ(code, 0);
@@ -69,7 +70,7 @@ TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const std::string bin = GPULEDGER_BIN;
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   const std::string db = (dir / "c.db").string();
   int code = 0;
   // The server creates the ledger (and its meta table); nothing listens on port 1.

@@ -17,6 +17,7 @@
 #include "io/file_util.h"
 #include "process_util.h"
 #include "prometheus/exposition_parser.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -109,7 +110,7 @@ TEST(SharingNodeE2e, MpsHamiAndGpuShareNodesShowTheirModeAndDeclaredShares) {
   std::map<std::string, int> ports;
   for (const auto& [n, want] : nodes) {
     children.push_back(std::make_unique<Child>(
-        std::vector<std::string>{GPULEDGER_SIM_NODE_BIN, "--scenario", (dir / "scenario.yaml").string(),
+        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                                  "--node", n, "--dir", (dir / n).string(), "--standin-step", "100ms"},
         (dir / (n + ".out")).string()));
     std::string command = WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);

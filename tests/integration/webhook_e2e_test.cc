@@ -14,6 +14,7 @@
 #include "process_util.h"
 #include "temp_dir.h"
 #include "webhook/test_tls.h"
+#include "test_paths.h"
 
 namespace gpuledger {
 namespace {
@@ -158,7 +159,7 @@ class WebhookE2e : public ::testing::Test {
   }
 
   testing::TempDir dir_{"gpuledger-webhook-e2e"};
-  const std::string bin_ = GPULEDGER_BIN;
+  const std::string bin_ = gpuledger::test_paths::kGpuledgerBin;
   std::string ca_, cert_, key_, ledger_, out_, api_port_;
   std::unique_ptr<Child> server_;
   int starts_ = 0;

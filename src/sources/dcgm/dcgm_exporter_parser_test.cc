@@ -1,4 +1,5 @@
 #include "sources/dcgm/dcgm_exporter_parser.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +21,7 @@ std::string Slurp(const fs::path& path) {
 }
 
 std::string Fixture(const std::string& name) {
-  const fs::path path = fs::path(GPULEDGER_SOURCE_DIR) / "src/sources/dcgm/testdata" / name;
+  const fs::path path = fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" / name;
   EXPECT_TRUE(fs::exists(path)) << path;
   return Slurp(path);
 }
@@ -114,7 +115,7 @@ TEST(ParseDcgmExporter, OneXCompatibilityNames) {
 // The shared real scrape (a T4 node, plus one A10G line with pod labels): its "deliberately
 // malformed" lines are upstream series of used fields with no labels at all.
 TEST(ParseDcgmExporter, SharedSampleFromDatadog) {
-  const fs::path path = fs::path(GPULEDGER_SHARED_DATA) / "dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
+  const fs::path path = fs::path(gpuledger::test_paths::kSharedData) / "dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
   if (!fs::exists(path))
     GTEST_SKIP() << "shared test data missing: " << path
                  << " (expected ../shared/data/dcgm-exporter/samples)";

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "prometheus/http_get.h"
+#include "test_paths.h"
 
 namespace gpuledger::sources::dcgm {
 namespace {
@@ -18,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(fs::path(GPULEDGER_SOURCE_DIR) / "src/sources/dcgm/testdata" / name);
+  std::ifstream in(fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" / name);
   std::ostringstream out;
   out << in.rdbuf();
   EXPECT_FALSE(out.str().empty()) << name;

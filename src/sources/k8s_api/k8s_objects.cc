@@ -1,6 +1,7 @@
 #include "sources/k8s_api/k8s_objects.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace gpuledger::k8s {
 namespace {

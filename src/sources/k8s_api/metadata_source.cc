@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace gpuledger::k8s {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sources/procfs/proc_source.h"
+#include "test_paths.h"
 
 namespace gpuledger::procfs {
 namespace {
@@ -36,7 +37,7 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
 
 // Every real /proc/<pid>/cgroup in shared/data/cgroup against index.csv's expectations.
 TEST(ParseProcCgroup, SharedDataCases) {
-  const fs::path dir = fs::path(GPULEDGER_SHARED_DATA) / "cgroup";
+  const fs::path dir = fs::path(gpuledger::test_paths::kSharedData) / "cgroup";
   if (!fs::exists(dir / "index.csv"))
     GTEST_SKIP() << "shared test data missing: " << dir << " (expected ../shared/data/cgroup)";
   std::ifstream index(dir / "index.csv");

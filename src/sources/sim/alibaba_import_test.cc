@@ -11,6 +11,7 @@
 
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
+#include "test_paths.h"
 
 namespace gpuledger::sim {
 namespace {
@@ -60,7 +61,7 @@ TEST(ImportAlibabaTrace, FirstFitSharingAndOverflow) {
 
 // Replays the real trace and checks the metered allocation per namespace against the CSV.
 TEST(ImportAlibabaTrace, ReplayConservesAllocation) {
-  std::string dir = std::string(GPULEDGER_SHARED_DATA) + "/alibaba-gpu-v2023";
+  std::string dir = std::string(gpuledger::test_paths::kSharedData) + "/alibaba-gpu-v2023";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "shared data folder missing: " << dir;
   std::string pods = Slurp(dir + "/openb_pod_list_default.csv");
   std::string nodes = Slurp(dir + "/openb_node_list_gpu_node.csv");

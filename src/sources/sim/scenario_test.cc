@@ -1,4 +1,5 @@
 #include "sources/sim/scenario.h"
+#include "test_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -128,7 +129,7 @@ TEST(ParseScenario, MemoryDefaultsFromModel) {
 }
 
 TEST(ParseScenario, SeriesFromGenAiTrace) {
-  std::string dir = std::string(GPULEDGER_SHARED_DATA) + "/alibaba-genai-v2026";
+  std::string dir = std::string(gpuledger::test_paths::kSharedData) + "/alibaba-genai-v2026";
   std::string y = std::string(kHead) +
                   "workloads:\n  - namespace: a\n    name: sd\n"
                   "    compute: {profile: series, file: " + dir +
