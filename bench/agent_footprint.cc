@@ -7,17 +7,17 @@
 // bench/agent_footprint.sh, which also runs this program.
 #include <benchmark/benchmark.h>
 
+#include <fmt/format.h>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fmt/format.h>
 #include <thread>
 
 #include "agent/collector.h"
 #include "common/clock.h"
-#include "sim_node/sim_node.h"
 #include "io/file_reader.h"
 #include "io/file_util.h"
+#include "sim_node/sim_node.h"
 #include "sources/cri/runtime.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
@@ -49,7 +49,8 @@ class ReplaySource : public sources::GpuSource {
 };
 
 std::string Scenario() {
-  // 8 GPUs shared by fraction (0.04 each, as HAMi or gpu_milli would): 25 pods per GPU,, 200 single-container pods with mixed duty and memory.
+  // 8 GPUs shared by fraction (0.04 each, as HAMi or gpu_milli would): 25 pods per GPU,, 200
+  // single-container pods with mixed duty and memory.
   std::string yaml = R"(
 name: footprint
 start: "2026-11-23T00:00:00Z"
@@ -60,14 +61,16 @@ workloads:
 )";
   for (int i = 0; i < 200; ++i)
     yaml += fmt::format(
-        "  - {{namespace: ns{}, name: w{}, fraction: 0.04, compute: {{profile: constant, duty: {:.3f}}}, "
+        "  - {{namespace: ns{}, name: w{}, fraction: 0.04, compute: {{profile: constant, duty: "
+        "{:.3f}}}, "
         "memory: {{bytes: {}MiB}}}}\n",
         i % 10, i, 0.001 + (i % 7) * 0.005, 256 + (i % 5) * 128);
   return yaml;
 }
 
 void BM_CycleOutsideNvml(benchmark::State& state) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-bench-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   (void)WriteFile((dir / "scenario.yaml").string(), Scenario());
   simnode::SimNodeOptions o;
@@ -106,7 +109,10 @@ void BM_CycleOutsideNvml(benchmark::State& state) {
   fs::remove_all(dir);
 }
 // CPU time is what the target is about; real time shows the effect of the 2-core machine.
-BENCHMARK(BM_CycleOutsideNvml)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+BENCHMARK(BM_CycleOutsideNvml)
+    ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace gpuledger

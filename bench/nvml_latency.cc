@@ -27,7 +27,8 @@ void Measure(const std::string& name, int iterations, const std::function<nvmlRe
   for (int i = 0; i < iterations; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     last = call();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   fmt::print("{:<44} median {:>9.2f} us   p99 {:>9.2f} us   ({})\n", name, us[us.size() / 2],

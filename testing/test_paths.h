@@ -6,8 +6,8 @@
 
 namespace gpuledger::test_paths {
 
-extern const char* const kSourceDir;    // the checkout
-extern const char* const kSharedData;   // ../shared/data beside it; tests skip what is absent
+extern const char* const kSourceDir;     // the checkout
+extern const char* const kSharedData;    // ../shared/data beside it; tests skip what is absent
 extern const char* const kGpuledgerBin;  // the built gpuledger binary
 extern const char* const kNvmlStandin;   // the NVML stand-in library ("" when not built)
 extern const char* const kSimNodeBin;    // the gpuledger-sim-node tool ("" when not built)

@@ -1,8 +1,8 @@
 #include "agent/collector.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -38,13 +38,15 @@ void Observe(HistogramData& h, double v) {
 HistogramData ComputeShareBuckets() { return Buckets({0.05, 1.0 / 7, 2.0 / 7, 3.0 / 7, 4.0 / 7}); }
 HistogramData MemoryBuckets(Bytes card_bytes) {
   std::vector<double> b;
-  for (double eighths : {1.0, 2.0, 4.0}) b.push_back(std::floor(static_cast<double>(card_bytes) * eighths / 8));
+  for (double eighths : {1.0, 2.0, 4.0})
+    b.push_back(std::floor(static_cast<double>(card_bytes) * eighths / 8));
   return Buckets(b);
 }
 
 // Whole KiB-s of an exact byte-µs total.
 std::int64_t WholeKibSeconds(unsigned __int128 byte_us) {
-  return static_cast<std::int64_t>(byte_us / static_cast<unsigned __int128>(kByteMicrosPerKibSecond));
+  return static_cast<std::int64_t>(byte_us /
+                                   static_cast<unsigned __int128>(kByteMicrosPerKibSecond));
 }
 
 // "<quality>[:<rule>]", the form of attribution_info's *_source labels.
@@ -71,12 +73,11 @@ Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs:
   // Every kind the agent detects has its counter from the start (0 is an answer; absent is not).
   for (int k = 0; k < kFindingKinds; ++k) {
     const auto kind = static_cast<FindingKind>(k);
-    if (!IsAdmissionKind(kind) && kind != FindingKind::kIdleAllocation && options_.policy.Enabled(kind))
+    if (!IsAdmissionKind(kind) && kind != FindingKind::kIdleAllocation &&
+        options_.policy.Enabled(kind))
       counters_.findings_opened[kind] = 0;
   }
 }
-
-
 
 void Collector::CountFault(const std::string& source, const std::string& code) {
   pending_faults_.emplace_back(source, code);
@@ -101,12 +102,14 @@ void Collector::RefreshKube(Micros now_mono, bool force) {
       auto alloc = kubelet_->GetAllocatableResources();
       if (alloc.ok()) kube_.allocatable = std::move(*alloc);
     } else {
-      CountFault("kubelet", grants.error().code == ErrorCode::kUnavailable ? "unavailable" : "error");
+      CountFault("kubelet",
+                 grants.error().code == ErrorCode::kUnavailable ? "unavailable" : "error");
     }
   }
   if (runtime_ != nullptr) {
     auto sandboxes = runtime_->ListPodSandbox();
-    auto containers = sandboxes.ok() ? runtime_->ListContainers() : Result<std::vector<cri::Container>>(sandboxes.error());
+    auto containers = sandboxes.ok() ? runtime_->ListContainers()
+                                     : Result<std::vector<cri::Container>>(sandboxes.error());
     SetSourceUp("cri", sandboxes.ok() && containers.ok());
     if (sandboxes.ok() && containers.ok()) {
       kube_.sandboxes = std::move(*sandboxes);
@@ -127,7 +130,9 @@ void Collector::Cycle() {
   if (!reading.ok()) {
     // A stale (hung) or broken driver: nothing measured this cycle; the time shows up as
     // unmetered downstream. Keep serving what we had.
-    CountFault("nvml", reading.error().message.find("TIMEOUT") != std::string::npos ? "TIMEOUT" : "unavailable");
+    CountFault("nvml", reading.error().message.find("TIMEOUT") != std::string::npos
+                           ? "TIMEOUT"
+                           : "unavailable");
   } else {
     for (const auto& f : reading->faults) CountFault(f.source, f.code);
     if (reading->gpus.empty() && !reading->faults.empty()) SetSourceUp("nvml", false);
@@ -286,10 +291,10 @@ void Collector::Account(const std::vector<DeviceUsage>& usage, const sources::Gp
 // lasts still sees it, and sees it end.
 void Collector::RenderFindings(ExpositionWriter& w, const Counters& c) {
   auto key = [](const Finding& f) {
-    return std::array<Label, 5>{Label{"kind", ToString(f.kind)},
-                                Label{"namespace", f.subject.namespace_name},
-                                Label{"pod", f.subject.pod}, Label{"container", f.subject.container},
-                                Label{"gpu_uuid", f.gpu_uuid}};
+    return std::array<Label, 5>{
+        Label{"kind", ToString(f.kind)}, Label{"namespace", f.subject.namespace_name},
+        Label{"pod", f.subject.pod}, Label{"container", f.subject.container},
+        Label{"gpu_uuid", f.gpu_uuid}};
   };
   w.Family("gpuledger_finding", "An open guardrail finding (value 1; docs/guardrails.md).",
            MetricType::kGauge);
@@ -305,8 +310,13 @@ void Collector::RenderFindings(ExpositionWriter& w, const Counters& c) {
            MetricType::kGauge);
   for (const Finding& f : c.findings) {
     auto k = key(f);
-    std::array<Label, 8> l{k[0], Label{"severity", ToString(f.severity)}, k[1], k[2],
-                           Label{"pod_uid", f.subject.pod_uid.value}, k[3], k[4],
+    std::array<Label, 8> l{k[0],
+                           Label{"severity", ToString(f.severity)},
+                           k[1],
+                           k[2],
+                           Label{"pod_uid", f.subject.pod_uid.value},
+                           k[3],
+                           k[4],
                            Label{"evidence", f.evidence}};
     w.Sample("gpuledger_finding_evidence_info", std::span<const Label>(l), 1);
   }
@@ -338,8 +348,11 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            MetricType::kGauge);
   for (const auto& [uuid, d] : c.devices)
     w.Sample("gpuledger_device_info",
-             {{"gpu_uuid", uuid}, {"gpu_model", d.model}, {"node", node},
-              {"parent_uuid", d.parent_uuid}, {"mig_profile", d.mig_profile},
+             {{"gpu_uuid", uuid},
+              {"gpu_model", d.model},
+              {"node", node},
+              {"parent_uuid", d.parent_uuid},
+              {"mig_profile", d.mig_profile},
               {"sharing_mode", d.sharing}},
              1);
   // Integer totals as float64 base units (common/counter_units.h).
@@ -352,17 +365,19 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     return [f](const DeviceSeries& d) { return ToBaseUnit(d.*f, CounterScale::kMicrosPerSecond); };
   };
   device_counter("gpuledger_device_metered_seconds_total",
-                 "Seconds the agent measured this physical GPU.", seconds(&DeviceSeries::metered_us));
+                 "Seconds the agent measured this physical GPU.",
+                 seconds(&DeviceSeries::metered_us));
   device_counter("gpuledger_device_busy_seconds_total",
                  "Seconds any kernel ran on this physical GPU.", seconds(&DeviceSeries::busy_us));
   device_counter("gpuledger_device_idle_seconds_total",
-                 "Metered seconds this physical GPU was not busy.", seconds(&DeviceSeries::idle_us));
+                 "Metered seconds this physical GPU was not busy.",
+                 seconds(&DeviceSeries::idle_us));
   device_counter("gpuledger_device_unattributed_seconds_total",
-                 "Busy seconds no known process explains.", seconds(&DeviceSeries::unattributed_us));
-  device_counter("gpuledger_device_energy_joules_total",
-                 "Energy this physical GPU used while metered.", [](const DeviceSeries& d) {
-                   return ToBaseUnit(d.energy_mj, CounterScale::kMilliPerUnit);
-                 });
+                 "Busy seconds no known process explains.",
+                 seconds(&DeviceSeries::unattributed_us));
+  device_counter(
+      "gpuledger_device_energy_joules_total", "Energy this physical GPU used while metered.",
+      [](const DeviceSeries& d) { return ToBaseUnit(d.energy_mj, CounterScale::kMilliPerUnit); });
   device_counter("gpuledger_device_unattributed_memory_byte_seconds_total",
                  "GPU memory in use that no known process explains, integrated over time.",
                  [](const DeviceSeries& d) {
@@ -407,7 +422,8 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
   container_metric("gpuledger_container_memory_byte_seconds_total",
                    "GPU memory held by the container, integrated over time (whole KiB-seconds).",
                    MetricType::kCounter, [](const ContainerSeries& s) {
-                     return ToBaseUnit(WholeKibSeconds(s.memory_byte_us), CounterScale::kKibPerByte);
+                     return ToBaseUnit(WholeKibSeconds(s.memory_byte_us),
+                                       CounterScale::kKibPerByte);
                    });
   container_metric("gpuledger_container_energy_joules_total",
                    "The container's share of the GPU's energy (split by busy time).",
@@ -432,9 +448,10 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
   container_metric("gpuledger_container_dram_active_gpu_seconds_total",
                    "GPU-seconds of DRAM bandwidth (used over peak) the container drew.",
                    MetricType::kCounter, activity_seconds(&Activity::dram_active_us));
-  container_metric("gpuledger_container_memory_used_bytes",
-                   "GPU memory the container held in the last cycle.", MetricType::kGauge,
-                   [](const ContainerSeries& s) { return static_cast<double>(s.memory_used_bytes); });
+  container_metric(
+      "gpuledger_container_memory_used_bytes", "GPU memory the container held in the last cycle.",
+      MetricType::kGauge,
+      [](const ContainerSeries& s) { return static_cast<double>(s.memory_used_bytes); });
   // Exact hourly peaks: the gauge above, sampled by scrapes, misses a spike between them.
   auto peak_gauge = [&](const char* name, const char* help, Micros hour_us) {
     w.Family(name, help, MetricType::kGauge);
@@ -461,8 +478,14 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     const std::string compute = SourceLabel(s.compute_quality, s.compute_rule);
     const std::string memory = SourceLabel(s.memory_quality, "");
     const std::string activity = SourceLabel(s.activity_quality, s.activity_rule);
-    std::array<Label, 9> all{l[0], l[1], l[2], l[3], l[4], Label{"compute_source", compute},
-                             Label{"memory_source", memory}, Label{"activity_source", activity},
+    std::array<Label, 9> all{l[0],
+                             l[1],
+                             l[2],
+                             l[3],
+                             l[4],
+                             Label{"compute_source", compute},
+                             Label{"memory_source", memory},
+                             Label{"activity_source", activity},
                              Label{"share_source", s.share_source}};
     w.Sample("gpuledger_container_attribution_info", std::span<const Label>(all), 1);
   }
@@ -477,7 +500,8 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            "GPU memory the container held, observed once per cycle.", MetricType::kHistogram);
   for (const auto& [k, s] : c.containers) {
     auto l = labels(k);
-    w.Histogram("gpuledger_container_memory_usage_bytes", std::span<const Label>(l), s.memory_usage);
+    w.Histogram("gpuledger_container_memory_usage_bytes", std::span<const Label>(l),
+                s.memory_usage);
   }
   RenderFindings(w, c);
   w.Family("gpuledger_agent_cycle_duration_seconds", "Time one collection cycle took.",
@@ -490,7 +514,8 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
   w.Family("gpuledger_agent_source_errors_total", "Errors from a source, by code.",
            MetricType::kCounter);
   for (const auto& [key, n] : c.source_errors)
-    w.Sample("gpuledger_agent_source_errors_total", {{"source", key.first}, {"code", key.second}}, n);
+    w.Sample("gpuledger_agent_source_errors_total", {{"source", key.first}, {"code", key.second}},
+             n);
   w.Family("gpuledger_agent_unresolved_processes_total",
            "GPU processes not tied to a known container, by reason.", MetricType::kCounter);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "unknown_container"}},

@@ -23,12 +23,12 @@
 #include <set>
 #include <string>
 
-#include "prometheus/exposition_writer.h"
+#include "agent/node_view.h"
 #include "common/clock.h"
 #include "common/counter_units.h"
-#include "agent/node_view.h"
 #include "guardrails/detect.h"
 #include "model/usage.h"
+#include "prometheus/exposition_writer.h"
 #include "sources/cri/runtime.h"
 #include "sources/gpu_source.h"
 #include "sources/kubelet/pod_resources.h"
@@ -38,8 +38,8 @@ namespace gpuledger::agent {
 
 struct CollectorOptions {
   std::string node;
-  Micros kube_refresh_us = 10 * kMicrosPerSecond;     // PodResources has a global rate limit
-  Micros series_ttl_us = 3600 * kMicrosPerSecond;     // drop series of containers gone this long
+  Micros kube_refresh_us = 10 * kMicrosPerSecond;  // PodResources has a global rate limit
+  Micros series_ttl_us = 3600 * kMicrosPerSecond;  // drop series of containers gone this long
   bool kubelet_socket_configured = true;
   // Guardrails (guardrails/detect.h): what is detected, thresholds and tolerance windows.
   guardrails::Policy policy = guardrails::DefaultPolicy();
@@ -48,8 +48,8 @@ struct CollectorOptions {
 // One rendering of the exposition.
 struct Rendered {
   std::string text;
-  Micros at_us = 0;           // wall time of the cycle it shows
-  std::uint64_t cycle = 0;    // which cycle (wall time can repeat after a step back)
+  Micros at_us = 0;         // wall time of the cycle it shows
+  std::uint64_t cycle = 0;  // which cycle (wall time can repeat after a step back)
 };
 
 class Collector {
@@ -61,8 +61,7 @@ class Collector {
   // intervals (monotonic too); a wall step it reports is counted in
   // gpuledger_agent_clock_jumps_total.
   Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
-            kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
-            const Clock& clock);
+            kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime, const Clock& clock);
 
   void Cycle();
 
@@ -95,7 +94,7 @@ class Collector {
     GpuMicros compute_us = 0;
     unsigned __int128 memory_byte_us = 0;  // exposed as whole KiB-s (floor of the exact total)
     MilliJoules energy_mj = 0;
-    Activity activity;                     // GPU-µs of SM/tensor/DRAM activity (exact)
+    Activity activity;  // GPU-µs of SM/tensor/DRAM activity (exact)
     Bytes memory_used_bytes = 0;
     std::string share_source;  // the grant's declared share's origin, as of the last cycle
     // How the figures were obtained over every cycle of the current wall-clock hour `hour`
@@ -112,9 +111,9 @@ class Collector {
   // whose TTL is monotonic and may outlast or cut short the hours: an entry lives while its
   // container was seen in the agent's current or previous hour.
   struct HourPeaks {
-    Micros hour_us = -1;           // the last hour it was seen in, and its peak
+    Micros hour_us = -1;  // the last hour it was seen in, and its peak
     Bytes peak_bytes = 0;
-    Micros earlier_hour_us = -1;   // the hour seen in before that one, and its peak
+    Micros earlier_hour_us = -1;  // the hour seen in before that one, and its peak
     Bytes earlier_peak_bytes = 0;
     // The peak of hour `h`, if the container was seen in it.
     std::optional<Bytes> PeakOf(Micros h) const {

@@ -82,8 +82,8 @@ constexpr char kPrevious[] = "gpuledger_container_memory_previous_hour_peak_byte
 constexpr char kHourStart[] = "gpuledger_agent_hour_start_seconds";
 
 TEST(CollectorHourPeaks, CurrentAndPreviousHourFollowTheAgentsClock) {
-  const auto at = ExpositionsAt({1800 * kS, 3600 * kS, 3660 * kS, 7200 * kS, 7260 * kS,
-                                 10800 * kS});
+  const auto at =
+      ExpositionsAt({1800 * kS, 3600 * kS, 3660 * kS, 7200 * kS, 7260 * kS, 10800 * kS});
   ASSERT_EQ(at.size(), 6u);
   constexpr double kGiB4 = 4294967296;
   // B = R = 10 GiB = 10737418240, P = 6000 s.
@@ -91,7 +91,7 @@ TEST(CollectorHourPeaks, CurrentAndPreviousHourFollowTheAgentsClock) {
   const std::string& m30 = at.at(1800 * kS);
   EXPECT_EQ(Value(m30, kHourStart), static_cast<double>(kT0 / kS));
   EXPECT_EQ(Value(m30, kPeak, "saw-0"), 13904956621);  // 13904956620.8
-  EXPECT_EQ(Value(m30, kPeak, "short-0"), kGiB4);  // gone since 0:20, its hour's peak stays
+  EXPECT_EQ(Value(m30, kPeak, "short-0"), kGiB4);      // gone since 0:20, its hour's peak stays
   EXPECT_EQ(Value(m30, kPrevious, "saw-0"), std::nullopt);  // the agent saw no earlier hour
   // 1:00: the cycle that ends on the hour closes hour 0 (its interval lies in it). Its
   // intervals start at phases 0..3540 s: 3570/6000 = 0.595 -> 1.595 B, at the hour's end.

@@ -28,19 +28,20 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
     auto r = collector.Exposition();
     res.set_content(r->text, "text/plain; version=0.0.4; charset=utf-8");
   });
-  impl->server.Get("/healthz", [&collector, healthy_within_us](const httplib::Request&,
-                                                               httplib::Response& res) {
-    bool ok = collector.Healthy(healthy_within_us);
-    res.status = ok ? 200 : 503;
-    res.set_content(ok ? "ok\n" : "collection cycles are not completing\n", "text/plain");
-  });
+  impl->server.Get(
+      "/healthz", [&collector, healthy_within_us](const httplib::Request&, httplib::Response& res) {
+        bool ok = collector.Healthy(healthy_within_us);
+        res.status = ok ? 200 : 503;
+        res.set_content(ok ? "ok\n" : "collection cycles are not completing\n", "text/plain");
+      });
   if (addr->second == 0) {
     impl->port = impl->server.bind_to_any_port(impl->host.c_str());
   } else {
     impl->port = impl->server.bind_to_port(impl->host.c_str(), addr->second) ? addr->second : -1;
   }
   if (impl->port <= 0)
-    return Unavailable(fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
+    return Unavailable(
+        fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
   return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(impl)));
 }
 

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <set>
 
-#include "attribution/attribute.h"
 #include "agent/sharing_declarations.h"
+#include "attribution/attribute.h"
 #include "cost/catalog.h"
 
 namespace gpuledger::agent {
@@ -26,7 +26,9 @@ std::optional<int> ReplicaIndex(std::string_view id) {
   std::string_view base = attribution::BaseDeviceId(id);
   if (base.size() == id.size()) return std::nullopt;
   std::string_view rest = id.substr(base.size());
-  rest.remove_prefix(rest.starts_with("::") ? 2 : rest.starts_with("-") ? 1 : 5);  // "::", "-", "/vgpu"
+  rest.remove_prefix(rest.starts_with("::")  ? 2
+                     : rest.starts_with("-") ? 1
+                                             : 5);  // "::", "-", "/vgpu"
   int n = 0;
   auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), n);
   if (ec != std::errc()) return std::nullopt;
@@ -56,8 +58,8 @@ std::string HostConsumerName(const procfs::ProcessIdentity& id) {
 std::string ResolveDraDevice(const kubelet::DraDevice& dra, const sources::GpuReading& reading) {
   for (const std::string& cdi : dra.cdi_devices) {
     auto eq = cdi.rfind('=');
-    std::string_view name = eq == std::string::npos ? std::string_view(cdi)
-                                                    : std::string_view(cdi).substr(eq + 1);
+    std::string_view name =
+        eq == std::string::npos ? std::string_view(cdi) : std::string_view(cdi).substr(eq + 1);
     if (name.starts_with("GPU-") || name.starts_with("MIG-")) return std::string(name);
   }
   // The NVIDIA DRA driver names whole GPUs "gpu-<minor>"; our GPU order is NVML's index order.
@@ -112,7 +114,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
         .push_back(&g);
   }
   for (const auto& [ref, lists] : terminal)
-    for (Grant& grant : DeclaredGrants(ref, lists, reading)) s.terminal_grants.push_back(std::move(grant));
+    for (Grant& grant : DeclaredGrants(ref, lists, reading))
+      s.terminal_grants.push_back(std::move(grant));
   for (const auto& [ref, lists] : per_container) {
     for (Grant& grant : DeclaredGrants(ref, lists, reading)) {
       if (auto r = ReplicaIndex(grant.device_id))
@@ -123,7 +126,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       for (const auto& dra : g->dra) {
         std::string device = ResolveDraDevice(dra, reading);
         if (device.empty()) continue;
-        s.grants.push_back(Grant{ref, device, dra.driver, std::nullopt, dra.claim, std::nullopt, ""});
+        s.grants.push_back(
+            Grant{ref, device, dra.driver, std::nullopt, dra.claim, std::nullopt, ""});
         dra_devices.insert(device);
       }
   }
@@ -143,7 +147,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     if (auto it = replicas.find(gpu.uuid.value); it != replicas.end()) r = it->second;
     for (const auto& m : s.mig_instances)
       if (m.parent == gpu.uuid)
-        if (auto it = replicas.find(m.uuid.value); it != replicas.end()) r = std::max(r, it->second);
+        if (auto it = replicas.find(m.uuid.value); it != replicas.end())
+          r = std::max(r, it->second);
     gpu.replicas = std::max(1, r);
     // MIG and DRA are what NVML and the kubelet say; the other modes are decided below, once
     // the processes' environment is known.
@@ -193,9 +198,9 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
         // A container CRI does not know yet: keep it apart by pod UID and container id, and
         // let the caller refresh the view.
         if (stats) ++stats->unknown_containers;
-        p.consumer = ConsumerRef{std::string(kUnresolvedNamespace), "pod-" + ident.container->pod_uid,
-                                 PodUid{ident.container->pod_uid},
-                                 ident.container->container_id.substr(0, 12)};
+        p.consumer = ConsumerRef{
+            std::string(kUnresolvedNamespace), "pod-" + ident.container->pod_uid,
+            PodUid{ident.container->pod_uid}, ident.container->container_id.substr(0, 12)};
       }
     } else {
       p.host_name = HostConsumerName(ident);
@@ -204,8 +209,10 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       const GpuUuid gpu = PhysicalOf(p.device, reading);
       if (auto d = FromEnvironment(ident.sharing, gpu, reading)) {
         declared.try_emplace({*p.consumer, d->gpu.value}, *d);
-        if (d->mps) mps_devices.insert(d->gpu.value);
-        else if (d->ppd) fractional_devices.insert(d->gpu.value);
+        if (d->mps)
+          mps_devices.insert(d->gpu.value);
+        else if (d->ppd)
+          fractional_devices.insert(d->gpu.value);
       }
     }
     s.processes.push_back(std::move(p));
@@ -218,12 +225,16 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     if (!g.dra_claim.empty()) continue;
     if (g.resource_name == kAliyunGpuMem || g.resource_name == kAlibabaCloudGpuMem) {
       for (const auto& [key, d] : declared) {
-        if (key.first != g.consumer || !d.from_gpushare_index || g.device_id == d.gpu.value) continue;
+        if (key.first != g.consumer || !d.from_gpushare_index || g.device_id == d.gpu.value)
+          continue;
         g.device_id = d.gpu.value;
-        if (g.declared_memory_bytes) g.declared_ppd = MemoryShare(*g.declared_memory_bytes, d.gpu, reading);
+        if (g.declared_memory_bytes)
+          g.declared_ppd = MemoryShare(*g.declared_memory_bytes, d.gpu, reading);
       }
     }
-    auto it = declared.find({g.consumer, PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(g.device_id))}, reading).value});
+    auto it = declared.find(
+        {g.consumer,
+         PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(g.device_id))}, reading).value});
     if (it == declared.end()) continue;
     const EnvDeclaration& d = it->second;
     if (!g.declared_ppd && d.ppd) {
@@ -236,7 +247,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
   // fractional; advertised replicas time-slicing.
   std::set<std::string> declared_on;
   for (const Grant& g : s.grants)
-    if (g.declared_ppd || g.declared_memory_bytes) declared_on.insert(std::string(attribution::BaseDeviceId(g.device_id)));
+    if (g.declared_ppd || g.declared_memory_bytes)
+      declared_on.insert(std::string(attribution::BaseDeviceId(g.device_id)));
   for (PhysicalGpu& gpu : s.gpus) {
     if (gpu.sharing == SharingMode::kMig || gpu.sharing == SharingMode::kDra) continue;
     if (mps_devices.count(gpu.uuid.value)) {

@@ -47,8 +47,8 @@ struct KubeView {
 // Why a process could not be tied to a known container this cycle (counted, and the reason
 // the agent refreshes its Kubernetes view early).
 struct JoinStats {
-  int unknown_containers = 0;   // in a container CRI does not (yet) know
-  int vanished_processes = 0;   // exited between NVML and /proc
+  int unknown_containers = 0;  // in a container CRI does not (yet) know
+  int vanished_processes = 0;  // exited between NVML and /proc
 };
 
 // Consumer name for a process in no container: "user:<name>" for a regular user (uid >= 1000)

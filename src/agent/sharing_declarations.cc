@@ -21,10 +21,12 @@ GpuUuid PhysicalOf(const GpuUuid& device, const sources::GpuReading& reading) {
   return device;
 }
 
-std::optional<SharePpd> MemoryShare(Bytes memory, const GpuUuid& gpu, const sources::GpuReading& reading) {
+std::optional<SharePpd> MemoryShare(Bytes memory, const GpuUuid& gpu,
+                                    const sources::GpuReading& reading) {
   for (const PhysicalGpu& g : reading.gpus) {
     if (g.uuid != gpu || g.memory_total_bytes <= 0) continue;
-    const __int128 share = static_cast<__int128>(std::max<Bytes>(0, memory)) * kWholeGpu / g.memory_total_bytes;
+    const __int128 share =
+        static_cast<__int128>(std::max<Bytes>(0, memory)) * kWholeGpu / g.memory_total_bytes;
     return static_cast<SharePpd>(std::min<__int128>(share, kWholeGpu));
   }
   return std::nullopt;
@@ -37,7 +39,8 @@ std::vector<Grant> DeclaredGrants(const ConsumerRef& ref,
   std::optional<Bytes> hami_memory;
   for (const kubelet::ContainerGrant* g : lists) {
     const auto n = static_cast<std::int64_t>(g->device_ids.size());
-    if (g->resource_name == kHamiGpuCores && n > 0) hami_cores = std::min<SharePpd>(n, 100) * kPercent;
+    if (g->resource_name == kHamiGpuCores && n > 0)
+      hami_cores = std::min<SharePpd>(n, 100) * kPercent;
     if (g->resource_name == kHamiGpuMem && n > 0) hami_memory = n * kMiB;
   }
   std::vector<Grant> out;
@@ -47,7 +50,8 @@ std::vector<Grant> DeclaredGrants(const ConsumerRef& ref,
     // Thousandths of a GPU: one grant per GPU declaring the sum.
     std::map<std::string, SharePpd> milli;
     for (const auto& id : g->device_ids)
-      if (auto pos = id.find("::milli-"); pos != std::string::npos) milli[id.substr(0, pos)] += kWholeGpu / 1000;
+      if (auto pos = id.find("::milli-"); pos != std::string::npos)
+        milli[id.substr(0, pos)] += kWholeGpu / 1000;
     for (const auto& [gpu, share] : milli)
       out.push_back(Grant{ref, gpu, name, share, "", std::nullopt, "resource:" + name});
     if (name == kAliyunGpuMem || name == kAlibabaCloudGpuMem) {
@@ -55,11 +59,13 @@ std::vector<Grant> DeclaredGrants(const ConsumerRef& ref,
       std::map<std::string, int> per_gpu;
       for (const auto& id : g->device_ids) ++per_gpu[GpushareGpu(id)];
       if (per_gpu.empty()) continue;
-      auto most = std::max_element(per_gpu.begin(), per_gpu.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto most =
+          std::max_element(per_gpu.begin(), per_gpu.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
       const Bytes memory = static_cast<Bytes>(g->device_ids.size()) * kGiB;
-      out.push_back(Grant{ref, most->first, name, MemoryShare(memory, GpuUuid{most->first}, reading),
-                          "", memory, "resource:" + name});
+      out.push_back(Grant{ref, most->first, name,
+                          MemoryShare(memory, GpuUuid{most->first}, reading), "", memory,
+                          "resource:" + name});
       continue;
     }
     for (const auto& id : g->device_ids) {
@@ -72,7 +78,8 @@ std::vector<Grant> DeclaredGrants(const ConsumerRef& ref,
       if (hami_memory) {
         grant.declared_memory_bytes = hami_memory;
         if (!hami_cores) {
-          const GpuUuid gpu = PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(id))}, reading);
+          const GpuUuid gpu =
+              PhysicalOf(GpuUuid{std::string(attribution::BaseDeviceId(id))}, reading);
           grant.declared_ppd = MemoryShare(*hami_memory, gpu, reading);
           grant.share_source = "resource:" + std::string(kHamiGpuMem);
         }
@@ -115,8 +122,10 @@ std::optional<EnvDeclaration> FromEnvironment(const procfs::SharingEnv& env, con
     d.memory_bytes = env.gpushare_memory_bytes;
     if (env.gpushare_device_bytes && *env.gpushare_device_bytes > 0) {
       // The scheduler's own fraction: the container's GiB over the device's as it counts them.
-      d.ppd = static_cast<SharePpd>(std::min<__int128>(
-          static_cast<__int128>(*env.gpushare_memory_bytes) * kWholeGpu / *env.gpushare_device_bytes, kWholeGpu));
+      d.ppd = static_cast<SharePpd>(
+          std::min<__int128>(static_cast<__int128>(*env.gpushare_memory_bytes) * kWholeGpu /
+                                 *env.gpushare_device_bytes,
+                             kWholeGpu));
     } else {
       d.ppd = MemoryShare(*env.gpushare_memory_bytes, d.gpu, reading);
     }

@@ -50,12 +50,12 @@ std::vector<Grant> DeclaredGrants(const ConsumerRef& ref,
 
 // What one process's environment declares for its consumer on a GPU.
 struct EnvDeclaration {
-  GpuUuid gpu;                         // the physical GPU the declaration is for
-  bool mps = false;                    // an MPS client: the GPU runs MPS
-  std::optional<SharePpd> ppd;         // the declared share of the GPU
-  std::optional<Bytes> memory_bytes;   // the declared memory cap
-  std::string share_source;            // "env:<VARIABLE>" that gave ppd
-  bool from_gpushare_index = false;    // `gpu` is Alibaba's ALIYUN_COM_GPU_MEM_IDX, not NVML's
+  GpuUuid gpu;                        // the physical GPU the declaration is for
+  bool mps = false;                   // an MPS client: the GPU runs MPS
+  std::optional<SharePpd> ppd;        // the declared share of the GPU
+  std::optional<Bytes> memory_bytes;  // the declared memory cap
+  std::string share_source;           // "env:<VARIABLE>" that gave ppd
+  bool from_gpushare_index = false;   // `gpu` is Alibaba's ALIYUN_COM_GPU_MEM_IDX, not NVML's
 };
 // nullopt when the environment declares nothing. `gpu` is the GPU NVML saw the process on.
 std::optional<EnvDeclaration> FromEnvironment(const procfs::SharingEnv& env, const GpuUuid& gpu,
@@ -66,6 +66,7 @@ GpuUuid PhysicalOf(const GpuUuid& device, const sources::GpuReading& reading);
 
 // `memory` as a share of the GPU's memory, at most the whole GPU; nullopt when the GPU's memory
 // is unknown.
-std::optional<SharePpd> MemoryShare(Bytes memory, const GpuUuid& gpu, const sources::GpuReading& reading);
+std::optional<SharePpd> MemoryShare(Bytes memory, const GpuUuid& gpu,
+                                    const sources::GpuReading& reading);
 
 }  // namespace gpuledger::agent

@@ -69,10 +69,14 @@ TEST(SharingDeclarations, AnMpsClientWithAThreadPercentageDeclaresItsShare) {
   using namespace std::string_literals;
   Node n;
   n.Grant("nvidia.com/gpu", {kGpuA + "::1"});
-  n.kube.allocatable = {{"nvidia.com/gpu", kGpuA + "::0"}, {"nvidia.com/gpu", kGpuA + "::1"},
-                        {"nvidia.com/gpu", kGpuA + "::2"}, {"nvidia.com/gpu", kGpuA + "::3"}};
-  n.Process(kGpuA, "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps\0CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30\0"
-                   "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=5GB,1=2G\0"s, /*nvml_mps=*/true);
+  n.kube.allocatable = {{"nvidia.com/gpu", kGpuA + "::0"},
+                        {"nvidia.com/gpu", kGpuA + "::1"},
+                        {"nvidia.com/gpu", kGpuA + "::2"},
+                        {"nvidia.com/gpu", kGpuA + "::3"}};
+  n.Process(kGpuA,
+            "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps\0CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30\0"
+            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=5GB,1=2G\0"s,
+            /*nvml_mps=*/true);
   NodeSnapshot s = n.Build();
   EXPECT_EQ(Gpu(s, kGpuA).sharing, SharingMode::kMps);
   EXPECT_EQ(Gpu(s, kGpuA).replicas, 4);
@@ -140,14 +144,17 @@ TEST(SharingDeclarations, AlibabaGpuMemIsAMemoryShareOnTheGpuTheSchedulerChose) 
   EXPECT_EQ(before.grants[0].declared_ppd, kWholeGpu / 4);  // 20 GiB of 80 GiB
   EXPECT_EQ(before.grants[0].share_source, "resource:aliyun.com/gpu-mem");
 
-  n.Process(kGpuB, "ALIYUN_COM_GPU_MEM_IDX=1\0ALIYUN_COM_GPU_MEM_CONTAINER=20\0ALIYUN_COM_GPU_MEM_DEV=80\0"s);
+  n.Process(
+      kGpuB,
+      "ALIYUN_COM_GPU_MEM_IDX=1\0ALIYUN_COM_GPU_MEM_CONTAINER=20\0ALIYUN_COM_GPU_MEM_DEV=80\0"s);
   NodeSnapshot s = n.Build();
   ASSERT_EQ(s.grants.size(), 1u);
   EXPECT_EQ(s.grants[0].device_id, kGpuB);
   EXPECT_EQ(s.grants[0].declared_ppd, kWholeGpu / 4);
   EXPECT_EQ(s.grants[0].declared_memory_bytes, 20 * kGiB);
   EXPECT_EQ(Gpu(s, kGpuB).sharing, SharingMode::kFractional);
-  EXPECT_EQ(Gpu(s, kGpuA).sharing, SharingMode::kExclusive) << "only the kubelet's fake ids named it";
+  EXPECT_EQ(Gpu(s, kGpuA).sharing, SharingMode::kExclusive)
+      << "only the kubelet's fake ids named it";
 }
 
 TEST(SharingDeclarations, MemoryShareIsCappedAtTheWholeGpu) {

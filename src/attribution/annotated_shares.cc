@@ -10,9 +10,11 @@ namespace gpuledger::attribution {
 namespace {
 
 // The declared fraction of the GPU, and which annotation declared it.
-std::optional<std::pair<double, std::string_view>> Declared(const UsageRow& row, Bytes device_memory) {
+std::optional<std::pair<double, std::string_view>> Declared(const UsageRow& row,
+                                                            Bytes device_memory) {
   if (row.consumer.annotated_gpu_fraction)
-    return std::pair{std::clamp(*row.consumer.annotated_gpu_fraction, 0.0, 1.0), "annotation:gpu-fraction"};
+    return std::pair{std::clamp(*row.consumer.annotated_gpu_fraction, 0.0, 1.0),
+                     "annotation:gpu-fraction"};
   if (row.consumer.annotated_gpu_memory_bytes && device_memory > 0)
     return std::pair{std::min(1.0, static_cast<double>(*row.consumer.annotated_gpu_memory_bytes) /
                                        static_cast<double>(device_memory)),
@@ -69,7 +71,8 @@ void ApplyAnnotatedShares(LedgerHour& hour) {
   }
   // Taken from the reservation pods in proportion to what each held, exactly.
   std::vector<std::uint64_t> held;
-  for (const UsageRow* r : reservations) held.push_back(static_cast<std::uint64_t>(r->allocated_us));
+  for (const UsageRow* r : reservations)
+    held.push_back(static_cast<std::uint64_t>(r->allocated_us));
   held.push_back(0);
   auto taken = Apportion(wanted, held);
   for (std::size_t i = 0; i < reservations.size(); ++i) reservations[i]->allocated_us -= taken[i];

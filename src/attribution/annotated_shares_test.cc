@@ -7,7 +7,8 @@ namespace {
 
 constexpr GpuMicros kHour = 3600 * kMicrosPerSecond;
 
-UsageRow Row(const std::string& ns, const std::string& pod, GpuMicros allocated, GpuMicros compute) {
+UsageRow Row(const std::string& ns, const std::string& pod, GpuMicros allocated,
+             GpuMicros compute) {
   UsageRow r;
   r.consumer.ref = ConsumerRef{ns, pod, PodUid{"uid-" + pod}, "main"};
   r.allocated_us = allocated;

@@ -116,8 +116,8 @@ class GpuAttributor {
 
   void Allocate() {
     // DRA: a device is split among the claims on it, a claim among the pods that name it.
-    std::map<std::string, std::set<std::string>> claims_on_unit;    // unit id -> claims
-    std::map<std::string, std::set<ConsumerRef>> pods_of_claim;     // claim -> consumers
+    std::map<std::string, std::set<std::string>> claims_on_unit;  // unit id -> claims
+    std::map<std::string, std::set<ConsumerRef>> pods_of_claim;   // claim -> consumers
     for (const Grant* gp : in_.grants) {
       const Grant& g = *gp;
       Unit unit;
@@ -208,7 +208,8 @@ class GpuAttributor {
       quality = device_measured ? Quality::kMeasured : Quality::kEstimated;
     } else {
       for (Work* w : present)
-        weights.push_back(static_cast<std::uint64_t>(std::max<SharePpd>(w->usage.allocated_ppd, 0)));
+        weights.push_back(
+            static_cast<std::uint64_t>(std::max<SharePpd>(w->usage.allocated_ppd, 0)));
       if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))
         std::fill(weights.begin(), weights.end(), 1);
       rule = multi_rule;
@@ -249,7 +250,8 @@ class GpuAttributor {
     bool observed = have_busy || any_samples;
     std::string_view multi =
         gpu_.sharing == SharingMode::kMps ? "mps-thread-share" : "allocation-share";
-    if (busy > 0 && !SplitBusy(busy, [](const Work&) { return true; }, have_busy, multi))
+    if (busy > 0 && !SplitBusy(
+                        busy, [](const Work&) { return true; }, have_busy, multi))
       out_.unattributed_us += busy;
     if (busy == 0) {
       for (auto& [ref, w] : work_) {
@@ -279,7 +281,8 @@ class GpuAttributor {
 
   // The instance's own busy time names its source: GPM on Hopper and newer, else DCGM.
   static std::string_view InstanceRule(const DeviceSignals& sig) {
-    return sig.busy_source == SignalSource::kGpm ? "gpm-instance-activity" : "dcgm-instance-activity";
+    return sig.busy_source == SignalSource::kGpm ? "gpm-instance-activity"
+                                                 : "dcgm-instance-activity";
   }
 
   void ComputeMig() {
@@ -294,9 +297,8 @@ class GpuAttributor {
       if (measured) {
         // Instance-relative activity scaled to the physical GPU's time.
         GpuMicros rel = std::clamp<GpuMicros>(*sig->busy_us, 0, dt_);
-        instance_busy = dt_ == 0 ? 0
-                                 : static_cast<GpuMicros>(static_cast<__int128>(rel) *
-                                                          slice_time[i] / dt_);
+        instance_busy =
+            dt_ == 0 ? 0 : static_cast<GpuMicros>(static_cast<__int128>(rel) * slice_time[i] / dt_);
       } else {
         bool present = false;
         for (const ProcessObservation* p : procs_)
@@ -304,9 +306,9 @@ class GpuAttributor {
         instance_busy = present ? slice_time[i] : 0;
       }
       if (instance_busy > 0) {
-        bool split = measured
-                         ? SplitBusy(instance_busy, in_unit, true, "allocation-share", InstanceRule(*sig))
-                         : SplitPresence(instance_busy, in_unit);
+        bool split = measured ? SplitBusy(instance_busy, in_unit, true, "allocation-share",
+                                          InstanceRule(*sig))
+                              : SplitPresence(instance_busy, in_unit);
         if (!split) out_.unattributed_us += instance_busy;
       } else {
         for (auto& [ref, w] : work_)
@@ -417,17 +419,20 @@ class GpuAttributor {
       if (in_unit(w) && w.has_process) present.push_back(&w);
     if (present.empty() || dt_ == 0) return;
     std::vector<std::uint64_t> weights;
-    for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(std::max<GpuMicros>(0, w->usage.compute_us)));
+    for (Work* w : present)
+      weights.push_back(static_cast<std::uint64_t>(std::max<GpuMicros>(0, w->usage.compute_us)));
     if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))
       for (std::size_t i = 0; i < present.size(); ++i)
-        weights[i] = static_cast<std::uint64_t>(std::max<SharePpd>(1, present[i]->usage.allocated_ppd));
+        weights[i] =
+            static_cast<std::uint64_t>(std::max<SharePpd>(1, present[i]->usage.allocated_ppd));
     weights.push_back(0);
     const Quality quality = present.size() == 1 ? Quality::kMeasured : Quality::kEstimated;
     auto split = [&](GpuMicros relative, GpuMicros Activity::*field) {
-      GpuMicros scaled = static_cast<GpuMicros>(static_cast<__int128>(std::clamp<GpuMicros>(relative, 0, dt_)) *
-                                                unit_time / dt_);
+      GpuMicros scaled = static_cast<GpuMicros>(
+          static_cast<__int128>(std::clamp<GpuMicros>(relative, 0, dt_)) * unit_time / dt_);
       auto parts = Apportion(scaled, weights);
-      for (std::size_t i = 0; i < present.size(); ++i) present[i]->usage.activity.*field += parts[i];
+      for (std::size_t i = 0; i < present.size(); ++i)
+        present[i]->usage.activity.*field += parts[i];
     };
     split(sig.activity->sm_active_us, &Activity::sm_active_us);
     split(sig.activity->sm_occupancy_us, &Activity::sm_occupancy_us);
@@ -469,7 +474,8 @@ std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot) {
   // containers is attributed in O(GPUs + grants + processes), not their product.
   std::vector<GpuInputs> inputs(snapshot.gpus.size());
   std::unordered_map<std::string_view, std::size_t> gpu_of;  // GPU or MIG uuid -> GPU index
-  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i) gpu_of.emplace(snapshot.gpus[i].uuid.value, i);
+  for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
+    gpu_of.emplace(snapshot.gpus[i].uuid.value, i);
   for (const MigInstance& m : snapshot.mig_instances) {
     auto it = gpu_of.find(m.parent.value);
     if (it == gpu_of.end()) continue;
@@ -502,8 +508,8 @@ Status CheckConservation(const DeviceUsage& u) {
     energy += c.energy_mj;
   }
   if (u.busy_us + u.idle_us != dt || u.idle_us < 0)
-    return Internal(fmt::format("{}: busy {} + idle {} != interval {}", u.gpu.value, u.busy_us,
-                                u.idle_us, dt));
+    return Internal(
+        fmt::format("{}: busy {} + idle {} != interval {}", u.gpu.value, u.busy_us, u.idle_us, dt));
   if (compute + u.unattributed_us != u.busy_us)
     return Internal(fmt::format("{}: consumers {} + unattributed {} != busy {}", u.gpu.value,
                                 compute, u.unattributed_us, u.busy_us));

@@ -16,8 +16,8 @@
 //               otherwise; estimated). MIG: the instance's own activity from NVML GPM (Hopper
 //               and newer: "gpm-instance-activity") or DCGM ("dcgm-instance-activity"),
 //               measured; else the instance's slice time while a process is present
-//               ("mig-presence", estimated: no instance counters exist on that GPU). Busy time with no process
-//               is unattributed; a device with no busy signal and no samples gives
+//               ("mig-presence", estimated: no instance counters exist on that GPU). Busy time with
+//               no process is unattributed; a device with no busy signal and no samples gives
 //               "allocated" quality.
 //   memory      per-process bytes x interval (measured); used memory no process explains is
 //               unattributed.

@@ -36,8 +36,8 @@ TEST(Attribute, TimeSlicedFourReplicasThreePods) {
     s.processes.push_back(ProcessObservation{100 + i, GpuUuid{"GPU-a"}, ref, "", kGiB,
                                              static_cast<GpuMicros>(duty[i] * 1.1 * kDt), ""});
   }
-  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, static_cast<GpuMicros>(0.6 * kDt),
-                                    3 * kGiB, 1000});
+  s.signals.push_back(
+      DeviceSignals{GpuUuid{"GPU-a"}, static_cast<GpuMicros>(0.6 * kDt), 3 * kGiB, 1000});
   auto out = Attribute(s);
   ASSERT_EQ(out.size(), 1u);
   const DeviceUsage& u = out[0];
@@ -60,11 +60,14 @@ TEST(Attribute, TimeSlicedFourReplicasThreePods) {
 
 TEST(Attribute, MigThreeAndTwoSlicesLeaveTwoIdle) {
   NodeSnapshot s = OneGpu(SharingMode::kMig);
-  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-3g"}, GpuUuid{"GPU-a"}, "3g.40gb", 3, 40 * kGiB});
-  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-2g"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
+  s.mig_instances.push_back(
+      MigInstance{GpuUuid{"MIG-3g"}, GpuUuid{"GPU-a"}, "3g.40gb", 3, 40 * kGiB});
+  s.mig_instances.push_back(
+      MigInstance{GpuUuid{"MIG-2g"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
   s.grants.push_back(Grant{Pod("big"), "MIG-3g", "nvidia.com/mig-3g.40gb", {}, ""});
   s.grants.push_back(Grant{Pod("small"), "MIG-2g", "nvidia.com/mig-2g.20gb", {}, ""});
-  s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-3g"}, Pod("big"), "", 10 * kGiB, {}, ""});
+  s.processes.push_back(
+      ProcessObservation{1, GpuUuid{"MIG-3g"}, Pod("big"), "", 10 * kGiB, {}, ""});
   auto u = Attribute(s).at(0);
   ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
   EXPECT_EQ(Find(u, "big")->allocated_ppd, kWholeGpu / 7 * 3);
@@ -80,7 +83,8 @@ TEST(Attribute, MigThreeAndTwoSlicesLeaveTwoIdle) {
 
 TEST(Attribute, MigWithDcgmActivityIsMeasured) {
   NodeSnapshot s = OneGpu(SharingMode::kMig);
-  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-1"}, GpuUuid{"GPU-a"}, "1g.10gb", 1, 10 * kGiB});
+  s.mig_instances.push_back(
+      MigInstance{GpuUuid{"MIG-1"}, GpuUuid{"GPU-a"}, "1g.10gb", 1, 10 * kGiB});
   s.grants.push_back(Grant{Pod("x"), "MIG-1", "nvidia.com/mig-1g.10gb", {}, ""});
   s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-1"}, Pod("x"), "", kGiB, {}, ""});
   s.signals.push_back(DeviceSignals{GpuUuid{"MIG-1"}, kDt / 2, kGiB, {}});
@@ -110,7 +114,8 @@ TEST(Attribute, MpsWithoutSamplesSplitsByThreadShare) {
 TEST(Attribute, ExclusiveSingleProcessTakesTheDeviceActivity) {
   NodeSnapshot s = OneGpu(SharingMode::kExclusive);
   s.grants.push_back(Grant{Pod("train"), "GPU-a", "nvidia.com/gpu", {}, ""});
-  s.processes.push_back(ProcessObservation{7, GpuUuid{"GPU-a"}, Pod("train"), "", 70 * kGiB, {}, ""});
+  s.processes.push_back(
+      ProcessObservation{7, GpuUuid{"GPU-a"}, Pod("train"), "", 70 * kGiB, {}, ""});
   s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt * 9 / 10, 71 * kGiB, 42'000});
   auto u = Attribute(s).at(0);
   ASSERT_TRUE(CheckConservation(u).ok());
@@ -137,8 +142,10 @@ TEST(Attribute, PodWithoutGrantAndHostProcessAreConsumersWithNoAllocation) {
   NodeSnapshot s = OneGpu(SharingMode::kTimeSlicing, 2);
   s.grants.push_back(Grant{Pod("ok"), "GPU-a::0", "nvidia.com/gpu", {}, ""});
   s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("ok"), "", kGiB, kDt / 10, ""});
-  s.processes.push_back(ProcessObservation{2, GpuUuid{"GPU-a"}, Pod("rogue"), "", kGiB, kDt / 10, "all"});
-  s.processes.push_back(ProcessObservation{3, GpuUuid{"GPU-a"}, {}, "user:alice", kGiB, kDt / 5, ""});
+  s.processes.push_back(
+      ProcessObservation{2, GpuUuid{"GPU-a"}, Pod("rogue"), "", kGiB, kDt / 10, "all"});
+  s.processes.push_back(
+      ProcessObservation{3, GpuUuid{"GPU-a"}, {}, "user:alice", kGiB, kDt / 5, ""});
   s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt * 4 / 10, 3 * kGiB, {}});
   auto u = Attribute(s).at(0);
   ASSERT_TRUE(CheckConservation(u).ok());
@@ -184,7 +191,8 @@ TEST(Attribute, NoSignalsAtAllGivesAllocatedQuality) {
 // activity is the instance's own, scaled to the physical GPU by its 2 of 7 slices.
 TEST(Attribute, MigWithGpmIsMeasuredAndCarriesTheInstanceActivity) {
   NodeSnapshot s = OneGpu(SharingMode::kMig);
-  s.mig_instances.push_back(MigInstance{GpuUuid{"MIG-2"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
+  s.mig_instances.push_back(
+      MigInstance{GpuUuid{"MIG-2"}, GpuUuid{"GPU-a"}, "2g.20gb", 2, 20 * kGiB});
   s.grants.push_back(Grant{Pod("x"), "MIG-2", "nvidia.com/mig-2g.20gb", {}, ""});
   s.processes.push_back(ProcessObservation{1, GpuUuid{"MIG-2"}, Pod("x"), "", kGiB, {}, ""});
   DeviceSignals sig{GpuUuid{"MIG-2"}, kDt * 7 / 10, kGiB, {}};
@@ -199,8 +207,8 @@ TEST(Attribute, MigWithGpmIsMeasuredAndCarriesTheInstanceActivity) {
   EXPECT_NEAR(x->compute_us, kDt / 10 * 2, 1);
   EXPECT_EQ(x->compute_quality, Quality::kMeasured);
   EXPECT_EQ(x->compute_rule, "gpm-instance-activity");
-  EXPECT_NEAR(x->activity.sm_active_us, kDt / 10, 1);          // 35% of 2/7
-  EXPECT_NEAR(x->activity.sm_occupancy_us, kDt * 2 / 49, 1);   // 1/7 of 2/7
+  EXPECT_NEAR(x->activity.sm_active_us, kDt / 10, 1);         // 35% of 2/7
+  EXPECT_NEAR(x->activity.sm_occupancy_us, kDt * 2 / 49, 1);  // 1/7 of 2/7
   EXPECT_NEAR(x->activity.tensor_active_us, kDt / 49, 1);
   EXPECT_NEAR(x->activity.dram_active_us, kDt / 20, 1);
   EXPECT_EQ(x->activity_quality, Quality::kMeasured);

@@ -55,7 +55,9 @@ TEST(CloseDeviceHour, GrantsOverTheMeteredTimeAreScaledDownExactly) {
 
 TEST(CloseDeviceHour, RandomAccumulatorsAlwaysConserve) {
   std::mt19937_64 rng(20261203);
-  auto r = [&](std::int64_t n) { return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)) - n / 10; };
+  auto r = [&](std::int64_t n) {
+    return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)) - n / 10;
+  };
   for (int trial = 0; trial < 10'000; ++trial) {
     OpenDeviceHour open;
     open.device.metered_us = r(kMicrosPerHour + kMicrosPerHour / 5);
@@ -65,7 +67,8 @@ TEST(CloseDeviceHour, RandomAccumulatorsAlwaysConserve) {
     open.device.energy_mj = r(10'000'000);
     const int n = static_cast<int>(rng() % 6);
     for (int i = 0; i < n; ++i)
-      open.usage.push_back(Row(std::to_string(i), r(kMicrosPerHour), r(kMicrosPerHour), r(1'000'000)));
+      open.usage.push_back(
+          Row(std::to_string(i), r(kMicrosPerHour), r(kMicrosPerHour), r(1'000'000)));
     LedgerHour h = CloseDeviceHour(open);
     const DeviceHour& d = h.device;
     GpuMicros allocated = d.unallocated_us, compute = d.unattributed_us;

@@ -22,7 +22,7 @@ NodeSnapshot RandomSnapshot(std::mt19937_64& rng) {
   std::vector<std::string> units;
   for (int g = 0; g < gpus; ++g) {
     PhysicalGpu gpu{GpuUuid{"GPU-" + std::to_string(g)}, "H100-80GB", 80 * kGiB,
-                    static_cast<SharingMode>(pick(6)), 1 + pick(8), pick(4) == 0 ? 4 : 7};
+                    static_cast<SharingMode>(pick(6)),   1 + pick(8), pick(4) == 0 ? 4 : 7};
     s.gpus.push_back(gpu);
     units.push_back(gpu.uuid.value);
     if (gpu.sharing == SharingMode::kMig) {
@@ -33,20 +33,30 @@ NodeSnapshot RandomSnapshot(std::mt19937_64& rng) {
         std::string id = "MIG-" + std::to_string(g) + "-" + std::to_string(m);
         s.mig_instances.push_back(MigInstance{GpuUuid{id}, gpu.uuid, "xg", slices, 10 * kGiB});
         units.push_back(id);
-        if (pick(2)) s.signals.push_back(DeviceSignals{GpuUuid{id}, pick(5) ? std::optional<GpuMicros>(static_cast<GpuMicros>(rng() % (dt + 10))) : std::nullopt, static_cast<Bytes>(rng() % (10 * kGiB)), {}});
+        if (pick(2))
+          s.signals.push_back(DeviceSignals{
+              GpuUuid{id},
+              pick(5) ? std::optional<GpuMicros>(static_cast<GpuMicros>(rng() % (dt + 10)))
+                      : std::nullopt,
+              static_cast<Bytes>(rng() % (10 * kGiB)),
+              {}});
       }
     }
     if (pick(4)) {
       s.signals.push_back(DeviceSignals{
-          gpu.uuid, pick(4) ? std::optional<GpuMicros>(static_cast<GpuMicros>(rng() % (dt + dt / 2 + 1))) : std::nullopt,
+          gpu.uuid,
+          pick(4) ? std::optional<GpuMicros>(static_cast<GpuMicros>(rng() % (dt + dt / 2 + 1)))
+                  : std::nullopt,
           static_cast<Bytes>(rng() % (80 * kGiB)),
-          pick(3) ? std::optional<MilliJoules>(static_cast<MilliJoules>(rng() % 10'000'000)) : std::nullopt});
+          pick(3) ? std::optional<MilliJoules>(static_cast<MilliJoules>(rng() % 10'000'000))
+                  : std::nullopt});
     }
   }
   units.push_back("GPU-elsewhere");
   int consumers = pick(8);
   for (int c = 0; c < consumers; ++c) {
-    ConsumerRef ref{"ns" + std::to_string(pick(3)), "pod" + std::to_string(c), PodUid{std::to_string(c)}, "main"};
+    ConsumerRef ref{"ns" + std::to_string(pick(3)), "pod" + std::to_string(c),
+                    PodUid{std::to_string(c)}, "main"};
     int grants = pick(3);
     for (int k = 0; k < grants; ++k) {
       Grant g{ref, units[pick(static_cast<int>(units.size()))], "r", {}, ""};
@@ -60,7 +70,10 @@ NodeSnapshot RandomSnapshot(std::mt19937_64& rng) {
       ProcessObservation o;
       o.pid = 100 + c * 10 + p;
       o.device = GpuUuid{units[pick(static_cast<int>(units.size()))]};
-      if (pick(6) == 0) o.host_name = "user:u" + std::to_string(p); else o.consumer = ref;
+      if (pick(6) == 0)
+        o.host_name = "user:u" + std::to_string(p);
+      else
+        o.consumer = ref;
       o.used_memory_bytes = static_cast<Bytes>(rng() % (20 * kGiB));
       if (pick(2)) o.sm_busy_us = static_cast<GpuMicros>(rng() % (dt + 1));
       s.processes.push_back(o);

@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "billing/csv.h"
-#include "common/money.h"
 #include "common/apportion.h"
+#include "common/money.h"
 #include "common/time_util.h"
 
 namespace gpuledger::billing {
@@ -59,9 +59,8 @@ Result<std::vector<BillLine>> ParseFocusBill(std::string_view content, std::stri
   for (std::size_t r = 1; r < records->size(); ++r) {
     const CsvRecord& rec = (*records)[r];
     if (rec.fields.size() != header.fields.size()) {
-      int col = rec.fields.size() > header.fields.size()
-                    ? rec.fields[header.fields.size()].column
-                    : rec.fields.back().column;
+      int col = rec.fields.size() > header.fields.size() ? rec.fields[header.fields.size()].column
+                                                         : rec.fields.back().column;
       return InvalidArgument(fmt::format("{}:{}:{}: {} fields, the header has {}", file, rec.line,
                                          col, rec.fields.size(), header.fields.size()));
     }
@@ -80,21 +79,21 @@ Result<std::vector<BillLine>> ParseFocusBill(std::string_view content, std::stri
       line.currency_column = rec.fields[*currency_col].column;
     }
     if (line.resource_id.empty() && line.resource_name.empty())
-      return InvalidArgument(fmt::format("{}: ResourceId is empty (and no ResourceName)",
-                                         where(id_col)));
+      return InvalidArgument(
+          fmt::format("{}: ResourceId is empty (and no ResourceName)", where(id_col)));
     auto billed = NanosFromDecimal(value(billed_col));
     if (!billed)
-      return InvalidArgument(fmt::format("{}: BilledCost {}", where(billed_col),
-                                         billed.error().message));
+      return InvalidArgument(
+          fmt::format("{}: BilledCost {}", where(billed_col), billed.error().message));
     line.billed_nanos = *billed;
     auto start = ParseRfc3339(value(start_col));
     if (!start)
-      return InvalidArgument(fmt::format("{}: ChargePeriodStart: {}", where(start_col),
-                                         start.error().message));
+      return InvalidArgument(
+          fmt::format("{}: ChargePeriodStart: {}", where(start_col), start.error().message));
     auto end = ParseRfc3339(value(end_col));
     if (!end)
-      return InvalidArgument(fmt::format("{}: ChargePeriodEnd: {}", where(end_col),
-                                         end.error().message));
+      return InvalidArgument(
+          fmt::format("{}: ChargePeriodEnd: {}", where(end_col), end.error().message));
     if (*end <= *start)
       return InvalidArgument(fmt::format("{}: ChargePeriodEnd {} is not after ChargePeriodStart {}",
                                          where(end_col), value(end_col), value(start_col)));
@@ -169,9 +168,9 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
       continue;
     }
     if (!line.currency.empty() && !ledger_currency.empty() && line.currency != ledger_currency)
-      return InvalidArgument(fmt::format("{}:{}:{}: BillingCurrency {} differs from the ledger's {}",
-                                         bill_file, line.line, line.currency_column,
-                                         line.currency, ledger_currency));
+      return InvalidArgument(
+          fmt::format("{}:{}:{}: BillingCurrency {} differs from the ledger's {}", bill_file,
+                      line.line, line.currency_column, line.currency, ledger_currency));
     if (!line.currency.empty()) currency = line.currency;
     std::string node = MatchNode(line, nodes);
     if (node.empty()) {
@@ -187,9 +186,8 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
       days.push_back(day);
       weights.push_back(static_cast<std::uint64_t>(to - from));
     }
-    std::vector<Nanos> shares = Apportion(line.billed_nanos < 0 ? -line.billed_nanos
-                                                                : line.billed_nanos,
-                                          weights);
+    std::vector<Nanos> shares =
+        Apportion(line.billed_nanos < 0 ? -line.billed_nanos : line.billed_nanos, weights);
     for (std::size_t k = 0; k < days.size(); ++k) {
       Key key{days[k], node};
       billed[key] += line.billed_nanos < 0 ? -shares[k] : shares[k];
@@ -209,8 +207,8 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
     }
     if (amount < 0)
       return InvalidArgument(fmt::format(
-          "{}:{}: node {} on {}: billed total {} is negative", bill_file, first_line.at(key),
-          node, FormatRfc3339(day).substr(0, 10), DecimalFromNanos(amount)));
+          "{}:{}: node {} on {}: billed total {} is negative", bill_file, first_line.at(key), node,
+          FormatRfc3339(day).substr(0, 10), DecimalFromNanos(amount)));
     Reconciliation r;
     r.node = node;
     r.day_us = day;

@@ -21,15 +21,15 @@
 namespace gpuledger::billing {
 
 struct BillLine {
-  int line = 0;              // 1-based line in the file, for messages
+  int line = 0;  // 1-based line in the file, for messages
   std::string resource_id;
   std::string resource_name;
   std::string charge_category;  // "" when the bill has no such column
-  Micros start_us = 0;       // ChargePeriodStart, inclusive
-  Micros end_us = 0;         // ChargePeriodEnd, exclusive
+  Micros start_us = 0;          // ChargePeriodStart, inclusive
+  Micros end_us = 0;            // ChargePeriodEnd, exclusive
   Nanos billed_nanos = 0;
-  std::string currency;      // "" when the bill has no BillingCurrency column
-  int currency_column = 0;   // 1-based character column of BillingCurrency, for messages
+  std::string currency;     // "" when the bill has no BillingCurrency column
+  int currency_column = 0;  // 1-based character column of BillingCurrency, for messages
 };
 
 // Parses the whole file or nothing: the first bad field fails with "file:line:column: what"

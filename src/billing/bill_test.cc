@@ -61,10 +61,9 @@ TEST(ScaleToBill, ZeroModelFallsBackToMeteredTime) {
 }
 
 TEST(ApplyReconciliations, ScalesOnlyTheReconciledNodeDay) {
-  std::vector<DeviceHour> devices = {
-      Device("a", 0, 60 * kDollar), Device("a", 5, 40 * kDollar),
-      Device("b", 0, 10 * kDollar),                        // another node
-      Device("a", 24, 7 * kDollar)};                       // the next day
+  std::vector<DeviceHour> devices = {Device("a", 0, 60 * kDollar), Device("a", 5, 40 * kDollar),
+                                     Device("b", 0, 10 * kDollar),   // another node
+                                     Device("a", 24, 7 * kDollar)};  // the next day
   Reconciliation r;
   r.node = "a";
   r.day_us = kDay0;
@@ -112,8 +111,9 @@ TEST(ParseFocusBill, BadRowsNameFileLineAndColumn) {
       {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z\n", "bill.csv:2:"},
       {header + "\"node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,1\n",
        "bill.csv:2:1: unterminated quoted field"},
-      {"ResourceId,ChargePeriodStart,BilledCost\n", "bill.csv:1:1: missing required column "
-                                                    "ChargePeriodEnd"},
+      {"ResourceId,ChargePeriodStart,BilledCost\n",
+       "bill.csv:1:1: missing required column "
+       "ChargePeriodEnd"},
       {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,1.0000000001\n",
        "bill.csv:2:50: BilledCost"},
   };

@@ -14,8 +14,8 @@ Result<std::vector<CsvRecord>> ParseCsv(std::string_view content, std::string_vi
 
   while (i < content.size()) {
     // Skip blank lines.
-    if (content[i] == '\n' || (content[i] == '\r' && i + 1 < content.size() &&
-                               content[i + 1] == '\n')) {
+    if (content[i] == '\n' ||
+        (content[i] == '\r' && i + 1 < content.size() && content[i + 1] == '\n')) {
       i += content[i] == '\r' ? 2 : 1;
       ++line;
       line_start = i;
@@ -52,8 +52,8 @@ Result<std::vector<CsvRecord>> ParseCsv(std::string_view content, std::string_vi
           ++i;
         }
         if (!closed)
-          return InvalidArgument(fmt::format("{}:{}:{}: unterminated quoted field", file,
-                                             open_line, open_column));
+          return InvalidArgument(
+              fmt::format("{}:{}:{}: unterminated quoted field", file, open_line, open_column));
         if (i < content.size() && content[i] != ',' && content[i] != '\n' &&
             !(content[i] == '\r' && i + 1 < content.size() && content[i + 1] == '\n'))
           return InvalidArgument(fmt::format("{}:{}:{}: '{}' after a closing quote", file, line,

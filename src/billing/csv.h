@@ -16,7 +16,7 @@ struct CsvField {
 };
 
 struct CsvRecord {
-  int line = 1;    // 1-based line where the record starts
+  int line = 1;  // 1-based line where the record starts
   std::vector<CsvField> fields;
 };
 

@@ -112,11 +112,21 @@ std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -138,9 +148,12 @@ std::string_view PricingCategory(std::string_view pricing_class) {
 
 std::string_view KindName(RowKind kind) {
   switch (kind) {
-    case RowKind::kWorkload: return "workload";
-    case RowKind::kIdle: return "idle";
-    case RowKind::kUnattributed: return "unattributed";
+    case RowKind::kWorkload:
+      return "workload";
+    case RowKind::kIdle:
+      return "idle";
+    case RowKind::kUnattributed:
+      return "unattributed";
   }
   return "";
 }
@@ -170,9 +183,12 @@ Result<ChargePeriod> ParseChargePeriod(std::string_view text) {
 
 std::string ExportRow::ResourceId() const {
   switch (kind) {
-    case RowKind::kWorkload: return namespace_name + "/" + owner_kind + "/" + owner_name;
-    case RowKind::kIdle: return node + "/idle";
-    case RowKind::kUnattributed: return node + "/unattributed";
+    case RowKind::kWorkload:
+      return namespace_name + "/" + owner_kind + "/" + owner_name;
+    case RowKind::kIdle:
+      return node + "/idle";
+    case RowKind::kUnattributed:
+      return node + "/unattributed";
   }
   return {};
 }
@@ -201,10 +217,11 @@ std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
   auto add = [&](ExportRow row, bool keep_zero) {
     if (!keep_zero && row.quantity_us == 0 && row.effective_nanos == 0 && row.list_nanos == 0)
       return;
-    RowKey key{row.period_start_us, static_cast<int>(row.kind), row.namespace_name,
-               row.owner_kind,       row.owner_name,              row.node,
-               row.gpu_model,        row.sharing_mode,            row.pricing_class,
-               row.team};
+    RowKey key{row.period_start_us, static_cast<int>(row.kind),
+               row.namespace_name,  row.owner_kind,
+               row.owner_name,      row.node,
+               row.gpu_model,       row.sharing_mode,
+               row.pricing_class,   row.team};
     auto [it, inserted] = rows.try_emplace(key, row);
     if (inserted) return;
     it->second.quantity_us += row.quantity_us;
@@ -222,10 +239,10 @@ std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
     if (auto it = by_device.find(DeviceKey{modelled.hour_us, modelled.gpu.value});
         it != by_device.end())
       span_rows = it->second;
-    cost::DeviceHourCost list = cost::SplitDeviceHour(modelled, span_rows, request.policy,
-                                                      request.idle);
-    cost::DeviceHourCost eff = cost::SplitDeviceHour(priced, span_rows, request.policy,
-                                                     request.idle);
+    cost::DeviceHourCost list =
+        cost::SplitDeviceHour(modelled, span_rows, request.policy, request.idle);
+    cost::DeviceHourCost eff =
+        cost::SplitDeviceHour(priced, span_rows, request.policy, request.idle);
     const Reconciliation* rec = nullptr;
     if (auto it = reconciled.find({modelled.node, DayStart(modelled.hour_us)});
         it != reconciled.end())
@@ -299,8 +316,8 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
     out += kColumns[i];
   }
   out += '\n';
-  const std::string method = fmt::format("gpuledger/{}/{}", cost::ToString(request.policy),
-                                         cost::ToString(request.idle));
+  const std::string method =
+      fmt::format("gpuledger/{}/{}", cost::ToString(request.policy), cost::ToString(request.idle));
   for (const ExportRow& r : rows) {
     auto [month_start, month_end] = MonthOf(r.period_start_us);
     const std::string resource_id = r.ResourceId();
@@ -309,9 +326,9 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
       case RowKind::kWorkload:
         resource_name = r.owner_name;
         resource_type = r.owner_kind;
-        description = fmt::format("GPU time of {} on node {} ({}, {}), {} cost policy",
-                                  resource_id, r.node, r.gpu_model, r.sharing_mode,
-                                  cost::ToString(request.policy));
+        description =
+            fmt::format("GPU time of {} on node {} ({}, {}), {} cost policy", resource_id, r.node,
+                        r.gpu_model, r.sharing_mode, cost::ToString(request.policy));
         break;
       case RowKind::kIdle:
         resource_name = "idle GPU capacity on " + r.node;
@@ -325,9 +342,9 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
       case RowKind::kUnattributed:
         resource_name = "unattributed GPU time on " + r.node;
         resource_type = "Unattributed GPU time";
-        description = fmt::format(
-            "Unattributed GPU busy time (no known process) on node {} ({}, {})", r.node,
-            r.gpu_model, r.sharing_mode);
+        description =
+            fmt::format("Unattributed GPU busy time (no known process) on node {} ({}, {})", r.node,
+                        r.gpu_model, r.sharing_mode);
         break;
     }
     std::string tags = "{";
@@ -349,57 +366,63 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
     const std::string list_unit = UnitPrice(r.list_nanos, r.quantity_us);
 
     const std::array<std::string, kColumns.size()> fields = {
-        "",                                   // AvailabilityZone
-        DecimalFromNanos(r.billed_nanos),     // BilledCost
-        account,                              // BillingAccountId
-        account,                              // BillingAccountName
-        "Kubernetes Cluster",                 // BillingAccountType
-        request.currency,                     // BillingCurrency
-        FormatRfc3339(month_end),             // BillingPeriodEnd
-        FormatRfc3339(month_start),           // BillingPeriodStart
-        "",                                   // CapacityReservationId
-        "",                                   // CapacityReservationStatus
-        "Usage",                              // ChargeCategory
-        "",                                   // ChargeClass (not a correction)
-        description,                          // ChargeDescription
-        "Usage-Based",                        // ChargeFrequency
-        FormatRfc3339(r.period_end_us),       // ChargePeriodEnd
-        FormatRfc3339(r.period_start_us),     // ChargePeriodStart
-        "", "", "", "", "", "", "",           // CommitmentDiscount*
-        Quantity(r.quantity_us),              // ConsumedQuantity
-        std::string(kUnit),                   // ConsumedUnit
-        DecimalFromNanos(r.list_nanos),       // ContractedCost
-        list_unit,                            // ContractedUnitPrice
-        DecimalFromNanos(r.effective_nanos),  // EffectiveCost
-        "",                                   // InvoiceId
-        request.provider_name,                // InvoiceIssuerName
-        DecimalFromNanos(r.list_nanos),       // ListCost
-        list_unit,                            // ListUnitPrice
-        std::string(PricingCategory(r.pricing_class)),  // PricingCategory
-        Quantity(r.quantity_us),              // PricingQuantity
-        std::string(kUnit),                   // PricingUnit
-        request.provider_name,                // ProviderName
-        request.provider_name,                // PublisherName
-        "",                                   // RegionId
-        "",                                   // RegionName
-        resource_id,                          // ResourceId
-        resource_name,                        // ResourceName
-        resource_type,                        // ResourceType
-        "Compute",                            // ServiceCategory
-        "Kubernetes GPU",                     // ServiceName
-        "Containers",                         // ServiceSubcategory
-        sku,                                  // SkuId
-        "GPU Hours",                          // SkuMeter
-        "",                                   // SkuPriceDetails
-        sku,                                  // SkuPriceId
-        r.namespace_name,                     // SubAccountId
-        r.namespace_name,                     // SubAccountName
+        "",                                // AvailabilityZone
+        DecimalFromNanos(r.billed_nanos),  // BilledCost
+        account,                           // BillingAccountId
+        account,                           // BillingAccountName
+        "Kubernetes Cluster",              // BillingAccountType
+        request.currency,                  // BillingCurrency
+        FormatRfc3339(month_end),          // BillingPeriodEnd
+        FormatRfc3339(month_start),        // BillingPeriodStart
+        "",                                // CapacityReservationId
+        "",                                // CapacityReservationStatus
+        "Usage",                           // ChargeCategory
+        "",                                // ChargeClass (not a correction)
+        description,                       // ChargeDescription
+        "Usage-Based",                     // ChargeFrequency
+        FormatRfc3339(r.period_end_us),    // ChargePeriodEnd
+        FormatRfc3339(r.period_start_us),  // ChargePeriodStart
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",                                                      // CommitmentDiscount*
+        Quantity(r.quantity_us),                                 // ConsumedQuantity
+        std::string(kUnit),                                      // ConsumedUnit
+        DecimalFromNanos(r.list_nanos),                          // ContractedCost
+        list_unit,                                               // ContractedUnitPrice
+        DecimalFromNanos(r.effective_nanos),                     // EffectiveCost
+        "",                                                      // InvoiceId
+        request.provider_name,                                   // InvoiceIssuerName
+        DecimalFromNanos(r.list_nanos),                          // ListCost
+        list_unit,                                               // ListUnitPrice
+        std::string(PricingCategory(r.pricing_class)),           // PricingCategory
+        Quantity(r.quantity_us),                                 // PricingQuantity
+        std::string(kUnit),                                      // PricingUnit
+        request.provider_name,                                   // ProviderName
+        request.provider_name,                                   // PublisherName
+        "",                                                      // RegionId
+        "",                                                      // RegionName
+        resource_id,                                             // ResourceId
+        resource_name,                                           // ResourceName
+        resource_type,                                           // ResourceType
+        "Compute",                                               // ServiceCategory
+        "Kubernetes GPU",                                        // ServiceName
+        "Containers",                                            // ServiceSubcategory
+        sku,                                                     // SkuId
+        "GPU Hours",                                             // SkuMeter
+        "",                                                      // SkuPriceDetails
+        sku,                                                     // SkuPriceId
+        r.namespace_name,                                        // SubAccountId
+        r.namespace_name,                                        // SubAccountName
         r.namespace_name.empty() ? "" : "Kubernetes Namespace",  // SubAccountType
-        tags,                                 // Tags
-        method,                               // x_AllocatedMethodId
-        std::string(kFocusVersion),           // x_FocusVersion
-        r.node,                               // x_ParentResourceId
-        r.reconciliation_factor,              // x_ReconciliationFactor
+        tags,                                                    // Tags
+        method,                                                  // x_AllocatedMethodId
+        std::string(kFocusVersion),                              // x_FocusVersion
+        r.node,                                                  // x_ParentResourceId
+        r.reconciliation_factor,                                 // x_ReconciliationFactor
     };
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i > 0) out += ',';
@@ -417,15 +440,24 @@ std::string RenderPlainCsv(std::span<const ExportRow> rows) {
       "list_cost_nanos,billed_cost_nanos,reconciliation_factor\n";
   for (const ExportRow& r : rows) {
     const std::array<std::string, 18> fields = {
-        FormatRfc3339(r.period_start_us), FormatRfc3339(r.period_end_us),
-        std::string(KindName(r.kind)),    r.cluster,
-        r.namespace_name,                 r.owner_kind,
-        r.owner_name,                     r.node,
-        r.gpu_model,                      r.sharing_mode,
-        r.pricing_class,                  r.team,
-        r.ResourceId(),                   std::to_string(r.quantity_us),
-        std::to_string(r.effective_nanos), std::to_string(r.list_nanos),
-        std::to_string(r.billed_nanos),   r.reconciliation_factor,
+        FormatRfc3339(r.period_start_us),
+        FormatRfc3339(r.period_end_us),
+        std::string(KindName(r.kind)),
+        r.cluster,
+        r.namespace_name,
+        r.owner_kind,
+        r.owner_name,
+        r.node,
+        r.gpu_model,
+        r.sharing_mode,
+        r.pricing_class,
+        r.team,
+        r.ResourceId(),
+        std::to_string(r.quantity_us),
+        std::to_string(r.effective_nanos),
+        std::to_string(r.list_nanos),
+        std::to_string(r.billed_nanos),
+        r.reconciliation_factor,
     };
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i > 0) out += ',';

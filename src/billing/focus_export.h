@@ -36,9 +36,9 @@ struct ExportRequest {
   ChargePeriod period = ChargePeriod::kDay;
   cost::Policy policy;
   cost::IdleHandling idle;
-  std::string currency = "USD";        // BillingCurrency (the ledger's meta "currency")
-  std::string cluster;                 // BillingAccountId when a device-hour names no cluster
-  std::string team_label = "team";     // pod label, inherited from the namespace, for Tags
+  std::string currency = "USD";             // BillingCurrency (the ledger's meta "currency")
+  std::string cluster;                      // BillingAccountId when a device-hour names no cluster
+  std::string team_label = "team";          // pod label, inherited from the namespace, for Tags
   std::string provider_name = "gpuledger";  // ProviderName, PublisherName, InvoiceIssuerName
 };
 
@@ -57,11 +57,11 @@ struct ExportRow {
   std::string gpu_model;
   std::string sharing_mode;
   std::string pricing_class;
-  std::string team;            // "" when neither the pod nor its namespace has the label
-  GpuMicros quantity_us = 0;   // allocated (compute policy: used) GPU time; idle/unattributed time
-  Nanos effective_nanos = 0;   // share of the (reconciled) device-hour prices
-  Nanos list_nanos = 0;        // share of the modelled (catalog) device-hour prices
-  Nanos billed_nanos = 0;      // share of the bill; 0 unless reconciled
+  std::string team;           // "" when neither the pod nor its namespace has the label
+  GpuMicros quantity_us = 0;  // allocated (compute policy: used) GPU time; idle/unattributed time
+  Nanos effective_nanos = 0;  // share of the (reconciled) device-hour prices
+  Nanos list_nanos = 0;       // share of the modelled (catalog) device-hour prices
+  Nanos billed_nanos = 0;     // share of the bill; 0 unless reconciled
   std::string reconciliation_factor;  // billed/modelled of the node-day, "" when not reconciled
 
   std::string ResourceId() const;  // "ns/Kind/name", "<node>/idle", "<node>/unattributed"

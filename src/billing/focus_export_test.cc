@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <numeric>
 #include <regex>
+#include <set>
 
 #include "billing/csv.h"
 #include "common/money.h"
@@ -80,20 +80,23 @@ const std::map<std::string, std::vector<std::string>> kAllowed = {
     {"ChargeCategory", {"Usage", "Purchase", "Tax", "Credit", "Adjustment"}},
     {"ChargeFrequency", {"One-Time", "Recurring", "Usage-Based"}},
     {"PricingCategory", {"Standard", "Dynamic", "Committed", "Other"}},
-    {"ServiceCategory", {"AI and Machine Learning", "Analytics", "Business Applications",
-                         "Compute", "Databases", "Developer Tools", "Multicloud", "Identity",
-                         "Integration", "Internet of Things", "Management and Governance",
-                         "Media", "Migration", "Mobile", "Networking", "Security", "Storage",
-                         "Web", "Other"}},
+    {"ServiceCategory",
+     {"AI and Machine Learning", "Analytics", "Business Applications", "Compute", "Databases",
+      "Developer Tools", "Multicloud", "Identity", "Integration", "Internet of Things",
+      "Management and Governance", "Media", "Migration", "Mobile", "Networking", "Security",
+      "Storage", "Web", "Other"}},
 };
 
 bool Matches(Type type, const std::string& v) {
   static const std::regex decimal(R"(^-?[0-9]+(\.[0-9]+)?$)");
   static const std::regex datetime(R"(^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$)");
   switch (type) {
-    case Type::kDecimal: return std::regex_match(v, decimal);
-    case Type::kDateTime: return std::regex_match(v, datetime);
-    case Type::kString: return true;
+    case Type::kDecimal:
+      return std::regex_match(v, decimal);
+    case Type::kDateTime:
+      return std::regex_match(v, datetime);
+    case Type::kString:
+      return true;
     case Type::kJson: {
       auto j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
       if (!j.is_object()) return false;
@@ -263,7 +266,7 @@ TEST(FocusExport, WorkloadRowsCarryTagsAndHandComputedCosts) {
     EXPECT_EQ(tags["gpuledger/sharing_mode"], "time-slicing");
     EXPECT_EQ(tags["gpuledger/node"], "a");
     EXPECT_EQ(row.at("EffectiveCost"), "25");
-    EXPECT_EQ(row.at("ConsumedQuantity"), "0.5");   // 2 x 1/4 GPU-hour
+    EXPECT_EQ(row.at("ConsumedQuantity"), "0.5");  // 2 x 1/4 GPU-hour
     EXPECT_EQ(row.at("ListUnitPrice"), "50");      // $25 for 0.5 GPU-hours
     EXPECT_EQ(row.at("SubAccountId"), "serving");
     EXPECT_EQ(row.at("ChargePeriodStart"), "2024-06-01T00:00:00Z");
@@ -281,9 +284,9 @@ TEST(FocusExport, ReconciledNodeDayBillsExactlyTheInvoice) {
   r.billed_nanos = 90 * kDollar;
   r.factor = "9/10";
   auto rows = ParseRows(ExportFocusCsv(Request(), l.devices, l.usage, std::vector{r}));
-  EXPECT_EQ(SumColumn(rows, "BilledCost"), 90 * kDollar);          // node b is not billed
-  EXPECT_EQ(SumColumn(rows, "EffectiveCost"), 97 * kDollar);       // $90 billed + $7 modelled
-  EXPECT_EQ(SumColumn(rows, "ListCost"), 107 * kDollar);           // the model is kept
+  EXPECT_EQ(SumColumn(rows, "BilledCost"), 90 * kDollar);     // node b is not billed
+  EXPECT_EQ(SumColumn(rows, "EffectiveCost"), 97 * kDollar);  // $90 billed + $7 modelled
+  EXPECT_EQ(SumColumn(rows, "ListCost"), 107 * kDollar);      // the model is kept
   for (const auto& row : rows) {
     if (row.at("x_ParentResourceId") == "a") {
       EXPECT_EQ(row.at("BilledCost"), row.at("EffectiveCost"));

@@ -11,9 +11,8 @@ namespace gpuledger::billing {
 
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
                                                       const store::TimeRange& range) {
-  auto recs = store.ReadReconciliations(
-      {report::WholeDays(range.from_us, range.to_us).from_us,
-       report::WholeDays(range.from_us, range.to_us).to_us});
+  auto recs = store.ReadReconciliations({report::WholeDays(range.from_us, range.to_us).from_us,
+                                         report::WholeDays(range.from_us, range.to_us).to_us});
   if (!recs) return recs.error();
   if (recs->empty()) return store.ReadDeviceHours(range);
   report::DayRange days = report::WholeDays(range.from_us, range.to_us);

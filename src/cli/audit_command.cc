@@ -28,7 +28,8 @@ Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
     // The API's envelope fields are not part of the document.
     auto doc = nlohmann::json::parse(*body, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("findings"))
-      return Unavailable(fmt::format("--server {}: /api/v1/findings: not a findings document", o.server));
+      return Unavailable(
+          fmt::format("--server {}: /api/v1/findings: not a findings document", o.server));
     doc.erase("code");
     doc.erase("status");
     return doc.dump(2) + "\n";
@@ -50,12 +51,14 @@ Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
   if (!severity) return InvalidArgument("--" + severity.error().message);
   q.min_severity = *severity;
   if (!store::IsPostgresLedgerSpec(o.db) && !std::filesystem::exists(store::SqliteLedgerPath(o.db)))
-    return InvalidArgument("--db '" + o.db + "': no such ledger file (run `gpuledger demo` to make one)");
+    return InvalidArgument("--db '" + o.db +
+                           "': no such ledger file (run `gpuledger demo` to make one)");
   auto store = store::OpenLedger(o.db);
   if (!store) return store.error();
   auto doc = guardrails::ReadFindingsDocument(**store, q, policy);
   if (!doc) {
-    if (doc.error().code == ErrorCode::kInvalidArgument) return InvalidArgument("--since: " + doc.error().message);
+    if (doc.error().code == ErrorCode::kInvalidArgument)
+      return InvalidArgument("--since: " + doc.error().message);
     return doc.error();
   }
   return guardrails::FindingsJson(*doc);
@@ -77,31 +80,37 @@ std::string Duration(double seconds) {
 
 // One row per finding, its summary and evidence under it; the total at the end.
 std::string RenderTable(const nlohmann::json& doc) {
-  std::string out = fmt::format("findings {} .. {} (cluster {})\n\n",
-                                doc["window"].value("from", ""), doc["window"].value("to", ""),
-                                doc.value("cluster", ""));
+  std::string out =
+      fmt::format("findings {} .. {} (cluster {})\n\n", doc["window"].value("from", ""),
+                  doc["window"].value("to", ""), doc.value("cluster", ""));
   out += fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n", "KIND",
-                     "SEVERITY", "STATE", "SUBJECT", "DEVICE", "FIRST SEEN", "DURATION", "GPU-HOURS", "COST");
+                     "SEVERITY", "STATE", "SUBJECT", "DEVICE", "FIRST SEEN", "DURATION",
+                     "GPU-HOURS", "COST");
   for (const auto& f : doc["findings"]) {
     std::string device = f.value("gpu_uuid", "");
     if (device.size() > 14) device = device.substr(0, 13) + "…";
-    out += fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n",
-                       f.value("kind", ""), f.value("severity", ""), f.value("state", ""), Subject(f),
-                       device, f.value("first_seen", ""), Duration(f.value("duration_seconds", 0.0)),
-                       fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
-                       DisplayMoney(f.value("cost_nanos", Nanos{0})));
+    out +=
+        fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n",
+                    f.value("kind", ""), f.value("severity", ""), f.value("state", ""), Subject(f),
+                    device, f.value("first_seen", ""), Duration(f.value("duration_seconds", 0.0)),
+                    fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
+                    DisplayMoney(f.value("cost_nanos", Nanos{0})));
     out += "    " + f.value("summary", "") + "\n";
     std::string evidence;
-    for (const auto& [k, v] : f["evidence"].items()) evidence += (evidence.empty() ? "" : " ") + k + "=" + v.get<std::string>();
+    for (const auto& [k, v] : f["evidence"].items())
+      evidence += (evidence.empty() ? "" : " ") + k + "=" + v.get<std::string>();
     out += "    evidence: " + evidence + "\n";
   }
-  out += fmt::format("\n{:<31} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN", "GPU-HOURS", "COST");
+  out += fmt::format("\n{:<31} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN",
+                     "GPU-HOURS", "COST");
   for (const auto& [kind, k] : doc["by_kind"].items())
-    out += fmt::format("{:<31} {:>8} {:>6} {:>9.2f} {:>11}\n", kind, k.value("findings", 0), k.value("open", 0),
-                       k.value("gpu_seconds", 0.0) / 3600, DisplayMoney(k.value("cost_nanos", Nanos{0})));
+    out += fmt::format("{:<31} {:>8} {:>6} {:>9.2f} {:>11}\n", kind, k.value("findings", 0),
+                       k.value("open", 0), k.value("gpu_seconds", 0.0) / 3600,
+                       DisplayMoney(k.value("cost_nanos", Nanos{0})));
   out += fmt::format("\n{} findings, {:.2f} GPU-hours, {} in all ({})\n", doc["findings"].size(),
                      doc.value("total_gpu_seconds", 0.0) / 3600,
-                     DisplayMoney(doc.value("total_cost_nanos", Nanos{0})), doc.value("currency", "USD"));
+                     DisplayMoney(doc.value("total_cost_nanos", Nanos{0})),
+                     doc.value("currency", "USD"));
   return out;
 }
 

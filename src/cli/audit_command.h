@@ -9,14 +9,14 @@ namespace gpuledger::cli {
 
 struct AuditOptions {
   std::string db;
-  std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
-  std::string token_file;  // bearer token for --server
-  std::string kind;        // empty: every kind
+  std::string server;        // http://host:port of a running `gpuledger server`, instead of --db
+  std::string token_file;    // bearer token for --server
+  std::string kind;          // empty: every kind
   std::string since = "7d";  // as `report --window`
   std::string namespace_name;
-  std::string severity;    // this one and worse; empty: all
+  std::string severity;  // this one and worse; empty: all
   bool open_only = false;
-  std::string policy;      // guardrail policy YAML (kinds off, label exemptions, idle thresholds)
+  std::string policy;  // guardrail policy YAML (kinds off, label exemptions, idle thresholds)
   std::string format = "table";  // table | json
 };
 

@@ -12,11 +12,11 @@
 #include "cli/format.h"
 #include "cli/report_command.h"
 #include "cli/server_command.h"
-#include "io/file_util.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
+#include "io/file_util.h"
 #include "simcluster/cluster_run.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
@@ -37,20 +37,23 @@ struct Inputs {
 // Everything the user gave is parsed before anything on disk changes.
 Result<Inputs> ParseInputs(const DemoOptions& o) {
   Inputs in;
-  auto scenario = o.scenario.empty() ? sim::ParseScenario(sim::ExampleScenarioYaml(), "<built-in demo>")
-                                     : sim::LoadScenarioFile(o.scenario);
+  auto scenario = o.scenario.empty()
+                      ? sim::ParseScenario(sim::ExampleScenarioYaml(), "<built-in demo>")
+                      : sim::LoadScenarioFile(o.scenario);
   if (!scenario) return scenario.error();
   in.scenario = std::move(*scenario);
   if (!o.hours.empty()) {
-    auto hours = ParseDuration(o.hours.find_first_not_of("0123456789.") == std::string::npos
-                                   ? o.hours + "h" : o.hours);
+    auto hours = ParseDuration(
+        o.hours.find_first_not_of("0123456789.") == std::string::npos ? o.hours + "h" : o.hours);
     if (!hours || *hours <= 0)
-      return InvalidArgument(fmt::format("--hours '{}': expected a positive number of hours", o.hours));
+      return InvalidArgument(
+          fmt::format("--hours '{}': expected a positive number of hours", o.hours));
     in.scenario.duration_us = *hours;
   }
   auto step = ParseDuration(o.step);
   if (!step || *step < kMicrosPerSecond)
-    return InvalidArgument(fmt::format("--step '{}': expected seconds >= 1 (e.g. 60, 30s, 5m)", o.step));
+    return InvalidArgument(
+        fmt::format("--step '{}': expected seconds >= 1 (e.g. 60, 30s, 5m)", o.step));
   in.step_us = *step;
   in.catalog = cost::DefaultCatalog();
   if (!o.catalog.empty()) {
@@ -66,7 +69,8 @@ double RelativeError(double got, double want) {
   return (got - want) / want;
 }
 
-void PrintChargeback(const report::Report& r, const std::map<std::string, simcluster::NaiveTally>& naive,
+void PrintChargeback(const report::Report& r,
+                     const std::map<std::string, simcluster::NaiveTally>& naive,
                      std::string_view title, std::ostream& out) {
   out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
                      cost::ToString(r.idle_handling));
@@ -83,7 +87,8 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, simclu
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(idle)", GpuHours(r.idle.allocated_gpu_us),
                      "", DisplayMoney(r.idle.cost_nanos));
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(unattributed)", "",
-                     GpuHours(r.unattributed.compute_gpu_us), DisplayMoney(r.unattributed.cost_nanos));
+                     GpuHours(r.unattributed.compute_gpu_us),
+                     DisplayMoney(r.unattributed.cost_nanos));
   Nanos naive_total = 0;
   GpuMicros naive_compute = 0;
   for (const auto& [k, n] : naive) {
@@ -92,12 +97,14 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, simclu
   }
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "total (the bill)",
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
-                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(naive_compute), DisplayMoney(naive_total));
+                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(naive_compute),
+                     DisplayMoney(naive_total));
   if (r.total.device_cost_nanos > 0 && r.total.busy_us > 0)
-    out << fmt::format("  the naive method reports {:.2f}x the GPU time really used and bills "
-                       "{:.2f}x the real bill\n",
-                       static_cast<double>(naive_compute) / r.total.busy_us,
-                       static_cast<double>(naive_total) / r.total.device_cost_nanos);
+    out << fmt::format(
+        "  the naive method reports {:.2f}x the GPU time really used and bills "
+        "{:.2f}x the real bill\n",
+        static_cast<double>(naive_compute) / r.total.busy_us,
+        static_cast<double>(naive_total) / r.total.device_cost_nanos);
 }
 
 }  // namespace
@@ -168,17 +175,20 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  out << fmt::format("gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
-                     scenario.name, scenario.nodes.size(), scenario.workloads.size(),
-                     fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
-                     FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
-  out << fmt::format("ledger: {} ({} device-hours written from {} agent collections through the "
-                     "ingest engine) built in {:.1f}s\n",
-                     db, ran->hours_written, ran->collections, seconds);
+  out << fmt::format(
+      "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
+      scenario.name, scenario.nodes.size(), scenario.workloads.size(),
+      fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
+      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
+  out << fmt::format(
+      "ledger: {} ({} device-hours written from {} agent collections through the "
+      "ingest engine) built in {:.1f}s\n",
+      db, ran->hours_written, ran->collections, seconds);
   if (!o.expositions.empty())
-    out << fmt::format("expositions: {} (replay: gpuledger server --source files={} --ledger "
-                       "sqlite:PATH --backfill-only)\n",
-                       o.expositions, o.expositions);
+    out << fmt::format(
+        "expositions: {} (replay: gpuledger server --source files={} --ledger "
+        "sqlite:PATH --backfill-only)\n",
+        o.expositions, o.expositions);
   // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
   out << "node prices (per GPU-hour, GPU part; how):\n";
   for (const auto& [key, np] : node_prices) {
@@ -188,8 +198,9 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   }
 
   // Chargeback by namespace and by team, with the naive method beside it.
-  for (const auto& [by, title] : {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
-                                  {"label:team", "Chargeback by team (label team, inherited from the namespace)"}}) {
+  for (const auto& [by, title] :
+       {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
+        {"label:team", "Chargeback by team (label team, inherited from the namespace)"}}) {
     ReportOptions ro;
     ro.by = by;
     auto r = BuildReportFromStore(**store, ro);
@@ -236,18 +247,26 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     if (alloc_diff <= row_rounding_bound) ++alloc_exact;
     double e = RelativeError(static_cast<double>(f.compute_gpu_us), truth.compute_gpu_us);
     auto naive_it = naive_tallies.find(ref);
-    double naive_e = naive_it == naive_tallies.end() ? 0 : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
+    double naive_e =
+        naive_it == naive_tallies.end()
+            ? 0
+            : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
     if (f.quality == Quality::kMeasured) {
       ++measured;
       // A container that used (almost) nothing is judged on absolute error: 2% of nothing.
       bool ok = std::abs(e) <= kMeasuredTolerance ||
                 std::abs(f.compute_gpu_us - truth.compute_gpu_us) <= 0.0005 * kMicrosPerHour;
-      if (ok) ++measured_ok; else failures += fmt::format("    {} {:+.2f}%\n", ref.Key(), 100 * e);
-      if (truth.compute_gpu_us > 0.0005 * kMicrosPerHour) worst_measured = std::max(worst_measured, std::abs(e));
+      if (ok)
+        ++measured_ok;
+      else
+        failures += fmt::format("    {} {:+.2f}%\n", ref.Key(), 100 * e);
+      if (truth.compute_gpu_us > 0.0005 * kMicrosPerHour)
+        worst_measured = std::max(worst_measured, std::abs(e));
     } else if (f.quality == Quality::kEstimated) {
-      estimated_lines += fmt::format("    {:<48} {:>9} true {:>9} attributed  error {:+7.1f}%  (naive {:+.0f}%)\n",
-                                     ref.Key(), GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
-                                     GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
+      estimated_lines +=
+          fmt::format("    {:<48} {:>9} true {:>9} attributed  error {:+7.1f}%  (naive {:+.0f}%)\n",
+                      ref.Key(), GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
+                      GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
       // Each estimate says which rule made it and why nothing measured it.
       std::stringstream rules(f.compute_rule);
       for (std::string rule; std::getline(rules, rule, '+');)
@@ -259,15 +278,18 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << fmt::format("  measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)\n",
                      measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured);
   out << failures;
-  out << "  estimated (no per-process or per-instance measurement; each says why):\n" << estimated_lines;
-  out << fmt::format("  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
-                     "once per device-hour, < 1 µs each)\n",
-                     alloc_exact, total, max_alloc_diff);
+  out << "  estimated (no per-process or per-instance measurement; each says why):\n"
+      << estimated_lines;
+  out << fmt::format(
+      "  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
+      "once per device-hour, < 1 µs each)\n",
+      alloc_exact, total, max_alloc_diff);
 
   // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
   guardrails::FindingsQuery all_findings;
   all_findings.window = "all";
-  auto findings = guardrails::ReadFindingsDocument(**store, all_findings, guardrails::DefaultPolicy());
+  auto findings =
+      guardrails::ReadFindingsDocument(**store, all_findings, guardrails::DefaultPolicy());
   if (!findings) {
     err << "error: " << findings.error().message << "\n";
     return 1;
@@ -275,8 +297,8 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << fmt::format("\nGuardrails: {} findings, {} of GPU time taken or held without use\n",
                      findings->findings.size(), DisplayMoney(findings->total_cost_nanos));
   for (const guardrails::PricedFinding& p : findings->findings)
-    out << fmt::format("  {:<25} {:<8} {}\n", ToString(p.finding.kind), ToString(p.finding.severity),
-                       guardrails::Summary(p));
+    out << fmt::format("  {:<25} {:<8} {}\n", ToString(p.finding.kind),
+                       ToString(p.finding.severity), guardrails::Summary(p));
 
   if (!o.truth.empty()) {
     if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth(), /*with_activity=*/true));
@@ -286,9 +308,10 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     }
     out << "truth written to " << o.truth << "\n";
   }
-  out << fmt::format("\nnext: gpuledger report --db {} --by label:team --policy compute\n"
-                     "      gpuledger audit --db {} --since all\n",
-                     db, db);
+  out << fmt::format(
+      "\nnext: gpuledger report --db {} --by label:team --policy compute\n"
+      "      gpuledger audit --db {} --since all\n",
+      db, db);
   const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection

@@ -11,14 +11,14 @@
 namespace gpuledger::cli {
 
 struct DemoOptions {
-  std::string scenario;              // empty: the built-in mixed cluster
-  std::string hours;                 // empty: the scenario's duration
-  std::string step = "60";           // seconds (or a duration: "30s", "5m")
+  std::string scenario;     // empty: the built-in mixed cluster
+  std::string hours;        // empty: the scenario's duration
+  std::string step = "60";  // seconds (or a duration: "30s", "5m")
   std::string out_dir = "gpuledger-demo";
-  std::string truth;                 // CSV of the simulator's true per-container figures
-  std::string expositions;           // also write every node's collections here (files=DIR)
-  std::string catalog;               // price catalog YAML on top of the built-in one
-  bool no_serve = false;             // else the ledger's API is served until Ctrl-C
+  std::string truth;        // CSV of the simulator's true per-container figures
+  std::string expositions;  // also write every node's collections here (files=DIR)
+  std::string catalog;      // price catalog YAML on top of the built-in one
+  bool no_serve = false;    // else the ledger's API is served until Ctrl-C
   std::string listen = "127.0.0.1:8080";
 };
 

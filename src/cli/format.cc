@@ -43,12 +43,12 @@ std::string RenderReport(const report::Report& r, Format format) {
         "sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us,"
         "activity_source,class\n";
     auto line = [&](const std::string& key, const report::Figures& f, std::string_view cls) {
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(key),
-                         f.allocated_gpu_us, f.compute_gpu_us, f.memory_kib_s, f.energy_mj,
-                         f.cost_nanos, ToString(f.quality), f.activity.sm_active_us,
-                         f.activity.sm_occupancy_us, f.activity.tensor_active_us,
-                         f.activity.dram_active_us,
-                         CsvField(report::FormatSource(f.activity_quality, f.activity_rule)), cls);
+      out +=
+          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvField(key), f.allocated_gpu_us,
+                      f.compute_gpu_us, f.memory_kib_s, f.energy_mj, f.cost_nanos,
+                      ToString(f.quality), f.activity.sm_active_us, f.activity.sm_occupancy_us,
+                      f.activity.tensor_active_us, f.activity.dram_active_us,
+                      CsvField(report::FormatSource(f.activity_quality, f.activity_rule)), cls);
     };
     for (const auto& row : r.rows)
       line(row.key, row.figures, utilization::ToString(row.utilization.cls));
@@ -85,9 +85,10 @@ std::string RenderReport(const report::Report& r, Format format) {
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
                      DisplayMoney(r.total.device_cost_nanos));
   if (!r.total.unpriced_models.empty())
-    out += fmt::format("warning: no catalog price for {}: their cost is 0 until the catalog "
-                       "names them (--catalog)\n",
-                       fmt::join(r.total.unpriced_models, ", "));
+    out += fmt::format(
+        "warning: no catalog price for {}: their cost is 0 until the catalog "
+        "names them (--catalog)\n",
+        fmt::join(r.total.unpriced_models, ", "));
   return out;
 }
 

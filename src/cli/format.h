@@ -9,8 +9,8 @@
 
 namespace gpuledger::cli {
 
-std::string GpuHours(GpuMicros us);        // "12.34"
-std::string GibHours(KibSeconds kib_s);    // "12.3"
+std::string GpuHours(GpuMicros us);      // "12.34"
+std::string GibHours(KibSeconds kib_s);  // "12.3"
 
 enum class Format { kTable, kCsv, kJson };
 Result<Format> ParseFormat(std::string_view text);

@@ -4,11 +4,11 @@
 
 #include <filesystem>
 
-#include "common/money.h"
 #include "billing/ledger_reads.h"
 #include "cli/report_command.h"
-#include "io/file_util.h"
+#include "common/money.h"
 #include "common/time_util.h"
+#include "io/file_util.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {
@@ -37,13 +37,12 @@ int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err
     err << fmt::format("warning: {}:{}: {} ({} billed): {}\n", o.bill, w.line, w.resource_id,
                        DecimalFromNanos(w.billed_nanos), w.message);
   }
-  out << fmt::format("reconciled {} node-day(s) from {}\n", result->plan.node_days.size(),
-                     o.bill);
+  out << fmt::format("reconciled {} node-day(s) from {}\n", result->plan.node_days.size(), o.bill);
   out << "node,day,modelled,billed,factor,factor_ppm\n";
   for (const Reconciliation& r : result->plan.node_days) {
     out << fmt::format("{},{},{},{},{},{}\n", r.node, FormatRfc3339(r.day_us).substr(0, 10),
-                       DecimalFromNanos(r.modelled_nanos),
-                       DecimalFromNanos(r.billed_nanos), r.factor, r.factor_ppm);
+                       DecimalFromNanos(r.modelled_nanos), DecimalFromNanos(r.billed_nanos),
+                       r.factor, r.factor_ppm);
   }
   if (!result->plan.warnings.empty())
     out << fmt::format("{} bill row(s) matched no node-day (see warnings)\n",

@@ -8,8 +8,8 @@
 #include "billing/ledger_reads.h"
 #include "cli/format.h"
 #include "cli/server_client.h"
-#include "io/file_util.h"
 #include "common/time_util.h"
+#include "io/file_util.h"
 #include "report/report_json.h"
 #include "report/window.h"
 
@@ -39,17 +39,16 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   if (!devices) return devices.error();
   auto usage = store.ReadUsage(*range);
   if (!usage) return usage.error();
-  return report::BuildReport(*devices, *usage, *by, *policy, *idle, range->from_us,
-                             range->to_us);
+  return report::BuildReport(*devices, *usage, *by, *policy, *idle, range->from_us, range->to_us);
 }
 
 namespace {
 
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
-  auto body = GetFromServer(o.server, o.token_file, "/api/v1/report",
-                            {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy},
-                             {"idle", o.idle}});
+  auto body = GetFromServer(
+      o.server, o.token_file, "/api/v1/report",
+      {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy}, {"idle", o.idle}});
   if (!body) return body.error();
   return report::ReportFromJson(*body);
 }

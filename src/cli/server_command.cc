@@ -13,20 +13,20 @@
 #include "cli/report_command.h"
 #include "common/clock.h"
 #include "common/time_util.h"
-#include "io/file_util.h"
 #include "cost/catalog.h"
+#include "cost/price_hours.h"
+#include "guardrails/policy_yaml.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
+#include "io/file_util.h"
+#include "server/api.h"
+#include "server/finding_events_loop.h"
+#include "server/http_server.h"
 #include "server/ingest_server.h"
 #include "server/ingest_source.h"
 #include "sources/k8s_api/endpoints.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/k8s_api/metadata_source.h"
-#include "cost/price_hours.h"
-#include "guardrails/policy_yaml.h"
-#include "server/api.h"
-#include "server/finding_events_loop.h"
-#include "server/http_server.h"
 #include "store/ledger_store.h"
 #include "webhook/webhook_server.h"
 
@@ -69,9 +69,10 @@ int ServeLedger(const std::string& db, const std::string& listen, const std::str
     return ExitCodeFor(http.error());
   }
   const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
-  out << fmt::format("serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
-                     "/api/v1/devices, /api/v1/findings; Ctrl-C stops)\n",
-                     store::DisplayLedgerSpec(db), host, (*http)->port());
+  out << fmt::format(
+      "serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
+      "/api/v1/devices, /api/v1/findings; Ctrl-C stops)\n",
+      store::DisplayLedgerSpec(db), host, (*http)->port());
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -104,15 +105,18 @@ struct Metadata {
   std::shared_ptr<const k8s::MetadataView> snapshot;
 
   std::function<ConsumerInfo(const ConsumerRef&)> Describe() const {
-    if (source) return [m = source.get()](const ConsumerRef& r) { return m->Current()->Describe(r); };
+    if (source)
+      return [m = source.get()](const ConsumerRef& r) { return m->Current()->Describe(r); };
     if (snapshot) return [v = snapshot](const ConsumerRef& r) { return v->Describe(r); };
     return nullptr;
   }
   std::function<cost::NodeFacts(const std::string&)> Facts() const {
     return [m = source.get(), v = snapshot](const std::string& node) {
       cost::NodeFacts f{node, {}, "", ""};
-      if (m != nullptr) f.labels = m->Current()->NodeLabels(node);
-      else if (v) f.labels = v->NodeLabels(node);
+      if (m != nullptr)
+        f.labels = m->Current()->NodeLabels(node);
+      else if (v)
+        f.labels = v->NodeLabels(node);
       return f;
     };
   }
@@ -137,8 +141,8 @@ Result<Metadata> StartMetadataIfConfigured(const ServerOptions& o, std::ostream&
 
 // --source scrape: the flags as a source (targets listed or discovered from the agents'
 // Endpoints, asked again before every round). An error is printed; nullptr and `rc` then.
-std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions& o, std::ostream& err,
-                                                            int& rc) {
+std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions& o,
+                                                            std::ostream& err, int& rc) {
   rc = 2;
   std::vector<std::string> targets;
   for (std::size_t at = 0; at <= o.targets.size();) {
@@ -159,7 +163,8 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions&
       return nullptr;
     }
     if (o.kubeconfig.empty() && !o.in_cluster && o.api_server.empty()) {
-      err << "error: --targets-from needs the API server: --kubeconfig, --in-cluster or --api-server\n";
+      err << "error: --targets-from needs the API server: --kubeconfig, --in-cluster or "
+             "--api-server\n";
       return nullptr;
     }
     auto api = ApiServerFromFlags(o);
@@ -268,9 +273,12 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
   }
   int rc = 2;
   std::unique_ptr<server::IngestSource> source;
-  if (scrape) source = ScrapeSourceFromFlags(o, err, rc);
-  else if (files) source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err);
-  else source = PrometheusSourceFromFlags(o, path, stop, err, rc);
+  if (scrape)
+    source = ScrapeSourceFromFlags(o, err, rc);
+  else if (files)
+    source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err);
+  else
+    source = PrometheusSourceFromFlags(o, path, stop, err, rc);
   if (!source) return rc;
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
@@ -403,10 +411,12 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
       return ExitCodeFor(api.error());
     }
     k8s::InitCurlOnce();
-    events = std::make_unique<server::FindingEventsLoop>(ReadConnections(path), k8s::MakeCurlTransport(*api),
-                                                         policy, WallNowUs, 60 * kMicrosPerSecond, err);
+    events = std::make_unique<server::FindingEventsLoop>(ReadConnections(path),
+                                                         k8s::MakeCurlTransport(*api), policy,
+                                                         WallNowUs, 60 * kMicrosPerSecond, err);
     events->Start();
-    webhook_metrics = BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
+    webhook_metrics =
+        BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
   }
   if (ingest) return RunIngest(o, path, token, catalog, policy, webhook_metrics, stop, out, err);
   return ServeLedger(path, o.listen, token, false, stop, out, err, webhook_metrics, policy);

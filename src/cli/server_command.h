@@ -16,18 +16,18 @@
 namespace gpuledger::cli {
 
 struct ServerOptions {
-  std::string source;      // "", "scrape", "files=DIR" or "prometheus=URL"
-  std::string targets;     // scrape: "host:port,host:port"
+  std::string source;        // "", "scrape", "files=DIR" or "prometheus=URL"
+  std::string targets;       // scrape: "host:port,host:port"
   std::string targets_from;  // scrape: "NAMESPACE/SERVICE[:PORT]", the agents' Endpoints
   std::string scrape_interval = "15s";
-  bool serve = false;      // files=DIR: keep serving the API after the replay
+  bool serve = false;          // files=DIR: keep serving the API after the replay
   std::string since = "24h";   // prometheus=URL: how far back the first run starts
   bool backfill_only = false;  // prometheus=URL, files=DIR: stop once caught up (no API served)
   // prometheus=URL: fill rows without activity from dcgm-exporter's hourly averages in the same
   // Prometheus (ingest::FillActivityFromPrometheusDcgm, docs/ingest.md).
   bool dcgm_from_prometheus = false;
-  std::string cluster;         // empty: the ledger's meta "cluster", else "default"
-  std::string ledger;      // "sqlite:PATH" or a path
+  std::string cluster;  // empty: the ledger's meta "cluster", else "default"
+  std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
   std::string token_file;
   std::string catalog;

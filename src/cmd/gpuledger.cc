@@ -3,8 +3,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -38,111 +38,161 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   DemoOptions demo;
-  auto* demo_cmd = app.add_subcommand("demo", "simulate a cluster for a week and show its chargeback");
-  demo_cmd->add_option("--scenario", demo.scenario, "scenario YAML (default: the built-in cluster)");
+  auto* demo_cmd =
+      app.add_subcommand("demo", "simulate a cluster for a week and show its chargeback");
+  demo_cmd->add_option("--scenario", demo.scenario,
+                       "scenario YAML (default: the built-in cluster)");
   demo_cmd->add_option("--hours", demo.hours, "simulated hours (default: the scenario's)");
   demo_cmd->add_option("--step", demo.step, "sampling step in seconds")->capture_default_str();
   demo_cmd->add_option("--out", demo.out_dir, "output directory")->capture_default_str();
-  demo_cmd->add_option("--truth", demo.truth, "write the simulator's true per-container figures (CSV)");
-  demo_cmd->add_option("--catalog", demo.catalog, "price catalog YAML (on top of the built-in prices)");
-  demo_cmd->add_option("--expositions", demo.expositions,
-                       "also write every node's agent collections to DIR (server --source files=DIR replays them)");
+  demo_cmd->add_option("--truth", demo.truth,
+                       "write the simulator's true per-container figures (CSV)");
+  demo_cmd->add_option("--catalog", demo.catalog,
+                       "price catalog YAML (on top of the built-in prices)");
+  demo_cmd->add_option(
+      "--expositions", demo.expositions,
+      "also write every node's agent collections to DIR (server --source files=DIR replays them)");
   demo_cmd->add_flag("--no-serve", demo.no_serve, "do not serve the ledger afterwards");
   demo_cmd->add_option("--listen", demo.listen, "where to serve the ledger")->capture_default_str();
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand("report", "chargeback report from a ledger");
   report_cmd->add_option("--db", report.db, "ledger: an SQLite file or postgres://URL");
-  report_cmd->add_option("--server", report.server, "read from a running server (http://HOST:PORT)");
+  report_cmd->add_option("--server", report.server,
+                         "read from a running server (http://HOST:PORT)");
   report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
-  report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")->capture_default_str();
-  report_cmd->add_option("--by", report.by,
-                         "namespace | label:KEY | controller | node | gpu_model | device | container | pod | sharing_mode (comma-separated for several levels)")
+  report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")
       ->capture_default_str();
-  report_cmd->add_option("--policy", report.policy, "allocation | compute | memory | hybrid:ALPHA")->capture_default_str();
-  report_cmd->add_option("--idle", report.idle, "keep | share | namespace:NS")->capture_default_str();
+  report_cmd
+      ->add_option("--by", report.by,
+                   "namespace | label:KEY | controller | node | gpu_model | device | container | "
+                   "pod | sharing_mode (comma-separated for several levels)")
+      ->capture_default_str();
+  report_cmd->add_option("--policy", report.policy, "allocation | compute | memory | hybrid:ALPHA")
+      ->capture_default_str();
+  report_cmd->add_option("--idle", report.idle, "keep | share | namespace:NS")
+      ->capture_default_str();
   report_cmd->add_option("--format", report.format, "table | csv | json")->capture_default_str();
 
   auto* sim_cmd = app.add_subcommand("sim", "the simulator");
   sim_cmd->require_subcommand(1);
   auto* example_cmd = sim_cmd->add_subcommand("example", "print the built-in demo scenario");
   ImportAlibabaOptions import;
-  auto* import_cmd = sim_cmd->add_subcommand("import-alibaba", "turn the Alibaba GPU trace into a scenario");
+  auto* import_cmd =
+      sim_cmd->add_subcommand("import-alibaba", "turn the Alibaba GPU trace into a scenario");
   import_cmd->add_option("--pods", import.pods, "openb_pod_list_*.csv")->required();
   import_cmd->add_option("--nodes", import.nodes, "openb_node_list_gpu_node.csv")->required();
   import_cmd->add_option("--out", import.out, "scenario YAML to write")->required();
 
   gpuledger::cmd::AgentFlags agent;
-  auto* agent_cmd = app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");
+  auto* agent_cmd =
+      app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");
   agent_cmd->add_option("--node-name", agent.node_name, "this node's name")->required();
-  agent_cmd->add_option("--host-root", agent.host_root, "where the host's / is mounted")->capture_default_str();
-  agent_cmd->add_option("--nvml-library", agent.nvml_library, "NVML library to dlopen")->capture_default_str();
-  agent_cmd->add_option("--pod-resources-socket", agent.pod_resources_socket, "kubelet PodResources socket")->capture_default_str();
-  agent_cmd->add_option("--cri-socket", agent.cri_socket, "CRI runtime socket")->capture_default_str();
-  agent_cmd->add_option("--listen", agent.listen, "HOST:PORT for /metrics and /healthz")->capture_default_str();
+  agent_cmd->add_option("--host-root", agent.host_root, "where the host's / is mounted")
+      ->capture_default_str();
+  agent_cmd->add_option("--nvml-library", agent.nvml_library, "NVML library to dlopen")
+      ->capture_default_str();
+  agent_cmd
+      ->add_option("--pod-resources-socket", agent.pod_resources_socket,
+                   "kubelet PodResources socket")
+      ->capture_default_str();
+  agent_cmd->add_option("--cri-socket", agent.cri_socket, "CRI runtime socket")
+      ->capture_default_str();
+  agent_cmd->add_option("--listen", agent.listen, "HOST:PORT for /metrics and /healthz")
+      ->capture_default_str();
   agent_cmd->add_option("--interval", agent.interval, "collection interval")->capture_default_str();
-  agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")->capture_default_str();
-  agent_cmd->add_option("--dcgm-exporter", agent.dcgm_exporter,
-                        "dcgm-exporter's metrics URL, e.g. http://localhost:9400/metrics: SM/tensor/DRAM "
-                        "activity and MIG busy time from it (docs/dcgm.md)");
-  agent_cmd->add_option("--policy", agent.policy, "guardrail policy YAML (docs/guardrails-policy.md)");
+  agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")
+      ->capture_default_str();
+  agent_cmd->add_option(
+      "--dcgm-exporter", agent.dcgm_exporter,
+      "dcgm-exporter's metrics URL, e.g. http://localhost:9400/metrics: SM/tensor/DRAM "
+      "activity and MIG busy time from it (docs/dcgm.md)");
+  agent_cmd->add_option("--policy", agent.policy,
+                        "guardrail policy YAML (docs/guardrails-policy.md)");
 
   ServerOptions server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
-  server_cmd->add_option("--source", server.source, "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
-  server_cmd->add_option("--targets-from", server.targets_from, "scrape: the agents' Service, NAMESPACE/SERVICE[:PORT] (its Endpoints)");
-  server_cmd->add_option("--kubeconfig", server.kubeconfig, "watch pods, namespaces and nodes through this kubeconfig");
-  server_cmd->add_option("--kube-context", server.kube_context, "the kubeconfig context (default: current)");
-  server_cmd->add_flag("--in-cluster", server.in_cluster, "watch through the pod's service account");
-  server_cmd->add_option("--api-server", server.api_server, "API server URL (override; alone: unauthenticated, e.g. kubectl proxy)");
-  server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")->capture_default_str();
-  server_cmd->add_flag("--backfill-only", server.backfill_only,
-                       "prometheus=URL or files=DIR: ingest what there is, then exit (no API served)");
-  server_cmd->add_flag("--dcgm-from-prometheus", server.dcgm_from_prometheus,
-                       "prometheus=URL: fill rows without activity from dcgm-exporter's series there");
+  server_cmd->add_option("--source", server.source,
+                         "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
+  server_cmd->add_option("--targets-from", server.targets_from,
+                         "scrape: the agents' Service, NAMESPACE/SERVICE[:PORT] (its Endpoints)");
+  server_cmd->add_option("--kubeconfig", server.kubeconfig,
+                         "watch pods, namespaces and nodes through this kubeconfig");
+  server_cmd->add_option("--kube-context", server.kube_context,
+                         "the kubeconfig context (default: current)");
+  server_cmd->add_flag("--in-cluster", server.in_cluster,
+                       "watch through the pod's service account");
+  server_cmd->add_option("--api-server", server.api_server,
+                         "API server URL (override; alone: unauthenticated, e.g. kubectl proxy)");
+  server_cmd->add_option("--since", server.since, "prometheus=URL: how far back a first run reads")
+      ->capture_default_str();
+  server_cmd->add_flag(
+      "--backfill-only", server.backfill_only,
+      "prometheus=URL or files=DIR: ingest what there is, then exit (no API served)");
+  server_cmd->add_flag(
+      "--dcgm-from-prometheus", server.dcgm_from_prometheus,
+      "prometheus=URL: fill rows without activity from dcgm-exporter's series there");
   server_cmd->add_option("--cluster", server.cluster,
                          "cluster name for new rows (default: the ledger's, else \"default\")");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
-  server_cmd->add_option("--scrape-interval", server.scrape_interval, "scrape: time between rounds")->capture_default_str();
+  server_cmd->add_option("--scrape-interval", server.scrape_interval, "scrape: time between rounds")
+      ->capture_default_str();
   server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");
   server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH or postgres://URL")->required();
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
   server_cmd->add_option("--token-file", server.token_file, "require this bearer token on /api");
   server_cmd->add_option("--catalog", server.catalog, "price catalog YAML");
-  server_cmd->add_option("--policy", server.policy, "guardrail policy YAML (docs/guardrails-policy.md)");
-  server_cmd->add_flag("--webhook", server.webhook, "also serve the validating admission webhook over TLS (docs/webhook.md)");
-  server_cmd->add_option("--tls-cert", server.tls_cert, "--webhook: PEM certificate (chain), the server's first");
+  server_cmd->add_option("--policy", server.policy,
+                         "guardrail policy YAML (docs/guardrails-policy.md)");
+  server_cmd->add_flag("--webhook", server.webhook,
+                       "also serve the validating admission webhook over TLS (docs/webhook.md)");
+  server_cmd->add_option("--tls-cert", server.tls_cert,
+                         "--webhook: PEM certificate (chain), the server's first");
   server_cmd->add_option("--tls-key", server.tls_key, "--webhook: PEM private key of --tls-cert");
-  server_cmd->add_option("--webhook-listen", server.webhook_listen, "--webhook: HOST:PORT")->capture_default_str();
+  server_cmd->add_option("--webhook-listen", server.webhook_listen, "--webhook: HOST:PORT")
+      ->capture_default_str();
 
   ReconcileOptions reconcile;
-  auto* reconcile_cmd = app.add_subcommand("reconcile", "scale modelled device costs to a FOCUS CSV bill, per node and day");
+  auto* reconcile_cmd = app.add_subcommand(
+      "reconcile", "scale modelled device costs to a FOCUS CSV bill, per node and day");
   reconcile_cmd->add_option("--db", reconcile.db, "ledger file (SQLite)")->required();
-  reconcile_cmd->add_option("--bill", reconcile.bill, "FOCUS CSV bill (BilledCost, ResourceId, ChargePeriodStart/End)")->required();
+  reconcile_cmd
+      ->add_option("--bill", reconcile.bill,
+                   "FOCUS CSV bill (BilledCost, ResourceId, ChargePeriodStart/End)")
+      ->required();
 
   ExportCommandOptions export_opts;
   gpuledger::billing::ExportOptions& eo = export_opts.export_options;
-  auto* export_cmd = app.add_subcommand("export", "FOCUS 1.2 or CSV rows per charge period and workload");
+  auto* export_cmd =
+      app.add_subcommand("export", "FOCUS 1.2 or CSV rows per charge period and workload");
   export_cmd->add_option("--db", export_opts.db, "ledger file (SQLite)")->required();
   export_cmd->add_option("--format", eo.format, "focus | csv")->capture_default_str();
-  export_cmd->add_option("--window", eo.window, "all | 7d | START,END (RFC 3339)")->capture_default_str();
+  export_cmd->add_option("--window", eo.window, "all | 7d | START,END (RFC 3339)")
+      ->capture_default_str();
   export_cmd->add_option("--period", eo.period, "charge period: hour | day")->capture_default_str();
-  export_cmd->add_option("--policy", eo.policy, "allocation | compute | memory | hybrid:ALPHA")->capture_default_str();
+  export_cmd->add_option("--policy", eo.policy, "allocation | compute | memory | hybrid:ALPHA")
+      ->capture_default_str();
   export_cmd->add_option("--idle", eo.idle, "keep | share | namespace:NS")->capture_default_str();
-  export_cmd->add_option("--team-label", eo.team_label, "pod/namespace label put in Tags")->capture_default_str();
+  export_cmd->add_option("--team-label", eo.team_label, "pod/namespace label put in Tags")
+      ->capture_default_str();
   export_cmd->add_option("--out", export_opts.out, "file to write (default: stdout)");
 
   AuditOptions audit;
   auto* audit_cmd = app.add_subcommand("audit", "guardrail findings with their evidence and cost");
   audit_cmd->add_option("--db", audit.db, "ledger: sqlite:PATH, a path, or postgres://URL");
-  audit_cmd->add_option("--server", audit.server, "a running server, http://HOST:PORT, instead of --db");
+  audit_cmd->add_option("--server", audit.server,
+                        "a running server, http://HOST:PORT, instead of --db");
   audit_cmd->add_option("--token-file", audit.token_file, "bearer token for --server");
-  audit_cmd->add_option("--kind", audit.kind, "only this kind (unallocated-access, stale-grant, ...)");
-  audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")->capture_default_str();
+  audit_cmd->add_option("--kind", audit.kind,
+                        "only this kind (unallocated-access, stale-grant, ...)");
+  audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")
+      ->capture_default_str();
   audit_cmd->add_option("--namespace", audit.namespace_name, "only this namespace");
-  audit_cmd->add_option("--severity", audit.severity, "this severity and worse: info | warning | critical");
+  audit_cmd->add_option("--severity", audit.severity,
+                        "this severity and worse: info | warning | critical");
   audit_cmd->add_flag("--open", audit.open_only, "only findings still open");
-  audit_cmd->add_option("--policy", audit.policy, "guardrail policy YAML (--db; the server applies its own)");
+  audit_cmd->add_option("--policy", audit.policy,
+                        "guardrail policy YAML (--db; the server applies its own)");
   audit_cmd->add_option("--format", audit.format, "table | json")->capture_default_str();
 
   app.add_subcommand("version", "print the version");

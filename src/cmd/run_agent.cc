@@ -14,12 +14,12 @@
 #include "agent/http_endpoint.h"
 #include "common/clock.h"
 #include "common/time_util.h"
+#include "guardrails/policy_yaml.h"
 #include "io/file_reader.h"
+#include "prometheus/http_get.h"
 #include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
-#include "guardrails/policy_yaml.h"
 #include "sources/dcgm/dcgm_source.h"
-#include "prometheus/http_get.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
@@ -29,12 +29,14 @@ namespace gpuledger::cmd {
 int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
   auto interval = ParseDuration(f.interval);
   if (!interval || *interval < 10'000) {
-    std::cerr << fmt::format("error: --interval '{}': expected a duration >= 10ms (e.g. 1s)\n", f.interval);
+    std::cerr << fmt::format("error: --interval '{}': expected a duration >= 10ms (e.g. 1s)\n",
+                             f.interval);
     return 2;
   }
   auto deadline = ParseDuration(f.nvml_timeout);
   if (!deadline || *deadline <= 0) {
-    std::cerr << fmt::format("error: --nvml-timeout '{}': expected a duration (e.g. 2s)\n", f.nvml_timeout);
+    std::cerr << fmt::format("error: --nvml-timeout '{}': expected a duration (e.g. 2s)\n",
+                             f.nvml_timeout);
     return 2;
   }
   if (f.node_name.empty()) {
@@ -76,8 +78,8 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     sources::dcgm::DcgmOptions dcgm;
     dcgm.url = dcgm_url->text;
     gpus = std::make_unique<sources::dcgm::DcgmGpuSource>(
-        std::move(gpus),
-        [url = *dcgm_url, timeout] { return prometheus::HttpGet(url, timeout); }, dcgm);
+        std::move(gpus), [url = *dcgm_url, timeout] { return prometheus::HttpGet(url, timeout); },
+        dcgm);
   }
   std::cerr << "gpuledger agent: " << gpus->Describe() << "\n";
 

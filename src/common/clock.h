@@ -37,8 +37,9 @@ class SystemClock final : public Clock {
   ClockReading Now() const override {
     using std::chrono::duration_cast;
     using std::chrono::microseconds;
-    return {duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-            duration_cast<microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count()};
+    return {
+        duration_cast<microseconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        duration_cast<microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count()};
   }
 };
 

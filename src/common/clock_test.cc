@@ -30,7 +30,7 @@ TEST(IntervalBetween, LengthIsMonotonicAndEndIsWall) {
 TEST(IntervalBetween, ToleranceBoundsWhatCountsAsAStep) {
   const ClockReading a{kT0, 0};
   EXPECT_EQ(IntervalBetween(a, {kT0 + 2 * kS, kS}).wall_step_us,
-            0); // exactly 1 s: slew
+            0);  // exactly 1 s: slew
   EXPECT_EQ(IntervalBetween(a, {kT0 + 2 * kS + 1, kS}).wall_step_us, kS + 1);
   EXPECT_EQ(IntervalBetween(a, {kT0 - 1, kS}).wall_step_us, -kS - 1);
   EXPECT_EQ(IntervalBetween(a, {kT0 + 2 * kS + 1, kS}, 2 * kS).wall_step_us, 0);
@@ -55,9 +55,9 @@ TEST(SystemClock, ReadsBothClocks) {
   SystemClock c;
   const ClockReading a = c.Now();
   const ClockReading b = c.Now();
-  EXPECT_GT(a.wall_us, 1'600'000'000LL * kS); // after 2020
+  EXPECT_GT(a.wall_us, 1'600'000'000LL * kS);  // after 2020
   EXPECT_GE(b.mono_us, a.mono_us);
 }
 
-} // namespace
-} // namespace gpuledger
+}  // namespace
+}  // namespace gpuledger

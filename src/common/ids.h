@@ -19,7 +19,7 @@ struct StrongId {
   auto operator<=>(const StrongId&) const = default;
 };
 
-using GpuUuid = StrongId<struct GpuUuidTag>;          // physical GPU or MIG instance: GPU-..., MIG-...
+using GpuUuid = StrongId<struct GpuUuidTag>;  // physical GPU or MIG instance: GPU-..., MIG-...
 using PodUid = StrongId<struct PodUidTag>;
 using ContainerId = StrongId<struct ContainerIdTag>;  // runtime container id (64 hex)
 

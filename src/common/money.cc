@@ -18,7 +18,6 @@ std::string Thousands(std::int64_t v) {
   return (v < 0 ? "-" : "") + out;
 }
 
-
 // Decimal digits of a non-negative 128-bit value.
 std::string Digits(unsigned __int128 v) {
   if (v == 0) return "0";
@@ -50,9 +49,9 @@ std::string WithPoint(unsigned __int128 magnitude, int scale, bool negative) {
 std::string DecimalFromNanos(Nanos nanos) {
   bool negative = nanos < 0;
   // Magnitude via 128 bits so INT64_MIN has one.
-  unsigned __int128 magnitude =
-      negative ? static_cast<unsigned __int128>(-static_cast<__int128>(nanos))
-               : static_cast<unsigned __int128>(nanos);
+  unsigned __int128 magnitude = negative
+                                    ? static_cast<unsigned __int128>(-static_cast<__int128>(nanos))
+                                    : static_cast<unsigned __int128>(nanos);
   return WithPoint(magnitude, 9, negative);
 }
 

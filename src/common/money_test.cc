@@ -26,8 +26,8 @@ TEST(NanosFromDecimal, ParsesFocusNumbers) {
 }
 
 TEST(NanosFromDecimal, RejectsWhatWouldNeedRounding) {
-  for (const char* bad : {"", "-", "abc", "1e3", "1,000", "$5", "1.0000000001", "1.2.3",
-                          "99999999999999999999"}) {
+  for (const char* bad :
+       {"", "-", "abc", "1e3", "1,000", "$5", "1.0000000001", "1.2.3", "99999999999999999999"}) {
     EXPECT_FALSE(NanosFromDecimal(bad).ok()) << bad;
   }
 }

@@ -12,8 +12,8 @@ enum class ErrorCode {
   kInvalidArgument,  // bad input from a user: flags, files, query parameters
   kNotFound,
   kIo,
-  kUnavailable,      // a source that is down (socket gone, library missing)
-  kUnsupported,      // the source exists but cannot give this (NVML NOT_SUPPORTED)
+  kUnavailable,  // a source that is down (socket gone, library missing)
+  kUnsupported,  // the source exists but cannot give this (NVML NOT_SUPPORTED)
   kInternal,
 };
 
@@ -41,9 +41,9 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}    // NOLINT: implicit by design
-  Result(Status status) : v_(status.error()) {}    // NOLINT: only from a failed Status
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT: implicit by design
+  Result(Status status) : v_(status.error()) {}  // NOLINT: only from a failed Status
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

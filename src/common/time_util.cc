@@ -1,10 +1,10 @@
 #include "common/time_util.h"
 
+#include <fmt/format.h>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <ctime>
-#include <fmt/format.h>
 
 namespace gpuledger {
 namespace {
@@ -112,13 +112,20 @@ Result<Micros> ParseDuration(std::string_view text) {
       ++unit_len;
     std::string_view u = unit.substr(0, unit_len);
     double scale;
-    if (u.empty() || u == "s") scale = 1e6;
-    else if (u == "us") scale = 1;
-    else if (u == "ms") scale = 1e3;
-    else if (u == "m") scale = 60e6;
-    else if (u == "h") scale = 3600e6;
-    else if (u == "d") scale = 86400e6;
-    else return bad();
+    if (u.empty() || u == "s")
+      scale = 1e6;
+    else if (u == "us")
+      scale = 1;
+    else if (u == "ms")
+      scale = 1e3;
+    else if (u == "m")
+      scale = 60e6;
+    else if (u == "h")
+      scale = 3600e6;
+    else if (u == "d")
+      scale = 86400e6;
+    else
+      return bad();
     total += static_cast<Micros>(std::llround(number * scale));
     rest = unit.substr(unit_len);
     if (u.empty() && !rest.empty()) return bad();
@@ -132,19 +139,27 @@ Result<Bytes> ParseBytes(std::string_view text) {
   if (!SplitNumber(text, number, unit))
     return InvalidArgument(fmt::format("'{}' is not a size (e.g. 20GiB, 512MiB, 3.5GB)", text));
   double scale;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KB" || unit == "kB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
-  else if (unit == "TB") scale = 1e12;
-  else if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "KB" || unit == "kB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
+  else if (unit == "TB")
+    scale = 1e12;
+  else if (unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "GiB")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB")
+    scale = 1024.0 * 1024 * 1024 * 1024;
   else
-    return InvalidArgument(
-        fmt::format("'{}' has an unknown size unit '{}' (B, KB, MB, GB, KiB, MiB, GiB)", text,
-                    unit));
+    return InvalidArgument(fmt::format(
+        "'{}' has an unknown size unit '{}' (B, KB, MB, GB, KiB, MiB, GiB)", text, unit));
   return static_cast<Bytes>(std::llround(number * scale));
 }
 

@@ -10,9 +10,9 @@
 
 namespace gpuledger {
 
-Result<Micros> ParseRfc3339(std::string_view text);        // "2026-11-23T00:00:00Z", offsets ok
-std::string FormatRfc3339(Micros t);                       // always UTC, "Z", whole seconds
-Result<Micros> ParseDuration(std::string_view text);       // units us ms s m h d; bare = seconds
-Result<Bytes> ParseBytes(std::string_view text);           // B KB MB GB KiB MiB GiB TiB; bare = B
+Result<Micros> ParseRfc3339(std::string_view text);   // "2026-11-23T00:00:00Z", offsets ok
+std::string FormatRfc3339(Micros t);                  // always UTC, "Z", whole seconds
+Result<Micros> ParseDuration(std::string_view text);  // units us ms s m h d; bare = seconds
+Result<Bytes> ParseBytes(std::string_view text);      // B KB MB GB KiB MiB GiB TiB; bare = B
 
 }  // namespace gpuledger

@@ -6,12 +6,12 @@
 
 namespace gpuledger {
 
-using Micros = std::int64_t;       // µs since the Unix epoch, or a duration in µs
-using GpuMicros = std::int64_t;    // GPU-µs of one whole physical GPU
+using Micros = std::int64_t;     // µs since the Unix epoch, or a duration in µs
+using GpuMicros = std::int64_t;  // GPU-µs of one whole physical GPU
 using Bytes = std::int64_t;
 using MilliJoules = std::int64_t;  // NVML's energy counter unit
 using MilliWatts = std::int64_t;
-using Nanos = std::int64_t;        // money: 1e-9 of the billing currency; never a double
+using Nanos = std::int64_t;  // money: 1e-9 of the billing currency; never a double
 
 // Memory held over time: KiB held for one second. An integer so that every attributed figure
 // is; a year of a whole 141 GB GPU is 4.3e15, far inside int64 (and below 2^53, so it also

@@ -30,13 +30,13 @@ struct PriceEntry {
 // A per-node price override (docs/pricing.md, "Per-node overrides"). Exactly one of `node` and
 // `selector` is set; any of the rest may be.
 struct NodeOverride {
-  std::string node;                                // node name
-  std::map<std::string, std::string> selector;     // every label must equal its value
-  std::string pricing_class;                       // empty: keep the class the labels give
-  std::optional<Nanos> hourly_per_gpu_nanos;       // GPU part of one GPU, per hour
-  std::optional<Nanos> instance_hourly_nanos;      // whole node, split like an instance price
-  std::string source;                              // why: a contract, a quote
-  std::string where;                               // "prices.yaml:12", for explanations
+  std::string node;                             // node name
+  std::map<std::string, std::string> selector;  // every label must equal its value
+  std::string pricing_class;                    // empty: keep the class the labels give
+  std::optional<Nanos> hourly_per_gpu_nanos;    // GPU part of one GPU, per hour
+  std::optional<Nanos> instance_hourly_nanos;   // whole node, split like an instance price
+  std::string source;                           // why: a contract, a quote
+  std::string where;                            // "prices.yaml:12", for explanations
 };
 
 // On-prem pricing: the GPU's purchase price straight-line over the depreciation period, plus
@@ -45,7 +45,7 @@ struct OnPremConfig {
   std::int64_t depreciation_hours = 4 * 8760;
   std::map<std::string, Nanos> purchase_price_nanos;  // per GPU, by catalog model name
   Nanos electricity_per_kwh_nanos = 0;
-  int pue_permille = 1000;                            // facility overhead: 1.4 -> 1400
+  int pue_permille = 1000;  // facility overhead: 1.4 -> 1400
   std::string where;
 };
 

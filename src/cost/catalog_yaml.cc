@@ -12,8 +12,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "cost/catalog.h"
 #include "common/money.h"
+#include "cost/catalog.h"
 #include "io/file_util.h"
 
 namespace gpuledger::cost {
@@ -268,8 +268,7 @@ class Parser {
     auto nanos = NanosFromDecimal(text);
     if (!nanos || text.find('.') != std::string::npos || *nanos < Nanos{min} * kNanosPerUnit ||
         *nanos > Nanos{1'000'000} * kNanosPerUnit) {
-      return Reject(line, field,
-                    fmt::format("expected a whole number >= {}; got '{}'", min, text));
+      return Reject(line, field, fmt::format("expected a whole number >= {}; got '{}'", min, text));
     }
     out = static_cast<int>(*nanos / kNanosPerUnit);
     return true;
@@ -284,14 +283,16 @@ class Parser {
       int line = Line(item, list_line);
       HostRates r;
       bool has_cpu = false, has_ram = false;
-      bool ok = Fields(item, line, "host_rates", [&](const std::string& key, const YAML::Node& v,
-                                                     int key_line, int value_line) {
-        if (key == "name") return Scalar(v, value_line, key, r.name, "a name like aws-amd-gen3");
-        if (key == "per_vcpu") return has_cpu = Money(v, value_line, key, r.per_vcpu_num);
-        if (key == "per_gib") return has_ram = Money(v, value_line, key, r.per_gib_num);
-        if (key == "source") return Scalar(v, value_line, key, r.source, "a string");
-        return Reject(key_line, key, "unknown key; expected name, per_vcpu, per_gib or source");
-      });
+      bool ok = Fields(
+          item, line, "host_rates",
+          [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+            if (key == "name")
+              return Scalar(v, value_line, key, r.name, "a name like aws-amd-gen3");
+            if (key == "per_vcpu") return has_cpu = Money(v, value_line, key, r.per_vcpu_num);
+            if (key == "per_gib") return has_ram = Money(v, value_line, key, r.per_gib_num);
+            if (key == "source") return Scalar(v, value_line, key, r.source, "a string");
+            return Reject(key_line, key, "unknown key; expected name, per_vcpu, per_gib or source");
+          });
       if (!ok) return false;
       if (r.name.empty()) return Reject(line, "name", "expected a name (missing)");
       if (!has_cpu) return Reject(line, "per_vcpu", "expected a price per vCPU-hour (missing)");
@@ -326,38 +327,40 @@ class Parser {
       InstanceType t;
       bool has_hourly = false, has_count = false, has_vcpu = false, has_mem = false;
       int rates_line = line;
-      bool ok = Fields(item, line, "instance_types", [&](const std::string& key,
-                                                         const YAML::Node& v, int key_line,
-                                                         int value_line) {
-        if (key == "name") return Scalar(v, value_line, key, t.name, "an instance type name");
-        if (key == "provider") return Scalar(v, value_line, key, t.provider, "aws, gcp or azure");
-        if (key == "gpu_model") {
-          if (!Scalar(v, value_line, key, t.gpu_model, "a GPU model name like H100-80GB")) {
-            return false;
-          }
-          t.gpu_model = NormalizeGpuModel(t.gpu_model);
-          return t.gpu_model.empty() ? Reject(value_line, key, "expected a GPU model name") : true;
-        }
-        if (key == "gpu_count") return has_count = Int(v, value_line, key, 1, t.gpu_count);
-        if (key == "vcpu") return has_vcpu = Int(v, value_line, key, 0, t.vcpu);
-        if (key == "memory_gib") return has_mem = Int(v, value_line, key, 0, t.memory_gib);
-        if (key == "hourly") return has_hourly = Money(v, value_line, key, t.hourly_nanos);
-        if (key == "spot_hourly") {
-          Nanos spot = 0;
-          if (!Money(v, value_line, key, spot)) return false;
-          t.spot_hourly_nanos = spot;
-          return true;
-        }
-        if (key == "region") return Scalar(v, value_line, key, t.region, "a region name");
-        if (key == "host_rates") {
-          rates_line = value_line;
-          return Scalar(v, value_line, key, t.host_rates, "the name of host rates");
-        }
-        if (key == "source") return Scalar(v, value_line, key, t.source, "a string");
-        return Reject(key_line, key,
-                      "unknown key; expected name, provider, gpu_model, gpu_count, vcpu, "
-                      "memory_gib, hourly, spot_hourly, region, host_rates or source");
-      });
+      bool ok = Fields(
+          item, line, "instance_types",
+          [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+            if (key == "name") return Scalar(v, value_line, key, t.name, "an instance type name");
+            if (key == "provider")
+              return Scalar(v, value_line, key, t.provider, "aws, gcp or azure");
+            if (key == "gpu_model") {
+              if (!Scalar(v, value_line, key, t.gpu_model, "a GPU model name like H100-80GB")) {
+                return false;
+              }
+              t.gpu_model = NormalizeGpuModel(t.gpu_model);
+              return t.gpu_model.empty() ? Reject(value_line, key, "expected a GPU model name")
+                                         : true;
+            }
+            if (key == "gpu_count") return has_count = Int(v, value_line, key, 1, t.gpu_count);
+            if (key == "vcpu") return has_vcpu = Int(v, value_line, key, 0, t.vcpu);
+            if (key == "memory_gib") return has_mem = Int(v, value_line, key, 0, t.memory_gib);
+            if (key == "hourly") return has_hourly = Money(v, value_line, key, t.hourly_nanos);
+            if (key == "spot_hourly") {
+              Nanos spot = 0;
+              if (!Money(v, value_line, key, spot)) return false;
+              t.spot_hourly_nanos = spot;
+              return true;
+            }
+            if (key == "region") return Scalar(v, value_line, key, t.region, "a region name");
+            if (key == "host_rates") {
+              rates_line = value_line;
+              return Scalar(v, value_line, key, t.host_rates, "the name of host rates");
+            }
+            if (key == "source") return Scalar(v, value_line, key, t.source, "a string");
+            return Reject(key_line, key,
+                          "unknown key; expected name, provider, gpu_model, gpu_count, vcpu, "
+                          "memory_gib, hourly, spot_hourly, region, host_rates or source");
+          });
       if (!ok) return false;
       if (t.name.empty()) return Reject(line, "name", "expected an instance type name (missing)");
       if (t.gpu_model.empty()) return Reject(line, "gpu_model", "expected a GPU model (missing)");
@@ -374,9 +377,9 @@ class Parser {
       if (out_.FindHostRates(t.host_rates) == nullptr) {
         std::string known;
         for (const auto& r : out_.host_rates) known += (known.empty() ? "" : ", ") + r.name;
-        return Reject(rates_line, "host_rates",
-                      fmt::format("unknown host rates '{}'; expected one of: {}", t.host_rates,
-                                  known));
+        return Reject(
+            rates_line, "host_rates",
+            fmt::format("unknown host rates '{}'; expected one of: {}", t.host_rates, known));
       }
       auto [it, inserted] = first_line.emplace(std::make_pair(t.name, t.region), line);
       if (!inserted) {
@@ -385,10 +388,9 @@ class Parser {
                                   t.region.empty() ? "any region" : t.region, it->second));
       }
       t.source = fmt::format("{} ({})", t.source.empty() ? "catalog file" : t.source, Where(line));
-      auto same = std::find_if(out_.instance_types.begin(), out_.instance_types.end(),
-                               [&](const InstanceType& x) {
-                                 return x.name == t.name && x.region == t.region;
-                               });
+      auto same = std::find_if(
+          out_.instance_types.begin(), out_.instance_types.end(),
+          [&](const InstanceType& x) { return x.name == t.name && x.region == t.region; });
       if (same != out_.instance_types.end()) {
         *same = std::move(t);
       } else {
@@ -405,45 +407,48 @@ class Parser {
       int line = Line(item, list_line);
       NodeOverride o;
       bool has_selector = false;
-      bool ok = Fields(item, line, "overrides", [&](const std::string& key, const YAML::Node& v,
-                                                    int key_line, int value_line) {
-        if (key == "node") return Scalar(v, value_line, key, o.node, "a node name");
-        if (key == "selector") {
-          has_selector = true;
-          return Fields(v, value_line, key, [&](const std::string& k, const YAML::Node& val,
-                                                int, int val_line) {
-            std::string text;
-            if (!Scalar(val, val_line, "selector." + k, text, "a label value")) return false;
-            o.selector[k] = text;
-            return true;
+      bool ok = Fields(
+          item, line, "overrides",
+          [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+            if (key == "node") return Scalar(v, value_line, key, o.node, "a node name");
+            if (key == "selector") {
+              has_selector = true;
+              return Fields(v, value_line, key,
+                            [&](const std::string& k, const YAML::Node& val, int, int val_line) {
+                              std::string text;
+                              if (!Scalar(val, val_line, "selector." + k, text, "a label value"))
+                                return false;
+                              o.selector[k] = text;
+                              return true;
+                            });
+            }
+            if (key == "class") {
+              if (!Scalar(v, value_line, key, o.pricing_class, "a pricing class like reserved")) {
+                return false;
+              }
+              return IsClassName(o.pricing_class)
+                         ? true
+                         : Reject(
+                               value_line, key,
+                               "expected a pricing class like reserved (lowercase, digits, '-')");
+            }
+            if (key == "hourly_per_gpu") {
+              Nanos n = 0;
+              if (!Money(v, value_line, key, n)) return false;
+              o.hourly_per_gpu_nanos = n;
+              return true;
+            }
+            if (key == "instance_hourly") {
+              Nanos n = 0;
+              if (!Money(v, value_line, key, n)) return false;
+              o.instance_hourly_nanos = n;
+              return true;
+            }
+            if (key == "source") return Scalar(v, value_line, key, o.source, "a string");
+            return Reject(key_line, key,
+                          "unknown key; expected node, selector, class, hourly_per_gpu, "
+                          "instance_hourly or source");
           });
-        }
-        if (key == "class") {
-          if (!Scalar(v, value_line, key, o.pricing_class, "a pricing class like reserved")) {
-            return false;
-          }
-          return IsClassName(o.pricing_class)
-                     ? true
-                     : Reject(value_line, key,
-                              "expected a pricing class like reserved (lowercase, digits, '-')");
-        }
-        if (key == "hourly_per_gpu") {
-          Nanos n = 0;
-          if (!Money(v, value_line, key, n)) return false;
-          o.hourly_per_gpu_nanos = n;
-          return true;
-        }
-        if (key == "instance_hourly") {
-          Nanos n = 0;
-          if (!Money(v, value_line, key, n)) return false;
-          o.instance_hourly_nanos = n;
-          return true;
-        }
-        if (key == "source") return Scalar(v, value_line, key, o.source, "a string");
-        return Reject(key_line, key,
-                      "unknown key; expected node, selector, class, hourly_per_gpu, "
-                      "instance_hourly or source");
-      });
       if (!ok) return false;
       if (o.node.empty() == !has_selector) {
         return Reject(line, "node", "expected exactly one of node and selector");
@@ -470,45 +475,48 @@ class Parser {
     OnPremConfig c;
     c.where = Where(line);
     bool has_kwh = false;
-    bool ok = Fields(node, line, "on_prem", [&](const std::string& key, const YAML::Node& v,
-                                                int key_line, int value_line) {
-      if (key == "depreciation_years") {
-        Nanos years = 0;
-        if (!Money(v, value_line, key, years)) return false;
-        // hours = years x 8760, rounded half up.
-        __int128 hours = (static_cast<__int128>(years) * 8760 + kNanosPerUnit / 2) / kNanosPerUnit;
-        if (hours < 1 || hours > 100 * 8760) {
-          return Reject(value_line, key, "expected a number of years in (0, 100]");
-        }
-        c.depreciation_hours = static_cast<std::int64_t>(hours);
-        return true;
-      }
-      if (key == "purchase_price") {
-        return Fields(v, value_line, key, [&](const std::string& model, const YAML::Node& val,
-                                              int, int val_line) {
-          Nanos n = 0;
-          if (!Money(val, val_line, "purchase_price." + model, n)) return false;
-          c.purchase_price_nanos[NormalizeGpuModel(model)] = n;
-          return true;
+    bool ok = Fields(
+        node, line, "on_prem",
+        [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+          if (key == "depreciation_years") {
+            Nanos years = 0;
+            if (!Money(v, value_line, key, years)) return false;
+            // hours = years x 8760, rounded half up.
+            __int128 hours =
+                (static_cast<__int128>(years) * 8760 + kNanosPerUnit / 2) / kNanosPerUnit;
+            if (hours < 1 || hours > 100 * 8760) {
+              return Reject(value_line, key, "expected a number of years in (0, 100]");
+            }
+            c.depreciation_hours = static_cast<std::int64_t>(hours);
+            return true;
+          }
+          if (key == "purchase_price") {
+            return Fields(v, value_line, key,
+                          [&](const std::string& model, const YAML::Node& val, int, int val_line) {
+                            Nanos n = 0;
+                            if (!Money(val, val_line, "purchase_price." + model, n)) return false;
+                            c.purchase_price_nanos[NormalizeGpuModel(model)] = n;
+                            return true;
+                          });
+          }
+          if (key == "electricity_per_kwh") {
+            return has_kwh = Money(v, value_line, key, c.electricity_per_kwh_nanos);
+          }
+          if (key == "pue") {
+            Nanos pue = 0;
+            if (!Money(v, value_line, key, pue)) return false;
+            if (pue < kNanosPerUnit || pue > 10 * kNanosPerUnit || pue % 1'000'000 != 0) {
+              return Reject(
+                  value_line, key,
+                  "expected a facility overhead factor in [1, 10] with at most 3 decimals");
+            }
+            c.pue_permille = static_cast<int>(pue / 1'000'000);
+            return true;
+          }
+          return Reject(key_line, key,
+                        "unknown key; expected depreciation_years, purchase_price, "
+                        "electricity_per_kwh or pue");
         });
-      }
-      if (key == "electricity_per_kwh") {
-        return has_kwh = Money(v, value_line, key, c.electricity_per_kwh_nanos);
-      }
-      if (key == "pue") {
-        Nanos pue = 0;
-        if (!Money(v, value_line, key, pue)) return false;
-        if (pue < kNanosPerUnit || pue > 10 * kNanosPerUnit || pue % 1'000'000 != 0) {
-          return Reject(value_line, key,
-                        "expected a facility overhead factor in [1, 10] with at most 3 decimals");
-        }
-        c.pue_permille = static_cast<int>(pue / 1'000'000);
-        return true;
-      }
-      return Reject(key_line, key,
-                    "unknown key; expected depreciation_years, purchase_price, "
-                    "electricity_per_kwh or pue");
-    });
     if (!ok) return false;
     if (c.purchase_price_nanos.empty()) {
       return Reject(line, "purchase_price", "expected a purchase price per GPU model (missing)");

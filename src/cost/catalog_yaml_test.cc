@@ -66,10 +66,9 @@ TEST(ParseCatalogYaml, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("prices:\n  - gpu_model: T4\n    class: on-demand\n    hourly: 0.1234567891\n"),
             "prices.yaml:4: field 'hourly': expected a non-negative decimal number with at most 9 "
             "decimals, like 6.88; got '0.1234567891'");
-  EXPECT_EQ(
-      ErrorOf("currency: USD\nprice: []\n"),
-      "prices.yaml:2: field 'price': unknown key; expected currency, default_class, prices, "
-      "host_rates, instance_types, overrides or on_prem");
+  EXPECT_EQ(ErrorOf("currency: USD\nprice: []\n"),
+            "prices.yaml:2: field 'price': unknown key; expected currency, default_class, prices, "
+            "host_rates, instance_types, overrides or on_prem");
   EXPECT_EQ(ErrorOf("prices:\n  - gpu_model: T4\n    class: on-demand\n    hourly: 1\n"
                     "    zone: a\n"),
             "prices.yaml:5: field 'zone': unknown key; expected gpu_model, class, region, hourly "
@@ -231,8 +230,9 @@ TEST(ParseCatalogYaml, NodeSectionErrorsNameFileLineAndField) {
        "n.yaml:2: field 'electricity_per_kwh': expected a price per kWh (missing)"},
       {"host_rates:\n  - {name: x, per_vcpu: 0.1}\n",
        "n.yaml:2: field 'per_gib': expected a price per GiB-hour (missing)"},
-      {"nodes: []\n", "n.yaml:1: field 'nodes': unknown key; expected currency, default_class, "
-                      "prices, host_rates, instance_types, overrides or on_prem"},
+      {"nodes: []\n",
+       "n.yaml:1: field 'nodes': unknown key; expected currency, default_class, "
+       "prices, host_rates, instance_types, overrides or on_prem"},
   };
   for (const auto& tc : cases) {
     auto c = ParseCatalogYaml(tc.text, "n.yaml", DefaultCatalog());

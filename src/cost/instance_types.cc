@@ -21,13 +21,13 @@ constexpr const char* kGcpList = "karpenter-provider-gcp initial prices 2026-08-
 // kept as exact rationals over v x (Gr - Gc).
 struct RateSource {
   const char* name;
-  const char* low_instance;   // the compute-optimised one
+  const char* low_instance;  // the compute-optimised one
   Nanos low_nanos;
   int low_gib;
   const char* high_instance;  // the memory-optimised one
   Nanos high_nanos;
   int high_gib;
-  int vcpu;                   // of both
+  int vcpu;  // of both
   const char* list;
   const char* note;
 };
@@ -58,8 +58,8 @@ HostRates FromSource(const RateSource& s) {
   r.source = fmt::format(
       "{} ({} GiB) and {} ({} GiB), {} vCPU each: ram = ({} - {}) / {} GiB, cpu = the rest of {} "
       "/ {} vCPU; {}; {}",
-      s.low_instance, s.low_gib, s.high_instance, s.high_gib, s.vcpu, s.high_nanos, s.low_nanos,
-      dg, s.low_instance, s.vcpu, s.note, s.list);
+      s.low_instance, s.low_gib, s.high_instance, s.high_gib, s.vcpu, s.high_nanos, s.low_nanos, dg,
+      s.low_instance, s.vcpu, s.note, s.list);
   return r;
 }
 
@@ -188,16 +188,18 @@ InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rate
   s.per_gpu = s.gpu_part / type.gpu_count;
   s.gpu_share_permille =
       price > 0 ? static_cast<int>(static_cast<__int128>(s.gpu_part) * 1000 / price) : 0;
-  const std::string od_text =
-      fmt::format("on-demand {} = cpu {} vCPU x {} + ram {} GiB x {} ({}) + gpu {}{}",
-                  DecimalFromNanos(type.hourly_nanos), type.vcpu,
-                  DecimalFromNanos(HostCost(1, rates.per_vcpu_num, rates.denominator)), type.memory_gib,
-                  DecimalFromNanos(HostCost(1, rates.per_gib_num, rates.denominator)), rates.name, DecimalFromNanos(od.gpu),
-                  od.floored ? fmt::format(" (floored at {}%)", kMinGpuSharePermille / 10) : "");
-  s.method = fmt::format("split of {}: gpu {} ({}.{}%) = {} x {}, cpu {}, ram {}; weights from {}",
-                         DecimalFromNanos(price), DecimalFromNanos(s.gpu_part), s.gpu_share_permille / 10,
-                         s.gpu_share_permille % 10, type.gpu_count, DecimalFromNanos(s.per_gpu),
-                         DecimalFromNanos(s.cpu_part), DecimalFromNanos(s.ram_part), od_text);
+  const std::string od_text = fmt::format(
+      "on-demand {} = cpu {} vCPU x {} + ram {} GiB x {} ({}) + gpu {}{}",
+      DecimalFromNanos(type.hourly_nanos), type.vcpu,
+      DecimalFromNanos(HostCost(1, rates.per_vcpu_num, rates.denominator)), type.memory_gib,
+      DecimalFromNanos(HostCost(1, rates.per_gib_num, rates.denominator)), rates.name,
+      DecimalFromNanos(od.gpu),
+      od.floored ? fmt::format(" (floored at {}%)", kMinGpuSharePermille / 10) : "");
+  s.method =
+      fmt::format("split of {}: gpu {} ({}.{}%) = {} x {}, cpu {}, ram {}; weights from {}",
+                  DecimalFromNanos(price), DecimalFromNanos(s.gpu_part), s.gpu_share_permille / 10,
+                  s.gpu_share_permille % 10, type.gpu_count, DecimalFromNanos(s.per_gpu),
+                  DecimalFromNanos(s.cpu_part), DecimalFromNanos(s.ram_part), od_text);
   return s;
 }
 
@@ -221,10 +223,11 @@ std::vector<InstanceType> DefaultInstanceTypes() {
     if (r.spot > 0) t.spot_hourly_nanos = r.spot;
     t.region = r.region;
     t.host_rates = r.rates;
-    t.source = fmt::format("{} {} on-demand {}{}, {}; vCPU/memory from the provider's published "
-                           "instance specifications",
-                           r.provider, r.region, DecimalFromNanos(r.hourly),
-                           r.spot > 0 ? fmt::format(" spot {}", DecimalFromNanos(r.spot)) : "", r.list);
+    t.source = fmt::format(
+        "{} {} on-demand {}{}, {}; vCPU/memory from the provider's published "
+        "instance specifications",
+        r.provider, r.region, DecimalFromNanos(r.hourly),
+        r.spot > 0 ? fmt::format(" spot {}", DecimalFromNanos(r.spot)) : "", r.list);
     out.push_back(std::move(t));
   }
   return out;

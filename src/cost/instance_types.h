@@ -23,26 +23,26 @@ namespace gpuledger::cost {
 // Host (CPU and RAM) unit prices of one provider and CPU generation, as exact rationals:
 // q vCPUs cost q x per_vcpu_num / denominator nanos per hour (rounded once, half up).
 struct HostRates {
-  std::string name;         // "aws-amd-gen3", "gcp-n2", ...
-  Nanos per_vcpu_num = 0;   // nanos per vCPU-hour x denominator
-  Nanos per_gib_num = 0;    // nanos per GiB-hour x denominator
+  std::string name;        // "aws-amd-gen3", "gcp-n2", ...
+  Nanos per_vcpu_num = 0;  // nanos per vCPU-hour x denominator
+  Nanos per_gib_num = 0;   // nanos per GiB-hour x denominator
   std::int64_t denominator = 1;
-  std::string source;       // how the rates were derived, with the price list and its date
+  std::string source;  // how the rates were derived, with the price list and its date
 };
 
 // One GPU instance type (a row of the instance-type table).
 struct InstanceType {
-  std::string name;          // "p5.48xlarge", "Standard_NC64as_T4_v3", "a3-highgpu-8g"
-  std::string provider;      // "aws", "gcp", "azure", or anything for your own
-  std::string gpu_model;     // catalog model name (NormalizeGpuModel)
-  int gpu_count = 0;         // > 0
+  std::string name;       // "p5.48xlarge", "Standard_NC64as_T4_v3", "a3-highgpu-8g"
+  std::string provider;   // "aws", "gcp", "azure", or anything for your own
+  std::string gpu_model;  // catalog model name (NormalizeGpuModel)
+  int gpu_count = 0;      // > 0
   int vcpu = 0;
   int memory_gib = 0;
   Nanos hourly_nanos = 0;                  // on-demand price of the whole instance
   std::optional<Nanos> spot_hourly_nanos;  // spot price of the whole instance, where known
-  std::string region;        // region of the price; a row matches any region as a fallback
-  std::string host_rates;    // name of the HostRates its CPU and RAM are priced at
-  std::string source;        // price list and date, and where vCPU/memory come from
+  std::string region;      // region of the price; a row matches any region as a fallback
+  std::string host_rates;  // name of the HostRates its CPU and RAM are priced at
+  std::string source;      // price list and date, and where vCPU/memory come from
 };
 
 // The split of one instance price. gpu_part == per_gpu x gpu_count, and

@@ -86,8 +86,7 @@ std::pair<std::string, std::string> ClassFromLabels(const NodeInfo& node) {
 }  // namespace
 
 Nanos ReservedInstancePrice(Nanos on_demand_nanos) {
-  return static_cast<Nanos>((static_cast<__int128>(on_demand_nanos) * kReservedPercent + 50) /
-                            100);
+  return static_cast<Nanos>((static_cast<__int128>(on_demand_nanos) * kReservedPercent + 50) / 100);
 }
 
 Nanos ElectricityPrice(MilliJoules energy_mj, Nanos per_kwh_nanos, int pue_permille) {
@@ -129,13 +128,13 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
       instance_name.empty() ? nullptr : catalog.FindInstanceType(instance_name, p.region);
   if (type != nullptr) {
     p.instance_type = type->name;
-    steps.push_back(fmt::format(
-        "instance type {} from {}: {} x {}, {} vCPU, {} GiB (row {}{})", type->name,
-        instance_label, type->gpu_count, type->gpu_model, type->vcpu, type->memory_gib,
-        type->region.empty() ? "any region" : type->region,
-        !p.region.empty() && !type->region.empty() && type->region != p.region
-            ? fmt::format(", no row for {}", p.region)
-            : ""));
+    steps.push_back(
+        fmt::format("instance type {} from {}: {} x {}, {} vCPU, {} GiB (row {}{})", type->name,
+                    instance_label, type->gpu_count, type->gpu_model, type->vcpu, type->memory_gib,
+                    type->region.empty() ? "any region" : type->region,
+                    !p.region.empty() && !type->region.empty() && type->region != p.region
+                        ? fmt::format(", no row for {}", p.region)
+                        : ""));
   } else if (!instance_name.empty()) {
     steps.push_back(fmt::format("instance type {} from {} is not in the instance-type table",
                                 instance_name, instance_label));
@@ -155,8 +154,8 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
     steps.push_back(fmt::format("class {} (configured; no capacity-type label)", p.pricing_class));
   } else {
     p.pricing_class = catalog.default_class;
-    steps.push_back(fmt::format("class {} (catalog default; no capacity-type label)",
-                                p.pricing_class));
+    steps.push_back(
+        fmt::format("class {} (catalog default; no capacity-type label)", p.pricing_class));
   }
 
   // GPU model.
@@ -195,13 +194,13 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
     p.priced = true;
     p.gpu_hourly_nanos = *ov->hourly_per_gpu_nanos;
     p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
-    return finish(fmt::format("{} per GPU from {}{}", DecimalFromNanos(p.gpu_hourly_nanos), Describe(*ov),
-                              ov->source.empty() ? "" : ": " + ov->source));
+    return finish(fmt::format("{} per GPU from {}{}", DecimalFromNanos(p.gpu_hourly_nanos),
+                              Describe(*ov), ov->source.empty() ? "" : ": " + ov->source));
   }
   if (ov != nullptr && ov->instance_hourly_nanos) {
     const Nanos price = std::max<Nanos>(*ov->instance_hourly_nanos, 0);
-    std::string what = fmt::format("node price {} from {}{}", DecimalFromNanos(price), Describe(*ov),
-                                   ov->source.empty() ? "" : ": " + ov->source);
+    std::string what = fmt::format("node price {} from {}{}", DecimalFromNanos(price),
+                                   Describe(*ov), ov->source.empty() ? "" : ": " + ov->source);
     if (type != nullptr && from_instance(price, what)) return p;
     const int gpus = node.gpu_count_hint;
     if (gpus <= 0) {
@@ -217,8 +216,9 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
   }
 
   if (p.gpu_model.empty()) {
-    return finish("unpriced: no instance type, no nvidia.com/gpu.product label and no model "
-                  "reported");
+    return finish(
+        "unpriced: no instance type, no nvidia.com/gpu.product label and no model "
+        "reported");
   }
 
   // On-prem with a purchase price: amortised capex per GPU; electricity metered on top.
@@ -231,12 +231,14 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
       p.gpu_hourly_nanos = (it->second + op.depreciation_hours / 2) / op.depreciation_hours;
       p.electricity_per_kwh_nanos = op.electricity_per_kwh_nanos;
       p.pue_permille = op.pue_permille;
-      return finish(fmt::format(
-          "on-prem {}: purchase {} / {} h = {} per GPU-hour{}, plus measured energy x PUE {}.{:03d} "
-          "x {} per kWh",
-          p.gpu_model, DecimalFromNanos(it->second), op.depreciation_hours, DecimalFromNanos(p.gpu_hourly_nanos),
-          op.where.empty() ? "" : " (" + op.where + ")", op.pue_permille / 1000,
-          op.pue_permille % 1000, DecimalFromNanos(op.electricity_per_kwh_nanos)));
+      return finish(
+          fmt::format("on-prem {}: purchase {} / {} h = {} per GPU-hour{}, plus measured energy x "
+                      "PUE {}.{:03d} "
+                      "x {} per kWh",
+                      p.gpu_model, DecimalFromNanos(it->second), op.depreciation_hours,
+                      DecimalFromNanos(p.gpu_hourly_nanos),
+                      op.where.empty() ? "" : " (" + op.where + ")", op.pue_permille / 1000,
+                      op.pue_permille % 1000, DecimalFromNanos(op.electricity_per_kwh_nanos)));
     }
     steps.push_back(fmt::format("on_prem has no purchase price for {}", p.gpu_model));
   }
@@ -245,24 +247,26 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
   if (type != nullptr) {
     if (p.pricing_class == "on-demand") {
       if (from_instance(type->hourly_nanos,
-                        fmt::format("on-demand {} ({})", DecimalFromNanos(type->hourly_nanos), type->source))) {
+                        fmt::format("on-demand {} ({})", DecimalFromNanos(type->hourly_nanos),
+                                    type->source))) {
         return p;
       }
     } else if (p.pricing_class == "spot" && type->spot_hourly_nanos) {
       if (from_instance(*type->spot_hourly_nanos,
-                        fmt::format("spot {} ({})", DecimalFromNanos(*type->spot_hourly_nanos), type->source))) {
+                        fmt::format("spot {} ({})", DecimalFromNanos(*type->spot_hourly_nanos),
+                                    type->source))) {
         return p;
       }
     } else if (p.pricing_class == "reserved") {
       const Nanos reserved = ReservedInstancePrice(type->hourly_nanos);
-      if (from_instance(reserved, fmt::format("reserved {} = on-demand {} x {}% ({})",
-                                              DecimalFromNanos(reserved), DecimalFromNanos(type->hourly_nanos),
-                                              kReservedPercent, type->source))) {
+      if (from_instance(
+              reserved,
+              fmt::format("reserved {} = on-demand {} x {}% ({})", DecimalFromNanos(reserved),
+                          DecimalFromNanos(type->hourly_nanos), kReservedPercent, type->source))) {
         return p;
       }
     } else {
-      steps.push_back(
-          fmt::format("instance row has no {} price", p.pricing_class));
+      steps.push_back(fmt::format("instance row has no {} price", p.pricing_class));
     }
   }
 

@@ -32,22 +32,22 @@ inline constexpr std::string_view kLabelPricingClass = "gpuledger.io/pricing-cla
 struct NodeInfo {
   std::string name;
   std::map<std::string, std::string> labels;
-  std::string region_hint;          // e.g. from the scenario or the agent's config
-  std::string pricing_class_hint;   // e.g. the scenario's pricing_class
-  std::string gpu_model_hint;       // what NVML reports for the node's GPUs
-  int gpu_count_hint = 0;           // GPUs seen on the node (for an override's instance price)
+  std::string region_hint;         // e.g. from the scenario or the agent's config
+  std::string pricing_class_hint;  // e.g. the scenario's pricing_class
+  std::string gpu_model_hint;      // what NVML reports for the node's GPUs
+  int gpu_count_hint = 0;          // GPUs seen on the node (for an override's instance price)
 };
 
 struct NodePrice {
-  bool priced = false;            // false: `method` says why (gpu_hourly_nanos is then 0)
-  std::string gpu_model;          // catalog model name
-  std::string pricing_class;      // "on-demand", "spot", "reserved", "on-prem", ...
+  bool priced = false;        // false: `method` says why (gpu_hourly_nanos is then 0)
+  std::string gpu_model;      // catalog model name
+  std::string pricing_class;  // "on-demand", "spot", "reserved", "on-prem", ...
   std::string region;
-  std::string instance_type;      // empty when not from the instance-type table
-  int gpu_count = 0;              // GPUs the node price covers
-  Nanos gpu_hourly_nanos = 0;     // GPU part of ONE GPU per hour (electricity excluded)
-  Nanos cpu_hourly_nanos = 0;     // the node's CPU part per hour (0 when priced per GPU)
-  Nanos ram_hourly_nanos = 0;     // the node's RAM part per hour (0 when priced per GPU)
+  std::string instance_type;   // empty when not from the instance-type table
+  int gpu_count = 0;           // GPUs the node price covers
+  Nanos gpu_hourly_nanos = 0;  // GPU part of ONE GPU per hour (electricity excluded)
+  Nanos cpu_hourly_nanos = 0;  // the node's CPU part per hour (0 when priced per GPU)
+  Nanos ram_hourly_nanos = 0;  // the node's RAM part per hour (0 when priced per GPU)
   // On-prem with an on_prem section: electricity is charged by measured energy on top.
   Nanos electricity_per_kwh_nanos = 0;
   int pue_permille = 0;

@@ -51,9 +51,9 @@ TEST(HostRates, DerivedFromTheCitedGeneralPurposePrices) {
 // are 77% of its price and the T4 node's 39%.
 TEST(ResolveNodePrice, BundledPriceSplitFollowsTheGpuModel) {
   Catalog c = DefaultCatalog();
-  NodePrice h100 = ResolveNodePrice(
-      c, Node("h", {{"node.kubernetes.io/instance-type", "p5.48xlarge"},
-                    {"karpenter.sh/capacity-type", "on-demand"}}));
+  NodePrice h100 =
+      ResolveNodePrice(c, Node("h", {{"node.kubernetes.io/instance-type", "p5.48xlarge"},
+                                     {"karpenter.sh/capacity-type", "on-demand"}}));
   ASSERT_TRUE(h100.priced) << h100.method;
   EXPECT_EQ(h100.gpu_model, "H100-80GB");
   EXPECT_EQ(h100.pricing_class, "on-demand");
@@ -67,7 +67,8 @@ TEST(ResolveNodePrice, BundledPriceSplitFollowsTheGpuModel) {
   EXPECT_THAT(h100.method, HasSubstr("(77.3%)"));
   EXPECT_THAT(h100.method, HasSubstr("aws-amd-gen3"));
 
-  NodePrice t4 = ResolveNodePrice(c, Node("t", {{"node.kubernetes.io/instance-type", "g4dn.12xlarge"}}));
+  NodePrice t4 =
+      ResolveNodePrice(c, Node("t", {{"node.kubernetes.io/instance-type", "g4dn.12xlarge"}}));
   ASSERT_TRUE(t4.priced) << t4.method;
   EXPECT_EQ(t4.gpu_model, "T4");
   EXPECT_EQ(t4.gpu_count, 4);
@@ -102,10 +103,11 @@ TEST(SplitInstancePrice, EveryBuiltInTypeConservesItsPriceAndKeepsTheFloor) {
 //   (42.271385332 = 50.609540822 x 73.910863903 / 88.489999903, largest remainder).
 TEST(ResolveNodePrice, SpotAndOnDemandOnTheSameGpuModel) {
   Catalog c = DefaultCatalog();
-  NodePrice od = ResolveNodePrice(c, Node("a", {{"node.kubernetes.io/instance-type", "a3-highgpu-8g"}}));
-  NodePrice spot = ResolveNodePrice(
-      c, Node("b", {{"node.kubernetes.io/instance-type", "a3-highgpu-8g"},
-                    {"cloud.google.com/gke-spot", "true"}}));
+  NodePrice od =
+      ResolveNodePrice(c, Node("a", {{"node.kubernetes.io/instance-type", "a3-highgpu-8g"}}));
+  NodePrice spot =
+      ResolveNodePrice(c, Node("b", {{"node.kubernetes.io/instance-type", "a3-highgpu-8g"},
+                                     {"cloud.google.com/gke-spot", "true"}}));
   ASSERT_TRUE(od.priced && spot.priced) << od.method << "\n" << spot.method;
   EXPECT_EQ(od.gpu_model, spot.gpu_model);
   EXPECT_EQ(od.pricing_class, "on-demand");
@@ -118,22 +120,22 @@ TEST(ResolveNodePrice, SpotAndOnDemandOnTheSameGpuModel) {
   EXPECT_THAT(spot.method, HasSubstr("cloud.google.com/gke-spot=true"));
 
   // Known only by its GPU model: the catalog's per-GPU prices, spot below on-demand.
-  NodeInfo l4 = Node("l4", {{"nvidia.com/gpu.product", "NVIDIA-L4"},
-                            {"karpenter.sh/capacity-type", "spot"}});
+  NodeInfo l4 =
+      Node("l4", {{"nvidia.com/gpu.product", "NVIDIA-L4"}, {"karpenter.sh/capacity-type", "spot"}});
   NodePrice l4_spot = ResolveNodePrice(c, l4);
   l4.labels["karpenter.sh/capacity-type"] = "on-demand";
   NodePrice l4_od = ResolveNodePrice(c, l4);
-  EXPECT_EQ(l4_spot.gpu_hourly_nanos, 562'408'000);   // gcp g2-standard-96 spot 4.499264 / 8
-  EXPECT_EQ(l4_od.gpu_hourly_nanos, 1'668'800'000);   // aws g6.48xlarge 13.3504 / 8
+  EXPECT_EQ(l4_spot.gpu_hourly_nanos, 562'408'000);  // gcp g2-standard-96 spot 4.499264 / 8
+  EXPECT_EQ(l4_od.gpu_hourly_nanos, 1'668'800'000);  // aws g6.48xlarge 13.3504 / 8
 }
 
 // Reserved = on-demand x 65%, split by the same weights: p5.48xlarge 55.04 x 0.65 = 35.776;
 // gpu 42.5792 x 0.65 = 27.67648 -> 3.45956 per H100, cpu 4.00608, ram 4.09344.
 TEST(ResolveNodePrice, ReservedByLabelAndByOverrideSelector) {
   Catalog c = DefaultCatalog();
-  NodePrice by_label = ResolveNodePrice(
-      c, Node("h", {{"node.kubernetes.io/instance-type", "p5.48xlarge"},
-                    {"karpenter.sh/capacity-type", "reserved"}}));
+  NodePrice by_label =
+      ResolveNodePrice(c, Node("h", {{"node.kubernetes.io/instance-type", "p5.48xlarge"},
+                                     {"karpenter.sh/capacity-type", "reserved"}}));
   EXPECT_EQ(by_label.pricing_class, "reserved");
   EXPECT_EQ(by_label.gpu_hourly_nanos, 3'459'560'000);
   EXPECT_EQ(by_label.cpu_hourly_nanos, 4'006'080'000);
@@ -173,7 +175,7 @@ TEST(ResolveNodePrice, ReservedByLabelAndByOverrideSelector) {
   c.overrides.back().hourly_per_gpu_nanos.reset();
   c.overrides.back().instance_hourly_nanos = 27'520'000'000;  // half of on-demand
   NodePrice by_instance = ResolveNodePrice(c, n);
-  EXPECT_EQ(by_instance.gpu_hourly_nanos, 2'661'200'000);      // 5.3224 / 2
+  EXPECT_EQ(by_instance.gpu_hourly_nanos, 2'661'200'000);  // 5.3224 / 2
   EXPECT_EQ(8 * by_instance.gpu_hourly_nanos + by_instance.cpu_hourly_nanos +
                 by_instance.ram_hourly_nanos,
             27'520'000'000);
@@ -198,7 +200,8 @@ TEST(ResolveNodePrice, EveryCapacityLabelFlavour) {
       {"gpuledger.io/pricing-class", "Spot", "spot"},
   };
   for (const auto& tc : cases) {
-    NodeInfo n = Node("n", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {tc.key, tc.value}});
+    NodeInfo n =
+        Node("n", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}, {tc.key, tc.value}});
     n.pricing_class_hint = "on-prem";  // labels win over the configured class
     NodePrice p = ResolveNodePrice(c, n);
     EXPECT_EQ(p.pricing_class, tc.want) << tc.key << "=" << tc.value;
@@ -211,9 +214,9 @@ TEST(ResolveNodePrice, EveryCapacityLabelFlavour) {
   n.pricing_class_hint = "reserved";
   EXPECT_EQ(ResolveNodePrice(c, n).pricing_class, "reserved");
   // Legacy labels for instance type and region.
-  NodePrice legacy = ResolveNodePrice(
-      c, Node("l", {{"beta.kubernetes.io/instance-type", "g4dn.12xlarge"},
-                    {"failure-domain.beta.kubernetes.io/region", "us-east-1"}}));
+  NodePrice legacy =
+      ResolveNodePrice(c, Node("l", {{"beta.kubernetes.io/instance-type", "g4dn.12xlarge"},
+                                     {"failure-domain.beta.kubernetes.io/region", "us-east-1"}}));
   EXPECT_EQ(legacy.gpu_hourly_nanos, 386'000'000);
   EXPECT_EQ(legacy.region, "us-east-1");
   EXPECT_THAT(legacy.method, HasSubstr("beta.kubernetes.io/instance-type"));
@@ -229,9 +232,9 @@ TEST(ResolveNodePrice, EveryCapacityLabelFlavour) {
 
 TEST(ResolveNodePrice, UnknownInstanceTypeFallsBackToGpuProductThenUnpriced) {
   Catalog c = DefaultCatalog();
-  NodePrice p = ResolveNodePrice(
-      c, Node("x", {{"node.kubernetes.io/instance-type", "x9.mega"},
-                    {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}));
+  NodePrice p =
+      ResolveNodePrice(c, Node("x", {{"node.kubernetes.io/instance-type", "x9.mega"},
+                                     {"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}));
   ASSERT_TRUE(p.priced) << p.method;
   EXPECT_EQ(p.gpu_model, "A100-80GB");
   EXPECT_EQ(p.gpu_hourly_nanos, 3'430'881'250);  // catalog: aws p4de.24xlarge 27.44705 / 8
@@ -240,7 +243,8 @@ TEST(ResolveNodePrice, UnknownInstanceTypeFallsBackToGpuProductThenUnpriced) {
   EXPECT_THAT(p.method, HasSubstr("not in the instance-type table"));
   EXPECT_THAT(p.method, HasSubstr("nvidia.com/gpu.product"));
 
-  NodePrice none = ResolveNodePrice(c, Node("y", {{"node.kubernetes.io/instance-type", "x9.mega"}}));
+  NodePrice none =
+      ResolveNodePrice(c, Node("y", {{"node.kubernetes.io/instance-type", "x9.mega"}}));
   EXPECT_FALSE(none.priced);
   EXPECT_EQ(none.gpu_hourly_nanos, 0);
   EXPECT_THAT(none.method, HasSubstr("unpriced: no instance type"));
@@ -251,9 +255,9 @@ TEST(ResolveNodePrice, UnknownInstanceTypeFallsBackToGpuProductThenUnpriced) {
 
   // A spot node whose instance row has no spot price uses the catalog's per-GPU spot price, and
   // is unpriced where there is none (never silently on-demand).
-  NodePrice t4_spot = ResolveNodePrice(
-      c, Node("t", {{"node.kubernetes.io/instance-type", "g4dn.12xlarge"},
-                    {"karpenter.sh/capacity-type", "spot"}}));
+  NodePrice t4_spot =
+      ResolveNodePrice(c, Node("t", {{"node.kubernetes.io/instance-type", "g4dn.12xlarge"},
+                                     {"karpenter.sh/capacity-type", "spot"}}));
   EXPECT_FALSE(t4_spot.priced);
   EXPECT_THAT(t4_spot.method, HasSubstr("instance row has no spot price"));
 }
@@ -278,8 +282,7 @@ TEST(OnPrem, ElectricityFollowsMeasuredEnergyExactly) {
   EXPECT_EQ(p.gpu_hourly_nanos, 1'000'000'000);
   EXPECT_THAT(p.method, HasSubstr("measured energy x PUE 1.500"));
 
-  EXPECT_EQ(ElectricityPrice(720'000'000, p.electricity_per_kwh_nanos, p.pue_permille),
-            30'000'000);
+  EXPECT_EQ(ElectricityPrice(720'000'000, p.electricity_per_kwh_nanos, p.pue_permille), 30'000'000);
   DeviceHour d;
   d.metered_us = kMicrosPerHour;
   d.energy_mj = 2'520'000'000;

@@ -234,9 +234,8 @@ std::string ToString(const IdleHandling& idle) {
 namespace {
 
 // The policy split of `price` (any sign).
-DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device,
-                             std::span<const UsageRow> usage, const Policy& policy,
-                             const IdleHandling& idle) {
+DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device, std::span<const UsageRow> usage,
+                             const Policy& policy, const IdleHandling& idle) {
   if (price >= 0) return SplitNonNegative(price, device, usage, policy, idle);
   // A negative price (a credit) is split as its magnitude and negated, so the parts still sum
   // to it exactly. INT64_MIN has no magnitude in int64: split it in two halves.
@@ -261,8 +260,8 @@ DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device,
 // The electricity part (>= 0) by measured energy: consumers' energy_mj, then the device's
 // unattributed and idle energy. Idle handling `share` spreads the idle part by the consumers'
 // energy (by allocation when they used none; it stays idle with no consumer weight at all).
-DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device,
-                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device, std::span<const UsageRow> usage,
+                           const IdleHandling& idle) {
   auto mj = [](MilliJoules v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; };
   std::vector<std::uint64_t> w;
   w.reserve(usage.size() + 2);
@@ -275,7 +274,8 @@ DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device,
   cost.unattributed = shares[usage.size()];
   cost.idle = shares[usage.size() + 1];
   if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
-    std::vector<std::uint64_t> share(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(usage.size()));
+    std::vector<std::uint64_t> share(w.begin(),
+                                     w.begin() + static_cast<std::ptrdiff_t>(usage.size()));
     if (AllZero(share)) share = ShareWeights(PolicyKind::kAllocation, usage);
     if (!AllZero(share)) {
       auto extra = Apportion(cost.idle, share);

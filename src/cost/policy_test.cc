@@ -131,8 +131,8 @@ TEST(SplitDeviceHour, Memory) {
   DeviceHour d;
   d.price_nanos = kDollar;
   d.metered_us = 1000 * kSec;
-  d.memory_total_bytes = 100 * 1024;     // capacity 100'000 KiB-s
-  d.unattributed_memory_kib_s = 5'000;   // 5%
+  d.memory_total_bytes = 100 * 1024;    // capacity 100'000 KiB-s
+  d.unattributed_memory_kib_s = 5'000;  // 5%
   std::vector<UsageRow> usage = {Row(500, 0, 50'000), Row(500, 0, 25'000)};  // 50%, 25%
   auto c = SplitDeviceHour(d, usage, Memory(), kKeep);
   EXPECT_EQ(c.consumers, (std::vector<Nanos>{500'000'000, 250'000'000}));

@@ -25,7 +25,8 @@ void PriceHour(LedgerHour& h, const NodePrice& np) {
   }
   d.price_state = PriceState::kPriced;
   d.pricing_class = np.pricing_class;
-  d.energy_price_nanos = ElectricityPrice(d.energy_mj, np.electricity_per_kwh_nanos, np.pue_permille);
+  d.energy_price_nanos =
+      ElectricityPrice(d.energy_mj, np.electricity_per_kwh_nanos, np.pue_permille);
   d.price_nanos = PriceForMetered(np.gpu_hourly_nanos, d.metered_us) + d.energy_price_nanos;
 }
 
@@ -36,7 +37,8 @@ void PriceHours(std::vector<LedgerHour>& hours, const Catalog& catalog,
     auto key = std::make_pair(h.device.node, h.device.gpu_model);
     auto it = prices.find(key);
     if (it == prices.end())
-      it = prices.emplace(key, ResolvePrice(catalog, node_facts(h.device.node), h.device.gpu_model)).first;
+      it = prices.emplace(key, ResolvePrice(catalog, node_facts(h.device.node), h.device.gpu_model))
+               .first;
     PriceHour(h, it->second);
   }
 }

@@ -112,7 +112,8 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
   }
 
   // Processes by (consumer, device) and by (host consumer, device).
-  std::map<std::pair<ConsumerRef, std::string>, std::vector<const ProcessObservation*>> by_container;
+  std::map<std::pair<ConsumerRef, std::string>, std::vector<const ProcessObservation*>>
+      by_container;
   std::map<std::pair<std::string, std::string>, std::vector<const ProcessObservation*>> by_host;
   for (const ProcessObservation& p : snapshot.processes) {
     if (p.consumer) {
@@ -129,8 +130,8 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
     const std::set<std::string>& mine = granted[consumer];
     const std::string visible = ps.front()->visible_devices;
     if (!Covers(mine, device, node)) {
-      std::string evidence = fmt::format("pids={} granted={} memory_bytes={}", Pids(ps),
-                                         Join(mine), MemoryOf(ps));
+      std::string evidence =
+          fmt::format("pids={} granted={} memory_bytes={}", Pids(ps), Join(mine), MemoryOf(ps));
       if (!visible.empty()) evidence += " NVIDIA_VISIBLE_DEVICES=" + visible;
       observe(FindingKind::kUnallocatedAccess, consumer, device, std::move(evidence),
               static_cast<double>(MemoryOf(ps)));
@@ -140,8 +141,12 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       std::string cuda = UngrantedVisible(p->cuda_visible_devices, false, mine, node);
       if (nvidia.empty() && cuda.empty()) continue;
       std::string evidence = fmt::format("pids={} granted={}", Pids(ps), Join(mine));
-      if (!nvidia.empty()) evidence += fmt::format(" NVIDIA_VISIBLE_DEVICES={} ungranted={}", p->visible_devices, nvidia);
-      if (!cuda.empty()) evidence += fmt::format(" CUDA_VISIBLE_DEVICES={} ungranted={}", p->cuda_visible_devices, cuda);
+      if (!nvidia.empty())
+        evidence +=
+            fmt::format(" NVIDIA_VISIBLE_DEVICES={} ungranted={}", p->visible_devices, nvidia);
+      if (!cuda.empty())
+        evidence +=
+            fmt::format(" CUDA_VISIBLE_DEVICES={} ungranted={}", p->cuda_visible_devices, cuda);
       observe(FindingKind::kVisibleDevicesOverride, consumer, device, std::move(evidence), 0);
       break;
     }
@@ -150,10 +155,11 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
   if (kubernetes_node) {
     for (const auto& [key, ps] : by_host) {
       const auto& [name, device] = key;
-      observe(FindingKind::kUnmanagedProcess,
-              ConsumerRef{std::string(kHostNamespace), name, PodUid{}, ""}, device,
-              fmt::format("pids={} comm={} memory_bytes={}", Pids(ps), ps.front()->comm, MemoryOf(ps)),
-              static_cast<double>(MemoryOf(ps)));
+      observe(
+          FindingKind::kUnmanagedProcess,
+          ConsumerRef{std::string(kHostNamespace), name, PodUid{}, ""}, device,
+          fmt::format("pids={} comm={} memory_bytes={}", Pids(ps), ps.front()->comm, MemoryOf(ps)),
+          static_cast<double>(MemoryOf(ps)));
     }
   }
 
@@ -161,17 +167,19 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
   for (const DeviceUsage& u : usage) {
     auto gpu = node.gpu_by_uuid.find(u.gpu.value);
     if (gpu == node.gpu_by_uuid.end()) continue;
-    const Bytes total = u.memory_total_bytes > 0 ? u.memory_total_bytes : gpu->second->memory_total_bytes;
+    const Bytes total =
+        u.memory_total_bytes > 0 ? u.memory_total_bytes : gpu->second->memory_total_bytes;
     if (Shared(u.sharing) && total > 0) {
       Bytes used = 0;
       for (const DeviceSignals& sig : snapshot.signals)
         if (sig.device == u.gpu) used = sig.memory_used_bytes;
-      if (static_cast<double>(used) >= policy.memory_together_fraction * static_cast<double>(total)) {
+      if (static_cast<double>(used) >=
+          policy.memory_together_fraction * static_cast<double>(total)) {
         std::set<std::string> sharers;
         for (const ConsumerUsage& c : u.consumers) sharers.insert(c.consumer.Key());
         observe(FindingKind::kMemoryOversubscribed, ConsumerRef{}, u.gpu.value,
-                fmt::format("memory_used_bytes={} memory_total_bytes={} threshold={} sharers={}", used,
-                            total, Share(policy.memory_together_fraction), Join(sharers)),
+                fmt::format("memory_used_bytes={} memory_total_bytes={} threshold={} sharers={}",
+                            used, total, Share(policy.memory_together_fraction), Join(sharers)),
                 static_cast<double>(used));
       }
     }
@@ -182,9 +190,10 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       if (grant.declared_memory_bytes) {
         if (c.memory_bytes > *grant.declared_memory_bytes)
           observe(FindingKind::kIsolationBreach, c.consumer, u.gpu.value,
-                  fmt::format("memory_bytes={} declared_memory_bytes={} device_id={}", c.memory_bytes,
-                              *grant.declared_memory_bytes, grant.device_id),
-                  static_cast<double>(c.memory_bytes) / static_cast<double>(*grant.declared_memory_bytes));
+                  fmt::format("memory_bytes={} declared_memory_bytes={} device_id={}",
+                              c.memory_bytes, *grant.declared_memory_bytes, grant.device_id),
+                  static_cast<double>(c.memory_bytes) /
+                      static_cast<double>(*grant.declared_memory_bytes));
       } else if (Shared(u.sharing) && total > 0) {
         const double fair = static_cast<double>(c.allocated_ppd) / static_cast<double>(kWholeGpu);
         const double held = static_cast<double>(c.memory_bytes) / static_cast<double>(total);
@@ -194,14 +203,15 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
                               Share(fair), total),
                   held);
       }
-      if (grant.declared_ppd && !grant.share_source.empty() && c.compute_quality == Quality::kMeasured &&
-          dt > 0) {
-        const double declared = static_cast<double>(*grant.declared_ppd) / static_cast<double>(kWholeGpu);
+      if (grant.declared_ppd && !grant.share_source.empty() &&
+          c.compute_quality == Quality::kMeasured && dt > 0) {
+        const double declared =
+            static_cast<double>(*grant.declared_ppd) / static_cast<double>(kWholeGpu);
         const double used = static_cast<double>(c.compute_us) / static_cast<double>(dt);
         if (used > declared + policy.isolation_compute_margin)
           observe(FindingKind::kIsolationBreach, c.consumer, u.gpu.value,
-                  fmt::format("compute_share={} declared_share={} source={}", Share(used), Share(declared),
-                              grant.share_source),
+                  fmt::format("compute_share={} declared_share={} source={}", Share(used),
+                              Share(declared), grant.share_source),
                   used - declared);
       }
     }
@@ -215,13 +225,17 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       share = *g.declared_ppd;
     } else if (auto m = node.mig_by_uuid.find(base); m != node.mig_by_uuid.end()) {
       auto parent = node.gpu_by_uuid.find(m->second->parent.value);
-      const int total = parent == node.gpu_by_uuid.end() ? 7 : std::max(1, parent->second->total_slices);
+      const int total =
+          parent == node.gpu_by_uuid.end() ? 7 : std::max(1, parent->second->total_slices);
       share = kWholeGpu * m->second->compute_slices / total;
-    } else if (auto p = node.gpu_by_uuid.find(base); p != node.gpu_by_uuid.end() && base != g.device_id) {
+    } else if (auto p = node.gpu_by_uuid.find(base);
+               p != node.gpu_by_uuid.end() && base != g.device_id) {
       share = kWholeGpu / std::max(1, p->second->replicas);
     }
-    observe(FindingKind::kStaleGrant, g.consumer, base,
-            fmt::format("device_id={} resource={} share_ppd={}", g.device_id, g.resource_name, share), 0);
+    observe(
+        FindingKind::kStaleGrant, g.consumer, base,
+        fmt::format("device_id={} resource={} share_ppd={}", g.device_id, g.resource_name, share),
+        0);
   }
   return out;
 }

@@ -80,8 +80,8 @@ class FindingTracker {
     auto operator<=>(const Key&) const = default;
   };
   struct State {
-    Micros since_us = 0;          // the condition began
-    Micros last_seen_us = 0;      // end of the last cycle that saw it
+    Micros since_us = 0;      // the condition began
+    Micros last_seen_us = 0;  // end of the last cycle that saw it
     bool open = false;
     double worst = -1;
     std::string evidence;

@@ -14,7 +14,9 @@ const GpuUuid kGpu0{"GPU-00000000-0000-0000-0000-000000000000"};
 const GpuUuid kGpu1{"GPU-11111111-1111-1111-1111-111111111111"};
 constexpr Micros kCycle = kMicrosPerSecond;
 
-ConsumerRef Pod(const std::string& name) { return ConsumerRef{"ml", name, PodUid{"uid-" + name}, "main"}; }
+ConsumerRef Pod(const std::string& name) {
+  return ConsumerRef{"ml", name, PodUid{"uid-" + name}, "main"};
+}
 
 // Two A100-80GB time-sliced four ways, one cycle of one second.
 NodeSnapshot TimeSlicedNode() {
@@ -50,7 +52,7 @@ void Signal(NodeSnapshot& s, const GpuUuid& gpu, Bytes used) {
 }
 
 std::vector<Observation> ObserveOn(const NodeSnapshot& s, const Policy& policy = DefaultPolicy(),
-                             bool kubernetes = true) {
+                                   bool kubernetes = true) {
   return Observe(s, attribution::Attribute(s), policy, kubernetes);
 }
 
@@ -81,25 +83,26 @@ TEST(Observe, APodWithoutARequestSeeingEveryGpu) {
   EXPECT_EQ(obs[0].kind, FindingKind::kUnallocatedAccess);
   EXPECT_EQ(obs[0].subject, Pod("debug"));
   EXPECT_EQ(obs[0].gpu_uuid, kGpu0.value);
-  EXPECT_EQ(obs[0].evidence, "pids=4242 granted=none memory_bytes=2147483648 NVIDIA_VISIBLE_DEVICES=all");
+  EXPECT_EQ(obs[0].evidence,
+            "pids=4242 granted=none memory_bytes=2147483648 NVIDIA_VISIBLE_DEVICES=all");
   EXPECT_EQ(obs[1].kind, FindingKind::kVisibleDevicesOverride);
   EXPECT_EQ(obs[1].evidence, "pids=4242 granted=none NVIDIA_VISIBLE_DEVICES=all ungranted=all");
 }
 
 TEST(Observe, VisibleDevicesNamingAnotherGpuByIndexOrUuid) {
   NodeSnapshot s = CleanNode();
-  s.processes[0].visible_devices = "0,1";           // pod a holds a replica of GPU 0 only
+  s.processes[0].visible_devices = "0,1";             // pod a holds a replica of GPU 0 only
   s.processes[1].cuda_visible_devices = kGpu1.value;  // pod b names GPU 1 by UUID
-  s.processes[2].visible_devices = "void";          // says nothing (CDI)
+  s.processes[2].visible_devices = "void";            // says nothing (CDI)
   auto obs = ObserveOn(s);
   ASSERT_EQ(obs.size(), 2u);
   EXPECT_EQ(obs[0].kind, FindingKind::kVisibleDevicesOverride);
   EXPECT_EQ(obs[0].subject, Pod("a"));
-  EXPECT_EQ(obs[0].evidence,
-            "pids=10 granted=" + kGpu0.value + " NVIDIA_VISIBLE_DEVICES=0,1 ungranted=" + kGpu1.value);
+  EXPECT_EQ(obs[0].evidence, "pids=10 granted=" + kGpu0.value +
+                                 " NVIDIA_VISIBLE_DEVICES=0,1 ungranted=" + kGpu1.value);
   EXPECT_EQ(obs[1].subject, Pod("b"));
-  EXPECT_EQ(obs[1].evidence, "pids=11 granted=" + kGpu0.value + " CUDA_VISIBLE_DEVICES=" + kGpu1.value +
-                                 " ungranted=" + kGpu1.value);
+  EXPECT_EQ(obs[1].evidence, "pids=11 granted=" + kGpu0.value + " CUDA_VISIBLE_DEVICES=" +
+                                 kGpu1.value + " ungranted=" + kGpu1.value);
 }
 
 TEST(Observe, HostProcessesAreUnmanagedOnlyOnKubernetesNodes) {
@@ -132,17 +135,19 @@ TEST(Observe, HostProcessesAreUnmanagedOnlyOnKubernetesNodes) {
 TEST(Observe, MemoryTogetherNearTheCardAndOnePodOverItsFairShare) {
   NodeSnapshot s = TimeSlicedNode();
   // A quarter of 80 GiB is fair (20 GiB); 5% of the card (4 GiB) is the margin.
-  AddPod(s, Pod("a"), kGpu0.value + "::0", 10, 25 * kGiB, kGpu0.value);   // 25 > 24: over
-  AddPod(s, Pod("b"), kGpu0.value + "::1", 11, 24 * kGiB, kGpu0.value);   // 24: not over
-  AddPod(s, Pod("c"), kGpu0.value + "::2", 12, 28 * kGiB, kGpu0.value);   // over
+  AddPod(s, Pod("a"), kGpu0.value + "::0", 10, 25 * kGiB, kGpu0.value);  // 25 > 24: over
+  AddPod(s, Pod("b"), kGpu0.value + "::1", 11, 24 * kGiB, kGpu0.value);  // 24: not over
+  AddPod(s, Pod("c"), kGpu0.value + "::2", 12, 28 * kGiB, kGpu0.value);  // over
   Signal(s, kGpu0, 77 * kGiB);  // >= 95% of 80 GiB (76 GiB)
   auto obs = ObserveOn(s);
   ASSERT_EQ(obs.size(), 3u);
   EXPECT_EQ(obs[0].subject, ConsumerRef{});
-  EXPECT_EQ(obs[0].evidence, "memory_used_bytes=82678120448 memory_total_bytes=85899345920 "
-                             "threshold=0.950 sharers=ml/a/main,ml/b/main,ml/c/main");
+  EXPECT_EQ(obs[0].evidence,
+            "memory_used_bytes=82678120448 memory_total_bytes=85899345920 "
+            "threshold=0.950 sharers=ml/a/main,ml/b/main,ml/c/main");
   EXPECT_EQ(obs[1].subject, Pod("a"));
-  EXPECT_EQ(obs[1].evidence, "memory_bytes=26843545600 fair_share=0.250 memory_total_bytes=85899345920");
+  EXPECT_EQ(obs[1].evidence,
+            "memory_bytes=26843545600 fair_share=0.250 memory_total_bytes=85899345920");
   EXPECT_EQ(obs[2].subject, Pod("c"));
   for (const auto& o : obs) EXPECT_EQ(o.kind, FindingKind::kMemoryOversubscribed);
 }
@@ -165,11 +170,12 @@ TEST(Observe, IsolationBreachesOfADeclaredMemoryCapAndComputeShare) {
   ASSERT_EQ(obs.size(), 2u);
   EXPECT_EQ(obs[0].kind, FindingKind::kIsolationBreach);
   EXPECT_EQ(obs[0].subject, Pod("capped"));
-  EXPECT_EQ(obs[0].evidence,
-            "memory_bytes=6442450944 declared_memory_bytes=5368709120 device_id=" + kGpu0.value + "-0");
+  EXPECT_EQ(obs[0].evidence, "memory_bytes=6442450944 declared_memory_bytes=5368709120 device_id=" +
+                                 kGpu0.value + "-0");
   EXPECT_EQ(obs[1].kind, FindingKind::kIsolationBreach);
   EXPECT_EQ(obs[1].subject, Pod("greedy"));
-  EXPECT_EQ(obs[1].evidence, "compute_share=0.200 declared_share=0.100 source=env:CUDA_DEVICE_SM_LIMIT");
+  EXPECT_EQ(obs[1].evidence,
+            "compute_share=0.200 declared_share=0.100 source=env:CUDA_DEVICE_SM_LIMIT");
 }
 
 TEST(Observe, AGrantOfATerminatedPod) {

@@ -58,7 +58,8 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   auto meta = store.ReadMeta();
   if (!meta) return meta.error();
   if (auto it = meta->find("cluster"); it != meta->end()) doc.cluster = it->second;
-  if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty()) doc.currency = it->second;
+  if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
+    doc.currency = it->second;
 
   const store::TimeRange range{doc.from_us, doc.to_us};
   store::FindingQuery fq;
@@ -81,7 +82,8 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   std::vector<Finding> all;
   for (Finding& f : *recorded) {
     auto l = labels.find(f.subject);
-    if (!policy.Enabled(f.kind) || policy.Exempt(f.kind, f.subject, l == labels.end() ? kNone : *l->second))
+    if (!policy.Enabled(f.kind) ||
+        policy.Exempt(f.kind, f.subject, l == labels.end() ? kNone : *l->second))
       continue;
     // The policy in force now says how severe it is; the agent's is what it was told then.
     f.severity = policy.For(f.kind).severity;
@@ -125,7 +127,8 @@ std::string FindingsJson(const FindingsDocument& doc) {
         {"evidence", EvidenceJson(f.evidence)},
         {"first_seen", FormatRfc3339(f.first_seen_us)},
         {"last_seen", FormatRfc3339(f.last_seen_us)},
-        {"resolved", f.resolved_us ? nlohmann::json(FormatRfc3339(*f.resolved_us)) : nlohmann::json()},
+        {"resolved",
+         f.resolved_us ? nlohmann::json(FormatRfc3339(*f.resolved_us)) : nlohmann::json()},
         {"duration_seconds", Seconds(std::max<Micros>(0, end - f.first_seen_us))},
         {"gpu_seconds", Seconds(p.gpu_us)},
         {"cost_nanos", p.cost_nanos},

@@ -6,10 +6,14 @@ namespace gpuledger::guardrails {
 
 std::string_view ToString(Action action) {
   switch (action) {
-    case Action::kOff: return "off";
-    case Action::kReport: return "report";
-    case Action::kWarn: return "warn";
-    case Action::kDeny: return "deny";
+    case Action::kOff:
+      return "off";
+    case Action::kReport:
+      return "report";
+    case Action::kWarn:
+      return "warn";
+    case Action::kDeny:
+      return "deny";
   }
   return "unknown";
 }

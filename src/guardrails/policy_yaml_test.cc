@@ -106,7 +106,8 @@ TEST(ParsePolicyYaml, EmptyOrCommentOnlyIsTheDefault) {
 // The complete example of docs/guardrails-policy.md parses, and is the default policy apart
 // from the one action its comment says it changes.
 TEST(ParsePolicyYaml, TheDocumentedExample) {
-  auto doc = ReadFile(std::string(gpuledger::test_paths::kSourceDir) + "/docs/guardrails-policy.md");
+  auto doc =
+      ReadFile(std::string(gpuledger::test_paths::kSourceDir) + "/docs/guardrails-policy.md");
   ASSERT_TRUE(doc) << doc.error().message;
   const std::size_t start = doc->find("```yaml\n");
   ASSERT_NE(start, std::string::npos);

@@ -46,11 +46,12 @@ std::string Summary(const PricedFinding& p) {
   const Finding& f = p.finding;
   const std::string who = f.subject.IsHost() ? f.subject.pod + " (in no pod)" : f.subject.Key();
   // Display figures (the exact ones are the finding's integers).
-  const std::string gpu_hours = fmt::format("{:.2f}", static_cast<double>(p.gpu_us) / kMicrosPerHour);
+  const std::string gpu_hours =
+      fmt::format("{:.2f}", static_cast<double>(p.gpu_us) / kMicrosPerHour);
   const std::string cost = DisplayMoney(p.cost_nanos);
   const Micros end = f.resolved_us.value_or(f.last_seen_us);
-  const std::string hours =
-      fmt::format("{:.1f}", static_cast<double>(std::max<Micros>(0, end - f.first_seen_us)) / kMicrosPerHour);
+  const std::string hours = fmt::format(
+      "{:.1f}", static_cast<double>(std::max<Micros>(0, end - f.first_seen_us)) / kMicrosPerHour);
   auto gib = [&](std::string_view key) {
     return fmt::format("{:.1f} GiB", static_cast<double>(EvidenceInt(f.evidence, key)) / kGiB);
   };
@@ -68,25 +69,28 @@ std::string Summary(const PricedFinding& p) {
         env = EvidenceValue(f.evidence, "CUDA_VISIBLE_DEVICES");
         var = "CUDA_VISIBLE_DEVICES";
       }
-      return fmt::format("{} can reach GPUs it was not granted ({}={}) on {}", who, var, env, f.node);
+      return fmt::format("{} can reach GPUs it was not granted ({}={}) on {}", who, var, env,
+                         f.node);
     }
     case FindingKind::kMemoryOversubscribed:
       if (f.subject == ConsumerRef{})
-        return fmt::format("the sharers of {} hold {} of its {}", f.gpu_uuid, gib("memory_used_bytes"),
-                           gib("memory_total_bytes"));
+        return fmt::format("the sharers of {} hold {} of its {}", f.gpu_uuid,
+                           gib("memory_used_bytes"), gib("memory_total_bytes"));
       return fmt::format("{} holds {} of {}, over its fair share of {}", who, gib("memory_bytes"),
                          f.gpu_uuid, EvidenceValue(f.evidence, "fair_share"));
     case FindingKind::kIsolationBreach:
       if (EvidenceInt(f.evidence, "declared_memory_bytes") > 0)
         return fmt::format("{} held {} of {}, over its declared cap of {}, for {} h: {}", who,
-                           gib("memory_bytes"), f.gpu_uuid, gib("declared_memory_bytes"), hours, cost);
+                           gib("memory_bytes"), f.gpu_uuid, gib("declared_memory_bytes"), hours,
+                           cost);
       return fmt::format("{} used {} of {}, over its declared {}: {} GPU-hours beyond, {}", who,
                          EvidenceValue(f.evidence, "compute_share"), f.gpu_uuid,
                          EvidenceValue(f.evidence, "declared_share"), gpu_hours, cost);
     case FindingKind::kStaleGrant:
-      return fmt::format("{} is not running but its grant of {} stayed listed for {} h: {} GPU-hours "
-                         "the scheduler could not hand out, {}",
-                         who, EvidenceValue(f.evidence, "device_id"), hours, gpu_hours, cost);
+      return fmt::format(
+          "{} is not running but its grant of {} stayed listed for {} h: {} GPU-hours "
+          "the scheduler could not hand out, {}",
+          who, EvidenceValue(f.evidence, "device_id"), hours, gpu_hours, cost);
     case FindingKind::kIdleAllocation:
       return fmt::format("{} held {} GPU-hours of {} idle for {} h: {}", who, gpu_hours, f.gpu_uuid,
                          EvidenceValue(f.evidence, "hours"), cost);
@@ -98,9 +102,11 @@ std::string Summary(const PricedFinding& p) {
 std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
                                          std::span<const DeviceHour> devices,
                                          std::span<const UsageRow> usage) {
-  std::map<std::tuple<Micros, std::string, std::string>, const DeviceHour*> device_at;  // hour, node, gpu
+  std::map<std::tuple<Micros, std::string, std::string>, const DeviceHour*>
+      device_at;  // hour, node, gpu
   for (const DeviceHour& d : devices) device_at[{d.hour_us, d.node, d.gpu.value}] = &d;
-  std::map<std::pair<std::string, ConsumerRef>, std::vector<const UsageRow*>> rows_of;  // node, consumer
+  std::map<std::pair<std::string, ConsumerRef>, std::vector<const UsageRow*>>
+      rows_of;  // node, consumer
   for (const UsageRow& r : usage) rows_of[{r.node, r.consumer.ref}].push_back(&r);
   // A MIG instance's physical GPU, from the rows that name it.
   std::map<std::string, std::string> parent;
@@ -113,7 +119,9 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
     PricedFinding p{f, 0, 0, std::string(kRiskBasis)};
     const Micros from = f.first_seen_us;
     const Micros to = std::max(from, f.resolved_us.value_or(f.last_seen_us));
-    auto in_window = [&](const UsageRow& r) { return r.hour_us + kMicrosPerHour > from && r.hour_us < to; };
+    auto in_window = [&](const UsageRow& r) {
+      return r.hour_us + kMicrosPerHour > from && r.hour_us < to;
+    };
     auto device_of = [&](const UsageRow& r) -> const DeviceHour* {
       auto it = device_at.find({r.hour_us, r.node, r.gpu.value});
       return it == device_at.end() ? nullptr : it->second;
@@ -145,9 +153,11 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
           p.cost_basis = kMemoryBasis;
           each_row([&](const UsageRow& r, const DeviceHour& d) {
             if (!OnDevice(r, f.gpu_uuid) || d.memory_total_bytes <= 0) return;
-            const Micros overlap = std::min(to, r.hour_us + kMicrosPerHour) - std::max(from, r.hour_us);
+            const Micros overlap =
+                std::min(to, r.hour_us + kMicrosPerHour) - std::max(from, r.hour_us);
             const __int128 held = static_cast<__int128>(r.memory_kib_s) * 1024 * kMicrosPerSecond;
-            const __int128 beyond = held - static_cast<__int128>(cap) * std::max<Micros>(0, overlap);
+            const __int128 beyond =
+                held - static_cast<__int128>(cap) * std::max<Micros>(0, overlap);
             if (beyond <= 0) return;
             const __int128 gpu_us = beyond / d.memory_total_bytes;
             p.gpu_us += static_cast<GpuMicros>(gpu_us);
@@ -204,13 +214,15 @@ std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage, cons
   const Micros open_from = HourStart(now_us) - kMicrosPerHour;  // the last complete hour
   for (auto& [key, rows] : series) {
     const auto& [node, ref, device] = key;
-    if (ref.IsHost() || policy.Exempt(FindingKind::kIdleAllocation, ref, rows.front()->consumer.labels))
+    if (ref.IsHost() ||
+        policy.Exempt(FindingKind::kIdleAllocation, ref, rows.front()->consumer.labels))
       continue;
     std::sort(rows.begin(), rows.end(),
               [](const UsageRow* a, const UsageRow* b) { return a->hour_us < b->hour_us; });
     auto idle = [&](const UsageRow& r) {
       return r.allocated_us > 0 &&
-             static_cast<double>(r.compute_us) <= policy.idle_compute_fraction * static_cast<double>(r.allocated_us);
+             static_cast<double>(r.compute_us) <=
+                 policy.idle_compute_fraction * static_cast<double>(r.allocated_us);
     };
     std::size_t i = 0;
     while (i < rows.size()) {
@@ -238,7 +250,8 @@ std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage, cons
         f.first_seen_us = rows[i]->hour_us;
         f.last_seen_us = rows[j]->hour_us + kMicrosPerHour;
         if (rows[j]->hour_us < open_from) f.resolved_us = f.last_seen_us;
-        f.evidence = fmt::format("hours={} allocated_gpu_us={} compute_gpu_us={}", hours, allocated, compute);
+        f.evidence = fmt::format("hours={} allocated_gpu_us={} compute_gpu_us={}", hours, allocated,
+                                 compute);
         if (!rows[i]->device_id.empty()) f.evidence += " device_id=" + rows[i]->device_id;
         out.push_back(std::move(f));
       }

@@ -32,7 +32,8 @@ UsageRow Row(Micros hour_us, const ConsumerRef& who, GpuMicros allocated, GpuMic
   return r;
 }
 
-Finding Of(FindingKind kind, const ConsumerRef& who, Micros from, Micros to, std::string evidence = "") {
+Finding Of(FindingKind kind, const ConsumerRef& who, Micros from, Micros to,
+           std::string evidence = "") {
   Finding f;
   f.kind = kind;
   f.node = "n1";
@@ -47,11 +48,13 @@ Finding Of(FindingKind kind, const ConsumerRef& who, Micros from, Micros to, std
 
 TEST(PriceFindings, ComputeWithoutAGrantAtEachHoursOwnPrice) {
   // $3.00 then $3.60 an hour (the second hour only 30 min metered, priced $1.80).
-  std::vector<DeviceHour> devices{Hour(kH0, 3'000'000'000), Hour(kH0 + kMicrosPerHour, 1'800'000'000, kMicrosPerHour / 2)};
+  std::vector<DeviceHour> devices{Hour(kH0, 3'000'000'000),
+                                  Hour(kH0 + kMicrosPerHour, 1'800'000'000, kMicrosPerHour / 2)};
   // 1/3 GPU-hour, then 1/7 of the half hour metered.
   std::vector<UsageRow> usage{Row(kH0, kDebug, 0, kMicrosPerHour / 3),
                               Row(kH0 + kMicrosPerHour, kDebug, 0, kMicrosPerHour / 14)};
-  std::vector<Finding> f{Of(FindingKind::kUnallocatedAccess, kDebug, kH0, kH0 + 90 * 60 * kMicrosPerSecond)};
+  std::vector<Finding> f{
+      Of(FindingKind::kUnallocatedAccess, kDebug, kH0, kH0 + 90 * 60 * kMicrosPerSecond)};
   auto priced = PriceFindings(f, devices, usage);
   ASSERT_EQ(priced.size(), 1u);
   EXPECT_EQ(priced[0].gpu_us, 1'200'000'000 + 257'142'857);
@@ -63,16 +66,19 @@ TEST(PriceFindings, ComputeWithoutAGrantAtEachHoursOwnPrice) {
 TEST(PriceFindings, EachHourRoundsHalfUp) {
   std::vector<DeviceHour> devices{Hour(kH0, 1)};  // 1 nano an hour
   std::vector<UsageRow> usage{Row(kH0, kDebug, 0, kMicrosPerHour / 2)};
-  auto priced = PriceFindings(std::vector<Finding>{Of(FindingKind::kUnmanagedProcess, kDebug, kH0, kH0 + kMicrosPerHour)},
-                              devices, usage);
+  auto priced = PriceFindings(
+      std::vector<Finding>{Of(FindingKind::kUnmanagedProcess, kDebug, kH0, kH0 + kMicrosPerHour)},
+      devices, usage);
   EXPECT_EQ(priced[0].cost_nanos, 1) << "half a nano rounds up";
 }
 
 TEST(PriceFindings, StaleGrantHoldsItsShareWhileListed) {
-  std::vector<DeviceHour> devices{Hour(kH0, 3'600'000'000), Hour(kH0 + kMicrosPerHour, 3'600'000'000)};
+  std::vector<DeviceHour> devices{Hour(kH0, 3'600'000'000),
+                                  Hour(kH0 + kMicrosPerHour, 3'600'000'000)};
   // A quarter of the GPU from 00:45 to 01:15: 15 min in each hour.
   auto f = Of(FindingKind::kStaleGrant, kDebug, kH0 + 45 * 60 * kMicrosPerSecond,
-              kH0 + 75 * 60 * kMicrosPerSecond, "device_id=GPU-1::2 share_ppd=" + std::to_string(kWholeGpu / 4));
+              kH0 + 75 * 60 * kMicrosPerSecond,
+              "device_id=GPU-1::2 share_ppd=" + std::to_string(kWholeGpu / 4));
   auto priced = PriceFindings(std::vector<Finding>{f}, devices, {});
   EXPECT_EQ(priced[0].gpu_us, 2 * 15 * 60 * kMicrosPerSecond / 4);
   EXPECT_EQ(priced[0].cost_nanos, 2 * 225'000'000);  // $3.60/h x 1/4 x 1/4 h, twice
@@ -96,17 +102,20 @@ TEST(DetectIdleAllocations, ARunOfIdleHoursLongEnough) {
   std::vector<UsageRow> usage;
   // Hours 0-3 idle (1% of the allocation is still idle), hour 4 busy, hours 5-6 idle.
   for (int h = 0; h < 7; ++h)
-    usage.push_back(Row(kH0 + h * kMicrosPerHour, kNotebook, kMicrosPerHour, h == 4 ? kMicrosPerHour / 2 : kMicrosPerHour / 100));
+    usage.push_back(Row(kH0 + h * kMicrosPerHour, kNotebook, kMicrosPerHour,
+                        h == 4 ? kMicrosPerHour / 2 : kMicrosPerHour / 100));
   auto found = DetectIdleAllocations(usage, p, "c", kH0 + 7 * kMicrosPerHour);
   ASSERT_EQ(found.size(), 1u) << "the run of 2 is too short";
   EXPECT_EQ(found[0].first_seen_us, kH0);
   EXPECT_EQ(found[0].last_seen_us, kH0 + 4 * kMicrosPerHour);
   EXPECT_EQ(found[0].resolved_us, kH0 + 4 * kMicrosPerHour) << "it got busy";
   EXPECT_EQ(found[0].evidence, "hours=4 allocated_gpu_us=14400000000 compute_gpu_us=144000000");
-  auto priced = PriceFindings(found, std::vector<DeviceHour>{Hour(kH0, 1'000'000'000), Hour(kH0 + kMicrosPerHour, 1'000'000'000),
-                                                             Hour(kH0 + 2 * kMicrosPerHour, 1'000'000'000),
-                                                             Hour(kH0 + 3 * kMicrosPerHour, 1'000'000'000)},
-                              usage);
+  auto priced = PriceFindings(
+      found,
+      std::vector<DeviceHour>{Hour(kH0, 1'000'000'000), Hour(kH0 + kMicrosPerHour, 1'000'000'000),
+                              Hour(kH0 + 2 * kMicrosPerHour, 1'000'000'000),
+                              Hour(kH0 + 3 * kMicrosPerHour, 1'000'000'000)},
+      usage);
   EXPECT_EQ(priced[0].cost_nanos, 4'000'000'000);
   p.exemptions.push_back(Exemption{"nb", {}, {}, 1});
   EXPECT_TRUE(DetectIdleAllocations(usage, p, "c", kH0).empty());

@@ -25,9 +25,8 @@ constexpr Micros kH0 = 1'800'000'000LL * kMicrosPerSecond;  // an hour boundary
 // An H100 agent with GPM, at `t` seconds of uptime of the counters: the pod holds the whole GPU,
 // a kernel is resident all the time (util 100%) but the SMs are 5% active.
 std::string GpmAgent(double t) {
-  constexpr const char* kPod =
-      R"(container="main",gpu_uuid="GPU-h100",namespace="ml",)"
-      R"(pod="train-0",pod_uid="uid-train-0")";
+  constexpr const char* kPod = R"(container="main",gpu_uuid="GPU-h100",namespace="ml",)"
+                               R"(pod="train-0",pod_uid="uid-train-0")";
   return fmt::format(
       R"(# TYPE gpuledger_device_info gauge
 gpuledger_device_info{{gpu_model="H100-80GB",gpu_uuid="GPU-h100",mig_profile="",node="node-a",parent_uuid="",sharing_mode="exclusive"}} 1

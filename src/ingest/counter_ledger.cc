@@ -33,10 +33,22 @@ constexpr int kStateVersion = 3;
 
 // What a counter adds to, and its scale from the exposition's base unit to the ledger's.
 enum class Field {
-  kMetered, kBusy, kIdle, kUnattributed, kDeviceEnergy, kUnattributedMemory,  // per device
-  kAllocated, kCompute, kMemory, kConsumerEnergy,         // per (device, consumer)
-  kSmActive, kSmOccupancy, kTensorActive, kDramActive,    // per (device, consumer): activity
-  kComputeBucket, kMemoryBucket,  // per (device, consumer): cumulative histogram bucket counts
+  kMetered,
+  kBusy,
+  kIdle,
+  kUnattributed,
+  kDeviceEnergy,
+  kUnattributedMemory,  // per device
+  kAllocated,
+  kCompute,
+  kMemory,
+  kConsumerEnergy,  // per (device, consumer)
+  kSmActive,
+  kSmOccupancy,
+  kTensorActive,
+  kDramActive,  // per (device, consumer): activity
+  kComputeBucket,
+  kMemoryBucket,  // per (device, consumer): cumulative histogram bucket counts
 };
 
 struct CounterKind {
@@ -117,7 +129,6 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
          r.container;
 }
 
-
 // "measured:process-samples" -> (Quality "measured", rule "process-samples"); "estimated" ->
 // (estimated, ""). The quality is nullopt for text that names none ("", an unknown word).
 std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view text) {
@@ -164,8 +175,8 @@ struct CounterLedger::Impl {
   struct InstanceState {
     Micros last_at_us = INT64_MIN;
     std::map<std::string, SeriesState> series;
-    std::map<std::string, DeviceFacts> devices;     // gpu uuid -> facts
-    std::map<std::string, Sources> attribution;     // ConsumerKey -> sources
+    std::map<std::string, DeviceFacts> devices;  // gpu uuid -> facts
+    std::map<std::string, Sources> attribution;  // ConsumerKey -> sources
   };
   struct ConsumerAcc {
     GpuMicros allocated_us = 0, compute_us = 0;
@@ -257,7 +268,8 @@ struct CounterLedger::Impl {
     std::vector<std::uint64_t> overlap;
     for (Micros h = HourStart(t0); h < t1; h += kMicrosPerHour) {
       hours.push_back(h);
-      overlap.push_back(static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
+      overlap.push_back(
+          static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
     }
     const std::vector<std::int64_t> parts = Apportion(delta, overlap);
     for (std::size_t i = 0; i < hours.size(); ++i) {
@@ -270,26 +282,59 @@ struct CounterLedger::Impl {
       if (consumer && part == 0) continue;
       DeviceAcc& acc = Acc(h, gpu, inst);
       switch (kind.field) {
-        case Field::kMetered: acc.metered_us += part; continue;
-        case Field::kBusy: acc.busy_us += part; continue;
-        case Field::kIdle: acc.idle_us += part; continue;
-        case Field::kUnattributed: acc.unattributed_us += part; continue;
-        case Field::kDeviceEnergy: acc.energy_mj += part; continue;
-        case Field::kUnattributedMemory: acc.unattributed_memory_kib_s += part; continue;
-        default: break;
+        case Field::kMetered:
+          acc.metered_us += part;
+          continue;
+        case Field::kBusy:
+          acc.busy_us += part;
+          continue;
+        case Field::kIdle:
+          acc.idle_us += part;
+          continue;
+        case Field::kUnattributed:
+          acc.unattributed_us += part;
+          continue;
+        case Field::kDeviceEnergy:
+          acc.energy_mj += part;
+          continue;
+        case Field::kUnattributedMemory:
+          acc.unattributed_memory_kib_s += part;
+          continue;
+        default:
+          break;
       }
       ConsumerAcc& c = acc.consumers[ref];
       switch (kind.field) {
-        case Field::kAllocated: c.allocated_us += part; break;
-        case Field::kCompute: c.compute_us += part; break;
-        case Field::kMemory: c.memory_kib_s += part; break;
-        case Field::kSmActive: c.activity.sm_active_us += part; break;
-        case Field::kSmOccupancy: c.activity.sm_occupancy_us += part; break;
-        case Field::kTensorActive: c.activity.tensor_active_us += part; break;
-        case Field::kDramActive: c.activity.dram_active_us += part; break;
-        case Field::kComputeBucket: c.compute_le[bucket] += part; break;
-        case Field::kMemoryBucket: c.memory_le[bucket] += part; break;
-        default: c.energy_mj += part; break;
+        case Field::kAllocated:
+          c.allocated_us += part;
+          break;
+        case Field::kCompute:
+          c.compute_us += part;
+          break;
+        case Field::kMemory:
+          c.memory_kib_s += part;
+          break;
+        case Field::kSmActive:
+          c.activity.sm_active_us += part;
+          break;
+        case Field::kSmOccupancy:
+          c.activity.sm_occupancy_us += part;
+          break;
+        case Field::kTensorActive:
+          c.activity.tensor_active_us += part;
+          break;
+        case Field::kDramActive:
+          c.activity.dram_active_us += part;
+          break;
+        case Field::kComputeBucket:
+          c.compute_le[bucket] += part;
+          break;
+        case Field::kMemoryBucket:
+          c.memory_le[bucket] += part;
+          break;
+        default:
+          c.energy_mj += part;
+          break;
       }
       Book(c, inst, gpu, ref);
     }
@@ -342,7 +387,9 @@ struct CounterLedger::Impl {
     json attribution = json::array();
     for (const auto& [key, src] : inst.attribution)
       attribution.push_back({key, src.compute, src.memory, src.seen_us, src.activity, src.share});
-    return {{"last_at_us", inst.last_at_us}, {"series", series}, {"devices", devices},
+    return {{"last_at_us", inst.last_at_us},
+            {"series", series},
+            {"devices", devices},
             {"attribution", attribution}};
   }
 
@@ -380,15 +427,39 @@ struct CounterLedger::Impl {
   static json HourJson(const HourKey& key, const DeviceAcc& a) {
     json consumers = json::array();
     for (const auto& [ref, c] : a.consumers)
-      consumers.push_back({ref.namespace_name, ref.pod, ref.pod_uid.value, ref.container,
-                           c.allocated_us, c.compute_us, c.memory_kib_s, c.energy_mj,
-                           c.peak_memory_bytes, static_cast<int>(c.compute_quality),
-                           static_cast<int>(c.memory_quality), c.rule, c.activity.sm_active_us,
-                           c.activity.sm_occupancy_us, c.activity.tensor_active_us,
-                           c.activity.dram_active_us, static_cast<int>(c.activity_quality),
-                           c.activity_rule, c.share_source, c.compute_le, c.memory_le});
-    return {key.first, key.second, a.node, a.model, a.sharing, a.metered_us, a.busy_us,
-            a.idle_us, a.unattributed_us, a.energy_mj, a.memory_total_bytes, consumers,
+      consumers.push_back({ref.namespace_name,
+                           ref.pod,
+                           ref.pod_uid.value,
+                           ref.container,
+                           c.allocated_us,
+                           c.compute_us,
+                           c.memory_kib_s,
+                           c.energy_mj,
+                           c.peak_memory_bytes,
+                           static_cast<int>(c.compute_quality),
+                           static_cast<int>(c.memory_quality),
+                           c.rule,
+                           c.activity.sm_active_us,
+                           c.activity.sm_occupancy_us,
+                           c.activity.tensor_active_us,
+                           c.activity.dram_active_us,
+                           static_cast<int>(c.activity_quality),
+                           c.activity_rule,
+                           c.share_source,
+                           c.compute_le,
+                           c.memory_le});
+    return {key.first,
+            key.second,
+            a.node,
+            a.model,
+            a.sharing,
+            a.metered_us,
+            a.busy_us,
+            a.idle_us,
+            a.unattributed_us,
+            a.energy_mj,
+            a.memory_total_bytes,
+            consumers,
             a.unattributed_memory_kib_s};
   }
 
@@ -573,7 +644,8 @@ struct CounterLedger::Impl {
         f.parent = Label(s.labels, "parent_uuid");
         f.seen_us = at;
       } else if (s.name == kAttributionInfo) {
-        Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))];
+        Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")),
+                                                    RefOf(s.labels))];
         src.compute = Label(s.labels, "compute_source");
         src.memory = Label(s.labels, "memory_source");
         src.activity = Label(s.labels, "activity_source");
@@ -589,7 +661,8 @@ struct CounterLedger::Impl {
     // An agent restart: the new counters cover at most its uptime (the largest metered
     // counter), so reset and new series are booked over that, not the whole gap.
     Micros reset_from = count_from_start ? agent_start_us : prev_at;
-    if (restarted_us >= 0 && prev_at != INT64_MIN) reset_from = std::max(prev_at, at - restarted_us);
+    if (restarted_us >= 0 && prev_at != INT64_MIN)
+      reset_from = std::max(prev_at, at - restarted_us);
     const auto memory_bounds = MemoryBucketBounds(scrape);
     for (const Sample& s : scrape.samples) {
       const CounterKind* kind = FindCounter(s.name);
@@ -664,9 +737,9 @@ struct CounterLedger::Impl {
 const std::vector<std::string>& FedSeriesNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (std::string_view n : {kDeviceInfo, kAttributionInfo, kAgentStart, kMemoryTotal,
-                               kContainerMemoryUsed, kContainerPeak, kContainerPreviousPeak,
-                               kAgentHourStart})
+    for (std::string_view n :
+         {kDeviceInfo, kAttributionInfo, kAgentStart, kMemoryTotal, kContainerMemoryUsed,
+          kContainerPeak, kContainerPreviousPeak, kAgentHourStart})
       out.emplace_back(n);
     for (const CounterKind& k : kCounters) out.emplace_back(k.name);
     return out;
@@ -678,12 +751,11 @@ CounterLedger::CounterLedger(std::string cluster,
                              std::function<ConsumerInfo(const ConsumerRef&)> describe)
     : impl_(std::make_shared<Impl>()) {
   impl_->cluster = std::move(cluster);
-  impl_->describe = describe ? std::move(describe)
-                             : [](const ConsumerRef& ref) {
-                               ConsumerInfo info;
-                               info.ref = ref;
-                               return info;
-                             };
+  impl_->describe = describe ? std::move(describe) : [](const ConsumerRef& ref) {
+    ConsumerInfo info;
+    info.ref = ref;
+    return info;
+  };
 }
 
 void CounterLedger::Feed(const TargetScrape& scrape) { impl_->Feed(scrape); }
@@ -840,7 +912,8 @@ Status CounterLedger::RestoreParts(const std::map<std::string, std::string>& par
         auto v = Impl::ReadEngine(j, *fresh);
         if (!v) return fail(part, v.error().message);
         if (*v != kStateVersion)
-          return fail(part, fmt::format("parts of version {}, this build reads {}", *v, kStateVersion));
+          return fail(part,
+                      fmt::format("parts of version {}, this build reads {}", *v, kStateVersion));
       } else if (part.starts_with("instance/")) {
         std::string name = part.substr(std::string_view("instance/").size());
         if (j.at("name").get<std::string>() != name) return fail(part, "names another instance");

@@ -36,8 +36,11 @@ TargetScrape Scrape(const std::string& instance, Micros at, const std::vector<De
   TargetScrape s{instance, at, {}};
   for (const Dev& d : devs) {
     s.samples.push_back({"gpuledger_device_info",
-                         {{"gpu_model", "A100-80GB"}, {"gpu_uuid", d.gpu}, {"mig_profile", ""},
-                          {"node", instance + "-node"}, {"parent_uuid", ""},
+                         {{"gpu_model", "A100-80GB"},
+                          {"gpu_uuid", d.gpu},
+                          {"mig_profile", ""},
+                          {"node", instance + "-node"},
+                          {"parent_uuid", ""},
                           {"sharing_mode", "time-slicing"}},
                          1});
     Labels l{{"gpu_uuid", d.gpu}};
@@ -49,7 +52,10 @@ TargetScrape Scrape(const std::string& instance, Micros at, const std::vector<De
     s.samples.push_back({"gpuledger_device_memory_total_bytes", l, 80.0 * kGiB});
   }
   for (const Ctr& c : ctrs) {
-    Labels l{{"container", "main"}, {"gpu_uuid", c.gpu}, {"namespace", "ml"}, {"pod", c.pod},
+    Labels l{{"container", "main"},
+             {"gpu_uuid", c.gpu},
+             {"namespace", "ml"},
+             {"pod", c.pod},
              {"pod_uid", "uid-" + c.pod}};
     s.samples.push_back({"gpuledger_container_allocated_gpu_seconds_total", l, c.allocated});
     s.samples.push_back({"gpuledger_container_compute_gpu_seconds_total", l, c.compute});
@@ -99,20 +105,20 @@ std::string Dump(const std::vector<LedgerHour>& hours) {
   std::string out;
   for (const LedgerHour& h : hours) {
     const DeviceHour& d = h.device;
-    out += fmt::format("{} {} {} {} {} m={} u={} un={} b={} i={} ua={} e={} ie={} ue={} mem={}\n",
-                       d.hour_us, d.gpu.value, d.node, d.gpu_model, ToString(d.sharing),
-                       d.metered_us, d.unmetered_us, d.unallocated_us, d.busy_us, d.idle_us,
-                       d.unattributed_us, d.energy_mj, d.idle_energy_mj, d.unattributed_energy_mj,
-                       d.memory_total_bytes);
+    out +=
+        fmt::format("{} {} {} {} {} m={} u={} un={} b={} i={} ua={} e={} ie={} ue={} mem={}\n",
+                    d.hour_us, d.gpu.value, d.node, d.gpu_model, ToString(d.sharing), d.metered_us,
+                    d.unmetered_us, d.unallocated_us, d.busy_us, d.idle_us, d.unattributed_us,
+                    d.energy_mj, d.idle_energy_mj, d.unattributed_energy_mj, d.memory_total_bytes);
     for (const UsageRow& r : h.usage)
-      out += fmt::format("  {} a={} c={} mb={} e={} peak={} q={}/{} {} act={}/{}/{}/{} {}:{} "
-                         "s={}\n",
-                         r.consumer.ref.Key(), r.allocated_us, r.compute_us, r.memory_kib_s,
-                         r.energy_mj, r.peak_memory_bytes, ToString(r.compute_quality),
-                         ToString(r.memory_quality), r.compute_rule, r.activity.sm_active_us,
-                         r.activity.sm_occupancy_us, r.activity.tensor_active_us,
-                         r.activity.dram_active_us, ToString(r.activity_quality), r.activity_rule,
-                         r.share_source);
+      out += fmt::format(
+          "  {} a={} c={} mb={} e={} peak={} q={}/{} {} act={}/{}/{}/{} {}:{} "
+          "s={}\n",
+          r.consumer.ref.Key(), r.allocated_us, r.compute_us, r.memory_kib_s, r.energy_mj,
+          r.peak_memory_bytes, ToString(r.compute_quality), ToString(r.memory_quality),
+          r.compute_rule, r.activity.sm_active_us, r.activity.sm_occupancy_us,
+          r.activity.tensor_active_us, r.activity.dram_active_us, ToString(r.activity_quality),
+          r.activity_rule, r.share_source);
   }
   return out;
 }
@@ -126,8 +132,9 @@ TEST(CounterLedger, AnnotatedFractionsComeOutOfTheKaiReservation) {
     return info;
   });
   auto scrape = [&](Micros at, double t) {
-    TargetScrape s = Scrape("a:9400", at, {{"GPU-A", t, t / 2, t / 2, 0, 0}},
-                            {{"gpu-reservation", "GPU-A", t, 0, 0, 0}, {"half", "GPU-A", 0, t / 2, t * 1e9, 0}});
+    TargetScrape s =
+        Scrape("a:9400", at, {{"GPU-A", t, t / 2, t / 2, 0, 0}},
+               {{"gpu-reservation", "GPU-A", t, 0, 0, 0}, {"half", "GPU-A", 0, t / 2, t * 1e9, 0}});
     // KAI's reservation pods live in their own namespace.
     const std::pair<std::string, std::string> reservation_pod{"pod", "gpu-reservation"};
     for (auto& sample : s.samples) {
@@ -158,9 +165,9 @@ TEST(CounterLedger, DeltasBecomeExactHourRows) {
                 {{"p1", "GPU-A", 40, 20, 4e9, 300}, {"p2", "GPU-A", 30, 20, 0, 200}}));
   // First scrape of an agent: a baseline only.
   EXPECT_TRUE(l.Hours(INT64_MAX).empty());
-  l.Feed(Scrape("a:9400", kH0 + 600 * kS, {{"GPU-A", 700, 350, 350, 70, 61000}},
-                {{"p1", "GPU-A", 340, 140, 4e9 + 600 * 2e9, 20300},
-                 {"p2", "GPU-A", 180, 140, 0, 20200}}));
+  l.Feed(Scrape(
+      "a:9400", kH0 + 600 * kS, {{"GPU-A", 700, 350, 350, 70, 61000}},
+      {{"p1", "GPU-A", 340, 140, 4e9 + 600 * 2e9, 20300}, {"p2", "GPU-A", 180, 140, 0, 20200}}));
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 1u);
   const DeviceHour& d = hours[0].device;
@@ -204,8 +211,10 @@ TEST(CounterLedger, AgentStartedWhileWatchedCountsFromItsStart) {
     CounterLedger l("c1", nullptr);
     const Micros agent_start = kH0 + 600 * kS;
     l.ObserveSince(watched_before ? kH0 : agent_start + kS);
-    TargetScrape first = Scrape("a", agent_start + 30 * kS, {{"GPU-A", 30, 15, 15, 0}}, {{"p1", "GPU-A", 7.5}});
-    first.samples.push_back({"gpuledger_agent_start_time_seconds", {}, static_cast<double>(agent_start) / 1e6});
+    TargetScrape first =
+        Scrape("a", agent_start + 30 * kS, {{"GPU-A", 30, 15, 15, 0}}, {{"p1", "GPU-A", 7.5}});
+    first.samples.push_back(
+        {"gpuledger_agent_start_time_seconds", {}, static_cast<double>(agent_start) / 1e6});
     l.Feed(first);
     l.Feed(Scrape("a", agent_start + 90 * kS, {{"GPU-A", 90, 45, 45, 0}}, {{"p1", "GPU-A", 22.5}}));
     auto hours = l.Hours(INT64_MAX);
@@ -218,14 +227,16 @@ TEST(CounterLedger, AgentStartedWhileWatchedCountsFromItsStart) {
 
 TEST(CounterLedger, ResetThenMissedScrape) {
   CounterLedger l("c1", nullptr);
-  l.Feed(Scrape("a", kH0, {{"GPU-A", 100, 50, 50, 10}}, {{"p1", "GPU-A", 40, 20}, {"p2", "GPU-A", 30, 20}}));
+  l.Feed(Scrape("a", kH0, {{"GPU-A", 100, 50, 50, 10}},
+                {{"p1", "GPU-A", 40, 20}, {"p2", "GPU-A", 30, 20}}));
   l.Feed(Scrape("a", kH0 + 600 * kS, {{"GPU-A", 700, 350, 350, 70}},
                 {{"p1", "GPU-A", 340, 140}, {"p2", "GPU-A", 180, 140}}));
   // Restarted 300 s ago: every counter went back; the new values are the deltas.
   l.Feed(Scrape("a", kH0 + 1200 * kS, {{"GPU-A", 300, 100, 200, 0}}, {{"p1", "GPU-A", 150, 100}}));
   EXPECT_EQ(l.resets(), 6);  // metered, busy, idle, unattributed, p1 allocated, p1 compute
   // kH0+1800 missed; the next delta carries its seconds.
-  l.Feed(Scrape("a", kH0 + 2400 * kS, {{"GPU-A", 1500, 700, 800, 100}}, {{"p1", "GPU-A", 1350, 600}}));
+  l.Feed(
+      Scrape("a", kH0 + 2400 * kS, {{"GPU-A", 1500, 700, 800, 100}}, {{"p1", "GPU-A", 1350, 600}}));
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 1u);
   const DeviceHour& d = hours[0].device;
@@ -269,7 +280,8 @@ TEST(CounterLedger, AgentDownTwentyMinutesIsUnmetered) {
   // Restarted at :40; first successful scrape at :45.
   double m2 = 300;
   for (int min = 45; min <= 60; min += 5, m2 += 300)
-    l.Feed(Scrape("a", kH0 + min * 60 * kS, {{"GPU-A", m2, m2 / 2, m2 / 2, 0}}, {{"p1", "GPU-A", m2}}));
+    l.Feed(Scrape("a", kH0 + min * 60 * kS, {{"GPU-A", m2, m2 / 2, m2 / 2, 0}},
+                  {{"p1", "GPU-A", m2}}));
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 1u);
   EXPECT_EQ(hours[0].device.metered_us, 40 * 60 * kS);
@@ -468,7 +480,8 @@ TEST(CounterLedger, StateInPartsIsTheWholeStateAndOnlyWhatChanged) {
   }
   // One more scrape of one agent: its instance, the hours it touched and the engine's
   // counters are pending, the other agent's part is not.
-  const std::string other = stream.back().instance == "10.0.0.1:9400" ? "10.0.0.2:9400" : "10.0.0.1:9400";
+  const std::string other =
+      stream.back().instance == "10.0.0.1:9400" ? "10.0.0.2:9400" : "10.0.0.1:9400";
   Apply(stored, first.PendingState());
   first.StateSaved();
   TargetScrape late = stream.back();
@@ -506,9 +519,10 @@ TEST(CounterLedger, RestorePartsNamesThePartItCannotRead) {
   ASSERT_TRUE(r.RestoreParts(good, "ingest_state/").ok());
   EXPECT_EQ(r.State(), l.State());
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"instance/a", "{\"last_at_us\": 1"},                       // not JSON
-      {"instance/a", "{\"name\": \"b\"}"},                      // another instance's
-      {"engine", "{\"kind\": \"gpuledger-counter-ledger\", \"version\": 2}"},  // whole-state version
+      {"instance/a", "{\"last_at_us\": 1"},  // not JSON
+      {"instance/a", "{\"name\": \"b\"}"},   // another instance's
+      {"engine",
+       "{\"kind\": \"gpuledger-counter-ledger\", \"version\": 2}"},  // whole-state version
       {"hour/1/GPU-A", "[]"},
       {"surprise", "{}"},
   };
@@ -518,7 +532,8 @@ TEST(CounterLedger, RestorePartsNamesThePartItCannotRead) {
     Status s = r.RestoreParts(bad, "ingest_state/");
     ASSERT_FALSE(s.ok()) << part << " = " << text;
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
-    EXPECT_TRUE(s.error().message.starts_with("'ingest_state/" + part + "': ")) << s.error().message;
+    EXPECT_TRUE(s.error().message.starts_with("'ingest_state/" + part + "': "))
+        << s.error().message;
   }
   auto no_engine = good;
   no_engine.erase("engine");
@@ -545,8 +560,8 @@ TEST(CounterLedger, PruneDropsAgentsDevicesAndEntriesNotSeenSince) {
   l.Prune(kH0 + 61 * kS);
   auto after = l.footprint();
   EXPECT_EQ(after.instances, 1);
-  EXPECT_EQ(after.devices, 1);      // GPU-A
-  EXPECT_EQ(after.attribution, 1);  // p2
+  EXPECT_EQ(after.devices, 1);           // GPU-A
+  EXPECT_EQ(after.attribution, 1);       // p2
   EXPECT_EQ(after.hours, before.hours);  // open hours are Forget's
   auto delta = l.PendingState();
   EXPECT_TRUE(delta.erase.contains("instance/old"));
@@ -556,7 +571,8 @@ TEST(CounterLedger, PruneDropsAgentsDevicesAndEntriesNotSeenSince) {
   GpuMicros metered = 0;
   for (const auto& h : l.Hours(INT64_MAX))
     if (h.device.gpu.value == "GPU-O") metered += h.device.metered_us;
-  EXPECT_EQ(metered, 60 * kS);  // its first life's minute; the second life's first scrape is a baseline
+  EXPECT_EQ(metered,
+            60 * kS);  // its first life's minute; the second life's first scrape is a baseline
 }
 
 // The activity counters go through the same exact deltas as compute: 100% util and 5% SM
@@ -673,7 +689,17 @@ TEST(CounterLedger, ActivityCountersSurviveARestart) {
 // A state saved before activity existed (attribution entries of 4 fields, consumer
 // accumulators of 12) still restores: its rows have no activity; counting goes on.
 TEST(CounterLedger, StateFromBeforeActivityRestores) {
-  Ctr c{"p1", "GPU-A", 0, 0, 0, 0, 0, 0, 0, 0, "measured:gpm",
+  Ctr c{"p1",
+        "GPU-A",
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        "measured:gpm",
         "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"};
   CounterLedger l("c1", nullptr);
   l.Feed(Scrape("a", kH0, {{"GPU-A", 0}}, {c}));
@@ -710,13 +736,13 @@ TEST(CounterLedger, FedSeriesNamesListEverySeriesTheEngineReads) {
   const auto& names = FedSeriesNames();
   const std::set<std::string> fed(names.begin(), names.end());
   EXPECT_EQ(fed.size(), names.size());
-  for (const char* n : {"gpuledger_container_sm_active_gpu_seconds_total",
-                        "gpuledger_container_sm_occupancy_gpu_seconds_total",
-                        "gpuledger_container_tensor_active_gpu_seconds_total",
-                        "gpuledger_container_dram_active_gpu_seconds_total",
-                        "gpuledger_container_attribution_info",
-                        "gpuledger_container_memory_used_bytes",
-                        "gpuledger_device_unattributed_memory_byte_seconds_total"})
+  for (const char* n :
+       {"gpuledger_container_sm_active_gpu_seconds_total",
+        "gpuledger_container_sm_occupancy_gpu_seconds_total",
+        "gpuledger_container_tensor_active_gpu_seconds_total",
+        "gpuledger_container_dram_active_gpu_seconds_total", "gpuledger_container_attribution_info",
+        "gpuledger_container_memory_used_bytes",
+        "gpuledger_device_unattributed_memory_byte_seconds_total"})
     EXPECT_TRUE(fed.contains(n)) << n;
   const auto stream = Stream();
   for (const auto& s : stream)
@@ -745,7 +771,6 @@ TEST(CounterLedger, RestoreRefusesWhatIsNotOurs) {
   }
 }
 
-
 namespace histograms {
 
 // The agent's two rightsizing histograms for one container, cumulative counts per `le` as the
@@ -754,10 +779,14 @@ namespace histograms {
 void AddHistograms(TargetScrape& s, const std::string& pod, const std::string& gpu,
                    const std::array<double, 6>& compute_le, const std::array<double, 4>& memory_le,
                    const char* first_bound = "0.05") {
-  Labels l{{"container", "main"}, {"gpu_uuid", gpu}, {"namespace", "ml"}, {"pod", pod},
+  Labels l{{"container", "main"},
+           {"gpu_uuid", gpu},
+           {"namespace", "ml"},
+           {"pod", pod},
            {"pod_uid", "uid-" + pod}};
-  const std::string compute_bounds[] = {first_bound, "0.14285714285714285", "0.2857142857142857",
-                                        "0.42857142857142855", "0.5714285714285714", "+Inf"};
+  const std::string compute_bounds[] = {first_bound,          "0.14285714285714285",
+                                        "0.2857142857142857", "0.42857142857142855",
+                                        "0.5714285714285714", "+Inf"};
   for (int i = 0; i < 6; ++i) {
     Labels b = l;
     b.push_back({"le", compute_bounds[i]});
@@ -775,8 +804,8 @@ void AddHistograms(TargetScrape& s, const std::string& pod, const std::string& g
 TargetScrape WithHistograms(const std::string& instance, Micros at, double t,
                             const std::array<double, 6>& compute_le,
                             const std::array<double, 4>& memory_le) {
-  TargetScrape s = Scrape(instance, at, {{"GPU-A", t, t / 2, t / 2, 0, 0}},
-                          {{"p1", "GPU-A", t, t / 2, 0, 0}});
+  TargetScrape s =
+      Scrape(instance, at, {{"GPU-A", t, t / 2, t / 2, 0, 0}}, {{"p1", "GPU-A", t, t / 2, 0, 0}});
   AddHistograms(s, "p1", "GPU-A", compute_le, memory_le);
   return s;
 }
@@ -805,8 +834,10 @@ TEST(CounterLedger, HistogramDeltaAcrossAnHourSplitsByTime) {
   l.Feed(WithHistograms("a", kH0 + 6000 * kS, 3600, {0, 0, 60, 60, 60, 60}, {60, 60, 60, 60}));
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 2u);
-  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 20, 0, 0, 0}));
-  EXPECT_EQ(Row(hours[1], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 40, 0, 0, 0}));
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute,
+            (std::array<std::int64_t, 6>{0, 0, 20, 0, 0, 0}));
+  EXPECT_EQ(Row(hours[1], "p1")->histogram.compute,
+            (std::array<std::int64_t, 6>{0, 0, 40, 0, 0, 0}));
   EXPECT_EQ(Row(hours[0], "p1")->histogram.memory, (std::array<std::int64_t, 4>{20, 0, 0, 0}));
   EXPECT_EQ(Row(hours[1], "p1")->histogram.memory, (std::array<std::int64_t, 4>{40, 0, 0, 0}));
 }
@@ -817,13 +848,14 @@ TEST(CounterLedger, HistogramResetsCountAndOtherLayoutsAreSkipped) {
   CounterLedger l("c1", nullptr);
   l.Feed(WithHistograms("a", kH0 + 10 * kS, 10, {0, 0, 0, 0, 10, 10}, {10, 10, 10, 10}));
   l.Feed(WithHistograms("a", kH0 + 610 * kS, 5, {0, 0, 0, 0, 5, 5}, {5, 5, 5, 5}));  // reset
-  TargetScrape odd = Scrape("b", kH0 + 10 * kS, {{"GPU-B", 10, 5, 5, 0, 0}},
-                            {{"q1", "GPU-B", 10, 5, 0, 0}});
+  TargetScrape odd =
+      Scrape("b", kH0 + 10 * kS, {{"GPU-B", 10, 5, 5, 0, 0}}, {{"q1", "GPU-B", 10, 5, 0, 0}});
   AddHistograms(odd, "q1", "GPU-B", {1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}, "0.1");
   l.Feed(odd);
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 1u);
-  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 0, 0, 0, 5, 0}));
+  EXPECT_EQ(Row(hours[0], "p1")->histogram.compute,
+            (std::array<std::int64_t, 6>{0, 0, 0, 0, 5, 0}));
   EXPECT_EQ(Row(hours[0], "p1")->histogram.memory, (std::array<std::int64_t, 4>{5, 0, 0, 0}));
   EXPECT_EQ(l.skipped_buckets(), 1);
 }
@@ -835,10 +867,13 @@ TEST(CounterLedger, AgentHourPeaksRaiseThePeakOfTheirHour) {
   CounterLedger l("c1", nullptr);
   auto with_peaks = [](Micros at, double t, Micros agent_hour, double peak, double previous) {
     TargetScrape s = Scrape("a", at, {{"GPU-A", t, 0, t, 0, 0}}, {{"p1", "GPU-A", t, 0, 0, 0}});
-    Labels l{{"container", "main"}, {"gpu_uuid", "GPU-A"}, {"namespace", "ml"}, {"pod", "p1"},
+    Labels l{{"container", "main"},
+             {"gpu_uuid", "GPU-A"},
+             {"namespace", "ml"},
+             {"pod", "p1"},
              {"pod_uid", "uid-p1"}};
-    s.samples.push_back({"gpuledger_agent_hour_start_seconds", {},
-                         static_cast<double>(agent_hour / kS)});
+    s.samples.push_back(
+        {"gpuledger_agent_hour_start_seconds", {}, static_cast<double>(agent_hour / kS)});
     s.samples.push_back({"gpuledger_container_memory_peak_bytes", l, peak});
     if (previous > 0)
       s.samples.push_back({"gpuledger_container_memory_previous_hour_peak_bytes", l, previous});
@@ -853,19 +888,21 @@ TEST(CounterLedger, AgentHourPeaksRaiseThePeakOfTheirHour) {
   EXPECT_EQ(Row(hours[0], "p1")->peak_memory_bytes, 7 * kGiB);
   EXPECT_EQ(Row(hours[1], "p1")->peak_memory_bytes, 3 * kGiB);
   const auto& names = FedSeriesNames();
-  for (const char* n : {"gpuledger_agent_hour_start_seconds",
-                        "gpuledger_container_memory_peak_bytes",
-                        "gpuledger_container_memory_previous_hour_peak_bytes",
-                        "gpuledger_container_compute_share_bucket",
-                        "gpuledger_container_memory_usage_bytes_bucket"})
+  for (const char* n :
+       {"gpuledger_agent_hour_start_seconds", "gpuledger_container_memory_peak_bytes",
+        "gpuledger_container_memory_previous_hour_peak_bytes",
+        "gpuledger_container_compute_share_bucket",
+        "gpuledger_container_memory_usage_bytes_bucket"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
 }
 
 // The open hour's bucket counts are part of the state: restored midway, the rows are the same.
 TEST(CounterLedger, HistogramCountsSurviveARestore) {
   const auto a = WithHistograms("a", kH0 + 10 * kS, 10, {0, 1, 1, 1, 1, 1}, {1, 1, 1, 1});
-  const auto b = WithHistograms("a", kH0 + 1210 * kS, 1210, {0, 11, 11, 21, 21, 21}, {1, 11, 21, 21});
-  const auto c = WithHistograms("a", kH0 + 2410 * kS, 2410, {0, 21, 21, 41, 41, 41}, {1, 21, 41, 41});
+  const auto b =
+      WithHistograms("a", kH0 + 1210 * kS, 1210, {0, 11, 11, 21, 21, 21}, {1, 11, 21, 21});
+  const auto c =
+      WithHistograms("a", kH0 + 2410 * kS, 2410, {0, 21, 21, 41, 41, 41}, {1, 21, 41, 41});
   CounterLedger whole("c1", nullptr);
   for (const auto* s : {&a, &b, &c}) whole.Feed(*s);
   CounterLedger first("c1", nullptr);
@@ -879,7 +916,8 @@ TEST(CounterLedger, HistogramCountsSurviveARestore) {
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(expected.size(), 1u);
   EXPECT_EQ(Row(got[0], "p1")->histogram, Row(expected[0], "p1")->histogram);
-  EXPECT_EQ(Row(got[0], "p1")->histogram.compute, (std::array<std::int64_t, 6>{0, 20, 0, 20, 0, 0}));
+  EXPECT_EQ(Row(got[0], "p1")->histogram.compute,
+            (std::array<std::int64_t, 6>{0, 20, 0, 20, 0, 0}));
 }
 
 }  // namespace histograms

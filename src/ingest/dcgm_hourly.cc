@@ -12,8 +12,8 @@ namespace {
 
 GpuMicros Scaled(const std::optional<double>& fraction, GpuMicros metered_us) {
   if (!fraction || !std::isfinite(*fraction)) return 0;
-  return static_cast<GpuMicros>(std::llround(std::clamp(*fraction, 0.0, 1.0) *
-                                             static_cast<double>(metered_us)));
+  return static_cast<GpuMicros>(
+      std::llround(std::clamp(*fraction, 0.0, 1.0) * static_cast<double>(metered_us)));
 }
 
 }  // namespace

@@ -26,7 +26,8 @@
 namespace gpuledger::ingest {
 
 inline constexpr std::string_view kDcgmHourlyRule = "dcgm-exporter+prometheus-hourly";
-inline constexpr std::string_view kDcgmHourlyShareRule = "compute-share+dcgm-exporter+prometheus-hourly";
+inline constexpr std::string_view kDcgmHourlyShareRule =
+    "compute-share+dcgm-exporter+prometheus-hourly";
 
 // Averages over one hour of dcgm-exporter's 0..1 profiling fields for one whole GPU; an absent
 // field gives that part of the activity 0.

@@ -116,9 +116,10 @@ struct FakeDcgmPrometheus {
       } else if (q == "avg_over_time(DCGM_FI_PROF_DRAM_UTIL_RATIO[3600s])") {
         series(R"("UUID":"GPU-2")", "0.125");
       }
-      res.set_content(fmt::format(R"({{"status":"success","data":{{"resultType":"vector","result":[{}]}}}})",
-                                  result),
-                      "application/json");
+      res.set_content(
+          fmt::format(R"({{"status":"success","data":{{"resultType":"vector","result":[{}]}}}})",
+                      result),
+          "application/json");
     });
     port = server.bind_to_any_port("127.0.0.1");
     thread = std::thread([this] { server.listen_after_bind(); });
@@ -143,7 +144,7 @@ TEST(PrometheusDcgm, QueriesTheHoursAveragesAndFillsRowsWithoutActivity) {
   ASSERT_TRUE(averages.ok()) << averages.error().message;
   ASSERT_EQ(prom.queries.size(), 8u);
   EXPECT_EQ(prom.queries[0], "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[3600s])@28800.000");
-  EXPECT_EQ(averages->size(), 2u);  // GPU-3 had only NaN
+  EXPECT_EQ(averages->size(), 2u);                                             // GPU-3 had only NaN
   EXPECT_EQ(averages->at("GPU-1"), (DcgmHourlyFractions{.sm_active = 0.25}));  // classic wins
   EXPECT_EQ(averages->at("GPU-2"), (DcgmHourlyFractions{.sm_active = 0.5, .dram_active = 0.125}));
 
@@ -174,16 +175,19 @@ TEST(PrometheusDcgm, QueriesTheHoursAveragesAndFillsRowsWithoutActivity) {
 TEST(PrometheusDcgm, ParserRejectsAnswersOfTheWrongShape) {
   DcgmHourlyByGpu out;
   EXPECT_FALSE(ParseDcgmVectorResponse("<html>", "DCGM_FI_PROF_SM_ACTIVE", out).ok());
-  EXPECT_FALSE(ParseDcgmVectorResponse(R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
-                                       "DCGM_FI_PROF_SM_ACTIVE", out)
-                   .ok());
-  EXPECT_FALSE(ParseDcgmVectorResponse(R"({"status":"success","data":{"resultType":"vector","result":[]}})",
-                                       "DCGM_FI_DEV_GPU_UTIL", out)
-                   .ok());
-  EXPECT_FALSE(ParseDcgmVectorResponse(
-                   R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"UUID":"GPU-1"},"value":[1,2]}]}})",
-                   "DCGM_FI_PROF_SM_ACTIVE", out)
-                   .ok());
+  EXPECT_FALSE(
+      ParseDcgmVectorResponse(R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
+                              "DCGM_FI_PROF_SM_ACTIVE", out)
+          .ok());
+  EXPECT_FALSE(
+      ParseDcgmVectorResponse(R"({"status":"success","data":{"resultType":"vector","result":[]}})",
+                              "DCGM_FI_DEV_GPU_UTIL", out)
+          .ok());
+  EXPECT_FALSE(
+      ParseDcgmVectorResponse(
+          R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"UUID":"GPU-1"},"value":[1,2]}]}})",
+          "DCGM_FI_PROF_SM_ACTIVE", out)
+          .ok());
   EXPECT_TRUE(out.empty());
 }
 

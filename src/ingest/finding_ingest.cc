@@ -21,10 +21,11 @@ Micros FromSeconds(double seconds) {
 }  // namespace
 
 const std::vector<std::string>& FindingSeriesNames() {
-  static const std::vector<std::string> names = {
-      "gpuledger_findings_total", "gpuledger_finding_evidence_info",
-      "gpuledger_finding_first_seen_timestamp_seconds", "gpuledger_finding_last_seen_timestamp_seconds",
-      "gpuledger_finding_resolved_timestamp_seconds"};
+  static const std::vector<std::string> names = {"gpuledger_findings_total",
+                                                 "gpuledger_finding_evidence_info",
+                                                 "gpuledger_finding_first_seen_timestamp_seconds",
+                                                 "gpuledger_finding_last_seen_timestamp_seconds",
+                                                 "gpuledger_finding_resolved_timestamp_seconds"};
   return names;
 }
 
@@ -49,7 +50,8 @@ void FindingIngest::Feed(const TargetScrape& scrape) {
   std::map<SeriesKey, Micros> first, last, resolved;
   bool has_findings_series = false;
   for (const Sample& s : scrape.samples) {
-    if (node.empty() && s.name == "gpuledger_device_info") node = std::string(Label(s.labels, "node"));
+    if (node.empty() && s.name == "gpuledger_device_info")
+      node = std::string(Label(s.labels, "node"));
     if (!s.name.starts_with("gpuledger_finding")) continue;
     if (s.name == "gpuledger_findings_total") {
       has_findings_series = true;
@@ -57,8 +59,9 @@ void FindingIngest::Feed(const TargetScrape& scrape) {
     }
     auto kind = ParseFindingKind(Label(s.labels, "kind"));
     if (!kind) continue;  // a kind a newer agent knows: not ours to record
-    SeriesKey key{*kind, std::string(Label(s.labels, "namespace")), std::string(Label(s.labels, "pod")),
-                  std::string(Label(s.labels, "container")), std::string(Label(s.labels, "gpu_uuid"))};
+    SeriesKey key{*kind, std::string(Label(s.labels, "namespace")),
+                  std::string(Label(s.labels, "pod")), std::string(Label(s.labels, "container")),
+                  std::string(Label(s.labels, "gpu_uuid"))};
     if (s.name == "gpuledger_finding_evidence_info") {
       Finding f;
       f.kind = *kind;

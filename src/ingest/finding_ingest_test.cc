@@ -27,19 +27,27 @@ struct Seen {
 
 // An agent's exposition with the given findings (agent/collector.cc's families).
 std::string Exposition(const std::vector<Seen>& findings) {
-  std::string text = "gpuledger_device_info{gpu_uuid=\"GPU-1\",gpu_model=\"A100-80GB\",node=\"n1\","
-                     "parent_uuid=\"\",mig_profile=\"\",sharing_mode=\"exclusive\"} 1\n"
-                     "gpuledger_findings_total{kind=\"unallocated-access\"} 1\n";
+  std::string text =
+      "gpuledger_device_info{gpu_uuid=\"GPU-1\",gpu_model=\"A100-80GB\",node=\"n1\","
+      "parent_uuid=\"\",mig_profile=\"\",sharing_mode=\"exclusive\"} 1\n"
+      "gpuledger_findings_total{kind=\"unallocated-access\"} 1\n";
   for (const Seen& f : findings) {
-    const std::string key = fmt::format("kind=\"{}\",namespace=\"ml\",pod=\"{}\",container=\"main\",gpu_uuid=\"GPU-1\"",
-                                        f.kind, f.pod);
-    if (!f.resolved_us) text += fmt::format("gpuledger_finding{{{},severity=\"critical\"}} 1\n", key);
-    text += fmt::format("gpuledger_finding_evidence_info{{{},severity=\"critical\",pod_uid=\"u-{}\",evidence=\"{}\"}} 1\n",
-                        key, f.pod, f.evidence);
-    text += fmt::format("gpuledger_finding_first_seen_timestamp_seconds{{{}}} {}\n", key, f.first_us / 1e6);
-    text += fmt::format("gpuledger_finding_last_seen_timestamp_seconds{{{}}} {}\n", key, f.last_us / 1e6);
+    const std::string key =
+        fmt::format("kind=\"{}\",namespace=\"ml\",pod=\"{}\",container=\"main\",gpu_uuid=\"GPU-1\"",
+                    f.kind, f.pod);
+    if (!f.resolved_us)
+      text += fmt::format("gpuledger_finding{{{},severity=\"critical\"}} 1\n", key);
+    text += fmt::format(
+        "gpuledger_finding_evidence_info{{{},severity=\"critical\",pod_uid=\"u-{}\",evidence=\"{}"
+        "\"}} 1\n",
+        key, f.pod, f.evidence);
+    text += fmt::format("gpuledger_finding_first_seen_timestamp_seconds{{{}}} {}\n", key,
+                        f.first_us / 1e6);
+    text += fmt::format("gpuledger_finding_last_seen_timestamp_seconds{{{}}} {}\n", key,
+                        f.last_us / 1e6);
     if (f.resolved_us)
-      text += fmt::format("gpuledger_finding_resolved_timestamp_seconds{{{}}} {}\n", key, *f.resolved_us / 1e6);
+      text += fmt::format("gpuledger_finding_resolved_timestamp_seconds{{{}}} {}\n", key,
+                          *f.resolved_us / 1e6);
   }
   return text;
 }
@@ -102,8 +110,9 @@ TEST_F(FindingIngestTest, AFindingIsRecordedUpdatedAndResolvedWhenItIsGone) {
 TEST_F(FindingIngestTest, TheAgentsResolutionIsKeptAndARecurrenceIsANewFinding) {
   FindingIngest in("prod");
   in.Feed(Scrape({{.last_us = kT0 + 10 * kMicrosPerSecond}}, kT0 + 15 * kMicrosPerSecond));
-  in.Feed(Scrape({{.last_us = kT0 + 20 * kMicrosPerSecond, .resolved_us = kT0 + 20 * kMicrosPerSecond}},
-                 kT0 + 90 * kMicrosPerSecond));
+  in.Feed(
+      Scrape({{.last_us = kT0 + 20 * kMicrosPerSecond, .resolved_us = kT0 + 20 * kMicrosPerSecond}},
+             kT0 + 90 * kMicrosPerSecond));
   const Micros again = kT0 + 600 * kMicrosPerSecond;
   in.Feed(Scrape({{.first_us = again, .last_us = again}}, again));
   ASSERT_TRUE(in.Commit(*store_).ok());

@@ -28,8 +28,8 @@ constexpr Micros kT0 = 1'800'000'000LL * kMicrosPerSecond;  // an hour boundary
 constexpr Micros kS = kMicrosPerSecond;
 constexpr Micros kScrape = 60 * kS;
 constexpr int kNodes = 3;
-constexpr int kEvents = 1000;     // one every kEveryRounds rounds
-constexpr int kEveryRounds = 3;   // so 3,000 rounds: 50 h, far past the 6 h retention
+constexpr int kEvents = 1000;    // one every kEveryRounds rounds
+constexpr int kEveryRounds = 3;  // so 3,000 rounds: 50 h, far past the 6 h retention
 constexpr int kPodEveryRounds = 37;
 
 // One node's agent: its current life (instance name, start) and the pod on its first GPU. The
@@ -54,8 +54,12 @@ struct Node {
     w.Family("gpuledger_device_info", "i", MetricType::kGauge);
     for (int g = 0; g < 2; ++g)
       w.Sample("gpuledger_device_info",
-               {{"gpu_uuid", Gpu(g)}, {"gpu_model", "A100-80GB"}, {"node", fmt::format("n{}", index)},
-                {"parent_uuid", ""}, {"mig_profile", ""}, {"sharing_mode", "exclusive"}},
+               {{"gpu_uuid", Gpu(g)},
+                {"gpu_model", "A100-80GB"},
+                {"node", fmt::format("n{}", index)},
+                {"parent_uuid", ""},
+                {"mig_profile", ""},
+                {"sharing_mode", "exclusive"}},
                1);
     const GpuMicros metered = Metered(now);
     auto dev = [&](const char* name, GpuMicros v) {
@@ -68,8 +72,10 @@ struct Node {
     dev("gpuledger_device_idle_seconds_total", metered - metered / 2);
     dev("gpuledger_device_unattributed_seconds_total", metered / 2);
     const std::string uid = "uid-" + this->pod, gpu0 = Gpu(0);
-    std::vector<prometheus::Label> pod = {{"namespace", "ml"}, {"pod", this->pod},
-                                          {"pod_uid", uid}, {"container", "main"},
+    std::vector<prometheus::Label> pod = {{"namespace", "ml"},
+                                          {"pod", this->pod},
+                                          {"pod_uid", uid},
+                                          {"container", "main"},
                                           {"gpu_uuid", gpu0}};
     w.Family("gpuledger_container_allocated_gpu_seconds_total", "h", MetricType::kCounter);
     w.Sample("gpuledger_container_allocated_gpu_seconds_total", pod,
@@ -106,15 +112,18 @@ TEST(IngestChurn, ThousandRestartsAndRolloutsStayBoundedAndExact) {
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   store::LedgerStore& store = **opened;
   const cost::Catalog catalog = cost::DefaultCatalog();
-  Ingestor ingestor(store, catalog, "c1", nullptr,
-                    [](const std::string& node) { return cost::NodeFacts{node, {}, "", "on-demand"}; });
+  Ingestor ingestor(store, catalog, "c1", nullptr, [](const std::string& node) {
+    return cost::NodeFacts{node, {}, "", "on-demand"};
+  });
   ASSERT_TRUE(ingestor.Start(kT0).ok());  // watching since the agents first started
   const Micros retention = ingestor.retention_us;
   ASSERT_EQ(retention, 6 * kMicrosPerHour);
 
   std::vector<Node> nodes(kNodes);
   int generation = 0, pods = 0;
-  auto instance = [&](int node) { return fmt::format("10.{}.{}.{}:9400", generation / 250, generation % 250, node); };
+  auto instance = [&](int node) {
+    return fmt::format("10.{}.{}.{}:9400", generation / 250, generation % 250, node);
+  };
   for (int i = 0; i < kNodes; ++i)
     nodes[i] = Node{i, instance(i), kT0, fmt::format("p{}", pods++), kT0};
 
@@ -131,7 +140,8 @@ TEST(IngestChurn, ThousandRestartsAndRolloutsStayBoundedAndExact) {
     return targets;
   };
   std::ostringstream log;
-  ScrapeLoop loop(ingestor, ScrapeOptions{{}, kScrape, discover}, fetch, [&] { return now; }, log);
+  ScrapeLoop loop(
+      ingestor, ScrapeOptions{{}, kScrape, discover}, fetch, [&] { return now; }, log);
 
   // The expected totals, from the counters themselves: within one life (instance, start) a
   // series adds its increase since the previous round; a new life or a new pod series adds
@@ -145,7 +155,7 @@ TEST(IngestChurn, ThousandRestartsAndRolloutsStayBoundedAndExact) {
   std::vector<Last> last(kNodes);
   for (int i = 0; i < kNodes; ++i) last[i] = {nodes[i].instance, kT0, nodes[i].pod, 0, 0};
   GpuMicros expect_metered = 0, expect_allocated = 0;
-  std::map<std::string, Micros> last_scraped;  // instance -> its last scrape
+  std::map<std::string, Micros> last_scraped;                      // instance -> its last scrape
   std::map<std::pair<std::string, std::string>, Micros> pod_seen;  // (instance, pod) -> last seen
   std::mt19937_64 rng(20240901);
   int restarts = 0, rollouts = 0;

@@ -34,7 +34,8 @@ Status Ingestor::Start(Micros observing_since_us) {
   if (!meta) return meta.error();
   std::map<std::string, std::string> parts;
   for (const auto& [key, value] : *meta)
-    if (key.starts_with(kStatePartPrefix)) parts.emplace(key.substr(kStatePartPrefix.size()), value);
+    if (key.starts_with(kStatePartPrefix))
+      parts.emplace(key.substr(kStatePartPrefix.size()), value);
   if (auto it = meta->find(std::string(kStateMetaKey)); it != meta->end()) {
     // The single key of an earlier build: newer than any parts (see the header). It moves to
     // parts at the first commit, which erases it and every part it does not rewrite.
@@ -81,8 +82,10 @@ Status Ingestor::Commit() {
   // Rows first, state second (see the header); only the parts that changed, in one transaction.
   CounterLedger::StateDelta delta = ledger_.PendingState();
   std::map<std::string, std::optional<std::string>> changes;
-  for (auto& [part, value] : delta.put) changes[std::string(kStatePartPrefix) + part] = std::move(value);
-  for (const std::string& part : delta.erase) changes[std::string(kStatePartPrefix) + part] = std::nullopt;
+  for (auto& [part, value] : delta.put)
+    changes[std::string(kStatePartPrefix) + part] = std::move(value);
+  for (const std::string& part : delta.erase)
+    changes[std::string(kStatePartPrefix) + part] = std::nullopt;
   if (migrate_) {
     changes[std::string(kStateMetaKey)] = std::nullopt;
     for (const std::string& part : stale_parts_)
@@ -97,7 +100,8 @@ Status Ingestor::Commit() {
   return Status::Ok();
 }
 
-Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us, std::size_t max_bytes) {
+Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
+                                 std::size_t max_bytes) {
   // A target is host:port (an agent), which serves /metrics.
   auto url = prometheus::ParseHttpUrl("http://" + target + "/metrics");
   if (!url || target.find(':') == std::string::npos)
@@ -190,8 +194,8 @@ std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::st
     for (; next < n && running < options_.max_concurrent; ++next) {
       const std::string& target = targets[next];
       if (in_flight_.contains(target)) {
-        out[next] = Unavailable(fmt::format(
-            "scrape {}: the previous scrape is still running (no answer)", target));
+        out[next] = Unavailable(
+            fmt::format("scrape {}: the previous scrape is still running (no answer)", target));
         continue;
       }
       auto flight = std::make_shared<Flight>();
@@ -201,27 +205,32 @@ std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::st
       deadline[next] = Clock::now() + timeout;
       wake = std::min(wake, deadline[next]);
       ++running;
-      threads_.emplace_back(std::thread([this, flight] {
-        auto body = fetch_(flight->target);
-        // Observed when the response arrived: the agent's counters are at most one of its
-        // cycles older, and every target's series use this same rule.
-        const Micros at = now_();
-        Result<TargetScrape> scrape = Unavailable("");
-        if (!body.ok()) {
-          const std::string& m = body.error().message;
-          scrape = Unavailable(m.starts_with("scrape") ? m : fmt::format("scrape {}: {}", flight->target, m));
-        } else if (auto parsed = prometheus::ParseExposition(*body); !parsed.ok()) {
-          scrape = InvalidArgument(fmt::format("scrape {}: {}", flight->target, parsed.error().message));
-        } else {
-          scrape = TargetScrape{flight->target, at, std::move(parsed->samples)};
-        }
-        std::lock_guard guard(flight_mu_);
-        flight->result = std::move(scrape);
-        flight->done = true;
-        if (auto it = in_flight_.find(flight->target); it != in_flight_.end() && it->second == flight)
-          in_flight_.erase(it);
-        flight_cv_.notify_all();  // under the lock: Stop() may destroy the loop right after
-      }), flight);
+      threads_.emplace_back(
+          std::thread([this, flight] {
+            auto body = fetch_(flight->target);
+            // Observed when the response arrived: the agent's counters are at most one of its
+            // cycles older, and every target's series use this same rule.
+            const Micros at = now_();
+            Result<TargetScrape> scrape = Unavailable("");
+            if (!body.ok()) {
+              const std::string& m = body.error().message;
+              scrape = Unavailable(
+                  m.starts_with("scrape") ? m : fmt::format("scrape {}: {}", flight->target, m));
+            } else if (auto parsed = prometheus::ParseExposition(*body); !parsed.ok()) {
+              scrape = InvalidArgument(
+                  fmt::format("scrape {}: {}", flight->target, parsed.error().message));
+            } else {
+              scrape = TargetScrape{flight->target, at, std::move(parsed->samples)};
+            }
+            std::lock_guard guard(flight_mu_);
+            flight->result = std::move(scrape);
+            flight->done = true;
+            if (auto it = in_flight_.find(flight->target);
+                it != in_flight_.end() && it->second == flight)
+              in_flight_.erase(it);
+            flight_cv_.notify_all();  // under the lock: Stop() may destroy the loop right after
+          }),
+          flight);
     }
     if (next == n && running == 0) break;
     flight_cv_.wait_until(lock, wake);
@@ -243,8 +252,9 @@ void ScrapeLoop::RunRound() {
     std::lock_guard lock(metrics_mu_);
     const std::string error = found.ok() ? "" : found.error().message;
     if (error != discovery_error_) {
-      log_ << (error.empty() ? std::string("ingest: target discovery works again\n")
-                             : "ingest: target discovery: " + error + " (keeping the last targets)\n");
+      log_ << (error.empty()
+                   ? std::string("ingest: target discovery works again\n")
+                   : "ingest: target discovery: " + error + " (keeping the last targets)\n");
       log_.flush();
       discovery_error_ = error;
     }
@@ -283,7 +293,8 @@ void ScrapeLoop::RunRound() {
   {
     std::lock_guard lock(metrics_mu_);
     if (!s.ok()) {
-      if (commit_errors_++ == 0) log_ << "ingest: writing the ledger: " << s.error().message << "\n";
+      if (commit_errors_++ == 0)
+        log_ << "ingest: writing the ledger: " << s.error().message << "\n";
     } else if (commit_errors_ > 0) {
       log_ << "ingest: writing the ledger works again\n";
       commit_errors_ = 0;
@@ -314,7 +325,8 @@ std::string ScrapeLoop::RenderMetrics() const {
     auto it = up_.find(t);
     w.Sample("gpuledger_server_scrape_up", {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
   }
-  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.", prometheus::MetricType::kCounter);
+  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.",
+           prometheus::MetricType::kCounter);
   w.Sample("gpuledger_server_scrape_rounds_total", static_cast<double>(rounds_.load()));
   return w.Take();
 }
@@ -362,8 +374,10 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std:
   std::int64_t skipped = 0;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file()) continue;
-    if (auto f = ParseSnapshotName(it->path())) files.push_back(std::move(*f));
-    else ++skipped;
+    if (auto f = ParseSnapshotName(it->path()))
+      files.push_back(std::move(*f));
+    else
+      ++skipped;
   }
   if (ec) return IoError(fmt::format("files={}: {}", dir, ec.message()));
   if (files.empty())
@@ -377,8 +391,8 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std:
     // A snapshot larger than the cap is refused before it is read (a compressed one would
     // inflate to at least about its own size).
     if (auto size = std::filesystem::file_size(f.path, ec); !ec && size > max_bytes)
-      return InvalidArgument(fmt::format("{}: {} bytes, larger than the limit of {} bytes", f.path,
-                                         size, max_bytes));
+      return InvalidArgument(
+          fmt::format("{}: {} bytes, larger than the limit of {} bytes", f.path, size, max_bytes));
     auto raw = ReadFile(f.path);
     if (!raw) return raw.error();
     std::string text;

@@ -29,17 +29,17 @@
 
 #include "common/result.h"
 #include "cost/catalog.h"
+#include "cost/price_hours.h"
 #include "ingest/counter_ledger.h"
 #include "ingest/finding_ingest.h"
 #include "prometheus/exposition_parser.h"
 #include "prometheus/gzip.h"
-#include "cost/price_hours.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::ingest {
 
-inline constexpr std::string_view kStateMetaKey = "ingest_state";         // earlier builds: whole
-inline constexpr std::string_view kStatePartPrefix = "ingest_state/";     // this one: in parts
+inline constexpr std::string_view kStateMetaKey = "ingest_state";      // earlier builds: whole
+inline constexpr std::string_view kStatePartPrefix = "ingest_state/";  // this one: in parts
 
 // Raw and inflated scrape bodies are capped: a target's body is data, and a few kilobytes that
 // inflate to gigabytes (a gzip bomb), or an endless body, must fail that target, not the
@@ -136,13 +136,13 @@ class ScrapeLoop {
  public:
   // `ingestor` must outlive the loop; `now` is the clock (µs since the epoch), read on the
   // fetch threads when each answer arrives (thread-safe).
-  ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch,
-             std::function<Micros()> now, std::ostream& log);
+  ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch, std::function<Micros()> now,
+             std::ostream& log);
   ~ScrapeLoop();
 
-  void Start();      // runs rounds on its own thread until Stop()
-  void Stop();       // ends the rounds and waits for every fetch thread
-  void RunRound();   // one round on the caller's thread (tests)
+  void Start();     // runs rounds on its own thread until Stop()
+  void Stop();      // ends the rounds and waits for every fetch thread
+  void RunRound();  // one round on the caller's thread (tests)
 
   // gpuledger_server_scrape_* series for the server's /metrics. Thread-safe.
   std::string RenderMetrics() const;
@@ -166,11 +166,11 @@ class ScrapeLoop {
   bool stopping_ = false;
   std::atomic<std::int64_t> rounds_{0};
   mutable std::mutex metrics_mu_;
-  std::map<std::string, std::int64_t> errors_;   // target -> failed scrapes
-  std::map<std::string, bool> up_;               // target -> last scrape ok
+  std::map<std::string, std::int64_t> errors_;  // target -> failed scrapes
+  std::map<std::string, bool> up_;              // target -> last scrape ok
   std::int64_t commit_errors_ = 0;
-  std::vector<std::string> targets_;             // guarded by metrics_mu_
-  std::string discovery_error_;                  // guarded by metrics_mu_
+  std::vector<std::string> targets_;  // guarded by metrics_mu_
+  std::string discovery_error_;       // guarded by metrics_mu_
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;
   std::map<std::string, std::shared_ptr<Flight>> in_flight_;  // target -> its running fetch

@@ -18,8 +18,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "prometheus/exposition_writer.h"
 #include "io/file_util.h"
+#include "prometheus/exposition_writer.h"
 #include "prometheus/gzip.h"
 #include "temp_dir.h"
 
@@ -47,8 +47,12 @@ struct FakeAgent {
     prometheus::ExpositionWriter w;
     w.Family("gpuledger_device_info", "i", prometheus::MetricType::kGauge);
     w.Sample("gpuledger_device_info",
-             {{"gpu_uuid", "GPU-1"}, {"gpu_model", "A100-80GB"}, {"node", "n1"},
-              {"parent_uuid", ""}, {"mig_profile", ""}, {"sharing_mode", "time-slicing"}},
+             {{"gpu_uuid", "GPU-1"},
+              {"gpu_model", "A100-80GB"},
+              {"node", "n1"},
+              {"parent_uuid", ""},
+              {"mig_profile", ""},
+              {"sharing_mode", "time-slicing"}},
              1);
     auto dev = [&](const char* name, double v) {
       w.Family(name, "h", prometheus::MetricType::kCounter);
@@ -58,16 +62,30 @@ struct FakeAgent {
     dev("gpuledger_device_busy_seconds_total", busy);
     dev("gpuledger_device_idle_seconds_total", metered - busy);
     dev("gpuledger_device_unattributed_seconds_total", 0);
-    w.Family("gpuledger_container_allocated_gpu_seconds_total", "h", prometheus::MetricType::kCounter);
+    w.Family("gpuledger_container_allocated_gpu_seconds_total", "h",
+             prometheus::MetricType::kCounter);
     w.Sample("gpuledger_container_allocated_gpu_seconds_total",
-             {{"namespace", "ml"}, {"pod", "a"}, {"pod_uid", "ua"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
+             {{"namespace", "ml"},
+              {"pod", "a"},
+              {"pod_uid", "ua"},
+              {"container", "c"},
+              {"gpu_uuid", "GPU-1"}},
              a_alloc);
     w.Sample("gpuledger_container_allocated_gpu_seconds_total",
-             {{"namespace", "ml"}, {"pod", "b"}, {"pod_uid", "ub"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
+             {{"namespace", "ml"},
+              {"pod", "b"},
+              {"pod_uid", "ub"},
+              {"container", "c"},
+              {"gpu_uuid", "GPU-1"}},
              b_alloc);
-    w.Family("gpuledger_container_compute_gpu_seconds_total", "h", prometheus::MetricType::kCounter);
+    w.Family("gpuledger_container_compute_gpu_seconds_total", "h",
+             prometheus::MetricType::kCounter);
     w.Sample("gpuledger_container_compute_gpu_seconds_total",
-             {{"namespace", "ml"}, {"pod", "a"}, {"pod_uid", "ua"}, {"container", "c"}, {"gpu_uuid", "GPU-1"}},
+             {{"namespace", "ml"},
+              {"pod", "a"},
+              {"pod_uid", "ua"},
+              {"container", "c"},
+              {"gpu_uuid", "GPU-1"}},
              a_compute);
     return w.Take();
   }
@@ -80,9 +98,7 @@ std::unique_ptr<store::LedgerStore> Open(const fs::path& p) {
 }
 
 std::function<cost::NodeFacts(const std::string&)> Facts() {
-  return [](const std::string& node) {
-    return cost::NodeFacts{node, {}, "", "on-demand"};
-  };
+  return [](const std::string& node) { return cost::NodeFacts{node, {}, "", "on-demand"}; };
 }
 
 // Totals of what the store holds: allocated per pod and the per-row conservation.
@@ -128,7 +144,8 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
   auto run = [&](int rounds, store::LedgerStore& store) {
     Ingestor ingestor(store, catalog, "c1", nullptr, Facts());
     EXPECT_TRUE(ingestor.Start().ok());
-    ScrapeLoop loop(ingestor, {{"n1:9400", "n2:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
+    ScrapeLoop loop(
+        ingestor, {{"n1:9400", "n2:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
     for (int i = 0; i < rounds; ++i) {
       loop.RunRound();
       agent.Advance(15);
@@ -139,21 +156,30 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
   {
     auto store = Open(db);
     std::string metrics = run(100, *store);  // 25 min: across an hour boundary
-    EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n2:9400\"} 100"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n2:9400\"} 100"),
+              std::string::npos)
+        << metrics;
     EXPECT_NE(metrics.find("gpuledger_server_scrape_up{target=\"n1:9400\"} 1"), std::string::npos);
     // Logged once per state change, not once per round.
-    EXPECT_EQ(log.str().find("n2:9400: connection refused"), log.str().rfind("n2:9400: connection refused"));
+    EXPECT_EQ(log.str().find("n2:9400: connection refused"),
+              log.str().rfind("n2:9400: connection refused"));
     // A malformed exposition fails that scrape, keeps the state and is counted.
     broken = true;
     metrics = run(2, *store);
     broken = false;
-    EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n1:9400\"} 2"), std::string::npos) << metrics;
-    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected ',' or '}'"), std::string::npos) << log.str();
+    EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n1:9400\"} 2"),
+              std::string::npos)
+        << metrics;
+    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected ',' or '}'"), std::string::npos)
+        << log.str();
   }
   // A restarted server (a new Ingestor over the same file) resumes from the saved state; an
   // outage of the agent meanwhile is unmetered time, and nothing is counted twice.
   down = true;
-  { auto store = Open(db); run(4, *store); }
+  {
+    auto store = Open(db);
+    run(4, *store);
+  }
   down = false;
   auto store = Open(db);
   run(50, *store);
@@ -163,7 +189,7 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
   EXPECT_EQ(t.metered, expected);
   EXPECT_EQ(t.allocated["a"], expected / 2);
   EXPECT_EQ(t.allocated["b"], expected / 4);
-  EXPECT_EQ(t.rows, 2);  // two hours, one GPU
+  EXPECT_EQ(t.rows, 2);   // two hours, one GPU
   EXPECT_GT(t.price, 0);  // priced from the built-in catalog
 }
 
@@ -178,7 +204,9 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
     if (i % 2 == 0)
       ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", ms)).string(), text).ok());
     else
-      ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(), prometheus::Gzip(text)).ok());
+      ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(),
+                            prometheus::Gzip(text))
+                      .ok());
     agent.Advance(15);
   }
   ASSERT_TRUE(WriteFile((snaps / "README").string(), "not a snapshot").ok());
@@ -249,7 +277,8 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     Ingestor ingestor(store, catalog, "c1", nullptr, Facts());
     Status s = ingestor.Start();
     EXPECT_TRUE(s.ok()) << s.error().message;
-    ScrapeLoop loop(ingestor, {{"n1:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
+    ScrapeLoop loop(
+        ingestor, {{"n1:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
     for (int i = 0; i < rounds; ++i) {
       loop.RunRound();
       agent.Advance(15);
@@ -270,10 +299,10 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     // One instance, one GPU: each round writes the engine, the instance and the current hour
     // (both hours in the round that crosses the boundary), never more.
     EXPECT_LE(run(100, *store), 100 * 3 + 1);
-    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state/engine",
-                                                   "ingest_state/hour/1800000000000000/GPU-1",
-                                                   "ingest_state/hour/1800003600000000/GPU-1",
-                                                   "ingest_state/instance/n1:9400"}));
+    EXPECT_EQ(keys(*store),
+              (std::set<std::string>{
+                  "ingest_state/engine", "ingest_state/hour/1800000000000000/GPU-1",
+                  "ingest_state/hour/1800003600000000/GPU-1", "ingest_state/instance/n1:9400"}));
     MakeLegacyState(*store);
     ASSERT_TRUE(store->PutMeta("ingest_state/instance/ghost", "{}").ok());  // stale, erased
   }
@@ -281,10 +310,10 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     auto store = Open(db);
     EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state", "ingest_state/instance/ghost"}));
     run(1, *store);  // the legacy key wins, and moves to parts in the first commit
-    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state/engine",
-                                                   "ingest_state/hour/1800000000000000/GPU-1",
-                                                   "ingest_state/hour/1800003600000000/GPU-1",
-                                                   "ingest_state/instance/n1:9400"}));
+    EXPECT_EQ(keys(*store),
+              (std::set<std::string>{
+                  "ingest_state/engine", "ingest_state/hour/1800000000000000/GPU-1",
+                  "ingest_state/hour/1800003600000000/GPU-1", "ingest_state/instance/n1:9400"}));
   }
   auto store = Open(db);
   run(49, *store);
@@ -311,7 +340,8 @@ TEST(Ingestor, RefusesAStatePartItCannotReadNamingTheKey) {
 // A tiny agent over real HTTP: /metrics answers what `body` says, with `headers`.
 struct HttpTarget {
   explicit HttpTarget(std::function<void(httplib::Response&)> answer) {
-    server.Get("/metrics", [answer](const httplib::Request&, httplib::Response& res) { answer(res); });
+    server.Get("/metrics",
+               [answer](const httplib::Request&, httplib::Response& res) { answer(res); });
     port = server.bind_to_any_port("127.0.0.1");  // listening from here: no race with clients
     thread = std::thread([this] { server.listen_after_bind(); });
   }
@@ -340,32 +370,42 @@ TEST(ScrapeLoop, AGzipBombOrAnEndlessBodyFailsItsTargetAndTheRoundGoesOn) {
     res.set_content(bomb, "application/octet-stream");
   });
   const std::string huge(kMaxScrapeBodyBytes + 1, '#');
-  HttpTarget endless([&](httplib::Response& res) { res.set_content(huge, "application/octet-stream"); });
+  HttpTarget endless(
+      [&](httplib::Response& res) { res.set_content(huge, "application/octet-stream"); });
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
   std::ostringstream log;
   Micros now = kH0 + 60 * kS;
-  ScrapeLoop loop(ingestor, {{bomber.target(), endless.target(), good.target()}, 15 * kS, {}},
-                  [](const std::string& t) { return FetchMetrics(t, 5 * kS); }, [&] { return now; },
-                  log);
+  ScrapeLoop loop(
+      ingestor, {{bomber.target(), endless.target(), good.target()}, 15 * kS, {}},
+      [](const std::string& t) { return FetchMetrics(t, 5 * kS); }, [&] { return now; }, log);
   for (int i = 0; i < 3; ++i) {
     loop.RunRound();
     agent.Advance(15);
     now += 15 * kS;
   }
   const std::string metrics = loop.RenderMetrics();
-  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", bomber.target())),
-            std::string::npos) << metrics;
-  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", endless.target())),
-            std::string::npos) << metrics;
-  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_up{{target=\"{}\"}} 1", good.target())),
-            std::string::npos) << metrics;
-  EXPECT_NE(log.str().find(fmt::format("GET http://{}/metrics: gunzip: the stream expands past the limit of {} bytes",
-                                       bomber.target(), kMaxScrapeBodyBytes)),
-            std::string::npos) << log.str();
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3",
+                                     bomber.target())),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3",
+                                     endless.target())),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find(fmt::format("gpuledger_server_scrape_up{{target=\"{}\"}} 1", good.target())),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(log.str().find(fmt::format(
+                "GET http://{}/metrics: gunzip: the stream expands past the limit of {} bytes",
+                bomber.target(), kMaxScrapeBodyBytes)),
+            std::string::npos)
+      << log.str();
   EXPECT_NE(log.str().find(fmt::format("GET http://{}/metrics: the body is larger than {} bytes",
                                        endless.target(), kMaxScrapeBodyBytes)),
-            std::string::npos) << log.str();
+            std::string::npos)
+      << log.str();
   EXPECT_EQ(Read(*store).metered, 2 * 15 * kS);  // the good agent: three scrapes, two deltas
 }
 
@@ -381,8 +421,10 @@ TEST(ReplayFiles, AGzipBombFileFailsNamingTheFile) {
   ASSERT_TRUE(ingestor.Start().ok());
   auto r = ReplayFiles(snaps.string(), ingestor, nullptr, 500, 1 << 20);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find(bomb.string() + ": gunzip: the stream expands past the limit of 1048576 bytes"),
-            std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(bomb.string() +
+                                   ": gunzip: the stream expands past the limit of 1048576 bytes"),
+            std::string::npos)
+      << r.error().message;
 }
 
 TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
@@ -425,7 +467,8 @@ TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
   ScrapeOptions options{{}, 15 * kS, [&]() -> Result<std::vector<std::string>> { return targets; }};
   options.timeout_us = timeout;
   options.max_concurrent = 2;  // the hung fetch, once abandoned, no longer holds a slot
-  ScrapeLoop loop(ingestor, options, fetch, [&] { return now; }, log);
+  ScrapeLoop loop(
+      ingestor, options, fetch, [&] { return now; }, log);
   for (int i = 0; i < 3; ++i) {
     const auto started = std::chrono::steady_clock::now();
     loop.RunRound();
@@ -439,9 +482,12 @@ TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
   EXPECT_EQ(hung_calls.load(), 1);  // still running: not fetched again, no thread per round
   const std::string metrics = loop.RenderMetrics();
   for (const std::string& t : {std::string("hung:9400"), silent_target})
-    EXPECT_NE(metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", t)),
-              std::string::npos) << metrics;
-  EXPECT_NE(log.str().find("scrape hung:9400: no answer within 300 ms"), std::string::npos) << log.str();
+    EXPECT_NE(
+        metrics.find(fmt::format("gpuledger_server_scrape_errors_total{{target=\"{}\"}} 3", t)),
+        std::string::npos)
+        << metrics;
+  EXPECT_NE(log.str().find("scrape hung:9400: no answer within 300 ms"), std::string::npos)
+      << log.str();
   // The agents that answer are ingested: n1 and n2 report the same GPU, three scrapes each.
   EXPECT_EQ(Read(*store).metered, 2 * 2 * 15 * kS);
   // A target that leaves the list leaves the scrape counts.

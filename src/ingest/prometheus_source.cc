@@ -32,7 +32,8 @@ class HttpPrometheusClient : public PrometheusClient {
     const Micros range = to_us - from_us;
     if (range <= 0) return raw;
     // Whole seconds: the range selector's unit. Timestamps are sent with millisecond precision.
-    const std::string window = fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
+    const std::string window =
+        fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
     const std::string time = fmt::format("{:.3f}", static_cast<double>(to_us) / 1e6);
     for (const std::string& name : LedgerMetricNames()) {
       auto body = Query(fmt::format("{}[{}]", name, window), time);
@@ -41,7 +42,8 @@ class HttpPrometheusClient : public PrometheusClient {
         return InvalidArgument(fmt::format("{}: {}", display_, s.error().message));
     }
     // Samples exactly at from_us belong to the previous window: (from, to].
-    std::erase_if(raw, [&](const TargetScrape& t) { return t.at_us <= from_us || t.at_us > to_us; });
+    std::erase_if(raw,
+                  [&](const TargetScrape& t) { return t.at_us <= from_us || t.at_us > to_us; });
     // Regroup: one TargetScrape per (instance, timestamp), in time order.
     std::map<std::pair<Micros, std::string>, TargetScrape> grouped;
     for (auto& t : raw) {
@@ -58,7 +60,8 @@ class HttpPrometheusClient : public PrometheusClient {
 
   Result<DcgmHourlyByGpu> FetchDcgmHourly(Micros hour_us) override {
     DcgmHourlyByGpu out;
-    const std::string time = fmt::format("{:.3f}", static_cast<double>(hour_us + kMicrosPerHour) / 1e6);
+    const std::string time =
+        fmt::format("{:.3f}", static_cast<double>(hour_us + kMicrosPerHour) / 1e6);
     for (const std::string& name : DcgmProfilingNames()) {
       // avg_over_time's window is left-open, (end - 1h, end]: the hour's own samples.
       auto body = Query(fmt::format("avg_over_time({}[3600s])", name), time);
@@ -77,8 +80,9 @@ class HttpPrometheusClient : public PrometheusClient {
     auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
     if (!res) return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
     if (res->status != 200 && res->status != 400 && res->status != 422)
-      return InvalidArgument(fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}",
-                                         display_, res->status));
+      return InvalidArgument(
+          fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}", display_,
+                      res->status));
     return std::move(res->body);
   }
 
@@ -115,12 +119,12 @@ Result<json> ApiData(std::string_view body, std::string_view result_type) {
   if (!j.is_object() || !j.contains("status"))
     return InvalidArgument("not a Prometheus HTTP API answer (no 'status')");
   if (j["status"] != "success")
-    return InvalidArgument(fmt::format("query failed: {}: {}", j.value("errorType", "?"),
-                                       j.value("error", "?")));
+    return InvalidArgument(
+        fmt::format("query failed: {}: {}", j.value("errorType", "?"), j.value("error", "?")));
   json data = j.value("data", json::object());
   if (data.value("resultType", "") != result_type)
-    return InvalidArgument(fmt::format("expected a {} result, got '{}'", result_type,
-                                       data.value("resultType", "")));
+    return InvalidArgument(
+        fmt::format("expected a {} result, got '{}'", result_type, data.value("resultType", "")));
   return data;
 }
 
@@ -136,9 +140,12 @@ Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrap
     // A named copy: iterating items() of a temporary would dangle (range-for lifetime).
     const json metric = series.value("metric", json::object());
     for (const auto& [k, v] : metric.items()) {
-      if (k == "__name__") base.name = v.get<std::string>();
-      else if (k == "instance") instance = v.get<std::string>();
-      else if (k != "job") base.labels.emplace_back(k, v.get<std::string>());
+      if (k == "__name__")
+        base.name = v.get<std::string>();
+      else if (k == "instance")
+        instance = v.get<std::string>();
+      else if (k != "job")
+        base.labels.emplace_back(k, v.get<std::string>());
     }
     std::sort(base.labels.begin(), base.labels.end());
     const json values = series.value("values", json::array());
@@ -173,10 +180,10 @@ Status ParseMatrixResponse(std::string_view body, std::vector<TargetScrape>& out
 
 const std::vector<std::string>& DcgmProfilingNames() {
   static const std::vector<std::string> kNames = {
-      "DCGM_FI_PROF_SM_ACTIVE",        "DCGM_FI_PROF_SM_OCCUPANCY",
+      "DCGM_FI_PROF_SM_ACTIVE",          "DCGM_FI_PROF_SM_OCCUPANCY",
       "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-      "DCGM_FI_PROF_SM_UTIL_RATIO",    "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
-      "DCGM_FI_PROF_TENSOR_UTIL_RATIO", "DCGM_FI_PROF_DRAM_UTIL_RATIO"};
+      "DCGM_FI_PROF_SM_UTIL_RATIO",      "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+      "DCGM_FI_PROF_TENSOR_UTIL_RATIO",  "DCGM_FI_PROF_DRAM_UTIL_RATIO"};
   return kNames;
 }
 
@@ -196,7 +203,8 @@ std::optional<double> DcgmHourlyFractions::*FieldFor(std::string_view name) {
 Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view name,
                                       DcgmHourlyByGpu& out) {
   auto field = FieldFor(name);
-  if (field == nullptr) return InvalidArgument(fmt::format("'{}' is not a dcgm-exporter profiling field", name));
+  if (field == nullptr)
+    return InvalidArgument(fmt::format("'{}' is not a dcgm-exporter profiling field", name));
   auto api = ApiData(body, "vector");
   if (!api) return api.status();
   const json& data = *api;
@@ -225,7 +233,8 @@ Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, Dcg
   }
 }
 
-Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client, std::vector<LedgerHour>& hours) {
+Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client,
+                                           std::vector<LedgerHour>& hours) {
   std::map<Micros, DcgmHourlyByGpu> by_hour;  // asked once per hour, only when a row could use it
   int filled = 0;
   for (LedgerHour& h : hours) {
@@ -249,7 +258,8 @@ Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client, std::vector
 Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& base_url) {
   std::string rest = base_url;
   if (!rest.starts_with("http://"))
-    return InvalidArgument(fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
+    return InvalidArgument(
+        fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
   rest = rest.substr(7);
   std::string prefix;
   if (auto slash = rest.find('/'); slash != std::string::npos) {
@@ -261,7 +271,8 @@ Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::st
   int port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
   std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   if (host.empty() || port <= 0 || port > 65535)
-    return InvalidArgument(fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
+    return InvalidArgument(
+        fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
   return std::unique_ptr<PrometheusClient>(new HttpPrometheusClient(host, port, prefix, base_url));
 }
 

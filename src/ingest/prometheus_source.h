@@ -55,7 +55,8 @@ Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, Dcg
 // For each hour of `hours` on a whole GPU, asks `client` for the hour's dcgm-exporter averages
 // once and fills the rows without activity (FillActivityFromDcgmHourly). Returns the number of
 // rows filled, or the client's error (rows then unchanged where not yet filled).
-Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client, std::vector<LedgerHour>& hours);
+Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client,
+                                           std::vector<LedgerHour>& hours);
 
 // Parses one /api/v1/query response of resultType "matrix" into samples (pure; exposed for
 // tests). Appends to `out`: (instance, timestamp) -> samples.

@@ -16,8 +16,8 @@ using prometheus::Sample;
 
 // All the samples of one target (one agent, identified by `instance`) observed at one instant.
 struct TargetScrape {
-  std::string instance;   // "10.0.0.7:9400", or the node name: identifies the counter stream
-  Micros at_us = 0;       // when the values were observed (scrape time, or sample timestamp)
+  std::string instance;  // "10.0.0.7:9400", or the node name: identifies the counter stream
+  Micros at_us = 0;      // when the values were observed (scrape time, or sample timestamp)
   std::vector<Sample> samples;
 };
 

@@ -40,7 +40,7 @@ struct ConsumerInfo {
   std::map<std::string, std::string> namespace_labels;  // inherited when the pod lacks a key
   // A GPU share the pod's annotations declare (KAI/Run:ai "gpu-fraction", "gpu-memory"): the
   // server applies it to the pod's rows (attribution/annotated_shares.h). Unset: none.
-  std::optional<double> annotated_gpu_fraction;       // (0, 1]
+  std::optional<double> annotated_gpu_fraction;  // (0, 1]
   std::optional<Bytes> annotated_gpu_memory_bytes;
 };
 

@@ -5,11 +5,11 @@
 // (guardrails/price_findings.h). The admission kinds are what the validating webhook judges.
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
-#include <string>
-#include <string_view>
 
 #include "common/units.h"
 #include "model/consumer.h"
@@ -25,9 +25,9 @@ enum class FindingKind {
   kIsolationBreach,         // measured above a declared MPS/fractional limit, sustained
   kStaleGrant,              // the kubelet lists a grant of a pod that is not running
   // Server kind (from the ledger's hourly rows).
-  kIdleAllocation,          // granted and unused for hours
+  kIdleAllocation,  // granted and unused for hours
   // Admission kinds (webhook).
-  kPodSetsVisibleDevices,   // a pod sets NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES
+  kPodSetsVisibleDevices,     // a pod sets NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES
   kPrivilegedWithoutRequest,  // privileged (sees every device) and requests no GPU
 };
 inline constexpr int kFindingKinds = 9;
@@ -52,7 +52,7 @@ struct Finding {
   std::string cluster;
   std::string node;
   ConsumerRef subject;
-  std::string gpu_uuid;   // the physical GPU or MIG instance the finding is about
+  std::string gpu_uuid;  // the physical GPU or MIG instance the finding is about
   // What was seen, as space-separated key=value pairs (docs/guardrails.md lists the keys):
   // "pids=4242 granted=none NVIDIA_VISIBLE_DEVICES=all memory_bytes=2147483648".
   std::string evidence;
@@ -62,7 +62,8 @@ struct Finding {
 
   // Identity across scrapes and restarts of the server: a finding that resolves and comes back
   // is a new one (another first_seen). A copy, safe to keep as a map key.
-  using KeyType = std::tuple<std::string, std::string, FindingKind, ConsumerRef, std::string, Micros>;
+  using KeyType =
+      std::tuple<std::string, std::string, FindingKind, ConsumerRef, std::string, Micros>;
   KeyType Key() const { return {cluster, node, kind, subject, gpu_uuid, first_seen_us}; }
   bool operator==(const Finding&) const = default;
 };

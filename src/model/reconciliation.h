@@ -19,12 +19,12 @@ constexpr Micros DayStart(Micros t) {
 
 struct Reconciliation {
   std::string node;
-  Micros day_us = 0;          // start of the UTC day
-  Nanos modelled_nanos = 0;   // Σ device-hour prices of the node-day when the bill was imported
-  Nanos billed_nanos = 0;     // Σ BilledCost of the bill rows matched to the node-day
-  std::string factor;         // billed / modelled as a reduced ratio "9/10" ("1/0" when modelled 0)
+  Micros day_us = 0;         // start of the UTC day
+  Nanos modelled_nanos = 0;  // Σ device-hour prices of the node-day when the bill was imported
+  Nanos billed_nanos = 0;    // Σ BilledCost of the bill rows matched to the node-day
+  std::string factor;        // billed / modelled as a reduced ratio "9/10" ("1/0" when modelled 0)
   std::int64_t factor_ppm = 0;  // the same, in parts per million, rounded half up (display only)
-  std::string currency;       // the bill's BillingCurrency ("" when the bill had no such column)
+  std::string currency;         // the bill's BillingCurrency ("" when the bill had no such column)
   std::string bill_file;
   Micros imported_at_us = 0;
   bool operator==(const Reconciliation&) const = default;

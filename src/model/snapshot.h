@@ -21,18 +21,18 @@
 namespace gpuledger {
 
 struct PhysicalGpu {
-  GpuUuid uuid;            // GPU-<uuid>
-  std::string model;       // catalog name: "H100-80GB", "A100-40GB", "L4", "T4", ...
+  GpuUuid uuid;       // GPU-<uuid>
+  std::string model;  // catalog name: "H100-80GB", "A100-40GB", "L4", "T4", ...
   Bytes memory_total_bytes = 0;
   SharingMode sharing = SharingMode::kExclusive;
-  int replicas = 1;        // time-slicing or MPS replicas advertised per GPU (or per MIG instance)
-  int total_slices = 7;    // MIG compute slices of the whole GPU (7; A30: 4)
+  int replicas = 1;      // time-slicing or MPS replicas advertised per GPU (or per MIG instance)
+  int total_slices = 7;  // MIG compute slices of the whole GPU (7; A30: 4)
 };
 
 struct MigInstance {
-  GpuUuid uuid;            // MIG-<uuid>
-  GpuUuid parent;          // the physical GPU
-  std::string profile;     // "3g.71gb"
+  GpuUuid uuid;         // MIG-<uuid>
+  GpuUuid parent;       // the physical GPU
+  std::string profile;  // "3g.71gb"
   int compute_slices = 1;
   Bytes memory_total_bytes = 0;
   // NVML's GPU instance id (nvmlDeviceGetGpuInstanceId): what GPM and DCGM (GPU_I_ID) name the
@@ -43,12 +43,12 @@ struct MigInstance {
 // What Kubernetes granted one container: a device id as the device plugin or DRA reports it.
 struct Grant {
   ConsumerRef consumer;
-  std::string device_id;     // "GPU-<uuid>", "GPU-<uuid>::<n>", "MIG-<uuid>", "MIG-<uuid>::<n>"
-  std::string resource_name; // "nvidia.com/gpu", "nvidia.com/mig-3g.71gb", "gpu_milli", DRA driver
+  std::string device_id;      // "GPU-<uuid>", "GPU-<uuid>::<n>", "MIG-<uuid>", "MIG-<uuid>::<n>"
+  std::string resource_name;  // "nvidia.com/gpu", "nvidia.com/mig-3g.71gb", "gpu_milli", DRA driver
   // A declared share of the physical GPU that overrides the mode's default: fractional sharing
   // (gpu_milli, HAMi gpucores) and MPS active-thread percentages. Unset: the mode decides.
   std::optional<SharePpd> declared_ppd;
-  std::string dra_claim;     // DRA: "namespace/claim"; pods naming one shared claim split it
+  std::string dra_claim;  // DRA: "namespace/claim"; pods naming one shared claim split it
   // A declared cap on the GPU memory the container may use (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT,
   // HAMi's CUDA_DEVICE_MEMORY_LIMIT, Alibaba's gpu-mem). Recorded for rightsizing and
   // guardrails; a memory-only declaration also sets declared_ppd (its share of the device).
@@ -65,17 +65,17 @@ inline constexpr std::string_view kMpsServerComm = "nvidia-cuda-mps-server";
 // One GPU process seen during the interval.
 struct ProcessObservation {
   int pid = 0;
-  GpuUuid device;                        // physical GPU, or the MIG instance it runs in
-  std::optional<ConsumerRef> consumer;   // unset: in no container (see host_name)
-  std::string host_name;                 // consumer name when not in a pod: "user:alice", ...
-  Bytes used_memory_bytes = 0;           // NVML per-process memory (exact)
+  GpuUuid device;                       // physical GPU, or the MIG instance it runs in
+  std::optional<ConsumerRef> consumer;  // unset: in no container (see host_name)
+  std::string host_name;                // consumer name when not in a pod: "user:alice", ...
+  Bytes used_memory_bytes = 0;          // NVML per-process memory (exact)
   // SM busy time integrated from per-process utilization samples (smUtil% x sample period).
   // Unset when NVML gives none for this process (MIG, most MPS clients). Zero when it gave
   // samples with 0%, or none because the process was not busy in the last sample period.
   std::optional<GpuMicros> sm_busy_us;
-  std::string visible_devices;           // NVIDIA_VISIBLE_DEVICES of the process, if read
-  std::string cuda_visible_devices;      // CUDA_VISIBLE_DEVICES of the process, if read
-  std::string comm;                      // /proc/<pid>/comm; empty when the process was not read
+  std::string visible_devices;       // NVIDIA_VISIBLE_DEVICES of the process, if read
+  std::string cuda_visible_devices;  // CUDA_VISIBLE_DEVICES of the process, if read
+  std::string comm;                  // /proc/<pid>/comm; empty when the process was not read
   // NVML listed it among the device's MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3):
   // the device runs an MPS server.
   bool mps_client = false;
@@ -89,7 +89,7 @@ struct DeviceSignals {
   // none on MIG. Unset when unknown.
   std::optional<GpuMicros> busy_us;
   Bytes memory_used_bytes = 0;
-  std::optional<MilliJoules> energy_mj;   // energy used during the interval (counter delta)
+  std::optional<MilliJoules> energy_mj;  // energy used during the interval (counter delta)
   SignalSource busy_source = SignalSource::kNvml;  // kGpm/kDcgm: a MIG instance's own counters
   // SM, tensor and DRAM activity relative to the unit (GPM on Hopper and newer, else
   // dcgm-exporter's profiling fields); unset when no source gives them.

@@ -19,22 +19,22 @@ std::string MergeRules(const std::string& a, const std::string& b);
 
 struct ConsumerUsage {
   ConsumerRef consumer;
-  std::string device_id;          // the replica, MIG instance or GPU it held or ran on
-  SharePpd allocated_ppd = 0;     // share of the physical GPU granted over the interval
-  GpuMicros compute_us = 0;       // GPU-µs of the physical GPU used
-  Bytes memory_bytes = 0;         // GPU memory held through the interval (x duration: byte-µs)
+  std::string device_id;       // the replica, MIG instance or GPU it held or ran on
+  SharePpd allocated_ppd = 0;  // share of the physical GPU granted over the interval
+  GpuMicros compute_us = 0;    // GPU-µs of the physical GPU used
+  Bytes memory_bytes = 0;      // GPU memory held through the interval (x duration: byte-µs)
   Bytes peak_memory_bytes = 0;
   MilliJoules energy_mj = 0;
   Quality compute_quality = Quality::kNone;
   Quality memory_quality = Quality::kNone;
-  std::string compute_rule;       // how compute was obtained, e.g. "process-samples"
+  std::string compute_rule;  // how compute was obtained, e.g. "process-samples"
   // SM/tensor/DRAM activity in GPU-µs of the physical GPU: the unit's own figures when the
   // consumer is alone on it (measured), else split by compute (estimated, rule
   // "compute-share"). Quality kNone when no source gave activity.
   Activity activity;
   Quality activity_quality = Quality::kNone;
-  std::string activity_rule;      // "gpm", "dcgm-exporter", "gpm+compute-share", ...
-  std::string share_source;       // the grant's declared share's origin (Grant::share_source)
+  std::string activity_rule;  // "gpm", "dcgm-exporter", "gpm+compute-share", ...
+  std::string share_source;   // the grant's declared share's origin (Grant::share_source)
 };
 
 // Invariants (checked by CheckConservation):

@@ -50,7 +50,8 @@ bool ParseValue(std::string_view s, double& out) {
     return true;
   };
   if (lower_eq(body, "inf") || lower_eq(body, "infinity")) {
-    out = negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    out = negative ? -std::numeric_limits<double>::infinity()
+                   : std::numeric_limits<double>::infinity();
     return true;
   }
   if (lower_eq(body, "nan")) {
@@ -60,8 +61,8 @@ bool ParseValue(std::string_view s, double& out) {
   if (body.empty() || !(std::isdigit(static_cast<unsigned char>(body[0])) || body[0] == '.'))
     return false;
   double v = 0;
-  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v,
-                                   std::chars_format::general);
+  auto [end, ec] =
+      std::from_chars(body.data(), body.data() + body.size(), v, std::chars_format::general);
   if (end != body.data() + body.size()) return false;
   if (ec == std::errc::result_out_of_range) {
     // Go returns ±Inf for overflow (and an error); Prometheus rejects it: so do we. Underflow
@@ -117,10 +118,12 @@ class LineParser {
     if (keyword != "HELP" && keyword != "TYPE") return Status::Ok();  // a plain comment
     SkipBlanks();
     std::size_t start = pos_;
-    if (pos_ >= line_.size() || !IsNameStart(line_[pos_])) return Expected("a metric name after # " + std::string(keyword));
+    if (pos_ >= line_.size() || !IsNameStart(line_[pos_]))
+      return Expected("a metric name after # " + std::string(keyword));
     while (pos_ < line_.size() && IsNameChar(line_[pos_])) ++pos_;
     std::string name(line_.substr(start, pos_ - start));
-    if (pos_ < line_.size() && !IsBlank(line_[pos_])) return Expected("a blank after the metric name");
+    if (pos_ < line_.size() && !IsBlank(line_[pos_]))
+      return Expected("a blank after the metric name");
     if (keyword == "HELP") return Status::Ok();  // docstring: anything, may be empty
     SkipBlanks();
     std::string_view type = Token();
@@ -147,14 +150,16 @@ class LineParser {
         break;
       }
       std::size_t start = pos_;
-      if (pos_ >= line_.size() || !IsLabelStart(line_[pos_])) return Expected("a label name or '}'");
+      if (pos_ >= line_.size() || !IsLabelStart(line_[pos_]))
+        return Expected("a label name or '}'");
       while (pos_ < line_.size() && IsLabelChar(line_[pos_])) ++pos_;
       std::string name(line_.substr(start, pos_ - start));
       SkipBlanks();
       if (pos_ >= line_.size() || line_[pos_] != '=') return Expected("'=' after label " + name);
       ++pos_;
       SkipBlanks();
-      if (pos_ >= line_.size() || line_[pos_] != '"') return Expected("'\"' to open the value of label " + name);
+      if (pos_ >= line_.size() || line_[pos_] != '"')
+        return Expected("'\"' to open the value of label " + name);
       ++pos_;
       std::string value;
       for (;;) {
@@ -167,9 +172,13 @@ class LineParser {
         }
         if (pos_ >= line_.size()) return Expected("an escape after '\\' in label " + name);
         char e = line_[pos_++];
-        if (e == '\\' || e == '"') value += e;
-        else if (e == 'n') value += '\n';
-        else return Error("expected \\\\, \\\" or \\n in label " + name + ", got", line_.substr(pos_ - 2, 2));
+        if (e == '\\' || e == '"')
+          value += e;
+        else if (e == 'n')
+          value += '\n';
+        else
+          return Error("expected \\\\, \\\" or \\n in label " + name + ", got",
+                       line_.substr(pos_ - 2, 2));
       }
       labels.emplace_back(std::move(name), std::move(value));
       SkipBlanks();

@@ -35,11 +35,11 @@ struct ParseOptions {
 };
 
 struct Exposition {
-  std::vector<Sample> samples;             // in input order; labels sorted by name
-  std::vector<std::int64_t> timestamps_ms; // parallel to samples; kNoTimestamp when absent
+  std::vector<Sample> samples;               // in input order; labels sorted by name
+  std::vector<std::int64_t> timestamps_ms;   // parallel to samples; kNoTimestamp when absent
   std::map<std::string, std::string> types;  // family name -> "counter", "gauge", ...
-  std::int64_t bad_lines = 0;              // only with skip_bad_lines
-  std::vector<std::string> errors;         // "line N: ..." for the first bad lines
+  std::int64_t bad_lines = 0;                // only with skip_bad_lines
+  std::vector<std::string> errors;           // "line N: ..." for the first bad lines
 };
 
 Result<Exposition> ParseExposition(std::string_view text, const ParseOptions& options = {});

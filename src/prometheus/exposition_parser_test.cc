@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "prometheus/exposition_writer.h"
 #include "common/counter_units.h"
 #include "io/file_util.h"
+#include "prometheus/exposition_writer.h"
 #include "test_paths.h"
 
 namespace gpuledger::prometheus {
@@ -65,7 +65,8 @@ TEST(ParseExposition, ErrorsNameTheLineAndWhatWasExpected) {
       {"m 1 2.5\n", "expected an integer timestamp (ms) '2.5'"},
       {"m 1 2 3\n", "expected end of line after the timestamp"},
       {"m 1e999\n", "expected a number as value"},
-      {"# TYPE m countr\n", "expected a type (counter, gauge, histogram, summary, untyped) 'countr'"},
+      {"# TYPE m countr\n",
+       "expected a type (counter, gauge, histogram, summary, untyped) 'countr'"},
       {"# TYPE m counter\n# TYPE m gauge\n", "line 2: a second # TYPE line for 'm'"},
       {"# HELP\n", "expected a metric name after # HELP"},
   };
@@ -91,8 +92,7 @@ TEST(ParseExposition, SkipModeCountsBadLines) {
 
 TEST(ParseExposition, RoundTripsTheAgentsWriter) {
   ExpositionWriter w;
-  w.Family("gpuledger_container_allocated_gpu_seconds_total", "help \"x\"\n",
-           MetricType::kCounter);
+  w.Family("gpuledger_container_allocated_gpu_seconds_total", "help \"x\"\n", MetricType::kCounter);
   w.Sample("gpuledger_container_allocated_gpu_seconds_total",
            {{"namespace", "ns"}, {"pod", "p\"o\\d\n"}, {"gpu_uuid", "GPU-1"}}, 1234.000001);
   HistogramData h{{0.5, 1}, {1, 2, 3}, 4.5};
@@ -113,8 +113,8 @@ TEST(ParseExposition, RoundTripsTheAgentsWriter) {
 // dcgm-exporter's output as Datadog's integration tests keep it: HELP lines with no text and
 // "# NOTE" comments are valid; every sample parses strictly.
 TEST(ParseExposition, DcgmExporterFixture) {
-  const std::string path =
-      std::string(gpuledger::test_paths::kSharedData) + "/dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
+  const std::string path = std::string(gpuledger::test_paths::kSharedData) +
+                           "/dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared test data missing: " << path;
   auto text = ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.error().message;
@@ -165,10 +165,18 @@ TEST(ParseExposition, RandomInputNeverCrashes) {
     for (int k = 0; k < edits; ++k) {
       const std::size_t pos = s.empty() ? 0 : rng() % s.size();
       switch (rng() % 4) {
-        case 0: if (!s.empty()) s.erase(pos, 1 + rng() % 4); break;
-        case 1: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
-        case 2: if (!s.empty()) s[pos] = static_cast<char>(rng()); break;
-        default: s = s.substr(0, pos); break;
+        case 0:
+          if (!s.empty()) s.erase(pos, 1 + rng() % 4);
+          break;
+        case 1:
+          s.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        case 2:
+          if (!s.empty()) s[pos] = static_cast<char>(rng());
+          break;
+        default:
+          s = s.substr(0, pos);
+          break;
       }
     }
     if (i % 10 == 0) {  // pure noise too

@@ -25,7 +25,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace gpuledger::prometheus {
 
 enum class MetricType { kCounter, kGauge, kHistogram, kUntyped };

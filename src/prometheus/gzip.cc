@@ -52,8 +52,9 @@ std::string Gzip(std::string_view data) {
 Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes) {
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) return Internal("gunzip: inflateInit2 failed");
-  std::string out(std::min(std::max<std::size_t>(data.size() * 4, 256), std::max<std::size_t>(max_bytes, 1)),
-                  '\0');
+  std::string out(
+      std::min(std::max<std::size_t>(data.size() * 4, 256), std::max<std::size_t>(max_bytes, 1)),
+      '\0');
   std::size_t handed = 0;
   Result<std::string> result = Internal("gunzip: not finished");
   for (;;) {

@@ -81,11 +81,11 @@ Result<std::string> HttpGet(const HttpUrl& url, Micros timeout_us, std::size_t m
         return !too_big && !too_slow;
       });
   if (too_big)
-    return Unavailable(fmt::format("GET {}: the body is larger than {} bytes", url.text, max_bytes));
+    return Unavailable(
+        fmt::format("GET {}: the body is larger than {} bytes", url.text, max_bytes));
   // cpp-httplib reports a connect or read timeout as a plain connection or read error: one that
   // comes at the deadline is the timeout.
-  const bool late =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(10) >= deadline;
+  const bool late = std::chrono::steady_clock::now() + std::chrono::milliseconds(10) >= deadline;
   if (too_slow || (!r && late))
     return Unavailable(fmt::format("GET {}: timed out after {} ms", url.text, timeout_us / 1000));
   if (!r) return Unavailable(fmt::format("GET {}: {}", url.text, httplib::to_string(r.error())));

@@ -19,7 +19,7 @@ namespace gpuledger::prometheus {
 inline constexpr std::size_t kMaxBodyBytes = 16u << 20;
 
 struct HttpUrl {
-  std::string host;              // name or address; IPv6 without the brackets
+  std::string host;  // name or address; IPv6 without the brackets
   int port = 80;
   std::string path = "/metrics";  // with the query, if any; "/metrics" when the URL has none
   std::string text;               // the URL as given, for messages

@@ -10,9 +10,11 @@ namespace gpuledger::prometheus {
 Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos)
-    return InvalidArgument(fmt::format("--listen '{}': expected HOST:PORT, e.g. 0.0.0.0:9400", listen));
+    return InvalidArgument(
+        fmt::format("--listen '{}': expected HOST:PORT, e.g. 0.0.0.0:9400", listen));
   std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "0.0.0.0";
   int port = -1;
   std::string_view p = std::string_view(listen).substr(colon + 1);

@@ -12,7 +12,7 @@ namespace gpuledger::prometheus {
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 struct Sample {
-  std::string name;   // metric name, e.g. "gpuledger_container_compute_gpu_seconds_total"
+  std::string name;  // metric name, e.g. "gpuledger_container_compute_gpu_seconds_total"
   Labels labels;
   double value = 0;
 };

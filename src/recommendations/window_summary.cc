@@ -50,13 +50,14 @@ template <typename T>
 T ValuePercentile(std::vector<T>& values, int percent) {
   if (values.empty()) return T{};
   std::sort(values.begin(), values.end());
-  return values[static_cast<std::size_t>(NearestRank(static_cast<std::int64_t>(values.size()),
-                                                     percent) -
-                                         1)];
+  return values[static_cast<std::size_t>(
+      NearestRank(static_cast<std::int64_t>(values.size()), percent) - 1)];
 }
 
 // n / d rounded half up, d > 0, n >= 0.
-std::int64_t RoundHalfUp(__int128 n, __int128 d) { return static_cast<std::int64_t>((2 * n + d) / (2 * d)); }
+std::int64_t RoundHalfUp(__int128 n, __int128 d) {
+  return static_cast<std::int64_t>((2 * n + d) / (2 * d));
+}
 
 // One GPU of the workload in one hour: its containers' rows on that GPU, added.
 struct GpuHour {
@@ -66,8 +67,8 @@ struct GpuHour {
   UsageHistogram histogram;
   const DeviceHour* device = nullptr;
   double Share() const {
-    const GpuMicros wall = device != nullptr && device->metered_us > 0 ? device->metered_us
-                                                                       : kMicrosPerHour;
+    const GpuMicros wall =
+        device != nullptr && device->metered_us > 0 ? device->metered_us : kMicrosPerHour;
     return static_cast<double>(compute_us) / static_cast<double>(wall);
   }
 };
@@ -98,8 +99,7 @@ double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kCompu
 std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devices,
                                                 std::span<const UsageRow> usage,
                                                 const SummaryOptions& o) {
-  const std::vector<report::Dimension> by_controller{
-      {report::Dimension::Kind::kController, ""}};
+  const std::vector<report::Dimension> by_controller{{report::Dimension::Kind::kController, ""}};
   std::map<std::pair<Micros, std::string>, const DeviceHour*> device_of;
   for (const DeviceHour& d : devices)
     if (d.hour_us >= o.from_us && d.hour_us < o.to_us) device_of[{d.hour_us, d.gpu.value}] = &d;
@@ -156,10 +156,10 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     if (hours > 0) {
       w.hours_observed = static_cast<double>(hours);
       const Micros first = by_hour.begin()->first, last = by_hour.rbegin()->first;
-      w.coverage = static_cast<double>(hours) /
-                   static_cast<double>((last - first) / kMicrosPerHour + 1);
-      w.gpus_held_ppd = RoundHalfUp(allocated * kWholeGpu,
-                                    static_cast<__int128>(hours) * kMicrosPerHour);
+      w.coverage =
+          static_cast<double>(hours) / static_cast<double>((last - first) / kMicrosPerHour + 1);
+      w.gpus_held_ppd =
+          RoundHalfUp(allocated * kWholeGpu, static_cast<__int128>(hours) * kMicrosPerHour);
     }
     auto busy = [&](const GpuHour& g) {
       const int b = PercentileBucket(g.histogram.compute, percent);
@@ -183,7 +183,8 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     std::vector<double> shares;
     std::vector<Bytes> peaks;
     for (const GpuHour* g : sized) {
-      for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i) compute[i] += g->histogram.compute[i];
+      for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
+        compute[i] += g->histogram.compute[i];
       shares.push_back(g->Share());
     }
     for (const auto& [h, gs] : by_hour)
@@ -212,7 +213,8 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     }
     const int mb = PercentileBucket(memory, 99);
     if (mb >= 0 && w.gpu_memory_bytes > 0) {
-      const Bytes upper = w.gpu_memory_bytes / 8 * kMemoryEighthBounds[static_cast<std::size_t>(mb)];
+      const Bytes upper =
+          w.gpu_memory_bytes / 8 * kMemoryEighthBounds[static_cast<std::size_t>(mb)];
       w.memory_p99_bytes = std::min(upper, w.memory_peak_bytes);
       s.memory_basis = "peak: the agent's hour peaks; p99: the memory histogram's bucket";
     } else {
@@ -224,8 +226,8 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     if (auto r = row_of.find(key); r != row_of.end()) {
       const report::Figures& f = r->second->figures;
       if (f.allocated_gpu_us > 0)
-        w.hourly_price_nanos = RoundHalfUp(static_cast<__int128>(f.cost_nanos) * kMicrosPerHour,
-                                           f.allocated_gpu_us);
+        w.hourly_price_nanos =
+            RoundHalfUp(static_cast<__int128>(f.cost_nanos) * kMicrosPerHour, f.allocated_gpu_us);
       s.utilization = r->second->utilization;
     }
     if (auto m = o.models_by_class.find(s.pricing_class); m != o.models_by_class.end())

@@ -51,8 +51,8 @@ struct EightGpuJob {
         const std::string gpu = "GPU-" + std::to_string(g);
         devices.push_back(Device(h * kH, gpu));
         const bool busy = g < 2;
-        UsageRow u = Row(h * kH, gpu, "train-0", busy ? kH * 9 / 10 : kH / 100,
-                         busy ? 60 * kGiB : 2 * kGiB);
+        UsageRow u =
+            Row(h * kH, gpu, "train-0", busy ? kH * 9 / 10 : kH / 100, busy ? 60 * kGiB : 2 * kGiB);
         // 60 cycles an hour: busy GPUs above 4/7 every cycle, idle ones at <= 5%.
         u.histogram.compute[busy ? 5 : 0] = 60;
         u.histogram.memory[busy ? 3 : 0] = 60;
@@ -111,8 +111,8 @@ TEST(WindowSummary, WithoutHistogramsFallsBackToHourlyMeansAndSaysSo) {
   // 20 hours of one GPU: 19 at 10%, one at 40%; memory peaks 5 GiB, one hour 9 GiB.
   for (int h = 0; h < 20; ++h) {
     devices.push_back(Device(h * kH, "GPU-0"));
-    UsageRow u = Row(h * kH, "GPU-0", "web-1", h == 7 ? kH * 4 / 10 : kH / 10,
-                     h == 7 ? 9 * kGiB : 5 * kGiB);
+    UsageRow u =
+        Row(h * kH, "GPU-0", "web-1", h == 7 ? kH * 4 / 10 : kH / 10, h == 7 ? 9 * kGiB : 5 * kGiB);
     u.consumer.owner_kind = "Deployment";
     u.consumer.owner_name = "web";
     usage.push_back(u);

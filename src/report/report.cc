@@ -28,16 +28,21 @@ struct DimName {
   Dimension::Kind kind;
 };
 constexpr DimName kDimNames[] = {
-    {"namespace", Dimension::Kind::kNamespace}, {"controller", Dimension::Kind::kController},
-    {"node", Dimension::Kind::kNode},           {"gpu_model", Dimension::Kind::kGpuModel},
-    {"device", Dimension::Kind::kDevice},       {"container", Dimension::Kind::kContainer},
-    {"pod", Dimension::Kind::kPod},             {"sharing_mode", Dimension::Kind::kSharingMode},
+    {"namespace", Dimension::Kind::kNamespace},
+    {"controller", Dimension::Kind::kController},
+    {"node", Dimension::Kind::kNode},
+    {"gpu_model", Dimension::Kind::kGpuModel},
+    {"device", Dimension::Kind::kDevice},
+    {"container", Dimension::Kind::kContainer},
+    {"pod", Dimension::Kind::kPod},
+    {"sharing_mode", Dimension::Kind::kSharingMode},
 };
 
 std::string Level(const UsageRow& row, const Dimension& d) {
   const ConsumerInfo& c = row.consumer;
   switch (d.kind) {
-    case Dimension::Kind::kNamespace: return c.ref.namespace_name;
+    case Dimension::Kind::kNamespace:
+      return c.ref.namespace_name;
     case Dimension::Kind::kLabel: {
       if (auto it = c.labels.find(d.label); it != c.labels.end()) return it->second;
       if (auto it = c.namespace_labels.find(d.label); it != c.namespace_labels.end())
@@ -47,12 +52,18 @@ std::string Level(const UsageRow& row, const Dimension& d) {
     case Dimension::Kind::kController:
       return c.ref.namespace_name + "/" + (c.owner_kind.empty() ? "Pod" : c.owner_kind) + "/" +
              (c.owner_name.empty() ? c.ref.pod : c.owner_name);
-    case Dimension::Kind::kNode: return row.node;
-    case Dimension::Kind::kGpuModel: return row.gpu_model;
-    case Dimension::Kind::kDevice: return row.gpu.value;
-    case Dimension::Kind::kContainer: return c.ref.Key();
-    case Dimension::Kind::kPod: return c.ref.namespace_name + "/" + c.ref.pod;
-    case Dimension::Kind::kSharingMode: return std::string(ToString(row.sharing));
+    case Dimension::Kind::kNode:
+      return row.node;
+    case Dimension::Kind::kGpuModel:
+      return row.gpu_model;
+    case Dimension::Kind::kDevice:
+      return row.gpu.value;
+    case Dimension::Kind::kContainer:
+      return c.ref.Key();
+    case Dimension::Kind::kPod:
+      return c.ref.namespace_name + "/" + c.ref.pod;
+    case Dimension::Kind::kSharingMode:
+      return std::string(ToString(row.sharing));
   }
   return {};
 }

@@ -19,8 +19,17 @@ namespace gpuledger::report {
 
 // One level of a grouping key.
 struct Dimension {
-  enum class Kind { kNamespace, kLabel, kController, kNode, kGpuModel, kDevice, kContainer,
-                    kPod, kSharingMode };
+  enum class Kind {
+    kNamespace,
+    kLabel,
+    kController,
+    kNode,
+    kGpuModel,
+    kDevice,
+    kContainer,
+    kPod,
+    kSharingMode
+  };
   Kind kind = Kind::kNamespace;
   std::string label;  // kLabel: the label key
 };
@@ -71,7 +80,7 @@ struct Row {
 };
 
 struct Totals {
-  Nanos device_cost_nanos = 0;   // Σ of the device-hour prices in the window
+  Nanos device_cost_nanos = 0;  // Σ of the device-hour prices in the window
   GpuMicros metered_us = 0;
   GpuMicros unmetered_us = 0;
   GpuMicros busy_us = 0;
@@ -85,9 +94,9 @@ struct Report {
   std::vector<Dimension> group_by;
   cost::Policy policy;
   cost::IdleHandling idle_handling;
-  std::vector<Row> rows;      // sorted by cost descending, then key
-  Figures idle;               // unallocated / not busy / unused memory, and its cost
-  Figures unattributed;       // busy time and memory no known process explains
+  std::vector<Row> rows;  // sorted by cost descending, then key
+  Figures idle;           // unallocated / not busy / unused memory, and its cost
+  Figures unattributed;   // busy time and memory no known process explains
   Totals total;
 };
 

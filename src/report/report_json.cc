@@ -96,21 +96,20 @@ std::string UtilizationToJson(const utilization::Classification& c) {
 std::string ReportToJson(const Report& r) {
   json rows = json::array();
   for (const auto& row : r.rows) rows.push_back(RowJson(row));
-  json out = {
-      {"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
-      {"aggregate", ToString(r.group_by)},
-      {"policy", cost::ToString(r.policy)},
-      {"idle_handling", cost::ToString(r.idle_handling)},
-      {"rows", rows},
-      {"idle", FiguresJson(r.idle)},
-      {"unattributed", FiguresJson(r.unattributed)},
-      {"total",
-       {{"device_cost_nanos", r.total.device_cost_nanos},
-        {"metered_us", r.total.metered_us},
-        {"unmetered_us", r.total.unmetered_us},
-        {"busy_us", r.total.busy_us},
-        {"device_hours", r.total.device_hours},
-        {"unpriced_models", r.total.unpriced_models}}}};
+  json out = {{"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
+              {"aggregate", ToString(r.group_by)},
+              {"policy", cost::ToString(r.policy)},
+              {"idle_handling", cost::ToString(r.idle_handling)},
+              {"rows", rows},
+              {"idle", FiguresJson(r.idle)},
+              {"unattributed", FiguresJson(r.unattributed)},
+              {"total",
+               {{"device_cost_nanos", r.total.device_cost_nanos},
+                {"metered_us", r.total.metered_us},
+                {"unmetered_us", r.total.unmetered_us},
+                {"busy_us", r.total.busy_us},
+                {"device_hours", r.total.device_hours},
+                {"unpriced_models", r.total.unpriced_models}}}};
   return out.dump(2) + "\n";
 }
 

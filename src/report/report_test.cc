@@ -55,8 +55,10 @@ struct Fixture {
     a.busy_us = kMicrosPerHour * 6 / 10;
     a.idle_us = kMicrosPerHour - a.busy_us;
     devices.push_back(a);
-    usage.push_back(Usage("GPU-a", "inference", "api-0", kMicrosPerHour / 4, kMicrosPerHour * 2 / 10));
-    usage.push_back(Usage("GPU-a", "inference", "api-1", kMicrosPerHour / 4, kMicrosPerHour * 3 / 10));
+    usage.push_back(
+        Usage("GPU-a", "inference", "api-0", kMicrosPerHour / 4, kMicrosPerHour * 2 / 10));
+    usage.push_back(
+        Usage("GPU-a", "inference", "api-1", kMicrosPerHour / 4, kMicrosPerHour * 3 / 10));
     usage.push_back(Usage("GPU-a", "research", "nb-0", kMicrosPerHour / 4, kMicrosPerHour / 10));
     usage[0].consumer.labels["team"] = "search";
     usage[2].consumer.namespace_labels["team"] = "science";
@@ -142,8 +144,8 @@ TEST(Report, MemoryKibSecondsSumAndIdleIsTheUnusedCapacity) {
   f.usage[0].memory_kib_s = 10 * kGibHour;
   f.usage[1].memory_kib_s = 5 * kGibHour;
   f.devices[0].unattributed_memory_kib_s = kGibHour;
-  auto r = BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"),
-                       *cost::ParsePolicy("memory"), cost::IdleHandling{}, 0, kMicrosPerHour);
+  auto r = BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), *cost::ParsePolicy("memory"),
+                       cost::IdleHandling{}, 0, kMicrosPerHour);
   ASSERT_EQ(r.rows.size(), 2u);
   EXPECT_EQ(r.rows[0].key, "inference");
   EXPECT_EQ(r.rows[0].figures.memory_kib_s, 15 * kGibHour);
@@ -215,8 +217,8 @@ TEST(Report, BusyButStarvedRowInJson) {
   u.memory_kib_s = 10LL * 1024 * 1024 * 3600;  // 10 GiB held for the hour
   std::vector<DeviceHour> devices{d};
   std::vector<UsageRow> usage{u};
-  auto r = BuildReport(devices, usage, *ParseGroupBy("pod"), cost::Policy{},
-                       cost::IdleHandling{}, 0, kMicrosPerHour);
+  auto r = BuildReport(devices, usage, *ParseGroupBy("pod"), cost::Policy{}, cost::IdleHandling{},
+                       0, kMicrosPerHour);
   ASSERT_EQ(r.rows.size(), 1u);
   EXPECT_EQ(r.rows[0].utilization.cls, utilization::Class::kBusyButStarved);
 

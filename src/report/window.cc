@@ -26,7 +26,8 @@ Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros 
     auto to = ParseInstant(window.substr(comma + 1));
     if (!from) return InvalidArgument("window start: " + from.error().message);
     if (!to) return InvalidArgument("window end: " + to.error().message);
-    if (*to <= *from) return InvalidArgument(fmt::format("window '{}': end must be after start", window));
+    if (*to <= *from)
+      return InvalidArgument(fmt::format("window '{}': end must be after start", window));
     return std::pair{*from, *to};
   }
   auto length = ParseDuration(window);

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/ledger_reads.h"
-#include "guardrails/ledger_findings.h"
 #include "common/time_util.h"
+#include "guardrails/ledger_findings.h"
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
@@ -124,15 +124,20 @@ ApiResponse FromError(const Error& e) {
 }
 
 ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
-  if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"}); !u.empty())
-    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
+  if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"});
+      !u.empty())
+    return JsonError(
+        400,
+        fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
   auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
   Micros step = in->window.second - in->window.first;
   if (auto s = Get(p, "step", ""); !s.empty()) {
     auto parsed = ParseDuration(s);
     if (!parsed || *parsed < kMicrosPerHour || *parsed % kMicrosPerHour != 0)
-      return JsonError(400, fmt::format("parameter 'step': '{}' is not a whole number of hours (1h, 1d, 7d)", s));
+      return JsonError(
+          400,
+          fmt::format("parameter 'step': '{}' is not a whole number of hours (1h, 1d, 7d)", s));
     step = *parsed;
   }
   if (step <= 0) return JsonError(400, "parameter 'window': the ledger is empty");
@@ -153,7 +158,8 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
     std::set<std::string> keep;
     if (!filter->empty()) {
       for (const UsageRow& u : *usage)
-        if (u.hour_us >= t && u.hour_us < end && Matches(*filter, u)) keep.insert(report::KeyOf(u, in->by));
+        if (u.hour_us >= t && u.hour_us < end && Matches(*filter, u))
+          keep.insert(report::KeyOf(u, in->by));
     }
     json set = json::object();
     for (const auto& row : r.rows)
@@ -165,12 +171,14 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
     }
     data.push_back(std::move(set));
   }
-  return {200, "application/json", json{{"code", 200}, {"status", "success"}, {"data", data}}.dump() + "\n"};
+  return {200, "application/json",
+          json{{"code", 200}, {"status", "success"}, {"data", data}}.dump() + "\n"};
 }
 
 ApiResponse Report(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
-    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
+    return JsonError(400,
+                     fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
   auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
   auto devices = billing::ReadPricedDeviceHours(store, {in->window.first, in->window.second});
@@ -184,7 +192,8 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
 
 ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrails::Policy& policy) {
   if (auto u = UnknownParam(p, {"window", "kind", "namespace", "severity", "state"}); !u.empty())
-    return JsonError(400, fmt::format("unknown parameter '{}' (window, kind, namespace, severity, state)", u));
+    return JsonError(
+        400, fmt::format("unknown parameter '{}' (window, kind, namespace, severity, state)", u));
   guardrails::FindingsQuery q;
   q.window = Get(p, "window", "7d");
   q.namespace_name = Get(p, "namespace", "");
@@ -257,9 +266,13 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
                    {"cost_nanos", a.cost},
                    {"utilization", a.metered > 0 ? static_cast<double>(a.busy) / a.metered : 0.0}});
   return {200, "application/json",
-          json{{"code", 200}, {"status", "success"},
-               {"window", {{"start", FormatRfc3339(window->first)}, {"end", FormatRfc3339(window->second)}}},
-               {"data", out}}.dump() + "\n"};
+          json{{"code", 200},
+               {"status", "success"},
+               {"window",
+                {{"start", FormatRfc3339(window->first)}, {"end", FormatRfc3339(window->second)}}},
+               {"data", out}}
+                  .dump() +
+              "\n"};
 }
 
 ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
@@ -310,11 +323,11 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
     return Findings(**store, params, policy_);
   }
   using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
-  Endpoint endpoint = path == "/api/v1/allocation"    ? &Allocation
-                      : path == "/api/v1/report"      ? &Report
-                      : path == "/api/v1/devices"     ? &Devices
+  Endpoint endpoint = path == "/api/v1/allocation"     ? &Allocation
+                      : path == "/api/v1/report"       ? &Report
+                      : path == "/api/v1/devices"      ? &Devices
                       : path == "/api/v1/export/focus" ? &ExportFocus
-                                                      : nullptr;
+                                                       : nullptr;
   if (endpoint == nullptr) return JsonError(404, fmt::format("no endpoint {}", path));
   auto store = pool_.Borrow();
   if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
@@ -323,7 +336,8 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
 
 ApiResponse Api::Ready() {
   auto store = pool_.Borrow();
-  Result<store::TimeRange> extent = store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
+  Result<store::TimeRange> extent =
+      store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
   if (!extent) return {503, "text/plain", "ledger unreadable: " + extent.error().message + "\n"};
   return {200, "text/plain", "ready\n"};
 }
@@ -343,14 +357,18 @@ ApiResponse Api::Metrics() {
     out += fmt::format("gpuledger_server_requests_total{{path=\"{}\",code=\"{}\"}} {}\n", key.first,
                        key.second, n);
   auto store = pool_.Borrow();
-  Result<store::TimeRange> extent = store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
-  out += "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
-         "# TYPE gpuledger_server_ledger_up gauge\n";
+  Result<store::TimeRange> extent =
+      store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
+  out +=
+      "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
+      "# TYPE gpuledger_server_ledger_up gauge\n";
   out += fmt::format("gpuledger_server_ledger_up {}\n", extent.ok() ? 1 : 0);
   if (extent.ok() && extent->to_us > 0) {
-    out += "# HELP gpuledger_server_ledger_end_timestamp_seconds End of the last hour in the ledger.\n"
-           "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
-    out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n", extent->to_us / kMicrosPerSecond);
+    out +=
+        "# HELP gpuledger_server_ledger_end_timestamp_seconds End of the last hour in the ledger.\n"
+        "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
+    out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n",
+                       extent->to_us / kMicrosPerSecond);
   }
   for (const auto& render : extra) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};

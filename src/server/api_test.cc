@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/catalog.h"
-#include "simcluster/cluster_run.h"
 #include "report/report_json.h"
 #include "server/filter.h"
+#include "simcluster/cluster_run.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
 
@@ -71,7 +71,8 @@ class ApiTest : public ::testing::Test {
 };
 
 TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
-  json j = Get("/api/v1/allocation", {{"window", "all"}, {"aggregate", "namespace"}, {"step", "1d"}});
+  json j =
+      Get("/api/v1/allocation", {{"window", "all"}, {"aggregate", "namespace"}, {"step", "1d"}});
   ASSERT_EQ(j["data"].size(), 2u);
   // Each day: 24 h of an A100 plus 24 h of an L4 at catalog prices.
   const Nanos a100 = catalog_.Find("A100-80GB", "on-demand")->hourly_nanos;
@@ -90,11 +91,13 @@ TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
 }
 
 TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
-  json j = Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "label[team]:\"research\""}});
+  json j =
+      Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "label[team]:\"research\""}});
   ASSERT_EQ(j["data"].size(), 1u);
   EXPECT_EQ(j["data"][0].size(), 1u);
   EXPECT_TRUE(j["data"][0].contains("ml/train-0"));
-  json k = Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "namespace!:\"ml\"+node:\"a100\""}});
+  json k = Get("/api/v1/allocation",
+               {{"aggregate", "pod"}, {"filter", "namespace!:\"ml\"+node:\"a100\""}});
   EXPECT_EQ(k["data"][0].size(), 2u);  // web/api-0, web/api-1
 }
 
@@ -123,8 +126,10 @@ TEST_F(ApiTest, BearerTokenIsRequiredOnTheApiOnly) {
 TEST_F(ApiTest, DevicesAndReportRoundTrip) {
   json d = Get("/api/v1/devices", {});
   ASSERT_EQ(d["data"].size(), 2u);
-  for (const auto& dev : d["data"]) EXPECT_EQ(dev["metered_us"].get<std::int64_t>(), 48 * kMicrosPerHour);
-  ApiResponse r = api_->Handle("/api/v1/report", {{"aggregate", "label:team"}, {"policy", "compute"}}, "Bearer s3cret");
+  for (const auto& dev : d["data"])
+    EXPECT_EQ(dev["metered_us"].get<std::int64_t>(), 48 * kMicrosPerHour);
+  ApiResponse r = api_->Handle(
+      "/api/v1/report", {{"aggregate", "label:team"}, {"policy", "compute"}}, "Bearer s3cret");
   ASSERT_EQ(r.status, 200);
   auto report = report::ReportFromJson(r.body);
   ASSERT_TRUE(report.ok()) << report.error().message;
@@ -139,15 +144,19 @@ TEST_F(ApiTest, ExportsFocusCsv) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.content_type.rfind("text/csv", 0), 0u);
   const std::string header = r.body.substr(0, r.body.find('\n'));
-  for (const char* column : {"BilledCost", "EffectiveCost", "ListCost", "ChargePeriodStart", "Tags"})
+  for (const char* column :
+       {"BilledCost", "EffectiveCost", "ListCost", "ChargePeriodStart", "Tags"})
     EXPECT_NE(header.find(column), std::string::npos) << column;
-  EXPECT_EQ(api_->Handle("/api/v1/export/focus", {{"period", "month"}}, "Bearer s3cret").status, 400);
+  EXPECT_EQ(api_->Handle("/api/v1/export/focus", {{"period", "month"}}, "Bearer s3cret").status,
+            400);
 }
 
 TEST_F(ApiTest, MetricsCountRequests) {
   Get("/api/v1/devices", {});
   ApiResponse m = api_->Handle("/metrics", {}, "");
-  EXPECT_NE(m.body.find("gpuledger_server_requests_total{path=\"/api/v1/devices\",code=\"200\"} 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("gpuledger_server_requests_total{path=\"/api/v1/devices\",code=\"200\"} 1"),
+            std::string::npos)
+      << m.body;
   EXPECT_NE(m.body.find("gpuledger_server_ledger_up 1"), std::string::npos);
 }
 
@@ -213,13 +222,13 @@ TEST(AllocationActivity, EntriesShowActivityAndUtilizationClass) {
   std::filesystem::remove_all(dir);
 }
 
-
 // /api/v1/findings over a ledger whose agents found a pod using a GPU it was never granted,
 // and whose rows show a notebook holding a GPU idle: filters, the policy, and clear errors.
 class FindingsApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("gpuledger-api-findings-" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("gpuledger-api-findings-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     auto scenario = sim::ParseScenario(R"(
@@ -233,7 +242,8 @@ workloads:
   - {namespace: nb, name: jupyter, node: a100, compute: {profile: idle}, memory: {bytes: 1GiB}}
   - {namespace: ml, name: debug, owner_kind: Pod, request: none, uses_gpu: {node: a100, index: 0},
      visible_devices: all, start: 2h, end: 4h, compute: {profile: constant, duty: 0.1}, memory: {bytes: 1GiB}}
-)", "findings.yaml");
+)",
+                                       "findings.yaml");
     ASSERT_TRUE(scenario.ok()) << scenario.error().message;
     const std::string path = (dir_ / "l.db").string();
     {
@@ -266,8 +276,9 @@ TEST_F(FindingsApiTest, FindingsWithTheirCostAndFilters) {
     kinds.push_back(f["kind"].get<std::string>() + " " + f["pod"].get<std::string>());
     sum += f["cost_nanos"].get<Nanos>();
   }
-  EXPECT_EQ(kinds, (std::vector<std::string>{"idle-allocation jupyter-0", "unallocated-access debug",
-                                             "visible-devices-override debug"}));
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"idle-allocation jupyter-0", "unallocated-access debug",
+                                      "visible-devices-override debug"}));
   EXPECT_EQ(all["total_cost_nanos"].get<Nanos>(), sum);
   EXPECT_EQ(all["by_kind"]["unallocated-access"]["findings"], 1);
   EXPECT_EQ(all["by_kind"]["idle-allocation"]["open"], 1);
@@ -293,11 +304,15 @@ TEST_F(FindingsApiTest, FindingsWithTheirCostAndFilters) {
 }
 
 TEST_F(FindingsApiTest, BadParametersNameThemselves) {
-  EXPECT_NE(Get({{"kind", "nope"}}, 400)["error"].get<std::string>().find("kind 'nope': expected one of"),
+  EXPECT_NE(
+      Get({{"kind", "nope"}}, 400)["error"].get<std::string>().find("kind 'nope': expected one of"),
+      std::string::npos);
+  EXPECT_NE(Get({{"severity", "high"}}, 400)["error"].get<std::string>().find("severity 'high'"),
             std::string::npos);
-  EXPECT_NE(Get({{"severity", "high"}}, 400)["error"].get<std::string>().find("severity 'high'"), std::string::npos);
-  EXPECT_NE(Get({{"state", "closed"}}, 400)["error"].get<std::string>().find("'state'"), std::string::npos);
-  EXPECT_NE(Get({{"frobnicate", "1"}}, 400)["error"].get<std::string>().find("unknown parameter 'frobnicate'"),
+  EXPECT_NE(Get({{"state", "closed"}}, 400)["error"].get<std::string>().find("'state'"),
+            std::string::npos);
+  EXPECT_NE(Get({{"frobnicate", "1"}}, 400)["error"].get<std::string>().find(
+                "unknown parameter 'frobnicate'"),
             std::string::npos);
 }
 

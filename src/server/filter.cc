@@ -7,9 +7,9 @@
 namespace gpuledger::server {
 namespace {
 
-constexpr std::string_view kFields[] = {"namespace",      "node",          "pod",
-                                        "container",      "controllerKind", "controllerName",
-                                        "gpu_model",      "sharing_mode"};
+constexpr std::string_view kFields[] = {"namespace", "node",           "pod",
+                                        "container", "controllerKind", "controllerName",
+                                        "gpu_model", "sharing_mode"};
 
 std::string FieldValue(const FilterClause& c, const UsageRow& row) {
   const ConsumerInfo& info = row.consumer;

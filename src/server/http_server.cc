@@ -27,12 +27,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
     res.status = r.status;
     res.set_content(r.body, r.content_type.c_str());
   });
-  impl->port = addr->second == 0 ? impl->http.bind_to_any_port(impl->host.c_str())
-                                 : (impl->http.bind_to_port(impl->host.c_str(), addr->second)
-                                        ? addr->second
-                                        : -1);
+  impl->port =
+      addr->second == 0
+          ? impl->http.bind_to_any_port(impl->host.c_str())
+          : (impl->http.bind_to_port(impl->host.c_str(), addr->second) ? addr->second : -1);
   if (impl->port <= 0)
-    return Unavailable(fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
+    return Unavailable(
+        fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

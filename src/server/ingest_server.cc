@@ -44,15 +44,17 @@ Result<int> RunIngestServer(const IngestServerConfig& c, IngestSource& source,
   if (!opened) return opened.error();
   store::LedgerStore& store = **opened;
   const std::string cluster = ClusterOf(c.cluster, store);  // 2
-  auto since = source.ObservingSince(store);  // 3
-  if (!since) return Error{since.error().code, fmt::format("--ledger '{}': {}", display, since.error().message)};
+  auto since = source.ObservingSince(store);                // 3
+  if (!since)
+    return Error{since.error().code,
+                 fmt::format("--ledger '{}': {}", display, since.error().message)};
   ingest::Ingestor ingestor(store, *c.catalog, cluster, c.describe, c.node_facts);
   ingestor.keep_open_us = c.keep_open_us;
   ingestor.retention_us = c.retention_us;
   if (Status s = ingestor.Start(*since); !s.ok())
     return Error{s.error().code, fmt::format("--ledger '{}': {}", display, s.error().message)};
 
-  StopOnExit stop_source(source);  // 6, on every way out after this
+  StopOnExit stop_source(source);              // 6, on every way out after this
   if (c.backfill_only || !source.follows()) {  // 4
     auto summary = source.CatchUp(ingestor, store, stop);
     if (!summary) return summary.error();
@@ -64,8 +66,8 @@ Result<int> RunIngestServer(const IngestServerConfig& c, IngestSource& source,
   stop_source.Arm();
   source.Start(ingestor, store);
   const int rc = serve([&source] { return source.RenderMetrics(); });  // 5
-  source.Stop();  // 6
-  if (Status s = ingestor.Commit(); !s.ok()) return s.error();  // nothing pending: no write
+  source.Stop();                                                       // 6
+  if (Status s = ingestor.Commit(); !s.ok()) return s.error();         // nothing pending: no write
   return rc;
 }
 

@@ -29,11 +29,11 @@
 namespace gpuledger::server {
 
 struct IngestServerConfig {
-  std::string ledger;          // a ledger spec (store::OpenLedger)
-  std::string cluster;         // empty: the ledger's meta "cluster", else "default"
+  std::string ledger;                      // a ledger spec (store::OpenLedger)
+  std::string cluster;                     // empty: the ledger's meta "cluster", else "default"
   const cost::Catalog* catalog = nullptr;  // required; outlives the run
-  std::function<ConsumerInfo(const ConsumerRef&)> describe;         // may be null
-  std::function<cost::NodeFacts(const std::string&)> node_facts;    // required
+  std::function<ConsumerInfo(const ConsumerRef&)> describe;       // may be null
+  std::function<cost::NodeFacts(const std::string&)> node_facts;  // required
   bool backfill_only = false;  // catch up, print the summary, return (no API)
   bool serve = true;           // a source that does not follow: serve after catching up?
   Micros keep_open_us = 3 * kMicrosPerHour;  // Ingestor::keep_open_us
@@ -48,7 +48,6 @@ using ServeFn = std::function<int(std::function<std::string()> extra_metrics)>;
 // when nothing was served), or the error of the step that failed; errors about the ledger's
 // contents name the ledger and the meta key.
 Result<int> RunIngestServer(const IngestServerConfig& config, IngestSource& source,
-                            const std::atomic<bool>& stop, const ServeFn& serve,
-                            std::ostream& out);
+                            const std::atomic<bool>& stop, const ServeFn& serve, std::ostream& out);
 
 }  // namespace gpuledger::server

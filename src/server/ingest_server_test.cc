@@ -29,8 +29,12 @@ std::string Exposition(GpuMicros metered_us) {
   prometheus::ExpositionWriter w;
   w.Family("gpuledger_device_info", "i", prometheus::MetricType::kGauge);
   w.Sample("gpuledger_device_info",
-           {{"gpu_uuid", "GPU-1"}, {"gpu_model", "A100-80GB"}, {"node", "n1"}, {"parent_uuid", ""},
-            {"mig_profile", ""}, {"sharing_mode", "exclusive"}},
+           {{"gpu_uuid", "GPU-1"},
+            {"gpu_model", "A100-80GB"},
+            {"node", "n1"},
+            {"parent_uuid", ""},
+            {"mig_profile", ""},
+            {"sharing_mode", "exclusive"}},
            1);
   w.Family("gpuledger_device_metered_seconds_total", "h", prometheus::MetricType::kCounter);
   w.Sample("gpuledger_device_metered_seconds_total", {{"gpu_uuid", "GPU-1"}},
@@ -138,7 +142,13 @@ TEST(IngestServer, BackfillOnlyCatchesUpAndServesNothing) {
   config.cluster = "prod";
   std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(config, source, stop, [&](auto) { calls.push_back("serve"); return 0; }, out);
+  auto rc = RunIngestServer(
+      config, source, stop,
+      [&](auto) {
+        calls.push_back("serve");
+        return 0;
+      },
+      out);
   ASSERT_TRUE(rc.ok()) << rc.error().message;
   EXPECT_EQ(calls, (std::vector<std::string>{"since", "catch-up"}));
   EXPECT_EQ(out.str(), "caught up\n");
@@ -146,10 +156,13 @@ TEST(IngestServer, BackfillOnlyCatchesUpAndServesNothing) {
   calls.clear();
   source.follows_ = false;
   config.backfill_only = false;
-  rc = RunIngestServer(config, source, stop, [&](auto extra) {
-    calls.push_back(extra ? "serve+metrics" : "serve");
-    return 0;
-  }, out);
+  rc = RunIngestServer(
+      config, source, stop,
+      [&](auto extra) {
+        calls.push_back(extra ? "serve+metrics" : "serve");
+        return 0;
+      },
+      out);
   ASSERT_TRUE(rc.ok());
   EXPECT_EQ(calls, (std::vector<std::string>{"since", "catch-up", "serve"}));
   auto store = store::OpenLedger(config.ledger);
@@ -168,8 +181,13 @@ TEST(IngestServer, AStateItCannotReadStopsBeforeTheSourceStarts) {
   RecordingSource source(calls);
   std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(Config(dir.path() / "l.db", catalog), source, stop,
-                            [&](auto) { calls.push_back("serve"); return 0; }, out);
+  auto rc = RunIngestServer(
+      Config(dir.path() / "l.db", catalog), source, stop,
+      [&](auto) {
+        calls.push_back("serve");
+        return 0;
+      },
+      out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(rc.error().message.find("ledger meta 'ingest_state/engine': "), std::string::npos)
@@ -182,15 +200,18 @@ TEST(FilesSource, ReplaysThroughTheServer) {
   const fs::path snaps = dir.path() / "snaps";
   fs::create_directories(snaps);
   for (int i = 0; i <= 4; ++i)
-    ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", (kH0 + i * 15 * kS) / 1000)).string(),
-                          Exposition(i * 15 * kS)).ok());
+    ASSERT_TRUE(
+        WriteFile((snaps / fmt::format("n1:9400@{}.prom", (kH0 + i * 15 * kS) / 1000)).string(),
+                  Exposition(i * 15 * kS))
+            .ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
   IngestServerConfig config = Config(dir.path() / "l.db", catalog);
   config.serve = false;
   auto source = MakeFilesSource(snaps.string(), "L", nullptr);
   std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(config, *source, stop, [](auto) { return 1; }, out);
+  auto rc = RunIngestServer(
+      config, *source, stop, [](auto) { return 1; }, out);
   ASSERT_TRUE(rc.ok()) << rc.error().message;
   EXPECT_EQ(*rc, 0);
   EXPECT_EQ(out.str(), "replayed 5 snapshot files (10 samples) into L: 1 device-hours written\n");
@@ -224,11 +245,14 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   auto source = MakePrometheusSource(std::move(pc));
   std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(config, *source, stop, [](auto) { return 0; }, out);
+  auto rc = RunIngestServer(
+      config, *source, stop, [](auto) { return 0; }, out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInternal);  // exit 1: the ledger, not the flags
-  EXPECT_NE(rc.error().message.find("meta 'prometheus_cursor' is '17x': expected µs since the epoch"),
-            std::string::npos) << rc.error().message;
+  EXPECT_NE(
+      rc.error().message.find("meta 'prometheus_cursor' is '17x': expected µs since the epoch"),
+      std::string::npos)
+      << rc.error().message;
 }
 
 }  // namespace

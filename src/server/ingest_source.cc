@@ -181,7 +181,8 @@ class PrometheusSource final : public IngestSource {
       for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
       if (Status s = ingestor.Commit(); !s.ok()) return s;
       cursor_ = end;
-      if (Status s = store.PutMeta(std::string(kPrometheusCursorKey), std::to_string(cursor_)); !s.ok())
+      if (Status s = store.PutMeta(std::string(kPrometheusCursorKey), std::to_string(cursor_));
+          !s.ok())
         return s;
       if (show)
         *c_.progress << fmt::format("\rbackfill {}: {:5.1f}%  ({} device-hours written)", c_.url,

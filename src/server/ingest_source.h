@@ -58,9 +58,9 @@ class IngestSource {
 // at start. `fetch` defaults to ingest::FetchMetrics within options.timeout_us.
 struct ScrapeSourceConfig {
   ingest::ScrapeOptions options;
-  ingest::Fetcher fetch;            // null: FetchMetrics
-  std::function<Micros()> now;      // wall clock, µs since the epoch
-  std::ostream* log = nullptr;      // required
+  ingest::Fetcher fetch;        // null: FetchMetrics
+  std::function<Micros()> now;  // wall clock, µs since the epoch
+  std::ostream* log = nullptr;  // required
 };
 std::unique_ptr<IngestSource> MakeScrapeSource(ScrapeSourceConfig config);
 
@@ -78,9 +78,9 @@ struct PrometheusSourceConfig {
   std::unique_ptr<ingest::PrometheusClient> client;
   Micros since_us = 24 * kMicrosPerHour;
   std::string ledger_display;
-  std::function<Micros()> now;       // wall clock, µs since the epoch
-  std::ostream* progress = nullptr;  // backfill progress (a terminal), when given
-  std::ostream* log = nullptr;       // required: follow-mode errors
+  std::function<Micros()> now;              // wall clock, µs since the epoch
+  std::ostream* progress = nullptr;         // backfill progress (a terminal), when given
+  std::ostream* log = nullptr;              // required: follow-mode errors
   const std::atomic<bool>* stop = nullptr;  // ends a long catch-up early; may be null
   // Fill rows without activity from dcgm-exporter's series in the same Prometheus
   // (ingest::FillActivityFromPrometheusDcgm; docs/ingest.md).

@@ -74,7 +74,9 @@ class HeldStore : public store::LedgerStore {
     return real_->ReadUsage(r);
   }
   Result<store::TimeRange> Extent() override { return real_->Extent(); }
-  Status PutMeta(const std::string& k, const std::string& v) override { return real_->PutMeta(k, v); }
+  Status PutMeta(const std::string& k, const std::string& v) override {
+    return real_->PutMeta(k, v);
+  }
   Result<std::map<std::string, std::string>> ReadMeta() override { return real_->ReadMeta(); }
   Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& c) override {
     return real_->UpdateMeta(c);
@@ -86,8 +88,8 @@ class HeldStore : public store::LedgerStore {
 };
 
 TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("gpuledger-probes-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gpuledger-probes-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "l.db").string();

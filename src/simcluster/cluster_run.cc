@@ -8,8 +8,8 @@
 #include "agent/collector.h"
 #include "attribution/attribute.h"
 #include "common/clock.h"
-#include "io/file_util.h"
 #include "cost/policy.h"
+#include "io/file_util.h"
 #include "prometheus/exposition_parser.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/procfs/proc_source.h"
@@ -50,8 +50,9 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     std::error_code ec;
     std::filesystem::create_directories(options.expositions_dir, ec);
     if (ec) return IoError(fmt::format("{}: {}", options.expositions_dir, ec.message()));
-    Status s = WriteFile((std::filesystem::path(options.expositions_dir) / "metadata.json").string(),
-                         sim::MetadataSnapshotJson(scenario, simulator.consumers()));
+    Status s =
+        WriteFile((std::filesystem::path(options.expositions_dir) / "metadata.json").string(),
+                  sim::MetadataSnapshotJson(scenario, simulator.consumers()));
     if (!s.ok()) return s.error();
   }
   // The agents' clock is simulated time: the end of the interval each one is cycling.
@@ -70,7 +71,8 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
       if (Status s = WriteFile(file.string(), text); !s.ok()) return s;
     }
     auto parsed = prometheus::ParseExposition(text);
-    if (!parsed) return InvalidArgument(fmt::format("node {} at {}: {}", name, at, parsed.error().message));
+    if (!parsed)
+      return InvalidArgument(fmt::format("node {} at {}: {}", name, at, parsed.error().message));
     stats.samples += static_cast<std::int64_t>(parsed->samples.size());
     ingestor.Feed(ingest::TargetScrape{name, at, std::move(parsed->samples)});
     ++stats.collections;
@@ -89,7 +91,8 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     clock.Set(snap.end_us);
     it->second->world.Show(snap);
     it->second->collector.Cycle();
-    if (snap.end_us % options.collect_every_us == 0) failed = collect(snap.node, *it->second, snap.end_us);
+    if (snap.end_us % options.collect_every_us == 0)
+      failed = collect(snap.node, *it->second, snap.end_us);
     // Commit once per simulated hour: rows replace, so how often changes nothing but memory.
     if (failed.ok() && HourStart(snap.end_us) > committed_hour) {
       committed_hour = HourStart(snap.end_us);
@@ -115,16 +118,20 @@ Result<RunStats> BuildLedger(sim::Simulator& simulator, store::LedgerStore& stor
   if (Status s = store.PutMeta("cluster", cluster); !s.ok()) return s.error();
   ingest::Ingestor ingestor(
       store, catalog, cluster, [v = *view](const ConsumerRef& r) { return v->Describe(r); },
-      [v = *view](const std::string& node) { return cost::NodeFacts{node, v->NodeLabels(node), "", ""}; });
+      [v = *view](const std::string& node) {
+        return cost::NodeFacts{node, v->NodeLabels(node), "", ""};
+      });
   if (Status s = ingestor.Start(); !s.ok()) return s.error();
   return RunThroughAgents(simulator, ingestor, options);
 }
 
-void AddNaive(const NodeSnapshot& snapshot,
-              const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
-              NaiveTallies& tallies) {
+void AddNaive(
+    const NodeSnapshot& snapshot,
+    const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
+    NaiveTallies& tallies) {
   for (const DeviceUsage& u : attribution::Attribute(snapshot)) {
-    const Nanos price = cost::PriceForMetered(gpu_hourly_nanos(snapshot.node, u.model), u.duration_us());
+    const Nanos price =
+        cost::PriceForMetered(gpu_hourly_nanos(snapshot.node, u.model), u.duration_us());
     for (const ConsumerUsage& c : u.consumers) {
       NaiveTally& t = tallies[c.consumer];
       t.compute_us += u.busy_us;

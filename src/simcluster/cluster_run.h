@@ -60,8 +60,9 @@ struct NaiveTally {
 };
 using NaiveTallies = std::map<ConsumerRef, NaiveTally>;
 // Adds one snapshot; `gpu_hourly_nanos` gives the hourly price of one GPU of a (node, model).
-void AddNaive(const NodeSnapshot& snapshot,
-              const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
-              NaiveTallies& tallies);
+void AddNaive(
+    const NodeSnapshot& snapshot,
+    const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
+    NaiveTallies& tallies);
 
 }  // namespace gpuledger::simcluster

@@ -21,13 +21,13 @@ struct SourceFault {
 };
 
 struct GpuInstantaneous {
-  GpuUuid device;                 // physical GPU
-  std::string product_name;       // as NVML names it: "NVIDIA H100 80GB HBM3"
+  GpuUuid device;            // physical GPU
+  std::string product_name;  // as NVML names it: "NVIDIA H100 80GB HBM3"
   MilliWatts power_mw = 0;
   MilliJoules energy_total_mj = 0;  // NVML's counter since driver load
   Bytes memory_used_bytes = 0;
   Bytes memory_total_bytes = 0;
-  int utilization_percent = -1;   // last NVML utilization.gpu; -1 unknown
+  int utilization_percent = -1;  // last NVML utilization.gpu; -1 unknown
 };
 
 // One cycle: everything observed since the previous Read().
@@ -38,11 +38,11 @@ struct GpuReading {
   Micros end_us = 0;
   // The wall clock stepped by this much since the previous reading (common/clock.h); 0 if not.
   Micros wall_step_us = 0;
-  std::vector<PhysicalGpu> gpus;          // sharing/replicas are left default: the agent sets them
+  std::vector<PhysicalGpu> gpus;  // sharing/replicas are left default: the agent sets them
   std::vector<MigInstance> mig_instances;
-  std::vector<DeviceSignals> signals;     // integrals over [start, end)
+  std::vector<DeviceSignals> signals;         // integrals over [start, end)
   std::vector<ProcessObservation> processes;  // consumer unset; the agent resolves PIDs
-  std::vector<GpuInstantaneous> instant;  // gauges for the exporter
+  std::vector<GpuInstantaneous> instant;      // gauges for the exporter
   std::vector<SourceFault> faults;
 };
 

@@ -36,33 +36,32 @@ inline constexpr std::string_view kFindingUpdate =
 
 // kInvalidArgument "<location>: findings row (...): ..." for a finding that
 // ends before it starts; checked before a store writes anything.
-Status CheckFindings(std::span<const Finding> findings,
-                     std::string_view location);
+Status CheckFindings(std::span<const Finding> findings, std::string_view location);
 
 // The span with only the last finding of each key, in key order: a span written
 // at once behaves as if its findings were written one after the other.
-std::vector<const Finding *> LastOfEachKey(std::span<const Finding> findings);
+std::vector<const Finding*> LastOfEachKey(std::span<const Finding> findings);
 
 // The conditions of `query` the database evaluates ("" when none), with their
 // arguments; placeholders are `prefix` and the argument's 1-based number ("?1",
 // "$1"). min_severity is not among them (stored as text, it has no order
 // there): see KeepFinding.
 struct FindingFilter {
-  std::string where; // " WHERE ..." or ""
+  std::string where;  // " WHERE ..." or ""
   std::vector<std::variant<std::int64_t, std::string>> args;
 };
-FindingFilter MakeFindingFilter(const FindingQuery &query, char prefix);
+FindingFilter MakeFindingFilter(const FindingQuery& query, char prefix);
 
 // Fills kind and severity from their stored text; false, with `what` saying
 // which value was unknown, for a row this build cannot read.
-bool DecodeFindingEnums(Finding &finding, std::string_view kind,
-                        std::string_view severity, std::string *what);
+bool DecodeFindingEnums(Finding& finding, std::string_view kind, std::string_view severity,
+                        std::string* what);
 
 // Whether a decoded finding passes what the database did not filter
 // (min_severity).
-bool KeepFinding(const Finding &finding, const FindingQuery &query);
+bool KeepFinding(const Finding& finding, const FindingQuery& query);
 
 // Sorts into ReadFindings' order (ledger_store.h).
-void SortFindings(std::vector<Finding> &findings);
+void SortFindings(std::vector<Finding>& findings);
 
-} // namespace gpuledger::store
+}  // namespace gpuledger::store

@@ -1,7 +1,7 @@
 #pragma once
-// The ledger store: one interface, SQLite (a file) and PostgreSQL (a server). Writes are idempotent:
-// writing a LedgerHour replaces every row of that (hour, gpu), so a re-ingest replaces, never
-// adds. Thread-compatible: one writer at a time.
+// The ledger store: one interface, SQLite (a file) and PostgreSQL (a server). Writes are
+// idempotent: writing a LedgerHour replaces every row of that (hour, gpu), so a re-ingest replaces,
+// never adds. Thread-compatible: one writer at a time.
 
 #include <map>
 #include <memory>
@@ -31,11 +31,11 @@ struct FindingQuery {
   Micros from_us = 0;
   Micros to_us = INT64_MAX;
   std::optional<FindingKind> kind;
-  std::string namespace_name;             // the subject's namespace; "" any
-  std::optional<Severity> min_severity;   // that severity or a worse one
-  bool open_only = false;                 // only findings with no resolved_us
-  std::string cluster;                    // "" any
-  std::string node;                       // "" any (with open_only: one node's open findings)
+  std::string namespace_name;            // the subject's namespace; "" any
+  std::optional<Severity> min_severity;  // that severity or a worse one
+  bool open_only = false;                // only findings with no resolved_us
+  std::string cluster;                   // "" any
+  std::string node;                      // "" any (with open_only: one node's open findings)
 };
 
 class LedgerStore {

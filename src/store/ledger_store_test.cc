@@ -212,10 +212,8 @@ TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
   for (const auto& [table, column] :
        {std::pair{"device_hours", "price_nanos"},
         std::pair{"device_hours", "unattributed_memory_kib_s"},
-        std::pair{"usage_hours", "memory_kib_s"},
-        std::pair{"usage_hours", "sm_active_us"},
-        std::pair{"usage_hours", "sm_occupancy_us"},
-        std::pair{"usage_hours", "tensor_active_us"},
+        std::pair{"usage_hours", "memory_kib_s"}, std::pair{"usage_hours", "sm_active_us"},
+        std::pair{"usage_hours", "sm_occupancy_us"}, std::pair{"usage_hours", "tensor_active_us"},
         std::pair{"usage_hours", "dram_active_us"}}) {
     auto type = ledger_->Query(ledger_->StoredTypeSql(table, column));
     ASSERT_TRUE(type) << type.error().message;
@@ -698,8 +696,7 @@ TEST_P(LedgerStoreTest, FindingsRoundTripEveryFieldAndUpsertByKey) {
   open.evidence = "pids=4242,4243 granted=none NVIDIA_VISIBLE_DEVICES=all note=\"ünï\tcødé\"";
   open.subject.pod_uid = PodUid("1b2c3d4e-0000-4a4a-8b8b-123456789abc");
   open.gpu_uuid = "MIG-5c1f0a2b-aaaa-bbbb-cccc-ddddeeeeffff";
-  Finding host = MakeFinding(FindingKind::kUnmanagedProcess, "pid:42 (python3)", Hour(2),
-                             Hour(3));
+  Finding host = MakeFinding(FindingKind::kUnmanagedProcess, "pid:42 (python3)", Hour(2), Hour(3));
   host.subject = ConsumerRef{std::string(kHostNamespace), "pid:42 (python3)", PodUid(), ""};
   host.severity = Severity::kInfo;
   host.resolved_us = 9'007'199'254'740'993;  // 2^53 + 1: a double would round it
@@ -804,13 +801,12 @@ TEST_P(LedgerStoreTest, FindingsFilterAndOrder) {
   later.severity = Severity::kCritical;
   ASSERT_TRUE(store->WriteFindings(std::vector{later, idle, gpu2, unmanaged, node0, gpu1}));
 
-  EXPECT_THAT(FindingKeys(MustReadFindings(*store)),
-              ElementsAre("zzz-0 idle-allocation gpu-node-0 GPU-1",
-                          "api-0 unallocated-access gpu-node-1 GPU-1",
-                          "api-0 unallocated-access gpu-node-1 GPU-2",
-                          "pid:7 unmanaged-process gpu-node-1 GPU-1",
-                          "train-0 idle-allocation gpu-node-1 GPU-1",
-                          "aaa-0 unallocated-access gpu-node-1 GPU-1"));
+  EXPECT_THAT(
+      FindingKeys(MustReadFindings(*store)),
+      ElementsAre(
+          "zzz-0 idle-allocation gpu-node-0 GPU-1", "api-0 unallocated-access gpu-node-1 GPU-1",
+          "api-0 unallocated-access gpu-node-1 GPU-2", "pid:7 unmanaged-process gpu-node-1 GPU-1",
+          "train-0 idle-allocation gpu-node-1 GPU-1", "aaa-0 unallocated-access gpu-node-1 GPU-1"));
 
   FindingQuery by_kind;
   by_kind.kind = FindingKind::kUnallocatedAccess;
@@ -858,16 +854,16 @@ TEST_P(LedgerStoreTest, FindingsOverlapTheQueryWindow) {
   Finding instant = MakeFinding(FindingKind::kStaleGrant, "instant", t + 50, t + 50);
   Finding last_inside = MakeFinding(FindingKind::kStaleGrant, "last-inside", t + 99, t + 200);
   Finding starts_at_to = MakeFinding(FindingKind::kStaleGrant, "starts-at-to", t + 100, t + 100);
-  ASSERT_TRUE(store->WriteFindings(std::vector{before, ends_at_from, resolved_at_from,
-                                               resolved_before, spans, instant, last_inside,
-                                               starts_at_to}));
+  ASSERT_TRUE(
+      store->WriteFindings(std::vector{before, ends_at_from, resolved_at_from, resolved_before,
+                                       spans, instant, last_inside, starts_at_to}));
   FindingQuery window;
   window.from_us = t;
   window.to_us = t + 100;
   std::vector<std::string> pods;
   for (const Finding& f : MustReadFindings(*store, window)) pods.push_back(f.subject.pod);
-  EXPECT_THAT(pods, ElementsAre("ends-at-from", "resolved-at-from", "spans", "instant",
-                                "last-inside"));
+  EXPECT_THAT(pods,
+              ElementsAre("ends-at-from", "resolved-at-from", "spans", "instant", "last-inside"));
   // The default query is everything.
   EXPECT_EQ(MustReadFindings(*store).size(), 8u);
 }

@@ -29,8 +29,8 @@
 
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
-#include "store/usage_decode.h"
 #include "store/postgres_db.h"
+#include "store/usage_decode.h"
 
 namespace gpuledger::store {
 namespace {
@@ -376,8 +376,8 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
   for (const LedgerHour* hour : kept) {
     const DeviceHour& d = hour->device;
     CopyRow(devices) << d.hour_us << d.gpu.str() << d.cluster << d.node << d.gpu_model
-                     << ToString(d.sharing) << StoredPricingClass(d) << d.price_nanos << d.metered_us
-                     << d.unmetered_us << d.unallocated_us << d.busy_us << d.idle_us
+                     << ToString(d.sharing) << StoredPricingClass(d) << d.price_nanos
+                     << d.metered_us << d.unmetered_us << d.unallocated_us << d.busy_us << d.idle_us
                      << d.unattributed_us << d.memory_total_bytes << d.unattributed_memory_kib_s
                      << d.energy_mj << d.idle_energy_mj << d.unattributed_energy_mj
                      << d.energy_price_nanos;
@@ -667,8 +667,8 @@ Status PostgresLedger::UpdateMeta(
     const std::map<std::string, std::optional<std::string>>& changes) {
   if (changes.empty()) return Status::Ok();
   if (changes.contains(std::string(kSchemaVersionKey))) {
-    return InvalidArgument(fmt::format("{}: meta key '{}' is owned by the store",
-                                       conn_->server(), kSchemaVersionKey));
+    return InvalidArgument(
+        fmt::format("{}: meta key '{}' is owned by the store", conn_->server(), kSchemaVersionKey));
   }
   if (Status s = conn_->Ensure(); !s) return s;
   auto txn = PgTxn::Begin(*conn_);

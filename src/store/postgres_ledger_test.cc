@@ -301,9 +301,9 @@ TEST_F(PostgresLedgerTest, MigratesAVersion4SchemaToActivityColumns) {
   hour.usage[0].activity_quality = Quality::kMeasured;
   hour.usage[0].activity_rule = "gpm";
   hour.usage[0].share_source = "resource:gpu_milli";
-  auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToVersion5) + kBackToVersion4 +
-                "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  auto store =
+      WriteRewindAndReopen(hour, std::string(kBackToVersion5) + kBackToVersion4 +
+                                     "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
   ASSERT_TRUE(store);
   auto usage = MustReadUsage(*store);
   ASSERT_EQ(usage.size(), 1u);
@@ -339,9 +339,9 @@ TEST_F(PostgresLedgerTest, MigratesAVersion6SchemaToHistograms) {
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
   hour.usage[0].histogram.compute = {1, 2, 3, 4, 5, 6};
-  auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToVersion6) +
-                "UPDATE meta SET value = '6' WHERE key = 'schema_version'");
+  auto store =
+      WriteRewindAndReopen(hour, std::string(kBackToVersion6) +
+                                     "UPDATE meta SET value = '6' WHERE key = 'schema_version'");
   ASSERT_TRUE(store);
   auto usage = MustReadUsage(*store);
   ASSERT_EQ(usage.size(), 1u);
@@ -363,9 +363,9 @@ TEST_F(PostgresLedgerTest, MigratesAVersion6SchemaToHistograms) {
 TEST_F(PostgresLedgerTest, MigratesAVersion5SchemaToFindings) {
   LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
   hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
-  auto store = WriteRewindAndReopen(
-      hour, std::string(kBackToVersion5) +
-                "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
+  auto store =
+      WriteRewindAndReopen(hour, std::string(kBackToVersion5) +
+                                     "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
   ASSERT_TRUE(store);
   auto usage = MustReadUsage(*store);
   ASSERT_EQ(usage.size(), 1u);

@@ -17,8 +17,8 @@
 
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
-#include "store/usage_decode.h"
 #include "store/sqlite_db.h"
+#include "store/usage_decode.h"
 
 namespace gpuledger::store {
 namespace {
@@ -608,8 +608,7 @@ Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
   return put_meta_.Run();
 }
 
-Status SqliteLedger::UpdateMeta(
-    const std::map<std::string, std::optional<std::string>>& changes) {
+Status SqliteLedger::UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) {
   if (changes.empty()) return Status::Ok();
   if (changes.contains(std::string(kSchemaVersionKey))) {
     return InvalidArgument(fmt::format("sqlite {}: meta key '{}' is owned by the store",

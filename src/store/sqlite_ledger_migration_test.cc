@@ -76,8 +76,9 @@ constexpr const char* kBackToRealByteMicros =
     "ALTER TABLE usage_hours DROP COLUMN memory_kib_s;";
 
 fs::path TestDir() {
-  return fs::temp_directory_path() / ("gpuledger_migration_" + std::to_string(::getpid()) + "_" +
-                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  return fs::temp_directory_path() /
+         ("gpuledger_migration_" + std::to_string(::getpid()) + "_" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 // One device-hour on gpu-node-1 (GPU-1, H100-80GB) and a usage row of ml/`pod`/main on it.
@@ -184,10 +185,10 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   };
   const Case cases[] = {
       {"zero", 0.0, 0},
-      {"just-below-half", 511'999'999.0, 0},               // 0.4999... KiB-s
-      {"half", 512'000'000.0, 1},                          // 0.5: away from zero
-      {"one-and-a-half", 1'536'000'000.0, 2},              // 1.5
-      {"fraction", 1.5e15, 1'464'844},                     // 1'464'843.75
+      {"just-below-half", 511'999'999.0, 0},                     // 0.4999... KiB-s
+      {"half", 512'000'000.0, 1},                                // 0.5: away from zero
+      {"one-and-a-half", 1'536'000'000.0, 2},                    // 1.5
+      {"fraction", 1.5e15, 1'464'844},                           // 1'464'843.75
       {"gib-hour", 3'865'470'566'400'000'000.0, 3'774'873'600},  // 1 GiB x 1 h, exact
       {"huge", 1e300, std::numeric_limits<KibSeconds>::max()},   // saturates
   };
@@ -259,19 +260,21 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
               "1")
         << table;
   }
-  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('usage_hours') "
-                            "WHERE name = 'memory_kib_s'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT type FROM pragma_table_info('usage_hours') "
+                      "WHERE name = 'memory_kib_s'"),
             "INTEGER");
-  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('device_hours') "
-                            "WHERE name = 'unattributed_memory_kib_s'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT type FROM pragma_table_info('device_hours') "
+                      "WHERE name = 'unattributed_memory_kib_s'"),
             "INTEGER");
   EXPECT_EQ(QueryText(path, "SELECT typeof(memory_kib_s) FROM usage_hours LIMIT 1"), "integer");
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    EXPECT_NE(sqlite3_exec(db, "UPDATE usage_hours SET memory_kib_s = 1.5", nullptr, nullptr,
-                           nullptr),
-              SQLITE_OK);
+    EXPECT_NE(
+        sqlite3_exec(db, "UPDATE usage_hours SET memory_kib_s = 1.5", nullptr, nullptr, nullptr),
+        SQLITE_OK);
     sqlite3_close(db);
   }
 
@@ -316,8 +319,9 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version';");
-  ASSERT_EQ(QueryText(path, "SELECT count(*) FROM pragma_table_info('usage_hours') "
-                            "WHERE name = 'sm_active_us'"),
+  ASSERT_EQ(QueryText(path,
+                      "SELECT count(*) FROM pragma_table_info('usage_hours') "
+                      "WHERE name = 'sm_active_us'"),
             "0");
 
   auto store = OpenSqliteLedger(path);
@@ -335,13 +339,15 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   EXPECT_EQ(r.memory_kib_s, 3'774'873'600);
   EXPECT_EQ(r.compute_rule, "process-samples");
   EXPECT_EQ(QueryText(path, "SELECT activity_quality FROM usage_hours"), "none");
-  EXPECT_EQ(QueryText(path, "SELECT group_concat(type, ',') FROM (SELECT type FROM "
-                            "pragma_table_info('usage_hours') WHERE name IN ('sm_active_us', "
-                            "'sm_occupancy_us', 'tensor_active_us', 'dram_active_us') "
-                            "ORDER BY name)"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT group_concat(type, ',') FROM (SELECT type FROM "
+                      "pragma_table_info('usage_hours') WHERE name IN ('sm_active_us', "
+                      "'sm_occupancy_us', 'tensor_active_us', 'dram_active_us') "
+                      "ORDER BY name)"),
             "INTEGER,INTEGER,INTEGER,INTEGER");
-  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
-                            "WHERE name = 'usage_hours' AND schema = 'main'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT strict FROM pragma_table_list "
+                      "WHERE name = 'usage_hours' AND schema = 'main'"),
             "1");
 
   // The migrated file takes the new columns, and a rewrite replaces them.
@@ -387,11 +393,13 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_TRUE(usage->front().histogram.empty());
   EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
-  EXPECT_EQ(QueryText(path, "SELECT type FROM pragma_table_info('usage_hours') "
-                            "WHERE name = 'histogram'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT type FROM pragma_table_info('usage_hours') "
+                      "WHERE name = 'histogram'"),
             "TEXT");
-  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
-                            "WHERE name = 'usage_hours' AND schema = 'main'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT strict FROM pragma_table_list "
+                      "WHERE name = 'usage_hours' AND schema = 'main'"),
             "1");
   ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   auto again = (*store)->ReadUsage({});
@@ -434,11 +442,13 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
   auto none = (*store)->ReadFindings({});
   ASSERT_TRUE(none) << none.error().message;
   EXPECT_TRUE(none->empty());
-  EXPECT_EQ(QueryText(path, "SELECT strict FROM pragma_table_list "
-                            "WHERE name = 'findings' AND schema = 'main'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT strict FROM pragma_table_list "
+                      "WHERE name = 'findings' AND schema = 'main'"),
             "1");
-  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema "
-                            "WHERE type = 'index' AND name = 'findings_open_by_node'"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT count(*) FROM sqlite_schema "
+                      "WHERE type = 'index' AND name = 'findings_open_by_node'"),
             "1");
 
   Finding f;
@@ -455,8 +465,9 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
   ASSERT_TRUE(got) << got.error().message;
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ(got->front(), f);
-  EXPECT_EQ(QueryText(path, "SELECT kind || ' ' || severity || ' ' || typeof(first_seen_us) || "
-                            "' ' || typeof(resolved_us) FROM findings"),
+  EXPECT_EQ(QueryText(path,
+                      "SELECT kind || ' ' || severity || ' ' || typeof(first_seen_us) || "
+                      "' ' || typeof(resolved_us) FROM findings"),
             "unallocated-access warning integer null");
   store->reset();
   fs::remove_all(dir);

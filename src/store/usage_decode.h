@@ -25,8 +25,9 @@ struct LabelTables {
 
 // Sets row.sharing and its qualities from their stored text. false, with `what` saying which
 // value was unknown, for a row this build cannot read.
-bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode, std::string_view compute_quality,
-                      std::string_view memory_quality, std::string* what);
+bool DecodeUsageEnums(UsageRow& row, std::string_view sharing_mode,
+                      std::string_view compute_quality, std::string_view memory_quality,
+                      std::string* what);
 // Sets row.activity_quality from its stored text (schema 5; 'none' for rows written before).
 bool DecodeActivityQuality(UsageRow& row, std::string_view activity_quality, std::string* what);
 

@@ -79,11 +79,11 @@ Classification Classify(const Inputs& in) {
 
   if (in.allocated_us <= 0) {
     c.cls = Class::kUnallocated;
-    c.reason = in.compute_us > 0
-                   ? fmt::format("no grant in the window ({} used without one): no share to "
-                                 "judge use against",
-                                 GpuHours(in.compute_us))
-                   : "no grant in the window: no share to judge use against";
+    c.reason = in.compute_us > 0 ? fmt::format(
+                                       "no grant in the window ({} used without one): no share to "
+                                       "judge use against",
+                                       GpuHours(in.compute_us))
+                                 : "no grant in the window: no share to judge use against";
     return c;
   }
 
@@ -110,9 +110,10 @@ Classification Classify(const Inputs& in) {
     c.cls = Class::kIdle;
     b.Signal("memory_footprint", 0.0);
     b.Threshold("idle_util_below", kIdleUtilBelow);
-    c.reason = fmt::format("GPU util {} (< {}) and no GPU memory held over {} granted: no GPU "
-                           "process ran",
-                           Pct(util), Pct(kIdleUtilBelow.value()), GpuHours(alloc));
+    c.reason = fmt::format(
+        "GPU util {} (< {}) and no GPU memory held over {} granted: no GPU "
+        "process ran",
+        Pct(util), Pct(kIdleUtilBelow.value()), GpuHours(alloc));
     return c;
   }
 
@@ -121,12 +122,13 @@ Classification Classify(const Inputs& in) {
     c.cls = Class::kAllocatedButIdle;
     if (footprint_known) b.Signal("memory_footprint", footprint);
     b.Threshold("allocated_idle_util_below", kAllocatedIdleUtilBelow);
-    c.reason = fmt::format("GPU util {} (< {}) over {} granted{}: holds its grant but computes "
-                           "almost nothing",
-                           Pct(util), Pct(kAllocatedIdleUtilBelow.value()), GpuHours(alloc),
-                           footprint_known && in.memory_kib_s > 0
-                               ? fmt::format(", {} of its memory held", Pct(footprint))
-                               : "");
+    c.reason = fmt::format(
+        "GPU util {} (< {}) over {} granted{}: holds its grant but computes "
+        "almost nothing",
+        Pct(util), Pct(kAllocatedIdleUtilBelow.value()), GpuHours(alloc),
+        footprint_known && in.memory_kib_s > 0
+            ? fmt::format(", {} of its memory held", Pct(footprint))
+            : "");
     return c;
   }
 
@@ -141,42 +143,42 @@ Classification Classify(const Inputs& in) {
     b.Signal("dram_active", dram);
     coverage_signal();
     b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
-    c.reason = fmt::format("DRAM active {} at GPU util {} (>= {} of util) and at least SM active "
-                           "{}{}: memory bandwidth is the limiter",
-                           Pct(dram), Pct(util), Pct(kMemoryBoundDramPerUtilAtLeast.value()), Pct(sm),
-                           coverage_note);
+    c.reason = fmt::format(
+        "DRAM active {} at GPU util {} (>= {} of util) and at least SM active "
+        "{}{}: memory bandwidth is the limiter",
+        Pct(dram), Pct(util), Pct(kMemoryBoundDramPerUtilAtLeast.value()), Pct(sm), coverage_note);
     return c;
   }
 
   // busy-but-starved: util says a kernel was resident most of the time, SM active says on few
   // SMs. Compared over the same (covered) time: SM active < 25% of util there.
-  if (activity && AtLeast(in.compute_us, alloc, kBusyUtilAtLeast) &&
-      in.activity_compute_us > 0 &&
+  if (activity && AtLeast(in.compute_us, alloc, kBusyUtilAtLeast) && in.activity_compute_us > 0 &&
       Below(in.activity.sm_active_us, in.activity_compute_us, kStarvedSmPerUtilBelow)) {
     c.cls = Class::kBusyButStarved;
     b.Signal("sm_active", sm);
     coverage_signal();
     b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
-    c.reason = fmt::format("GPU util {} but SM active {} (< {} of util){}: kernels resident, SMs "
-                           "mostly idle",
-                           Pct(util), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()),
-                           coverage_note);
+    c.reason = fmt::format(
+        "GPU util {} but SM active {} (< {} of util){}: kernels resident, SMs "
+        "mostly idle",
+        Pct(util), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()), coverage_note);
     return c;
   }
 
   // memory-bound, NVML only: the footprint fills the granted memory while little is computed.
   if (!activity && footprint_known &&
-             AtLeast(in.memory_kib_s, in.granted_memory_kib_s, kMemoryBoundFootprintAtLeast) &&
-             Below(in.compute_us, alloc, kLightUtilBelow)) {
+      AtLeast(in.memory_kib_s, in.granted_memory_kib_s, kMemoryBoundFootprintAtLeast) &&
+      Below(in.compute_us, alloc, kLightUtilBelow)) {
     c.cls = Class::kMemoryBound;
     b.Signal("memory_footprint", footprint);
     b.Threshold("memory_bound_footprint_at_least", kMemoryBoundFootprintAtLeast);
     b.Threshold("compute_light_util_below", kLightUtilBelow);
-    c.reason = fmt::format("memory footprint {} of the granted memory (>= {}) while GPU util is "
-                           "{} (< {}); NVML only: held memory, not bandwidth, is what it needs",
-                           Pct(footprint), Pct(kMemoryBoundFootprintAtLeast.value()), Pct(util),
-                           Pct(kLightUtilBelow.value()));
+    c.reason = fmt::format(
+        "memory footprint {} of the granted memory (>= {}) while GPU util is "
+        "{} (< {}); NVML only: held memory, not bandwidth, is what it needs",
+        Pct(footprint), Pct(kMemoryBoundFootprintAtLeast.value()), Pct(util),
+        Pct(kLightUtilBelow.value()));
     return c;
   }
 
@@ -184,9 +186,10 @@ Classification Classify(const Inputs& in) {
   if (Below(in.compute_us, alloc, kLightUtilBelow)) {
     c.cls = Class::kComputeLight;
     b.Threshold("compute_light_util_below", kLightUtilBelow);
-    c.reason = fmt::format("GPU util {} (< {}) over {} granted: uses under a quarter of its "
-                           "grant",
-                           Pct(util), Pct(kLightUtilBelow.value()), GpuHours(alloc));
+    c.reason = fmt::format(
+        "GPU util {} (< {}) over {} granted: uses under a quarter of its "
+        "grant",
+        Pct(util), Pct(kLightUtilBelow.value()), GpuHours(alloc));
     return c;
   }
 
@@ -200,10 +203,11 @@ Classification Classify(const Inputs& in) {
     coverage_signal();
     b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
-    c.reason = fmt::format("GPU util {} (< {}) with SM active {} (< {} of util){}: the SMs did "
-                           "less than util suggests",
-                           Pct(util), Pct(kBusyUtilAtLeast.value()), Pct(sm),
-                           Pct(kStarvedSmPerUtilBelow.value()), coverage_note);
+    c.reason = fmt::format(
+        "GPU util {} (< {}) with SM active {} (< {} of util){}: the SMs did "
+        "less than util suggests",
+        Pct(util), Pct(kBusyUtilAtLeast.value()), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()),
+        coverage_note);
     return c;
   }
 
@@ -215,14 +219,16 @@ Classification Classify(const Inputs& in) {
     coverage_signal();
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
     b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
-    c.reason = fmt::format("GPU util {} with SM active {} and DRAM active {}{}: the grant is "
-                           "used",
-                           Pct(util), Pct(sm), Pct(dram), coverage_note);
+    c.reason = fmt::format(
+        "GPU util {} with SM active {} and DRAM active {}{}: the grant is "
+        "used",
+        Pct(util), Pct(sm), Pct(dram), coverage_note);
   } else {
     if (footprint_known) b.Signal("memory_footprint", footprint);
-    c.reason = fmt::format("GPU util {} (>= {}); NVML only: SM activity unknown, so a busy but "
-                           "starved GPU cannot be told apart",
-                           Pct(util), Pct(kLightUtilBelow.value()));
+    c.reason = fmt::format(
+        "GPU util {} (>= {}); NVML only: SM activity unknown, so a busy but "
+        "starved GPU cannot be told apart",
+        Pct(util), Pct(kLightUtilBelow.value()));
   }
   return c;
 }

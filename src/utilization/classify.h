@@ -33,14 +33,14 @@ struct Ratio {
 };
 
 // The thresholds, documented with their reasons in docs/utilization.md.
-inline constexpr Ratio kIdleUtilBelow{1, 100};            // idle: util < 1% and no memory held
-inline constexpr Ratio kAllocatedIdleUtilBelow{5, 100};   // allocated-but-idle: util < 5%
-inline constexpr Ratio kBusyUtilAtLeast{50, 100};         // busy-but-starved: util >= 50% ...
-inline constexpr Ratio kStarvedSmPerUtilBelow{25, 100};   // ... and SM active < 25% of util
+inline constexpr Ratio kIdleUtilBelow{1, 100};           // idle: util < 1% and no memory held
+inline constexpr Ratio kAllocatedIdleUtilBelow{5, 100};  // allocated-but-idle: util < 5%
+inline constexpr Ratio kBusyUtilAtLeast{50, 100};        // busy-but-starved: util >= 50% ...
+inline constexpr Ratio kStarvedSmPerUtilBelow{25, 100};  // ... and SM active < 25% of util
 inline constexpr Ratio kMemoryBoundDramPerUtilAtLeast{50, 100};  // memory-bound: DRAM active
                                                                  // >= 50% of util (and >= SM)
-inline constexpr Ratio kMemoryBoundFootprintAtLeast{75, 100};  // NVML only: footprint >= 75%
-                                                               // of the granted memory ...
+inline constexpr Ratio kMemoryBoundFootprintAtLeast{75, 100};    // NVML only: footprint >= 75%
+                                                                 // of the granted memory ...
 inline constexpr Ratio kLightUtilBelow{25, 100};  // ... while util < 25%; compute-light too
 
 enum class Class {
@@ -59,8 +59,8 @@ std::string_view ToString(Class c);
 
 // What a workload did over a window: sums of its ledger rows (report::Figures).
 struct Inputs {
-  GpuMicros allocated_us = 0;  // granted GPU-µs of the physical GPU
-  GpuMicros compute_us = 0;    // NVML utilization.gpu integral (a kernel resident)
+  GpuMicros allocated_us = 0;   // granted GPU-µs of the physical GPU
+  GpuMicros compute_us = 0;     // NVML utilization.gpu integral (a kernel resident)
   KibSeconds memory_kib_s = 0;  // memory held over time
   // The granted share of the device memory over time (memory_total x allocated_us, KiB-s);
   // 0 when the device's memory size is unknown (the footprint rule is then skipped).

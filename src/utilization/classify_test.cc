@@ -8,7 +8,7 @@
 namespace gpuledger::utilization {
 namespace {
 
-constexpr GpuMicros kHour = kMicrosPerHour;  // 3.6e9 µs: one GPU-hour granted
+constexpr GpuMicros kHour = kMicrosPerHour;                       // 3.6e9 µs: one GPU-hour granted
 constexpr KibSeconds kGrantedMemory = 80LL * 1024 * 1024 * 3600;  // 80 GiB for an hour
 
 // NVML only: a grant of one GPU-hour, `compute` µs of util, `memory` KiB-s held.
@@ -74,7 +74,7 @@ TEST(Classify, IdleNeedsNoMemoryAndUtilBelowOnePercent) {
   EXPECT_EQ(Classify(Nvml(0, 0)).cls, Class::kIdle);
   EXPECT_EQ(Classify(Nvml(35'999'999, 0)).cls, Class::kIdle);
   EXPECT_EQ(Classify(Nvml(36'000'000, 0)).cls, Class::kAllocatedButIdle);  // 1% is not < 1%
-  EXPECT_EQ(Classify(Nvml(0, 1)).cls, Class::kAllocatedButIdle);  // a process held memory
+  EXPECT_EQ(Classify(Nvml(0, 1)).cls, Class::kAllocatedButIdle);           // a process held memory
   Classification c = Classify(Nvml(0, 0));
   EXPECT_DOUBLE_EQ(Map(c.thresholds).at("idle_util_below"), 0.01);
   EXPECT_DOUBLE_EQ(Map(c.signals).at("memory_footprint"), 0.0);

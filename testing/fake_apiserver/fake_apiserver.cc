@@ -94,7 +94,9 @@ std::string NowRfc3339() {
 std::uint64_t ParseRv(const std::string& text) {
   try {
     return text.empty() ? 0 : std::stoull(text);
-  } catch (...) { return 0; }
+  } catch (...) {
+    return 0;
+  }
 }
 
 }  // namespace
@@ -183,7 +185,9 @@ class FakeApiServer::Handler {
         std::unique_lock lock(server->mu_);
         auto pending = [&] {
           for (const auto& e : server->log_) {
-            if (e.resource == resource && e.rv > state->cursor) { return true; }
+            if (e.resource == resource && e.rv > state->cursor) {
+              return true;
+            }
           }
           return false;
         };
@@ -191,7 +195,9 @@ class FakeApiServer::Handler {
           return server->stopping_ || pending() || server->watch_epoch_[resource] != state->epoch;
         });
         for (const auto& e : server->log_) {
-          if (e.resource != resource || e.rv <= state->cursor) { continue; }
+          if (e.resource != resource || e.rv <= state->cursor) {
+            continue;
+          }
           json line = {{"type", e.type}, {"object", e.object}};
           lines.push_back(line.dump() + "\n");
           state->cursor = e.rv;
@@ -204,10 +210,14 @@ class FakeApiServer::Handler {
           sink.write(line.data(), line.size() / 2);
           return false;  // drop the connection without the terminating chunk
         }
-        if (!sink.write(line.data(), line.size())) { return false; }
+        if (!sink.write(line.data(), line.size())) {
+          return false;
+        }
         ++state->sent;
       }
-      if (end) { sink.done(); }
+      if (end) {
+        sink.done();
+      }
       return true;
     });
     self.cv_.notify_all();
@@ -252,8 +262,9 @@ class FakeApiServer::Handler {
     md["namespace"] = ns;
     const std::string name = md.value("name", "");
     if (name.empty()) {
-      Reply(res, 422, "Invalid", "Event \"\" is invalid: metadata.name: Required value: name or "
-                                 "generateName is required");
+      Reply(res, 422, "Invalid",
+            "Event \"\" is invalid: metadata.name: Required value: name or "
+            "generateName is required");
       return;
     }
     if (std::string why = EventInvalid(event); !why.empty()) {
@@ -313,8 +324,12 @@ class FakeApiServer::Handler {
     json items = json::array();
     std::size_t i = 0;
     for (const auto& [key, object] : objects) {
-      if (i++ < offset) { continue; }
-      if (limit > 0 && items.size() >= limit) { break; }
+      if (i++ < offset) {
+        continue;
+      }
+      if (limit > 0 && items.size() >= limit) {
+        break;
+      }
       items.push_back(object);
     }
     json metadata = {{"resourceVersion", list_rv}};
@@ -331,7 +346,9 @@ class FakeApiServer::Handler {
 };
 
 Status FakeApiServer::Start() {
-  if (server_) { return InvalidArgument("fake API server: already started"); }
+  if (server_) {
+    return InvalidArgument("fake API server: already started");
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = false;
@@ -387,14 +404,18 @@ Status FakeApiServer::Start() {
 }
 
 void FakeApiServer::Stop() {
-  if (!server_) { return; }
+  if (!server_) {
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   server_->stop();
-  if (thread_.joinable()) { thread_.join(); }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
   server_.reset();
 }
 
@@ -436,7 +457,9 @@ std::string FakeApiServer::Delete(const std::string& resource, const std::string
   auto& objects = objects_[resource];
   const std::string key = namespace_name.empty() ? name : namespace_name + "/" + name;
   auto it = objects.find(key);
-  if (it == objects.end()) { return ""; }
+  if (it == objects.end()) {
+    return "";
+  }
   json object = std::move(it->second);
   objects.erase(it);
   ++rv_;
@@ -460,8 +483,12 @@ std::vector<json> FakeApiServer::Objects(const std::string& resource) const {
   std::lock_guard lock(mu_);
   std::vector<json> out;
   auto it = objects_.find(resource);
-  if (it == objects_.end()) { return out; }
-  for (const auto& [key, object] : it->second) { out.push_back(object); }
+  if (it == objects_.end()) {
+    return out;
+  }
+  for (const auto& [key, object] : it->second) {
+    out.push_back(object);
+  }
   return out;
 }
 
@@ -536,7 +563,9 @@ json MakePod(const std::string& namespace_name, const std::string& name,
   json pod = {{"metadata", {{"namespace", namespace_name}, {"name", name}}},
               {"spec", {{"containers", json::array({{{"name", "main"}}})}}},
               {"status", {{"phase", "Running"}}}};
-  if (!labels.empty()) { pod["metadata"]["labels"] = labels; }
+  if (!labels.empty()) {
+    pod["metadata"]["labels"] = labels;
+  }
   if (!owner_kind.empty()) {
     pod["metadata"]["ownerReferences"] =
         json::array({{{"apiVersion", owner_kind == "Job" ? "batch/v1" : "apps/v1"},
@@ -546,7 +575,9 @@ json MakePod(const std::string& namespace_name, const std::string& name,
                       {"controller", true},
                       {"blockOwnerDeletion", true}}});
   }
-  if (!node.empty()) { pod["spec"]["nodeName"] = node; }
+  if (!node.empty()) {
+    pod["spec"]["nodeName"] = node;
+  }
   return pod;
 }
 
@@ -560,7 +591,9 @@ json MakeNamespace(const std::string& name, const std::map<std::string, std::str
 
 json MakeNode(const std::string& name, const std::map<std::string, std::string>& labels) {
   json node = {{"metadata", {{"name", name}}}, {"spec", json::object()}};
-  if (!labels.empty()) { node["metadata"]["labels"] = labels; }
+  if (!labels.empty()) {
+    node["metadata"]["labels"] = labels;
+  }
   return node;
 }
 
@@ -601,8 +634,12 @@ json MakeResourceSlice(const std::string& name, const std::string& driver, const
   json devs = json::array();
   for (const auto& d : devices) {
     json attrs = json::object();
-    for (const auto& [k, v] : d.string_attributes) { attrs[k] = {{"string", v}}; }
-    for (const auto& [k, v] : d.int_attributes) { attrs[k] = {{"int", v}}; }
+    for (const auto& [k, v] : d.string_attributes) {
+      attrs[k] = {{"string", v}};
+    }
+    for (const auto& [k, v] : d.int_attributes) {
+      attrs[k] = {{"int", v}};
+    }
     json dev = {{"name", d.name}};
     if (api_version == "v1beta1") {
       dev["basic"] = {{"attributes", attrs}};

@@ -12,8 +12,8 @@ namespace gpuledger::fake {
 
 struct FakeCri::State {
   std::mutex mu;
-  std::vector<cri::PodSandbox> sandboxes;   // guarded by mu
-  std::vector<cri::Container> containers;   // guarded by mu
+  std::vector<cri::PodSandbox> sandboxes;  // guarded by mu
+  std::vector<cri::Container> containers;  // guarded by mu
 };
 
 class FakeCri::Service final : public ::runtime::v1::RuntimeService::Service {

@@ -12,8 +12,8 @@ namespace gpuledger::fake {
 
 struct FakeKubelet::State {
   std::mutex mu;
-  ::v1::ListPodResourcesResponse list;                 // guarded by mu
-  ::v1::AllocatableResourcesResponse allocatable;      // guarded by mu
+  ::v1::ListPodResourcesResponse list;             // guarded by mu
+  ::v1::AllocatableResourcesResponse allocatable;  // guarded by mu
 };
 
 class FakeKubelet::Service final : public ::v1::PodResourcesLister::Service {

@@ -41,8 +41,8 @@ Result<std::unique_ptr<grpc::Server>> StartUnixServer(const std::string& socket_
     }
     RemoveSocketFile(socket_path);
   }
-  const std::string target = socket_path.front() == '/' ? "unix://" + socket_path
-                                                        : "unix:" + socket_path;
+  const std::string target =
+      socket_path.front() == '/' ? "unix://" + socket_path : "unix:" + socket_path;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(target, grpc::InsecureServerCredentials());
   builder.RegisterService(service);

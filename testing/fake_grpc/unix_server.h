@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include <grpcpp/server.h>
 #include <grpcpp/impl/service_type.h>
+#include <grpcpp/server.h>
 
 #include "common/result.h"
 

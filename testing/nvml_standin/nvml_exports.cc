@@ -270,40 +270,66 @@ NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_IRQ_ISSUE: return "Interrupt request issue";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
-    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
-    case NVML_ERROR_IN_USE: return "In use by another client";
-    case NVML_ERROR_MEMORY: return "Insufficient Memory";
-    case NVML_ERROR_NO_DATA: return "No data";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    case NVML_ERROR_NOT_READY: return "System is not ready";
-    case NVML_ERROR_GPU_NOT_FOUND: return "No GPUs were found";
-    case NVML_ERROR_INVALID_STATE: return "Invalid state";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+      return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+      return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE:
+      return "Interrupt request issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM:
+      return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM:
+      return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE:
+      return "In use by another client";
+    case NVML_ERROR_MEMORY:
+      return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA:
+      return "No data";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument version mismatch";
+    case NVML_ERROR_NOT_READY:
+      return "System is not ready";
+    case NVML_ERROR_GPU_NOT_FOUND:
+      return "No GPUs were found";
+    case NVML_ERROR_INVALID_STATE:
+      return "Invalid state";
+    default:
+      return "Unknown Error";
   }
 }
 
 NVML_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
-  return Call("nvmlSystemGetDriverVersion", [&](Node&, const Faults&) {
-    return CopyString("550.54.15", version, length);
-  });
+  return Call("nvmlSystemGetDriverVersion",
+              [&](Node&, const Faults&) { return CopyString("550.54.15", version, length); });
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) {
@@ -390,10 +416,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingT
   });
 }
 
-NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
-                                                         nvmlProcessUtilizationSample_t* utilization,
-                                                         unsigned int* processSamplesCount,
-                                                         unsigned long long lastSeenTimeStamp) {
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(
+    nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+    unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp) {
   return DeviceCall("nvmlDeviceGetProcessUtilization", device, [&](Node& node, Device& d) {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!ProcessUtilizationSupported(node, d)) return NVML_ERROR_NOT_SUPPORTED;
@@ -492,7 +517,8 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int*
   return DeviceCall("nvmlDeviceGetMigMode", device, [&](Node& node, Device& d) {
     if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (d.mig >= 0 || !MigCapable(node.spec().gpu_model)) return NVML_ERROR_NOT_SUPPORTED;
-    *currentMode = *pendingMode = node.mig_mode() ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    *currentMode = *pendingMode =
+        node.mig_mode() ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
   });
 }

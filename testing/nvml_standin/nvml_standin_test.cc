@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -99,8 +99,8 @@ const Nvml& Lib() {
     n->so = dlopen(gpuledger::test_paths::kNvmlStandin, RTLD_NOW | RTLD_LOCAL);
     EXPECT_NE(n->so, nullptr) << dlerror();
     if (n->so == nullptr) return n;
-#define NVML_FN(name)                                                    \
-  n->name = reinterpret_cast<name##_fn>(dlsym(n->so, #name));            \
+#define NVML_FN(name)                                         \
+  n->name = reinterpret_cast<name##_fn>(dlsym(n->so, #name)); \
   EXPECT_NE(n->name, nullptr) << #name;
     NVML_FN(nvmlInit_v2)
     NVML_FN(nvmlShutdown)
@@ -160,9 +160,9 @@ class StandinTest : public ::testing::Test {
     fs::create_directories(dir_);
     std::ofstream(dir_ / "scenario.yaml") << kScenario;
     origin_us_ = NowUs() - history_us;
-    std::ofstream(dir_ / "nvml.yaml") << "scenario: scenario.yaml\nnode: " << node
-                                      << "\norigin_unix_us: " << origin_us_
-                                      << "\nstep: 1s\nfaults: faults.txt\n";
+    std::ofstream(dir_ / "nvml.yaml")
+        << "scenario: scenario.yaml\nnode: " << node << "\norigin_unix_us: " << origin_us_
+        << "\nstep: 1s\nfaults: faults.txt\n";
     setenv("GPULEDGER_NVML_SCENARIO", (dir_ / "nvml.yaml").c_str(), 1);
     ASSERT_EQ(Lib().nvmlInit_v2(), NVML_SUCCESS);
     initialised_ = true;
@@ -295,14 +295,14 @@ TEST_F(StandinTest, PerProcessSamplesMatchDuties) {
   EXPECT_GE(n, 29u);
   std::vector<nvmlSample_t> samples(n);
   unsigned small = 3;
-  EXPECT_EQ(Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small,
-                                       samples.data()),
-            NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(
+      Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small, samples.data()),
+      NVML_ERROR_INSUFFICIENT_SIZE);
   EXPECT_GE(small, n);
   samples.resize(small);
-  ASSERT_EQ(Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small,
-                                       samples.data()),
-            NVML_SUCCESS);
+  ASSERT_EQ(
+      Lib().nvmlDeviceGetSamples(d, NVML_GPU_UTILIZATION_SAMPLES, 0, &vt, &small, samples.data()),
+      NVML_SUCCESS);
   EXPECT_EQ(vt, NVML_VALUE_TYPE_UNSIGNED_INT);
   for (auto& s : samples) {
     EXPECT_NEAR(s.sampleValue.uiVal, 50, 5);
@@ -598,7 +598,7 @@ TEST_F(StandinTest, GpmPerMigInstance) {
   ASSERT_EQ(Lib().nvmlGpmSampleGet(gpu, d), NVML_SUCCESS);
   GpmReading r = GpmBetween(a, b, kGpmIds);
   ASSERT_EQ(r.ret, NVML_SUCCESS);
-  EXPECT_NEAR(r.metrics[0].value, 50, 0.6);       // m1's duty 0.5, GPM-measured
+  EXPECT_NEAR(r.metrics[0].value, 50, 0.6);        // m1's duty 0.5, GPM-measured
   EXPECT_NEAR(r.metrics[1].value, 50 * 0.6, 0.6);  // default efficiency
   EXPECT_NEAR(r.metrics[4].value, 50 * 0.4, 0.6);
   GpmReading whole = GpmBetween(c, d, kGpmIds);

@@ -156,12 +156,18 @@ Result<Faults> ParseFaults(std::string_view text) {
 
 std::string ProductName(std::string_view m) {
   static const std::map<std::string_view, std::string_view> kNames = {
-      {"H100-80GB", "NVIDIA H100 80GB HBM3"},   {"H200-141GB", "NVIDIA H200"},
-      {"A100-80GB", "NVIDIA A100-SXM4-80GB"},   {"A100-40GB", "NVIDIA A100-SXM4-40GB"},
-      {"L4", "NVIDIA L4"},                      {"T4", "Tesla T4"},
-      {"A10", "NVIDIA A10"},                    {"A10G", "NVIDIA A10G"},
-      {"A30", "NVIDIA A30"},                    {"L40S", "NVIDIA L40S"},
-      {"V100-16GB", "Tesla V100-SXM2-16GB"},    {"V100-32GB", "Tesla V100-SXM2-32GB"},
+      {"H100-80GB", "NVIDIA H100 80GB HBM3"},
+      {"H200-141GB", "NVIDIA H200"},
+      {"A100-80GB", "NVIDIA A100-SXM4-80GB"},
+      {"A100-40GB", "NVIDIA A100-SXM4-40GB"},
+      {"L4", "NVIDIA L4"},
+      {"T4", "Tesla T4"},
+      {"A10", "NVIDIA A10"},
+      {"A10G", "NVIDIA A10G"},
+      {"A30", "NVIDIA A30"},
+      {"L40S", "NVIDIA L40S"},
+      {"V100-16GB", "Tesla V100-SXM2-16GB"},
+      {"V100-32GB", "Tesla V100-SXM2-32GB"},
       {"P100", "Tesla P100-PCIE-16GB"},
   };
   if (auto it = kNames.find(m); it != kNames.end()) return std::string(it->second);
@@ -277,7 +283,8 @@ void Node::Fold(const NodeSnapshot& s) {
     Device& d = devices_[it->second];
     auto pid = static_cast<unsigned>(p.pid);
     d.processes.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
-    if (d.mig >= 0) devices_[d.gpu].processes.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
+    if (d.mig >= 0)
+      devices_[d.gpu].processes.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
     // NVML samples only processes busy in the period; none on MIG, none for MPS clients.
     if (d.mig < 0 && p.sm_busy_us && *p.sm_busy_us > 0) {
       d.proc.push_back({ts, pid, Percent(*p.sm_busy_us, dt)});
@@ -311,9 +318,9 @@ GpmCounters Node::GpmCountersAt(const Device& d, Micros wall_us) const {
                                [](Micros v, const GpmPoint& p) { return v < p.ts_us; });
   const GpmPoint& b = *next;
   const GpmPoint& a = *std::prev(next);
-  const double f = b.ts_us > a.ts_us ? static_cast<double>(t - a.ts_us) /
-                                           static_cast<double>(b.ts_us - a.ts_us)
-                                     : 1.0;
+  const double f = b.ts_us > a.ts_us
+                       ? static_cast<double>(t - a.ts_us) / static_cast<double>(b.ts_us - a.ts_us)
+                       : 1.0;
   return Lerp(a.c, b.c, f);
 }
 

@@ -26,9 +26,9 @@ namespace gpuledger::nvml_standin {
 struct Config {
   std::string scenario_path;
   std::string node;
-  Micros origin_unix_us = 0;   // wall-clock µs that maps to the scenario's start
+  Micros origin_unix_us = 0;  // wall-clock µs that maps to the scenario's start
   Micros step_us = kMicrosPerSecond;
-  std::string faults_path;     // empty: no fault control
+  std::string faults_path;  // empty: no fault control
 };
 Result<Config> ParseConfig(std::string_view yaml_text, const std::string& config_dir);
 
@@ -39,10 +39,10 @@ Result<Config> ParseConfig(std::string_view yaml_text, const std::string& config
 //   error <function|all> <code>     the call answers that NVML return code (number or name)
 //   count <n>                       nvmlDeviceGetCount_v2 answers n
 struct Faults {
-  std::map<std::string, double> hang_s;    // by function name; "all" for every call
+  std::map<std::string, double> hang_s;  // by function name; "all" for every call
   std::set<unsigned> lost;
   std::set<std::string> unsupported;
-  std::map<std::string, int> error;        // by function name; "all" for every call
+  std::map<std::string, int> error;  // by function name; "all" for every call
   std::optional<unsigned> count;
   double HangFor(const std::string& fn) const;
   std::optional<int> ErrorFor(const std::string& fn) const;
@@ -58,13 +58,13 @@ bool MigCapable(std::string_view gpu_model);
 unsigned SmCount(std::string_view gpu_model);
 
 struct UtilSample {
-  Micros ts_us;        // wall clock, the end of the interval
-  unsigned value;      // percent (utilization) or mW (power)
+  Micros ts_us;    // wall clock, the end of the interval
+  unsigned value;  // percent (utilization) or mW (power)
 };
 struct ProcSample {
   Micros ts_us;
   unsigned pid;
-  unsigned sm_util;    // percent
+  unsigned sm_util;  // percent
 };
 struct ProcMem {
   unsigned pid;
@@ -88,20 +88,20 @@ struct GpmPoint {
 // One physical GPU or MIG device as NVML sees it.
 struct Device {
   int gpu = 0;
-  int mig = -1;                  // index in the node's layout; -1: the physical GPU
+  int mig = -1;  // index in the node's layout; -1: the physical GPU
   GpuUuid uuid;
   std::string name;
   Bytes total_bytes = 0;
   Bytes used_bytes = 0;
   unsigned gpu_instance_id = 0xFFFFFFFFu;
-  int slices = 0;                // MIG compute slices
-  MilliJoules energy_mj = 0;     // Σ over every interval folded (physical only)
-  MilliWatts power_mw = 0;       // the last interval's mean power
-  std::deque<UtilSample> util;   // physical, not in MIG mode
-  std::deque<UtilSample> power;  // physical
-  std::deque<ProcSample> proc;   // physical, not MIG nor MPS
+  int slices = 0;                  // MIG compute slices
+  MilliJoules energy_mj = 0;       // Σ over every interval folded (physical only)
+  MilliWatts power_mw = 0;         // the last interval's mean power
+  std::deque<UtilSample> util;     // physical, not in MIG mode
+  std::deque<UtilSample> power;    // physical
+  std::deque<ProcSample> proc;     // physical, not MIG nor MPS
   std::vector<ProcMem> processes;  // current; a MIG-mode GPU lists its instances' processes too
-  std::deque<GpmPoint> gpm;      // GPM-capable models: the counters at each interval end
+  std::deque<GpmPoint> gpm;        // GPM-capable models: the counters at each interval end
 };
 
 // The simulated node in wall-clock time. Not thread-safe: the exports hold one mutex.
@@ -141,7 +141,7 @@ class Node {
 
   Config config_;
   std::optional<sim::NodeStepper> stepper_;
-  std::vector<Device> devices_;         // physical GPUs, then MIG devices gpu-major
+  std::vector<Device> devices_;  // physical GPUs, then MIG devices gpu-major
   std::map<GpuUuid, int> by_uuid_;
   bool gpm_capable_ = false;
 };

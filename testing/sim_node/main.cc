@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--nvml-standin", node.nvml_standin, "the NVML stand-in library")
       ->envname("GPULEDGER_NVML_STANDIN")
       ->capture_default_str();
-  app.add_option("--agent-binary", node.agent_binary, "the gpuledger binary the printed command runs")
+  app.add_option("--agent-binary", node.agent_binary,
+                 "the gpuledger binary the printed command runs")
       ->capture_default_str();
   app.add_option("--standin-step", node.standin_step,
                  "the stand-in's simulation step: one NVML sample per step")

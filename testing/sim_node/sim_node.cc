@@ -11,11 +11,11 @@
 
 #include "cli/report_command.h"
 #include "common/time_util.h"
-#include "io/file_util.h"
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
-#include "sources/sim/scenario.h"
+#include "io/file_util.h"
 #include "sources/sim/agent_world.h"
+#include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
 
 namespace gpuledger::simnode {
@@ -48,7 +48,8 @@ class NodeWorld {
   Status LayOutProcfs(const sim::NodeState& state) {
     std::set<int> live;
     for (const ProcessObservation& p : state.processes) live.insert(p.pid);
-    for (const auto& [path, content] : sim::ProcfsFiles(state.processes, state.grants, state.gpus, uids_)) {
+    for (const auto& [path, content] :
+         sim::ProcfsFiles(state.processes, state.grants, state.gpus, uids_)) {
       fs::path file = host_ / path.substr(1);
       std::error_code ec;
       fs::create_directories(file.parent_path(), ec);
@@ -81,7 +82,8 @@ class NodeWorld {
     last_grants_ = grants;
     std::set<ConsumerRef> ended;
     for (const auto& [ref, since] : ended_) ended.insert(ref);
-    sim::KubeLists lists = sim::KubeListsFor(o_.node, grants, running, ended, state.gpus, state.mig_instances);
+    sim::KubeLists lists =
+        sim::KubeListsFor(o_.node, grants, running, ended, state.gpus, state.mig_instances);
     kubelet.SetGrants(lists.grants);
     kubelet.SetAllocatable(lists.allocatable);
     cri.SetSandboxes(lists.sandboxes);
@@ -178,7 +180,8 @@ Result<std::unique_ptr<SimNode>> SimNode::Start(const SimNodeOptions& o) {
   impl->scenario = std::move(*scenario);
   bool found = false;
   for (const auto& n : impl->scenario.nodes) found = found || n.name == o.node;
-  if (!found) return InvalidArgument(fmt::format("--node '{}': the scenario has no such node", o.node));
+  if (!found)
+    return InvalidArgument(fmt::format("--node '{}': the scenario has no such node", o.node));
   auto step = ParseDuration(o.standin_step);
   if (!step || *step <= 0)
     return InvalidArgument(fmt::format(
@@ -249,7 +252,8 @@ int RunSimNode(const SimNodeOptions& o, const std::atomic<bool>& stop, std::ostr
       o.node, o.dir, (*node)->AgentCommand(), (*node)->faults_file());
   out.flush();
   while (!stop.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.refresh_seconds * 1000)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(static_cast<int>(o.refresh_seconds * 1000)));
     if (Status s = (*node)->Update(); !s.ok()) err << "warning: " << s.error().message << "\n";
   }
   // The truth up to the moment the node stopped.

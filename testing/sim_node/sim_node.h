@@ -26,8 +26,8 @@ struct SimNodeOptions {
   std::string scenario;
   std::string node;
   std::string dir;
-  std::string nvml_standin;     // path of the stand-in libnvidia-ml.so.1
-  std::string agent_binary;     // what to print in the command (default: this binary)
+  std::string nvml_standin;  // path of the stand-in libnvidia-ml.so.1
+  std::string agent_binary;  // what to print in the command (default: this binary)
   double refresh_seconds = 0.5;
   // Pods that ended stay listed by the kubelet (as real kubelets have been seen to do) with a
   // NOTREADY sandbox for this long: the agent must ignore them.

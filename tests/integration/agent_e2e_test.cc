@@ -5,11 +5,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -21,9 +21,9 @@
 
 #include <httplib.h>
 
-#include "prometheus/exposition_writer.h"
 #include "io/file_util.h"
 #include "process_util.h"
+#include "prometheus/exposition_writer.h"
 #include "prometheus/gzip.h"
 #include "test_paths.h"
 
@@ -48,23 +48,27 @@ nodes:
 workloads:
   - {namespace: web, name: api, replicas: 3, compute: {profile: constant, duty: 0.2}, memory: {bytes: 3GiB}}
   - {namespace: web, name: rogue, request: none, uses_gpu: {node: n1, index: 1}, visible_devices: all, compute: {profile: constant, duty: 0.1}, memory: {bytes: 1GiB}}
-)").ok());
+)")
+                  .ok());
   {
     Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                 "--node", "n1", "--dir", (dir / "node").string()},
                (dir / "node.out").string());
     ASSERT_TRUE(node.ok());
     // The printed command is the contract: run exactly what `gpuledger-sim-node` says.
-    std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+    std::string command =
+        WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty()) << *ReadFile((dir / "node.out.err").string());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");
-    command = std::regex_replace(command, std::regex("--interval 1s"), "--interval 200ms --nvml-timeout 500ms");
+    command = std::regex_replace(command, std::regex("--interval 1s"),
+                                 "--interval 200ms --nvml-timeout 500ms");
     const PrintedCommand printed = SplitPrintedCommand(command);
     ASSERT_FALSE(printed.argv.empty()) << command;
     std::vector<std::string> argv = printed.argv;
     Child agent(argv, (dir / "agent.out").string(), {printed.env});
     ASSERT_TRUE(agent.ok());
-    const std::string port = WaitFor((dir / "agent.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
+    const std::string port =
+        WaitFor((dir / "agent.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir / "agent.out.err").string());
     httplib::Client http("127.0.0.1", std::stoi(port));
     http.set_read_timeout(2, 0);
@@ -77,8 +81,11 @@ workloads:
     ASSERT_TRUE(plain);
     ASSERT_EQ(plain->status, 200);
     const std::string text = plain->body;
-    EXPECT_NE(text.find("gpuledger_container_compute_gpu_seconds_total{namespace=\"web\",pod=\"api-0\""), std::string::npos);
-    EXPECT_NE(text.find("pod=\"rogue-0\""), std::string::npos) << "a pod with no GPU grant still shows";
+    EXPECT_NE(
+        text.find("gpuledger_container_compute_gpu_seconds_total{namespace=\"web\",pod=\"api-0\""),
+        std::string::npos);
+    EXPECT_NE(text.find("pod=\"rogue-0\""), std::string::npos)
+        << "a pod with no GPU grant still shows";
     auto gz = http.Get("/metrics", {{"Accept-Encoding", "gzip"}});
     ASSERT_TRUE(gz);
     // The agent answered gzip; httplib's client (built with zlib) inflates it transparently.
@@ -95,10 +102,12 @@ workloads:
       addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
       addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
       ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-      const std::string req = "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n";
+      const std::string req =
+          "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n";
       ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
       char buf[65536];
-      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        raw.append(buf, static_cast<std::size_t>(n));
       ::close(fd);
     }
     auto body_at = raw.find("\r\n\r\n");

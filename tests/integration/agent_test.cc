@@ -1,5 +1,5 @@
-// The agent on its real interfaces, in one process: `gpuledger-sim-node` lays out a node (procfs tree,
-// kubelet PodResources and CRI gRPC servers on unix sockets), the NVML stand-in is dlopen'ed
+// The agent on its real interfaces, in one process: `gpuledger-sim-node` lays out a node (procfs
+// tree, kubelet PodResources and CRI gRPC servers on unix sockets), the NVML stand-in is dlopen'ed
 // through the agent's real NVML source, and the collector's rendered exposition is parsed back.
 // Expected values come from the scenario (constant duties), not from the code under test.
 #include <gtest/gtest.h>
@@ -14,12 +14,12 @@
 #include <thread>
 
 #include "agent/collector.h"
-#include "sim_node/sim_node.h"
 #include "common/clock.h"
-#include "io/file_reader.h"
-#include "io/file_util.h"
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
+#include "io/file_reader.h"
+#include "io/file_util.h"
+#include "sim_node/sim_node.h"
 #include "sources/cri/runtime.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
@@ -73,7 +73,8 @@ struct Metrics {
     }
     return sum;
   }
-  const Series* Find(const std::string& name, const std::map<std::string, std::string>& match) const {
+  const Series* Find(const std::string& name,
+                     const std::map<std::string, std::string>& match) const {
     auto it = by_name.find(name);
     if (it == by_name.end()) return nullptr;
     for (const auto& s : it->second) {
@@ -137,7 +138,8 @@ class AgentTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  void StartNode(const std::string& node, const std::string& nvml_library = gpuledger::test_paths::kNvmlStandin) {
+  void StartNode(const std::string& node,
+                 const std::string& nvml_library = gpuledger::test_paths::kNvmlStandin) {
     simnode::SimNodeOptions o;
     o.scenario = (dir_ / "scenario.yaml").string();
     o.node = node;
@@ -162,7 +164,8 @@ class AgentTest : public ::testing::Test {
 
   // Runs cycles every 100 ms for `seconds`, keeping the node's world current.
   void RunFor(double seconds) {
-    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+    auto end = std::chrono::steady_clock::now() +
+               std::chrono::milliseconds(static_cast<int>(seconds * 1000));
     while (std::chrono::steady_clock::now() < end) {
       ASSERT_TRUE(node_->Update().ok());
       collector_->Cycle();
@@ -202,7 +205,8 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
   ASSERT_GT(metered, 5);
   ExpectDeviceConserved(m);
   for (auto [pod, duty] : {std::pair{"p20-0", 0.2}, {"p30-0", 0.3}, {"p10-0", 0.1}}) {
-    const double allocated = m.Sum("gpuledger_container_allocated_gpu_seconds_total", {{"pod", pod}});
+    const double allocated =
+        m.Sum("gpuledger_container_allocated_gpu_seconds_total", {{"pod", pod}});
     const double compute = m.Sum("gpuledger_container_compute_gpu_seconds_total", {{"pod", pod}});
     EXPECT_NEAR(allocated, metered / 4, 0.001 * metered / 4) << pod;
     // Within 2% of the truth, plus one stand-in sample period (100 ms) of sampling lag.
@@ -269,8 +273,8 @@ TEST_F(AgentTest, At26SeriesAContainer) {
         ++per_container[s.labels.at("pod") + "/" + s.labels.at("gpu_uuid")];
   ASSERT_EQ(per_container.size(), 3u);
   // Two seconds in, the agent saw no hour before the current one (unless it just turned).
-  const int previous = static_cast<int>(
-      m.by_name.count("gpuledger_container_memory_previous_hour_peak_bytes") > 0);
+  const int previous =
+      static_cast<int>(m.by_name.count("gpuledger_container_memory_previous_hour_peak_bytes") > 0);
   for (const auto& [key, n] : per_container) EXPECT_EQ(n, 25 + previous) << key;
   // The hour's peak is at least the last cycle's memory (constant here: the same).
   for (const char* pod : {"p20-0", "p30-0", "p10-0"}) {
@@ -285,9 +289,11 @@ TEST_F(AgentTest, At26SeriesAContainer) {
   EXPECT_GT(hour, 0);
   EXPECT_EQ(std::fmod(hour, 3600), 0);
   // The buckets are the rightsizing steps: MIG compute slices and MIG memory slices (eighths).
-  auto bucket = m.Find("gpuledger_container_compute_share_bucket", {{"pod", "p20-0"}, {"le", "0.2857142857142857"}});
+  auto bucket = m.Find("gpuledger_container_compute_share_bucket",
+                       {{"pod", "p20-0"}, {"le", "0.2857142857142857"}});
   EXPECT_NE(bucket, nullptr);
-  auto eighth = m.Find("gpuledger_container_memory_usage_bytes_bucket", {{"pod", "p20-0"}, {"le", "10737418240"}});
+  auto eighth = m.Find("gpuledger_container_memory_usage_bytes_bucket",
+                       {{"pod", "p20-0"}, {"le", "10737418240"}});
   EXPECT_NE(eighth, nullptr) << "an eighth of an A100-80GB, a 1g.10gb slice";
 }
 
@@ -303,11 +309,15 @@ TEST_F(AgentTest, APodWithoutARequestOnAGpuIsFoundWithItsEvidence) {
   EXPECT_EQ(access->labels.at("namespace"), "ml");
   EXPECT_EQ(access->labels.at("container"), "main");
   EXPECT_EQ(access->value, 1);
-  auto evidence = m.Find("gpuledger_finding_evidence_info", {{"kind", "unallocated-access"}, {"pod", "debug"}});
+  auto evidence =
+      m.Find("gpuledger_finding_evidence_info", {{"kind", "unallocated-access"}, {"pod", "debug"}});
   ASSERT_NE(evidence, nullptr);
-  EXPECT_NE(evidence->labels.at("evidence").find("granted=none memory_bytes=2147483648 NVIDIA_VISIBLE_DEVICES=all"),
-            std::string::npos) << evidence->labels.at("evidence");
-  EXPECT_NE(m.Find("gpuledger_finding", {{"kind", "visible-devices-override"}, {"pod", "debug"}}), nullptr);
+  EXPECT_NE(evidence->labels.at("evidence")
+                .find("granted=none memory_bytes=2147483648 NVIDIA_VISIBLE_DEVICES=all"),
+            std::string::npos)
+      << evidence->labels.at("evidence");
+  EXPECT_NE(m.Find("gpuledger_finding", {{"kind", "visible-devices-override"}, {"pod", "debug"}}),
+            nullptr);
   EXPECT_EQ(m.Sum("gpuledger_finding"), 2) << "nothing about the pod that uses its grant";
   EXPECT_EQ(m.Sum("gpuledger_findings_total", {{"kind", "unallocated-access"}}), 1);
   EXPECT_GT(m.Sum("gpuledger_finding_first_seen_timestamp_seconds", {{"pod", "debug"}}), 1.7e9);
@@ -330,7 +340,8 @@ TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {
   ExpectDeviceConserved(m);
   auto info = m.Find("gpuledger_container_attribution_info", {{"pod", "a-0"}});
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->labels.at("compute_source").rfind("estimated:", 0), 0u) << info->labels.at("compute_source");
+  EXPECT_EQ(info->labels.at("compute_source").rfind("estimated:", 0), 0u)
+      << info->labels.at("compute_source");
 }
 
 TEST_F(AgentTest, WithoutNvmlTheAgentServesAndCountsTheError) {
@@ -366,7 +377,8 @@ TEST_F(AgentTest, HungNvmlNeverBlocksTheScrape) {
   // Cycles are bounded by the watchdog: three cycles of a hung NVML finish in seconds.
   EXPECT_TRUE(done);
   Metrics m = Scrape();
-  EXPECT_GT(m.Sum("gpuledger_agent_source_errors_total", {{"source", "nvml"}, {"code", "TIMEOUT"}}), 0);
+  EXPECT_GT(m.Sum("gpuledger_agent_source_errors_total", {{"source", "nvml"}, {"code", "TIMEOUT"}}),
+            0);
   // Once the hung call returns, the source recovers on its own.
   std::this_thread::sleep_for(1600ms);
   RunFor(1.5);
@@ -380,8 +392,11 @@ TEST_F(AgentTest, LostGpuMidRunDegradesWithoutCrashing) {
   ASSERT_TRUE(WriteFile(node_->faults_file(), "lost 0\n").ok());
   RunFor(1.5);
   Metrics m = Scrape();
-  EXPECT_GT(m.Sum("gpuledger_agent_source_errors_total", {{"source", "nvml"}, {"code", "GPU_IS_LOST"}}), 0)
-      << collector_->Exposition()->text.substr(collector_->Exposition()->text.find("gpuledger_agent_source_errors_total"));
+  EXPECT_GT(
+      m.Sum("gpuledger_agent_source_errors_total", {{"source", "nvml"}, {"code", "GPU_IS_LOST"}}),
+      0)
+      << collector_->Exposition()->text.substr(
+             collector_->Exposition()->text.find("gpuledger_agent_source_errors_total"));
   // Counters never go backwards.
   EXPECT_GE(m.Sum("gpuledger_container_compute_gpu_seconds_total"), before);
   fs::remove(node_->faults_file());
@@ -401,7 +416,9 @@ TEST_F(AgentTest, KubeletAndCriOutagesKeepTheLastViewAndRecover) {
   EXPECT_GT(down.Sum("gpuledger_agent_source_errors_total", {{"source", "kubelet"}}), 0);
   // The last good view keeps attributing to the pods, not to "unresolved".
   EXPECT_GT(down.Sum("gpuledger_container_allocated_gpu_seconds_total", {{"pod", "p20-0"}}), 0);
-  EXPECT_EQ(down.Sum("gpuledger_container_compute_gpu_seconds_total", {{"namespace", "__unresolved__"}}), 0);
+  EXPECT_EQ(
+      down.Sum("gpuledger_container_compute_gpu_seconds_total", {{"namespace", "__unresolved__"}}),
+      0);
   ASSERT_TRUE(node_->kubelet().Start(node_->kubelet_socket()).ok());
   ASSERT_TRUE(node_->cri().Start(node_->cri_socket()).ok());
   RunFor(1.5);

@@ -40,7 +40,8 @@ class CliTest : public ::testing::Test {
 
   Output Run(const std::string& args) {
     const std::string err_file = (dir_ / "stderr.txt").string();
-    const std::string cmd = std::string(gpuledger::test_paths::kGpuledgerBin) + " " + args + " 2>" + err_file;
+    const std::string cmd =
+        std::string(gpuledger::test_paths::kGpuledgerBin) + " " + args + " 2>" + err_file;
     Output o;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (pipe == nullptr) return o;
@@ -78,10 +79,11 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   Output demo = Run("demo --no-serve --out " + Path("demo") + " --truth " + Path("truth.csv") +
                     " --expositions " + Path("expositions"));
   ASSERT_EQ(demo.code, 0) << demo.out << demo.err;
-  Output replay = Run("server --source files=" + Path("expositions") + " --ledger sqlite:" +
-                      Path("replay.db") + " --backfill-only");
+  Output replay = Run("server --source files=" + Path("expositions") +
+                      " --ledger sqlite:" + Path("replay.db") + " --backfill-only");
   ASSERT_EQ(replay.code, 0) << replay.out << replay.err;
-  Output demo_json = Run("report --db " + Path("demo/gpuledger.db") + " --by container --format json");
+  Output demo_json =
+      Run("report --db " + Path("demo/gpuledger.db") + " --by container --format json");
   Output replay_json = Run("report --db " + Path("replay.db") + " --by container --format json");
   ASSERT_EQ(demo_json.code, 0) << demo_json.err;
   EXPECT_EQ(demo_json.out, replay_json.out) << "the replayed ledger differs from the demo's";
@@ -138,7 +140,8 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
     EXPECT_EQ(by_key[key]["activity"]["source"], "none") << key;
   }
   EXPECT_NE(demo.out.find("mig-presence: MIG instance without its own counters (GPM needs Hopper"),
-            std::string::npos) << demo.out;
+            std::string::npos)
+      << demo.out;
 }
 
 TEST_F(CliTest, ReportJsonConservesMoneyForEveryPolicy) {
@@ -166,12 +169,13 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   ASSERT_EQ(Run("demo --no-serve --hours 3 --out " + Path("d")).code, 0);
   const std::string db = Path("d/gpuledger.db");
   const std::string before = *ReadFile(db);
-  ASSERT_TRUE(WriteFile(Path("bad.yaml"), "name: bad\nstart: \"2026-11-23T00:00:00Z\"\n"
-                                          "duration: 2h\nnodes:\n"
-                                          "  - {name: n, gpu_model: L4, gpus: 1}\n"
-                                          "workloads:\n"
-                                          "  - name: w\n    namespace: x\n"
-                                          "    compute: {profile: constant, duty: high}\n")
+  ASSERT_TRUE(WriteFile(Path("bad.yaml"),
+                        "name: bad\nstart: \"2026-11-23T00:00:00Z\"\n"
+                        "duration: 2h\nnodes:\n"
+                        "  - {name: n, gpu_model: L4, gpus: 1}\n"
+                        "workloads:\n"
+                        "  - name: w\n    namespace: x\n"
+                        "    compute: {profile: constant, duty: high}\n")
                   .ok());
   Output bad = Run("demo --no-serve --out " + Path("d") + " --scenario " + Path("bad.yaml"));
   EXPECT_EQ(bad.code, 2);
@@ -179,7 +183,9 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_NE(bad.err.find("duty"), std::string::npos) << bad.err;
   EXPECT_EQ(*ReadFile(db), before) << "a rejected scenario must not touch the ledger";
 
-  ASSERT_TRUE(WriteFile(Path("bad-catalog.yaml"), "prices:\n  - {gpu_model: L4, class: spot, hourly: cheap}\n").ok());
+  ASSERT_TRUE(WriteFile(Path("bad-catalog.yaml"),
+                        "prices:\n  - {gpu_model: L4, class: spot, hourly: cheap}\n")
+                  .ok());
   Output cat = Run("demo --no-serve --out " + Path("d") + " --catalog " + Path("bad-catalog.yaml"));
   EXPECT_EQ(cat.code, 2);
   EXPECT_NE(cat.err.find("bad-catalog.yaml:2"), std::string::npos) << cat.err;
@@ -201,14 +207,16 @@ TEST_F(CliTest, ExampleScenarioRoundTripsThroughAFile) {
   Output example = Run("sim example");
   ASSERT_EQ(example.code, 0);
   ASSERT_TRUE(WriteFile(Path("example.yaml"), example.out).ok());
-  Output demo = Run("demo --no-serve --hours 2 --scenario " + Path("example.yaml") + " --out " + Path("d"));
+  Output demo =
+      Run("demo --no-serve --hours 2 --scenario " + Path("example.yaml") + " --out " + Path("d"));
   EXPECT_EQ(demo.code, 0) << demo.err;
 }
 
 TEST_F(CliTest, WindowsSelectHours) {
   ASSERT_EQ(Run("demo --no-serve --hours 48 --out " + Path("d")).code, 0);
   auto total = [&](const std::string& window) {
-    Output o = Run("report --db " + Path("d/gpuledger.db") + " --window " + window + " --format json");
+    Output o =
+        Run("report --db " + Path("d/gpuledger.db") + " --window " + window + " --format json");
     EXPECT_EQ(o.code, 0) << o.err;
     auto j = nlohmann::json::parse(o.out);
     return j["total"]["device_hours"].get<int>();
@@ -226,7 +234,8 @@ TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
   Output import = Run("sim import-alibaba --pods " + data + "/openb_pod_list_default.csv --nodes " +
                       data + "/openb_node_list_gpu_node.csv --out " + Path("trace.yaml"));
   ASSERT_EQ(import.code, 0) << import.err;
-  Output demo = Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") + " --out " + Path("d"));
+  Output demo =
+      Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") + " --out " + Path("d"));
   ASSERT_NE(demo.code, 2) << demo.err;
   Output report = Run("report --db " + Path("d/gpuledger.db") + " --by namespace --format json");
   ASSERT_EQ(report.code, 0) << report.err;
@@ -259,12 +268,12 @@ TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
       {"G2", 1'250'000'000},   {"G3", 2'125'000'000}};
   std::string catalog = "prices:\n";
   for (const auto& [model, nanos] : price_nanos)
-    catalog += "  - {gpu_model: " + model + ", class: on-demand, hourly: " +
-               std::to_string(nanos / 1'000'000'000) + "." +
+    catalog += "  - {gpu_model: " + model +
+               ", class: on-demand, hourly: " + std::to_string(nanos / 1'000'000'000) + "." +
                std::to_string(nanos % 1'000'000'000 + 1'000'000'000).substr(1) + "}\n";
   ASSERT_TRUE(WriteFile(Path("trace-prices.yaml"), catalog).ok());
-  Output priced = Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") + " --catalog " +
-                      Path("trace-prices.yaml") + " --out " + Path("p"));
+  Output priced = Run("demo --no-serve --step 3600 --scenario " + Path("trace.yaml") +
+                      " --catalog " + Path("trace-prices.yaml") + " --out " + Path("p"));
   ASSERT_NE(priced.code, 2) << priced.err;
   Output bill = Run("report --db " + Path("p/gpuledger.db") + " --format json");
   ASSERT_EQ(bill.code, 0) << bill.err;
@@ -274,7 +283,8 @@ TEST_F(CliTest, AlibabaReplayAllocatesExactlyWhatTheTraceSays) {
   const std::int64_t hours = std::stoll(m[1]);
   std::int64_t expected_cost = 0;
   const std::regex node_re("gpu_model: ([A-Za-z0-9-]+), gpus: (\\d+)");
-  for (auto it = std::sregex_iterator(yaml.begin(), yaml.end(), node_re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(yaml.begin(), yaml.end(), node_re);
+       it != std::sregex_iterator(); ++it)
     expected_cost += std::stoll((*it)[2]) * hours * price_nanos.at((*it)[1]);
   auto b = nlohmann::json::parse(bill.out);
   EXPECT_EQ(b["total"]["device_cost_nanos"].get<std::int64_t>(), expected_cost);

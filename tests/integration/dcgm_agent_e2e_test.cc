@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <regex>
@@ -38,7 +38,8 @@ double Value(const std::string& text, const std::string& name, const std::string
 }
 
 TEST(DcgmAgentE2e, ActivityFromAFakeExporterReachesTheContainers) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-dcgm-e2e-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-dcgm-e2e-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
@@ -49,7 +50,8 @@ nodes:
   - {name: n1, gpu_model: A100-80GB, gpus: 2, sharing: exclusive}
 workloads:
   - {namespace: ml, name: trainer, replicas: 1, gpus: 1, compute: {profile: constant, duty: 0.9}, memory: {bytes: 3GiB}}
-)").ok());
+)")
+                  .ok());
 
   // The fake exporter: the classic field set for whatever GPUs the agent reports (learned from
   // its own /metrics below), SM active 0.5 and friends on each.
@@ -75,7 +77,8 @@ workloads:
       body += "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" + labels + " 0.125000\n";
       body += "DCGM_FI_PROF_DRAM_ACTIVE" + labels + " 0.375000\n";
       // Power moves between scrapes, as on any live GPU: never stale.
-      body += "DCGM_FI_DEV_POWER_USAGE" + labels + " " + std::to_string(100 + scrapes.load()) + "\n";
+      body +=
+          "DCGM_FI_DEV_POWER_USAGE" + labels + " " + std::to_string(100 + scrapes.load()) + "\n";
     }
     if (body.empty()) body = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-not-yet\"} 0\n";
     res.set_content(body, "text/plain; version=0.0.4");
@@ -85,8 +88,8 @@ workloads:
   std::thread serving([&] { exporter.listen_after_bind(); });
 
   {
-    Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(), "--node",
-                "n1", "--dir", (dir / "node").string()},
+    Child node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
+                "--node", "n1", "--dir", (dir / "node").string()},
                (dir / "node.out").string());
     ASSERT_TRUE(node.ok());
     std::string command =
@@ -147,7 +150,8 @@ workloads:
     EXPECT_NE(text.find("activity_source=\""), std::string::npos);
     std::smatch source;
     ASSERT_TRUE(std::regex_search(text, source,
-                                  std::regex("gpuledger_container_attribution_info\\{[^}]*namespace=\"ml\"[^}]*activity_source=\"([^\"]*)\"")))
+                                  std::regex("gpuledger_container_attribution_info\\{[^}]*"
+                                             "namespace=\"ml\"[^}]*activity_source=\"([^\"]*)\"")))
         << text;
     EXPECT_NE(source[1].str().find("dcgm"), std::string::npos) << source[1].str();
     std::printf("sm_active %.3f GPU-s, activity_source \"%s\"\n", sm, source[1].str().c_str());

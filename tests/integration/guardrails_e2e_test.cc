@@ -78,7 +78,8 @@ TEST(Guardrails, TheDemosMisbehaviourGivesExactlyTheExpectedFindings) {
   const Micros t0 = run.scenario.start_us;
   const Micros end = t0 + run.scenario.duration_us;
   std::multimap<std::string, const guardrails::PricedFinding*> by;
-  for (const auto& p : doc.findings) by.emplace(std::string(ToString(p.finding.kind)) + " " + p.finding.subject.pod, &p);
+  for (const auto& p : doc.findings)
+    by.emplace(std::string(ToString(p.finding.kind)) + " " + p.finding.subject.pod, &p);
   std::vector<std::string> keys;
   for (const auto& [k, p] : by) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{
@@ -151,7 +152,8 @@ TEST(Guardrails, TheDemosMisbehaviourGivesExactlyTheExpectedFindings) {
                            static_cast<double>(end - tts.finding.first_seen_us);
   EXPECT_NEAR(static_cast<double>(tts.gpu_us), held_over, 1e-4 * held_over);
   const Nanos l4_price = HourlyPrice(*run.store, "gpu-l4-mps-0");
-  EXPECT_NEAR(static_cast<double>(tts.cost_nanos), held_over * static_cast<double>(l4_price) / kMicrosPerHour,
+  EXPECT_NEAR(static_cast<double>(tts.cost_nanos),
+              held_over * static_cast<double>(l4_price) / kMicrosPerHour,
               1e-4 * held_over * static_cast<double>(l4_price) / kMicrosPerHour);
 
   // The idle notebooks: a quarter of an A100 (time-sliced replica) and a 0.25 fraction of a
@@ -162,9 +164,11 @@ TEST(Guardrails, TheDemosMisbehaviourGivesExactlyTheExpectedFindings) {
   EXPECT_FALSE(bob.finding.resolved_us);
   EXPECT_EQ(EvidenceValue(bob.finding.evidence, "hours"), "168");
   EXPECT_EQ(bob.gpu_us, 168 * kMicrosPerHour / 4);
-  EXPECT_NEAR(static_cast<double>(bob.cost_nanos),
-              168.0 / 4 * static_cast<double>(HourlyPrice(*run.store, "gpu-a100-ts-0", bob.finding.gpu_uuid)),
-              168);
+  EXPECT_NEAR(
+      static_cast<double>(bob.cost_nanos),
+      168.0 / 4 *
+          static_cast<double>(HourlyPrice(*run.store, "gpu-a100-ts-0", bob.finding.gpu_uuid)),
+      168);
   const auto& carol = one("idle-allocation jupyter-carol-0");
   EXPECT_EQ(carol.gpu_us, 168 * kMicrosPerHour / 4);
 

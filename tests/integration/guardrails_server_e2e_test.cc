@@ -22,31 +22,38 @@ using nlohmann::json;
 
 std::vector<std::string> Kinds(const json& doc) {
   std::vector<std::string> out;
-  for (const auto& f : doc["findings"]) out.push_back(f["kind"].get<std::string>() + " " + f["pod"].get<std::string>());
+  for (const auto& f : doc["findings"])
+    out.push_back(f["kind"].get<std::string>() + " " + f["pod"].get<std::string>());
   std::sort(out.begin(), out.end());
   return out;
 }
 
 TEST(GuardrailsServerE2e, ReplayedFindingsArePricedServedAndAnnounced) {
   const std::string bin = gpuledger::test_paths::kGpuledgerBin;
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-guard-e2e-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-guard-e2e-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   int code = 0;
-  std::string out = RunCapture(bin + " demo --no-serve --out " + (dir / "demo").string() + " --expositions " +
-                                   (dir / "x").string(), &code);
+  std::string out = RunCapture(bin + " demo --no-serve --out " + (dir / "demo").string() +
+                                   " --expositions " + (dir / "x").string(),
+                               &code);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("Guardrails: 8 findings"), std::string::npos) << out;
   const std::string replay = (dir / "replay.db").string();
-  out = RunCapture(bin + " server --source files=" + (dir / "x").string() + " --ledger sqlite:" + replay +
-                       " --backfill-only", &code);
+  out = RunCapture(bin + " server --source files=" + (dir / "x").string() +
+                       " --ledger sqlite:" + replay + " --backfill-only",
+                   &code);
   ASSERT_EQ(code, 0) << out;
 
   // The replayed ledger holds the demo's findings, priced the same to the nano.
-  std::string from_demo = RunCapture(bin + " audit --db " + (dir / "demo" / "gpuledger.db").string() +
-                                         " --since all --format json", &code);
+  std::string from_demo =
+      RunCapture(bin + " audit --db " + (dir / "demo" / "gpuledger.db").string() +
+                     " --since all --format json",
+                 &code);
   ASSERT_EQ(code, 0) << from_demo;
-  std::string from_replay = RunCapture(bin + " audit --db " + replay + " --since all --format json", &code);
+  std::string from_replay =
+      RunCapture(bin + " audit --db " + replay + " --since all --format json", &code);
   ASSERT_EQ(code, 0) << from_replay;
   json demo = json::parse(from_demo), replayed = json::parse(from_replay);
   EXPECT_EQ(Kinds(replayed), Kinds(demo));
@@ -58,7 +65,8 @@ TEST(GuardrailsServerE2e, ReplayedFindingsArePricedServedAndAnnounced) {
   fake::FakeApiServer api;
   ASSERT_TRUE(api.Start().ok());
   const std::string log = (dir / "server.out").string();
-  Child server({bin, "server", "--ledger", "sqlite:" + replay, "--listen", "127.0.0.1:0", "--api-server", api.url()},
+  Child server({bin, "server", "--ledger", "sqlite:" + replay, "--listen", "127.0.0.1:0",
+                "--api-server", api.url()},
                log);
   ASSERT_TRUE(server.ok());
   const std::string url = WaitFor(log, std::regex("at (http://127\\.0\\.0\\.1:[0-9]+)/"), 30s);
@@ -75,14 +83,17 @@ TEST(GuardrailsServerE2e, ReplayedFindingsArePricedServedAndAnnounced) {
   EXPECT_EQ(e["involvedObject"]["kind"], "Pod");
   EXPECT_EQ(e["involvedObject"]["name"], "tts-0");
   EXPECT_EQ(e["involvedObject"]["namespace"], "inference");
-  EXPECT_NE(e["message"].get<std::string>().find("over its declared cap"), std::string::npos) << e.dump();
+  EXPECT_NE(e["message"].get<std::string>().find("over its declared cap"), std::string::npos)
+      << e.dump();
   EXPECT_NE(e["message"].get<std::string>().find("$"), std::string::npos) << e.dump();
 
   // audit --server reads the API's document: the same findings as the file.
-  std::string via_api = RunCapture(bin + " audit --server " + url + " --since all --format json", &code);
+  std::string via_api =
+      RunCapture(bin + " audit --server " + url + " --since all --format json", &code);
   ASSERT_EQ(code, 0) << via_api;
   EXPECT_EQ(json::parse(via_api), replayed);
-  std::string table = RunCapture(bin + " audit --server " + url + " --since all --kind unallocated-access", &code);
+  std::string table =
+      RunCapture(bin + " audit --server " + url + " --since all --kind unallocated-access", &code);
   ASSERT_EQ(code, 0) << table;
   EXPECT_NE(table.find("inference/debug-shell/main used"), std::string::npos) << table;
   EXPECT_NE(table.find("it was never granted: $"), std::string::npos) << table;

@@ -29,8 +29,10 @@ class Child {
         const std::vector<std::string>& extra_env = {}) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, (out_file + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, (out_file + ".err").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -78,7 +80,8 @@ inline PrintedCommand SplitPrintedCommand(const std::string& command) {
 }
 
 // Waits until `file` has a line matching `re`; returns the first capture group.
-inline std::string WaitFor(const std::string& file, const std::regex& re, std::chrono::seconds limit) {
+inline std::string WaitFor(const std::string& file, const std::regex& re,
+                           std::chrono::seconds limit) {
   auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     std::ifstream in(file);

@@ -20,8 +20,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "io/file_util.h"
 #include "common/units.h"
+#include "io/file_util.h"
 #include "process_util.h"
 #include "test_paths.h"
 
@@ -52,8 +52,9 @@ bool Has(const std::string& program) {
 // device's metered time.
 std::map<std::string, std::int64_t> AllocatedByPod(const std::string& db) {
   int code = 0;
-  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db +
-                                   " --by pod --format json", &code);
+  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " +
+                                   db + " --by pod --format json",
+                               &code);
   EXPECT_EQ(code, 0) << out;
   std::map<std::string, std::int64_t> m;
   auto j = nlohmann::json::parse(out.substr(out.find('{')));
@@ -65,8 +66,9 @@ std::map<std::string, std::int64_t> AllocatedByPod(const std::string& db) {
 // Compute GPU-µs per container from `report --by container --format json`.
 std::map<std::string, std::int64_t> ComputeByContainer(const std::string& db) {
   int code = 0;
-  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db +
-                                   " --by container --format json", &code);
+  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " +
+                                   db + " --by container --format json",
+                               &code);
   EXPECT_EQ(code, 0) << out;
   std::map<std::string, std::int64_t> m;
   auto j = nlohmann::json::parse(out.substr(out.find('{')));
@@ -126,7 +128,8 @@ Measured MeasuredWindow(const std::string& target) {
 
 TEST(PrometheusE2e, ScrapePrometheusAndVictoriaMetricsLedgersAgree) {
   if (!Has("prometheus") || !Has("victoria-metrics"))
-    GTEST_SKIP() << "needs the Debian packages prometheus and victoria-metrics (make deps installs them)";
+    GTEST_SKIP()
+        << "needs the Debian packages prometheus and victoria-metrics (make deps installs them)";
   const fs::path dir = fs::temp_directory_path() / ("gpuledger-prom-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -146,7 +149,8 @@ workloads:
   - {namespace: ml, name: p40, node: n2, compute: {profile: constant, duty: 0.4}, memory: {bytes: 4GiB}}
   - {namespace: web, name: p50, node: n3, compute: {profile: constant, duty: 0.5}, memory: {bytes: 2GiB}}
   - {namespace: web, name: p35, node: n3, compute: {profile: constant, duty: 0.35}, memory: {bytes: 1GiB}}
-)").ok());
+)")
+                  .ok());
   // Duties of 0.2 and more: the simulator gives each per-process sample NVML's noise (about
   // +-1.3 percentage points), so over a 20 s run at 10 samples a second a container's measured
   // compute has a standard deviation of about 0.5% at duty 0.2 (1.7% at 0.05): the 2% bound
@@ -164,25 +168,30 @@ workloads:
   }
   ASSERT_TRUE(WriteFile((dir / "prom.yml").string(),
                         "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: gpuledger\n"
-                        "    static_configs: [{targets: [" + yaml_targets + "]}]\n").ok());
+                        "    static_configs: [{targets: [" +
+                            yaml_targets + "]}]\n")
+                  .ok());
   const int prom_port = FreePort();
-  auto prometheus = std::make_unique<Child>(std::vector<std::string>{
-      "/usr/bin/prometheus", "--config.file=" + (dir / "prom.yml").string(),
-      "--storage.tsdb.path=" + (dir / "prom-data").string(),
-      "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
+  auto prometheus = std::make_unique<Child>(
+      std::vector<std::string>{
+          "/usr/bin/prometheus", "--config.file=" + (dir / "prom.yml").string(),
+          "--storage.tsdb.path=" + (dir / "prom-data").string(),
+          "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
       (dir / "prometheus.out").string());
   const int vm_port = FreePort();
-  auto vm = std::make_unique<Child>(std::vector<std::string>{
-      "/usr/bin/victoria-metrics", "-promscrape.config=" + (dir / "prom.yml").string(),
-      "-storageDataPath=" + (dir / "vm-data").string(),
-      "-httpListenAddr=127.0.0.1:" + std::to_string(vm_port), "-loggerLevel=WARN",
-      "-search.latencyOffset=0s"},
+  auto vm = std::make_unique<Child>(
+      std::vector<std::string>{"/usr/bin/victoria-metrics",
+                               "-promscrape.config=" + (dir / "prom.yml").string(),
+                               "-storageDataPath=" + (dir / "vm-data").string(),
+                               "-httpListenAddr=127.0.0.1:" + std::to_string(vm_port),
+                               "-loggerLevel=WARN", "-search.latencyOffset=0s"},
       (dir / "vm.out").string());
   const int server_port = FreePort();
-  auto scraper = std::make_unique<Child>(std::vector<std::string>{
-      bin, "server", "--source", "scrape", "--targets", target_list, "--scrape-interval", "1s",
-      "--ledger", "sqlite:" + (dir / "scrape.db").string(), "--listen",
-      "127.0.0.1:" + std::to_string(server_port)},
+  auto scraper = std::make_unique<Child>(
+      std::vector<std::string>{bin, "server", "--source", "scrape", "--targets", target_list,
+                               "--scrape-interval", "1s", "--ledger",
+                               "sqlite:" + (dir / "scrape.db").string(), "--listen",
+                               "127.0.0.1:" + std::to_string(server_port)},
       (dir / "scraper.out").string());
   std::this_thread::sleep_for(3s);
 
@@ -191,12 +200,14 @@ workloads:
     const std::string n = nodes[i];
     // A 100 ms stand-in step: an agent's window is known to a step, 0.4% of this run.
     sim_nodes.push_back(std::make_unique<Child>(
-        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
-                                 "--node", n, "--dir", (dir / n).string(), "--standin-step",
-                                 "100ms", "--truth", (dir / (n + "-truth.csv")).string(),
-                                 "--truth-log", (dir / (n + "-truth-log.csv")).string()},
+        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario",
+                                 (dir / "scenario.yaml").string(), "--node", n, "--dir",
+                                 (dir / n).string(), "--standin-step", "100ms", "--truth",
+                                 (dir / (n + "-truth.csv")).string(), "--truth-log",
+                                 (dir / (n + "-truth-log.csv")).string()},
         (dir / (n + ".out")).string()));
-    std::string command = WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+    std::string command =
+        WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), targets[i]);
     const PrintedCommand printed = SplitPrintedCommand(command);
@@ -204,7 +215,8 @@ workloads:
     std::vector<std::string> argv = printed.argv;
     agents.push_back(std::make_unique<Child>(argv, (dir / (n + "-agent.out")).string(),
                                              std::vector<std::string>{printed.env}));
-    ASSERT_FALSE(WaitFor((dir / (n + "-agent.out")).string(), std::regex("(serving)"), 20s).empty());
+    ASSERT_FALSE(
+        WaitFor((dir / (n + "-agent.out")).string(), std::regex("(serving)"), 20s).empty());
   }
   std::this_thread::sleep_for(20s);
   // Freeze the counters while the agents keep serving (their only GPU is lost), so every
@@ -219,10 +231,14 @@ workloads:
   scraper.reset();
 
   int code = 0;
-  for (const auto& [name, url] : {std::pair<std::string, std::string>{"prometheus", "http://127.0.0.1:" + std::to_string(prom_port)},
-                                  {"victoria-metrics", "http://127.0.0.1:" + std::to_string(vm_port)}}) {
-    std::string out = RunCapture(bin + " server --source prometheus=" + url + " --backfill-only --ledger sqlite:" +
-                                     (dir / (name + ".db")).string(), &code);
+  for (const auto& [name, url] :
+       {std::pair<std::string, std::string>{"prometheus",
+                                            "http://127.0.0.1:" + std::to_string(prom_port)},
+        {"victoria-metrics", "http://127.0.0.1:" + std::to_string(vm_port)}}) {
+    std::string out =
+        RunCapture(bin + " server --source prometheus=" + url +
+                       " --backfill-only --ledger sqlite:" + (dir / (name + ".db")).string(),
+                   &code);
     ASSERT_EQ(code, 0) << name << ": " << out;
   }
   auto scraped = AllocatedByPod((dir / "scrape.db").string());
@@ -294,22 +310,24 @@ workloads:
   fs::remove_all(dir);
 }
 
-
 // A real Prometheus over data written with promtool from OpenMetrics text (in DIR/data),
 // serving on *port after a start-up wait; null when promtool refuses the text (its output is in
 // DIR/promtool.out).
-std::unique_ptr<Child> PrometheusOver(const fs::path& dir, const std::string& openmetrics, int* port) {
+std::unique_ptr<Child> PrometheusOver(const fs::path& dir, const std::string& openmetrics,
+                                      int* port) {
   if (!WriteFile((dir / "in.om").string(), openmetrics).ok()) return nullptr;
   int code = 0;
-  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " + (dir / "in.om").string() +
-                                    " " + (dir / "data").string(), &code);
+  std::string made = RunCapture("promtool tsdb create-blocks-from openmetrics " +
+                                    (dir / "in.om").string() + " " + (dir / "data").string(),
+                                &code);
   (void)WriteFile((dir / "promtool.out").string(), made);
   if (code != 0) return nullptr;
   *port = FreePort();
   auto prometheus = std::make_unique<Child>(
       std::vector<std::string>{"/usr/bin/prometheus", "--config.file=/dev/null",
                                "--storage.tsdb.path=" + (dir / "data").string(),
-                               "--web.listen-address=127.0.0.1:" + std::to_string(*port), "--log.level=warn"},
+                               "--web.listen-address=127.0.0.1:" + std::to_string(*port),
+                               "--log.level=warn"},
       (dir / "prometheus.out").string());
   std::this_thread::sleep_for(4s);
   return prometheus;
@@ -325,11 +343,13 @@ std::unique_ptr<Child> PrometheusOver(const fs::path& dir, const std::string& op
 TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   if (!Has("prometheus") || !Has("promtool"))
     GTEST_SKIP() << "needs the Debian package prometheus (make deps installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-outage-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-outage-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
   const std::int64_t t0 = (now_s - 8 * 3600) / 3600 * 3600;  // an hour boundary, 8 h ago
   std::vector<std::int64_t> times;
   for (int i = 0; i <= 6 * 60; ++i)
@@ -342,33 +362,48 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   std::string om = "# TYPE gpuledger_device_info gauge\n";
   for (const std::string agent : {"a", "b"})
     for (auto t : times)
-      om += fmt::format("gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-{0}\",instance=\"{0}:9400\",job=\"gpuledger\",node=\"n-{0}\",sharing_mode=\"time-slicing\"}} 1 {1}\n", agent, t);
-  for (const auto& [family, share] : {std::pair<std::string, double>{"gpuledger_device_metered_seconds", 1.0},
-                                      {"gpuledger_container_allocated_gpu_seconds", 0.25}}) {
+      om += fmt::format(
+          "gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-{0}\",instance=\"{0}:"
+          "9400\",job=\"gpuledger\",node=\"n-{0}\",sharing_mode=\"time-slicing\"}} 1 {1}\n",
+          agent, t);
+  for (const auto& [family, share] :
+       {std::pair<std::string, double>{"gpuledger_device_metered_seconds", 1.0},
+        {"gpuledger_container_allocated_gpu_seconds", 0.25}}) {
     om += "# TYPE " + family + " counter\n";
     for (const std::string agent : {"a", "b"})
       for (auto t : times) {
         std::string labels = family.find("container") != std::string::npos
-                                 ? fmt::format("container=\"main\",gpu_uuid=\"GPU-{0}\",namespace=\"ml\",pod=\"p-{0}\",pod_uid=\"u-{0}\",", agent)
+                                 ? fmt::format(
+                                       "container=\"main\",gpu_uuid=\"GPU-{0}\",namespace=\"ml\","
+                                       "pod=\"p-{0}\",pod_uid=\"u-{0}\",",
+                                       agent)
                                  : fmt::format("gpu_uuid=\"GPU-{0}\",", agent);
-        om += fmt::format("{}_total{{{}instance=\"{}:9400\",job=\"gpuledger\"}} {} {}\n", family, labels, agent,
-                          share * metered(agent, t), t);
+        om += fmt::format("{}_total{{{}instance=\"{}:9400\",job=\"gpuledger\"}} {} {}\n", family,
+                          labels, agent, share * metered(agent, t), t);
       }
   }
   om += "# EOF\n";
   int port = 0;
   auto prometheus = PrometheusOver(dir, om, &port);
-  ASSERT_TRUE(prometheus) << "promtool could not make blocks: " << *ReadFile((dir / "promtool.out").string());
+  ASSERT_TRUE(prometheus) << "promtool could not make blocks: "
+                          << *ReadFile((dir / "promtool.out").string());
   int code = 0;
   const std::string db = (dir / "l.db").string();
-  std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " server --source prometheus=http://127.0.0.1:" +
-                                   std::to_string(port) + " --backfill-only --since 10h --ledger sqlite:" + db, &code);
+  std::string out =
+      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                     " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
+                     " --backfill-only --since 10h --ledger sqlite:" + db,
+                 &code);
   ASSERT_EQ(code, 0) << out;
-  std::string rows = RunCapture("sqlite3 -separator ' ' " + db +
-                                    " 'select gpu_uuid, (hour_us / 3600000000) - " + std::to_string(t0 / 3600) +
-                                    ", metered_us, unmetered_us, unallocated_us from device_hours order by gpu_uuid, hour_us'", &code);
+  std::string rows =
+      RunCapture("sqlite3 -separator ' ' " + db + " 'select gpu_uuid, (hour_us / 3600000000) - " +
+                     std::to_string(t0 / 3600) +
+                     ", metered_us, unmetered_us, unallocated_us from device_hours order by "
+                     "gpu_uuid, hour_us'",
+                 &code);
   if (code != 0) GTEST_SKIP() << "sqlite3 CLI not installed: " << rows;
-  std::map<std::string, std::map<int, std::pair<std::int64_t, std::int64_t>>> hours;  // gpu -> h -> (metered, unmetered)
+  std::map<std::string, std::map<int, std::pair<std::int64_t, std::int64_t>>>
+      hours;  // gpu -> h -> (metered, unmetered)
   std::istringstream in(rows);
   for (std::string gpu; in >> gpu;) {
     int h;
@@ -391,7 +426,9 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   EXPECT_EQ(hours["GPU-b"][3].second, kMicrosPerHour - 30 * kMicrosPerSecond);
   EXPECT_EQ(hours["GPU-b"][4].first, kMicrosPerHour);
   // Allocation: exactly a quarter of whatever was metered, per pod.
-  std::string pods = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db + " --by pod --format json", &code);
+  std::string pods = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                                    " report --db " + db + " --by pod --format json",
+                                &code);
   auto j = nlohmann::json::parse(pods);
   std::int64_t b_total = 0;
   for (const auto& [h, mu] : hours["GPU-b"]) b_total += mu.first;
@@ -408,27 +445,35 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
 TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
   if (!Has("prometheus") || !Has("promtool"))
     GTEST_SKIP() << "needs the Debian package prometheus (make deps installs it)";
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-dcgm-prom-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-dcgm-prom-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch()).count();
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
   const std::int64_t t0 = (now_s - 4 * 3600) / 3600 * 3600;  // an hour boundary, 4 h ago
   std::vector<std::int64_t> times;
   for (int i = 0; i <= 2 * 60; ++i) times.push_back(t0 + i * 60);
   const std::string agent = "instance=\"a:9400\",job=\"gpuledger\"";
-  const std::string pod = "container=\"main\",gpu_uuid=\"GPU-a\",namespace=\"ml\",pod=\"p\",pod_uid=\"u\",";
+  const std::string pod =
+      "container=\"main\",gpu_uuid=\"GPU-a\",namespace=\"ml\",pod=\"p\",pod_uid=\"u\",";
   std::string om = "# TYPE gpuledger_device_info gauge\n";
   for (auto t : times)
-    om += fmt::format("gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-a\",{},node=\"n\",sharing_mode=\"exclusive\"}} 1 {}\n", agent, t);
+    om += fmt::format(
+        "gpuledger_device_info{{gpu_model=\"A100-80GB\",gpu_uuid=\"GPU-a\",{},node=\"n\",sharing_"
+        "mode=\"exclusive\"}} 1 {}\n",
+        agent, t);
   for (const auto& [family, labels, rate] :
-       {std::tuple<std::string, std::string, double>{"gpuledger_device_metered_seconds", "gpu_uuid=\"GPU-a\",", 1.0},
+       {std::tuple<std::string, std::string, double>{"gpuledger_device_metered_seconds",
+                                                     "gpu_uuid=\"GPU-a\",", 1.0},
         {"gpuledger_device_busy_seconds", "gpu_uuid=\"GPU-a\",", 0.5},
         {"gpuledger_container_allocated_gpu_seconds", pod, 1.0},
         {"gpuledger_container_compute_gpu_seconds", pod, 0.5}}) {
     om += "# TYPE " + family + " counter\n";
     for (auto t : times)
-      om += fmt::format("{}_total{{{}{}}} {} {}\n", family, labels, agent, rate * static_cast<double>(t - t0), t);
+      om += fmt::format("{}_total{{{}{}}} {} {}\n", family, labels, agent,
+                        rate * static_cast<double>(t - t0), t);
   }
   // dcgm-exporter's gauges for the same GPU: SM active 30%, occupancy 10%, tensor 20%, DRAM 40%.
   for (const auto& [field, value] : {std::pair<std::string, double>{"DCGM_FI_PROF_SM_ACTIVE", 0.3},
@@ -437,20 +482,26 @@ TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
                                      {"DCGM_FI_PROF_DRAM_ACTIVE", 0.4}}) {
     om += "# TYPE " + field + " gauge\n";
     for (auto t : times)
-      om += fmt::format("{}{{UUID=\"GPU-a\",gpu=\"0\",instance=\"n:9400\",job=\"dcgm\"}} {} {}\n", field, value, t);
+      om += fmt::format("{}{{UUID=\"GPU-a\",gpu=\"0\",instance=\"n:9400\",job=\"dcgm\"}} {} {}\n",
+                        field, value, t);
   }
   om += "# EOF\n";
   int port = 0;
   auto prometheus = PrometheusOver(dir, om, &port);
-  ASSERT_TRUE(prometheus) << "promtool could not make blocks: " << *ReadFile((dir / "promtool.out").string());
+  ASSERT_TRUE(prometheus) << "promtool could not make blocks: "
+                          << *ReadFile((dir / "promtool.out").string());
   int code = 0;
   auto activity_of = [&](const std::string& flags) {
     const std::string db = (dir / ("l" + std::to_string(flags.size()) + ".db")).string();
-    std::string out = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " server --source prometheus=http://127.0.0.1:" +
-                                     std::to_string(port) + " --backfill-only --since 6h " + flags +
-                                     " --ledger sqlite:" + db, &code);
+    std::string out =
+        RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                       " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
+                       " --backfill-only --since 6h " + flags + " --ledger sqlite:" + db,
+                   &code);
     EXPECT_EQ(code, 0) << out;
-    std::string report = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) + " report --db " + db + " --by pod --format json", &code);
+    std::string report = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                                        " report --db " + db + " --by pod --format json",
+                                    &code);
     auto j = nlohmann::json::parse(report.substr(report.find('{')));
     for (const auto& row : j["rows"])
       if (row["key"] == "ml/p") return row["activity"];

@@ -19,8 +19,8 @@
 #include <httplib.h>
 
 #include "io/file_util.h"
-#include "prometheus/exposition_parser.h"
 #include "process_util.h"
+#include "prometheus/exposition_parser.h"
 #include "store/ledger_store.h"
 #include "test_paths.h"
 
@@ -65,7 +65,8 @@ std::map<std::string, double> AgentAllocated(int port) {
 }
 
 TEST(ScrapeIngestE2e, ServerKilledAndAgentRestartedKeepExactTotals) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-scrape-e2e-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-scrape-e2e-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
@@ -76,14 +77,16 @@ nodes:
   - {name: n1, gpu_model: A100-80GB, gpus: 2, sharing: time-slicing, replicas: 4}
 workloads:
   - {namespace: web, name: api, replicas: 3, compute: {profile: constant, duty: 0.2}, memory: {bytes: 3GiB}}
-)").ok());
+)")
+                  .ok());
   const std::string db = (dir / "ledger.db").string();
   {
     Proc node({gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
                "--node", "n1", "--dir", (dir / "node").string()},
               (dir / "node.out").string());
     ASSERT_TRUE(node.ok());
-    std::string command = WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+    std::string command =
+        WaitFor((dir / "node.out").string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty()) << *ReadFile((dir / "node.out.err").string());
     const int agent_port = FreePort();
     const std::string target = "127.0.0.1:" + std::to_string(agent_port);
@@ -92,16 +95,29 @@ workloads:
     const PrintedCommand printed = SplitPrintedCommand(command);
     ASSERT_FALSE(printed.argv.empty()) << command;
     std::vector<std::string> agent_argv = printed.argv;
-    const std::vector<std::string> server_argv{
-        gpuledger::test_paths::kGpuledgerBin, "server", "--source", "scrape", "--targets", target,
-        "--ledger", "sqlite:" + db, "--listen", "127.0.0.1:0", "--scrape-interval", "500ms"};
+    const std::vector<std::string> server_argv{gpuledger::test_paths::kGpuledgerBin,
+                                               "server",
+                                               "--source",
+                                               "scrape",
+                                               "--targets",
+                                               target,
+                                               "--ledger",
+                                               "sqlite:" + db,
+                                               "--listen",
+                                               "127.0.0.1:0",
+                                               "--scrape-interval",
+                                               "500ms"};
 
     // The server first: it counts the agent as down until the agent answers.
     auto server = std::make_unique<Proc>(server_argv, (dir / "server1.out").string());
-    ASSERT_FALSE(WaitFor((dir / "server1.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s).empty())
+    ASSERT_FALSE(
+        WaitFor((dir / "server1.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s).empty())
         << *ReadFile((dir / "server1.out.err").string());
-    auto agent = std::make_unique<Proc>(agent_argv, (dir / "agent1.out").string(), std::vector<std::string>{printed.env});
-    ASSERT_FALSE(WaitFor((dir / "agent1.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s).empty())
+    auto agent = std::make_unique<Proc>(agent_argv, (dir / "agent1.out").string(),
+                                        std::vector<std::string>{printed.env});
+    ASSERT_FALSE(
+        WaitFor((dir / "agent1.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s)
+            .empty())
         << *ReadFile((dir / "agent1.out.err").string());
     std::this_thread::sleep_for(3s);
 
@@ -122,20 +138,28 @@ workloads:
       httplib::Client http("127.0.0.1", std::stoi(server_port));
       auto m = http.Get("/metrics");
       ASSERT_TRUE(m);
-      EXPECT_NE(m->body.find("gpuledger_server_scrape_errors_total{target=\"" + target + "\"}"), std::string::npos) << m->body;
-      EXPECT_NE(m->body.find("gpuledger_server_scrape_up{target=\"" + target + "\"} 0"), std::string::npos) << m->body;
+      EXPECT_NE(m->body.find("gpuledger_server_scrape_errors_total{target=\"" + target + "\"}"),
+                std::string::npos)
+          << m->body;
+      EXPECT_NE(m->body.find("gpuledger_server_scrape_up{target=\"" + target + "\"} 0"),
+                std::string::npos)
+          << m->body;
       auto api = http.Get("/api/v1/devices?window=all");
       ASSERT_TRUE(api);
       EXPECT_EQ(api->status, 200) << "the API serves while a target is down";
     }
-    agent = std::make_unique<Proc>(agent_argv, (dir / "agent2.out").string(), std::vector<std::string>{printed.env});
-    ASSERT_FALSE(WaitFor((dir / "agent2.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s).empty())
+    agent = std::make_unique<Proc>(agent_argv, (dir / "agent2.out").string(),
+                                   std::vector<std::string>{printed.env});
+    ASSERT_FALSE(
+        WaitFor((dir / "agent2.out").string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s)
+            .empty())
         << *ReadFile((dir / "agent2.out.err").string());
     std::this_thread::sleep_for(3s);
     server->Stop(SIGTERM);
     const auto at_end = AgentAllocated(agent_port);
     agent.reset();
-    EXPECT_NE(ReadFile((dir / "server2.out.err").string())->find("ingest: scrape " + target), std::string::npos)
+    EXPECT_NE(ReadFile((dir / "server2.out.err").string())->find("ingest: scrape " + target),
+              std::string::npos)
         << "the outage is logged";
 
     auto store = store::OpenSqliteLedger(db);
@@ -145,7 +169,8 @@ workloads:
     ASSERT_TRUE(devices.ok() && usage.ok());
     ASSERT_FALSE(devices->empty());
     std::map<std::string, double> ledger;
-    for (const UsageRow& u : *usage) ledger[u.consumer.ref.pod] += static_cast<double>(u.allocated_us);
+    for (const UsageRow& u : *usage)
+      ledger[u.consumer.ref.pod] += static_cast<double>(u.allocated_us);
     for (const DeviceHour& d : *devices) {
       // No hour doubled: each row conserves and never exceeds its hour.
       GpuMicros sum = d.unallocated_us;

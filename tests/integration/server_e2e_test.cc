@@ -28,16 +28,18 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
     Child server({bin, "server", "--ledger", "sqlite:" + db, "--listen", "127.0.0.1:0",
                   "--token-file", (dir / "token").string()},
                  (dir / "server.out").string());
-    const std::string port = WaitFor((dir / "server.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
+    const std::string port =
+        WaitFor((dir / "server.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir / "server.out.err").string());
     const std::string url = "http://127.0.0.1:" + port;
     for (const std::string& args : {std::string("--by namespace --format json"),
-                                   std::string("--by label:team --policy compute --format csv"),
-                                   std::string("--by controller --idle share --window 12h")}) {
+                                    std::string("--by label:team --policy compute --format csv"),
+                                    std::string("--by controller --idle share --window 12h")}) {
       std::string local = RunCapture(bin + " report --db " + db + " " + args, &code);
       ASSERT_EQ(code, 0) << local;
       std::string remote = RunCapture(bin + " report --server " + url + " --token-file " +
-                                          (dir / "token").string() + " " + args, &code);
+                                          (dir / "token").string() + " " + args,
+                                      &code);
       ASSERT_EQ(code, 0) << remote;
       EXPECT_EQ(local, remote) << args;
     }
@@ -47,18 +49,21 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
     EXPECT_NE(refused.find("401"), std::string::npos) << refused;
     // Ingesting from something that is not a Prometheus HTTP API (our own API here): a clear
     // error, exit 2, and the ledger untouched.
-    std::string not_prom = RunCapture(bin + " server --source prometheus=" + url +
-                                          " --backfill-only --since 2h --ledger sqlite:" +
-                                          (dir / "p.db").string(), &code);
+    std::string not_prom =
+        RunCapture(bin + " server --source prometheus=" + url +
+                       " --backfill-only --since 2h --ledger sqlite:" + (dir / "p.db").string(),
+                   &code);
     EXPECT_EQ(code, 2) << not_prom;
     EXPECT_NE(not_prom.find("is not a Prometheus HTTP API"), std::string::npos) << not_prom;
     // A bad parameter comes back as exit 2 naming it.
     std::string bad = RunCapture(bin + " report --server " + url + " --token-file " +
-                                     (dir / "token").string() + " --policy cheapest", &code);
+                                     (dir / "token").string() + " --policy cheapest",
+                                 &code);
     EXPECT_EQ(code, 2) << bad;
     EXPECT_NE(bad.find("policy"), std::string::npos) << bad;
   }
-  std::string no_source = RunCapture(bin + " server --ledger sqlite:" + db + " --source scrape", &code);
+  std::string no_source =
+      RunCapture(bin + " server --ledger sqlite:" + db + " --source scrape", &code);
   EXPECT_EQ(code, 2);
   EXPECT_NE(no_source.find("--source"), std::string::npos);
   fs::remove_all(dir);
@@ -67,7 +72,8 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
 // A stored Prometheus cursor that is not a time is an error naming the key and its value, and
 // the ledger is left as it was: never a silent backfill from 1970 (or from --since).
 TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string bin = gpuledger::test_paths::kGpuledgerBin;
@@ -75,19 +81,27 @@ TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   int code = 0;
   // The server creates the ledger (and its meta table); nothing listens on port 1.
   const std::string first = RunCapture(bin + " server --source prometheus=http://127.0.0.1:1" +
-                                           " --backfill-only --ledger sqlite:" + db, &code);
+                                           " --backfill-only --ledger sqlite:" + db,
+                                       &code);
   ASSERT_TRUE(fs::exists(db)) << first;
   for (const char* corrupt : {"17x", "", "-5", "12"}) {
-    RunCapture("sqlite3 " + db + " \"INSERT OR REPLACE INTO meta(key, value) VALUES "
-               "('prometheus_cursor', '" + corrupt + "')\"", &code);
+    RunCapture("sqlite3 " + db +
+                   " \"INSERT OR REPLACE INTO meta(key, value) VALUES "
+                   "('prometheus_cursor', '" +
+                   corrupt + "')\"",
+               &code);
     ASSERT_EQ(code, 0) << "sqlite3 CLI (apt-get install sqlite3)";
     const std::string out = RunCapture(bin + " server --source prometheus=http://127.0.0.1:1" +
-                                           " --backfill-only --ledger sqlite:" + db, &code);
+                                           " --backfill-only --ledger sqlite:" + db,
+                                       &code);
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find("meta 'prometheus_cursor' is '" + std::string(corrupt) + "'"),
-              std::string::npos) << out;
-    EXPECT_EQ(RunCapture("sqlite3 " + db + " \"SELECT value FROM meta WHERE key = "
-                         "'prometheus_cursor'\"", &code),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(RunCapture("sqlite3 " + db +
+                             " \"SELECT value FROM meta WHERE key = "
+                             "'prometheus_cursor'\"",
+                         &code),
               std::string(corrupt) + "\n");
   }
   fs::remove_all(dir);

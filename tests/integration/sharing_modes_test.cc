@@ -8,8 +8,8 @@
 #include <map>
 
 #include "cost/catalog.h"
-#include "simcluster/cluster_run.h"
 #include "report/report.h"
+#include "simcluster/cluster_run.h"
 #include "sources/sim/scenario.h"
 #include "sources/sim/simulator.h"
 #include "store/ledger_store.h"
@@ -39,7 +39,8 @@ SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond)
   cost::Catalog catalog = cost::DefaultCatalog();
   simcluster::RunOptions options;
   options.observe = [&](const NodeSnapshot& snap) {
-    simcluster::AddNaive(snap, [](const std::string&, const std::string&) { return Nanos{0}; }, run.naive);
+    simcluster::AddNaive(
+        snap, [](const std::string&, const std::string&) { return Nanos{0}; }, run.naive);
   };
   auto built = simcluster::BuildLedger(simulator, *run.store, catalog, options);
   EXPECT_TRUE(built.ok()) << built.error().message;
@@ -122,7 +123,8 @@ workloads:
   EXPECT_NEAR(Row(r, "a").allocated_gpu_us, span * 3 / 7, 5);
   EXPECT_NEAR(Row(r, "b").allocated_gpu_us, span * 2 / 7, 5);
   EXPECT_NEAR(r.idle.allocated_gpu_us, span * 2 / 7, 5);
-  EXPECT_EQ(Row(r, "a").allocated_gpu_us + Row(r, "b").allocated_gpu_us + r.idle.allocated_gpu_us, span);
+  EXPECT_EQ(Row(r, "a").allocated_gpu_us + Row(r, "b").allocated_gpu_us + r.idle.allocated_gpu_us,
+            span);
   // Cost follows: 3/7, 2/7 and 2/7 of 5 hours of an H100.
   const Nanos hour_price = cost::DefaultCatalog().Find("H100-80GB", "on-demand")->hourly_nanos;
   EXPECT_NEAR(static_cast<double>(Row(r, "a").cost_nanos), 5.0 * hour_price * 3 / 7, 5);

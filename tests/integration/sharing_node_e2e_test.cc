@@ -58,8 +58,8 @@ struct Seen {
   std::map<std::string, double> allocated_s;
   std::map<std::string, std::string> share_source;
   std::map<std::string, std::string> gpu_of;
-  std::map<std::string, std::string> mode;      // GPU uuid -> sharing_mode
-  std::map<std::string, double> metered_s;      // GPU uuid -> metered seconds
+  std::map<std::string, std::string> mode;  // GPU uuid -> sharing_mode
+  std::map<std::string, double> metered_s;  // GPU uuid -> metered seconds
 };
 
 std::string Label(const prometheus::Sample& s, const std::string& name) {
@@ -94,26 +94,35 @@ Seen Scrape(int port) {
 }
 
 TEST(SharingNodeE2e, MpsHamiAndGpuShareNodesShowTheirModeAndDeclaredShares) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-sharing-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-sharing-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), kScenario).ok());
   const std::map<std::string, std::pair<std::string, std::vector<Expected>>> nodes = {
-      {"mps", {"mps", {{"asr-0", 0.25, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"},
-                       {"tts-0", 0.50, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}}}},
-      {"hami", {"fractional", {{"small-0", 0.3, "resource:nvidia.com/gpucores"},
-                               {"medium-0", 0.5, "resource:nvidia.com/gpucores"}}}},
-      {"gpushare", {"fractional", {{"scan-0", 0.25, "resource:aliyun.com/gpu-mem"},
-                                   {"thumbs-0", 0.5, "resource:aliyun.com/gpu-mem"}}}},
+      {"mps",
+       {"mps",
+        {{"asr-0", 0.25, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"},
+         {"tts-0", 0.50, "env:CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}}}},
+      {"hami",
+       {"fractional",
+        {{"small-0", 0.3, "resource:nvidia.com/gpucores"},
+         {"medium-0", 0.5, "resource:nvidia.com/gpucores"}}}},
+      {"gpushare",
+       {"fractional",
+        {{"scan-0", 0.25, "resource:aliyun.com/gpu-mem"},
+         {"thumbs-0", 0.5, "resource:aliyun.com/gpu-mem"}}}},
   };
   std::vector<std::unique_ptr<Child>> children;
   std::map<std::string, int> ports;
   for (const auto& [n, want] : nodes) {
     children.push_back(std::make_unique<Child>(
-        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario", (dir / "scenario.yaml").string(),
-                                 "--node", n, "--dir", (dir / n).string(), "--standin-step", "100ms"},
+        std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario",
+                                 (dir / "scenario.yaml").string(), "--node", n, "--dir",
+                                 (dir / n).string(), "--standin-step", "100ms"},
         (dir / (n + ".out")).string()));
-    std::string command = WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
+    std::string command =
+        WaitFor((dir / (n + ".out")).string(), std::regex("^(GPULEDGER_NVML_SCENARIO=.*)$"), 20s);
     ASSERT_FALSE(command.empty()) << *ReadFile((dir / (n + ".out.err")).string());
     command = std::regex_replace(command, std::regex("127\\.0\\.0\\.1:9400"), "127.0.0.1:0");
     command = std::regex_replace(command, std::regex("--interval 1s"), "--interval 200ms");
@@ -122,7 +131,8 @@ TEST(SharingNodeE2e, MpsHamiAndGpuShareNodesShowTheirModeAndDeclaredShares) {
     std::vector<std::string> argv = printed.argv;
     children.push_back(std::make_unique<Child>(argv, (dir / (n + "-agent.out")).string(),
                                                std::vector<std::string>{printed.env}));
-    const std::string port = WaitFor((dir / (n + "-agent.out")).string(), std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
+    const std::string port = WaitFor((dir / (n + "-agent.out")).string(),
+                                     std::regex("http://[^:]+:(\\d+)/metrics"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir / (n + "-agent.out.err")).string());
     ports[n] = std::stoi(port);
   }
@@ -138,7 +148,8 @@ TEST(SharingNodeE2e, MpsHamiAndGpuShareNodesShowTheirModeAndDeclaredShares) {
       // held exactly their declared share.
       const double metered = seen.metered_s.at(gpu);
       ASSERT_GT(metered, 3.0) << n;
-      EXPECT_NEAR(seen.allocated_s.at(e.pod) / metered, e.share, 0.001 * e.share) << n << " " << e.pod;
+      EXPECT_NEAR(seen.allocated_s.at(e.pod) / metered, e.share, 0.001 * e.share)
+          << n << " " << e.pod;
     }
   }
 }

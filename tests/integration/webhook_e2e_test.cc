@@ -13,8 +13,8 @@
 #include "io/file_util.h"
 #include "process_util.h"
 #include "temp_dir.h"
-#include "webhook/test_tls.h"
 #include "test_paths.h"
+#include "webhook/test_tls.h"
 
 namespace gpuledger {
 namespace {

@@ -19,9 +19,9 @@
 namespace gpuledger::cri {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using ::testing::HasSubstr;
 
 class TempDir {
  public:

@@ -11,9 +11,9 @@
 namespace gpuledger::cri {
 
 struct Container {
-  std::string id;               // 64 hex
+  std::string id;  // 64 hex
   std::string pod_sandbox_id;
-  std::string name;             // container name in the pod spec
+  std::string name;  // container name in the pod spec
   bool running = false;
 };
 
@@ -22,7 +22,7 @@ struct PodSandbox {
   std::string name;
   std::string namespace_name;
   std::string uid;
-  bool ready = false;           // SANDBOX_READY; NOTREADY = terminated or not started
+  bool ready = false;  // SANDBOX_READY; NOTREADY = terminated or not started
   std::map<std::string, std::string> labels;
 };
 

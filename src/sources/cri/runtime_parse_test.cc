@@ -37,12 +37,12 @@ TEST_P(ContainerStates, OnlyRunningIsRunning) {
   EXPECT_EQ(containers[0].running, GetParam().running);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cri, ContainerStates,
-                         ::testing::Values(
-                             ContainerStateCase{::runtime::v1::CONTAINER_CREATED, false},
-                             ContainerStateCase{::runtime::v1::CONTAINER_RUNNING, true},
-                             ContainerStateCase{::runtime::v1::CONTAINER_EXITED, false},
-                             ContainerStateCase{::runtime::v1::CONTAINER_UNKNOWN, false}));
+INSTANTIATE_TEST_SUITE_P(
+    Cri, ContainerStates,
+    ::testing::Values(ContainerStateCase{::runtime::v1::CONTAINER_CREATED, false},
+                      ContainerStateCase{::runtime::v1::CONTAINER_RUNNING, true},
+                      ContainerStateCase{::runtime::v1::CONTAINER_EXITED, false},
+                      ContainerStateCase{::runtime::v1::CONTAINER_UNKNOWN, false}));
 
 TEST(ParseListPodSandboxResponse, MetadataStateAndLabels) {
   ::runtime::v1::ListPodSandboxResponse r;

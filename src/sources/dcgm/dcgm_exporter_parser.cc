@@ -14,8 +14,16 @@
 namespace gpuledger::sources::dcgm {
 namespace {
 
-enum class Field { kSmActive, kSmOccupancy, kTensorActive, kDramActive, kGrEngineActive, kGpuUtil,
-                   kFbUsed, kPower };
+enum class Field {
+  kSmActive,
+  kSmOccupancy,
+  kTensorActive,
+  kDramActive,
+  kGrEngineActive,
+  kGpuUtil,
+  kFbUsed,
+  kPower
+};
 constexpr std::size_t kFieldCount = 8;
 
 enum class Scale { kRatio, kPercent, kMiB, kBytes, kWatts };
@@ -26,7 +34,7 @@ struct Spelling {
   std::string_view name;  // upper case
   Field field;
   Scale scale;
-  bool renamed;           // dcgm-exporter 4.9+ (DCGM 4.7 names)
+  bool renamed;  // dcgm-exporter 4.9+ (DCGM 4.7 names)
 };
 
 constexpr std::array<Spelling, 19> kSpellings{{
@@ -141,14 +149,30 @@ struct UnitState {
 
 void Store(DcgmUnit& u, Field f, double v) {
   switch (f) {
-    case Field::kSmActive: u.sm_active = v; break;
-    case Field::kSmOccupancy: u.sm_occupancy = v; break;
-    case Field::kTensorActive: u.tensor_active = v; break;
-    case Field::kDramActive: u.dram_active = v; break;
-    case Field::kGrEngineActive: u.gr_engine_active = v; break;
-    case Field::kGpuUtil: u.gpu_util = v; break;
-    case Field::kFbUsed: u.fb_used_bytes = static_cast<Bytes>(v); break;
-    case Field::kPower: u.power_watts = v; break;
+    case Field::kSmActive:
+      u.sm_active = v;
+      break;
+    case Field::kSmOccupancy:
+      u.sm_occupancy = v;
+      break;
+    case Field::kTensorActive:
+      u.tensor_active = v;
+      break;
+    case Field::kDramActive:
+      u.dram_active = v;
+      break;
+    case Field::kGrEngineActive:
+      u.gr_engine_active = v;
+      break;
+    case Field::kGpuUtil:
+      u.gpu_util = v;
+      break;
+    case Field::kFbUsed:
+      u.fb_used_bytes = static_cast<Bytes>(v);
+      break;
+    case Field::kPower:
+      u.power_watts = v;
+      break;
   }
 }
 
@@ -181,7 +205,8 @@ class Parser {
  private:
   void Bad(std::size_t line, std::string reason) {
     ++out_.bad_line_count;
-    if (out_.bad_lines.size() < kMaxBadLinesKept) out_.bad_lines.push_back({line, std::move(reason)});
+    if (out_.bad_lines.size() < kMaxBadLinesKept)
+      out_.bad_lines.push_back({line, std::move(reason)});
   }
 
   void Sample(std::size_t line, const prometheus::Sample& s) {
@@ -230,7 +255,8 @@ class Parser {
     Store(u.unit, spelling->field, n.value);
   }
 
-  UnitState& Unit(const std::string& uuid, std::optional<int> gi, const prometheus::Labels& labels) {
+  UnitState& Unit(const std::string& uuid, std::optional<int> gi,
+                  const prometheus::Labels& labels) {
     auto [it, fresh] = index_.try_emplace({uuid, gi.value_or(-1)}, units_.size());
     if (fresh) {
       units_.emplace_back();

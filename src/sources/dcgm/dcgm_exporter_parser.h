@@ -33,11 +33,11 @@ namespace gpuledger::sources::dcgm {
 // instance of the physical GPU `gpu_uuid`. dcgm-exporter labels MIG series with the parent's
 // UUID and the instance's GPU_I_ID / GPU_I_PROFILE; it has no MIG-... UUID.
 struct DcgmUnit {
-  GpuUuid gpu_uuid;                     // label UUID (1.x compatibility: uuid)
-  std::optional<int> gpu_index;         // label gpu
-  std::optional<int> gpu_instance_id;   // label GPU_I_ID; set: a MIG instance
-  std::string gpu_instance_profile;     // label GPU_I_PROFILE, "3g.40gb" (DCGM's spelling)
-  std::string driver_version;           // label DCGM_FI_DRIVER_VERSION / _SYSTEM_DRIVER_VERSION
+  GpuUuid gpu_uuid;                    // label UUID (1.x compatibility: uuid)
+  std::optional<int> gpu_index;        // label gpu
+  std::optional<int> gpu_instance_id;  // label GPU_I_ID; set: a MIG instance
+  std::string gpu_instance_profile;    // label GPU_I_PROFILE, "3g.40gb" (DCGM's spelling)
+  std::string driver_version;          // label DCGM_FI_DRIVER_VERSION / _SYSTEM_DRIVER_VERSION
 
   // Gauges as dcgm-exporter last sampled them; unset when the scrape has no usable series.
   // Fractions are 0..1 of the unit (a MIG instance's are relative to the instance).
@@ -62,8 +62,8 @@ struct DcgmBadLine {
 
 // Which spellings the body used (both may be set: a custom counters file can mix them).
 struct DcgmFieldSets {
-  bool classic = false;   // names and units before dcgm-exporter 4.9 (and 1.x compatibility)
-  bool renamed = false;   // dcgm-exporter 4.9+ names (DCGM 4.7 field names, base units)
+  bool classic = false;  // names and units before dcgm-exporter 4.9 (and 1.x compatibility)
+  bool renamed = false;  // dcgm-exporter 4.9+ names (DCGM 4.7 field names, base units)
   friend bool operator==(const DcgmFieldSets&, const DcgmFieldSets&) = default;
 };
 

@@ -21,7 +21,8 @@ std::string Slurp(const fs::path& path) {
 }
 
 std::string Fixture(const std::string& name) {
-  const fs::path path = fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" / name;
+  const fs::path path =
+      fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" / name;
   EXPECT_TRUE(fs::exists(path)) << path;
   return Slurp(path);
 }
@@ -115,7 +116,8 @@ TEST(ParseDcgmExporter, OneXCompatibilityNames) {
 // The shared real scrape (a T4 node, plus one A10G line with pod labels): its "deliberately
 // malformed" lines are upstream series of used fields with no labels at all.
 TEST(ParseDcgmExporter, SharedSampleFromDatadog) {
-  const fs::path path = fs::path(gpuledger::test_paths::kSharedData) / "dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
+  const fs::path path = fs::path(gpuledger::test_paths::kSharedData) /
+                        "dcgm-exporter/samples/datadog_dcgm_fixture_metrics.txt";
   if (!fs::exists(path))
     GTEST_SKIP() << "shared test data missing: " << path
                  << " (expected ../shared/data/dcgm-exporter/samples)";
@@ -150,25 +152,25 @@ TEST(ParseDcgmExporter, SharedSampleFromDatadog) {
 
 TEST(ParseDcgmExporter, MalformedLinesAreSkippedCountedAndNamed) {
   const std::string text =
-      "# HELP DCGM_FI_PROF_SM_ACTIVE ok\n"                                 // 1
-      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",gpu=\"0\"} 0.5\n"             // 2 good
-      "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"GPU-a\"} NaN\n"                    // 3
-      "DCGM_FI_PROF_DRAM_ACTIVE{gpu=\"0\"} 0.2\n"                          // 4 no UUID
-      "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{UUID=\"GPU-a\"} -0.1\n"             // 5
-      "DCGM_FI_DEV_FB_USED{UUID=\"GPU-a\"} 9223372036854775794\n"          // 6 INT64 blank
-      "DCGM_FI_DEV_POWER_USAGE{UUID=\"GPU-a\"} 140737488355328\n"          // 7 FP64 blank
-      "DCGM_FI_PROF_GR_ENGINE_ACTIVE{UUID=\"GPU-a\"} 1.7\n"                // 8 ratio > 1
-      "DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-a\"} 130\n"                         // 9 percent > 100
-      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",gpu=\"0\"} 0.75\n"            // 10 duplicate
-      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",pod=\"p2\"} 0.5\n"            // 11 same value: ok
-      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\",GPU_I_ID=\"x\"} 0.1\n"      // 12
-      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\" 0.1\n"                      // 13 syntax
-      "this is { not prometheus\n"                                         // 14 syntax
-      "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"GPU-a\"} +Inf\n"                   // 15
-      "DCGM_FI_DEV_POWER_USAGE{UUID=\"GPU-a\"} 250000\n"                   // 16 implausible
-      "DCGM_FI_DEV_FB_USED_BYTES{UUID=\"GPU-a\"} 1e300\n"                  // 17 huge
-      "DCGM_FI_DEV_FAN_SPEED NaN\n"                                        // 18 unused: ignored
-      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\"} 1.0004\n";                 // 19 rounding: 1
+      "# HELP DCGM_FI_PROF_SM_ACTIVE ok\n"                             // 1
+      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",gpu=\"0\"} 0.5\n"         // 2 good
+      "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"GPU-a\"} NaN\n"                // 3
+      "DCGM_FI_PROF_DRAM_ACTIVE{gpu=\"0\"} 0.2\n"                      // 4 no UUID
+      "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{UUID=\"GPU-a\"} -0.1\n"         // 5
+      "DCGM_FI_DEV_FB_USED{UUID=\"GPU-a\"} 9223372036854775794\n"      // 6 INT64 blank
+      "DCGM_FI_DEV_POWER_USAGE{UUID=\"GPU-a\"} 140737488355328\n"      // 7 FP64 blank
+      "DCGM_FI_PROF_GR_ENGINE_ACTIVE{UUID=\"GPU-a\"} 1.7\n"            // 8 ratio > 1
+      "DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-a\"} 130\n"                     // 9 percent > 100
+      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",gpu=\"0\"} 0.75\n"        // 10 duplicate
+      "DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\",pod=\"p2\"} 0.5\n"        // 11 same value: ok
+      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\",GPU_I_ID=\"x\"} 0.1\n"  // 12
+      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\" 0.1\n"                  // 13 syntax
+      "this is { not prometheus\n"                                     // 14 syntax
+      "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"GPU-a\"} +Inf\n"               // 15
+      "DCGM_FI_DEV_POWER_USAGE{UUID=\"GPU-a\"} 250000\n"               // 16 implausible
+      "DCGM_FI_DEV_FB_USED_BYTES{UUID=\"GPU-a\"} 1e300\n"              // 17 huge
+      "DCGM_FI_DEV_FAN_SPEED NaN\n"                                    // 18 unused: ignored
+      "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"GPU-a\"} 1.0004\n";             // 19 rounding: 1
   auto s = ParseDcgmExporter(text);
   ASSERT_TRUE(s) << s.error().message;
   ASSERT_EQ(s->units.size(), 1u);
@@ -234,7 +236,8 @@ TEST(ParseDcgmExporter, MigInstancesAreUnitsOfTheirParent) {
   auto s = ParseDcgmExporter(
       "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-p\",GPU_I_PROFILE=\"7g.79gb\","
       "GPU_I_ID=\"0\"} 0.5\n"
-      "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-p\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\"} 0.25\n");
+      "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-p\",GPU_I_PROFILE=\"\",GPU_I_ID=\"\"} "
+      "0.25\n");
   ASSERT_TRUE(s);
   ASSERT_EQ(s->units.size(), 2u);
   EXPECT_EQ(s->Find(GpuUuid{"GPU-p"}, 0)->gr_engine_active, 0.5) << "GPU instance 0 exists (7g)";
@@ -242,9 +245,9 @@ TEST(ParseDcgmExporter, MigInstancesAreUnitsOfTheirParent) {
 }
 
 TEST(ParseDcgmExporter, NoUnitAtAllFailsTheScrape) {
-  for (const char* body : {"", "\n\n", "<html><body>502 Bad Gateway</body></html>\n",
-                           "# HELP node_load1 1m load average.\nnode_load1 0.5\n",
-                           "DCGM_FI_PROF_SM_ACTIVE 0\n"}) {
+  for (const char* body :
+       {"", "\n\n", "<html><body>502 Bad Gateway</body></html>\n",
+        "# HELP node_load1 1m load average.\nnode_load1 0.5\n", "DCGM_FI_PROF_SM_ACTIVE 0\n"}) {
     auto s = ParseDcgmExporter(body);
     ASSERT_FALSE(s) << body;
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
@@ -261,7 +264,6 @@ TEST(ParseDcgmExporter, CarriageReturnsAndBlanksAreTolerated) {
   EXPECT_EQ(s->bad_line_count, 0);
 }
 
-
 // Never crashes, never fails on a body with a unit left in it: random byte flips, cuts and
 // splices of a real body (fixed seed: deterministic).
 TEST(ParseDcgmExporter, MutatedBodiesNeverCrash) {
@@ -273,10 +275,18 @@ TEST(ParseDcgmExporter, MutatedBodiesNeverCrash) {
     for (int e = 0; e < edits && !text.empty(); ++e) {
       const std::size_t at = rng() % text.size();
       switch (rng() % 4) {
-        case 0: text[at] = static_cast<char>(rng() % 256); break;
-        case 1: text.erase(at, rng() % 64); break;
-        case 2: text.insert(at, base.substr(rng() % base.size(), rng() % 80)); break;
-        case 3: text.insert(at, 1, "{}\",= \n"[rng() % 8]); break;
+        case 0:
+          text[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          text.erase(at, rng() % 64);
+          break;
+        case 2:
+          text.insert(at, base.substr(rng() % base.size(), rng() % 80));
+          break;
+        case 3:
+          text.insert(at, 1, "{}\",= \n"[rng() % 8]);
+          break;
       }
     }
     auto s = ParseDcgmExporter(text);
@@ -284,9 +294,8 @@ TEST(ParseDcgmExporter, MutatedBodiesNeverCrash) {
       EXPECT_FALSE(s->units.empty());
       EXPECT_LE(s->bad_lines.size(), kMaxBadLinesKept);
       for (const DcgmUnit& u : s->units)
-        for (const std::optional<double>& f :
-             {u.sm_active, u.sm_occupancy, u.tensor_active, u.dram_active, u.gr_engine_active,
-              u.gpu_util})
+        for (const std::optional<double>& f : {u.sm_active, u.sm_occupancy, u.tensor_active,
+                                               u.dram_active, u.gr_engine_active, u.gpu_util})
           if (f) {
             EXPECT_TRUE(*f >= 0 && *f <= 1) << *f;
           }

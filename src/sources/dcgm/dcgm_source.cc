@@ -18,8 +18,8 @@ std::optional<int> LegacyGpuInstanceId(const std::string& mig_uuid) {
   if (first == std::string::npos) return std::nullopt;
   const std::size_t second = mig_uuid.find('/', first + 1);
   const char* begin = mig_uuid.data() + first + 1;
-  const char* end = second == std::string::npos ? mig_uuid.data() + mig_uuid.size()
-                                                : mig_uuid.data() + second;
+  const char* end =
+      second == std::string::npos ? mig_uuid.data() + mig_uuid.size() : mig_uuid.data() + second;
   int gi = 0;
   auto [at, ec] = std::from_chars(begin, end, gi);
   if (ec != std::errc() || at != end || gi < 0) return std::nullopt;
@@ -230,9 +230,10 @@ Result<GpuReading> DcgmGpuSource::Read() {
     std::vector<std::string> theirs;
     for (const DcgmUnit& u : scrape_->units)
       if (!u.is_mig() && theirs.size() < 4) theirs.push_back(u.gpu_uuid.value);
-    no_match = fmt::format("none of the exporter's GPUs ({}) is one of this node's: is {} this "
-                           "node's exporter?",
-                           Join(theirs, ", "), options_.url);
+    no_match = fmt::format(
+        "none of the exporter's GPUs ({}) is one of this node's: is {} this "
+        "node's exporter?",
+        Join(theirs, ", "), options_.url);
   }
   Condition(*reading, "NO_MATCHING_GPU", no_match);
   // Matching nothing says it all; the finer conditions would only repeat it.

@@ -73,7 +73,8 @@ struct ApplyStats {
   int activity_filled = 0;  // units given `activity`
   int busy_filled = 0;      // MIG instances given `busy_us`
   int matched = 0;          // the reading's units the scrape had an entry for
-  std::vector<std::string> unmatched_mig;   // "GPU-x: 2 NVML instances of 3 slices, 1 in dcgm-exporter"
+  std::vector<std::string>
+      unmatched_mig;  // "GPU-x: 2 NVML instances of 3 slices, 1 in dcgm-exporter"
   std::vector<std::string> missing_fields;  // "GPU-x: DCGM_FI_PROF_SM_ACTIVE, ..."
 };
 

@@ -19,7 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" / name);
+  std::ifstream in(fs::path(gpuledger::test_paths::kSourceDir) / "src/sources/dcgm/testdata" /
+                   name);
   std::ostringstream out;
   out << in.rdbuf();
   EXPECT_FALSE(out.str().empty()) << name;
@@ -313,10 +314,16 @@ TEST(DcgmGpuSource, AllZerosAreNeverStale) {
   DcgmOptions options;
   options.refresh_us = kS;
   options.stale_after_us = 3 * kS;
-  Harness h("DCGM_FI_PROF_SM_ACTIVE{UUID=\"" + kGpu1.value + "\"} 0\n"
-            "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"" + kGpu1.value + "\"} 0\n"
-            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{UUID=\"" + kGpu1.value + "\"} 0\n"
-            "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"" + kGpu1.value + "\"} 0\n",
+  Harness h("DCGM_FI_PROF_SM_ACTIVE{UUID=\"" + kGpu1.value +
+                "\"} 0\n"
+                "DCGM_FI_PROF_SM_OCCUPANCY{UUID=\"" +
+                kGpu1.value +
+                "\"} 0\n"
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{UUID=\"" +
+                kGpu1.value +
+                "\"} 0\n"
+                "DCGM_FI_PROF_DRAM_ACTIVE{UUID=\"" +
+                kGpu1.value + "\"} 0\n",
             options);
   for (int i = 0; i < 10; ++i) {
     GpuReading r = h.Read();
@@ -460,7 +467,6 @@ TEST(DcgmGpuSource, UnmatchedMigInstancesAreReported) {
   EXPECT_TRUE(Of(r, kGpu0).activity) << "the whole GPUs still join";
 }
 
-
 // The adapter and the decorator together, over a real socket: a fake dcgm-exporter on port 0.
 TEST(DcgmGpuSource, OverHttpAndThroughAHungExporter) {
   using namespace std::chrono_literals;
@@ -481,7 +487,8 @@ TEST(DcgmGpuSource, OverHttpAndThroughAHungExporter) {
   DcgmOptions options;
   options.url = url->text;
   options.refresh_us = 2 * kS;
-  DcgmGpuSource source(OneSecondNode(), [u = *url] { return prometheus::HttpGet(u, 200'000); }, options);
+  DcgmGpuSource source(
+      OneSecondNode(), [u = *url] { return prometheus::HttpGet(u, 200'000); }, options);
   ASSERT_TRUE(source.Read());  // baseline
   auto r = source.Read();
   ASSERT_TRUE(r);

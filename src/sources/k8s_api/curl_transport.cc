@@ -59,7 +59,9 @@ class CurlTransport : public ApiTransport {
  public:
   CurlTransport(ApiServerConfig config, TransportOptions options)
       : config_(std::move(config)), options_(options), handle_(curl_easy_init()) {
-    while (!config_.server.empty() && config_.server.back() == '/') { config_.server.pop_back(); }
+    while (!config_.server.empty() && config_.server.back() == '/') {
+      config_.server.pop_back();
+    }
   }
 
   Result<HttpResponse> Get(const std::string& target, const std::function<bool()>& tick) override {
@@ -68,7 +70,9 @@ class CurlTransport : public ApiTransport {
     state.body = &response.body;
     state.tick = &tick;
     auto st = Perform(target, state, options_.request_timeout_s);
-    if (!st.ok()) { return st.error(); }
+    if (!st.ok()) {
+      return st.error();
+    }
     curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &response.status);
     return response;
   }
@@ -78,7 +82,9 @@ class CurlTransport : public ApiTransport {
     StreamState state;
     state.body = &response.body;
     auto st = Perform(target, state, options_.request_timeout_s, nullptr, &json_body);
-    if (!st.ok()) { return st.error(); }
+    if (!st.ok()) {
+      return st.error();
+    }
     curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &response.status);
     return response;
   }
@@ -99,7 +105,9 @@ class CurlTransport : public ApiTransport {
       end.complete = true;
       return end;
     }
-    if (end.status == 0 && !state.stopped) { return st.error(); }  // never got a response
+    if (end.status == 0 && !state.stopped) {
+      return st.error();
+    }  // never got a response
     end.complete = false;
     end.error = st.error().message;
     return end;
@@ -110,7 +118,9 @@ class CurlTransport : public ApiTransport {
   Status Perform(const std::string& target, StreamState& state, long timeout_s,
                  CURLcode* code_out = nullptr, const std::string* post_body = nullptr) {
     CURL* h = handle_.get();
-    if (h == nullptr) { return Internal("curl_easy_init failed"); }
+    if (h == nullptr) {
+      return Internal("curl_easy_init failed");
+    }
     curl_easy_reset(h);
     state.handle = h;
     const std::string url = config_.server + target;
@@ -179,8 +189,12 @@ class CurlTransport : public ApiTransport {
     CURLcode code = curl_easy_perform(h);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
-    if (code_out != nullptr) { *code_out = code; }
-    if (code == CURLE_OK) { return Status::Ok(); }
+    if (code_out != nullptr) {
+      *code_out = code;
+    }
+    if (code == CURLE_OK) {
+      return Status::Ok();
+    }
     return Unavailable(
         fmt::format("{} {}{}: {}", post_body != nullptr ? "POST" : "GET", config_.server, target,
                     error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(code)));

@@ -27,6 +27,7 @@ Result<std::vector<std::string>> EndpointTargets(std::string_view endpoints_json
                                                  const ServiceRef& service);
 
 // Lists the service's Endpoints through `transport`, then EndpointTargets.
-Result<std::vector<std::string>> DiscoverTargets(ApiTransport& transport, const ServiceRef& service);
+Result<std::vector<std::string>> DiscoverTargets(ApiTransport& transport,
+                                                 const ServiceRef& service);
 
 }  // namespace gpuledger::k8s

@@ -11,7 +11,9 @@ using nlohmann::json;
 // The string at `key` of `object`, "" when absent or null; an error when another type.
 Result<std::string> OptString(const json& object, const char* key, std::string_view where) {
   auto it = object.find(key);
-  if (it == object.end() || it->is_null()) { return std::string(); }
+  if (it == object.end() || it->is_null()) {
+    return std::string();
+  }
   if (!it->is_string()) {
     return InvalidArgument(fmt::format("{}.{}: expected a string", where, key));
   }
@@ -22,7 +24,9 @@ Result<std::map<std::string, std::string>> StringMap(const json& object, const c
                                                      std::string_view where) {
   std::map<std::string, std::string> out;
   auto it = object.find(key);
-  if (it == object.end() || it->is_null()) { return out; }
+  if (it == object.end() || it->is_null()) {
+    return out;
+  }
   if (!it->is_object()) {
     return InvalidArgument(fmt::format("{}.{}: expected an object", where, key));
   }
@@ -37,7 +41,9 @@ Result<std::map<std::string, std::string>> StringMap(const json& object, const c
 
 const json& Member(const json& object, const char* key) {
   static const json kNull;  // NOLINT: an immutable sentinel, not state
-  if (!object.is_object()) { return kNull; }
+  if (!object.is_object()) {
+    return kNull;
+  }
   auto it = object.find(key);
   return it == object.end() ? kNull : *it;
 }
@@ -49,31 +55,51 @@ struct Meta {
 };
 
 Result<Meta> ParseMeta(const json& object) {
-  if (!object.is_object()) { return InvalidArgument("object: expected a JSON object"); }
+  if (!object.is_object()) {
+    return InvalidArgument("object: expected a JSON object");
+  }
   const json& md = Member(object, "metadata");
-  if (!md.is_object()) { return InvalidArgument("metadata: missing"); }
+  if (!md.is_object()) {
+    return InvalidArgument("metadata: missing");
+  }
   Meta meta;
   auto name = OptString(md, "name", "metadata");
-  if (!name) { return name.error(); }
-  if (name->empty()) { return InvalidArgument("metadata.name: missing"); }
+  if (!name) {
+    return name.error();
+  }
+  if (name->empty()) {
+    return InvalidArgument("metadata.name: missing");
+  }
   meta.name = std::move(*name);
   auto ns = OptString(md, "namespace", "metadata");
-  if (!ns) { return ns.error(); }
+  if (!ns) {
+    return ns.error();
+  }
   meta.namespace_name = std::move(*ns);
   auto uid = OptString(md, "uid", "metadata");
-  if (!uid) { return uid.error(); }
+  if (!uid) {
+    return uid.error();
+  }
   meta.uid = std::move(*uid);
   auto labels = StringMap(md, "labels", "metadata");
-  if (!labels) { return labels.error(); }
+  if (!labels) {
+    return labels.error();
+  }
   meta.labels = std::move(*labels);
   const json& owners = Member(md, "ownerReferences");
   if (owners.is_array()) {
     for (const auto& o : owners) {
-      if (!o.is_object()) { continue; }
+      if (!o.is_object()) {
+        continue;
+      }
       OwnerRef ref{o.value("kind", ""), o.value("name", ""), o.value("uid", "")};
       bool is_controller = o.value("controller", false);
-      if (is_controller || !meta.controller) { meta.controller = ref; }
-      if (is_controller) { break; }
+      if (is_controller || !meta.controller) {
+        meta.controller = ref;
+      }
+      if (is_controller) {
+        break;
+      }
     }
   }
   return meta;
@@ -83,19 +109,27 @@ std::string AttributeText(const json& value) {
   // DeviceAttribute: exactly one of int, bool, string, version.
   for (const char* k : {"string", "version"}) {
     auto it = value.find(k);
-    if (it != value.end() && it->is_string()) { return it->get<std::string>(); }
+    if (it != value.end() && it->is_string()) {
+      return it->get<std::string>();
+    }
   }
   auto it = value.find("int");
-  if (it != value.end() && it->is_number_integer()) { return std::to_string(it->get<long long>()); }
+  if (it != value.end() && it->is_number_integer()) {
+    return std::to_string(it->get<long long>());
+  }
   it = value.find("bool");
-  if (it != value.end() && it->is_boolean()) { return it->get<bool>() ? "true" : "false"; }
+  if (it != value.end() && it->is_boolean()) {
+    return it->get<bool>() ? "true" : "false";
+  }
   return value.dump();
 }
 
 }  // namespace
 
 std::string ObjectKey(std::string_view namespace_name, std::string_view name) {
-  if (namespace_name.empty()) { return std::string(name); }
+  if (namespace_name.empty()) {
+    return std::string(name);
+  }
   std::string key;
   key.reserve(namespace_name.size() + 1 + name.size());
   key.append(namespace_name).append("/").append(name);
@@ -104,7 +138,9 @@ std::string ObjectKey(std::string_view namespace_name, std::string_view name) {
 
 static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
   auto meta = ParseMeta(object);
-  if (!meta) { return meta.error(); }
+  if (!meta) {
+    return meta.error();
+  }
   ObjectInfo info;
   info.namespace_name = std::move(meta->namespace_name);
   info.name = std::move(meta->name);
@@ -119,7 +155,9 @@ static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
   const json& spec = Member(object, "spec");
   if (spec.is_object()) {
     auto node = OptString(spec, "nodeName", "spec");
-    if (!node) { return node.error(); }
+    if (!node) {
+      return node.error();
+    }
     info.node_name = std::move(*node);
   }
   return info;
@@ -127,7 +165,9 @@ static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
 
 static Result<ResourceClaimInfo> ParseResourceClaimImpl(const json& object) {
   auto meta = ParseMeta(object);
-  if (!meta) { return meta.error(); }
+  if (!meta) {
+    return meta.error();
+  }
   ResourceClaimInfo claim;
   claim.namespace_name = std::move(meta->namespace_name);
   claim.name = std::move(meta->name);
@@ -160,33 +200,53 @@ static Result<ResourceClaimInfo> ParseResourceClaimImpl(const json& object) {
 
 static Result<ResourceSliceInfo> ParseResourceSliceImpl(const json& object) {
   auto meta = ParseMeta(object);
-  if (!meta) { return meta.error(); }
+  if (!meta) {
+    return meta.error();
+  }
   ResourceSliceInfo slice;
   slice.name = std::move(meta->name);
   const json& spec = Member(object, "spec");
-  if (!spec.is_object()) { return InvalidArgument("spec: missing"); }
+  if (!spec.is_object()) {
+    return InvalidArgument("spec: missing");
+  }
   auto driver = OptString(spec, "driver", "spec");
-  if (!driver) { return driver.error(); }
-  if (driver->empty()) { return InvalidArgument("spec.driver: missing"); }
+  if (!driver) {
+    return driver.error();
+  }
+  if (driver->empty()) {
+    return InvalidArgument("spec.driver: missing");
+  }
   slice.driver = std::move(*driver);
   auto node = OptString(spec, "nodeName", "spec");
-  if (!node) { return node.error(); }
+  if (!node) {
+    return node.error();
+  }
   slice.node_name = std::move(*node);
   const json& pool = Member(spec, "pool");
-  if (!pool.is_object()) { return InvalidArgument("spec.pool: missing"); }
+  if (!pool.is_object()) {
+    return InvalidArgument("spec.pool: missing");
+  }
   slice.pool = pool.value("name", "");
-  if (slice.pool.empty()) { return InvalidArgument("spec.pool.name: missing"); }
+  if (slice.pool.empty()) {
+    return InvalidArgument("spec.pool.name: missing");
+  }
   const json& generation = Member(pool, "generation");
-  if (generation.is_number_integer()) { slice.pool_generation = generation.get<std::int64_t>(); }
+  if (generation.is_number_integer()) {
+    slice.pool_generation = generation.get<std::int64_t>();
+  }
   const json& devices = Member(spec, "devices");
   if (devices.is_array()) {
     const std::string own_prefix = slice.driver + "/";
     for (const auto& d : devices) {
       SliceDevice device;
       device.name = d.is_object() ? d.value("name", "") : "";
-      if (device.name.empty()) { return InvalidArgument("spec.devices[].name: missing"); }
-      const json* attrs = &Member(d, "attributes");                                 // v1, v1beta2
-      if (attrs->is_null()) { attrs = &Member(Member(d, "basic"), "attributes"); }  // v1beta1
+      if (device.name.empty()) {
+        return InvalidArgument("spec.devices[].name: missing");
+      }
+      const json* attrs = &Member(d, "attributes");  // v1, v1beta2
+      if (attrs->is_null()) {
+        attrs = &Member(Member(d, "basic"), "attributes");
+      }  // v1beta1
       if (attrs->is_object()) {
         for (const auto& [k, v] : attrs->items()) {
           std::string name = k.starts_with(own_prefix) ? k.substr(own_prefix.size()) : k;
@@ -201,21 +261,31 @@ static Result<ResourceSliceInfo> ParseResourceSliceImpl(const json& object) {
 
 static Result<ListPage> ParseListPageImpl(std::string_view body) {
   json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) { return InvalidArgument("list: not valid JSON"); }
-  if (!doc.is_object()) { return InvalidArgument("list: expected a JSON object"); }
+  if (doc.is_discarded()) {
+    return InvalidArgument("list: not valid JSON");
+  }
+  if (!doc.is_object()) {
+    return InvalidArgument("list: expected a JSON object");
+  }
   ListPage page;
   const json& md = Member(doc, "metadata");
   auto rv = OptString(md.is_object() ? md : json::object(), "resourceVersion", "metadata");
-  if (!rv) { return rv.error(); }
+  if (!rv) {
+    return rv.error();
+  }
   page.resource_version = std::move(*rv);
-  if (md.is_object()) { page.continue_token = md.value("continue", ""); }
+  if (md.is_object()) {
+    page.continue_token = md.value("continue", "");
+  }
   json& items = doc["items"];
   if (!items.is_null() && !items.is_array()) {
     return InvalidArgument("list: items: expected an array");
   }
   if (items.is_array()) {
     page.items.reserve(items.size());
-    for (auto& item : items) { page.items.push_back(std::move(item)); }
+    for (auto& item : items) {
+      page.items.push_back(std::move(item));
+    }
   }
   return page;
 }
@@ -252,7 +322,9 @@ static Result<WatchEvent> ParseWatchEventImpl(std::string_view line) {
     return event;
   }
   const json& md = Member(*event.object, "metadata");
-  if (md.is_object()) { event.resource_version = md.value("resourceVersion", ""); }
+  if (md.is_object()) {
+    event.resource_version = md.value("resourceVersion", "");
+  }
   if (event.resource_version.empty()) {
     return InvalidArgument("watch event: object.metadata.resourceVersion: missing");
   }
@@ -264,10 +336,16 @@ std::vector<std::string> LineSplitter::Feed(std::string_view data) {
   std::size_t start = 0;
   while (true) {
     std::size_t nl = data.find('\n', start);
-    if (nl == std::string_view::npos) { break; }
+    if (nl == std::string_view::npos) {
+      break;
+    }
     pending_.append(data.substr(start, nl - start));
-    if (!pending_.empty() && pending_.back() == '\r') { pending_.pop_back(); }
-    if (!pending_.empty()) { lines.push_back(std::move(pending_)); }
+    if (!pending_.empty() && pending_.back() == '\r') {
+      pending_.pop_back();
+    }
+    if (!pending_.empty()) {
+      lines.push_back(std::move(pending_));
+    }
     pending_.clear();
     start = nl + 1;
   }

@@ -14,15 +14,21 @@ namespace {
 
 // Finds the entry named `name` in a kubeconfig list (clusters, users, contexts).
 std::optional<YAML::Node> FindNamed(const YAML::Node& list, const std::string& name) {
-  if (!list || !list.IsSequence()) { return std::nullopt; }
+  if (!list || !list.IsSequence()) {
+    return std::nullopt;
+  }
   for (const auto& entry : list) {
-    if (entry.IsMap() && entry["name"] && entry["name"].as<std::string>() == name) { return entry; }
+    if (entry.IsMap() && entry["name"] && entry["name"].as<std::string>() == name) {
+      return entry;
+    }
   }
   return std::nullopt;
 }
 
 std::string Str(const YAML::Node& node, const char* key) {
-  if (!node || !node.IsMap() || !node[key] || node[key].IsNull()) { return ""; }
+  if (!node || !node.IsMap() || !node[key] || node[key].IsNull()) {
+    return "";
+  }
   return node[key].as<std::string>();
 }
 
@@ -37,7 +43,9 @@ class KubeconfigParser {
   }
 
   std::string Resolve(const std::string& file) const {
-    if (file.empty() || file.front() == '/' || base_dir_.empty()) { return file; }
+    if (file.empty() || file.front() == '/' || base_dir_.empty()) {
+      return file;
+    }
     return (std::filesystem::path(base_dir_) / file).string();
   }
 
@@ -48,11 +56,15 @@ class KubeconfigParser {
     std::string data = Str(node, data_key.c_str());
     if (!data.empty()) {
       auto decoded = DecodeBase64(data);
-      if (!decoded) { return Fail(field_prefix + "." + data_key, "not valid base64"); }
+      if (!decoded) {
+        return Fail(field_prefix + "." + data_key, "not valid base64");
+      }
       return decoded;
     }
     std::string file = Str(node, key);
-    if (file.empty()) { return std::string(); }
+    if (file.empty()) {
+      return std::string();
+    }
     auto content = ReadFile(Resolve(file));
     if (!content) {
       return Fail(field_prefix + "." + key,
@@ -68,12 +80,20 @@ class KubeconfigParser {
     } catch (const YAML::Exception& e) {
       return Fail("(document)", fmt::format("not valid YAML: {}", e.what()));
     }
-    if (!root.IsMap()) { return Fail("(document)", "expected a mapping"); }
+    if (!root.IsMap()) {
+      return Fail("(document)", "expected a mapping");
+    }
     std::string context_name = context_override;
-    if (context_name.empty()) { context_name = Str(root, "current-context"); }
-    if (context_name.empty()) { return Fail("current-context", "missing"); }
+    if (context_name.empty()) {
+      context_name = Str(root, "current-context");
+    }
+    if (context_name.empty()) {
+      return Fail("current-context", "missing");
+    }
     auto ctx_entry = FindNamed(root["contexts"], context_name);
-    if (!ctx_entry) { return Fail(fmt::format("contexts[{}]", context_name), "no such context"); }
+    if (!ctx_entry) {
+      return Fail(fmt::format("contexts[{}]", context_name), "no such context");
+    }
     YAML::Node ctx = (*ctx_entry)["context"];
     const std::string cluster_name = Str(ctx, "cluster");
     const std::string user_name = Str(ctx, "user");
@@ -89,18 +109,26 @@ class KubeconfigParser {
     ApiServerConfig config;
     config.source = path_;
     config.server = Str(cluster, "server");
-    if (config.server.empty()) { return Fail(cprefix + ".server", "missing"); }
+    if (config.server.empty()) {
+      return Fail(cprefix + ".server", "missing");
+    }
     if (!config.server.starts_with("https://") && !config.server.starts_with("http://")) {
       return Fail(cprefix + ".server", fmt::format("\"{}\" is not an http(s) URL", config.server));
     }
     auto ca = DataOrFile(cluster, cprefix, "certificate-authority");
-    if (!ca) { return ca.error(); }
+    if (!ca) {
+      return ca.error();
+    }
     config.ca_pem = std::move(*ca);
     config.insecure_skip_tls_verify = Str(cluster, "insecure-skip-tls-verify") == "true";
 
-    if (user_name.empty()) { return config; }  // anonymous
+    if (user_name.empty()) {
+      return config;
+    }  // anonymous
     auto user_entry = FindNamed(root["users"], user_name);
-    if (!user_entry) { return Fail(fmt::format("users[{}]", user_name), "no such user"); }
+    if (!user_entry) {
+      return Fail(fmt::format("users[{}]", user_name), "no such user");
+    }
     const std::string uprefix = fmt::format("users[{}].user", user_name);
     YAML::Node user = (*user_entry)["user"];
     if (user && user.IsMap() && user["exec"]) {
@@ -112,9 +140,13 @@ class KubeconfigParser {
       return Fail(uprefix + ".auth-provider", "auth-provider plugins are not supported");
     }
     auto cert = DataOrFile(user, uprefix, "client-certificate");
-    if (!cert) { return cert.error(); }
+    if (!cert) {
+      return cert.error();
+    }
     auto key = DataOrFile(user, uprefix, "client-key");
-    if (!key) { return key.error(); }
+    if (!key) {
+      return key.error();
+    }
     if (cert->empty() != key->empty()) {
       return Fail(uprefix + (cert->empty() ? ".client-certificate" : ".client-key"),
                   "missing (a client certificate needs both certificate and key)");
@@ -159,13 +191,17 @@ Result<std::string> DecodeBase64(std::string_view text) {
   int bits = 0;
   bool padding = false;
   for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') { continue; }
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      continue;
+    }
     if (c == '=') {
       padding = true;
       continue;
     }
     int v = table[static_cast<unsigned char>(c)];
-    if (v < 0 || padding) { return InvalidArgument("base64: invalid character"); }
+    if (v < 0 || padding) {
+      return InvalidArgument("base64: invalid character");
+    }
     buffer = (buffer << 6) | static_cast<unsigned>(v);
     bits += 6;
     if (bits >= 8) {
@@ -173,7 +209,9 @@ Result<std::string> DecodeBase64(std::string_view text) {
       out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
     }
   }
-  if (bits >= 6) { return InvalidArgument("base64: truncated"); }
+  if (bits >= 6) {
+    return InvalidArgument("base64: truncated");
+  }
   return out;
 }
 
@@ -208,7 +246,9 @@ Result<ApiServerConfig> LoadInClusterConfig(const std::string& root, std::string
   const bool ipv6 = host.find(':') != std::string_view::npos;
   config.server = fmt::format("https://{}{}{}:{}", ipv6 ? "[" : "", host, ipv6 ? "]" : "", port);
   auto ca = ReadFile(dir + "/ca.crt");
-  if (!ca) { return IoError(fmt::format("in-cluster: {}/ca.crt: {}", dir, ca.error().message)); }
+  if (!ca) {
+    return IoError(fmt::format("in-cluster: {}/ca.crt: {}", dir, ca.error().message));
+  }
   config.ca_pem = std::move(*ca);
   config.bearer_token_file = dir + "/token";
   auto token = ReadFile(config.bearer_token_file);

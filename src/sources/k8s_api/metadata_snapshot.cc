@@ -13,7 +13,8 @@ Result<MetadataTables> ParseMetadataSnapshot(std::string_view json_text, std::st
     return InvalidArgument(fmt::format("{}: not JSON: {}", where, e.what()));
   }
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array())
-    return InvalidArgument(fmt::format("{}: expected a List with items (kubectl get ... -o json)", where));
+    return InvalidArgument(
+        fmt::format("{}: expected a List with items (kubectl get ... -o json)", where));
   std::map<std::string, ObjectInfo> pods, namespaces, nodes, replicasets, jobs;
   std::size_t index = 0;
   for (const nlohmann::json& item : list["items"]) {
@@ -27,7 +28,8 @@ Result<MetadataTables> ParseMetadataSnapshot(std::string_view json_text, std::st
     if (table != nullptr) {
       auto info = ParseObjectInfo(item);
       if (!info)
-        return InvalidArgument(fmt::format("{}: items[{}] ({}): {}", where, index, kind, info.error().message));
+        return InvalidArgument(
+            fmt::format("{}: items[{}] ({}): {}", where, index, kind, info.error().message));
       (*table)[ObjectKey(info->namespace_name, info->name)] = std::move(*info);
     }
     ++index;

@@ -38,7 +38,9 @@ class TypedCache : public Cache {
 
   Status Apply(WatchEventType type, const json& object) override {
     auto value = parse_(object);
-    if (!value) { return value.error(); }
+    if (!value) {
+      return value.error();
+    }
     std::string key = KeyOf(*value);
     if (type == WatchEventType::kDeleted) {
       value->deleted = true;
@@ -56,7 +58,9 @@ class TypedCache : public Cache {
     for (const auto& item : items) {
       auto value = parse_(item);
       if (!value) {
-        if (failed++ == 0) { *first_error = value.error().message; }
+        if (failed++ == 0) {
+          *first_error = value.error().message;
+        }
         continue;
       }
       std::string key = KeyOf(*value);
@@ -236,7 +240,9 @@ class ApiMetadataSource : public MetadataSource {
     }
     stopping_.store(true);
     cv_.notify_all();
-    for (auto& t : threads_) { t.join(); }
+    for (auto& t : threads_) {
+      t.join();
+    }
   }
 
   std::shared_ptr<const MetadataView> Current() const override {
@@ -248,7 +254,9 @@ class ApiMetadataSource : public MetadataSource {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] {
       for (const auto& r : stats_.resources) {
-        if (!r.synced) { return false; }
+        if (!r.synced) {
+          return false;
+        }
       }
       return true;
     });
@@ -317,7 +325,9 @@ bool Watcher::Stopping() const { return source_.stopping(); }
 void Watcher::Fail(const std::string& message, bool truncated) {
   Update([&](ResourceStats& s) {
     ++s.errors;
-    if (truncated) { ++s.truncated; }
+    if (truncated) {
+      ++s.truncated;
+    }
     s.last_error = message;
   });
   if (healthy_ && source_.config().log) {
@@ -341,9 +351,13 @@ bool Watcher::Backoff() {
 }
 
 void Watcher::MaybePublish(bool force) {
-  if (!dirty_) { return; }
+  if (!dirty_) {
+    return;
+  }
   const auto now = SteadyClock::now();
-  if (!force && now - last_publish_ < source_.config().publish_interval) { return; }
+  if (!force && now - last_publish_ < source_.config().publish_interval) {
+    return;
+  }
   source_.Publish(*cache_);
   dirty_ = false;
   last_publish_ = now;
@@ -356,10 +370,14 @@ void Watcher::Run() {
         case ListOutcome::kOk:
           break;
         case ListOutcome::kRetry:
-          if (!Backoff()) { return; }
+          if (!Backoff()) {
+            return;
+          }
           continue;
         case ListOutcome::kAbsent:
-          if (!source_.SleepFor(source_.config().dra_rediscovery)) { return; }
+          if (!source_.SleepFor(source_.config().dra_rediscovery)) {
+            return;
+          }
           continue;
         case ListOutcome::kStopped:
           return;
@@ -380,9 +398,13 @@ Watcher::ListOutcome Watcher::List() {
     std::string failure;
     while (true) {
       std::string target = fmt::format("{}?limit={}", path, config.list_page_size);
-      if (!continue_token.empty()) { target += "&continue=" + UrlEncode(continue_token); }
+      if (!continue_token.empty()) {
+        target += "&continue=" + UrlEncode(continue_token);
+      }
       auto response = transport_->Get(target, tick);
-      if (Stopping()) { return ListOutcome::kStopped; }
+      if (Stopping()) {
+        return ListOutcome::kStopped;
+      }
       if (!response) {
         failure = response.error().message;
         break;
@@ -407,10 +429,14 @@ Watcher::ListOutcome Watcher::List() {
         failure = fmt::format("list {}: {}", path, page.error().message);
         break;
       }
-      for (auto& item : page->items) { items.push_back(std::move(item)); }
+      for (auto& item : page->items) {
+        items.push_back(std::move(item));
+      }
       rv = page->resource_version;
       continue_token = page->continue_token;
-      if (continue_token.empty()) { break; }
+      if (continue_token.empty()) {
+        break;
+      }
     }
     if (not_found) {
       if (path_index_ + 1 < spec_.paths.size()) {
@@ -452,12 +478,16 @@ Watcher::ListOutcome Watcher::List() {
     listed_once_ = true;
     Update([&](ResourceStats& s) {
       ++s.lists;
-      if (relist) { ++s.relists; }
+      if (relist) {
+        ++s.relists;
+      }
       s.synced = true;
       s.absent = false;
       s.api_path = path;
     });
-    if (bad == 0) { Healthy(); }
+    if (bad == 0) {
+      Healthy();
+    }
     return ListOutcome::kOk;
   }
 }
@@ -526,13 +556,17 @@ void Watcher::Watch() {
     Update([&](ResourceStats& s) { s.events += applied; });
   }
   MaybePublish(true);
-  if (Stopping()) { return; }
+  if (Stopping()) {
+    return;
+  }
   if (!end) {
     Fail(end.error().message);
     Backoff();
     return;
   }
-  if (retry_now) { return; }  // 410 in the stream: relist now
+  if (retry_now) {
+    return;
+  }  // 410 in the stream: relist now
   if (!stream_error.empty()) {
     Fail(stream_error);
     Backoff();
@@ -593,14 +627,18 @@ Result<ApiServerConfig> ResolveApiServerConfig(
   } else if (config.api_server.empty()) {
     return InvalidArgument("metadata: give a kubeconfig, in-cluster, or an API server URL");
   }
-  if (!resolved) { return resolved; }
+  if (!resolved) {
+    return resolved;
+  }
   if (!config.api_server.empty()) {
     if (!config.api_server.starts_with("http://") && !config.api_server.starts_with("https://")) {
       return InvalidArgument(
           fmt::format("metadata: API server \"{}\" is not an http(s) URL", config.api_server));
     }
     resolved->server = config.api_server;
-    if (resolved->source.empty()) { resolved->source = "--api-server " + config.api_server; }
+    if (resolved->source.empty()) {
+      resolved->source = "--api-server " + config.api_server;
+    }
   }
   return resolved;
 }
@@ -612,7 +650,9 @@ std::unique_ptr<MetadataSource> StartMetadataWith(const MetadataConfig& config,
 
 Result<std::unique_ptr<MetadataSource>> StartMetadata(const MetadataConfig& config) {
   auto server = ResolveApiServerConfig(config, [](const char* name) { return std::getenv(name); });
-  if (!server) { return server.error(); }
+  if (!server) {
+    return server.error();
+  }
   TransportOptions options;
   options.stream_timeout_s = static_cast<long>(config.watch_timeout.count()) + 60;
   InitCurlOnce();

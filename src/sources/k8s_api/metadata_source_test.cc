@@ -43,7 +43,9 @@ template <typename Pred>
 bool Eventually(MetadataSource& source, Pred pred, std::chrono::milliseconds timeout = 10s) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (pred(*source.Current())) { return true; }
+    if (pred(*source.Current())) {
+      return true;
+    }
     std::this_thread::sleep_for(5ms);
   }
   return pred(*source.Current());
@@ -55,7 +57,9 @@ ConsumerRef Ref(const std::string& ns, const std::string& pod) {
 
 const ResourceStats& StatsOf(const MetadataStats& stats, const std::string& resource) {
   for (const auto& r : stats.resources) {
-    if (r.resource == resource) { return r; }
+    if (r.resource == resource) {
+      return r;
+    }
   }
   static const ResourceStats kNone;  // NOLINT
   ADD_FAILURE() << "no stats for " << resource;
@@ -70,7 +74,9 @@ bool PodsMatchServer(const MetadataView& view, const FakeApiServer& server) {
          p["metadata"]["name"].get<std::string>()] =
         p["metadata"].value("labels", std::map<std::string, std::string>{});
   }
-  for (const auto& p : view.LivePods()) { got[ObjectKey(p.namespace_name, p.name)] = p.labels; }
+  for (const auto& p : view.LivePods()) {
+    got[ObjectKey(p.namespace_name, p.name)] = p.labels;
+  }
   return want == got;
 }
 
@@ -327,8 +333,12 @@ TEST(MetadataSource, BearerTokenFromInClusterFiles) {
   config.in_cluster_root = root.string();
   auto resolved = ResolveApiServerConfig(config, [](const char* name) -> const char* {
     std::string n = name;
-    if (n == "KUBERNETES_SERVICE_HOST") { return "10.96.0.1"; }
-    if (n == "KUBERNETES_SERVICE_PORT") { return "443"; }
+    if (n == "KUBERNETES_SERVICE_HOST") {
+      return "10.96.0.1";
+    }
+    if (n == "KUBERNETES_SERVICE_PORT") {
+      return "443";
+    }
     return nullptr;
   });
   ASSERT_TRUE(resolved) << resolved.error().message;

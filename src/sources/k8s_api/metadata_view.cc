@@ -7,11 +7,15 @@
 namespace gpuledger::k8s {
 
 MetadataView::MetadataView(MetadataTables tables) : tables_(std::move(tables)) {
-  if (!tables_.resource_slices) { return; }
+  if (!tables_.resource_slices) {
+    return;
+  }
   // Only slices of a pool's highest generation are current (the ResourceSlice contract).
   std::map<std::pair<std::string, std::string>, std::int64_t> generation;
   for (const auto& [key, slice] : *tables_.resource_slices) {
-    if (slice.deleted) { continue; }
+    if (slice.deleted) {
+      continue;
+    }
     auto& g = generation[{slice.driver, slice.pool}];
     g = std::max(g, slice.pool_generation);
   }
@@ -26,7 +30,9 @@ MetadataView::MetadataView(MetadataTables tables) : tables_(std::move(tables)) {
 }
 
 const ObjectInfo* MetadataView::Find(const Table<ObjectInfo>& table, const std::string& key) const {
-  if (!table) { return nullptr; }
+  if (!table) {
+    return nullptr;
+  }
   auto it = table->find(key);
   return it == table->end() ? nullptr : &it->second;
 }
@@ -34,16 +40,19 @@ const ObjectInfo* MetadataView::Find(const Table<ObjectInfo>& table, const std::
 namespace {
 
 // "0.5" -> 0.5 in (0, 1]; "2000" (MiB) -> bytes. Malformed values declare nothing.
-void ApplyGpuAnnotations(const std::map<std::string, std::string>& annotations, ConsumerInfo& info) {
+void ApplyGpuAnnotations(const std::map<std::string, std::string>& annotations,
+                         ConsumerInfo& info) {
   if (auto it = annotations.find(std::string(kGpuFractionAnnotation)); it != annotations.end()) {
     char* end = nullptr;
     const double f = std::strtod(it->second.c_str(), &end);
-    if (end != it->second.c_str() && *end == '\0' && f > 0 && f <= 1) info.annotated_gpu_fraction = f;
+    if (end != it->second.c_str() && *end == '\0' && f > 0 && f <= 1)
+      info.annotated_gpu_fraction = f;
   }
   if (auto it = annotations.find(std::string(kGpuMemoryAnnotation)); it != annotations.end()) {
     std::int64_t mib = 0;
     auto [p, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), mib);
-    if (ec == std::errc() && p == it->second.data() + it->second.size() && mib > 0 && mib < (1ll << 40))
+    if (ec == std::errc() && p == it->second.data() + it->second.size() && mib > 0 &&
+        mib < (1ll << 40))
       info.annotated_gpu_memory_bytes = mib * kMiB;
   }
 }
@@ -53,15 +62,21 @@ void ApplyGpuAnnotations(const std::map<std::string, std::string>& annotations, 
 ConsumerInfo MetadataView::Describe(const ConsumerRef& ref) const {
   ConsumerInfo info;
   info.ref = ref;
-  if (ref.IsHost()) { return info; }
+  if (ref.IsHost()) {
+    return info;
+  }
   info.namespace_labels = NamespaceLabels(ref.namespace_name);
   info.owner_kind = "Pod";
   info.owner_name = ref.pod;
   const ObjectInfo* pod = Find(tables_.pods, ObjectKey(ref.namespace_name, ref.pod));
-  if (pod == nullptr) { return info; }
+  if (pod == nullptr) {
+    return info;
+  }
   info.labels = pod->labels;
   ApplyGpuAnnotations(pod->gpu_annotations, info);
-  if (!pod->controller || pod->controller->kind.empty()) { return info; }
+  if (!pod->controller || pod->controller->kind.empty()) {
+    return info;
+  }
   const OwnerRef& owner = *pod->controller;
   info.owner_kind = owner.kind;
   info.owner_name = owner.name;
@@ -104,9 +119,13 @@ std::map<std::string, std::string> MetadataView::NamespaceLabels(
 
 std::vector<DraDeviceInfo> MetadataView::ClaimDevices(const std::string& claim) const {
   std::vector<DraDeviceInfo> out;
-  if (!tables_.resource_claims) { return out; }
+  if (!tables_.resource_claims) {
+    return out;
+  }
   auto it = tables_.resource_claims->find(claim);
-  if (it == tables_.resource_claims->end()) { return out; }
+  if (it == tables_.resource_claims->end()) {
+    return out;
+  }
   for (const auto& a : it->second.allocated) {
     DraDeviceInfo d;
     d.allocation = a;
@@ -115,7 +134,9 @@ std::vector<DraDeviceInfo> MetadataView::ClaimDevices(const std::string& claim) 
       d.attributes = dev->second.device->attributes;
       d.node = dev->second.node;
       auto uuid = d.attributes.find("uuid");
-      if (uuid != d.attributes.end()) { d.uuid = GpuUuid(uuid->second); }
+      if (uuid != d.attributes.end()) {
+        d.uuid = GpuUuid(uuid->second);
+      }
     }
     out.push_back(std::move(d));
   }
@@ -125,23 +146,31 @@ std::vector<DraDeviceInfo> MetadataView::ClaimDevices(const std::string& claim) 
 std::optional<std::map<std::string, std::string>> MetadataView::DeviceAttributes(
     const std::string& driver, const std::string& pool, const std::string& device) const {
   auto it = devices_.find({driver, pool, device});
-  if (it == devices_.end()) { return std::nullopt; }
+  if (it == devices_.end()) {
+    return std::nullopt;
+  }
   return it->second.device->attributes;
 }
 
 GpuUuid MetadataView::DeviceUuid(const std::string& driver, const std::string& pool,
                                  const std::string& device) const {
   auto it = devices_.find({driver, pool, device});
-  if (it == devices_.end()) { return {}; }
+  if (it == devices_.end()) {
+    return {};
+  }
   auto uuid = it->second.device->attributes.find("uuid");
   return uuid == it->second.device->attributes.end() ? GpuUuid{} : GpuUuid(uuid->second);
 }
 
 std::vector<ObjectInfo> MetadataView::LivePods() const {
   std::vector<ObjectInfo> out;
-  if (!tables_.pods) { return out; }
+  if (!tables_.pods) {
+    return out;
+  }
   for (const auto& [key, pod] : *tables_.pods) {
-    if (!pod.deleted) { out.push_back(pod); }
+    if (!pod.deleted) {
+      out.push_back(pod);
+    }
   }
   return out;
 }

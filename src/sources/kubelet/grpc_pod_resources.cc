@@ -26,11 +26,11 @@ struct GrpcPodResourcesClient::Impl {
     std::lock_guard lock(mu);
     const Clock::time_point now = options.now();
     if (now >= blocked_until) return Status::Ok();
-    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-        blocked_until - now);
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(blocked_until - now);
     const long long seconds = (remaining.count() + 999) / 1000;
-    return Unavailable(fmt::format("{}: {}: rate limited, retry in {}s", channel.socket_path(),
-                                   method, seconds));
+    return Unavailable(
+        fmt::format("{}: {}: rate limited, retry in {}s", channel.socket_path(), method, seconds));
   }
 
   // Records the outcome of a call that reached the kubelet.
@@ -41,8 +41,7 @@ struct GrpcPodResourcesClient::Impl {
       const auto wait = next_backoff;
       blocked_until = options.now() + wait;
       next_backoff = std::min(next_backoff * 2, options.max_backoff);
-      error.message += fmt::format("; rate limited, retry in {}s",
-                                   (wait.count() + 999) / 1000);
+      error.message += fmt::format("; rate limited, retry in {}s", (wait.count() + 999) / 1000);
     }
     return error;
   }
@@ -76,8 +75,8 @@ struct GrpcPodResourcesClient::Impl {
   grpc_util::UnixChannel channel;
   PodResourcesClientOptions options;
   std::mutex mu;
-  Clock::time_point blocked_until{};                   // guarded by mu
-  std::chrono::milliseconds next_backoff{};            // guarded by mu
+  Clock::time_point blocked_until{};         // guarded by mu
+  std::chrono::milliseconds next_backoff{};  // guarded by mu
 };
 
 GrpcPodResourcesClient::GrpcPodResourcesClient(std::string socket_path,
@@ -117,8 +116,8 @@ Result<std::vector<ContainerGrant>> GrpcPodResourcesClient::Get(const std::strin
   return ParsePodResources(response->pod_resources());
 }
 
-std::unique_ptr<PodResourcesClient> MakeGrpcPodResourcesClient(
-    const std::string& socket_path, PodResourcesClientOptions options) {
+std::unique_ptr<PodResourcesClient> MakeGrpcPodResourcesClient(const std::string& socket_path,
+                                                               PodResourcesClientOptions options) {
   return std::make_unique<GrpcPodResourcesClient>(socket_path, std::move(options));
 }
 

@@ -44,7 +44,7 @@ class GrpcPodResourcesClient final : public PodResourcesClient {
   std::unique_ptr<Impl> impl_;
 };
 
-std::unique_ptr<PodResourcesClient> MakeGrpcPodResourcesClient(
-    const std::string& socket_path, PodResourcesClientOptions options);
+std::unique_ptr<PodResourcesClient> MakeGrpcPodResourcesClient(const std::string& socket_path,
+                                                               PodResourcesClientOptions options);
 
 }  // namespace gpuledger::kubelet

@@ -17,9 +17,9 @@
 namespace gpuledger::kubelet {
 namespace {
 
-using ::testing::HasSubstr;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using ::testing::HasSubstr;
 
 // A short temp dir: unix socket paths are limited to 107 bytes.
 class TempDir {
@@ -38,8 +38,16 @@ class TempDir {
 std::vector<ContainerGrant> SampleGrants() {
   return {
       {"ml", "trainer-0", "main", "nvidia.com/gpu", {"GPU-aaaa::0", "GPU-aaaa::1"}, {}},
-      {"ml", "trainer-0", "main", "", {},
-       {{"ml/gpu-claim", "gpu.nvidia.com", "node-1", "gpu-0", "share-1",
+      {"ml",
+       "trainer-0",
+       "main",
+       "",
+       {},
+       {{"ml/gpu-claim",
+         "gpu.nvidia.com",
+         "node-1",
+         "gpu-0",
+         "share-1",
          {"nvidia.com/gpu=GPU-bbbb"}}}},
       {"web", "infer", "server", "nvidia.com/gpu", {"nvidia0/vgpu2"}, {}},
   };

@@ -11,19 +11,19 @@
 namespace gpuledger::kubelet {
 
 struct DraDevice {
-  std::string claim;            // "namespace/claim_name"
-  std::string driver;           // "gpu.nvidia.com"
+  std::string claim;   // "namespace/claim_name"
+  std::string driver;  // "gpu.nvidia.com"
   std::string pool;
-  std::string device;           // driver's device name, e.g. "gpu-0"
-  std::string share_id;         // set for shared (partitionable / consumable) claims
+  std::string device;                    // driver's device name, e.g. "gpu-0"
+  std::string share_id;                  // set for shared (partitionable / consumable) claims
   std::vector<std::string> cdi_devices;  // "nvidia.com/gpu=GPU-<uuid>" style names
 };
 
 struct ContainerGrant {
   std::string namespace_name;
-  std::string pod;              // PodResources has no pod UID: CRI supplies it
+  std::string pod;  // PodResources has no pod UID: CRI supplies it
   std::string container;
-  std::string resource_name;    // "nvidia.com/gpu", "nvidia.com/mig-3g.40gb", ...; empty for DRA
+  std::string resource_name;  // "nvidia.com/gpu", "nvidia.com/mig-3g.40gb", ...; empty for DRA
   std::vector<std::string> device_ids;  // "GPU-<uuid>", "GPU-<uuid>::3", "MIG-<uuid>", ".../vgpu2"
   std::vector<DraDevice> dra;
 };

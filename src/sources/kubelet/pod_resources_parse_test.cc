@@ -56,15 +56,17 @@ TEST_P(DeviceIdForms, PassThroughUnchanged) {
 INSTANTIATE_TEST_SUITE_P(
     Kubelet, DeviceIdForms,
     ::testing::Values(
-        DeviceIdCase{"Exclusive", "nvidia.com/gpu",
-                     {"GPU-8f6b2c1e-3a4d-4e5f-9a0b-1c2d3e4f5a6b"}},
-        DeviceIdCase{"NvidiaTimeSlicingReplicas", "nvidia.com/gpu",
+        DeviceIdCase{"Exclusive", "nvidia.com/gpu", {"GPU-8f6b2c1e-3a4d-4e5f-9a0b-1c2d3e4f5a6b"}},
+        DeviceIdCase{"NvidiaTimeSlicingReplicas",
+                     "nvidia.com/gpu",
                      {"GPU-8f6b2c1e-3a4d-4e5f-9a0b-1c2d3e4f5a6b::0",
                       "GPU-8f6b2c1e-3a4d-4e5f-9a0b-1c2d3e4f5a6b::3"}},
         DeviceIdCase{"GkeSharedVgpu", "nvidia.com/gpu", {"nvidia0/vgpu2"}},
-        DeviceIdCase{"EksMigReplica", "nvidia.com/mig-1g.10gb",
+        DeviceIdCase{"EksMigReplica",
+                     "nvidia.com/mig-1g.10gb",
                      {"MIG-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0::1"}},
-        DeviceIdCase{"MigStrategyMixed", "nvidia.com/mig-3g.40gb",
+        DeviceIdCase{"MigStrategyMixed",
+                     "nvidia.com/mig-3g.40gb",
                      {"MIG-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -214,8 +216,8 @@ bool SameGrants(const std::vector<ContainerGrant>& a, const std::vector<Containe
     for (size_t j = 0; j < a[i].dra.size(); ++j) {
       const auto& x = a[i].dra[j];
       const auto& y = b[i].dra[j];
-      if (x.claim != y.claim || x.driver != y.driver || x.pool != y.pool ||
-          x.device != y.device || x.share_id != y.share_id || x.cdi_devices != y.cdi_devices) {
+      if (x.claim != y.claim || x.driver != y.driver || x.pool != y.pool || x.device != y.device ||
+          x.share_id != y.share_id || x.cdi_devices != y.cdi_devices) {
         return false;
       }
     }
@@ -226,7 +228,11 @@ bool SameGrants(const std::vector<ContainerGrant>& a, const std::vector<Containe
 TEST(ToListResponse, RoundTripsThroughTheParser) {
   std::vector<ContainerGrant> grants = {
       {"ml", "a", "main", "nvidia.com/gpu", {"GPU-1::0", "GPU-1::1"}, {}},
-      {"ml", "a", "main", "", {},
+      {"ml",
+       "a",
+       "main",
+       "",
+       {},
        {{"ml/claim-1", "gpu.nvidia.com", "pool", "gpu-0", "", {"nvidia.com/gpu=GPU-2"}},
         {"ml/claim-1", "gpu.nvidia.com", "pool", "gpu-1", "", {}},
         {"other/claim-2", "gpu.nvidia.com", "pool", "gpu-2", "share-9", {}}}},

@@ -43,11 +43,11 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_INSUFFICIENT_RESOURCES = 23,   // out of a critical resource other than memory
   NVML_ERROR_FREQ_NOT_SUPPORTED = 24,       // frequency not supported
   NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,  // a versioned struct's version is not supported
-  NVML_ERROR_DEPRECATED = 26,               // the function is deprecated
-  NVML_ERROR_NOT_READY = 27,                // the system is not ready
-  NVML_ERROR_GPU_NOT_FOUND = 28,            // no GPUs were found
-  NVML_ERROR_INVALID_STATE = 29,            // the resource is in an invalid state
-  NVML_ERROR_UNKNOWN = 999                  // an internal driver error
+  NVML_ERROR_DEPRECATED = 26,                 // the function is deprecated
+  NVML_ERROR_NOT_READY = 27,                  // the system is not ready
+  NVML_ERROR_GPU_NOT_FOUND = 28,              // no GPUs were found
+  NVML_ERROR_INVALID_STATE = 29,              // the resource is in an invalid state
+  NVML_ERROR_UNKNOWN = 999                    // an internal driver error
 } nvmlReturn_t;
 
 // An opaque device handle: a physical GPU or a MIG device. Owned by NVML, valid until shutdown.
@@ -106,12 +106,12 @@ typedef struct nvmlProcessInfo_v2_st {
 
 // nvmlDeviceGetProcessUtilization: one sample per process busy in a sample period.
 typedef struct nvmlProcessUtilizationSample_st {
-  unsigned int pid;               // process id
-  unsigned long long timeStamp;   // CPU timestamp of the sample, µs since the epoch
-  unsigned int smUtil;            // SM (3D/compute) utilization, percent
-  unsigned int memUtil;           // frame buffer memory utilization, percent
-  unsigned int encUtil;           // encoder utilization, percent
-  unsigned int decUtil;           // decoder utilization, percent
+  unsigned int pid;              // process id
+  unsigned long long timeStamp;  // CPU timestamp of the sample, µs since the epoch
+  unsigned int smUtil;           // SM (3D/compute) utilization, percent
+  unsigned int memUtil;          // frame buffer memory utilization, percent
+  unsigned int encUtil;          // encoder utilization, percent
+  unsigned int decUtil;          // decoder utilization, percent
 } nvmlProcessUtilizationSample_t;
 
 // nvmlDeviceGetProcessesUtilizationInfo element (R550+).
@@ -128,8 +128,8 @@ typedef struct nvmlProcessUtilizationInfo_v1_st {
 
 // nvmlDeviceGetProcessesUtilizationInfo argument: in/out, version-tagged.
 typedef struct nvmlProcessesUtilizationInfo_v1_st {
-  unsigned int version;              // in: nvmlProcessesUtilizationInfo_v1
-  unsigned int processSamplesCount;  // in: procUtilArray capacity; out: entries written/needed
+  unsigned int version;                  // in: nvmlProcessesUtilizationInfo_v1
+  unsigned int processSamplesCount;      // in: procUtilArray capacity; out: entries written/needed
   unsigned long long lastSeenTimeStamp;  // in: return only samples newer than this (µs)
   nvmlProcessUtilizationInfo_v1_t* procUtilArray;  // caller-allocated; NULL to size
 } nvmlProcessesUtilizationInfo_v1_t;
@@ -152,16 +152,16 @@ typedef struct nvmlDeviceAttributes_st {
 
 // nvmlDeviceGetSamples: which sampled quantity.
 typedef enum nvmlSamplingType_enum {
-  NVML_TOTAL_POWER_SAMPLES = 0,        // board power, mW
-  NVML_GPU_UTILIZATION_SAMPLES = 1,    // GPU (kernel) utilization, percent
-  NVML_MEMORY_UTILIZATION_SAMPLES = 2, // memory utilization, percent
-  NVML_ENC_UTILIZATION_SAMPLES = 3,    // encoder utilization, percent
-  NVML_DEC_UTILIZATION_SAMPLES = 4,    // decoder utilization, percent
-  NVML_PROCESSOR_CLK_SAMPLES = 5,      // processor clock, MHz
-  NVML_MEMORY_CLK_SAMPLES = 6,         // memory clock, MHz
-  NVML_MODULE_POWER_SAMPLES = 7,       // module power, mW
-  NVML_JPG_UTILIZATION_SAMPLES = 8,    // JPEG utilization, percent
-  NVML_OFA_UTILIZATION_SAMPLES = 9     // optical flow utilization, percent
+  NVML_TOTAL_POWER_SAMPLES = 0,         // board power, mW
+  NVML_GPU_UTILIZATION_SAMPLES = 1,     // GPU (kernel) utilization, percent
+  NVML_MEMORY_UTILIZATION_SAMPLES = 2,  // memory utilization, percent
+  NVML_ENC_UTILIZATION_SAMPLES = 3,     // encoder utilization, percent
+  NVML_DEC_UTILIZATION_SAMPLES = 4,     // decoder utilization, percent
+  NVML_PROCESSOR_CLK_SAMPLES = 5,       // processor clock, MHz
+  NVML_MEMORY_CLK_SAMPLES = 6,          // memory clock, MHz
+  NVML_MODULE_POWER_SAMPLES = 7,        // module power, mW
+  NVML_JPG_UTILIZATION_SAMPLES = 8,     // JPEG utilization, percent
+  NVML_OFA_UTILIZATION_SAMPLES = 9      // optical flow utilization, percent
 } nvmlSamplingType_t;
 
 // nvmlDeviceGetSamples: which member of nvmlValue_t is valid.
@@ -222,19 +222,19 @@ typedef struct nvmlGpmMetric_st {
   nvmlReturn_t nvmlReturn;  // out: this metric's status; value is valid only on NVML_SUCCESS
   double value;             // out: the metric (percent for the ones above)
   struct {
-    char* shortName;        // out: may be NULL
-    char* longName;         // out: may be NULL
-    char* unit;             // out: may be NULL
+    char* shortName;  // out: may be NULL
+    char* longName;   // out: may be NULL
+    char* unit;       // out: may be NULL
   } metricInfo;
 } nvmlGpmMetric_t;
 
 // nvmlGpmMetricsGet argument. The version is the plain number, not NVML_STRUCT_VERSION.
 #define NVML_GPM_METRICS_GET_VERSION 1
 typedef struct nvmlGpmMetricsGet_st {
-  unsigned int version;      // in: NVML_GPM_METRICS_GET_VERSION
-  unsigned int numMetrics;   // in: entries of metrics[] to compute
-  nvmlGpmSample_t sample1;   // in: the earlier sample
-  nvmlGpmSample_t sample2;   // in: the later sample
+  unsigned int version;     // in: NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;  // in: entries of metrics[] to compute
+  nvmlGpmSample_t sample1;  // in: the earlier sample
+  nvmlGpmSample_t sample2;  // in: the later sample
   nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 } nvmlGpmMetricsGet_t;
 
@@ -300,8 +300,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetPowerUsage_fn)(nvmlDevice_t device, unsigned
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* currentMode,
                                                 unsigned int* pendingMode);
 // Number of MIG device slots of a physical GPU. Optional.
-typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device,
-                                                          unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
 // MIG device in slot index; NOT_FOUND for an empty slot. Optional.
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device,
                                                                unsigned int index,

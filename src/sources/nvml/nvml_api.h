@@ -32,31 +32,31 @@ struct NvmlApi {
   std::shared_ptr<DynamicLibrary> library;
 
   // Required: LoadNvml fails without them.
-  nvmlInit_v2_fn init = nullptr;                                   // nvmlInit_v2
-  nvmlShutdown_fn shutdown = nullptr;                              // nvmlShutdown
-  nvmlDeviceGetCount_v2_fn device_count = nullptr;                 // nvmlDeviceGetCount_v2
-  nvmlDeviceGetHandleByIndex_v2_fn handle_by_index = nullptr;      // nvmlDeviceGetHandleByIndex_v2
-  nvmlDeviceGetUUID_fn uuid = nullptr;                             // nvmlDeviceGetUUID
-  nvmlDeviceGetName_fn name = nullptr;                             // nvmlDeviceGetName
-  nvmlDeviceGetMemoryInfo_fn memory_info = nullptr;                // nvmlDeviceGetMemoryInfo
+  nvmlInit_v2_fn init = nullptr;                               // nvmlInit_v2
+  nvmlShutdown_fn shutdown = nullptr;                          // nvmlShutdown
+  nvmlDeviceGetCount_v2_fn device_count = nullptr;             // nvmlDeviceGetCount_v2
+  nvmlDeviceGetHandleByIndex_v2_fn handle_by_index = nullptr;  // nvmlDeviceGetHandleByIndex_v2
+  nvmlDeviceGetUUID_fn uuid = nullptr;                         // nvmlDeviceGetUUID
+  nvmlDeviceGetName_fn name = nullptr;                         // nvmlDeviceGetName
+  nvmlDeviceGetMemoryInfo_fn memory_info = nullptr;            // nvmlDeviceGetMemoryInfo
 
   // Optional.
-  nvmlErrorString_fn error_string = nullptr;                       // nvmlErrorString
-  nvmlSystemGetDriverVersion_fn driver_version = nullptr;          // nvmlSystemGetDriverVersion
-  nvmlDeviceGetUtilizationRates_fn utilization_rates = nullptr;    // nvmlDeviceGetUtilizationRates
-  nvmlDeviceGetSamples_fn samples = nullptr;                       // nvmlDeviceGetSamples
+  nvmlErrorString_fn error_string = nullptr;                     // nvmlErrorString
+  nvmlSystemGetDriverVersion_fn driver_version = nullptr;        // nvmlSystemGetDriverVersion
+  nvmlDeviceGetUtilizationRates_fn utilization_rates = nullptr;  // nvmlDeviceGetUtilizationRates
+  nvmlDeviceGetSamples_fn samples = nullptr;                     // nvmlDeviceGetSamples
   nvmlDeviceGetProcessUtilization_fn process_utilization = nullptr;
   nvmlDeviceGetProcessesUtilizationInfo_fn processes_utilization_info = nullptr;
   nvmlDeviceGetComputeRunningProcesses_v3_fn compute_processes = nullptr;
   nvmlDeviceGetMPSComputeRunningProcesses_v3_fn mps_compute_processes = nullptr;
-  nvmlDeviceGetTotalEnergyConsumption_fn total_energy = nullptr;   // mJ since driver load
-  nvmlDeviceGetPowerUsage_fn power_usage = nullptr;                // mW
+  nvmlDeviceGetTotalEnergyConsumption_fn total_energy = nullptr;  // mJ since driver load
+  nvmlDeviceGetPowerUsage_fn power_usage = nullptr;               // mW
   nvmlDeviceGetMigMode_fn mig_mode = nullptr;
   nvmlDeviceGetMaxMigDeviceCount_fn max_mig_device_count = nullptr;
   nvmlDeviceGetMigDeviceHandleByIndex_fn mig_device_handle_by_index = nullptr;
   nvmlDeviceGetGpuInstanceId_fn gpu_instance_id = nullptr;
   nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn parent_of_mig_device = nullptr;
-  nvmlDeviceGetAttributes_v2_fn attributes = nullptr;              // nvmlDeviceGetAttributes_v2
+  nvmlDeviceGetAttributes_v2_fn attributes = nullptr;  // nvmlDeviceGetAttributes_v2
   // GPM (Hopper and newer; R520+ drivers export them, older ones do not).
   nvmlGpmQueryDeviceSupport_fn gpm_query_device_support = nullptr;  // nvmlGpmQueryDeviceSupport
   nvmlGpmSampleAlloc_fn gpm_sample_alloc = nullptr;                 // nvmlGpmSampleAlloc

@@ -19,8 +19,8 @@ using sources::SourceFault;
 
 constexpr const char* kSource = "nvml";
 constexpr unsigned char kSentinel = 0xA5;
-constexpr unsigned kGrowMargin = 8;   // entries added to the count NVML asks for
-constexpr int kMaxGrowAttempts = 4;   // INSUFFICIENT_SIZE retries per call
+constexpr unsigned kGrowMargin = 8;  // entries added to the count NVML asks for
+constexpr int kMaxGrowAttempts = 4;  // INSUFFICIENT_SIZE retries per call
 constexpr unsigned kMaxEntries = 1u << 16;
 
 SourceFault Fault(std::string code, std::string detail) {
@@ -41,13 +41,20 @@ GpuMicros PercentMicrosToMicros(std::int64_t percent_us, Micros interval_us) {
 
 double SampleValue(nvmlValueType_t type, const nvmlValue_t& v) {
   switch (type) {
-    case NVML_VALUE_TYPE_DOUBLE: return v.dVal;
-    case NVML_VALUE_TYPE_UNSIGNED_INT: return v.uiVal;
-    case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(v.ulVal);
-    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(v.ullVal);
-    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(v.sllVal);
-    case NVML_VALUE_TYPE_SIGNED_INT: return v.siVal;
-    case NVML_VALUE_TYPE_UNSIGNED_SHORT: return v.usVal;
+    case NVML_VALUE_TYPE_DOUBLE:
+      return v.dVal;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return v.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return static_cast<double>(v.ulVal);
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return static_cast<double>(v.ullVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      return static_cast<double>(v.sllVal);
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      return v.siVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return v.usVal;
   }
   return v.uiVal;
 }
@@ -67,7 +74,7 @@ struct GpmUnit {
 
 // The GPM metrics of one unit over one interval (unset: not measured this read).
 struct GpmReadout {
-  std::optional<Activity> activity;  // relative to the unit
+  std::optional<Activity> activity;      // relative to the unit
   std::optional<GpuMicros> graphics_us;  // GRAPHICS_UTIL x interval (MIG units only)
 };
 
@@ -83,18 +90,18 @@ struct DeviceState {
   std::optional<unsigned long long> energy_mj;  // counter at the previous read
   SampleCursor util_cursor;                     // nvmlDeviceGetSamples(GPU_UTILIZATION)
   bool util_samples_seen = false;
-  SampleCursor process_cursor;                  // per-process utilization
-  bool legacy_process_util = false;             // nvmlDeviceGetProcessUtilization instead
+  SampleCursor process_cursor;       // per-process utilization
+  bool legacy_process_util = false;  // nvmlDeviceGetProcessUtilization instead
   unsigned sample_capacity = 128;
   unsigned process_sample_capacity = 32;
   unsigned process_capacity = 16;
-  std::string lost_call;                        // set during a read when GPU_IS_LOST was seen
+  std::string lost_call;  // set during a read when GPU_IS_LOST was seen
   // GPM (docs/nvml.md): asked at discovery; units by GPU instance id (kGpmWholeGpu for the GPU
   // itself when not in MIG mode). The sample buffers belong to the source's pool; a unit only
   // names the two it alternates between.
   bool gpm = false;
   std::map<unsigned, GpmUnit> gpm_units;
-  std::set<unsigned> gpm_seen;                  // units sampled in this read
+  std::set<unsigned> gpm_seen;  // units sampled in this read
 };
 
 struct State {
@@ -115,7 +122,7 @@ struct Work {
   Micros interval_us = 0;
   Micros max_period_us = 0;  // longest period one sample may stand for
   Micros previous_read_us = 0;
-  WallStep step;             // the wall clock's step since the previous read, if any
+  WallStep step;  // the wall clock's step since the previous read, if any
   bool timed_out = false;
   std::string timed_out_call;
 };
@@ -162,7 +169,8 @@ class NvmlGpuSource final : public sources::GpuSource {
     if (w.timed_out) {
       return NVML_ERROR_TIMEOUT;
     }
-    auto shared = std::make_shared<std::pair<Box, nvmlReturn_t>>(std::move(box), NVML_ERROR_UNKNOWN);
+    auto shared =
+        std::make_shared<std::pair<Box, nvmlReturn_t>>(std::move(box), NVML_ERROR_UNKNOWN);
     auto outcome = watchdog_->Run(name, [shared, fn] { shared->second = fn(shared->first); });
     if (outcome != Watchdog::Outcome::kDone) {
       w.timed_out = true;
@@ -234,8 +242,7 @@ class NvmlGpuSource final : public sources::GpuSource {
   // nvmlGpmQueryDeviceSupport at discovery: sets d.gpm.
   void QueryGpm(Work& w, DeviceState& d);
   // Samples one GPM unit of `d` and, with the previous read's sample, computes its metrics.
-  GpmReadout ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance_id,
-                     const std::string& subject);
+  GpmReadout ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance_id, const std::string& subject);
   // Frees the pool's sample buffers that no unit of `keep` names (all of them for an empty
   // state); failures become faults of `faults` when given.
   void FreeGpmSamples(const State& keep, std::vector<SourceFault>* faults = nullptr);
@@ -346,8 +353,9 @@ void NvmlGpuSource::Enumerate(Work& w, unsigned count) {
   for (unsigned i = 0; i < count && !w.timed_out; ++i) {
     const std::string where = "index " + std::to_string(i);
     nvmlDevice_t handle = nullptr;
-    nvmlReturn_t ret = Call(w, "nvmlDeviceGetHandleByIndex_v2(" + where + ")", handle,
-                            [handle_by_index, i](nvmlDevice_t& h) { return handle_by_index(i, &h); });
+    nvmlReturn_t ret =
+        Call(w, "nvmlDeviceGetHandleByIndex_v2(" + where + ")", handle,
+             [handle_by_index, i](nvmlDevice_t& h) { return handle_by_index(i, &h); });
     if (ret != NVML_SUCCESS) {
       if (!w.timed_out) {
         w.reading.faults.push_back(
@@ -420,7 +428,8 @@ std::optional<std::vector<UtilSample>> NvmlGpuSource::ReadUtilSamples(Work& w, D
                         b.buffer.data());
     });
     if (ret == NVML_ERROR_INSUFFICIENT_SIZE) {
-      d.sample_capacity = std::min(std::max(box.count, d.sample_capacity) + kGrowMargin, kMaxEntries);
+      d.sample_capacity =
+          std::min(std::max(box.count, d.sample_capacity) + kGrowMargin, kMaxEntries);
     }
   }
   if (ret == NVML_ERROR_NOT_FOUND) {
@@ -588,13 +597,13 @@ void NvmlGpuSource::ListProcesses(Work& w, DeviceState& d, nvmlDevice_t handle,
   }
 }
 
-void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
-                            std::vector<MigInstance>& migs, std::vector<DeviceSignals>& signals,
+void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline, std::vector<MigInstance>& migs,
+                            std::vector<DeviceSignals>& signals,
                             std::vector<ProcessObservation>& processes) {
   nvmlDevice_t parent = d.handle;
   auto max_fn = api_.max_mig_device_count;
-  auto max = Get<unsigned>(w, d, "nvmlDeviceGetMaxMigDeviceCount", max_fn != nullptr, false,
-                           d.uuid, [max_fn, parent](unsigned& c) { return max_fn(parent, &c); });
+  auto max = Get<unsigned>(w, d, "nvmlDeviceGetMaxMigDeviceCount", max_fn != nullptr, false, d.uuid,
+                           [max_fn, parent](unsigned& c) { return max_fn(parent, &c); });
   if (!max || !d.lost_call.empty()) {
     return;
   }
@@ -611,8 +620,9 @@ void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
   for (unsigned i = 0; i < *max && d.lost_call.empty() && !w.timed_out; ++i) {
     const std::string where = d.uuid + " MIG " + std::to_string(i);
     nvmlDevice_t mig = nullptr;
-    nvmlReturn_t ret = Call(w, std::string(kByIndex) + "(" + where + ")", mig,
-                            [by_index, parent, i](nvmlDevice_t& m) { return by_index(parent, i, &m); });
+    nvmlReturn_t ret =
+        Call(w, std::string(kByIndex) + "(" + where + ")", mig,
+             [by_index, parent, i](nvmlDevice_t& m) { return by_index(parent, i, &m); });
     if (ret == NVML_ERROR_NOT_FOUND || ret == NVML_ERROR_INVALID_ARGUMENT) {
       continue;  // an empty slot
     }
@@ -668,8 +678,8 @@ void NvmlGpuSource::ReadMig(Work& w, DeviceState& d, bool baseline,
                     : (attributes ? static_cast<Bytes>(attributes->memorySizeMB) * kMiB : 0);
     // The GPU instance id: GPM samples the parent GPU by it, and DCGM names instances by it.
     auto gi_fn = api_.gpu_instance_id;
-    auto gi = Get<unsigned>(w, d, "nvmlDeviceGetGpuInstanceId", gi_fn != nullptr, true,
-                            mig_uuid, [gi_fn, mig](unsigned& id) { return gi_fn(mig, &id); });
+    auto gi = Get<unsigned>(w, d, "nvmlDeviceGetGpuInstanceId", gi_fn != nullptr, true, mig_uuid,
+                            [gi_fn, mig](unsigned& id) { return gi_fn(mig, &id); });
     if (gi) instance.gpu_instance_id = static_cast<int>(*gi);
     migs.push_back(instance);
     GpmReadout gpm;
@@ -785,16 +795,16 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     if (samples) {
       PlaceSamples(*samples, d.util_cursor, w.step);
       const bool any = !samples->empty();
-      auto integral = IntegrateSamples(std::move(*samples), d.util_cursor, w.previous_read_us,
-                                       w.max_period_us);
+      auto integral =
+          IntegrateSamples(std::move(*samples), d.util_cursor, w.previous_read_us, w.max_period_us);
       if (any || d.util_samples_seen) {
         busy = PercentMicrosToMicros(integral[0], w.interval_us);
       }
       d.util_samples_seen = d.util_samples_seen || any;
     }
     if (!busy && rates) {
-      busy = Clamp((static_cast<std::int64_t>(rates->gpu) * w.interval_us + 50) / 100,
-                   w.interval_us);
+      busy =
+          Clamp((static_cast<std::int64_t>(rates->gpu) * w.interval_us + 50) / 100, w.interval_us);
     }
     signal.busy_us = busy;
     if (d.gpm) {
@@ -809,8 +819,8 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     std::optional<std::map<unsigned, std::int64_t>> per_pid;
     if (auto process_samples = ReadProcessSamples(w, d)) {
       PlaceSamples(*process_samples, d.process_cursor, w.step);
-      per_pid = IntegrateSamples(std::move(*process_samples), d.process_cursor,
-                                 w.previous_read_us, w.max_period_us);
+      per_pid = IntegrateSamples(std::move(*process_samples), d.process_cursor, w.previous_read_us,
+                                 w.max_period_us);
     }
     std::vector<ProcessEntry> entries;
     ListProcesses(w, d, handle, d.uuid, false, entries);
@@ -936,10 +946,9 @@ GpmReadout NvmlGpuSource::ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance
   }
 
   // Percentages averaged between the two samples, integrated over this read's interval.
-  constexpr nvmlGpmMetricId_t kIds[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY,
-                                        NVML_GPM_METRIC_ANY_TENSOR_UTIL,
-                                        NVML_GPM_METRIC_DRAM_BW_UTIL,
-                                        NVML_GPM_METRIC_GRAPHICS_UTIL};
+  constexpr nvmlGpmMetricId_t kIds[] = {
+      NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY, NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+      NVML_GPM_METRIC_DRAM_BW_UTIL, NVML_GPM_METRIC_GRAPHICS_UTIL};
   constexpr const char* kNames[] = {"SM_UTIL", "SM_OCCUPANCY", "ANY_TENSOR_UTIL", "DRAM_BW_UTIL",
                                     "GRAPHICS_UTIL"};
   // A GPU's busy time comes from its utilization samples; a MIG instance's from GRAPHICS_UTIL.
@@ -951,10 +960,9 @@ GpmReadout NvmlGpuSource::ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance
   box->sample2 = current;
   for (unsigned i = 0; i < count; ++i) box->metrics[i].metricId = kIds[i];
   auto metrics_get = api_.gpm_metrics_get;
-  ret = Call(w, "nvmlGpmMetricsGet(" + subject + ")", box,
-             [metrics_get](std::unique_ptr<nvmlGpmMetricsGet_t>& m) {
-               return metrics_get(m.get());
-             });
+  ret =
+      Call(w, "nvmlGpmMetricsGet(" + subject + ")", box,
+           [metrics_get](std::unique_ptr<nvmlGpmMetricsGet_t>& m) { return metrics_get(m.get()); });
   if (ret != NVML_SUCCESS) {
     Note(w, d, "nvmlGpmMetricsGet", !whole, subject, ret);
     return out;
@@ -967,14 +975,14 @@ GpmReadout NvmlGpuSource::ReadGpm(Work& w, DeviceState& d, unsigned gpu_instance
       // as zero); NOT_SUPPORTED is reported once per metric and device, other codes every time.
       const bool once = m.nvmlReturn == NVML_ERROR_NOT_SUPPORTED;
       if (!once || d.unsupported.insert(Key(kNames[i], !whole)).second) {
-        w.reading.faults.push_back(Fault(ErrorName(m.nvmlReturn),
-                                         "nvmlGpmMetricsGet(" + subject + " " + kNames[i] + ")"));
+        w.reading.faults.push_back(
+            Fault(ErrorName(m.nvmlReturn), "nvmlGpmMetricsGet(" + subject + " " + kNames[i] + ")"));
       }
       continue;
     }
     const double percent = std::isfinite(m.value) ? std::clamp(m.value, 0.0, 100.0) : 0.0;
-    values[i] = Clamp(std::llround(percent / 100.0 * static_cast<double>(w.interval_us)),
-                      w.interval_us);
+    values[i] =
+        Clamp(std::llround(percent / 100.0 * static_cast<double>(w.interval_us)), w.interval_us);
   }
   if (values[0] && values[1] && values[2] && values[3]) {
     out.activity = Activity{*values[0], *values[1], *values[2], *values[3]};
@@ -1001,8 +1009,8 @@ void NvmlGpuSource::FreeGpmSamples(const State& keep, std::vector<SourceFault>* 
     it = gpm_pool_.erase(it);  // never freed twice, even when the free below hangs
     if (free_fn == nullptr) continue;
     auto result = std::make_shared<nvmlReturn_t>(NVML_ERROR_UNKNOWN);
-    const auto outcome = watchdog_->Run(
-        "nvmlGpmSampleFree()", [free_fn, sample, result] { *result = free_fn(sample); });
+    const auto outcome = watchdog_->Run("nvmlGpmSampleFree()",
+                                        [free_fn, sample, result] { *result = free_fn(sample); });
     if (outcome != Watchdog::Outcome::kDone) {
       if (faults != nullptr) faults->push_back(Fault("TIMEOUT", "nvmlGpmSampleFree()"));
       return;  // the next commit (or the destructor, if the call returns) frees the rest
@@ -1020,8 +1028,8 @@ class NoGpuSource final : public sources::GpuSource {
 
   Result<GpuReading> Read() override {
     const ClockReading now = clock_.Now();
-    const ClockInterval interval = previous_ ? IntervalBetween(*previous_, now)
-                                             : ClockInterval{now.wall_us, now.wall_us, 0};
+    const ClockInterval interval =
+        previous_ ? IntervalBetween(*previous_, now) : ClockInterval{now.wall_us, now.wall_us, 0};
     previous_ = now;
     GpuReading r;
     r.start_us = interval.start_us;
@@ -1069,8 +1077,8 @@ std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOption
   }
   std::string driver;
   if (api.driver_version != nullptr) {
-    auto box = std::make_shared<std::pair<std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE>,
-                                          nvmlReturn_t>>();
+    auto box = std::make_shared<
+        std::pair<std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE>, nvmlReturn_t>>();
     auto fn = api.driver_version;
     if (watchdog->Run("nvmlSystemGetDriverVersion()",
                       [box, fn] { box->second = fn(box->first.data(), box->first.size()); }) ==
@@ -1147,9 +1155,9 @@ std::vector<ProcessEntry> ParseProcessInfos(const nvmlProcessInfo_t* buffer, std
   const auto* bytes = reinterpret_cast<const unsigned char*>(buffer);
   std::size_t written = capacity * sizeof(nvmlProcessInfo_t);
   while (written > 0 && bytes[written - 1] == sentinel) --written;
-  const std::size_t stride =
-      written <= n * sizeof(nvmlProcessInfo_v2_t) ? sizeof(nvmlProcessInfo_v2_t)
-                                                  : sizeof(nvmlProcessInfo_t);
+  const std::size_t stride = written <= n * sizeof(nvmlProcessInfo_v2_t)
+                                 ? sizeof(nvmlProcessInfo_v2_t)
+                                 : sizeof(nvmlProcessInfo_t);
   for (std::size_t k = 0; k < n; ++k) {
     // pid at 0 and usedGpuMemory at 8 in both layouts.
     unsigned pid = 0;

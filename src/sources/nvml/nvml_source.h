@@ -69,7 +69,7 @@ std::vector<ProcessEntry> ParseProcessInfos(const nvmlProcessInfo_t* buffer, std
 // Where a sampled stream (a device's GPU-utilization samples, or its per-process samples)
 // stands between reads.
 struct SampleCursor {
-  unsigned long long last_seen_ts = 0;  // passed to NVML as lastSeenTimeStamp
+  unsigned long long last_seen_ts = 0;                   // passed to NVML as lastSeenTimeStamp
   std::optional<unsigned long long> previous_sample_ts;  // latest sample timestamp integrated
   // NVML's own timestamps of the latest samples integrated (the last kCountedKept distinct
   // ones, oldest first): after a backward step NVML returns them again, on the old timeline.

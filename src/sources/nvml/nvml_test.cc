@@ -49,8 +49,8 @@ struct FakeDevice {
   // GPM. A physical GPU answers nvmlGpmQueryDeviceSupport; a MIG device is sampled through its
   // parent and its gpu_instance_id.
   nvmlReturn_t gpm_query_result = NVML_SUCCESS;
-  unsigned gpm_supported = 0;          // isSupportedDevice
-  unsigned gpu_instance_id = 0;        // MIG devices
+  unsigned gpm_supported = 0;              // isSupportedDevice
+  unsigned gpu_instance_id = 0;            // MIG devices
   std::map<unsigned, double> gpm_percent;  // metric id -> percent since the previous sample
   std::map<unsigned, nvmlReturn_t> gpm_metric_result;  // metric id -> per-metric status
   nvmlReturn_t gpm_sample_result = NVML_SUCCESS;
@@ -72,8 +72,8 @@ struct Fake {
   // GPM sample buffers: live ones, and what went wrong with the others.
   std::set<nvmlGpmSample_t> gpm_live;
   int gpm_allocs = 0;
-  int gpm_bad_frees = 0;      // a free of a buffer not live (double free, never allocated)
-  int gpm_bad_samples = 0;    // a sample get or metrics get on a buffer not live
+  int gpm_bad_frees = 0;    // a free of a buffer not live (double free, never allocated)
+  int gpm_bad_samples = 0;  // a sample get or metrics get on a buffer not live
   std::vector<nvmlGpmMetricsGet_t> gpm_requests;  // what nvmlGpmMetricsGet was asked
   std::vector<std::pair<FakeDevice*, unsigned>> gpm_mig_samples;  // (parent, instance id)
 
@@ -494,8 +494,8 @@ TEST_F(NvmlSourceTest, WallClockStepsAreReportedNeverMeteredAndLoseNoSample) {
   ReadOk();  // baseline
   constexpr Micros kHour = 3600 * kSecond;
   // Forward an hour, back to where it was, back an hour past it, forward 30 s (a VM resumed).
-  for (Micros step : {Micros{0}, kHour, Micros{0}, -kHour, -kHour, Micros{0}, 30 * kSecond,
-                      Micros{0}}) {
+  for (Micros step :
+       {Micros{0}, kHour, Micros{0}, -kHour, -kHour, Micros{0}, 30 * kSecond, Micros{0}}) {
     const Micros mono_before = now_;
     HalfBusySecond(d, now_, wall_step_, step);
     auto r = ReadOk();
@@ -1138,9 +1138,9 @@ void* Sym(nvmlReturn_t (*fn)()) { return reinterpret_cast<void*>(fn); }
 TEST(LoadNvml, RequiredSymbolsAndOptionalOnes) {
   nvmlReturn_t (*ok)() = [] { return NVML_SUCCESS; };
   std::map<std::string, void*> symbols;
-  for (const char* name : {"nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2",
-                           "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetUUID",
-                           "nvmlDeviceGetName"}) {
+  for (const char* name :
+       {"nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetCount_v2", "nvmlDeviceGetHandleByIndex_v2",
+        "nvmlDeviceGetUUID", "nvmlDeviceGetName"}) {
     symbols[name] = Sym(ok);
   }
   auto missing = LoadNvml(std::make_shared<FakeLibrary>(symbols));
@@ -1168,10 +1168,11 @@ TEST(Watchdog, RefusesNewWorkWhileACallHangs) {
   auto release = std::make_shared<bool>(false);
   Watchdog watchdog(100'000, nullptr);
   EXPECT_EQ(watchdog.Run("quick", [] {}), Watchdog::Outcome::kDone);
-  EXPECT_EQ(watchdog.Run("hang", [=] {
-              std::unique_lock lock(*mu);
-              cv->wait(lock, [&] { return *release; });
-            }),
+  EXPECT_EQ(watchdog.Run("hang",
+                         [=] {
+                           std::unique_lock lock(*mu);
+                           cv->wait(lock, [&] { return *release; });
+                         }),
             Watchdog::Outcome::kTimedOut);
   EXPECT_TRUE(watchdog.Hung());
   EXPECT_EQ(watchdog.HungCall(), "hang");

@@ -12,8 +12,8 @@ namespace gpuledger::nvml {
 struct Watchdog::Shared {
   std::mutex mu;
   std::condition_variable cv;
-  std::function<void()> job;   // pending job, taken by the worker
-  std::string name;            // name of the pending or running job
+  std::function<void()> job;  // pending job, taken by the worker
+  std::string name;           // name of the pending or running job
   bool pending = false;
   bool running = false;
   bool stop = false;

@@ -172,8 +172,8 @@ TEST(ParseProcCgroup, ListsContainersNestedInTheFirstOne) {
   EXPECT_EQ(dind->container_id, a);
   EXPECT_EQ(dind->pod_uid, uid);
   EXPECT_EQ(dind->nested_ids, (std::vector<std::string>{b, c}));
-  auto plain = ParseProcCgroup("0::/kubepods/pod" + uid + "/cri-containerd-" + a +
-                               ".scope/init.scope\n");
+  auto plain =
+      ParseProcCgroup("0::/kubepods/pod" + uid + "/cri-containerd-" + a + ".scope/init.scope\n");
   ASSERT_TRUE(plain) << plain.error().message;
   EXPECT_EQ(plain->container_id, a);
   EXPECT_TRUE(plain->nested_ids.empty());

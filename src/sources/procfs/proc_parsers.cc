@@ -59,12 +59,28 @@ std::optional<Bytes> ParseMemorySize(std::string_view text) {
   int shift = 0;
   if (suffix.size() == 1) {
     switch (suffix[0]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      case 'b': case 'B': shift = 0; break;
-      default: return std::nullopt;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      case 'b':
+      case 'B':
+        shift = 0;
+        break;
+      default:
+        return std::nullopt;
     }
   } else if (!suffix.empty()) {
     return std::nullopt;

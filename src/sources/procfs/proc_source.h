@@ -5,13 +5,13 @@
 
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
-#include "io/file_reader.h"
 #include "common/result.h"
 #include "common/units.h"
+#include "io/file_reader.h"
 
 namespace gpuledger::procfs {
 

@@ -205,7 +205,8 @@ TEST(ParseSharingEnv, EachLayersVariables) {
   EXPECT_EQ(ali.gpushare_gpu_index, 1);
   EXPECT_EQ(ali.gpushare_memory_bytes, 8 * kGiB);
   EXPECT_EQ(ali.gpushare_device_bytes, 16 * kGiB);
-  EXPECT_EQ(ParseSharingEnv("ALIBABACLOUD_COM_GPU_MEM_CONTAINER=4\0"s).gpushare_memory_bytes, 4 * kGiB);
+  EXPECT_EQ(ParseSharingEnv("ALIBABACLOUD_COM_GPU_MEM_CONTAINER=4\0"s).gpushare_memory_bytes,
+            4 * kGiB);
 
   // Malformed values are absent, never a wrong number.
   SharingEnv bad = ParseSharingEnv(

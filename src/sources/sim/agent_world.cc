@@ -81,7 +81,8 @@ std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& devic
   if (gpu->sharing == SharingMode::kMps) {
     // NVIDIA's device plugin in MPS mode: the daemon's pipe and each replica's memory cap.
     add("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps");
-    if (whole_percent) add("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(*share / (kWholeGpu / 100)));
+    if (whole_percent)
+      add("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(*share / (kWholeGpu / 100)));
     add("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
         fmt::format("0={}M", gpu->memory_total_bytes / std::max(1, gpu->replicas) / kMiB));
   } else if (gpu->sharing == SharingMode::kFractional && share && resource == kGpushareResource) {
@@ -94,7 +95,8 @@ std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& devic
     add("CUDA_DEVICE_SM_LIMIT", std::to_string(*share / (kWholeGpu / 100)));
     if (resource != kGpuMilliResource) {
       const __int128 bytes = static_cast<__int128>(gpu->memory_total_bytes) * *share / kWholeGpu;
-      add("CUDA_DEVICE_MEMORY_LIMIT_0", fmt::format("{}m", static_cast<std::int64_t>(bytes / kMiB)));
+      add("CUDA_DEVICE_MEMORY_LIMIT_0",
+          fmt::format("{}m", static_cast<std::int64_t>(bytes / kMiB)));
     }
   }
   return env;
@@ -128,7 +130,8 @@ std::map<std::string, std::string> ProcfsFiles(const std::vector<ProcessObservat
       cgroup = h.cgroup;
       uid = h.uid;
     }
-    environ += "NVIDIA_VISIBLE_DEVICES=" + (p.visible_devices.empty() ? p.device.value : p.visible_devices);
+    environ += "NVIDIA_VISIBLE_DEVICES=" +
+               (p.visible_devices.empty() ? p.device.value : p.visible_devices);
     environ.push_back('\0');
     files[dir + "cgroup"] = cgroup;
     files[dir + "status"] =
@@ -137,7 +140,8 @@ std::map<std::string, std::string> ProcfsFiles(const std::vector<ProcessObservat
     files[dir + "environ"] = environ;
   }
   std::string passwd = "root:x:0:0:root:/root:/bin/bash\n";
-  for (const auto& [user, uid] : uids) passwd += fmt::format("{0}:x:{1}:{1}::/home/{0}:/bin/bash\n", user, uid);
+  for (const auto& [user, uid] : uids)
+    passwd += fmt::format("{0}:x:{1}:{1}::/home/{0}:/bin/bash\n", user, uid);
   files["/etc/passwd"] = passwd;
   return files;
 }
@@ -170,10 +174,12 @@ KubeLists KubeListsFor(const std::string& node, const std::vector<Grant>& grants
       for (std::int64_t k = 0; k < gib; ++k)
         cg.device_ids.push_back(fmt::format("{}-_-{}", BaseId(g.device_id), k));
     } else if (const PhysicalGpu* gpu = GpuOf(g.device_id, gpus);
-               g.dra_claim.empty() && g.declared_ppd && gpu && gpu->sharing == SharingMode::kFractional) {
+               g.dra_claim.empty() && g.declared_ppd && gpu &&
+               gpu->sharing == SharingMode::kFractional) {
       // HAMi: a slot of the GPU, and the share as one gpucores id per percent.
       cg.resource_name = g.resource_name;
-      cg.device_ids.push_back(fmt::format("{}-{}", BaseId(g.device_id), hami_slot[BaseId(g.device_id)]++));
+      cg.device_ids.push_back(
+          fmt::format("{}-{}", BaseId(g.device_id), hami_slot[BaseId(g.device_id)]++));
       if (*g.declared_ppd % (kWholeGpu / 100) == 0) {
         auto& cores = grouped[{g.consumer, "nvidia.com/gpucores"}];
         cores.namespace_name = g.consumer.namespace_name;
@@ -187,7 +193,11 @@ KubeLists KubeListsFor(const std::string& node, const std::vector<Grant>& grants
       cg.resource_name = g.resource_name;
       cg.device_ids.push_back(g.device_id);
     } else {
-      cg.dra.push_back(kubelet::DraDevice{g.dra_claim, "gpu.nvidia.com", node, "", "",
+      cg.dra.push_back(kubelet::DraDevice{g.dra_claim,
+                                          "gpu.nvidia.com",
+                                          node,
+                                          "",
+                                          "",
                                           {"k8s.gpu.nvidia.com/device=" + g.device_id}});
     }
   }
@@ -208,9 +218,11 @@ KubeLists KubeListsFor(const std::string& node, const std::vector<Grant>& grants
   }
   std::set<std::string> seen_pods;
   auto add = [&](const ConsumerRef& ref, bool ready) {
-    std::string sandbox = ContainerIdFor(ConsumerRef{ref.namespace_name, ref.pod, ref.pod_uid, "__sandbox__"});
+    std::string sandbox =
+        ContainerIdFor(ConsumerRef{ref.namespace_name, ref.pod, ref.pod_uid, "__sandbox__"});
     if (seen_pods.insert(sandbox).second)
-      out.sandboxes.push_back(cri::PodSandbox{sandbox, ref.pod, ref.namespace_name, ref.pod_uid.value, ready, {}});
+      out.sandboxes.push_back(
+          cri::PodSandbox{sandbox, ref.pod, ref.namespace_name, ref.pod_uid.value, ready, {}});
     out.containers.push_back(cri::Container{ContainerIdFor(ref), sandbox, ref.container, ready});
   };
   for (const ConsumerRef& ref : running) add(ref, true);

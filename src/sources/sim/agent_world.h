@@ -1,9 +1,10 @@
 #pragma once
 // What the agent's real interfaces show on a simulated node: the procfs files, the kubelet's
 // PodResources lists, the CRI runtime's lists and the GPU reading, as pure functions of what the
-// simulator says is on the node. `gpuledger-sim-node` serves them through the real files and sockets (the
-// NVML stand-in serves the GPUs); SimulatedNode serves them in memory to real Collectors (the
-// demo, the engine tests). Both read them from here, so the two paths cannot drift apart.
+// simulator says is on the node. `gpuledger-sim-node` serves them through the real files and
+// sockets (the NVML stand-in serves the GPUs); SimulatedNode serves them in memory to real
+// Collectors (the demo, the engine tests). Both read them from here, so the two paths cannot drift
+// apart.
 
 #include <map>
 #include <set>

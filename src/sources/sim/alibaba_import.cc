@@ -70,9 +70,10 @@ class Csv {
     std::int64_t v = 0;
     auto res = std::from_chars(s.data(), s.data() + s.size(), v);
     if (res.ec != std::errc() || res.ptr != s.data() + s.size() || v < 0)
-      return InvalidArgument(fmt::format("{}:{}: column '{}': expected a non-negative integer, "
-                                         "got '{}'",
-                                         file_, lines_[r], name, s));
+      return InvalidArgument(
+          fmt::format("{}:{}: column '{}': expected a non-negative integer, "
+                      "got '{}'",
+                      file_, lines_[r], name, s));
     return v;
   }
 
@@ -156,8 +157,8 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
   }
 
   Csv pods_t(pods_csv, pods_file_name);
-  const char* names[] = {"name", "num_gpu", "gpu_milli", "gpu_spec", "qos", "deletion_time",
-                         "scheduled_time"};
+  const char* names[] = {"name", "num_gpu",       "gpu_milli",     "gpu_spec",
+                         "qos",  "deletion_time", "scheduled_time"};
   int col[7];
   for (int i = 0; i < 7; ++i) {
     auto c = pods_t.Column(names[i]);
@@ -217,15 +218,15 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
     for (std::size_t n = 0; n < nodes.size() && p.node < 0; ++n)
       if (TryPlace(p, nodes[n])) p.node = static_cast<int>(n);
     if (p.node < 0) {
-      std::string model = !p.models.empty()   ? p.models.front()
-                          : !nodes.empty()    ? nodes.front().model
-                                              : std::string("T4");
+      std::string model = !p.models.empty() ? p.models.front()
+                          : !nodes.empty()  ? nodes.front().model
+                                            : std::string("T4");
       int gpus = static_cast<int>(std::max<std::int64_t>(8, p.num_gpu));
       nodes.push_back({fmt::format("overflow-{}", overflow_count++), model,
                        std::vector<int>(static_cast<std::size_t>(gpus), 1000), false, true});
       if (!TryPlace(p, nodes.back()))
-        return Internal(fmt::format("{}: pod {} does not fit an empty overflow node",
-                                    pods_file_name, p.name));
+        return Internal(
+            fmt::format("{}: pod {} does not fit an empty overflow node", pods_file_name, p.name));
       p.node = static_cast<int>(nodes.size() - 1);
     }
     nodes[p.node].used = true;
@@ -261,8 +262,8 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
   for (const TracePod& p : pods) {
     std::string gpus;
     for (int g : p.gpus) gpus += (gpus.empty() ? "" : ", ") + std::to_string(g);
-    std::string share = p.milli < 1000 ? fmt::format("gpu_milli: {}", p.milli)
-                                       : fmt::format("gpus: {}", p.num_gpu);
+    std::string share =
+        p.milli < 1000 ? fmt::format("gpu_milli: {}", p.milli) : fmt::format("gpus: {}", p.num_gpu);
     out += fmt::format(
         "  - {{namespace: {}, name: {}, owner_kind: Pod, {}, placement: {{node: {}, gpus: [{}]}}, "
         "start: {}s, end: {}s, processes: 0, compute: {{profile: idle}}}}\n",

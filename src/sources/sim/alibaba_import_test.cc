@@ -40,11 +40,11 @@ TEST(ImportAlibabaTrace, FirstFitSharingAndOverflow) {
   auto yaml = ImportAlibabaTrace(
       "name,num_gpu,gpu_milli,gpu_spec,qos,deletion_time,scheduled_time\n"
       "a,1,600,,LS,7200,0\n"
-      "b,1,400,,BE,7200,10\n"       // shares GPU 0 with a
-      "c,1,500,,BE,3600,20\n"       // GPU 1
-      "d,2,1000,,LS,5000,30\n"      // no two whole GPUs free: overflow node
-      "e,1,1000,,LS,,\n"            // never scheduled: skipped
-      "f,0,0,,LS,100,0\n",          // no GPU: skipped
+      "b,1,400,,BE,7200,10\n"   // shares GPU 0 with a
+      "c,1,500,,BE,3600,20\n"   // GPU 1
+      "d,2,1000,,LS,5000,30\n"  // no two whole GPUs free: overflow node
+      "e,1,1000,,LS,,\n"        // never scheduled: skipped
+      "f,0,0,,LS,100,0\n",      // no GPU: skipped
       "pods.csv", "sn,gpu,model\nn0,2,T4\nn1,0,T4\nn2,1,P100\n", "nodes.csv");
   ASSERT_TRUE(yaml.ok()) << yaml.error().message;
   auto sc = ParseScenario(*yaml, "import.yaml");
@@ -65,8 +65,8 @@ TEST(ImportAlibabaTrace, ReplayConservesAllocation) {
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "shared data folder missing: " << dir;
   std::string pods = Slurp(dir + "/openb_pod_list_default.csv");
   std::string nodes = Slurp(dir + "/openb_node_list_gpu_node.csv");
-  auto yaml = ImportAlibabaTrace(pods, "openb_pod_list_default.csv", nodes,
-                                 "openb_node_list_gpu_node.csv");
+  auto yaml =
+      ImportAlibabaTrace(pods, "openb_pod_list_default.csv", nodes, "openb_node_list_gpu_node.csv");
   ASSERT_TRUE(yaml.ok()) << yaml.error().message;
   auto sc = ParseScenario(*yaml, "openb.yaml");
   ASSERT_TRUE(sc.ok()) << sc.error().message;
@@ -101,8 +101,8 @@ TEST(ImportAlibabaTrace, ReplayConservesAllocation) {
   for (auto& [ref, t] : sim.truth()) got[ref.namespace_name] += t.allocated_ppd_us;
   for (auto& [ns, e] : expected_ppd_us) {
     if (e == 0) continue;
-    EXPECT_TRUE(got[ns] == e) << ns << ": got " << static_cast<double>(got[ns])
-                              << " expected " << static_cast<double>(e);
+    EXPECT_TRUE(got[ns] == e) << ns << ": got " << static_cast<double>(got[ns]) << " expected "
+                              << static_cast<double>(e);
   }
   EXPECT_GT(snapshots, 0);
   std::cout << "openb replay: " << sc->nodes.size() << " nodes, " << sc->workloads.size()

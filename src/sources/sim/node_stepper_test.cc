@@ -75,9 +75,9 @@ std::string Describe(const NodeSnapshot& s) {
     out += fmt::format(" grant {} {} {} {} {}\n", Describe(g.consumer), g.device_id,
                        g.resource_name, g.declared_ppd.value_or(-1), g.dra_claim);
   for (auto& p : s.processes)
-    out += fmt::format(" proc {} {} {} {} {} {} {}\n", p.pid, p.device.str(),
-                       Describe(p.consumer), p.host_name, p.used_memory_bytes,
-                       p.sm_busy_us.value_or(-1), p.visible_devices);
+    out +=
+        fmt::format(" proc {} {} {} {} {} {} {}\n", p.pid, p.device.str(), Describe(p.consumer),
+                    p.host_name, p.used_memory_bytes, p.sm_busy_us.value_or(-1), p.visible_devices);
   return out;
 }
 
@@ -99,8 +99,8 @@ TEST(NodeStepper, EqualsRunForEachNode) {
       std::vector<NodeSnapshot> got;
       // Irregular advances, including ones that deliver nothing and one far past the end.
       Micros t = stepper->scenario().start_us;
-      for (Micros d : {Micros{0}, Micros{500'000}, Micros{13'300'000}, Micros{1}, Micros{
-                           133'000'000}}) {
+      for (Micros d :
+           {Micros{0}, Micros{500'000}, Micros{13'300'000}, Micros{1}, Micros{133'000'000}}) {
         t += d;
         for (auto& s : stepper->AdvanceTo(t)) {
           EXPECT_LE(s.end_us, t);

@@ -27,14 +27,27 @@ struct ModelInfo {
 };
 
 constexpr ModelInfo kModels[] = {
-    {"H100-80GB", 80 * kGiB},   {"H100", 80 * kGiB},        {"H200-141GB", 143771000832},
-    {"A100-80GB", 80 * kGiB},   {"A100-40GB", 40 * kGiB},   {"L4", 23034 * kMiB},
-    {"T4", 15360 * kMiB},       {"A10", 24 * kGiB},         {"A10G", 24 * kGiB},
-    {"L40S", 48 * kGiB},        {"V100-16GB", 16 * kGiB},   {"V100-32GB", 32 * kGiB},
-    {"P100", 16 * kGiB},        {"A30", 24 * kGiB},         {"A30-24GB", 24 * kGiB},
+    {"H100-80GB", 80 * kGiB},
+    {"H100", 80 * kGiB},
+    {"H200-141GB", 143771000832},
+    {"A100-80GB", 80 * kGiB},
+    {"A100-40GB", 40 * kGiB},
+    {"L4", 23034 * kMiB},
+    {"T4", 15360 * kMiB},
+    {"A10", 24 * kGiB},
+    {"A10G", 24 * kGiB},
+    {"L40S", 48 * kGiB},
+    {"V100-16GB", 16 * kGiB},
+    {"V100-32GB", 32 * kGiB},
+    {"P100", 16 * kGiB},
+    {"A30", 24 * kGiB},
+    {"A30-24GB", 24 * kGiB},
     // Alibaba openb trace models (docs/scenarios.md: G1-G3 are undisclosed, 32 GiB assumed).
-    {"V100M16", 16 * kGiB},     {"V100M32", 32 * kGiB},     {"G1", 32 * kGiB},
-    {"G2", 32 * kGiB},          {"G3", 32 * kGiB},
+    {"V100M16", 16 * kGiB},
+    {"V100M32", 32 * kGiB},
+    {"G1", 32 * kGiB},
+    {"G2", 32 * kGiB},
+    {"G3", 32 * kGiB},
 };
 
 // MIG profiles per GPU family (NVIDIA mig-parted config-default.yaml, via
@@ -146,8 +159,7 @@ class Parser {
     }
     return n.Scalar();
   }
-  std::string RequiredStr(const YAML::Node& parent, std::string_view key,
-                          const std::string& path) {
+  std::string RequiredStr(const YAML::Node& parent, std::string_view key, const std::string& path) {
     auto n = parent[std::string(key)];
     std::string p = Sub(path, key);
     if (!n.IsDefined() || n.IsNull()) {
@@ -171,14 +183,13 @@ class Parser {
     }
     return v;
   }
-  std::int64_t Int(const YAML::Node& n, const std::string& path, std::int64_t lo,
-                   std::int64_t hi, std::int64_t def) {
+  std::int64_t Int(const YAML::Node& n, const std::string& path, std::int64_t lo, std::int64_t hi,
+                   std::int64_t def) {
     if (!n.IsDefined() || n.IsNull()) return def;
     std::int64_t v = 0;
     std::string s = n.IsScalar() ? n.Scalar() : "";
     auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (!n.IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < lo ||
-        v > hi) {
+    if (!n.IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < lo || v > hi) {
       Fail(n, path, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, Describe(n)));
       return def;
     }
@@ -284,9 +295,8 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
   double scale = p.Number(c["scale"], path + ".scale", 0, 1e9, 1.0);
   std::map<std::string, std::string> where = p.Labels(c["where"], path + ".where");
   if (p.failed()) return;
-  std::string full = (file.starts_with("/") || p.base_dir().empty())
-                         ? file
-                         : p.base_dir() + "/" + file;
+  std::string full =
+      (file.starts_with("/") || p.base_dir().empty()) ? file : p.base_dir() + "/" + file;
   auto text = ReadWholeFile(full);
   if (!text.ok()) {
     p.Fail(c["file"], path + ".file", text.error().message);
@@ -306,8 +316,9 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
       if (header[i] == k) wcols.emplace_back(i, v);
   }
   if (vcol < 0 || tcol < 0 || wcols.size() != where.size()) {
-    p.Fail(c, path, fmt::format("{}: header lacks the value, time or where columns ({})", full,
-                                all.substr(0, std::min(eol, all.size()))));
+    p.Fail(c, path,
+           fmt::format("{}: header lacks the value, time or where columns ({})", full,
+                       all.substr(0, std::min(eol, all.size()))));
     return;
   }
   std::vector<std::pair<double, double>> rows;  // (seconds, value)
@@ -328,8 +339,9 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
     if (std::max(vcol, tcol) >= static_cast<int>(f.size()) ||
         std::from_chars(f[tcol].data(), f[tcol].data() + f[tcol].size(), t).ec != std::errc() ||
         std::from_chars(f[vcol].data(), f[vcol].data() + f[vcol].size(), v).ec != std::errc()) {
-      p.Fail(c, path, fmt::format("{}:{}: expected numbers in columns {} and {}", full, line_no,
-                                  header[tcol], header[vcol]));
+      p.Fail(c, path,
+             fmt::format("{}:{}: expected numbers in columns {} and {}", full, line_no,
+                         header[tcol], header[vcol]));
       return;
     }
     rows.emplace_back(t, v);
@@ -338,8 +350,7 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
     p.Fail(c, path, fmt::format("{}: no rows match", full));
     return;
   }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](auto& a, auto& b) { return a.first < b.first; });
+  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
   auto s = std::make_shared<Series>();
   double t0 = rows.front().first;
   for (auto& [t, v] : rows) {
@@ -421,8 +432,7 @@ ComputeProfile ParseCompute(Parser& p, const YAML::Node& c, const std::string& p
     LoadSeries(p, c, path, out);
   } else {
     p.Fail(c["profile"], path + ".profile",
-           fmt::format("expected one of idle, constant, periodic, bursty, series, got '{}'",
-                       kind));
+           fmt::format("expected one of idle, constant, periodic, bursty, series, got '{}'", kind));
   }
   return out;
 }
@@ -485,7 +495,7 @@ bool Fits(const Unit& u, Micros s, Micros e, SharePpd amount) {
 struct Placer {
   Parser& p;
   Scenario& sc;
-  std::vector<std::vector<Unit>> units;  // per node
+  std::vector<std::vector<Unit>> units;                      // per node
   std::map<std::string, std::pair<int, int>> shared_claims;  // ns/claim -> (node, unit)
 
   void Build() {
@@ -538,8 +548,7 @@ struct Placer {
   }
 
   // First fit of `count` distinct units on node n; fills `out` and commits when it fits.
-  bool TryNode(const WorkloadSpec& w, int n, int count, Micros s, Micros e,
-               std::vector<int>& out) {
+  bool TryNode(const WorkloadSpec& w, int n, int count, Micros s, Micros e, std::vector<int>& out) {
     out.clear();
     auto& node = sc.nodes[n];
     SharePpd amount = Amount(w);
@@ -559,8 +568,8 @@ struct Placer {
     std::string path = fmt::format("workloads[{}]", wi);
     for (int i = 0; i < w.replicas && !p.failed(); ++i) {
       PodPlan pod;
-      pod.name = (w.owner_kind == "Pod" && w.replicas == 1) ? w.name
-                                                             : fmt::format("{}-{}", w.name, i);
+      pod.name =
+          (w.owner_kind == "Pod" && w.replicas == 1) ? w.name : fmt::format("{}-{}", w.name, i);
       pod.uid = UuidFromHash(HashOf(sc.seed, "pod", w.namespace_name, pod.name));
       Micros s = w.start_us, e = w.end_us;
       if (w.request_none) {
@@ -588,7 +597,8 @@ struct Placer {
       bool dra_shared = false;
       if (!w.dra_claim.empty()) {
         dra_shared = w.dra_shared;
-        claim = w.namespace_name + "/" + (w.dra_shared ? w.dra_claim : pod.name + "-" + w.dra_claim);
+        claim =
+            w.namespace_name + "/" + (w.dra_shared ? w.dra_claim : pod.name + "-" + w.dra_claim);
       }
       if (dra_shared) {
         auto it = shared_claims.find(claim);
@@ -618,9 +628,8 @@ struct Placer {
         continue;
       }
       if (sc.nodes.empty() ||
-          !PlaceUnits(w, path, sc.nodes.empty() ? 0
-                                                : (w.fraction_ppd ? 1 : w.gpus),
-                      s, e, pod, claim))
+          !PlaceUnits(w, path, sc.nodes.empty() ? 0 : (w.fraction_ppd ? 1 : w.gpus), s, e, pod,
+                      claim))
         return;
       if (sc.nodes[pod.node].sharing == SharingMode::kDra && claim.empty()) {
         // A DRA pod without a named claim gets its own, as a ResourceClaimTemplate would.
@@ -668,16 +677,14 @@ struct Placer {
     }
     auto& node = sc.nodes[n];
     pod.node = n;
-    std::string claim = w.dra_claim.empty()
-                            ? (node.sharing == SharingMode::kDra
-                                   ? w.namespace_name + "/" + pod.name + "-gpu"
-                                   : "")
-                            : w.namespace_name + "/" + w.dra_claim;
+    std::string claim =
+        w.dra_claim.empty()
+            ? (node.sharing == SharingMode::kDra ? w.namespace_name + "/" + pod.name + "-gpu" : "")
+            : w.namespace_name + "/" + w.dra_claim;
     for (int g : w.placement_gpus) {
       if (g < 0 || g >= node.gpus) {
         p.Fail(w.line, path + ".placement.gpus",
-               fmt::format("GPU index {} out of range: node '{}' has {}", g, node.name,
-                           node.gpus));
+               fmt::format("GPU index {} out of range: node '{}' has {}", g, node.name, node.gpus));
         return;
       }
       bool replicated = node.sharing == SharingMode::kTimeSlicing ||
@@ -713,9 +720,10 @@ struct Placer {
 void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec& n,
                std::uint64_t seed, Micros duration) {
   if (!p.IsMap(y, path)) return;
-  p.CheckKeys(y, path,
-              {"name", "gpu_model", "gpus", "memory", "sharing", "replicas", "mig_layout",
-               "total_slices", "pricing_class", "region", "labels", "dcgm", "fractional_layer", "host_processes"});
+  p.CheckKeys(
+      y, path,
+      {"name", "gpu_model", "gpus", "memory", "sharing", "replicas", "mig_layout", "total_slices",
+       "pricing_class", "region", "labels", "dcgm", "fractional_layer", "host_processes"});
   n.name = p.RequiredStr(y, "name", path);
   n.gpu_model = p.RequiredStr(y, "gpu_model", path);
   n.gpus = static_cast<int>(p.Int(y["gpus"], path + ".gpus", 0, 64, 1));
@@ -731,8 +739,8 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
     n.sharing = *m;
   } else {
     p.Fail(y["sharing"], path + ".sharing",
-           "expected one of exclusive, time-slicing, mps, mig, fractional, dra, got '" +
-               sharing + "'");
+           "expected one of exclusive, time-slicing, mps, mig, fractional, dra, got '" + sharing +
+               "'");
   }
   n.replicas = static_cast<int>(p.Int(y["replicas"], path + ".replicas", 1, 16, 1));
   if (!p.failed() && n.replicas > 1 && n.sharing != SharingMode::kTimeSlicing &&
@@ -748,8 +756,7 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
       p.Fail(layout, path + ".mig_layout", "only valid with sharing: mig");
     const MigFamily* family = nullptr;
     for (auto& f : MigFamilies())
-      if (std::find(f.models.begin(), f.models.end(), n.gpu_model) != f.models.end())
-        family = &f;
+      if (std::find(f.models.begin(), f.models.end(), n.gpu_model) != f.models.end()) family = &f;
     int used = 0;
     for (std::size_t i = 0; i < layout.size(); ++i) {
       std::string ip = fmt::format("{}.mig_layout[{}]", path, i);
@@ -760,10 +767,10 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
         known = std::find(family->profiles.begin(), family->profiles.end(), StripMe(prof)) !=
                 family->profiles.end();
       if (!known) {
-        p.Fail(layout[i], ip,
-               fmt::format("unknown MIG profile '{}' for {} (expected one of: {})", prof,
-                           n.gpu_model,
-                           family ? Join(family->profiles) : std::string("<n>g.<m>gb")));
+        p.Fail(
+            layout[i], ip,
+            fmt::format("unknown MIG profile '{}' for {} (expected one of: {})", prof, n.gpu_model,
+                        family ? Join(family->profiles) : std::string("<n>g.<m>gb")));
         return;
       }
       used += slices;
@@ -786,8 +793,9 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
     n.fractional_layer = p.Str(y["fractional_layer"], path + ".fractional_layer");
     if (!p.failed() && n.fractional_layer != "gpu-milli" && n.fractional_layer != "hami" &&
         n.fractional_layer != "gpushare")
-      p.Fail(y["fractional_layer"], path + ".fractional_layer",
-             fmt::format("unknown '{}' (expected gpu-milli, hami or gpushare)", n.fractional_layer));
+      p.Fail(
+          y["fractional_layer"], path + ".fractional_layer",
+          fmt::format("unknown '{}' (expected gpu-milli, hami or gpushare)", n.fractional_layer));
     if (!p.failed() && n.sharing != SharingMode::kFractional)
       p.Fail(y["fractional_layer"], path + ".fractional_layer", "only with sharing: fractional");
   }
@@ -801,8 +809,8 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
       HostProcessSpec spec;
       spec.name = p.RequiredStr(h, "name", hpath);
       spec.gpu = static_cast<int>(p.Int(h["gpu"], hpath + ".gpu", 0, std::max(0, n.gpus - 1), 0));
-      spec.compute =
-          ParseCompute(p, h["compute"], hpath + ".compute", HashOf(seed, "host", n.name, spec.name));
+      spec.compute = ParseCompute(p, h["compute"], hpath + ".compute",
+                                  HashOf(seed, "host", n.name, spec.name));
       spec.efficiency = ParseEfficiency(p, h["efficiency"], hpath + ".efficiency");
       spec.memory = ParseMemory(p, h["memory"], hpath + ".memory");
       spec.start_us = p.Duration(h["start"], hpath + ".start", 0);
@@ -819,11 +827,32 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
   if (!p.IsMap(y, path)) return;
   w.line = Parser::Line(y);
   p.CheckKeys(y, path,
-              {"namespace", "name", "owner_kind", "owner_name", "labels", "replicas",
-               "container", "node", "gpu_model", "gpus", "mig_profile", "fraction", "gpu_milli",
-               "mps_active_thread_percentage", "dra_claim", "start", "end", "processes",
-               "compute", "efficiency", "memory", "placement", "request", "uses_gpu",
-               "visible_devices", "grant_lingers"});
+              {"namespace",
+               "name",
+               "owner_kind",
+               "owner_name",
+               "labels",
+               "replicas",
+               "container",
+               "node",
+               "gpu_model",
+               "gpus",
+               "mig_profile",
+               "fraction",
+               "gpu_milli",
+               "mps_active_thread_percentage",
+               "dra_claim",
+               "start",
+               "end",
+               "processes",
+               "compute",
+               "efficiency",
+               "memory",
+               "placement",
+               "request",
+               "uses_gpu",
+               "visible_devices",
+               "grant_lingers"});
   w.namespace_name = p.RequiredStr(y, "namespace", path);
   w.name = p.RequiredStr(y, "name", path);
   w.owner_kind = p.Str(y["owner_kind"], path + ".owner_kind", "Deployment");
@@ -872,8 +901,8 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
     auto g = pl["gpus"];
     if (g.IsDefined() && p.IsList(g, path + ".placement.gpus")) {
       for (std::size_t i = 0; i < g.size(); ++i)
-        w.placement_gpus.push_back(static_cast<int>(
-            p.Int(g[i], fmt::format("{}.placement.gpus[{}]", path, i), 0, 63, 0)));
+        w.placement_gpus.push_back(
+            static_cast<int>(p.Int(g[i], fmt::format("{}.placement.gpus[{}]", path, i), 0, 63, 0)));
     }
     if (!p.failed() && w.placement_gpus.empty())
       p.Fail(pl, path + ".placement.gpus", "required, a list of GPU indices");
@@ -899,7 +928,8 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
   }
   auto linger = y["grant_lingers"];
   if (linger.IsDefined() && !linger.IsNull()) {
-    if (w.request_none) p.Fail(linger, path + ".grant_lingers", "a pod with request: none holds no grant");
+    if (w.request_none)
+      p.Fail(linger, path + ".grant_lingers", "a pod with request: none holds no grant");
     w.grant_linger_us = p.Duration(linger, path + ".grant_lingers", 0);
   }
   std::string vis = p.Str(y["visible_devices"], path + ".visible_devices", "");
@@ -925,8 +955,7 @@ Result<Scenario> ParseImpl(std::string_view yaml_text, std::string_view file_nam
   Scenario sc;
   if (!p.IsMap(root, "scenario")) return p.error();
   p.CheckKeys(root, "",
-              {"name", "cluster", "seed", "start", "duration", "namespaces", "nodes",
-               "workloads"});
+              {"name", "cluster", "seed", "start", "duration", "namespaces", "nodes", "workloads"});
   sc.name = p.RequiredStr(root, "name", "");
   sc.cluster = p.Str(root["cluster"], "cluster", "default");
   sc.seed = static_cast<std::uint64_t>(
@@ -990,11 +1019,9 @@ Result<Scenario> ParseImpl(std::string_view yaml_text, std::string_view file_nam
   placer.Build();
   // Explicit placements first, so first-fit pods see the capacity they take.
   for (std::size_t i = 0; i < sc.workloads.size() && !p.failed(); ++i)
-    if (!sc.workloads[i].placement_node.empty())
-      placer.Place(sc.workloads[i], static_cast<int>(i));
+    if (!sc.workloads[i].placement_node.empty()) placer.Place(sc.workloads[i], static_cast<int>(i));
   for (std::size_t i = 0; i < sc.workloads.size() && !p.failed(); ++i)
-    if (sc.workloads[i].placement_node.empty())
-      placer.Place(sc.workloads[i], static_cast<int>(i));
+    if (sc.workloads[i].placement_node.empty()) placer.Place(sc.workloads[i], static_cast<int>(i));
   if (p.failed()) return p.error();
   return sc;
 }

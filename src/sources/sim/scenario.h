@@ -33,11 +33,11 @@ enum class ProfileKind { kIdle, kConstant, kPeriodic, kBursty, kSeries };
 // granted unit (whole GPU, MIG instance, or MPS SM share), relative to the pod's start.
 struct ComputeProfile {
   ProfileKind kind = ProfileKind::kIdle;
-  double duty = 0;          // constant, periodic (level while on), bursty (mean)
-  Micros period_us = 0;     // periodic
-  Micros on_us = 0;         // periodic
-  Micros burst_us = 0;      // bursty: length of one random on/off slot
-  std::uint64_t seed = 0;   // bursty: derived from the scenario seed and the workload
+  double duty = 0;                       // constant, periodic (level while on), bursty (mean)
+  Micros period_us = 0;                  // periodic
+  Micros on_us = 0;                      // periodic
+  Micros burst_us = 0;                   // bursty: length of one random on/off slot
+  std::uint64_t seed = 0;                // bursty: derived from the scenario seed and the workload
   std::shared_ptr<const Series> series;  // series
 };
 
@@ -54,29 +54,29 @@ struct EfficiencyProfile {
 // Memory held on each device while running: bytes, or a sawtooth from bytes to peak over period.
 struct MemoryProfile {
   Bytes bytes = 0;
-  Bytes peak_bytes = 0;     // 0: constant
+  Bytes peak_bytes = 0;  // 0: constant
   Micros period_us = 0;
 };
 
 struct HostProcessSpec {
-  std::string name;         // consumer name, e.g. "user:alice"
+  std::string name;  // consumer name, e.g. "user:alice"
   int gpu = 0;
   ComputeProfile compute;
   EfficiencyProfile efficiency;
   MemoryProfile memory;
-  Micros start_us = 0;      // offsets from the scenario start
+  Micros start_us = 0;  // offsets from the scenario start
   Micros end_us = 0;
 };
 
 struct NodeSpec {
   std::string name;
-  std::string gpu_model;              // catalog model name, e.g. "H100-80GB"
+  std::string gpu_model;  // catalog model name, e.g. "H100-80GB"
   int gpus = 1;
-  Bytes memory_per_gpu_bytes = 0;     // defaults from the model when omitted
+  Bytes memory_per_gpu_bytes = 0;  // defaults from the model when omitted
   SharingMode sharing = SharingMode::kExclusive;
-  int replicas = 1;                   // time-slicing / MPS replicas per GPU
+  int replicas = 1;                     // time-slicing / MPS replicas per GPU
   std::vector<std::string> mig_layout;  // MIG: profiles per GPU, e.g. [3g.71gb, 2g.35gb]
-  int total_slices = 7;               // MIG compute slices of the model (A30: 4)
+  int total_slices = 7;                 // MIG compute slices of the model (A30: 4)
   std::string pricing_class = "on-demand";
   std::string region;
   std::map<std::string, std::string> labels;
@@ -93,22 +93,22 @@ struct NodeSpec {
 // One granted unit of a placed pod: a GPU, a replica of it, a MIG instance (or its replica).
 struct PodGrantPlan {
   int gpu = 0;
-  int mig = -1;             // index into the GPU's mig_layout; -1: the whole GPU
-  int replica = -1;         // time-slicing / MPS / MIG replica; -1: none
+  int mig = -1;               // index into the GPU's mig_layout; -1: the whole GPU
+  int replica = -1;           // time-slicing / MPS / MIG replica; -1: none
   SharePpd declared_ppd = 0;  // fractional and MPS active-thread percentage; 0: unset
-  std::string dra_claim;    // DRA: "namespace/claim"
+  std::string dra_claim;      // DRA: "namespace/claim"
 };
 
 struct PodPlan {
   std::string name;
   std::string uid;
-  int node = -1;            // index into Scenario::nodes
+  int node = -1;                     // index into Scenario::nodes
   std::vector<PodGrantPlan> grants;  // empty for `request: none`
-  int uses_gpu = -1;        // `request: none`: the GPU index its process runs on
+  int uses_gpu = -1;                 // `request: none`: the GPU index its process runs on
 };
 
 struct WorkloadSpec {
-  int line = 0;             // 1-based line in the scenario file, for messages
+  int line = 0;  // 1-based line in the scenario file, for messages
   std::string namespace_name;
   std::string name;
   std::string owner_kind = "Deployment";
@@ -116,30 +116,30 @@ struct WorkloadSpec {
   std::map<std::string, std::string> labels;
   int replicas = 1;
   std::string container = "main";
-  std::string node;         // constraint, or empty
-  std::string gpu_model;    // constraint, or empty
+  std::string node;       // constraint, or empty
+  std::string gpu_model;  // constraint, or empty
   int gpus = 1;
   std::string mig_profile;
   std::optional<SharePpd> fraction_ppd;  // fraction or gpu_milli, as ppd of the GPU
   std::optional<int> mps_active_thread_percentage;
-  std::string dra_claim;    // claim name, or empty
+  std::string dra_claim;  // claim name, or empty
   bool dra_shared = false;
-  Micros start_us = 0;      // offsets from the scenario start
+  Micros start_us = 0;  // offsets from the scenario start
   Micros end_us = 0;
-  int processes = 1;        // per device held
+  int processes = 1;  // per device held
   ComputeProfile compute;
   EfficiencyProfile efficiency;
   MemoryProfile memory;
-  std::string placement_node;          // explicit placement, or empty
+  std::string placement_node;  // explicit placement, or empty
   std::vector<int> placement_gpus;
-  bool request_none = false;           // misbehaviour: no GPU grant
+  bool request_none = false;  // misbehaviour: no GPU grant
   std::string uses_gpu_node;
   int uses_gpu_index = 0;
   bool visible_devices_all = false;
   // Misbehaviour: the kubelet keeps listing the pod's grants for this long after it ended
   // (kubernetes#119423), with its sandbox not ready: a stale grant.
   Micros grant_linger_us = 0;
-  std::vector<PodPlan> pods;           // resolved by ParseScenario
+  std::vector<PodPlan> pods;  // resolved by ParseScenario
 };
 
 struct Scenario {

@@ -37,8 +37,7 @@ TEST(ParseScenario, UnknownTopLevelKeyNamesLine) {
 }
 
 TEST(ParseScenario, UnknownWorkloadKey) {
-  std::string y = std::string(kHead) +
-                  "workloads:\n  - namespace: a\n    name: w\n    gpuz: 1\n";
+  std::string y = std::string(kHead) + "workloads:\n  - namespace: a\n    name: w\n    gpuz: 1\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:11: workloads[0].gpuz: unknown key"));
 }
 
@@ -88,8 +87,9 @@ nodes:
 }
 
 TEST(ParseScenario, UnknownModelNeedsMemory) {
-  std::string y = "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
-                  "  - {name: n0, gpu_model: X9000}\n";
+  std::string y =
+      "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
+      "  - {name: n0, gpu_model: X9000}\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:5: nodes[0].memory: required: 'X9000'"));
 }
 
@@ -99,8 +99,7 @@ TEST(ParseScenario, BadStartTime) {
 }
 
 TEST(ParseScenario, PlacementFailureNamesWorkload) {
-  std::string y = std::string(kHead) +
-                  "workloads:\n  - namespace: a\n    name: big\n    gpus: 3\n";
+  std::string y = std::string(kHead) + "workloads:\n  - namespace: a\n    name: big\n    gpus: 3\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("workload 'a/big' pod big-0: no room"));
 }
 
@@ -118,9 +117,10 @@ TEST(ParseScenario, YamlSyntaxErrorHasLine) {
 }
 
 TEST(ParseScenario, MemoryDefaultsFromModel) {
-  std::string y = "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
-                  "  - {name: a, gpu_model: H200-141GB}\n  - {name: b, gpu_model: L4}\n"
-                  "  - {name: c, gpu_model: T4, memory: 1GiB}\n";
+  std::string y =
+      "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
+      "  - {name: a, gpu_model: H200-141GB}\n  - {name: b, gpu_model: L4}\n"
+      "  - {name: c, gpu_model: T4, memory: 1GiB}\n";
   auto sc = ParseScenario(y, "x.yaml");
   ASSERT_TRUE(sc.ok()) << sc.error().message;
   EXPECT_EQ(sc->nodes[0].memory_per_gpu_bytes, 143771000832);
@@ -132,7 +132,8 @@ TEST(ParseScenario, SeriesFromGenAiTrace) {
   std::string dir = std::string(gpuledger::test_paths::kSharedData) + "/alibaba-genai-v2026";
   std::string y = std::string(kHead) +
                   "workloads:\n  - namespace: a\n    name: sd\n"
-                  "    compute: {profile: series, file: " + dir +
+                  "    compute: {profile: series, file: " +
+                  dir +
                   "/pod_gpu_duty_cycle_anon.csv.gz, where: {container_ip: "
                   "4d8eab038486f8a99df7bbb7fc0ffd53}}\n";
   auto sc = ParseScenario(y, "x.yaml");

@@ -34,8 +34,8 @@ std::uint64_t HashOf(std::uint64_t seed, const Parts&... parts) {
 // 8-4-4-4-12 lower-case hex from a 64-bit hash (stretched to 128 bits), version-4 shaped.
 inline std::string UuidFromHash(std::uint64_t h) {
   std::uint64_t a = SplitMix64(h), b = SplitMix64(h ^ 0x5bd1e995ULL);
-  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
-                     a & 0xfff, 0x8000 | ((b >> 48) & 0x3fff), b & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                     0x8000 | ((b >> 48) & 0x3fff), b & 0xffffffffffffULL);
 }
 
 // Memory of a MIG instance of `profile` ("3g.71gb": 71 GB), at most the GPU's.

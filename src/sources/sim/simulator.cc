@@ -36,8 +36,8 @@ std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth, bool with_activi
     csv += fmt::format("{},{},{:.0f},{:.0f}", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
                        t.memory_byte_us);
     if (with_activity)
-      csv += fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f}", t.sm_active_gpu_us,
-                         t.sm_occupancy_gpu_us, t.tensor_active_gpu_us, t.dram_active_gpu_us);
+      csv += fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f}", t.sm_active_gpu_us, t.sm_occupancy_gpu_us,
+                         t.tensor_active_gpu_us, t.dram_active_gpu_us);
     csv += "\n";
   }
   return csv;
@@ -85,7 +85,8 @@ double ProfileIntegral(const ComputeProfile& c, std::uint64_t seed, Micros t0, M
       double sum = 0;
       for (Micros k = t0 / c.burst_us; k * c.burst_us < t1; ++k) {
         Micros a = std::max(t0, k * c.burst_us), b = std::min(t1, (k + 1) * c.burst_us);
-        std::uint64_t h = SplitMix64(seed ^ (static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL));
+        std::uint64_t h =
+            SplitMix64(seed ^ (static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL));
         double x = static_cast<double>(h >> 11) * 0x1.0p-53;
         if (x < p_on) sum += level * static_cast<double>(b - a);
       }
@@ -113,14 +114,15 @@ double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
   double p = static_cast<double>(m.period_us);
   auto f = [&](Micros t) {
     double q = static_cast<double>(t / m.period_us), r = static_cast<double>(t % m.period_us);
-    return static_cast<double>(m.bytes) * static_cast<double>(t) + rise * (q * p / 2 + r * r / (2 * p));
+    return static_cast<double>(m.bytes) * static_cast<double>(t) +
+           rise * (q * p / 2 + r * r / (2 * p));
   };
   return f(t1) - f(t0);
 }
 
 struct Context {  // where an actor's processes run on one GPU
   int gpu = 0;
-  int mig = -1;   // MIG instance index in the node's layout; -1: the physical GPU
+  int mig = -1;  // MIG instance index in the node's layout; -1: the physical GPU
   int first_pid = 0;
 };
 
@@ -138,7 +140,7 @@ struct Actor {
   std::uint64_t seed = 0;
   int processes = 1;
   std::vector<Grant> grants;
-  std::vector<SharePpd> share;     // static share per grant; -1: DRA, decided per interval
+  std::vector<SharePpd> share;  // static share per grant; -1: DRA, decided per interval
   std::vector<int> grant_gpu;
   std::vector<Context> contexts;
   std::string visible_devices;
@@ -147,9 +149,9 @@ struct Actor {
 struct NodeWorld {
   const NodeSpec* spec = nullptr;
   std::vector<PhysicalGpu> gpus;
-  std::vector<MigInstance> migs;   // gpu-major: gpu * layout + m
+  std::vector<MigInstance> migs;  // gpu-major: gpu * layout + m
   std::vector<int> mig_slices;
-  std::vector<double> period_us;   // NVML sample period per GPU
+  std::vector<double> period_us;  // NVML sample period per GPU
   std::vector<int> actors;
   std::vector<Micros> cuts;
   Power power{};
@@ -312,11 +314,11 @@ int ObservePercent(double u, double inflation, std::mt19937_64& rng) {
 
 struct Entry {
   int actor;
-  int ctx;        // index into the actor's contexts
-  int mig;        // -1: physical GPU
-  double u = 0;   // this sub-window's demand
+  int ctx;       // index into the actor's contexts
+  int mig;       // -1: physical GPU
+  double u = 0;  // this sub-window's demand
   double scale = 1;
-  std::vector<double> inflation;   // per process
+  std::vector<double> inflation;     // per process
   std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs
 };
 
@@ -447,12 +449,12 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           entries.push_back(std::move(e));
         }
     }
-    std::int64_t busy_acc = 0;                       // percent x µs, physical GPU
+    std::int64_t busy_acc = 0;                          // percent x µs, physical GPU
     std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
-    double activity = 0;                             // Σ busy fraction x µs (energy)
+    double activity = 0;                                // Σ busy fraction x µs (energy)
     if (!entries.empty()) {
-      int k = static_cast<int>(std::min<double>(
-          kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
+      int k = static_cast<int>(
+          std::min<double>(kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
       k = std::max(k, 1);
       std::vector<double> mig_sum(layout);
       for (int j = 0; j < k; ++j) {
@@ -477,17 +479,16 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           double total = e.mig >= 0 ? mig_sum[e.mig] : sum;
           e.scale = total > 1 ? 1 / total : 1;
           double u = e.u * e.scale;
-          double unit = e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) /
-                                         spec.total_slices
-                                   : 1.0;
+          double unit =
+              e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) / spec.total_slices : 1.0;
           Truth& truth = *truth_of[e.actor];
           truth.compute_gpu_us += u * unit * static_cast<double>(len);
           // What the busy time did inside the unit: the workload's efficiency (EfficiencyProfile).
           const EfficiencyProfile& eff = *actors[e.actor].efficiency;
           const double busy = u * static_cast<double>(len);  // unit-relative µs
           const double sm = busy * eff.sm_active;
-          UnitActivity& ua = e.mig >= 0 ? unit_activity[static_cast<std::size_t>(e.mig)]
-                                        : phys_activity;
+          UnitActivity& ua =
+              e.mig >= 0 ? unit_activity[static_cast<std::size_t>(e.mig)] : phys_activity;
           ua.sm_active += sm;
           ua.sm_occupancy += sm * eff.sm_occupancy;
           ua.tensor_active += sm * eff.tensor_active;
@@ -507,8 +508,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           double s = std::min(1.0, mig_sum[m]);
           unit_activity[static_cast<std::size_t>(m)].graphics += s * static_cast<double>(len);
           phys_busy += s * ns.mig_slices[m] / spec.total_slices;
-          if (mig && spec.has_dcgm && s > 0)
-            mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
+          if (mig && spec.has_dcgm && s > 0) mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
         }
         phys_busy = std::min(1.0, phys_busy);
         activity += phys_busy * static_cast<double>(len);
@@ -551,8 +551,8 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
       sig.activity_source = counter_source;
     }
     if (!entries.empty())
-      phys_mem += static_cast<Bytes>(kDriverReservation *
-                                     static_cast<double>(spec.memory_per_gpu_bytes));
+      phys_mem +=
+          static_cast<Bytes>(kDriverReservation * static_cast<double>(spec.memory_per_gpu_bytes));
     sig.memory_used_bytes = phys_mem;
     sig.energy_mj = std::llround((ns.power.idle_w * static_cast<double>(dt) +
                                   (ns.power.max_w - ns.power.idle_w) * activity) /
@@ -576,8 +576,8 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
       }
       ms.memory_used_bytes = mig_mem[m];
       if (mig_mem[m] > 0)
-        ms.memory_used_bytes += static_cast<Bytes>(
-            kDriverReservation * static_cast<double>(mi.memory_total_bytes));
+        ms.memory_used_bytes +=
+            static_cast<Bytes>(kDriverReservation * static_cast<double>(mi.memory_total_bytes));
       snap.signals.push_back(std::move(ms));
     }
   }
@@ -681,7 +681,7 @@ struct NodeStepper::Impl {
   Micros position_us = 0;
   std::mt19937_64 rng;
   std::mt19937_64 activity_rng;
-  std::vector<Truth> truth;    // per actor
+  std::vector<Truth> truth;  // per actor
   std::vector<Truth*> truth_of;
   Scratch scratch;
 
@@ -785,8 +785,8 @@ Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Mic
       const Actor& act = w.actors[ai];
       for (const Context& c : act.contexts) {
         if (c.gpu != g) continue;
-        Bytes per_proc = static_cast<Bytes>(std::llround(
-            MemoryAt(*act.memory, sim_time_us - act.start) / act.processes));
+        Bytes per_proc = static_cast<Bytes>(
+            std::llround(MemoryAt(*act.memory, sim_time_us - act.start) / act.processes));
         for (int p = 0; p < act.processes; ++p) {
           ProcessObservation po;
           po.pid = c.first_pid + p;

@@ -31,7 +31,7 @@ struct Truth {
   // Exact allocation integral, in ppd x µs (divide by kWholeGpu for GPU-µs); __int128 because
   // a week of a whole GPU is 4.4e20 ppd-µs.
   __int128 allocated_ppd_us = 0;
-  double compute_gpu_us = 0;      // physical-GPU µs its kernels really used
+  double compute_gpu_us = 0;  // physical-GPU µs its kernels really used
   double memory_byte_us = 0;
   // What that busy time did inside the GPU (model/activity.h), in physical-GPU µs like compute:
   // compute x the workload's EfficiencyProfile, whether or not the model has counters for it.
@@ -85,9 +85,9 @@ class Simulator {
 };
 
 // Simulates one node of a scenario incrementally, for consumers that follow a clock (the NVML
-// stand-in, `gpuledger-sim-node`): the snapshots equal, field for field, those Simulator::Run delivers for
-// that node with the same scenario and step (same cuts, pids, uuids and, since the random stream
-// is per node, the same samples). Not thread-safe; movable.
+// stand-in, `gpuledger-sim-node`): the snapshots equal, field for field, those Simulator::Run
+// delivers for that node with the same scenario and step (same cuts, pids, uuids and, since the
+// random stream is per node, the same samples). Not thread-safe; movable.
 class NodeStepper {
  public:
   // kNotFound when the scenario has no node `node`. Precondition: step_us > 0 and the scenario
@@ -121,8 +121,8 @@ class NodeStepper {
 };
 
 // What is on one node at one instant: the agent-facing world (procfs, PodResources, CRI) that
-// `gpuledger-sim-node` lays out. Pids, device uuids, grants and consumers are those of the snapshot whose
-// interval holds the instant.
+// `gpuledger-sim-node` lays out. Pids, device uuids, grants and consumers are those of the snapshot
+// whose interval holds the instant.
 struct NodeState {
   std::string node;
   Micros at_us = 0;

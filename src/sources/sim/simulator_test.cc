@@ -132,9 +132,9 @@ TEST(Simulator, AllocationTruthIndependentOfStep) {
   EXPECT_TRUE(a["a/f1-0/main"] ==
               static_cast<__int128>(300 * 720720) * (93 * 60 * kMicrosPerSecond));
   // DRA: d1 alone 7m..1h33m (86 min), shared with d2 1h33m..3h (87 min).
-  EXPECT_TRUE(a["a/d1-0/main"] == static_cast<__int128>(kWholeGpu) * 86 * 60 * kMicrosPerSecond +
-                                      static_cast<__int128>(kWholeGpu / 2) * 87 * 60 *
-                                          kMicrosPerSecond);
+  EXPECT_TRUE(a["a/d1-0/main"] ==
+              static_cast<__int128>(kWholeGpu) * 86 * 60 * kMicrosPerSecond +
+                  static_cast<__int128>(kWholeGpu / 2) * 87 * 60 * kMicrosPerSecond);
   EXPECT_TRUE(a["a/m1-0/main"] == static_cast<__int128>(kWholeGpu / 4) * 5 * kMicrosPerHour);
   EXPECT_TRUE(a["b/rogue/main"] == 0);
 }
@@ -150,8 +150,8 @@ TEST(Simulator, SnapshotsPerModeAndHours) {
     if (s.node == "mig") {
       EXPECT_EQ(s.mig_instances.size(), 3u);
       for (auto& p : s.processes) EXPECT_FALSE(p.sm_busy_us.has_value());
-      EXPECT_FALSE(s.signals[0].busy_us.has_value());   // physical GPU
-      EXPECT_TRUE(s.signals[1].busy_us.has_value());    // instance, DCGM
+      EXPECT_FALSE(s.signals[0].busy_us.has_value());  // physical GPU
+      EXPECT_TRUE(s.signals[1].busy_us.has_value());   // instance, DCGM
       for (auto& g : s.grants) EXPECT_EQ(g.device_id.rfind("MIG-", 0), 0u);
     }
     if (s.node == "mps") {
@@ -229,7 +229,6 @@ TEST(Simulator, ExampleRunsAWeek) {
   }
   EXPECT_EQ(sim.consumers().size(), sim.truth().size());
 }
-
 
 // A GPM-capable exclusive GPU: its counters read the busy time times the workload's efficiency,
 // within the ±0.5-point dither; the truth is exact.
@@ -415,11 +414,11 @@ workloads:
 }
 
 TEST(GpmCapable, HopperAndNewer) {
-  for (std::string_view m : {"H100-80GB", "H100", "H200-141GB", "H20", "H800", "GH200", "B200",
-                             "B100", "GB200"})
+  for (std::string_view m :
+       {"H100-80GB", "H100", "H200-141GB", "H20", "H800", "GH200", "B200", "B100", "GB200"})
     EXPECT_TRUE(GpmCapable(m)) << m;
-  for (std::string_view m : {"A100-80GB", "A100-40GB", "A30", "A10G", "L4", "L40S", "T4",
-                             "V100-32GB", "P100", "G1"})
+  for (std::string_view m :
+       {"A100-80GB", "A100-40GB", "A30", "A10G", "L4", "L40S", "T4", "V100-32GB", "P100", "G1"})
     EXPECT_FALSE(GpmCapable(m)) << m;
 }
 
