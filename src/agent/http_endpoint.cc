@@ -35,9 +35,9 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
         res.set_content(ok ? "ok\n" : "collection cycles are not completing\n", "text/plain");
       });
   if (addr->second == 0) {
-    impl->port = impl->server.bind_to_any_port(impl->host.c_str());
+    impl->port = impl->server.bind_to_any_port(impl->host);
   } else {
-    impl->port = impl->server.bind_to_port(impl->host.c_str(), addr->second) ? addr->second : -1;
+    impl->port = impl->server.bind_to_port(impl->host, addr->second) ? addr->second : -1;
   }
   if (impl->port <= 0)
     return Unavailable(

@@ -71,6 +71,7 @@ void ApplyAnnotatedShares(LedgerHour& hour) {
   }
   // Taken from the reservation pods in proportion to what each held, exactly.
   std::vector<std::uint64_t> held;
+  held.reserve(reservations.size() + 1);
   for (const UsageRow* r : reservations)
     held.push_back(static_cast<std::uint64_t>(r->allocated_us));
   held.push_back(0);

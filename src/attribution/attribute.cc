@@ -334,6 +334,7 @@ class GpuAttributor {
       if (in_unit(w) && w.has_process) present.push_back(&w);
     if (present.empty()) return false;
     std::vector<std::uint64_t> weights;
+    weights.reserve(present.size() + 1);
     for (Work* w : present)
       weights.push_back(static_cast<std::uint64_t>(std::max<SharePpd>(1, w->usage.allocated_ppd)));
     weights.push_back(0);
@@ -367,7 +368,7 @@ class GpuAttributor {
       device_used = s->memory_used_bytes;
       have_used = true;
     }
-    if (!have_used || migs_.size() > 0) {
+    if (!have_used || !migs_.empty()) {
       Bytes sum = 0;
       for (const MigInstance* m : migs_)
         if (const DeviceSignals* s = SignalFor(m->uuid)) sum += s->memory_used_bytes;
@@ -419,6 +420,7 @@ class GpuAttributor {
       if (in_unit(w) && w.has_process) present.push_back(&w);
     if (present.empty() || dt_ == 0) return;
     std::vector<std::uint64_t> weights;
+    weights.reserve(present.size());
     for (Work* w : present)
       weights.push_back(static_cast<std::uint64_t>(std::max<GpuMicros>(0, w->usage.compute_us)));
     if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))

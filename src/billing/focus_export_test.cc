@@ -30,7 +30,7 @@ struct Spec {
   bool not_null;
 };
 const std::map<std::string, Spec>& FocusSpec() {
-  static const std::map<std::string, Spec> spec = {
+  static const std::map<std::string, Spec> kSpec = {
       {"BilledCost", {Type::kDecimal, true}},
       {"BillingAccountId", {Type::kString, true}},
       {"BillingAccountName", {Type::kString, false}},
@@ -72,7 +72,7 @@ const std::map<std::string, Spec>& FocusSpec() {
       {"SubAccountName", {Type::kString, false}},
       {"Tags", {Type::kJson, true}},
   };
-  return spec;
+  return kSpec;
 }
 
 // Allowed values (FOCUS 1.2) for the enumerated columns.
@@ -88,13 +88,13 @@ const std::map<std::string, std::vector<std::string>> kAllowed = {
 };
 
 bool Matches(Type type, const std::string& v) {
-  static const std::regex decimal(R"(^-?[0-9]+(\.[0-9]+)?$)");
-  static const std::regex datetime(R"(^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$)");
+  static const std::regex kDecimal(R"(^-?[0-9]+(\.[0-9]+)?$)");
+  static const std::regex kDatetime(R"(^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$)");
   switch (type) {
     case Type::kDecimal:
-      return std::regex_match(v, decimal);
+      return std::regex_match(v, kDecimal);
     case Type::kDateTime:
-      return std::regex_match(v, datetime);
+      return std::regex_match(v, kDatetime);
     case Type::kString:
       return true;
     case Type::kJson: {
@@ -132,7 +132,8 @@ UsageRow Usage(const DeviceHour& d, std::string ns, std::string pod, std::string
   u.node = d.node;
   u.gpu_model = d.gpu_model;
   u.sharing = d.sharing;
-  u.consumer.ref = ConsumerRef{std::move(ns), std::move(pod), PodUid("uid-" + pod), "main"};
+  PodUid uid("uid-" + pod);
+  u.consumer.ref = ConsumerRef{std::move(ns), std::move(pod), std::move(uid), "main"};
   u.consumer.owner_kind = "Deployment";
   u.consumer.owner_name = std::move(owner);
   u.consumer.namespace_labels = {{"team", "ml"}};

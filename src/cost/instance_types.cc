@@ -205,6 +205,7 @@ InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rate
 
 std::vector<HostRates> DefaultHostRates() {
   std::vector<HostRates> out;
+  out.reserve(std::size(kRateSources));
   for (const auto& s : kRateSources) out.push_back(FromSource(s));
   return out;
 }

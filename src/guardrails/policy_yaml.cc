@@ -29,6 +29,7 @@ std::string OneOf(const std::vector<std::string>& names) {
 
 std::string KindNames() {
   std::vector<std::string> names;
+  names.reserve(kFindingKinds);
   for (int k = 0; k < kFindingKinds; ++k) names.emplace_back(ToString(static_cast<FindingKind>(k)));
   return OneOf(names);
 }

@@ -735,7 +735,7 @@ struct CounterLedger::Impl {
 };
 
 const std::vector<std::string>& FedSeriesNames() {
-  static const std::vector<std::string> names = [] {
+  static const std::vector<std::string> kNames = [] {
     std::vector<std::string> out;
     for (std::string_view n :
          {kDeviceInfo, kAttributionInfo, kAgentStart, kMemoryTotal, kContainerMemoryUsed,
@@ -744,7 +744,7 @@ const std::vector<std::string>& FedSeriesNames() {
     for (const CounterKind& k : kCounters) out.emplace_back(k.name);
     return out;
   }();
-  return names;
+  return kNames;
 }
 
 CounterLedger::CounterLedger(std::string cluster,

@@ -32,6 +32,7 @@ int FillActivityFromDcgmHourly(LedgerHour& hour, const DcgmHourlyFractions& frac
   }
   if (present.empty()) return 0;
   std::vector<std::uint64_t> weights;
+  weights.reserve(present.size());
   for (const UsageRow* r : present) weights.push_back(static_cast<std::uint64_t>(r->compute_us));
   auto split = [&](const std::optional<double>& fraction, GpuMicros Activity::*field) {
     auto parts = Apportion(Scaled(fraction, metered), weights);

@@ -21,12 +21,12 @@ Micros FromSeconds(double seconds) {
 }  // namespace
 
 const std::vector<std::string>& FindingSeriesNames() {
-  static const std::vector<std::string> names = {"gpuledger_findings_total",
-                                                 "gpuledger_finding_evidence_info",
-                                                 "gpuledger_finding_first_seen_timestamp_seconds",
-                                                 "gpuledger_finding_last_seen_timestamp_seconds",
-                                                 "gpuledger_finding_resolved_timestamp_seconds"};
-  return names;
+  static const std::vector<std::string> kNames = {"gpuledger_findings_total",
+                                                  "gpuledger_finding_evidence_info",
+                                                  "gpuledger_finding_first_seen_timestamp_seconds",
+                                                  "gpuledger_finding_last_seen_timestamp_seconds",
+                                                  "gpuledger_finding_resolved_timestamp_seconds"};
+  return kNames;
 }
 
 Status FindingIngest::Restore(store::LedgerStore& store) {

@@ -275,7 +275,7 @@ void ScrapeLoop::RunRound() {
     const std::string& target = targets[i];
     const bool ok = scrapes[i].ok();
     std::string error = ok ? "" : scrapes[i].error().message;
-    if (ok) ingestor_.Feed(std::move(*scrapes[i]));
+    if (ok) ingestor_.Feed(*scrapes[i]);
     std::lock_guard lock(metrics_mu_);
     if (!ok) ++errors_[target];
     auto [it, fresh] = up_.try_emplace(target, !ok);  // a first scrape logs either way

@@ -339,7 +339,7 @@ TEST(Ingestor, RefusesAStatePartItCannotReadNamingTheKey) {
 
 // A tiny agent over real HTTP: /metrics answers what `body` says, with `headers`.
 struct HttpTarget {
-  explicit HttpTarget(std::function<void(httplib::Response&)> answer) {
+  explicit HttpTarget(const std::function<void(httplib::Response&)>& answer) {
     server.Get("/metrics",
                [answer](const httplib::Request&, httplib::Response& res) { answer(res); });
     port = server.bind_to_any_port("127.0.0.1");  // listening from here: no race with clients

@@ -21,7 +21,7 @@ Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrap
 
 class HttpPrometheusClient : public PrometheusClient {
  public:
-  HttpPrometheusClient(std::string host, int port, std::string prefix, std::string display)
+  HttpPrometheusClient(const std::string& host, int port, std::string prefix, std::string display)
       : client_(host, port), prefix_(std::move(prefix)), display_(std::move(display)) {
     client_.set_connection_timeout(5, 0);
     client_.set_read_timeout(120, 0);
@@ -77,7 +77,7 @@ class HttpPrometheusClient : public PrometheusClient {
   // carries the API's own error, which the response parsers report.
   Result<std::string> Query(const std::string& promql, const std::string& time) {
     httplib::Params params{{"query", promql}, {"time", time}};
-    auto res = client_.Get((prefix_ + "/api/v1/query").c_str(), params, httplib::Headers{});
+    auto res = client_.Get(prefix_ + "/api/v1/query", params, httplib::Headers{});
     if (!res) return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
     if (res->status != 200 && res->status != 400 && res->status != 422)
       return InvalidArgument(
@@ -97,12 +97,12 @@ class HttpPrometheusClient : public PrometheusClient {
 // lost silently (the hand-kept list here had missed peak memory and unattributed memory-time).
 const std::vector<std::string>& LedgerMetricNames() {
   // The engine's counters and the guardrail findings' history (ingest/finding_ingest.h).
-  static const std::vector<std::string> names = [] {
+  static const std::vector<std::string> kNames = [] {
     std::vector<std::string> out = FedSeriesNames();
     out.insert(out.end(), FindingSeriesNames().begin(), FindingSeriesNames().end());
     return out;
   }();
-  return names;
+  return kNames;
 }
 
 namespace {

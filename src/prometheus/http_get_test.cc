@@ -68,7 +68,7 @@ class FakeExporter : public ::testing::Test {
     server_.stop();
     if (thread_.joinable()) thread_.join();
   }
-  HttpUrl Url(const std::string& path) {
+  HttpUrl Url(const std::string& path) const {
     auto u = ParseHttpUrl("http://127.0.0.1:" + std::to_string(port_) + path);
     EXPECT_TRUE(u);
     return *u;

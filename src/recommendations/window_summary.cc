@@ -156,8 +156,8 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     if (hours > 0) {
       w.hours_observed = static_cast<double>(hours);
       const Micros first = by_hour.begin()->first, last = by_hour.rbegin()->first;
-      w.coverage =
-          static_cast<double>(hours) / static_cast<double>((last - first) / kMicrosPerHour + 1);
+      const std::int64_t span_hours = (last - first) / kMicrosPerHour + 1;  // whole hours
+      w.coverage = static_cast<double>(hours) / static_cast<double>(span_hours);
       w.gpus_held_ppd =
           RoundHalfUp(allocated * kWholeGpu, static_cast<__int128>(hours) * kMicrosPerHour);
     }

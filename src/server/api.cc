@@ -26,7 +26,7 @@ std::string UnknownParam(const Params& params, std::initializer_list<std::string
   return {};
 }
 
-std::string Get(const Params& params, const std::string& key, std::string fallback) {
+std::string Get(const Params& params, const std::string& key, const std::string& fallback) {
   auto it = params.find(key);
   return it == params.end() ? fallback : it->second;
 }

@@ -25,12 +25,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
     Params params(req.params.begin(), req.params.end());
     ApiResponse r = api.Handle(req.path, params, req.get_header_value("Authorization"));
     res.status = r.status;
-    res.set_content(r.body, r.content_type.c_str());
+    res.set_content(r.body, r.content_type);
   });
-  impl->port =
-      addr->second == 0
-          ? impl->http.bind_to_any_port(impl->host.c_str())
-          : (impl->http.bind_to_port(impl->host.c_str(), addr->second) ? addr->second : -1);
+  impl->port = addr->second == 0
+                   ? impl->http.bind_to_any_port(impl->host)
+                   : (impl->http.bind_to_port(impl->host, addr->second) ? addr->second : -1);
   if (impl->port <= 0)
     return Unavailable(
         fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));

@@ -114,7 +114,7 @@ TEST(IngestServer, StartsInOrderServesAndStopsTheSourceBeforeTheStoreCloses) {
   std::string metrics;
   auto rc = RunIngestServer(
       Config(dir.path() / "l.db", catalog), source, stop,
-      [&](std::function<std::string()> extra) {
+      [&](const std::function<std::string()>& extra) {
         calls.push_back("serve");
         metrics = extra ? extra() : "";
         return 7;

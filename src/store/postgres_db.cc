@@ -252,7 +252,7 @@ Error PgConn::MakeError(std::string_view what, const PGresult* result) const {
     }
   }
   if (message.empty()) message = PQerrorMessage(conn_);
-  message = OneLine(std::move(message));
+  message = OneLine(message);
   if (message.empty()) message = "unknown error";
 
   ErrorCode code = CodeForSqlState(state);

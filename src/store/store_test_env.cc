@@ -131,6 +131,7 @@ std::vector<DeviceHour> MustReadDevices(LedgerStore& store, TimeRange range) {
 
 std::vector<std::string> Keys(const std::vector<UsageRow>& rows) {
   std::vector<std::string> keys;
+  keys.reserve(rows.size());
   for (const auto& r : rows) {
     keys.push_back(std::to_string((r.hour_us - kHour0) / kMicrosPerHour) + " " + r.gpu.str() + " " +
                    r.consumer.ref.Key());

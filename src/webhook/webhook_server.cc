@@ -179,7 +179,7 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig c
     ReviewAnswer answer = AnswerReview(req.body, self->policy);
     self->Count(answer);
     res.status = answer.http_status;
-    res.set_content(answer.body, answer.content_type.c_str());
+    res.set_content(answer.body, answer.content_type);
   });
   https.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

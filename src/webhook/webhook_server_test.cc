@@ -60,7 +60,7 @@ class WebhookServerTest : public ::testing::Test {
 
   std::unique_ptr<httplib::SSLClient> Client() {
     auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->port());
-    client->set_ca_cert_path(certs_.ca_file.c_str());
+    client->set_ca_cert_path(certs_.ca_file);
     client->enable_server_certificate_verification(true);
     return client;
   }

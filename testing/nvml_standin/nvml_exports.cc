@@ -208,6 +208,9 @@ using gpuledger::Micros;
 
 #define NVML_EXPORT extern "C" __attribute__((visibility("default")))
 
+// The exports keep NVML's own parameter names (nvml.h): naming checks stop here.
+// NOLINTBEGIN(readability-identifier-naming)
+
 NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
   Global& g = G();
   double hang = 0;
@@ -678,7 +681,7 @@ NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
          "tensor activity"},
         {NVML_GPM_METRIC_DRAM_BW_UTIL, &GpmCounters::dram_active_us, "DRAMA", "DRAM activity"},
     };
-    static char kPercent[] = "%";
+    static char percent_unit[] = "%";
     for (unsigned i = 0; i < m->numMetrics; ++i) {
       nvmlGpmMetric_t& out = m->metrics[i];
       out.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;  // the stand-in models only the five above
@@ -689,14 +692,17 @@ NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
         out.nvmlReturn = NVML_SUCCESS;
         out.value = percent(k.field);
         out.metricInfo = {const_cast<char*>(k.short_name), const_cast<char*>(k.long_name),
-                          kPercent};
+                          percent_unit};
       }
     }
     return NVML_SUCCESS;
   });
 }
 
+// NOLINTEND(readability-identifier-naming)
+
 // The definitions must have exactly the header's signatures (the agent casts dlsym to these).
+// NOLINTNEXTLINE(bugprone-macro-parentheses): `fn` is a name pasted into a type, not a value
 #define GPULEDGER_CHECK_SIGNATURE(fn) static_assert(std::is_same_v<decltype(&fn), fn##_fn>, #fn)
 GPULEDGER_CHECK_SIGNATURE(nvmlInit_v2);
 GPULEDGER_CHECK_SIGNATURE(nvmlShutdown);

@@ -42,15 +42,15 @@ struct Metrics {
 
   explicit Metrics(const std::string& text) {
     std::istringstream in(text);
-    static const std::regex line_re(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$)");
-    static const std::regex label_re(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
+    static const std::regex kLine(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$)");
+    static const std::regex kLabel(R"re(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)")re");
     for (std::string line; std::getline(in, line);) {
       if (line.empty() || line[0] == '#') continue;
       std::smatch m;
-      if (!std::regex_match(line, m, line_re)) continue;
+      if (!std::regex_match(line, m, kLine)) continue;
       Series s;
       std::string labels = m[3];
-      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), label_re);
+      for (auto it = std::sregex_iterator(labels.begin(), labels.end(), kLabel);
            it != std::sregex_iterator(); ++it)
         s.labels[(*it)[1]] = (*it)[2];
       s.value = std::stod(m[4]);

@@ -44,7 +44,8 @@ Cluster RandomCluster(std::mt19937_64& rng, int index) {
   std::vector<Node> nodes;
   const int node_count = 1 + pick(3);
   for (int n = 0; n < node_count; ++n) {
-    static const char* kModes[] = {"exclusive", "time-slicing", "mps", "mig", "fractional", "dra"};
+    static const char* const kModes[] = {"exclusive", "time-slicing", "mps",
+                                         "mig",       "fractional",   "dra"};
     Node node{fmt::format("n{}", n), kModes[pick(6)]};
     std::string line = fmt::format("  - {{name: {}, gpu_model: H200-141GB, gpus: {}, sharing: {}",
                                    node.name, 1 + pick(2), node.sharing);
@@ -63,7 +64,7 @@ Cluster RandomCluster(std::mt19937_64& rng, int index) {
         "duty: {:.2f}}}, memory: {{bytes: {}GiB}}",
         pick(3), w, node.name, 1 + pick(2), pick(101) / 100.0, 1 + pick(8));
     if (node.sharing == "mig") {
-      static const char* kProfiles[] = {"3g.71gb", "2g.35gb", "1g.18gb"};
+      static const char* const kProfiles[] = {"3g.71gb", "2g.35gb", "1g.18gb"};
       line += fmt::format(", mig_profile: {}", kProfiles[pick(3)]);
     }
     if (node.sharing == "fractional") line += fmt::format(", fraction: 0.{}", 1 + pick(5));

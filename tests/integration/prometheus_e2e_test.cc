@@ -37,7 +37,10 @@ int FreePort() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;  // the caller's server then fails to start, naming the port
+  }
   socklen_t len = sizeof addr;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
@@ -197,7 +200,7 @@ workloads:
 
   std::vector<std::unique_ptr<Child>> sim_nodes, agents;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string n = nodes[i];
+    const std::string& n = nodes[i];
     // A 100 ms stand-in step: an agent's window is known to a step, 0.4% of this run.
     sim_nodes.push_back(std::make_unique<Child>(
         std::vector<std::string>{gpuledger::test_paths::kSimNodeBin, "--scenario",
@@ -276,7 +279,7 @@ workloads:
       ComputeByContainer((dir / "victoria-metrics.db").string())};
   int compared = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const std::string n = nodes[i];
+    const std::string& n = nodes[i];
     const Measured w = measured[i];
     ASSERT_GT(w.end_us - w.start_us, 15 * kMicrosPerSecond) << n;
     const TruthLog log = ReadTruthLog((dir / (n + "-truth-log.csv")).string());

@@ -30,7 +30,8 @@ struct Container {
   bool gpu = true;
 };
 
-std::string Review(const std::string& uid, const std::string& ns, std::vector<Container> cs) {
+std::string Review(const std::string& uid, const std::string& ns,
+                   const std::vector<Container>& cs) {
   json containers = json::array();
   for (const Container& c : cs) {
     json one = {{"name", c.name}, {"image", "nvcr.io/nvidia/cuda:12.4.0-base-ubuntu22.04"}};
@@ -120,7 +121,7 @@ class WebhookE2e : public ::testing::Test {
 
   std::unique_ptr<httplib::SSLClient> Client(const std::string& port) {
     auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", std::stoi(port));
-    client->set_ca_cert_path(ca_.c_str());
+    client->set_ca_cert_path(ca_);
     client->enable_server_certificate_verification(true);
     client->set_connection_timeout(5, 0);
     client->set_read_timeout(10, 0);
@@ -143,7 +144,7 @@ class WebhookE2e : public ::testing::Test {
   }
 
   std::string PolicyFile(const std::string& name, const std::string& yaml) {
-    const std::string path = (dir_.path() / name).string();
+    std::string path = (dir_.path() / name).string();
     EXPECT_TRUE(WriteFile(path, yaml).ok());
     return path;
   }

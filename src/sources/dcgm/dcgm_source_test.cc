@@ -103,7 +103,7 @@ struct Harness {
         },
         options);
   }
-  GpuReading Read() {
+  GpuReading Read() const {
     auto r = source->Read();
     EXPECT_TRUE(r) << r.error().message;
     return *r;
@@ -114,8 +114,8 @@ const DeviceSignals& Of(const GpuReading& r, const GpuUuid& device) {
   for (const DeviceSignals& s : r.signals)
     if (s.device == device) return s;
   ADD_FAILURE() << "no signals for " << device.value;
-  static const DeviceSignals none;
-  return none;
+  static const DeviceSignals kNone;
+  return kNone;
 }
 
 std::vector<std::string> Codes(const GpuReading& r) {

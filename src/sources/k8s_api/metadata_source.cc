@@ -644,7 +644,7 @@ Result<ApiServerConfig> ResolveApiServerConfig(
 }
 
 std::unique_ptr<MetadataSource> StartMetadataWith(const MetadataConfig& config,
-                                                  TransportFactory transports) {
+                                                  const TransportFactory& transports) {
   return std::make_unique<ApiMetadataSource>(config, transports);
 }
 

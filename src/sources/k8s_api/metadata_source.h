@@ -88,7 +88,7 @@ Result<std::unique_ptr<MetadataSource>> StartMetadata(const MetadataConfig& conf
 // The same with a given server config and transport factory (one transport per thread).
 using TransportFactory = std::function<std::unique_ptr<ApiTransport>()>;
 std::unique_ptr<MetadataSource> StartMetadataWith(const MetadataConfig& config,
-                                                  TransportFactory transports);
+                                                  const TransportFactory& transports);
 
 // A source that always returns `view` (the simulator, `--no-metadata`, tests of consumers).
 std::unique_ptr<MetadataSource> MakeStaticMetadataSource(std::shared_ptr<const MetadataView> view);

@@ -260,7 +260,7 @@ TEST_F(PodResourcesTest, ConcurrentCallsAndStateChanges) {
     readers.emplace_back([&] {
       for (int i = 0; i < 50; ++i) {
         auto grants = client->List();
-        if (!grants.ok() || (grants->size() != 0 && grants->size() != 3)) ++bad;
+        if (!grants.ok() || (!grants->empty() && grants->size() != 3)) ++bad;
       }
     });
   }

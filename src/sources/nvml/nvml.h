@@ -9,6 +9,8 @@
 // Units as NVML gives them: timestamps in CPU microseconds since the Unix epoch, memory in
 // bytes (memorySizeMB in MiB), energy in millijoules, power in milliwatts, utilization in percent.
 
+// NVML's own names, not ours: naming checks stop here.
+// NOLINTBEGIN(readability-identifier-naming)
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -352,3 +354,4 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, sample1) == 8);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
 static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * NVML_GPM_METRIC_MAX);
 #endif
+// NOLINTEND(readability-identifier-naming)

@@ -478,7 +478,8 @@ void HalfBusySecond(FakeDevice& d, Micros& now, Micros& wall_step, Micros step =
   for (int half = 0; half < 2; ++half) {
     if (half == 1) wall_step += step;
     now += kSecond / 2;
-    const auto ts = static_cast<unsigned long long>(now + wall_step);
+    const Micros wall = now + wall_step;
+    const auto ts = static_cast<unsigned long long>(wall);
     nvmlSample_t s{};
     s.timeStamp = ts;
     s.sampleValue.uiVal = 50;
@@ -543,7 +544,8 @@ TEST_F(NvmlSourceTest, SampleStampedAfterTheReadWaitsForTheNextRead) {
   HalfBusySecond(d, now_, wall_step_);
   // Taken while the read was under way (after its clock reading): the next interval's.
   nvmlSample_t late{};
-  late.timeStamp = static_cast<unsigned long long>(now_ + kSecond / 2);
+  const Micros late_us = now_ + kSecond / 2;
+  late.timeStamp = static_cast<unsigned long long>(late_us);
   late.sampleValue.uiVal = 100;
   d.util_samples.push_back(late);
   auto r = ReadOk();

@@ -39,7 +39,7 @@ void ProcSource::EndCycle() {
   for (auto& [pid, c] : cache_) c.touched = false;
 }
 
-Result<ProcessIdentity> ProcSource::InspectUncached(int pid, std::string cgroup_content) {
+Result<ProcessIdentity> ProcSource::InspectUncached(int pid, const std::string& cgroup_content) {
   ProcessIdentity id;
   id.pid = pid;
   const std::string* cgroup = &cgroup_content;

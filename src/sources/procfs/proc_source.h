@@ -132,7 +132,7 @@ class ProcSource {
     ProcessIdentity identity;
     bool touched = true;
   };
-  Result<ProcessIdentity> InspectUncached(int pid, std::string cgroup);
+  Result<ProcessIdentity> InspectUncached(int pid, const std::string& cgroup);
 
   // /etc/passwd is read once; a uid missing from it triggers one re-read for that uid (users
   // added later are found), and the answer, name or uid text, is cached from then on.

@@ -113,7 +113,8 @@ double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
   double rise = static_cast<double>(m.peak_bytes - m.bytes);
   double p = static_cast<double>(m.period_us);
   auto f = [&](Micros t) {
-    double q = static_cast<double>(t / m.period_us), r = static_cast<double>(t % m.period_us);
+    const Micros whole_periods = t / m.period_us;  // floor: the rises completed before t
+    double q = static_cast<double>(whole_periods), r = static_cast<double>(t % m.period_us);
     return static_cast<double>(m.bytes) * static_cast<double>(t) +
            rise * (q * p / 2 + r * r / (2 * p));
   };
