@@ -12,6 +12,7 @@
 #include "billing/csv.h"
 #include "common/apportion.h"
 #include "common/money.h"
+#include "common/strings.h"
 #include "common/time_util.h"
 
 namespace gpuledger::billing {
@@ -19,12 +20,6 @@ namespace {
 
 constexpr std::string_view kRequired[] = {"BilledCost", "ResourceId", "ChargePeriodStart",
                                           "ChargePeriodEnd"};
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 }  // namespace
 

@@ -79,30 +79,9 @@ constexpr std::array<std::string_view, 57> kColumns = {
 constexpr Micros kMicrosPerHourI = kMicrosPerHour;
 constexpr std::string_view kUnit = "GPU-Hours";
 
-// Days since 1970-01-01 -> (year, month 1..12) and back (proleptic Gregorian, H. Hinnant).
-std::tuple<std::int64_t, unsigned> YearMonth(std::int64_t days) {
-  days += 719468;
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(days - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2 ? 1 : 0);
-  return {y, m};
-}
-std::int64_t DaysFromCivil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2 ? 1 : 0;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
 // The UTC calendar month holding t: FOCUS's billing period.
 std::pair<Micros, Micros> MonthOf(Micros t) {
-  auto [y, m] = YearMonth(DayStart(t) / kMicrosPerDay);
+  const auto [y, m, d] = CivilFromDays(DayStart(t) / kMicrosPerDay);
   Micros start = DaysFromCivil(y, m, 1) * kMicrosPerDay;
   Micros end = (m == 12 ? DaysFromCivil(y + 1, 1, 1) : DaysFromCivil(y, m + 1, 1)) * kMicrosPerDay;
   return {start, end};

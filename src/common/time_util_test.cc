@@ -44,5 +44,37 @@ TEST(HourStart, FloorsToTheHour) {
   EXPECT_EQ(HourStart(-1), -kMicrosPerHour);
 }
 
+TEST(CivilDates, KnownDays) {
+  EXPECT_EQ(DaysFromCivil(1970, 1, 1), 0);
+  EXPECT_EQ(DaysFromCivil(1969, 12, 31), -1);
+  EXPECT_EQ(DaysFromCivil(2000, 3, 1), 11'017);
+  EXPECT_EQ(DaysFromCivil(2024, 2, 29), 19'782);  // 54 years with 13 leap days, then 31 + 28
+  EXPECT_EQ(CivilFromDays(19'782), (CivilDate{2024, 2, 29}));
+  EXPECT_EQ(CivilFromDays(-1), (CivilDate{1969, 12, 31}));
+}
+
+// Against a calendar walked one day at a time, 1600-01-01 to 2400-12-31 (leap centuries, the
+// Unix epoch and negative days on the way).
+TEST(CivilDates, AgreeWithACalendarWalkedDayByDay) {
+  auto leap = [](std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; };
+  const unsigned month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  std::int64_t days = DaysFromCivil(1600, 1, 1);
+  CivilDate date{1600, 1, 1};
+  while (date.year <= 2400) {
+    ASSERT_EQ(CivilFromDays(days), date) << days;
+    ASSERT_EQ(DaysFromCivil(date.year, date.month, date.day), days);
+    const unsigned last = month_days[date.month - 1] + (date.month == 2 && leap(date.year) ? 1 : 0);
+    if (++date.day > last) {
+      date.day = 1;
+      if (++date.month > 12) {
+        date.month = 1;
+        ++date.year;
+      }
+    }
+    ++days;
+  }
+  EXPECT_EQ(DaysFromCivil(1600, 1, 1), -135'140);  // 370 years, 90 of them leap, before 1970
+}
+
 }  // namespace
 }  // namespace gpuledger

@@ -6,14 +6,10 @@
 #include <array>
 #include <cctype>
 
+#include "common/strings.h"
+
 namespace gpuledger::cost {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // Uppercased tokens split at space, '-', '_' and '/'.
 std::vector<std::string> Tokens(std::string_view s) {

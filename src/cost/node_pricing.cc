@@ -5,19 +5,14 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
+
 namespace gpuledger::cost {
 namespace {
 
 const std::string* Label(const NodeInfo& node, std::string_view key) {
   auto it = node.labels.find(std::string(key));
   return it == node.labels.end() ? nullptr : &it->second;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 bool Matches(const NodeOverride& o, const NodeInfo& node) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
+
 namespace gpuledger::server {
 namespace {
 
@@ -43,12 +45,6 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   }
   parts.push_back(s.substr(start));
   return parts;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

@@ -127,8 +127,9 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
     ASSERT_TRUE(by_key.count(key)) << key;
     // The rule of the hours it computed; hours it idled are measured zeros ("device-idle").
     EXPECT_EQ(by_key[key]["quality"], "measured") << key;
-    if (std::string(key).find("lora") != std::string::npos)
+    if (std::string(key).find("lora") != std::string::npos) {
       EXPECT_EQ(by_key[key]["compute_source"], "measured:gpm-instance-activity") << key;
+    }
     EXPECT_EQ(by_key[key]["activity"]["source"], "measured:gpm") << key;
     const double t_compute = std::stod(truth.at(key)[2]);
     const double g_compute = by_key[key]["compute_gpu_us"].get<double>();

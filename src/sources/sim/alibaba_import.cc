@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "common/units.h"
 
 namespace gpuledger::sim {
@@ -101,12 +102,6 @@ struct TracePod {
   int node = -1;
   std::vector<int> gpus;
 };
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 Bytes TraceModelMemory(std::string_view model) {
   if (model == "V100M32" || model == "G1" || model == "G2" || model == "G3") return 32 * kGiB;
