@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "webhook/test_tls.h"
+#include "test_tls/test_tls.h"
 #include "webhook/webhook_server.h"
 
 namespace {

@@ -17,7 +17,7 @@
 
 #include "prometheus/gzip.h"
 #include "rightsizing/mig_profiles.h"
-#include "rightsizing/test_util.h"
+#include "rightsizing_data/rightsizing_data.h"
 
 namespace gpuledger::rightsizing {
 namespace {

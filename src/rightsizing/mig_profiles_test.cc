@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "rightsizing/test_util.h"
+#include "rightsizing_data/rightsizing_data.h"
 
 namespace gpuledger::rightsizing {
 namespace {

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "store/store_test_env.h"
+#include "store_test_env/store_test_env.h"
 
 namespace gpuledger::store::testing {
 namespace {

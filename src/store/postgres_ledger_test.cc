@@ -15,7 +15,7 @@
 
 #include "store/ledger_store.h"
 #include "store/postgres_db.h"
-#include "store/store_test_env.h"
+#include "store_test_env/store_test_env.h"
 
 namespace gpuledger::store::testing {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "store/ledger_store.h"
-#include "store/store_test_env.h"
+#include "store_test_env/store_test_env.h"
 
 namespace gpuledger::store::testing {
 namespace {

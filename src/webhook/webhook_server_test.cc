@@ -10,7 +10,7 @@
 
 #include "io/file_util.h"
 #include "temp_dir.h"
-#include "webhook/test_tls.h"
+#include "test_tls/test_tls.h"
 
 namespace gpuledger::webhook {
 namespace {

@@ -14,7 +14,7 @@
 #include "process_util.h"
 #include "temp_dir.h"
 #include "test_paths.h"
-#include "webhook/test_tls.h"
+#include "test_tls/test_tls.h"
 
 namespace gpuledger {
 namespace {

@@ -1,4 +1,4 @@
-#include "webhook/test_tls.h"
+#include "test_tls/test_tls.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "store/store_test_env.h"
+#include "store_test_env/store_test_env.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>

@@ -1,6 +1,7 @@
 #pragma once
 // Reading ../shared/data in the rightsizing tests (the library does no I/O), through the
-// project's own file reader and CSV parser.
+// project's own file reader and CSV parser. Header-only; the tests that include it link
+// gpuledger_io and gpuledger_billing. Include as "rightsizing_data/rightsizing_data.h".
 
 #include <optional>
 #include <string>
