@@ -1,10 +1,9 @@
 #pragma once
 // The agent's collection loop body (design section 6). Each Cycle() reads the GPUs, the
 // processes behind them and (when present) the kubelet and CRI views, builds an immutable
-// NodeSnapshot, attributes it, adds the result to monotonic counters and publishes an
-// them. /metrics renders them, at most once per cycle however many scrapers ask: no NVML,
-// kubelet or CRI call is ever on the scrape path, so a hung
-// driver cannot stall a scrape. A cycle applies its results under a lock held for
+// NodeSnapshot, attributes it and adds the result to monotonic counters. /metrics renders
+// those counters on demand, at most once per cycle however many scrapers ask: no NVML, kubelet
+// or CRI call is ever on the scrape path, so a hung driver cannot stall a scrape. A cycle applies its results under a lock held for
 // microseconds; a rendering holds it for a few milliseconds, so a scrape can delay a cycle by
 // that much, never the other way round.
 //

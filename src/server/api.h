@@ -1,7 +1,8 @@
 #pragma once
 // The server's read-only REST API over a ledger (design section 7). Handlers are thin: parse
-// and validate parameters (unknown ones are errors that name them), call the report service,
-// serialize. Every JSON error says which parameter is wrong.
+// and validate parameters (unknown ones are errors that name them), read the window's rows from
+// the store, build the report (report::BuildReport), serialize. Every JSON error says which
+// parameter is wrong. (One ledger read service in their place is issue 32.)
 //
 //   GET /api/v1/allocation?window=&aggregate=&step=&policy=&idle=&filter=
 //       OpenCost-shaped: {"code":200,"status":"success","data":[{<key>: {...}}, ...]} with one
