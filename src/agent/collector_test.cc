@@ -15,8 +15,8 @@
 #include "common/clock.h"
 #include "prometheus/exposition_parser.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/agent_world.h"
 #include "sources/sim/scenario.h"
+#include "sources/sim/simulated_node.h"
 #include "sources/sim/simulator.h"
 
 namespace gpuledger::agent {

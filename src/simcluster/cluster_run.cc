@@ -13,8 +13,8 @@
 #include "prometheus/exposition_parser.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/agent_world.h"
 #include "sources/sim/metadata_snapshot.h"
+#include "sources/sim/simulated_node.h"
 
 namespace gpuledger::simcluster {
 namespace {

@@ -14,8 +14,8 @@
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
 #include "io/file_util.h"
-#include "sources/sim/agent_world.h"
 #include "sources/sim/scenario.h"
+#include "sources/sim/simulated_node.h"
 #include "sources/sim/simulator.h"
 
 namespace gpuledger::simnode {

@@ -22,7 +22,7 @@
 #include "sources/nvml/nvml_api.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/agent_world.h"
+#include "sources/sim/simulated_node.h"
 
 namespace gpuledger {
 namespace {

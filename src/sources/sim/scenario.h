@@ -83,7 +83,7 @@ struct NodeSpec {
   // dcgm-exporter runs: MIG instances report their own busy time and every unit its SM, tensor
   // and DRAM activity (signal source kDcgm), whatever the model.
   bool has_dcgm = false;
-  // How a fractional node's device plugin declares shares (agent_world.h lays it out):
+  // How a fractional node's device plugin declares shares (simulated_node.h lays it out):
   // "gpu-milli" (thousandths, as in Alibaba's trace), "hami" (HAMi: gpucores/gpumem and
   // HAMi-core's environment), "gpushare" (Alibaba GPU share: aliyun.com/gpu-mem, GiB).
   std::string fractional_layer = "gpu-milli";

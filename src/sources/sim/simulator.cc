@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "sources/sim/agent_world.h"
 #include "sources/sim/sim_util.h"
+#include "sources/sim/simulated_node.h"
 
 namespace gpuledger::sim {
 

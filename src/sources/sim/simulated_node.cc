@@ -1,4 +1,4 @@
-#include "sources/sim/agent_world.h"
+#include "sources/sim/simulated_node.h"
 
 #include <algorithm>
 #include <cmath>
