@@ -13,7 +13,7 @@
 #include "prometheus/exposition_parser.h"
 #include "sources/k8s_api/metadata_snapshot.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/metadata_snapshot.h"
+#include "sources/sim/metadata_snapshot_writer.h"
 #include "sources/sim/simulated_node.h"
 
 namespace gpuledger::simcluster {

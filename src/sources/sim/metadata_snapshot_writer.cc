@@ -1,4 +1,4 @@
-#include "sources/sim/metadata_snapshot.h"
+#include "sources/sim/metadata_snapshot_writer.h"
 
 #include <set>
 
