@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "free_port.h"
 #include "io/file_util.h"
 #include "process_util.h"
 #include "test_paths.h"
@@ -30,22 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A port nobody listens on: bind port 0, read what the kernel chose, close.
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;  // the caller's server then fails to start, naming the port
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using gpuledger::testing::FreePort;
 
 bool Has(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;

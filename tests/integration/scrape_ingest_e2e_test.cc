@@ -18,6 +18,7 @@
 
 #include <httplib.h>
 
+#include "free_port.h"
 #include "io/file_util.h"
 #include "process_util.h"
 #include "prometheus/exposition_parser.h"
@@ -34,20 +35,7 @@ using namespace std::chrono_literals;
 
 using Proc = Child;
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return 0;  // the caller's server then fails to start, naming the port
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
+using gpuledger::testing::FreePort;
 
 // The agent's own allocated GPU-µs per pod, read straight from its /metrics.
 std::map<std::string, double> AgentAllocated(int port) {
