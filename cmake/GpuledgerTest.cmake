@@ -7,10 +7,10 @@ function(gpuledger_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   # Paths (the shared data, the binaries a test runs) come from gpuledger_test_paths, never from
-  # a -D flag: see testing/test_paths.h.
+  # a -D flag (testing/test_paths.h); linking it also puts testing/ on the include path
+  # (temp_dir.h, free_port.h).
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} gpuledger_flags gpuledger_test_paths
                                           GTest::gtest GTest::gtest_main GTest::gmock)
-  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/testing)  # temp_dir.h
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT 600)
 endfunction()

@@ -140,11 +140,15 @@ std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view
   return {ParseQuality(text), rule};
 }
 
+// A histogram bucket's finite `le` bound as a number (the agent writes them with the shortest
+// round-trip decimal, so reading them back gives the same double).
+double LeBound(std::string_view le) { return std::strtod(std::string(le).c_str(), nullptr); }
+
 // The UsageHistogram::compute bucket an `le` label names (kComputeShareBounds, "+Inf" the
 // last); -1 for a bound that is not one of them (an agent with other buckets).
 int ComputeBucketOf(std::string_view le) {
   if (le == "+Inf") return UsageHistogram::kComputeBuckets - 1;
-  const double bound = std::strtod(std::string(le).c_str(), nullptr);
+  const double bound = LeBound(le);
   for (int i = 0; i + 1 < UsageHistogram::kComputeBuckets; ++i)
     if (std::fabs(bound - kComputeShareBounds[i]) < 1e-9) return i;
   return -1;
@@ -595,7 +599,7 @@ struct CounterLedger::Impl {
       const std::string_view le = Label(s.labels, "le");
       if (le == "+Inf") continue;
       out[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))].push_back(
-          std::strtod(std::string(le).c_str(), nullptr));
+          LeBound(le));
     }
     for (auto& [key, bounds] : out) std::sort(bounds.begin(), bounds.end());
     return out;
@@ -607,7 +611,7 @@ struct CounterLedger::Impl {
     if (it == bounds.end() || it->second.size() != UsageHistogram::kMemoryBuckets - 1) return -1;
     const std::string_view le = Label(s.labels, "le");
     if (le == "+Inf") return UsageHistogram::kMemoryBuckets - 1;
-    const double bound = std::strtod(std::string(le).c_str(), nullptr);
+    const double bound = LeBound(le);
     auto pos = std::lower_bound(it->second.begin(), it->second.end(), bound);
     return static_cast<int>(pos - it->second.begin());
   }
