@@ -194,7 +194,14 @@ class FakeApiServer::Handler {
         server->cv_.wait_for(lock, std::chrono::milliseconds(100), [&] {
           return server->stopping_ || pending() || server->watch_epoch_[resource] != state->epoch;
         });
+        // An ended watch sends nothing more: events logged after EndWatches (the test changes
+        // state right after it) must reach the client through its resume, never live on the
+        // stream being closed, however late this thread wakes.
+        const bool ended = server->watch_epoch_[resource] != state->epoch;
         for (const auto& e : server->log_) {
+          if (ended) {
+            break;
+          }
           if (e.resource != resource || e.rv <= state->cursor) {
             continue;
           }
