@@ -14,7 +14,7 @@ set(forbidden_system
   "netdb\\.h" "poll\\.h" "sys/[a-z_]+\\.h" "netinet/.*" "arpa/.*" "curl/.*" "httplib\\.h"
   "sqlite3\\.h" "libpq-fe\\.h" "grpc/.*" "grpcpp/.*" "yaml-cpp/.*" "zlib\\.h" "thread")
 set(forbidden_project
-  "io/" "store/" "sources/" "server/" "ingest/" "agent/" "cli/" "cmd/" "simcluster/"
+  "io/" "store/" "sources/" "server/" "ingest/" "agent/" "cli/" "cmd/" "sim/" "k8s/"
   "prometheus/" "testing/")
 set(allowed_links
   gpuledger_common gpuledger_model gpuledger_attribution gpuledger_cost gpuledger_utilization

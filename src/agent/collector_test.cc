@@ -14,10 +14,10 @@
 
 #include "common/clock.h"
 #include "prometheus/exposition_parser.h"
+#include "sim/scenario.h"
+#include "sim/simulated_node.h"
+#include "sim/simulator.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulated_node.h"
-#include "sources/sim/simulator.h"
 
 namespace gpuledger::agent {
 namespace {

@@ -17,9 +17,9 @@
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {
@@ -69,8 +69,7 @@ double RelativeError(double got, double want) {
   return (got - want) / want;
 }
 
-void PrintChargeback(const report::Report& r,
-                     const std::map<std::string, simcluster::NaiveTally>& naive,
+void PrintChargeback(const report::Report& r, const std::map<std::string, sim::NaiveTally>& naive,
                      std::string_view title, std::ostream& out) {
   out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
                      cost::ToString(r.idle_handling));
@@ -78,7 +77,7 @@ void PrintChargeback(const report::Report& r,
                      "used GPU-h", "cost", "quality", "naive GPU-h", "naive cost");
   for (const auto& row : r.rows) {
     auto it = naive.find(row.key);
-    simcluster::NaiveTally n = it == naive.end() ? simcluster::NaiveTally{} : it->second;
+    sim::NaiveTally n = it == naive.end() ? sim::NaiveTally{} : it->second;
     out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", row.key,
                        GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
                        DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
@@ -134,7 +133,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
 
   const sim::Scenario& scenario = inputs->scenario;
   sim::Simulator simulator(scenario, inputs->step_us);
-  auto metadata = simcluster::ScenarioMetadata(simulator);
+  auto metadata = sim::ScenarioMetadata(simulator);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
     return 1;
@@ -153,11 +152,11 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       it = node_prices.emplace(key, cost::ResolvePrice(inputs->catalog, facts(node), model)).first;
     return it->second;
   };
-  simcluster::NaiveTallies naive_tallies;
-  simcluster::RunOptions run;
+  sim::NaiveTallies naive_tallies;
+  sim::RunOptions run;
   run.expositions_dir = o.expositions;
   run.observe = [&](const NodeSnapshot& snap) {
-    simcluster::AddNaive(
+    sim::AddNaive(
         snap,
         [&](const std::string& node, const std::string& model) {
           const cost::NodePrice& np = price_of(node, model);
@@ -165,7 +164,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
         },
         naive_tallies);
   };
-  auto ran = simcluster::BuildLedger(simulator, **store, inputs->catalog, run);
+  auto ran = sim::BuildLedger(simulator, **store, inputs->catalog, run);
   if (!ran) {
     err << "error: " << ran.error().message << "\n";
     return 1;
@@ -208,7 +207,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: " << r.error().message << "\n";
       return 1;
     }
-    std::map<std::string, simcluster::NaiveTally> naive;
+    std::map<std::string, sim::NaiveTally> naive;
     auto dims = *report::ParseGroupBy(by);
     for (const auto& [ref, tally] : naive_tallies) {
       UsageRow row;

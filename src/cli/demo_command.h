@@ -1,7 +1,7 @@
 #pragma once
 // `gpuledger demo`: simulate a cluster, run it through the path that ships (a real agent
 // Collector per simulated node, its exposition text, the server's ingest engine and ledger:
-// simcluster::RunThroughAgents), print the chargeback beside what the naive per-device method
+// sim::RunThroughAgents), print the chargeback beside what the naive per-device method
 // would say, and check every container's figures against the simulator's truth.
 
 #include <atomic>

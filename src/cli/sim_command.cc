@@ -4,8 +4,8 @@
 
 #include "cli/report_command.h"
 #include "io/file_util.h"
-#include "sources/sim/alibaba_import.h"
-#include "sources/sim/scenario.h"
+#include "sim/alibaba_import.h"
+#include "sim/scenario.h"
 
 namespace gpuledger::cli {
 

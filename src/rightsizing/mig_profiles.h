@@ -7,7 +7,7 @@
 // bytes), taken as the memory the instance gives a workload. The real usable
 // memory of an instance is a little different (a 1g.10gb instance of an
 // A100-80GB reports about 9.75 GiB, 10.47e9 bytes); the nominal figure is the
-// one people and the simulator (sources/sim) use, and it is the smaller of the
+// one people and the simulator (src/sim) use, and it is the smaller of the
 // two on the models we list, so a fit here is a fit there. The "+me" (media
 // extension) variants are left out: they take the same slices with the GPU's
 // video engines, and at most one fits a GPU, so they are never a smaller fit.

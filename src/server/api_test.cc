@@ -9,9 +9,9 @@
 #include "cost/catalog.h"
 #include "report/report_json.h"
 #include "server/filter.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 
 namespace gpuledger::server {
 namespace {
@@ -47,7 +47,7 @@ class ApiTest : public ::testing::Test {
     store_ = std::move(*store);
     sim::Simulator simulator(*scenario, 600 * kMicrosPerSecond);
     catalog_ = cost::DefaultCatalog();
-    auto built = simcluster::BuildLedger(simulator, *store_, catalog_);
+    auto built = sim::BuildLedger(simulator, *store_, catalog_);
     ASSERT_TRUE(built.ok()) << built.error().message;
     api_ = std::make_unique<Api>(
         [path = (dir_ / "l.db").string()] { return store::OpenSqliteLedger(path); }, "s3cret");
@@ -250,7 +250,7 @@ workloads:
       auto store = store::OpenSqliteLedger(path);
       ASSERT_TRUE(store.ok());
       sim::Simulator simulator(*scenario, 60 * kMicrosPerSecond);
-      ASSERT_TRUE(simcluster::BuildLedger(simulator, **store, cost::DefaultCatalog()).ok());
+      ASSERT_TRUE(sim::BuildLedger(simulator, **store, cost::DefaultCatalog()).ok());
     }
     api_ = std::make_unique<Api>([path] { return store::OpenSqliteLedger(path); }, "");
   }

@@ -35,8 +35,8 @@
 #include "common/units.h"
 #include "guardrails/policy.h"
 #include "guardrails/price_findings.h"
+#include "k8s/api_transport.h"
 #include "model/finding.h"
-#include "sources/k8s_api/api_transport.h"
 
 namespace gpuledger::server {
 

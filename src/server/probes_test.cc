@@ -15,9 +15,9 @@
 #include "cost/catalog.h"
 #include "server/api.h"
 #include "server/http_server.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 
 namespace gpuledger::server {
 namespace {
@@ -99,7 +99,7 @@ TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
   ASSERT_TRUE(scenario) << scenario.error().message;
   sim::Simulator simulator(*scenario, 600 * kMicrosPerSecond);
   cost::Catalog catalog = cost::DefaultCatalog();
-  ASSERT_TRUE(simcluster::BuildLedger(simulator, **writer, catalog).ok());
+  ASSERT_TRUE(sim::BuildLedger(simulator, **writer, catalog).ok());
 
   Gate gate;
   Api api(

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "common/time_util.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "sources/nvml/nvml.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
 #include "test_paths.h"
 
 namespace gpuledger {

@@ -10,8 +10,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/time_util.h"
+#include "sim/scenario.h"
 #include "sources/nvml/nvml.h"
-#include "sources/sim/scenario.h"
 
 namespace gpuledger::nvml_standin {
 

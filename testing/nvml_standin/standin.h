@@ -16,7 +16,7 @@
 #include "common/result.h"
 #include "common/units.h"
 #include "model/snapshot.h"
-#include "sources/sim/simulator.h"
+#include "sim/simulator.h"
 
 namespace gpuledger::nvml_standin {
 

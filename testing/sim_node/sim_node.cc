@@ -14,9 +14,9 @@
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"
 #include "io/file_util.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulated_node.h"
-#include "sources/sim/simulator.h"
+#include "sim/scenario.h"
+#include "sim/simulated_node.h"
+#include "sim/simulator.h"
 
 namespace gpuledger::simnode {
 namespace {

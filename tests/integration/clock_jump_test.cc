@@ -19,10 +19,10 @@
 #include "common/clock.h"
 #include "ingest/counter_ledger.h"
 #include "prometheus/exposition_parser.h"
+#include "sim/simulated_node.h"
 #include "sources/nvml/nvml_api.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
-#include "sources/sim/simulated_node.h"
 
 namespace gpuledger {
 namespace {

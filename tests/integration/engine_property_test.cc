@@ -17,9 +17,9 @@
 
 #include "cost/catalog.h"
 #include "report/report.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger {
@@ -106,9 +106,9 @@ TEST(EngineProperty, RandomClustersConserveExactlyThroughTheShippingPath) {
     auto store = store::OpenSqliteLedger(path);
     ASSERT_TRUE(store) << store.error().message;
     sim::Simulator simulator(*scenario, c.step_us);
-    simcluster::RunOptions options;
+    sim::RunOptions options;
     options.collect_every_us = c.collect_every_us;
-    auto built = simcluster::BuildLedger(simulator, **store, catalog, options);
+    auto built = sim::BuildLedger(simulator, **store, catalog, options);
     ASSERT_TRUE(built) << built.error().message;
     auto extent = (*store)->Extent();
     ASSERT_TRUE(extent);

@@ -10,9 +10,9 @@
 
 #include "cost/catalog.h"
 #include "guardrails/ledger_findings.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger {
@@ -38,7 +38,7 @@ SimRun Simulate(std::string_view yaml, Micros step_us = 60 * kMicrosPerSecond) {
   run.store = std::move(*store);
   run.scenario = *scenario;
   sim::Simulator simulator(*scenario, step_us);
-  auto built = simcluster::BuildLedger(simulator, *run.store, cost::DefaultCatalog());
+  auto built = sim::BuildLedger(simulator, *run.store, cost::DefaultCatalog());
   EXPECT_TRUE(built.ok()) << built.error().message;
   run.truth = simulator.truth();
   return run;

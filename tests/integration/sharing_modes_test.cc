@@ -1,5 +1,5 @@
 // Scenario -> simulated nodes -> real agent Collectors -> exposition text -> ingest engine ->
-// SQLite -> report (simcluster: the path that ships), for the sharing modes the core issue
+// SQLite -> report (sim/cluster_run: the path that ships), for the sharing modes the core issue
 // names, with the expected numbers computed here from the scenario.
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include "cost/catalog.h"
 #include "report/report.h"
-#include "simcluster/cluster_run.h"
-#include "sources/sim/scenario.h"
-#include "sources/sim/simulator.h"
+#include "sim/cluster_run.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger {
@@ -20,7 +20,7 @@ namespace {
 struct SimRun {
   std::unique_ptr<store::LedgerStore> store;
   std::map<ConsumerRef, sim::Truth> truth;
-  simcluster::NaiveTallies naive;
+  sim::NaiveTallies naive;
 };
 
 SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond) {
@@ -37,12 +37,12 @@ SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond)
   run.store = std::move(*store);
   sim::Simulator simulator(*scenario, step_us);
   cost::Catalog catalog = cost::DefaultCatalog();
-  simcluster::RunOptions options;
+  sim::RunOptions options;
   options.observe = [&](const NodeSnapshot& snap) {
-    simcluster::AddNaive(
+    sim::AddNaive(
         snap, [](const std::string&, const std::string&) { return Nanos{0}; }, run.naive);
   };
-  auto built = simcluster::BuildLedger(simulator, *run.store, catalog, options);
+  auto built = sim::BuildLedger(simulator, *run.store, catalog, options);
   EXPECT_TRUE(built.ok()) << built.error().message;
   run.truth = simulator.truth();
   return run;

@@ -1,0 +1,143 @@
+#include "sim/cluster_run.h"
+
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "agent/collector.h"
+#include "attribution/attribute.h"
+#include "common/clock.h"
+#include "cost/policy.h"
+#include "io/file_util.h"
+#include "k8s/metadata_snapshot.h"
+#include "prometheus/exposition_parser.h"
+#include "sim/metadata_snapshot_writer.h"
+#include "sim/simulated_node.h"
+#include "sources/procfs/proc_source.h"
+
+namespace gpuledger::sim {
+namespace {
+
+// One node: its world in memory and the real agent reading it.
+struct Node {
+  explicit Node(const std::string& name, const Clock& clock)
+      : world(name),
+        procs(world),
+        collector(agent::CollectorOptions{name, 0, 3600 * kMicrosPerSecond, true}, world, procs,
+                  &world, &world, clock) {}
+  sim::SimulatedNode world;
+  procfs::ProcSource procs;
+  agent::Collector collector;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<const k8s::MetadataView>> ScenarioMetadata(const sim::Simulator& simulator) {
+  auto tables = k8s::ParseMetadataSnapshot(
+      sim::MetadataSnapshotJson(simulator.scenario(), simulator.consumers()), "scenario metadata");
+  if (!tables) return tables.error();
+  return std::make_shared<const k8s::MetadataView>(std::move(*tables));
+}
+
+Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& ingestor,
+                                  const RunOptions& options) {
+  const sim::Scenario& scenario = simulator.scenario();
+  if (options.collect_every_us <= 0 || kMicrosPerHour % options.collect_every_us != 0)
+    return InvalidArgument("collect_every must divide an hour");
+  const bool write = !options.expositions_dir.empty();
+  if (write) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.expositions_dir, ec);
+    if (ec) return IoError(fmt::format("{}: {}", options.expositions_dir, ec.message()));
+    Status s =
+        WriteFile((std::filesystem::path(options.expositions_dir) / "metadata.json").string(),
+                  sim::MetadataSnapshotJson(scenario, simulator.consumers()));
+    if (!s.ok()) return s.error();
+  }
+  // The agents' clock is simulated time: the end of the interval each one is cycling.
+  ManualClock clock(scenario.start_us, scenario.start_us);
+  std::map<std::string, std::unique_ptr<Node>> nodes;
+  for (const auto& n : scenario.nodes) nodes[n.name] = std::make_unique<Node>(n.name, clock);
+  RunStats stats;
+  std::map<std::string, Micros> last_collected;
+  Status failed;
+  auto collect = [&](const std::string& name, Node& node, Micros at) -> Status {
+    at -= at % 1000;  // file names carry milliseconds: feed what a replay will read
+    const std::string text = node.collector.Exposition()->text;
+    if (write) {
+      const auto file = std::filesystem::path(options.expositions_dir) /
+                        fmt::format("{}@{}.prom", name, at / 1000);
+      if (Status s = WriteFile(file.string(), text); !s.ok()) return s;
+    }
+    auto parsed = prometheus::ParseExposition(text);
+    if (!parsed)
+      return InvalidArgument(fmt::format("node {} at {}: {}", name, at, parsed.error().message));
+    stats.samples += static_cast<std::int64_t>(parsed->samples.size());
+    ingestor.Feed(ingest::TargetScrape{name, at, std::move(parsed->samples)});
+    ++stats.collections;
+    last_collected[name] = at;
+    return Status::Ok();
+  };
+  // A baseline before any cycle: the agents' counters start at zero with the scenario.
+  for (auto& [name, node] : nodes)
+    if (Status s = collect(name, *node, scenario.start_us); !s.ok()) return s.error();
+  Micros committed_hour = HourStart(scenario.start_us);
+  simulator.Run([&](const NodeSnapshot& snap) {
+    if (!failed.ok()) return;
+    if (options.observe) options.observe(snap);
+    auto it = nodes.find(snap.node);
+    if (it == nodes.end()) return;
+    clock.Set(snap.end_us);
+    it->second->world.Show(snap);
+    it->second->collector.Cycle();
+    if (snap.end_us % options.collect_every_us == 0)
+      failed = collect(snap.node, *it->second, snap.end_us);
+    // Commit once per simulated hour: rows replace, so how often changes nothing but memory.
+    if (failed.ok() && HourStart(snap.end_us) > committed_hour) {
+      committed_hour = HourStart(snap.end_us);
+      failed = ingestor.Commit();
+    }
+  });
+  if (!failed.ok()) return failed.error();
+  for (auto& [name, node] : nodes) {
+    const Micros at = std::max(scenario.start_us + 1, node->collector.Exposition()->at_us);
+    if (last_collected[name] < at)
+      if (Status s = collect(name, *node, at); !s.ok()) return s.error();
+  }
+  if (Status s = ingestor.Commit(); !s.ok()) return s.error();
+  stats.hours_written = ingestor.hours_written();
+  return stats;
+}
+
+Result<RunStats> BuildLedger(sim::Simulator& simulator, store::LedgerStore& store,
+                             const cost::Catalog& catalog, const RunOptions& options) {
+  auto view = ScenarioMetadata(simulator);
+  if (!view) return view.error();
+  const std::string& cluster = simulator.scenario().cluster;
+  if (Status s = store.PutMeta("cluster", cluster); !s.ok()) return s.error();
+  ingest::Ingestor ingestor(
+      store, catalog, cluster, [v = *view](const ConsumerRef& r) { return v->Describe(r); },
+      [v = *view](const std::string& node) {
+        return cost::NodeFacts{node, v->NodeLabels(node), "", ""};
+      });
+  if (Status s = ingestor.Start(); !s.ok()) return s.error();
+  return RunThroughAgents(simulator, ingestor, options);
+}
+
+void AddNaive(
+    const NodeSnapshot& snapshot,
+    const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
+    NaiveTallies& tallies) {
+  for (const DeviceUsage& u : attribution::Attribute(snapshot)) {
+    const Nanos price =
+        cost::PriceForMetered(gpu_hourly_nanos(snapshot.node, u.model), u.duration_us());
+    for (const ConsumerUsage& c : u.consumers) {
+      NaiveTally& t = tallies[c.consumer];
+      t.compute_us += u.busy_us;
+      t.cost_nanos += price;
+    }
+  }
+}
+
+}  // namespace gpuledger::sim

@@ -1,0 +1,151 @@
+#include "sim/scenario.h"
+#include "test_paths.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gpuledger::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::string_view kHead = R"(name: t
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+nodes:
+  - name: n0
+    gpu_model: H100-80GB
+    gpus: 2
+)";
+
+std::string ErrorOf(std::string_view yaml) {
+  auto sc = ParseScenario(yaml, "demo.yaml");
+  return sc.ok() ? std::string("<ok>") : sc.error().message;
+}
+
+TEST(ParseScenario, ExampleParses) {
+  auto sc = ParseScenario(ExampleScenarioYaml(), "example.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  EXPECT_EQ(sc->nodes.size(), 7u);
+  EXPECT_EQ(sc->duration_us, 168 * kMicrosPerHour);
+  for (auto& w : sc->workloads) EXPECT_EQ(static_cast<int>(w.pods.size()), w.replicas) << w.name;
+}
+
+TEST(ParseScenario, UnknownTopLevelKeyNamesLine) {
+  std::string y = std::string(kHead) + "workload:\n  - {}\n";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:8: workload: unknown key"));
+}
+
+TEST(ParseScenario, UnknownWorkloadKey) {
+  std::string y = std::string(kHead) + "workloads:\n  - namespace: a\n    name: w\n    gpuz: 1\n";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:11: workloads[0].gpuz: unknown key"));
+}
+
+TEST(ParseScenario, BadDuty) {
+  std::string y = std::string(kHead) +
+                  "workloads:\n  - namespace: a\n    name: w\n"
+                  "    compute: {profile: constant, duty: high}\n";
+  EXPECT_EQ(ErrorOf(y),
+            "demo.yaml:11: workloads[0].compute.duty: expected a number in [0, 1], got 'high'");
+}
+
+TEST(ParseScenario, DutyOutOfRange) {
+  std::string y = std::string(kHead) +
+                  "workloads:\n  - namespace: a\n    name: w\n"
+                  "    compute:\n      profile: constant\n      duty: 1.5\n";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:13: workloads[0].compute.duty: expected a number"));
+}
+
+TEST(ParseScenario, UnknownMigProfile) {
+  std::string y = R"(name: t
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+nodes:
+  - name: n0
+    gpu_model: H200-141GB
+    sharing: mig
+    mig_layout: [3g.71gb, 3g.40gb]
+)";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:8: nodes[0].mig_layout[1]: unknown MIG profile "
+                                    "'3g.40gb' for H200-141GB"));
+}
+
+TEST(ParseScenario, OverfullMigLayout) {
+  std::string y = R"(name: t
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+nodes:
+  - name: n0
+    gpu_model: A100-40GB
+    sharing: mig
+    mig_layout:
+      - 4g.20gb
+      - 3g.20gb
+      - 1g.5gb
+)";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:11: nodes[0].mig_layout[2]: MIG layout needs 8"));
+}
+
+TEST(ParseScenario, UnknownModelNeedsMemory) {
+  std::string y =
+      "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
+      "  - {name: n0, gpu_model: X9000}\n";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:5: nodes[0].memory: required: 'X9000'"));
+}
+
+TEST(ParseScenario, BadStartTime) {
+  EXPECT_THAT(ErrorOf("name: t\nstart: yesterday\nduration: 1h\nnodes: []\n"),
+              HasSubstr("demo.yaml:2: start: expected an RFC 3339 time"));
+}
+
+TEST(ParseScenario, PlacementFailureNamesWorkload) {
+  std::string y = std::string(kHead) + "workloads:\n  - namespace: a\n    name: big\n    gpus: 3\n";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("workload 'a/big' pod big-0: no room"));
+}
+
+TEST(ParseScenario, TimeAwarePlacementReusesFreedGpus) {
+  std::string y = std::string(kHead) +
+                  "workloads:\n"
+                  "  - {namespace: a, name: w1, gpus: 2, end: 1h}\n"
+                  "  - {namespace: a, name: w2, gpus: 2, start: 1h}\n";
+  auto sc = ParseScenario(y, "demo.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+}
+
+TEST(ParseScenario, YamlSyntaxErrorHasLine) {
+  EXPECT_THAT(ErrorOf("name: t\nnodes: [\n"), HasSubstr("demo.yaml:"));
+}
+
+TEST(ParseScenario, MemoryDefaultsFromModel) {
+  std::string y =
+      "name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 1h\nnodes:\n"
+      "  - {name: a, gpu_model: H200-141GB}\n  - {name: b, gpu_model: L4}\n"
+      "  - {name: c, gpu_model: T4, memory: 1GiB}\n";
+  auto sc = ParseScenario(y, "x.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  EXPECT_EQ(sc->nodes[0].memory_per_gpu_bytes, 143771000832);
+  EXPECT_EQ(sc->nodes[1].memory_per_gpu_bytes, 23034 * kMiB);
+  EXPECT_EQ(sc->nodes[2].memory_per_gpu_bytes, kGiB);
+}
+
+TEST(ParseScenario, SeriesFromGenAiTrace) {
+  std::string dir = std::string(gpuledger::test_paths::kSharedData) + "/alibaba-genai-v2026";
+  std::string y = std::string(kHead) +
+                  "workloads:\n  - namespace: a\n    name: sd\n"
+                  "    compute: {profile: series, file: " +
+                  dir +
+                  "/pod_gpu_duty_cycle_anon.csv.gz, where: {container_ip: "
+                  "4d8eab038486f8a99df7bbb7fc0ffd53}}\n";
+  auto sc = ParseScenario(y, "x.yaml");
+  if (!sc.ok() && sc.error().message.find("cannot open") != std::string::npos)
+    GTEST_SKIP() << "shared data missing: " << dir;
+  if (!sc.ok() && sc.error().message.find("zlib") != std::string::npos)
+    GTEST_SKIP() << "built without zlib";
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  auto& s = *sc->workloads[0].compute.series;
+  EXPECT_GT(s.offset_us.size(), 1000u);
+  EXPECT_GT(s.period_us, 20 * kMicrosPerHour);
+}
+
+}  // namespace
+}  // namespace gpuledger::sim

@@ -1,0 +1,818 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "sim/sim_util.h"
+#include "sim/simulated_node.h"
+
+namespace gpuledger::sim {
+
+GpuMicros Truth::AllocatedUs() const {
+  return static_cast<GpuMicros>((allocated_ppd_us + kWholeGpu / 2) / kWholeGpu);
+}
+
+Truth& Truth::operator+=(const Truth& o) {
+  allocated_ppd_us += o.allocated_ppd_us;
+  compute_gpu_us += o.compute_gpu_us;
+  memory_byte_us += o.memory_byte_us;
+  sm_active_gpu_us += o.sm_active_gpu_us;
+  sm_occupancy_gpu_us += o.sm_occupancy_gpu_us;
+  tensor_active_gpu_us += o.tensor_active_gpu_us;
+  dram_active_gpu_us += o.dram_active_gpu_us;
+  return *this;
+}
+
+std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth, bool with_activity) {
+  std::string csv = "key,allocated_gpu_us,compute_gpu_us,memory_byte_us";
+  if (with_activity)
+    csv += ",sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us";
+  csv += "\n";
+  for (const auto& [ref, t] : truth) {
+    csv += fmt::format("{},{},{:.0f},{:.0f}", ref.Key(), t.AllocatedUs(), t.compute_gpu_us,
+                       t.memory_byte_us);
+    if (with_activity)
+      csv += fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f}", t.sm_active_gpu_us, t.sm_occupancy_gpu_us,
+                         t.tensor_active_gpu_us, t.dram_active_gpu_us);
+    csv += "\n";
+  }
+  return csv;
+}
+
+namespace {
+
+// Real NVML shows a small driver reservation on any device with a context; it is memory no
+// process explains (unattributed).
+constexpr double kDriverReservation = 0.004;
+constexpr int kMaxSubWindows = 64;
+
+struct Power {
+  double idle_w, max_w;
+};
+
+Power PowerOf(std::string_view model) {
+  if (model.starts_with("H100")) return {70, 700};
+  if (model.starts_with("H200")) return {75, 700};
+  if (model.starts_with("A100")) return {50, 400};
+  if (model == "L4") return {16, 72};
+  if (model == "T4") return {10, 70};
+  return {30, 300};
+}
+
+// ∫ of the profile's demand (fraction x µs) over [t0, t1), times relative to the actor's start.
+double ProfileIntegral(const ComputeProfile& c, std::uint64_t seed, Micros t0, Micros t1) {
+  switch (c.kind) {
+    case ProfileKind::kIdle:
+      return 0;
+    case ProfileKind::kConstant:
+      return c.duty * static_cast<double>(t1 - t0);
+    case ProfileKind::kPeriodic: {
+      auto f = [&](Micros t) {
+        Micros q = t / c.period_us, r = t % c.period_us;
+        return c.duty * static_cast<double>(q * c.on_us + std::min(r, c.on_us));
+      };
+      return f(t1) - f(t0);
+    }
+    case ProfileKind::kBursty: {
+      // Slots of burst_us, each on or off at random (hash of seed and slot, so any window can
+      // be integrated without replaying the past). Mean level == mean_duty.
+      double p_on = c.duty <= 0.5 ? 0.5 : c.duty;
+      double level = c.duty <= 0.5 ? 2 * c.duty : 1.0;
+      double sum = 0;
+      for (Micros k = t0 / c.burst_us; k * c.burst_us < t1; ++k) {
+        Micros a = std::max(t0, k * c.burst_us), b = std::min(t1, (k + 1) * c.burst_us);
+        std::uint64_t h =
+            SplitMix64(seed ^ (static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL));
+        double x = static_cast<double>(h >> 11) * 0x1.0p-53;
+        if (x < p_on) sum += level * static_cast<double>(b - a);
+      }
+      return sum;
+    }
+    case ProfileKind::kSeries: {
+      const Series& s = *c.series;
+      auto f = [&](Micros t) {
+        Micros q = t / s.period_us, r = t % s.period_us;
+        auto it = std::upper_bound(s.offset_us.begin(), s.offset_us.end(), r);
+        std::size_t i = static_cast<std::size_t>(it - s.offset_us.begin()) - 1;
+        return static_cast<double>(q) * s.prefix.back() + s.prefix[i] +
+               s.value[i] * static_cast<double>(r - s.offset_us[i]);
+      };
+      return f(t1) - f(t0);
+    }
+  }
+  return 0;
+}
+
+// ∫ memory (bytes x µs) over [t0, t1), relative to the actor's start.
+double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
+  if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes) * (t1 - t0);
+  double rise = static_cast<double>(m.peak_bytes - m.bytes);
+  double p = static_cast<double>(m.period_us);
+  auto f = [&](Micros t) {
+    const Micros whole_periods = t / m.period_us;  // floor: the rises completed before t
+    double q = static_cast<double>(whole_periods), r = static_cast<double>(t % m.period_us);
+    return static_cast<double>(m.bytes) * static_cast<double>(t) +
+           rise * (q * p / 2 + r * r / (2 * p));
+  };
+  return f(t1) - f(t0);
+}
+
+struct Context {  // where an actor's processes run on one GPU
+  int gpu = 0;
+  int mig = -1;  // MIG instance index in the node's layout; -1: the physical GPU
+  int first_pid = 0;
+};
+
+// A pod or a host process.
+struct Actor {
+  ConsumerRef ref;
+  bool host = false;
+  std::string host_name;
+  int node = 0;
+  Micros start = 0, end = 0;  // absolute
+  Micros linger_until = 0;    // the kubelet lists its grants until then (grant_lingers)
+  const ComputeProfile* compute = nullptr;
+  const EfficiencyProfile* efficiency = nullptr;
+  const MemoryProfile* memory = nullptr;
+  std::uint64_t seed = 0;
+  int processes = 1;
+  std::vector<Grant> grants;
+  std::vector<SharePpd> share;  // static share per grant; -1: DRA, decided per interval
+  std::vector<int> grant_gpu;
+  std::vector<Context> contexts;
+  std::string visible_devices;
+};
+
+struct NodeWorld {
+  const NodeSpec* spec = nullptr;
+  std::vector<PhysicalGpu> gpus;
+  std::vector<MigInstance> migs;  // gpu-major: gpu * layout + m
+  std::vector<int> mig_slices;
+  std::vector<double> period_us;  // NVML sample period per GPU
+  std::vector<int> actors;
+  std::vector<Micros> cuts;
+  Power power{};
+};
+
+// A scenario's devices, pods and host processes (with grants, contexts and pids) and consumers:
+// everything but the cut times. Actors point into the Scenario it was built from.
+struct World {
+  std::vector<Actor> actors;
+  std::vector<NodeWorld> nodes;
+  std::map<ConsumerRef, ConsumerInfo> consumers;
+};
+
+World BuildWorld(const Scenario& sc) {
+  World world;
+  Micros t_begin = sc.start_us;
+  auto& nodes = world.nodes;
+  nodes.resize(sc.nodes.size());
+  for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
+    const NodeSpec& spec = sc.nodes[n];
+    NodeWorld& ns = nodes[n];
+    ns.spec = &spec;
+    ns.power = PowerOf(spec.gpu_model);
+    for (int g = 0; g < spec.gpus; ++g) {
+      PhysicalGpu gpu;
+      gpu.uuid = GpuUuid("GPU-" + UuidFromHash(HashOf(sc.seed, "gpu", spec.name, g)));
+      gpu.model = spec.gpu_model;
+      gpu.memory_total_bytes = spec.memory_per_gpu_bytes;
+      gpu.sharing = spec.sharing;
+      gpu.replicas = spec.replicas;
+      gpu.total_slices = spec.total_slices;
+      std::uint64_t h = HashOf(sc.seed, "period", spec.name, g);
+      ns.period_us.push_back(1e6 / 6 + static_cast<double>(h >> 11) * 0x1.0p-53 * (5e6 / 6));
+      for (std::size_t m = 0; m < spec.mig_layout.size(); ++m) {
+        MigInstance mi;
+        mi.uuid = GpuUuid("MIG-" + UuidFromHash(HashOf(sc.seed, "mig", spec.name, g, m)));
+        mi.parent = gpu.uuid;
+        mi.profile = spec.mig_layout[m];
+        mi.compute_slices = MigComputeSlices(mi.profile);
+        mi.memory_total_bytes = MigInstanceMemory(mi.profile, spec.memory_per_gpu_bytes);
+        ns.migs.push_back(mi);
+        ns.mig_slices.push_back(mi.compute_slices);
+      }
+      ns.gpus.push_back(std::move(gpu));
+    }
+  }
+  auto& actors = world.actors;
+  std::vector<int> next_pid(sc.nodes.size(), 1000);
+  auto add_contexts = [&](Actor& a, const std::vector<std::pair<int, int>>& ctx) {
+    for (auto& [g, m] : ctx) {
+      a.contexts.push_back({g, m, next_pid[a.node]});
+      next_pid[a.node] += std::max(1, a.processes) * 7;
+    }
+  };
+  for (const WorkloadSpec& w : sc.workloads) {
+    for (const PodPlan& pod : w.pods) {
+      Actor a;
+      a.ref = ConsumerRef{w.namespace_name, pod.name, PodUid(pod.uid), w.container};
+      a.node = pod.node;
+      a.start = t_begin + w.start_us;
+      a.end = t_begin + w.end_us;
+      a.linger_until = a.end + w.grant_linger_us;
+      a.compute = &w.compute;
+      a.efficiency = &w.efficiency;
+      a.memory = &w.memory;
+      a.seed = HashOf(w.compute.seed, pod.name);
+      a.processes = w.processes;
+      const NodeSpec& spec = sc.nodes[pod.node];
+      NodeWorld& ns = nodes[pod.node];
+      std::vector<std::pair<int, int>> ctx;
+      std::vector<std::string> visible;
+      for (const PodGrantPlan& gp : pod.grants) {
+        Grant g;
+        g.consumer = a.ref;
+        const PhysicalGpu& gpu = ns.gpus[gp.gpu];
+        std::string base = gp.mig >= 0
+                               ? ns.migs[gp.gpu * spec.mig_layout.size() + gp.mig].uuid.str()
+                               : gpu.uuid.str();
+        g.device_id = gp.replica >= 0 ? fmt::format("{}::{}", base, gp.replica) : base;
+        SharePpd share = kWholeGpu;
+        switch (spec.sharing) {
+          case SharingMode::kExclusive:
+            g.resource_name = "nvidia.com/gpu";
+            break;
+          case SharingMode::kTimeSlicing:
+          case SharingMode::kMps:
+            g.resource_name = "nvidia.com/gpu";
+            share = kWholeGpu / spec.replicas;
+            break;
+          case SharingMode::kMig:
+            g.resource_name = "nvidia.com/mig-" + spec.mig_layout[gp.mig];
+            share = kWholeGpu / spec.total_slices * ns.mig_slices[gp.mig] / spec.replicas;
+            break;
+          case SharingMode::kFractional:
+            g.resource_name = FractionalResource(spec.fractional_layer);
+            share = gp.declared_ppd;
+            break;
+          case SharingMode::kDra:
+            g.resource_name = "gpu.nvidia.com";
+            g.dra_claim = gp.dra_claim;
+            share = -1;
+            break;
+        }
+        if (gp.declared_ppd > 0) {
+          g.declared_ppd = gp.declared_ppd;
+          share = gp.declared_ppd;
+        }
+        a.grants.push_back(std::move(g));
+        a.share.push_back(share);
+        a.grant_gpu.push_back(gp.gpu);
+        std::pair<int, int> c{gp.gpu, gp.mig};
+        if (std::find(ctx.begin(), ctx.end(), c) == ctx.end()) {
+          ctx.push_back(c);
+          visible.push_back(base);
+        }
+      }
+      if (pod.uses_gpu >= 0) ctx.push_back({pod.uses_gpu, -1});
+      for (auto& v : visible) a.visible_devices += (a.visible_devices.empty() ? "" : ",") + v;
+      if (w.visible_devices_all) a.visible_devices = "all";
+      if (a.processes > 0) add_contexts(a, ctx);
+      ConsumerInfo info{a.ref, w.owner_kind, w.owner_name, w.labels, {}, {}, {}};
+      if (auto it = sc.namespace_labels.find(w.namespace_name); it != sc.namespace_labels.end())
+        info.namespace_labels = it->second;
+      world.consumers[a.ref] = std::move(info);
+      ns.actors.push_back(static_cast<int>(actors.size()));
+      actors.push_back(std::move(a));
+    }
+  }
+  for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
+    for (const HostProcessSpec& h : sc.nodes[n].host_processes) {
+      Actor a;
+      a.host = true;
+      a.host_name = h.name;
+      a.ref = ConsumerRef{std::string(kHostNamespace), h.name, PodUid(), ""};
+      a.node = static_cast<int>(n);
+      a.start = t_begin + h.start_us;
+      a.end = t_begin + h.end_us;
+      a.compute = &h.compute;
+      a.efficiency = &h.efficiency;
+      a.memory = &h.memory;
+      a.seed = h.compute.seed;
+      a.processes = 1;
+      add_contexts(a, {{h.gpu, -1}});
+      world.consumers[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}, {}, {}};
+      nodes[n].actors.push_back(static_cast<int>(actors.size()));
+      actors.push_back(std::move(a));
+    }
+  }
+  return world;
+}
+
+// One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of
+// u x (1 + inflation) plus zero-mean dither, as NVML's sampled utilization behaves.
+int ObservePercent(double u, double inflation, std::mt19937_64& rng) {
+  double x = 100 * u * (1 + inflation);
+  double d = std::min({2.0, 100 * u, 100 * (1 - u)});
+  if (d > 0) x += std::uniform_real_distribution<double>(-d, d)(rng);
+  return static_cast<int>(std::clamp(std::llround(x), 0LL, 100LL));
+}
+
+struct Entry {
+  int actor;
+  int ctx;       // index into the actor's contexts
+  int mig;       // -1: physical GPU
+  double u = 0;  // this sub-window's demand
+  double scale = 1;
+  std::vector<double> inflation;     // per process
+  std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs
+};
+
+// The random stream of one node: per node, so one node simulated alone (NodeStepper) draws
+// exactly what it draws in a whole-scenario Run.
+std::mt19937_64 NodeRng(const Scenario& sc, const NodeSpec& spec) {
+  return std::mt19937_64(HashOf(sc.seed, "run", spec.name));
+}
+
+// The node's second stream, for the activity counters only: added after NodeRng's draws were
+// fixed, so that observing activity leaves every other observation as it was.
+std::mt19937_64 ActivityRng(const Scenario& sc, const NodeSpec& spec) {
+  return std::mt19937_64(HashOf(sc.seed, "activity", spec.name));
+}
+
+// One interval's reading of an activity counter whose true mean over the interval is x in
+// [0, 1]: GPM (and DCGM's profiling fields) count in hardware, so the error is small, a dither of
+// at most half a percentage point (less near 0 and 100%), reported in percent with 2 decimals.
+double ObserveCounter(double x, std::mt19937_64& rng) {
+  double p = 100 * std::clamp(x, 0.0, 1.0);
+  double d = std::min({0.5, p, 100 - p});
+  if (d > 0) p += std::uniform_real_distribution<double>(-d, d)(rng);
+  return std::clamp(std::round(p * 100) / 100, 0.0, 100.0) / 100;
+}
+
+// Σ fraction x µs of one unit (a physical GPU or a MIG instance) over an interval, relative to
+// the unit, as the counters integrate it.
+struct UnitActivity {
+  double graphics = 0;  // any context busy (GPM GRAPHICS_UTIL, DCGM GR_ENGINE_ACTIVE)
+  double sm_active = 0, sm_occupancy = 0, tensor_active = 0, dram_active = 0;
+};
+
+GpuMicros ObservedUs(double integral, Micros dt, std::mt19937_64& rng) {
+  if (dt <= 0) return 0;
+  return std::llround(ObserveCounter(integral / static_cast<double>(dt), rng) *
+                      static_cast<double>(dt));
+}
+
+Activity Observe(const UnitActivity& u, Micros dt, std::mt19937_64& rng) {
+  Activity a;
+  a.sm_active_us = ObservedUs(u.sm_active, dt, rng);
+  a.sm_occupancy_us = ObservedUs(u.sm_occupancy, dt, rng);
+  a.tensor_active_us = ObservedUs(u.tensor_active, dt, rng);
+  a.dram_active_us = ObservedUs(u.dram_active, dt, rng);
+  return a;
+}
+
+// Reusable buffers of SimulateInterval.
+struct Scratch {
+  std::vector<int> active;
+  std::vector<Entry> entries;
+  std::vector<UnitActivity> unit_activity;  // per MIG instance of a GPU, then the GPU itself
+};
+
+// Simulates node `n` over [a, b) (no event of the node inside), draws from `rng` (and the
+// activity counters' dither from `activity_rng`), adds to truth_of[actor] (indexed by actor,
+// non-null for the node's actors) and fills `snap`.
+void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_64& rng,
+                      std::mt19937_64& activity_rng, Truth* const* truth_of, Scratch& scratch,
+                      NodeSnapshot& snap) {
+  NodeWorld& ns = w.nodes[n];
+  auto& actors = w.actors;
+  auto& active = scratch.active;
+  auto& entries = scratch.entries;
+  std::uniform_real_distribution<double> infl_dist(0, 0.10);
+  const NodeSpec& spec = *ns.spec;
+  Micros dt = b - a;
+  snap.node = spec.name;
+  snap.start_us = a;
+  snap.end_us = b;
+  snap.gpus = ns.gpus;
+  snap.mig_instances = ns.migs;
+  snap.grants.clear();
+  snap.terminal_grants.clear();
+  snap.processes.clear();
+  snap.signals.clear();
+  active.clear();
+  for (int ai : ns.actors) {
+    if (actors[ai].start <= a && a < actors[ai].end) active.push_back(ai);
+    if (actors[ai].end <= a && a < actors[ai].linger_until)
+      snap.terminal_grants.insert(snap.terminal_grants.end(), actors[ai].grants.begin(),
+                                  actors[ai].grants.end());
+  }
+
+  // Grants and allocation truth.
+  for (int ai : active) {
+    Actor& act = actors[ai];
+    for (std::size_t gi = 0; gi < act.grants.size(); ++gi) {
+      snap.grants.push_back(act.grants[gi]);
+      SharePpd share = act.share[gi];
+      if (share < 0) {
+        // DRA: the device is split among its claims, a claim among the pods sharing it.
+        std::set<std::string> claims;
+        int same = 0;
+        for (int bi : active)
+          for (std::size_t gj = 0; gj < actors[bi].grants.size(); ++gj)
+            if (actors[bi].grant_gpu[gj] == act.grant_gpu[gi]) {
+              claims.insert(actors[bi].grants[gj].dra_claim);
+              if (actors[bi].grants[gj].dra_claim == act.grants[gi].dra_claim) ++same;
+            }
+        share = kWholeGpu / static_cast<SharePpd>(claims.size()) / std::max(1, same);
+      }
+      truth_of[ai]->allocated_ppd_us += static_cast<__int128>(share) * dt;
+    }
+  }
+
+  // Usage, per physical GPU.
+  int layout = static_cast<int>(spec.mig_layout.size());
+  bool mig = spec.sharing == SharingMode::kMig;
+  bool mps = spec.sharing == SharingMode::kMps;
+  // Who measures activity: dcgm-exporter where it runs, else NVML GPM on Hopper and newer.
+  const bool gpm = GpmCapable(spec.gpu_model);
+  const bool counters = spec.has_dcgm || gpm;
+  const SignalSource counter_source = spec.has_dcgm ? SignalSource::kDcgm : SignalSource::kGpm;
+  auto& unit_activity = scratch.unit_activity;
+  for (int g = 0; g < spec.gpus; ++g) {
+    unit_activity.assign(static_cast<std::size_t>(layout) + 1, UnitActivity{});
+    UnitActivity& phys_activity = unit_activity[static_cast<std::size_t>(layout)];
+    entries.clear();
+    for (int ai : active) {
+      Actor& act = actors[ai];
+      for (std::size_t c = 0; c < act.contexts.size(); ++c)
+        if (act.contexts[c].gpu == g) {
+          Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}, {}};
+          e.inflation.resize(act.processes);
+          for (auto& x : e.inflation) x = infl_dist(rng);
+          e.sm_acc.assign(act.processes, 0);
+          entries.push_back(std::move(e));
+        }
+    }
+    std::int64_t busy_acc = 0;                          // percent x µs, physical GPU
+    std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
+    double activity = 0;                                // Σ busy fraction x µs (energy)
+    if (!entries.empty()) {
+      int k = static_cast<int>(
+          std::min<double>(kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
+      k = std::max(k, 1);
+      std::vector<double> mig_sum(layout);
+      for (int j = 0; j < k; ++j) {
+        Micros sa = a + dt * j / k, sb = a + dt * (j + 1) / k;
+        Micros len = sb - sa;
+        if (len <= 0) continue;
+        double sum = 0;
+        std::fill(mig_sum.begin(), mig_sum.end(), 0.0);
+        for (Entry& e : entries) {
+          Actor& act = actors[e.actor];
+          e.u = ProfileIntegral(*act.compute, act.seed, sa - act.start, sb - act.start) /
+                static_cast<double>(len);
+          if (e.mig >= 0) {
+            mig_sum[e.mig] += e.u;
+          } else {
+            sum += e.u;
+          }
+        }
+        // Contention: demand over the unit's capacity is scaled down proportionally.
+        double phys_busy = 0;
+        for (Entry& e : entries) {
+          double total = e.mig >= 0 ? mig_sum[e.mig] : sum;
+          e.scale = total > 1 ? 1 / total : 1;
+          double u = e.u * e.scale;
+          double unit =
+              e.mig >= 0 ? static_cast<double>(ns.mig_slices[e.mig]) / spec.total_slices : 1.0;
+          Truth& truth = *truth_of[e.actor];
+          truth.compute_gpu_us += u * unit * static_cast<double>(len);
+          // What the busy time did inside the unit: the workload's efficiency (EfficiencyProfile).
+          const EfficiencyProfile& eff = *actors[e.actor].efficiency;
+          const double busy = u * static_cast<double>(len);  // unit-relative µs
+          const double sm = busy * eff.sm_active;
+          UnitActivity& ua =
+              e.mig >= 0 ? unit_activity[static_cast<std::size_t>(e.mig)] : phys_activity;
+          ua.sm_active += sm;
+          ua.sm_occupancy += sm * eff.sm_occupancy;
+          ua.tensor_active += sm * eff.tensor_active;
+          ua.dram_active += busy * eff.dram_active;
+          truth.sm_active_gpu_us += sm * unit;
+          truth.sm_occupancy_gpu_us += sm * eff.sm_occupancy * unit;
+          truth.tensor_active_gpu_us += sm * eff.tensor_active * unit;
+          truth.dram_active_gpu_us += busy * eff.dram_active * unit;
+          if (mig || mps || e.mig >= 0 || u <= 0) continue;
+          double per_proc = u / actors[e.actor].processes;
+          for (std::size_t p = 0; p < e.sm_acc.size(); ++p)
+            e.sm_acc[p] += ObservePercent(per_proc, e.inflation[p], rng) * len;
+        }
+        double whole = std::min(1.0, sum);
+        phys_busy = whole;
+        for (int m = 0; m < layout; ++m) {
+          double s = std::min(1.0, mig_sum[m]);
+          unit_activity[static_cast<std::size_t>(m)].graphics += s * static_cast<double>(len);
+          phys_busy += s * ns.mig_slices[m] / spec.total_slices;
+          if (mig && spec.has_dcgm && s > 0) mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
+        }
+        phys_busy = std::min(1.0, phys_busy);
+        activity += phys_busy * static_cast<double>(len);
+        if (!mig && whole > 0) busy_acc += ObservePercent(whole, 0, rng) * len;
+      }
+    }
+    // Processes and memory.
+    Bytes phys_mem = 0;
+    std::vector<Bytes> mig_mem(layout, 0);
+    for (Entry& e : entries) {
+      Actor& act = actors[e.actor];
+      double mem_int = MemoryIntegral(*act.memory, a - act.start, b - act.start);
+      truth_of[e.actor]->memory_byte_us += mem_int;
+      Bytes per_proc =
+          static_cast<Bytes>(std::llround(mem_int / static_cast<double>(dt) / act.processes));
+      const Context& c = act.contexts[e.ctx];
+      const GpuUuid& dev = e.mig >= 0 ? ns.migs[g * layout + e.mig].uuid : ns.gpus[g].uuid;
+      for (int p = 0; p < act.processes; ++p) {
+        ProcessObservation po;
+        po.pid = c.first_pid + p;
+        po.device = dev;
+        if (act.host) {
+          po.host_name = act.host_name;
+        } else {
+          po.consumer = act.ref;
+        }
+        po.used_memory_bytes = per_proc;
+        if (!mig && !mps && e.mig < 0) po.sm_busy_us = (e.sm_acc[p] + 50) / 100;
+        po.visible_devices = act.visible_devices;
+        snap.processes.push_back(std::move(po));
+      }
+      phys_mem += per_proc * act.processes;
+      if (e.mig >= 0) mig_mem[e.mig] += per_proc * act.processes;
+    }
+    DeviceSignals sig;
+    sig.device = ns.gpus[g].uuid;
+    if (!mig) sig.busy_us = (busy_acc + 50) / 100;
+    if (!mig && counters) {  // in MIG mode the counters are per instance
+      sig.activity = Observe(phys_activity, dt, activity_rng);
+      sig.activity_source = counter_source;
+    }
+    if (!entries.empty())
+      phys_mem +=
+          static_cast<Bytes>(kDriverReservation * static_cast<double>(spec.memory_per_gpu_bytes));
+    sig.memory_used_bytes = phys_mem;
+    sig.energy_mj = std::llround((ns.power.idle_w * static_cast<double>(dt) +
+                                  (ns.power.max_w - ns.power.idle_w) * activity) /
+                                 1000.0);
+    snap.signals.push_back(std::move(sig));
+    for (int m = 0; m < layout; ++m) {
+      const MigInstance& mi = ns.migs[g * layout + m];
+      DeviceSignals ms;
+      ms.device = mi.uuid;
+      const UnitActivity& ua = unit_activity[static_cast<std::size_t>(m)];
+      if (spec.has_dcgm) {
+        ms.busy_us = (mig_busy_acc[m] + 50) / 100;
+        ms.busy_source = SignalSource::kDcgm;
+      } else if (gpm) {
+        ms.busy_us = ObservedUs(ua.graphics, dt, activity_rng);  // GPM GRAPHICS_UTIL
+        ms.busy_source = SignalSource::kGpm;
+      }
+      if (counters) {
+        ms.activity = Observe(ua, dt, activity_rng);
+        ms.activity_source = counter_source;
+      }
+      ms.memory_used_bytes = mig_mem[m];
+      if (mig_mem[m] > 0)
+        ms.memory_used_bytes +=
+            static_cast<Bytes>(kDriverReservation * static_cast<double>(mi.memory_total_bytes));
+      snap.signals.push_back(std::move(ms));
+    }
+  }
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  World world;
+  std::vector<Micros> cuts;  // union of the nodes' cuts
+};
+
+Simulator::Simulator(Scenario scenario, Micros step_us)
+    : scenario_(std::move(scenario)), step_us_(step_us), impl_(std::make_shared<Impl>()) {
+  const Scenario& sc = scenario_;
+  Micros t_begin = sc.start_us, t_end = sc.start_us + sc.duration_us;
+  impl_->world = BuildWorld(sc);
+  consumers_ = impl_->world.consumers;
+  auto& nodes = impl_->world.nodes;
+  auto& actors = impl_->world.actors;
+  // Cut times: the step grid from the start, UTC hours, and each node's own actor events.
+  std::vector<Micros> common{t_begin, t_end};
+  for (Micros t = t_begin + step_us_; t < t_end; t += step_us_) common.push_back(t);
+  for (Micros t = HourStart(t_begin) + kMicrosPerHour; t < t_end; t += kMicrosPerHour)
+    common.push_back(t);
+  std::sort(common.begin(), common.end());
+  common.erase(std::unique(common.begin(), common.end()), common.end());
+  std::vector<Micros> all = common;
+  for (NodeWorld& ns : nodes) {
+    std::vector<Micros> extra;
+    for (int ai : ns.actors)
+      for (Micros t : {actors[ai].start, actors[ai].end})
+        if (t > t_begin && t < t_end) extra.push_back(t);
+    std::sort(extra.begin(), extra.end());
+    std::merge(common.begin(), common.end(), extra.begin(), extra.end(),
+               std::back_inserter(ns.cuts));
+    ns.cuts.erase(std::unique(ns.cuts.begin(), ns.cuts.end()), ns.cuts.end());
+    all.insert(all.end(), extra.begin(), extra.end());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  impl_->cuts = std::move(all);
+  for (auto& [ref, info] : consumers_) truth_[ref] = Truth{};
+}
+
+void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
+  for (auto& [ref, t] : truth_) t = Truth{};
+  World& w = impl_->world;
+  auto& nodes = w.nodes;
+  auto& actors = w.actors;
+  std::vector<std::mt19937_64> rngs, activity_rngs;
+  for (const NodeWorld& ns : nodes) {
+    rngs.push_back(NodeRng(scenario_, *ns.spec));
+    activity_rngs.push_back(ActivityRng(scenario_, *ns.spec));
+  }
+  std::vector<std::size_t> next(nodes.size(), 1);
+  const auto& cuts = impl_->cuts;
+  // Truth lookups by actor (map lookups per interval would dominate large imports).
+  std::vector<Truth*> truth_of(actors.size());
+  for (std::size_t i = 0; i < actors.size(); ++i) truth_of[i] = &truth_[actors[i].ref];
+
+  NodeSnapshot snap;
+  Scratch scratch;
+  for (std::size_t ci = 1; ci < cuts.size(); ++ci) {
+    Micros b = cuts[ci];
+    for (std::size_t n = 0; n < nodes.size(); ++n) {
+      NodeWorld& ns = nodes[n];
+      if (next[n] >= ns.cuts.size() || ns.cuts[next[n]] != b) continue;
+      Micros a = ns.cuts[next[n] - 1];
+      ++next[n];
+      SimulateInterval(w, n, a, b, rngs[n], activity_rngs[n], truth_of.data(), scratch, snap);
+      sink(snap);
+    }
+  }
+}
+
+namespace {
+
+int FindNode(const Scenario& sc, const std::string& node) {
+  for (std::size_t n = 0; n < sc.nodes.size(); ++n)
+    if (sc.nodes[n].name == node) return static_cast<int>(n);
+  return -1;
+}
+
+// Memory held at `t` (relative to the actor's start): the sawtooth's value, not an average.
+double MemoryAt(const MemoryProfile& m, Micros t) {
+  if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes);
+  double r = static_cast<double>(t % m.period_us) / static_cast<double>(m.period_us);
+  return static_cast<double>(m.bytes) + static_cast<double>(m.peak_bytes - m.bytes) * r;
+}
+
+}  // namespace
+
+struct NodeStepper::Impl {
+  std::unique_ptr<const Scenario> scenario;  // stable address: the world points into it
+  World world;
+  std::size_t node = 0;
+  Micros step_us = 0;
+  Micros begin_us = 0, end_us = 0;
+  std::vector<Micros> events;  // the node's actor starts and ends inside (begin, end), sorted
+  Micros position_us = 0;
+  std::mt19937_64 rng;
+  std::mt19937_64 activity_rng;
+  std::vector<Truth> truth;  // per actor
+  std::vector<Truth*> truth_of;
+  Scratch scratch;
+
+  // The node's next cut after t < end_us: the same points as Simulator's precomputed ns.cuts
+  // (step grid from the start, UTC hours, the node's events, the end), found without storing
+  // a week of step points.
+  Micros NextCut(Micros t) const {
+    Micros c = std::min(end_us, begin_us + ((t - begin_us) / step_us + 1) * step_us);
+    c = std::min(c, HourStart(t) + kMicrosPerHour);
+    auto it = std::upper_bound(events.begin(), events.end(), t);
+    if (it != events.end()) c = std::min(c, *it);
+    return c;
+  }
+};
+
+Result<NodeStepper> NodeStepper::Create(Scenario scenario, const std::string& node,
+                                        Micros step_us) {
+  int n = FindNode(scenario, node);
+  if (n < 0) return NotFound("scenario '" + scenario.name + "' has no node '" + node + "'");
+  auto impl = std::make_shared<Impl>();
+  impl->scenario = std::make_unique<const Scenario>(std::move(scenario));
+  const Scenario& sc = *impl->scenario;
+  impl->world = BuildWorld(sc);
+  impl->node = static_cast<std::size_t>(n);
+  impl->step_us = step_us;
+  impl->begin_us = sc.start_us;
+  impl->end_us = sc.start_us + sc.duration_us;
+  impl->position_us = impl->begin_us;
+  const NodeWorld& ns = impl->world.nodes[impl->node];
+  for (int ai : ns.actors)
+    for (Micros t : {impl->world.actors[ai].start, impl->world.actors[ai].end})
+      if (t > impl->begin_us && t < impl->end_us) impl->events.push_back(t);
+  std::sort(impl->events.begin(), impl->events.end());
+  impl->events.erase(std::unique(impl->events.begin(), impl->events.end()), impl->events.end());
+  impl->rng = NodeRng(sc, *ns.spec);
+  impl->activity_rng = ActivityRng(sc, *ns.spec);
+  impl->truth.resize(impl->world.actors.size());
+  for (Truth& t : impl->truth) impl->truth_of.push_back(&t);
+  return NodeStepper(std::move(impl));
+}
+
+std::vector<NodeSnapshot> NodeStepper::AdvanceTo(Micros sim_time_us) {
+  Impl& m = *impl_;
+  std::vector<NodeSnapshot> out;
+  while (m.position_us < m.end_us) {
+    Micros b = m.NextCut(m.position_us);
+    if (b > sim_time_us) break;
+    NodeSnapshot snap;
+    SimulateInterval(m.world, m.node, m.position_us, b, m.rng, m.activity_rng, m.truth_of.data(),
+                     m.scratch, snap);
+    out.push_back(std::move(snap));
+    m.position_us = b;
+  }
+  return out;
+}
+
+Micros NodeStepper::position_us() const { return impl_->position_us; }
+Micros NodeStepper::next_end_us() const {
+  return done() ? impl_->end_us : impl_->NextCut(impl_->position_us);
+}
+std::map<ConsumerRef, Truth> NodeStepper::truth() const {
+  std::map<ConsumerRef, Truth> out;
+  for (int ai : impl_->world.nodes[impl_->node].actors) {
+    out[impl_->world.actors[ai].ref] += impl_->truth[ai];
+  }
+  return out;
+}
+bool NodeStepper::done() const { return impl_->position_us >= impl_->end_us; }
+const Scenario& NodeStepper::scenario() const { return *impl_->scenario; }
+const NodeSpec& NodeStepper::node() const { return *impl_->world.nodes[impl_->node].spec; }
+const std::vector<PhysicalGpu>& NodeStepper::gpus() const {
+  return impl_->world.nodes[impl_->node].gpus;
+}
+const std::vector<MigInstance>& NodeStepper::mig_instances() const {
+  return impl_->world.nodes[impl_->node].migs;
+}
+
+Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Micros sim_time_us) {
+  int n = FindNode(scenario, node);
+  if (n < 0) return NotFound("scenario '" + scenario.name + "' has no node '" + node + "'");
+  World w = BuildWorld(scenario);
+  const NodeWorld& ns = w.nodes[n];
+  const NodeSpec& spec = *ns.spec;
+  NodeState out;
+  out.node = spec.name;
+  out.at_us = sim_time_us;
+  out.gpus = ns.gpus;
+  out.mig_instances = ns.migs;
+  std::vector<int> active;
+  for (int ai : ns.actors)
+    if (w.actors[ai].start <= sim_time_us && sim_time_us < w.actors[ai].end) active.push_back(ai);
+  for (int ai : active) {
+    const Actor& act = w.actors[ai];
+    for (const Grant& g : act.grants) out.grants.push_back(g);
+    if (!act.host) out.pods.push_back(w.consumers.at(act.ref));
+  }
+  // Processes in the order a snapshot lists them: by GPU, then actor, then context.
+  int layout = static_cast<int>(spec.mig_layout.size());
+  for (int g = 0; g < spec.gpus; ++g) {
+    for (int ai : active) {
+      const Actor& act = w.actors[ai];
+      for (const Context& c : act.contexts) {
+        if (c.gpu != g) continue;
+        Bytes per_proc = static_cast<Bytes>(
+            std::llround(MemoryAt(*act.memory, sim_time_us - act.start) / act.processes));
+        for (int p = 0; p < act.processes; ++p) {
+          ProcessObservation po;
+          po.pid = c.first_pid + p;
+          po.device = c.mig >= 0 ? ns.migs[g * layout + c.mig].uuid : ns.gpus[g].uuid;
+          if (act.host) {
+            po.host_name = act.host_name;
+          } else {
+            po.consumer = act.ref;
+          }
+          po.used_memory_bytes = per_proc;
+          po.visible_devices = act.visible_devices;
+          out.processes.push_back(std::move(po));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string ContainerIdFor(const ConsumerRef& ref) {
+  std::string id;
+  for (std::uint64_t i = 0; i < 4; ++i)
+    id += fmt::format("{:016x}", HashOf(i, "container", ref.namespace_name, ref.pod,
+                                        ref.pod_uid.str(), ref.container));
+  return id;
+}
+
+}  // namespace gpuledger::sim
