@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "sources/nvml/nvml_api.h"
+#include "sources/nvml/nvml_decode.h"
 #include "sources/nvml/nvml_source.h"
+#include "sources/nvml/sample_stream.h"
 #include "sources/nvml/watchdog.h"
 
 namespace gpuledger::nvml {
