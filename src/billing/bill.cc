@@ -9,8 +9,8 @@
 #include <set>
 #include <tuple>
 
-#include "billing/csv.h"
 #include "common/apportion.h"
+#include "common/csv.h"
 #include "common/money.h"
 #include "common/strings.h"
 #include "common/time_util.h"

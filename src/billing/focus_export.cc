@@ -6,7 +6,7 @@
 #include <map>
 #include <tuple>
 
-#include "billing/csv.h"
+#include "common/csv.h"
 #include "common/money.h"
 #include "common/time_util.h"
 #include "report/reconciled_prices.h"

@@ -10,7 +10,7 @@
 #include <regex>
 #include <set>
 
-#include "billing/csv.h"
+#include "common/csv.h"
 #include "common/money.h"
 
 namespace gpuledger::billing {

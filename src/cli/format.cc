@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "billing/csv.h"
+#include "common/csv.h"
 #include "common/time_util.h"
 #include "report/report_json.h"
 
@@ -34,12 +34,12 @@ std::string RenderReport(const report::Report& r, Format format) {
         "sm_active_gpu_us,sm_occupancy_gpu_us,tensor_active_gpu_us,dram_active_gpu_us,"
         "activity_source,class\n";
     auto line = [&](const std::string& key, const report::Figures& f, std::string_view cls) {
-      out += fmt::format(
-          "{},{},{},{},{},{},{},{},{},{},{},{},{}\n", billing::CsvQuote(key), f.allocated_gpu_us,
-          f.compute_gpu_us, f.memory_kib_s, f.energy_mj, f.cost_nanos, ToString(f.quality),
-          f.activity.sm_active_us, f.activity.sm_occupancy_us, f.activity.tensor_active_us,
-          f.activity.dram_active_us,
-          billing::CsvQuote(report::FormatSource(f.activity_quality, f.activity_rule)), cls);
+      out +=
+          fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", CsvQuote(key), f.allocated_gpu_us,
+                      f.compute_gpu_us, f.memory_kib_s, f.energy_mj, f.cost_nanos,
+                      ToString(f.quality), f.activity.sm_active_us, f.activity.sm_occupancy_us,
+                      f.activity.tensor_active_us, f.activity.dram_active_us,
+                      CsvQuote(report::FormatSource(f.activity_quality, f.activity_rule)), cls);
     };
     for (const auto& row : r.rows)
       line(row.key, row.figures, utilization::ToString(row.utilization.cls));

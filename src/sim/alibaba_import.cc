@@ -8,40 +8,32 @@
 
 #include <fmt/format.h>
 
+#include "common/csv.h"
 #include "common/strings.h"
 #include "common/units.h"
 
 namespace gpuledger::sim {
 namespace {
 
-// A CSV table with a header; cells addressed by column name. The trace has no quoting.
+// A CSV table with a header; cells addressed by column name.
 class Csv {
  public:
-  Csv(std::string_view text, std::string_view file) : file_(file) {
-    std::size_t pos = 0;
-    int line = 0;
-    while (pos < text.size()) {
-      std::size_t e = text.find('\n', pos);
-      std::string_view l = text.substr(pos, e == std::string_view::npos ? text.npos : e - pos);
-      pos = e == std::string_view::npos ? text.size() : e + 1;
-      ++line;
-      if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-      if (l.empty()) continue;
-      std::vector<std::string_view> cells;
-      std::size_t p = 0;
-      while (true) {
-        std::size_t c = l.find(',', p);
-        cells.push_back(l.substr(p, c == std::string_view::npos ? l.npos : c - p));
-        if (c == std::string_view::npos) break;
-        p = c + 1;
-      }
-      if (header_.empty()) {
-        header_ = std::move(cells);
+  static Result<Csv> Read(std::string_view text, std::string_view file) {
+    auto records = ParseCsv(text, file);
+    if (!records.ok()) return records.error();
+    Csv csv;
+    csv.file_ = std::string(file);
+    for (CsvRecord& record : *records) {
+      std::vector<std::string> cells;
+      for (CsvField& field : record.fields) cells.push_back(std::move(field.value));
+      if (csv.header_.empty()) {
+        csv.header_ = std::move(cells);
       } else {
-        rows_.push_back(std::move(cells));
-        lines_.push_back(line);
+        csv.rows_.push_back(std::move(cells));
+        csv.lines_.push_back(record.line);
       }
     }
+    return csv;
   }
 
   std::size_t size() const { return rows_.size(); }
@@ -58,7 +50,7 @@ class Csv {
     if (col >= static_cast<int>(rows_[r].size()))
       return InvalidArgument(fmt::format("{}:{}: column '{}': missing (row has {} cells)", file_,
                                          lines_[r], name, rows_[r].size()));
-    return rows_[r][col];
+    return std::string_view(rows_[r][col]);
   }
 
   // Empty cells give `empty`; anything else must be a whole number.
@@ -80,8 +72,8 @@ class Csv {
 
  private:
   std::string file_;
-  std::vector<std::string_view> header_;
-  std::vector<std::vector<std::string_view>> rows_;
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
   std::vector<int> lines_;
 };
 
@@ -129,46 +121,48 @@ bool TryPlace(TracePod& p, TraceNode& n) {
 Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_view pods_file_name,
                                        std::string_view nodes_csv,
                                        std::string_view nodes_file_name) {
-  Csv nodes_t(nodes_csv, nodes_file_name);
-  auto c_sn = nodes_t.Column("sn");
-  auto c_gpu = nodes_t.Column("gpu");
-  auto c_model = nodes_t.Column("model");
+  auto nodes_t = Csv::Read(nodes_csv, nodes_file_name);
+  if (!nodes_t.ok()) return nodes_t.error();
+  auto c_sn = nodes_t->Column("sn");
+  auto c_gpu = nodes_t->Column("gpu");
+  auto c_model = nodes_t->Column("model");
   for (auto* c : {&c_sn, &c_gpu, &c_model})
     if (!c->ok()) return c->error();
   std::vector<TraceNode> nodes;
-  for (std::size_t r = 0; r < nodes_t.size(); ++r) {
-    auto name = nodes_t.Cell(r, *c_sn, "sn");
-    auto gpus = nodes_t.Int(r, *c_gpu, "gpu", 0);
-    auto model = nodes_t.Cell(r, *c_model, "model");
+  for (std::size_t r = 0; r < nodes_t->size(); ++r) {
+    auto name = nodes_t->Cell(r, *c_sn, "sn");
+    auto gpus = nodes_t->Int(r, *c_gpu, "gpu", 0);
+    auto model = nodes_t->Cell(r, *c_model, "model");
     if (!name.ok()) return name.error();
     if (!gpus.ok()) return gpus.error();
     if (!model.ok()) return model.error();
     if (*gpus == 0) continue;  // CPU nodes hold no GPU pods
     if (name->empty() || model->empty())
       return InvalidArgument(fmt::format("{}:{}: column '{}': empty", nodes_file_name,
-                                         nodes_t.line(r), name->empty() ? "sn" : "model"));
+                                         nodes_t->line(r), name->empty() ? "sn" : "model"));
     nodes.push_back({std::string(*name), std::string(*model),
                      std::vector<int>(static_cast<std::size_t>(*gpus), 1000)});
   }
 
-  Csv pods_t(pods_csv, pods_file_name);
+  auto pods_t = Csv::Read(pods_csv, pods_file_name);
+  if (!pods_t.ok()) return pods_t.error();
   const char* names[] = {"name", "num_gpu",       "gpu_milli",     "gpu_spec",
                          "qos",  "deletion_time", "scheduled_time"};
   int col[7];
   for (int i = 0; i < 7; ++i) {
-    auto c = pods_t.Column(names[i]);
+    auto c = pods_t->Column(names[i]);
     if (!c.ok()) return c.error();
     col[i] = *c;
   }
   std::vector<TracePod> pods;
-  for (std::size_t r = 0; r < pods_t.size(); ++r) {
-    auto name = pods_t.Cell(r, col[0], "name");
-    auto num_gpu = pods_t.Int(r, col[1], "num_gpu", 0);
-    auto milli = pods_t.Int(r, col[2], "gpu_milli", 0);
-    auto spec = pods_t.Cell(r, col[3], "gpu_spec");
-    auto qos = pods_t.Cell(r, col[4], "qos");
-    auto del = pods_t.Int(r, col[5], "deletion_time", -1);
-    auto sched = pods_t.Int(r, col[6], "scheduled_time", -1);
+  for (std::size_t r = 0; r < pods_t->size(); ++r) {
+    auto name = pods_t->Cell(r, col[0], "name");
+    auto num_gpu = pods_t->Int(r, col[1], "num_gpu", 0);
+    auto milli = pods_t->Int(r, col[2], "gpu_milli", 0);
+    auto spec = pods_t->Cell(r, col[3], "gpu_spec");
+    auto qos = pods_t->Cell(r, col[4], "qos");
+    auto del = pods_t->Int(r, col[5], "deletion_time", -1);
+    auto sched = pods_t->Int(r, col[6], "scheduled_time", -1);
     for (const Status& s : {name.status(), num_gpu.status(), milli.status(), spec.status(),
                             qos.status(), del.status(), sched.status()})
       if (!s.ok()) return s.error();
@@ -176,14 +170,14 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
     if (*sched < 0 || *del < 0 || *num_gpu == 0 || *milli == 0 || *del <= *sched) continue;
     if (*milli > 1000)
       return InvalidArgument(fmt::format("{}:{}: column 'gpu_milli': expected 0..1000, got {}",
-                                         pods_file_name, pods_t.line(r), *milli));
+                                         pods_file_name, pods_t->line(r), *milli));
     if (*milli < 1000 && *num_gpu > 1)
       return InvalidArgument(fmt::format(
           "{}:{}: column 'gpu_milli': a sharing pod (gpu_milli {}) must have num_gpu 1, got {}",
-          pods_file_name, pods_t.line(r), *milli, *num_gpu));
+          pods_file_name, pods_t->line(r), *milli, *num_gpu));
     if (qos->empty())
       return InvalidArgument(
-          fmt::format("{}:{}: column 'qos': empty", pods_file_name, pods_t.line(r)));
+          fmt::format("{}:{}: column 'qos': empty", pods_file_name, pods_t->line(r)));
     TracePod p{std::string(*name), Lower(*qos), *num_gpu, *milli, *sched, *del, {}, r, -1, {}};
     std::string_view s = *spec;
     while (!s.empty()) {

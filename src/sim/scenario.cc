@@ -5,21 +5,21 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "common/time_util.h"
+#include "sim/scenario_parser.h"
 #include "sim/sim_util.h"
-
-#ifdef GPULEDGER_SIM_HAVE_ZLIB
-#include <zlib.h>
-#endif
 
 namespace gpuledger::sim {
 namespace {
+
+using scenario::Join;
+using scenario::LoadSeries;
+using scenario::Parser;
+using scenario::StripMe;
 
 struct ModelInfo {
   std::string_view name;
@@ -68,13 +68,6 @@ const std::vector<MigFamily>& MigFamilies() {
   return *families;
 }
 
-std::string StripMe(std::string_view p) {
-  std::string s(p);
-  if (s.size() > 3 && s.ends_with("+me")) s.resize(s.size() - 3);
-  return s;
-}
-
-// "<n>gb" part of a profile, in bytes (decimal GB, as NVIDIA names them).
 Bytes MigProfileMemory(std::string_view profile) {
   std::string p = StripMe(profile);
   auto dot = p.find('.');
@@ -83,302 +76,6 @@ Bytes MigProfileMemory(std::string_view profile) {
   auto r = std::from_chars(p.data() + dot + 1, p.data() + p.size(), gb);
   if (r.ec != std::errc()) return 0;
   return static_cast<Bytes>(gb * 1e9);
-}
-
-std::string Join(const std::vector<std::string_view>& v) {
-  std::string out;
-  for (auto& s : v) out += (out.empty() ? "" : ", ") + std::string(s);
-  return out;
-}
-
-std::string Describe(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "nothing";
-  if (n.IsScalar()) return "'" + n.Scalar() + "'";
-  if (n.IsSequence()) return "a list";
-  return "a map";
-}
-
-// Parses with first-error semantics: after a failure every getter returns its default, and the
-// caller checks failed() at the end; this keeps the field-by-field code flat.
-class Parser {
- public:
-  Parser(std::string file, std::string base_dir)
-      : file_(std::move(file)), base_dir_(std::move(base_dir)) {}
-
-  bool failed() const { return error_.has_value(); }
-  const Error& error() const { return *error_; }
-  const std::string& file() const { return file_; }
-  const std::string& base_dir() const { return base_dir_; }
-
-  void Fail(int line, const std::string& path, const std::string& what) {
-    if (error_) return;
-    error_ = InvalidArgument(fmt::format("{}:{}: {}: {}", file_, line, path, what));
-  }
-  void Fail(const YAML::Node& at, const std::string& path, const std::string& what) {
-    Fail(Line(at), path, what);
-  }
-  static int Line(const YAML::Node& n) {
-    if (!n.IsDefined()) return 0;
-    int l = n.Mark().line;
-    return l < 0 ? 0 : l + 1;
-  }
-
-  bool IsMap(const YAML::Node& n, const std::string& path) {
-    if (n.IsMap()) return true;
-    Fail(n, path, "expected a map, got " + Describe(n));
-    return false;
-  }
-  bool IsList(const YAML::Node& n, const std::string& path) {
-    if (n.IsSequence()) return true;
-    Fail(n, path, "expected a list, got " + Describe(n));
-    return false;
-  }
-
-  void CheckKeys(const YAML::Node& map, const std::string& path,
-                 std::initializer_list<std::string_view> allowed) {
-    if (!map.IsMap()) return;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        std::vector<std::string_view> a(allowed);
-        Fail(it->first, Sub(path, key), "unknown key (expected one of: " + Join(a) + ")");
-        return;
-      }
-    }
-  }
-
-  static std::string Sub(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-
-  std::string Str(const YAML::Node& n, const std::string& path, std::string def = "") {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    if (!n.IsScalar()) {
-      Fail(n, path, "expected a string, got " + Describe(n));
-      return def;
-    }
-    return n.Scalar();
-  }
-  std::string RequiredStr(const YAML::Node& parent, std::string_view key, const std::string& path) {
-    auto n = parent[std::string(key)];
-    std::string p = Sub(path, key);
-    if (!n.IsDefined() || n.IsNull()) {
-      Fail(parent, p, "required, missing");
-      return "";
-    }
-    std::string s = Str(n, p);
-    if (!failed() && s.empty()) Fail(n, p, "expected a non-empty string");
-    return s;
-  }
-
-  double Number(const YAML::Node& n, const std::string& path, double lo, double hi, double def) {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    double v = 0;
-    std::string s = n.IsScalar() ? n.Scalar() : "";
-    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (!n.IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size() || !(v >= lo) ||
-        !(v <= hi)) {
-      Fail(n, path, fmt::format("expected a number in [{}, {}], got {}", lo, hi, Describe(n)));
-      return def;
-    }
-    return v;
-  }
-  std::int64_t Int(const YAML::Node& n, const std::string& path, std::int64_t lo, std::int64_t hi,
-                   std::int64_t def) {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    std::int64_t v = 0;
-    std::string s = n.IsScalar() ? n.Scalar() : "";
-    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (!n.IsScalar() || r.ec != std::errc() || r.ptr != s.data() + s.size() || v < lo || v > hi) {
-      Fail(n, path, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, Describe(n)));
-      return def;
-    }
-    return v;
-  }
-  bool Bool(const YAML::Node& n, const std::string& path, bool def) {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    std::string s = n.IsScalar() ? n.Scalar() : "";
-    if (s == "true" || s == "yes") return true;
-    if (s == "false" || s == "no") return false;
-    Fail(n, path, "expected true or false, got " + Describe(n));
-    return def;
-  }
-  Micros Duration(const YAML::Node& n, const std::string& path, Micros def) {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    if (!n.IsScalar()) {
-      Fail(n, path, "expected a duration (e.g. 90s, 15m, 168h), got " + Describe(n));
-      return def;
-    }
-    auto d = ParseDuration(n.Scalar());
-    if (!d.ok() || *d < 0) {
-      Fail(n, path, "expected a duration (e.g. 90s, 15m, 168h), got " + Describe(n));
-      return def;
-    }
-    return *d;
-  }
-  Bytes Size(const YAML::Node& n, const std::string& path, Bytes def) {
-    if (!n.IsDefined() || n.IsNull()) return def;
-    if (!n.IsScalar()) {
-      Fail(n, path, "expected a size (e.g. 20GiB, 512MiB), got " + Describe(n));
-      return def;
-    }
-    auto b = ParseBytes(n.Scalar());
-    if (!b.ok() || *b < 0) {
-      Fail(n, path, "expected a size (e.g. 20GiB, 512MiB), got " + Describe(n));
-      return def;
-    }
-    return *b;
-  }
-  std::map<std::string, std::string> Labels(const YAML::Node& n, const std::string& path) {
-    std::map<std::string, std::string> out;
-    if (!n.IsDefined() || n.IsNull()) return out;
-    if (!IsMap(n, path)) return out;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      std::string k = Str(it->first, path);
-      out[k] = Str(it->second, Sub(path, k));
-    }
-    return out;
-  }
-
- private:
-  std::string file_;
-  std::string base_dir_;
-  std::optional<Error> error_;
-};
-
-// --- CSV time series ------------------------------------------------------------------------
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  if (path.ends_with(".gz")) {
-#ifdef GPULEDGER_SIM_HAVE_ZLIB
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (f == nullptr) return IoError(fmt::format("{}: cannot open", path));
-    std::string out;
-    char buf[1 << 16];
-    int n = 0;
-    while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    bool bad = n < 0;
-    gzclose(f);
-    if (bad) return IoError(fmt::format("{}: corrupt gzip data", path));
-    return out;
-#else
-    return Unsupported(fmt::format("{}: built without zlib, cannot read .gz", path));
-#endif
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string_view> SplitCsvLine(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t pos = 0;
-  while (true) {
-    auto c = line.find(',', pos);
-    out.push_back(line.substr(pos, c == std::string_view::npos ? line.npos : c - pos));
-    if (c == std::string_view::npos) break;
-    pos = c + 1;
-  }
-  for (auto& f : out) {
-    while (!f.empty() && (f.back() == '\r' || f.back() == ' ')) f.remove_suffix(1);
-    if (f.size() >= 2 && f.front() == '"' && f.back() == '"') f = f.substr(1, f.size() - 2);
-  }
-  return out;
-}
-
-void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, ComputeProfile& out) {
-  std::string file = p.RequiredStr(c, "file", path);
-  std::string column = p.Str(c["column"], path + ".column", "value");
-  std::string time_column = p.Str(c["time_column"], path + ".time_column", "");
-  double scale = p.Number(c["scale"], path + ".scale", 0, 1e9, 1.0);
-  std::map<std::string, std::string> where = p.Labels(c["where"], path + ".where");
-  if (p.failed()) return;
-  std::string full =
-      (file.starts_with("/") || p.base_dir().empty()) ? file : p.base_dir() + "/" + file;
-  auto text = ReadWholeFile(full);
-  if (!text.ok()) {
-    p.Fail(c["file"], path + ".file", text.error().message);
-    return;
-  }
-  std::string_view all = *text;
-  std::size_t eol = all.find('\n');
-  auto header = SplitCsvLine(all.substr(0, eol));
-  int vcol = -1, tcol = -1;
-  std::vector<std::pair<int, std::string>> wcols;
-  for (int i = 0; i < static_cast<int>(header.size()); ++i) {
-    if (header[i] == column) vcol = i;
-    if (time_column.empty() ? (tcol < 0 && header[i].find("time") != std::string_view::npos)
-                            : header[i] == time_column)
-      tcol = i;
-    for (auto& [k, v] : where)
-      if (header[i] == k) wcols.emplace_back(i, v);
-  }
-  if (vcol < 0 || tcol < 0 || wcols.size() != where.size()) {
-    p.Fail(c, path,
-           fmt::format("{}: header lacks the value, time or where columns ({})", full,
-                       all.substr(0, std::min(eol, all.size()))));
-    return;
-  }
-  std::vector<std::pair<double, double>> rows;  // (seconds, value)
-  std::size_t pos = eol == std::string_view::npos ? all.size() : eol + 1;
-  int line_no = 1;
-  while (pos < all.size()) {
-    std::size_t e = all.find('\n', pos);
-    std::string_view line = all.substr(pos, e == std::string_view::npos ? all.npos : e - pos);
-    pos = e == std::string_view::npos ? all.size() : e + 1;
-    ++line_no;
-    if (line.empty() || line == "\r") continue;
-    auto f = SplitCsvLine(line);
-    bool keep = true;
-    for (auto& [i, v] : wcols)
-      if (i >= static_cast<int>(f.size()) || f[i] != v) keep = false;
-    if (!keep) continue;
-    double t = 0, v = 0;
-    if (std::max(vcol, tcol) >= static_cast<int>(f.size()) ||
-        std::from_chars(f[tcol].data(), f[tcol].data() + f[tcol].size(), t).ec != std::errc() ||
-        std::from_chars(f[vcol].data(), f[vcol].data() + f[vcol].size(), v).ec != std::errc()) {
-      p.Fail(c, path,
-             fmt::format("{}:{}: expected numbers in columns {} and {}", full, line_no,
-                         header[tcol], header[vcol]));
-      return;
-    }
-    rows.emplace_back(t, v);
-  }
-  if (rows.empty()) {
-    p.Fail(c, path, fmt::format("{}: no rows match", full));
-    return;
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
-  auto s = std::make_shared<Series>();
-  double t0 = rows.front().first;
-  for (auto& [t, v] : rows) {
-    Micros off = static_cast<Micros>(std::llround((t - t0) * 1e6));
-    double frac = std::clamp(v / 100.0 * scale, 0.0, 1.0);
-    if (!s->offset_us.empty() && s->offset_us.back() == off) {
-      s->value.back() = frac;  // duplicate timestamp: the later row wins
-      continue;
-    }
-    s->offset_us.push_back(off);
-    s->value.push_back(frac);
-  }
-  std::vector<Micros> gaps;
-  for (std::size_t i = 1; i < s->offset_us.size(); ++i)
-    gaps.push_back(s->offset_us[i] - s->offset_us[i - 1]);
-  Micros spacing = kMicrosPerSecond * 60;
-  if (!gaps.empty()) {
-    std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-    spacing = gaps[gaps.size() / 2];
-  }
-  s->period_us = s->offset_us.back() + spacing;
-  s->prefix.resize(s->offset_us.size() + 1);
-  s->prefix[0] = 0;
-  for (std::size_t i = 0; i < s->offset_us.size(); ++i) {
-    Micros next = i + 1 < s->offset_us.size() ? s->offset_us[i + 1] : s->period_us;
-    s->prefix[i + 1] = s->prefix[i] + s->value[i] * static_cast<double>(next - s->offset_us[i]);
-  }
-  out.series = std::move(s);
 }
 
 ComputeProfile ParseCompute(Parser& p, const YAML::Node& c, const std::string& path,
@@ -465,255 +162,6 @@ MemoryProfile ParseMemory(Parser& p, const YAML::Node& m, const std::string& pat
     p.Fail(m, path + ".period", "required with peak, expected > 0");
   return out;
 }
-
-// --- placement ------------------------------------------------------------------------------
-
-struct Occupancy {
-  Micros start, end;
-  SharePpd amount;
-};
-
-struct Unit {
-  int gpu, mig, replica;
-  std::vector<Occupancy> occ;
-};
-
-bool Fits(const Unit& u, Micros s, Micros e, SharePpd amount) {
-  // Peak concurrent use over [s, e) occurs at s or at the start of an overlapping occupancy.
-  std::vector<Micros> points{s};
-  for (auto& o : u.occ)
-    if (o.start > s && o.start < e) points.push_back(o.start);
-  for (Micros t : points) {
-    SharePpd used = 0;
-    for (auto& o : u.occ)
-      if (o.start <= t && t < o.end) used += o.amount;
-    if (used + amount > kWholeGpu) return false;
-  }
-  return true;
-}
-
-struct Placer {
-  Parser& p;
-  Scenario& sc;
-  std::vector<std::vector<Unit>> units;                      // per node
-  std::map<std::string, std::pair<int, int>> shared_claims;  // ns/claim -> (node, unit)
-
-  void Build() {
-    units.resize(sc.nodes.size());
-    for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
-      auto& node = sc.nodes[n];
-      for (int g = 0; g < node.gpus; ++g) {
-        switch (node.sharing) {
-          case SharingMode::kTimeSlicing:
-          case SharingMode::kMps:
-            for (int r = 0; r < node.replicas; ++r) units[n].push_back({g, -1, r, {}});
-            break;
-          case SharingMode::kMig:
-            for (int m = 0; m < static_cast<int>(node.mig_layout.size()); ++m)
-              for (int r = 0; r < node.replicas; ++r)
-                units[n].push_back({g, m, node.replicas > 1 ? r : -1, {}});
-            break;
-          default:
-            units[n].push_back({g, -1, -1, {}});
-        }
-      }
-    }
-  }
-
-  bool Compatible(const WorkloadSpec& w, const NodeSpec& n) const {
-    if (!w.gpu_model.empty() && n.gpu_model != w.gpu_model) return false;
-    if (!w.mig_profile.empty() != (n.sharing == SharingMode::kMig)) return false;
-    if (w.fraction_ppd && n.sharing != SharingMode::kFractional) return false;
-    if (!w.dra_claim.empty() && n.sharing != SharingMode::kDra) return false;
-    if (w.mps_active_thread_percentage && n.sharing != SharingMode::kMps) return false;
-    return true;
-  }
-
-  bool UnitMatches(const WorkloadSpec& w, const NodeSpec& n, const Unit& u) const {
-    if (n.sharing != SharingMode::kMig) return true;
-    return StripMe(n.mig_layout[u.mig]) == StripMe(w.mig_profile);
-  }
-
-  SharePpd Amount(const WorkloadSpec& w) const {
-    return w.fraction_ppd ? *w.fraction_ppd : kWholeGpu;
-  }
-
-  PodGrantPlan GrantFor(const WorkloadSpec& w, const NodeSpec& n, const Unit& u,
-                        const std::string& claim) const {
-    PodGrantPlan g{u.gpu, u.mig, u.replica, 0, claim};
-    if (n.sharing == SharingMode::kFractional) g.declared_ppd = Amount(w);
-    if (n.sharing == SharingMode::kMps && w.mps_active_thread_percentage)
-      g.declared_ppd = kWholeGpu / 100 * *w.mps_active_thread_percentage;
-    return g;
-  }
-
-  // First fit of `count` distinct units on node n; fills `out` and commits when it fits.
-  bool TryNode(const WorkloadSpec& w, int n, int count, Micros s, Micros e, std::vector<int>& out) {
-    out.clear();
-    auto& node = sc.nodes[n];
-    SharePpd amount = Amount(w);
-    for (int i = 0; i < static_cast<int>(units[n].size()) && static_cast<int>(out.size()) < count;
-         ++i) {
-      auto& u = units[n][i];
-      if (!UnitMatches(w, node, u) || !Fits(u, s, e, amount)) continue;
-      // Whole-GPU modes hold distinct GPUs; a second replica of the same GPU is fine.
-      out.push_back(i);
-    }
-    if (static_cast<int>(out.size()) < count) return false;
-    for (int i : out) units[n][i].occ.push_back({s, e, amount});
-    return true;
-  }
-
-  void Place(WorkloadSpec& w, int wi) {
-    std::string path = fmt::format("workloads[{}]", wi);
-    for (int i = 0; i < w.replicas && !p.failed(); ++i) {
-      PodPlan pod;
-      pod.name =
-          (w.owner_kind == "Pod" && w.replicas == 1) ? w.name : fmt::format("{}-{}", w.name, i);
-      pod.uid = UuidFromHash(HashOf(sc.seed, "pod", w.namespace_name, pod.name));
-      Micros s = w.start_us, e = w.end_us;
-      if (w.request_none) {
-        pod.node = FindNode(w.uses_gpu_node);
-        if (pod.node < 0) {
-          p.Fail(w.line, path + ".uses_gpu.node", "no node named '" + w.uses_gpu_node + "'");
-          return;
-        }
-        if (w.uses_gpu_index >= sc.nodes[pod.node].gpus) {
-          p.Fail(w.line, path + ".uses_gpu.index",
-                 fmt::format("node '{}' has {} GPUs", w.uses_gpu_node, sc.nodes[pod.node].gpus));
-          return;
-        }
-        pod.uses_gpu = w.uses_gpu_index;
-        w.pods.push_back(std::move(pod));
-        continue;
-      }
-      if (!w.placement_node.empty()) {
-        PlaceExplicit(w, path, pod);
-        if (p.failed()) return;
-        w.pods.push_back(std::move(pod));
-        continue;
-      }
-      std::string claim;
-      bool dra_shared = false;
-      if (!w.dra_claim.empty()) {
-        dra_shared = w.dra_shared;
-        claim =
-            w.namespace_name + "/" + (w.dra_shared ? w.dra_claim : pod.name + "-" + w.dra_claim);
-      }
-      if (dra_shared) {
-        auto it = shared_claims.find(claim);
-        if (it == shared_claims.end()) {
-          // The shared claim holds its device for the life of every pod that names it.
-          Micros cs = s, ce = e;
-          for (auto& o : sc.workloads)
-            if (o.namespace_name == w.namespace_name && o.dra_claim == w.dra_claim &&
-                o.dra_shared) {
-              cs = std::min(cs, o.start_us);
-              ce = std::max(ce, o.end_us);
-            }
-          if (!PlaceUnits(w, path, 1, cs, ce, pod, claim)) return;
-          shared_claims[claim] = {pod.node, pod.grants[0].gpu};
-        } else {
-          auto& node = sc.nodes[it->second.first];
-          if (!w.node.empty() && w.node != node.name) {
-            p.Fail(w.line, path + ".node",
-                   fmt::format("shared claim '{}' is on node '{}'", claim, node.name));
-            return;
-          }
-          pod.node = it->second.first;
-          Unit u{it->second.second, -1, -1, {}};
-          pod.grants.push_back(GrantFor(w, node, u, claim));
-        }
-        w.pods.push_back(std::move(pod));
-        continue;
-      }
-      if (sc.nodes.empty() ||
-          !PlaceUnits(w, path, sc.nodes.empty() ? 0 : (w.fraction_ppd ? 1 : w.gpus), s, e, pod,
-                      claim))
-        return;
-      if (sc.nodes[pod.node].sharing == SharingMode::kDra && claim.empty()) {
-        // A DRA pod without a named claim gets its own, as a ResourceClaimTemplate would.
-        for (auto& g : pod.grants) g.dra_claim = w.namespace_name + "/" + pod.name + "-gpu";
-      }
-      w.pods.push_back(std::move(pod));
-    }
-  }
-
-  int FindNode(const std::string& name) const {
-    for (std::size_t n = 0; n < sc.nodes.size(); ++n)
-      if (sc.nodes[n].name == name) return static_cast<int>(n);
-    return -1;
-  }
-
-  bool PlaceUnits(const WorkloadSpec& w, const std::string& path, int count, Micros s, Micros e,
-                  PodPlan& pod, const std::string& claim) {
-    std::vector<int> chosen;
-    for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
-      auto& node = sc.nodes[n];
-      if (!w.node.empty() && node.name != w.node) continue;
-      if (!Compatible(w, node)) continue;
-      if (TryNode(w, static_cast<int>(n), count, s, e, chosen)) {
-        pod.node = static_cast<int>(n);
-        for (int i : chosen) pod.grants.push_back(GrantFor(w, node, units[n][i], claim));
-        return true;
-      }
-    }
-    std::string where = !w.node.empty()        ? "node '" + w.node + "'"
-                        : !w.gpu_model.empty() ? "any " + w.gpu_model + " node"
-                                               : "any node";
-    p.Fail(w.line, path,
-           fmt::format("workload '{}/{}' pod {}: no room on {} for {} {} from {}s to {}s",
-                       w.namespace_name, w.name, pod.name, where, count,
-                       w.mig_profile.empty() ? "GPU share(s)" : w.mig_profile + " instance(s)",
-                       s / kMicrosPerSecond, e / kMicrosPerSecond));
-    return false;
-  }
-
-  void PlaceExplicit(const WorkloadSpec& w, const std::string& path, PodPlan& pod) {
-    int n = FindNode(w.placement_node);
-    if (n < 0) {
-      p.Fail(w.line, path + ".placement.node", "no node named '" + w.placement_node + "'");
-      return;
-    }
-    auto& node = sc.nodes[n];
-    pod.node = n;
-    std::string claim =
-        w.dra_claim.empty()
-            ? (node.sharing == SharingMode::kDra ? w.namespace_name + "/" + pod.name + "-gpu" : "")
-            : w.namespace_name + "/" + w.dra_claim;
-    for (int g : w.placement_gpus) {
-      if (g < 0 || g >= node.gpus) {
-        p.Fail(w.line, path + ".placement.gpus",
-               fmt::format("GPU index {} out of range: node '{}' has {}", g, node.name, node.gpus));
-        return;
-      }
-      bool replicated = node.sharing == SharingMode::kTimeSlicing ||
-                        node.sharing == SharingMode::kMps || node.sharing == SharingMode::kMig;
-      if (!replicated) {
-        // Explicit placement is trusted (it comes from a real scheduler's decisions): no
-        // capacity check, so an imported over-commitment shows as over-subscription.
-        Unit u{g, -1, -1, {}};
-        units[n][static_cast<std::size_t>(g)].occ.push_back({w.start_us, w.end_us, Amount(w)});
-        pod.grants.push_back(GrantFor(w, node, u, claim));
-        continue;
-      }
-      bool done = false;
-      for (auto& u : units[n]) {
-        if (u.gpu != g || !UnitMatches(w, node, u) || !Fits(u, w.start_us, w.end_us, kWholeGpu))
-          continue;
-        u.occ.push_back({w.start_us, w.end_us, kWholeGpu});
-        pod.grants.push_back(GrantFor(w, node, u, claim));
-        done = true;
-        break;
-      }
-      if (!done) {
-        p.Fail(w.line, path + ".placement.gpus",
-               fmt::format("no free replica or instance on GPU {} of node '{}'", g, node.name));
-        return;
-      }
-    }
-  }
-};
 
 // --- top level ------------------------------------------------------------------------------
 
@@ -1015,18 +463,21 @@ Result<Scenario> ParseImpl(std::string_view yaml_text, std::string_view file_nam
     }
   }
   if (p.failed()) return p.error();
-  Placer placer{p, sc, {}, {}};
-  placer.Build();
-  // Explicit placements first, so first-fit pods see the capacity they take.
-  for (std::size_t i = 0; i < sc.workloads.size() && !p.failed(); ++i)
-    if (!sc.workloads[i].placement_node.empty()) placer.Place(sc.workloads[i], static_cast<int>(i));
-  for (std::size_t i = 0; i < sc.workloads.size() && !p.failed(); ++i)
-    if (sc.workloads[i].placement_node.empty()) placer.Place(sc.workloads[i], static_cast<int>(i));
+  scenario::PlaceWorkloads(p, sc);
   if (p.failed()) return p.error();
   return sc;
 }
 
 }  // namespace
+
+namespace scenario {
+std::string StripMe(std::string_view p) {
+  std::string s(p);
+  if (s.size() > 3 && s.ends_with("+me")) s.resize(s.size() - 3);
+  return s;
+}
+
+}  // namespace scenario
 
 int MigComputeSlices(std::string_view profile) {
   std::string p = StripMe(profile);
@@ -1068,7 +519,7 @@ Result<Scenario> ParseScenario(std::string_view yaml_text, std::string_view file
 }
 
 Result<Scenario> LoadScenarioFile(const std::string& path) {
-  auto text = ReadWholeFile(path);
+  auto text = scenario::ReadDataFile(path);
   if (!text.ok()) return text.error();
   return ParseScenario(*text, path);
 }

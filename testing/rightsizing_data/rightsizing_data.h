@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "billing/csv.h"
+#include "common/csv.h"
 #include "io/file_util.h"
 #include "test_paths.h"
 
@@ -28,7 +28,7 @@ inline std::optional<std::string> ReadFile(const std::string& path) {
 // The records of CSV text, each as its fields' values (empty when it does not parse).
 inline std::vector<std::vector<std::string>> CsvRows(std::string_view text) {
   std::vector<std::vector<std::string>> rows;
-  auto records = billing::ParseCsv(text, "csv");
+  auto records = ParseCsv(text, "csv");
   if (!records) return rows;
   for (const auto& r : *records) {
     std::vector<std::string> fields;

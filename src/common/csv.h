@@ -8,7 +8,7 @@
 
 #include "common/result.h"
 
-namespace gpuledger::billing {
+namespace gpuledger {
 
 struct CsvField {
   std::string value;
@@ -29,4 +29,4 @@ Result<std::vector<CsvRecord>> ParseCsv(std::string_view content, std::string_vi
 // `value` as one CSV field: quoted when it holds ',', '"', CR or LF (quotes doubled).
 std::string CsvQuote(std::string_view value);
 
-}  // namespace gpuledger::billing
+}  // namespace gpuledger

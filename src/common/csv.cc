@@ -1,8 +1,8 @@
-#include "billing/csv.h"
+#include "common/csv.h"
 
 #include <fmt/format.h>
 
-namespace gpuledger::billing {
+namespace gpuledger {
 
 Result<std::vector<CsvRecord>> ParseCsv(std::string_view content, std::string_view file) {
   std::vector<CsvRecord> records;
@@ -92,4 +92,4 @@ std::string CsvQuote(std::string_view value) {
   return out;
 }
 
-}  // namespace gpuledger::billing
+}  // namespace gpuledger

@@ -1,0 +1,123 @@
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "common/csv.h"
+#include "common/strings.h"
+#include "io/file_util.h"
+#include "prometheus/gzip.h"
+#include "sim/scenario_parser.h"
+
+namespace gpuledger::sim::scenario {
+
+Result<std::string> ReadDataFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text.ok() || !path.ends_with(".gz")) return text;
+  auto inflated = prometheus::Gunzip(*text);
+  if (!inflated.ok()) return IoError(fmt::format("{}: {}", path, inflated.error().message));
+  return inflated;
+}
+
+void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, ComputeProfile& out) {
+  std::string file = p.RequiredStr(c, "file", path);
+  std::string column = p.Str(c["column"], path + ".column", "value");
+  std::string time_column = p.Str(c["time_column"], path + ".time_column", "");
+  double scale = p.Number(c["scale"], path + ".scale", 0, 1e9, 1.0);
+  std::map<std::string, std::string> where = p.Labels(c["where"], path + ".where");
+  if (p.failed()) return;
+  std::string full =
+      (file.starts_with("/") || p.base_dir().empty()) ? file : p.base_dir() + "/" + file;
+  auto text = ReadDataFile(full);
+  if (!text.ok()) {
+    p.Fail(c["file"], path + ".file", text.error().message);
+    return;
+  }
+  auto records = ParseCsv(*text, full);
+  if (!records.ok()) {
+    p.Fail(c["file"], path + ".file", records.error().message);
+    return;
+  }
+  // Cells as written, but for the spaces some exporters pad them with.
+  auto cell = [](const CsvRecord& r, int i) { return Trim(r.fields[i].value); };
+  std::vector<std::string> header;
+  if (!records->empty()) {
+    for (int i = 0; i < static_cast<int>(records->front().fields.size()); ++i) {
+      header.emplace_back(cell(records->front(), i));
+    }
+  }
+  int vcol = -1, tcol = -1;
+  std::vector<std::pair<int, std::string>> wcols;
+  for (int i = 0; i < static_cast<int>(header.size()); ++i) {
+    if (header[i] == column) vcol = i;
+    if (time_column.empty() ? (tcol < 0 && header[i].find("time") != std::string::npos)
+                            : header[i] == time_column)
+      tcol = i;
+    for (auto& [k, v] : where)
+      if (header[i] == k) wcols.emplace_back(i, v);
+  }
+  if (vcol < 0 || tcol < 0 || wcols.size() != where.size()) {
+    std::string columns;
+    for (const std::string& h : header) columns += (columns.empty() ? "" : ",") + h;
+    p.Fail(c, path,
+           fmt::format("{}: header lacks the value, time or where columns ({})", full, columns));
+    return;
+  }
+  std::vector<std::pair<double, double>> rows;  // (seconds, value)
+  for (std::size_t r = 1; r < records->size(); ++r) {
+    const CsvRecord& record = (*records)[r];
+    const int cells = static_cast<int>(record.fields.size());
+    bool keep = true;
+    for (auto& [i, v] : wcols)
+      if (i >= cells || cell(record, i) != v) keep = false;
+    if (!keep) continue;
+    double t = 0, v = 0;
+    auto number = [&](int i, double& out) {
+      std::string_view s = cell(record, i);
+      return std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc();
+    };
+    if (std::max(vcol, tcol) >= cells || !number(tcol, t) || !number(vcol, v)) {
+      p.Fail(c, path,
+             fmt::format("{}:{}: expected numbers in columns {} and {}", full, record.line,
+                         header[tcol], header[vcol]));
+      return;
+    }
+    rows.emplace_back(t, v);
+  }
+  if (rows.empty()) {
+    p.Fail(c, path, fmt::format("{}: no rows match", full));
+    return;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  auto s = std::make_shared<Series>();
+  double t0 = rows.front().first;
+  for (auto& [t, v] : rows) {
+    Micros off = static_cast<Micros>(std::llround((t - t0) * 1e6));
+    double frac = std::clamp(v / 100.0 * scale, 0.0, 1.0);
+    if (!s->offset_us.empty() && s->offset_us.back() == off) {
+      s->value.back() = frac;  // duplicate timestamp: the later row wins
+      continue;
+    }
+    s->offset_us.push_back(off);
+    s->value.push_back(frac);
+  }
+  std::vector<Micros> gaps;
+  for (std::size_t i = 1; i < s->offset_us.size(); ++i)
+    gaps.push_back(s->offset_us[i] - s->offset_us[i - 1]);
+  Micros spacing = kMicrosPerSecond * 60;
+  if (!gaps.empty()) {
+    std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+    spacing = gaps[gaps.size() / 2];
+  }
+  s->period_us = s->offset_us.back() + spacing;
+  s->prefix.resize(s->offset_us.size() + 1);
+  s->prefix[0] = 0;
+  for (std::size_t i = 0; i < s->offset_us.size(); ++i) {
+    Micros next = i + 1 < s->offset_us.size() ? s->offset_us[i + 1] : s->period_us;
+    s->prefix[i + 1] = s->prefix[i] + s->value[i] * static_cast<double>(next - s->offset_us[i]);
+  }
+  out.series = std::move(s);
+}
+
+}  // namespace gpuledger::sim::scenario
