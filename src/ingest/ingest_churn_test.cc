@@ -16,6 +16,7 @@
 #include "common/counter_units.h"
 #include "cost/catalog.h"
 #include "ingest/ingestor.h"
+#include "ingest/scrape_loop.h"
 #include "prometheus/exposition_writer.h"
 #include "store/ledger_store.h"
 

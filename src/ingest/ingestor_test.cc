@@ -1,4 +1,6 @@
 #include "ingest/ingestor.h"
+#include "ingest/replay_files.h"
+#include "ingest/scrape_loop.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

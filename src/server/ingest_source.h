@@ -21,6 +21,8 @@
 #include "common/result.h"
 #include "ingest/ingestor.h"
 #include "ingest/prometheus_source.h"
+#include "ingest/replay_files.h"
+#include "ingest/scrape_loop.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::server {

@@ -1,0 +1,112 @@
+#include "ingest/replay_files.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "io/file_util.h"
+#include "prometheus/exposition_parser.h"
+#include "prometheus/gzip.h"
+
+namespace gpuledger::ingest {
+
+namespace {
+
+struct SnapshotFile {
+  std::string instance;
+  Micros at_us = 0;
+  std::string path;
+  bool gzip = false;
+};
+
+// "<instance>@<unix-ms>.prom" or ".prom.gz".
+std::optional<SnapshotFile> ParseSnapshotName(const std::filesystem::path& p) {
+  std::string name = p.filename().string();
+  SnapshotFile f;
+  f.path = p.string();
+  if (name.ends_with(".prom.gz")) {
+    f.gzip = true;
+    name.resize(name.size() - 8);
+  } else if (name.ends_with(".prom")) {
+    name.resize(name.size() - 5);
+  } else {
+    return std::nullopt;
+  }
+  const auto at = name.rfind('@');
+  if (at == std::string::npos || at == 0) return std::nullopt;
+  std::int64_t ms = 0;
+  const char* b = name.data() + at + 1;
+  const char* e = name.data() + name.size();
+  auto [end, ec] = std::from_chars(b, e, ms);
+  if (ec != std::errc() || end != e || b == e) return std::nullopt;
+  f.instance = name.substr(0, at);
+  f.at_us = ms * 1000;
+  return f;
+}
+
+}  // namespace
+
+Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std::ostream* progress,
+                                int commit_every, std::size_t max_bytes) {
+  std::error_code ec;
+  std::vector<SnapshotFile> files;
+  std::int64_t skipped = 0;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    if (auto f = ParseSnapshotName(it->path()))
+      files.push_back(std::move(*f));
+    else
+      ++skipped;
+  }
+  if (ec) return IoError(fmt::format("files={}: {}", dir, ec.message()));
+  if (files.empty())
+    return InvalidArgument(fmt::format(
+        "files={}: no snapshot files (expected <instance>@<unix-ms>.prom or .prom.gz)", dir));
+  std::sort(files.begin(), files.end(), [](const SnapshotFile& a, const SnapshotFile& b) {
+    return std::tie(a.at_us, a.path) < std::tie(b.at_us, b.path);
+  });
+  ReplayStats stats;
+  for (const SnapshotFile& f : files) {
+    // A snapshot larger than the cap is refused before it is read (a compressed one would
+    // inflate to at least about its own size).
+    if (auto size = std::filesystem::file_size(f.path, ec); !ec && size > max_bytes)
+      return InvalidArgument(
+          fmt::format("{}: {} bytes, larger than the limit of {} bytes", f.path, size, max_bytes));
+    auto raw = ReadFile(f.path);
+    if (!raw) return raw.error();
+    std::string text;
+    if (f.gzip) {
+      auto g = prometheus::Gunzip(*raw, max_bytes);
+      if (!g) return InvalidArgument(fmt::format("{}: {}", f.path, g.error().message));
+      text = std::move(*g);
+    } else {
+      text = std::move(*raw);
+    }
+    auto parsed = prometheus::ParseExposition(text);
+    if (!parsed) return InvalidArgument(fmt::format("{}: {}", f.path, parsed.error().message));
+    stats.samples += static_cast<std::int64_t>(parsed->samples.size());
+    ingestor.Feed(TargetScrape{f.instance, f.at_us, std::move(parsed->samples)});
+    ++stats.files;
+    if (commit_every > 0 && stats.files % commit_every == 0) {
+      if (Status s = ingestor.Commit(); !s.ok()) return s.error();
+      if (progress != nullptr) {
+        *progress << fmt::format("\rreplayed {}/{} files", stats.files, files.size());
+        progress->flush();
+      }
+    }
+  }
+  if (Status s = ingestor.Commit(); !s.ok()) return s.error();
+  if (progress != nullptr) {
+    *progress << fmt::format("\rreplayed {}/{} files ({} samples{})\n", stats.files, files.size(),
+                             stats.samples,
+                             skipped > 0 ? fmt::format(", {} other files ignored", skipped) : "");
+  }
+  return stats;
+}
+
+}  // namespace gpuledger::ingest

@@ -1,0 +1,28 @@
+#pragma once
+// The `files=DIR` source: exposition snapshots replayed through an Ingestor.
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "common/result.h"
+#include "ingest/ingestor.h"
+#include "prometheus/gzip.h"
+
+namespace gpuledger::ingest {
+
+// `files=DIR`: exposition snapshots named <instance>@<unix-ms>.prom or .prom.gz (the instance
+// may not contain '@' or '/'), replayed in time order (ties by name) through the ingestor,
+// committed every `commit_every` files and at the end. Malformed files fail the replay with
+// the file name and line; a .prom.gz inflating past `max_bytes` fails it naming the file.
+// Progress goes to `progress` when given.
+struct ReplayStats {
+  std::int64_t files = 0;
+  std::int64_t samples = 0;
+};
+Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
+                                std::ostream* progress = nullptr, int commit_every = 500,
+                                std::size_t max_bytes = prometheus::kMaxGunzipBytes);
+
+}  // namespace gpuledger::ingest

@@ -1,0 +1,246 @@
+#include "ingest/scrape_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "prometheus/exposition_parser.h"
+#include "prometheus/exposition_writer.h"
+#include "prometheus/http_get.h"
+
+namespace gpuledger::ingest {
+
+Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
+                                 std::size_t max_bytes) {
+  // A target is host:port (an agent), which serves /metrics.
+  auto url = prometheus::ParseHttpUrl("http://" + target + "/metrics");
+  if (!url || target.find(':') == std::string::npos)
+    return InvalidArgument(fmt::format("target '{}': expected host:port", target));
+  return prometheus::HttpGet(*url, timeout_us, max_bytes);
+}
+
+// One fetch and parse on its own thread; its fields are guarded by the loop's flight_mu_.
+struct ScrapeLoop::Flight {
+  std::string target;
+  bool done = false;
+  std::optional<Result<TargetScrape>> result;
+};
+
+ScrapeLoop::ScrapeLoop(Ingestor& ingestor, ScrapeOptions options, Fetcher fetch,
+                       std::function<Micros()> now, std::ostream& log)
+    : ingestor_(ingestor),
+      options_(std::move(options)),
+      fetch_(std::move(fetch)),
+      now_(std::move(now)),
+      log_(log) {
+  options_.max_concurrent = std::max(options_.max_concurrent, 1);
+}
+
+ScrapeLoop::~ScrapeLoop() { Stop(); }
+
+void ScrapeLoop::Start() {
+  thread_ = std::thread([this] {
+    for (;;) {
+      const auto started = std::chrono::steady_clock::now();
+      RunRound();
+      std::unique_lock lock(stop_mu_);
+      if (stop_cv_.wait_until(lock, started + std::chrono::microseconds(options_.interval_us),
+                              [this] { return stopping_; }))
+        return;
+    }
+  });
+}
+
+void ScrapeLoop::Stop() {
+  {
+    std::lock_guard lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  ReapFlights(/*all=*/true);
+}
+
+void ScrapeLoop::ReapFlights(bool all) {
+  std::vector<std::thread> finished;
+  {
+    std::lock_guard lock(flight_mu_);
+    std::erase_if(threads_, [&](auto& t) {
+      if (!all && !t.second->done) return false;
+      finished.push_back(std::move(t.first));
+      return true;
+    });
+  }
+  // Outside the lock: a thread still running takes it to finish.
+  for (std::thread& t : finished) t.join();
+}
+
+std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::string>& targets) {
+  using Clock = std::chrono::steady_clock;
+  const std::size_t n = targets.size();
+  std::vector<std::optional<Result<TargetScrape>>> out(n);
+  std::vector<std::shared_ptr<Flight>> mine(n);
+  std::vector<Clock::time_point> deadline(n);
+  const auto timeout = std::chrono::microseconds(options_.timeout_us);
+  std::unique_lock lock(flight_mu_);
+  for (std::size_t next = 0;;) {
+    // Collect answers and give up on flights past their deadline (their threads run on, and
+    // keep the target out of later rounds until they end).
+    int running = 0;
+    auto wake = Clock::time_point::max();
+    const auto now = Clock::now();
+    for (std::size_t i = 0; i < next; ++i) {
+      if (out[i]) continue;
+      if (mine[i]->done) {
+        out[i] = std::move(mine[i]->result);
+      } else if (now >= deadline[i]) {
+        out[i] = Unavailable(fmt::format("scrape {}: no answer within {} ms", targets[i],
+                                         options_.timeout_us / 1000));
+      } else {
+        ++running;
+        wake = std::min(wake, deadline[i]);
+      }
+    }
+    for (; next < n && running < options_.max_concurrent; ++next) {
+      const std::string& target = targets[next];
+      if (in_flight_.contains(target)) {
+        out[next] = Unavailable(
+            fmt::format("scrape {}: the previous scrape is still running (no answer)", target));
+        continue;
+      }
+      auto flight = std::make_shared<Flight>();
+      flight->target = target;
+      in_flight_[target] = flight;
+      mine[next] = flight;
+      deadline[next] = Clock::now() + timeout;
+      wake = std::min(wake, deadline[next]);
+      ++running;
+      threads_.emplace_back(
+          std::thread([this, flight] {
+            auto body = fetch_(flight->target);
+            // Observed when the response arrived: the agent's counters are at most one of its
+            // cycles older, and every target's series use this same rule.
+            const Micros at = now_();
+            Result<TargetScrape> scrape = Unavailable("");
+            if (!body.ok()) {
+              const std::string& m = body.error().message;
+              scrape = Unavailable(
+                  m.starts_with("scrape") ? m : fmt::format("scrape {}: {}", flight->target, m));
+            } else if (auto parsed = prometheus::ParseExposition(*body); !parsed.ok()) {
+              scrape = InvalidArgument(
+                  fmt::format("scrape {}: {}", flight->target, parsed.error().message));
+            } else {
+              scrape = TargetScrape{flight->target, at, std::move(parsed->samples)};
+            }
+            std::lock_guard guard(flight_mu_);
+            flight->result = std::move(scrape);
+            flight->done = true;
+            if (auto it = in_flight_.find(flight->target);
+                it != in_flight_.end() && it->second == flight)
+              in_flight_.erase(it);
+            flight_cv_.notify_all();  // under the lock: Stop() may destroy the loop right after
+          }),
+          flight);
+    }
+    if (next == n && running == 0) break;
+    flight_cv_.wait_until(lock, wake);
+  }
+  std::vector<Result<TargetScrape>> results;
+  results.reserve(n);
+  for (auto& r : out) results.push_back(std::move(*r));
+  return results;
+}
+
+void ScrapeLoop::RunRound() {
+  std::vector<std::string> targets;
+  {
+    std::lock_guard lock(metrics_mu_);
+    if (targets_.empty()) targets_ = options_.targets;
+  }
+  if (options_.discover) {
+    auto found = options_.discover();
+    std::lock_guard lock(metrics_mu_);
+    const std::string error = found.ok() ? "" : found.error().message;
+    if (error != discovery_error_) {
+      log_ << (error.empty()
+                   ? std::string("ingest: target discovery works again\n")
+                   : "ingest: target discovery: " + error + " (keeping the last targets)\n");
+      log_.flush();
+      discovery_error_ = error;
+    }
+    if (found.ok()) targets_ = std::move(*found);
+  }
+  {
+    std::lock_guard lock(metrics_mu_);
+    // Each target once, in the order given: the feed order, so a round is deterministic.
+    std::set<std::string> seen;
+    std::erase_if(targets_, [&](const std::string& t) { return !seen.insert(t).second; });
+    targets = targets_;
+    // A target that left the list (an agent's pod gone) leaves its counts: bounded by the list.
+    std::erase_if(errors_, [&](const auto& kv) { return !seen.contains(kv.first); });
+    std::erase_if(up_, [&](const auto& kv) { return !seen.contains(kv.first); });
+  }
+  std::vector<Result<TargetScrape>> scrapes = FetchAll(targets);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::string& target = targets[i];
+    const bool ok = scrapes[i].ok();
+    std::string error = ok ? "" : scrapes[i].error().message;
+    if (ok) ingestor_.Feed(*scrapes[i]);
+    std::lock_guard lock(metrics_mu_);
+    if (!ok) ++errors_[target];
+    auto [it, fresh] = up_.try_emplace(target, !ok);  // a first scrape logs either way
+    if (fresh || it->second != ok) {
+      if (ok)
+        log_ << fmt::format("ingest: scraping {}\n", target);
+      else
+        log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n", error);
+      log_.flush();
+      it->second = ok;
+    }
+  }
+  ReapFlights(/*all=*/false);
+  Status s = ingestor_.Commit();
+  {
+    std::lock_guard lock(metrics_mu_);
+    if (!s.ok()) {
+      if (commit_errors_++ == 0)
+        log_ << "ingest: writing the ledger: " << s.error().message << "\n";
+    } else if (commit_errors_ > 0) {
+      log_ << "ingest: writing the ledger works again\n";
+      commit_errors_ = 0;
+    }
+    log_.flush();
+  }
+  ++rounds_;
+}
+
+std::size_t ScrapeLoop::tracked_targets() const {
+  std::lock_guard lock(metrics_mu_);
+  return std::max(errors_.size(), up_.size());
+}
+
+std::string ScrapeLoop::RenderMetrics() const {
+  std::lock_guard lock(metrics_mu_);
+  prometheus::ExpositionWriter w;
+  w.Family("gpuledger_server_scrape_errors_total", "Failed scrapes of an agent, by target.",
+           prometheus::MetricType::kCounter);
+  for (const std::string& t : targets_) {
+    auto it = errors_.find(t);
+    w.Sample("gpuledger_server_scrape_errors_total", {{"target", t}},
+             static_cast<double>(it == errors_.end() ? 0 : it->second));
+  }
+  w.Family("gpuledger_server_scrape_up", "Whether the last scrape of the target succeeded.",
+           prometheus::MetricType::kGauge);
+  for (const std::string& t : targets_) {
+    auto it = up_.find(t);
+    w.Sample("gpuledger_server_scrape_up", {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
+  }
+  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.",
+           prometheus::MetricType::kCounter);
+  w.Sample("gpuledger_server_scrape_rounds_total", static_cast<double>(rounds_.load()));
+  return w.Take();
+}
+
+}  // namespace gpuledger::ingest
