@@ -11,12 +11,12 @@
 #include "attribution/attribute.h"
 #include "cli/format.h"
 #include "cli/report_command.h"
-#include "cli/server_command.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
+#include "server/serve_ledger.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -315,8 +315,15 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection
   out << "\n";
-  int served = ServeLedger(db, o.listen, "", true, stop, out, err);
-  return code != 0 ? code : served;
+  server::ServeLedgerOptions serve;
+  serve.db = db;
+  serve.listen = o.listen;
+  serve.fallback_any_port = true;
+  if (Status served = server::ServeLedger(std::move(serve), stop, out); !served.ok()) {
+    err << "error: " << served.error().message << "\n";
+    return code != 0 ? code : ExitCodeFor(served.error());
+  }
+  return code;
 }
 
 }  // namespace gpuledger::cli

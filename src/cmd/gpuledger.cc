@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/run_agent.h"
+#include "cmd/run_server.h"
 #include "common/clock.h"
 
 #include "cli/audit_command.h"
@@ -17,7 +18,6 @@
 #include "cli/export_command.h"
 #include "cli/reconcile_command.h"
 #include "cli/report_command.h"
-#include "cli/server_command.h"
 #include "cli/sim_command.h"
 
 #ifndef GPULEDGER_VERSION
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--policy", agent.policy,
                         "guardrail policy YAML (docs/guardrails-policy.md)");
 
-  ServerOptions server;
+  gpuledger::cmd::ServerFlags server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
   server_cmd->add_option("--source", server.source,
                          "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   if (demo_cmd->parsed()) return RunDemo(demo, g_stop, std::cout, std::cerr);
-  if (server_cmd->parsed()) return RunServer(server, g_stop, std::cout, std::cerr);
+  if (server_cmd->parsed()) return gpuledger::cmd::RunServer(server, g_stop, std::cout, std::cerr);
   if (agent_cmd->parsed()) return gpuledger::cmd::RunAgent(agent, g_stop);
   std::cout << "gpuledger " << GPULEDGER_VERSION << "\n";
   return 0;

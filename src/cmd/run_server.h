@@ -1,5 +1,7 @@
 #pragma once
-// `gpuledger server`: serves a ledger's REST API. With --source it also ingests into the
+// `gpuledger server`, the server's composition root: the only place that names its concrete
+// parts (ingest sources, the Kubernetes watch, the webhook, the Events loop). It serves a
+// ledger's REST API. With --source it also ingests into the
 // ledger (docs/ingest.md): `scrape` scrapes the --targets agents every --scrape-interval;
 // `files=DIR` replays exposition snapshots (with DIR/metadata.json, a `kubectl get -o json`
 // List, for owners, labels and node labels when no watch is configured) and exits (or keeps
@@ -7,15 +9,12 @@
 // TLS until stopped (docs/webhook.md); --policy is the guardrail policy both apply.
 
 #include <atomic>
-#include <functional>
 #include <ostream>
 #include <string>
 
-#include "guardrails/policy.h"
+namespace gpuledger::cmd {
 
-namespace gpuledger::cli {
-
-struct ServerOptions {
+struct ServerFlags {
   std::string source;        // "", "scrape", "files=DIR" or "prometheus=URL"
   std::string targets;       // scrape: "host:port,host:port"
   std::string targets_from;  // scrape: "NAMESPACE/SERVICE[:PORT]", the agents' Endpoints
@@ -45,15 +44,7 @@ struct ServerOptions {
   std::string webhook_listen = "0.0.0.0:8443";
 };
 
-int RunServer(const ServerOptions& options, const std::atomic<bool>& stop, std::ostream& out,
+int RunServer(const ServerFlags& flags, const std::atomic<bool>& stop, std::ostream& out,
               std::ostream& err);
 
-// Serves `db` until `stop`; prints the URL. Used by `server` and `demo`. If `listen`'s port is
-// taken and `fallback_any_port`, a free port is used instead.
-// `extra_metrics`, when given, is appended to the server's /metrics.
-int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
-                bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err, std::function<std::string()> extra_metrics = nullptr,
-                const guardrails::Policy& policy = guardrails::DefaultPolicy());
-
-}  // namespace gpuledger::cli
+}  // namespace gpuledger::cmd

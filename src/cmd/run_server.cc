@@ -1,4 +1,4 @@
-#include "cli/server_command.h"
+#include "cmd/run_server.h"
 
 #include <unistd.h>
 
@@ -22,64 +22,14 @@
 #include "k8s/endpoints.h"
 #include "k8s/metadata_snapshot.h"
 #include "k8s/metadata_source.h"
-#include "server/api.h"
 #include "server/finding_events_loop.h"
-#include "server/http_server.h"
 #include "server/ingest_server.h"
 #include "server/ingest_source.h"
+#include "server/serve_ledger.h"
 #include "store/ledger_store.h"
 #include "webhook/webhook_server.h"
 
-namespace gpuledger::cli {
-
-namespace {
-
-// Read connections to a ledger for the API and the Events loop: SQLite read-only (beside the
-// writer), PostgreSQL as is.
-server::StoreOpener ReadConnections(const std::string& db) {
-  return [db]() -> Result<std::unique_ptr<store::LedgerStore>> {
-    if (store::IsPostgresLedgerSpec(db)) return store::OpenLedger(db);
-    return store::OpenSqliteLedger(store::SqliteLedgerPath(db), {.read_only = true});
-  };
-}
-
-}  // namespace
-
-int ServeLedger(const std::string& db, const std::string& listen, const std::string& token,
-                bool fallback_any_port, const std::atomic<bool>& stop, std::ostream& out,
-                std::ostream& err, std::function<std::string()> extra_metrics,
-                const guardrails::Policy& policy) {
-  auto store = store::OpenLedger(db);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
-  // `store` (opened read-write, so the schema is current) stays open while serving: a
-  // read-only SQLite connection needs the WAL files a writer keeps. The API reads through its
-  // own connections, one per concurrent request, so a long report holds up no probe.
-  server::Api api(ReadConnections(db), token, policy);
-  if (extra_metrics) api.AddMetrics(std::move(extra_metrics));
-  auto http = server::HttpServer::Bind(listen, api);
-  if (!http && fallback_any_port) {
-    auto colon = listen.rfind(':');
-    http = server::HttpServer::Bind(listen.substr(0, colon) + ":0", api);
-  }
-  if (!http) {
-    err << "error: " << http.error().message << "\n";
-    return ExitCodeFor(http.error());
-  }
-  const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
-  out << fmt::format(
-      "serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
-      "/api/v1/devices, /api/v1/findings; Ctrl-C stops)\n",
-      store::DisplayLedgerSpec(db), host, (*http)->port());
-  out.flush();
-  std::thread serve([&] { (*http)->Serve(); });
-  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  (*http)->Stop();
-  serve.join();
-  return 0;
-}
+namespace gpuledger::cmd {
 
 namespace {
 
@@ -88,7 +38,7 @@ Micros WallNowUs() { return SystemClock().Now().wall_us; }
 
 // The API server the Kubernetes flags name (--kubeconfig, --kube-context, --in-cluster,
 // --api-server), for the callers that need only a transport to it.
-Result<k8s::ApiServerConfig> ApiServerFromFlags(const ServerOptions& o) {
+Result<k8s::ApiServerConfig> ApiServerFromFlags(const ServerFlags& o) {
   k8s::MetadataConfig mc;
   mc.kubeconfig = o.kubeconfig;
   mc.context = o.kube_context;
@@ -122,7 +72,7 @@ struct Metadata {
   }
 };
 
-Result<Metadata> StartMetadataIfConfigured(const ServerOptions& o, std::ostream& err) {
+Result<Metadata> StartMetadataIfConfigured(const ServerFlags& o, std::ostream& err) {
   Metadata m;
   if (o.kubeconfig.empty() && !o.in_cluster && o.api_server.empty()) return m;
   k8s::MetadataConfig config;
@@ -141,8 +91,8 @@ Result<Metadata> StartMetadataIfConfigured(const ServerOptions& o, std::ostream&
 
 // --source scrape: the flags as a source (targets listed or discovered from the agents'
 // Endpoints, asked again before every round). An error is printed; nullptr and `rc` then.
-std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions& o,
-                                                            std::ostream& err, int& rc) {
+std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerFlags& o, std::ostream& err,
+                                                            int& rc) {
   rc = 2;
   std::vector<std::string> targets;
   for (std::size_t at = 0; at <= o.targets.size();) {
@@ -170,7 +120,7 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions&
     auto api = ApiServerFromFlags(o);
     if (!api) {
       err << "error: " << api.error().message << "\n";
-      rc = ExitCodeFor(api.error());
+      rc = cli::ExitCodeFor(api.error());
       return nullptr;
     }
     k8s::InitCurlOnce();
@@ -194,7 +144,7 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerOptions&
 }
 
 // --source prometheus=URL: the flags as a source. An error is printed; nullptr and `rc` then.
-std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerOptions& o,
+std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerFlags& o,
                                                                 const std::string& path,
                                                                 const std::atomic<bool>& stop,
                                                                 std::ostream& err, int& rc) {
@@ -223,6 +173,17 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerOpti
   return server::MakePrometheusSource(std::move(config));
 }
 
+// Serves the ledger until `stop` (server/serve_ledger.h); an error is printed and its exit code
+// returned.
+int Serve(server::ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
+          std::ostream& err) {
+  if (Status s = server::ServeLedger(std::move(options), stop, out); !s.ok()) {
+    err << "error: " << s.error().message << "\n";
+    return cli::ExitCodeFor(s.error());
+  }
+  return 0;
+}
+
 // Both components' series on the API's /metrics; either may be absent.
 std::function<std::string()> BothMetrics(std::function<std::string()> a,
                                          std::function<std::string()> b) {
@@ -233,7 +194,7 @@ std::function<std::string()> BothMetrics(std::function<std::string()> a,
 
 // --webhook: the validating admission webhook on its own TLS listener, serving until the
 // returned object goes. An error is printed; nullptr and `rc` then (2 for flags and files).
-std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerOptions& o,
+std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerFlags& o,
                                                                   const guardrails::Policy& policy,
                                                                   std::ostream& out,
                                                                   std::ostream& err, int& rc) {
@@ -245,7 +206,7 @@ std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerOp
   auto started = webhook::BackgroundWebhook::Start(std::move(config));
   if (!started) {
     err << "error: --webhook: " << started.error().message << "\n";
-    rc = ExitCodeFor(started.error());
+    rc = cli::ExitCodeFor(started.error());
     return nullptr;
   }
   out << fmt::format("webhook at {}  (AdmissionReview v1 over TLS; /healthz, /metrics)\n",
@@ -257,7 +218,7 @@ std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerOp
 // --source scrape | files=DIR | prometheus=URL: flags to a source, then the ingest server
 // component (server/ingest_server.h) runs it with the API. The ingest writes through its own
 // connection (SQLite WAL lets the API's connections read meanwhile).
-int RunIngest(const ServerOptions& o, const std::string& path, const std::string& token,
+int RunIngest(const ServerFlags& o, const std::string& path, const std::string& token,
               const cost::Catalog& catalog, const guardrails::Policy& policy,
               std::function<std::string()> webhook_metrics, const std::atomic<bool>& stop,
               std::ostream& out, std::ostream& err) {
@@ -283,7 +244,7 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
-    return ExitCodeFor(metadata.error());
+    return cli::ExitCodeFor(metadata.error());
   }
   if (files && !metadata->source) {
     const auto file = std::filesystem::path(o.source.substr(6)) / "metadata.json";
@@ -293,7 +254,7 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
                               : Result<k8s::MetadataTables>(text.error());
       if (!tables) {
         err << "error: " << tables.error().message << "\n";
-        return ExitCodeFor(tables.error());
+        return cli::ExitCodeFor(tables.error());
       }
       metadata->snapshot = std::make_shared<const k8s::MetadataView>(std::move(*tables));
     }
@@ -310,20 +271,21 @@ int RunIngest(const ServerOptions& o, const std::string& path, const std::string
   auto served = server::RunIngestServer(
       config, *source, stop,
       [&](std::function<std::string()> extra_metrics) {
-        return ServeLedger(path, o.listen, token, false, stop, out, err,
-                           BothMetrics(std::move(extra_metrics), webhook_metrics), policy);
+        return Serve({path, o.listen, token, false,
+                      BothMetrics(std::move(extra_metrics), webhook_metrics), policy},
+                     stop, out, err);
       },
       out);
   if (!served) {
     err << "error: " << served.error().message << "\n";
-    return ExitCodeFor(served.error());
+    return cli::ExitCodeFor(served.error());
   }
   return *served;
 }
 
 }  // namespace
 
-int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostream& out,
+int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream& out,
               std::ostream& err) {
   // The guardrail policy before anything else: a bad file stops the start, not the first pod.
   guardrails::Policy policy = guardrails::DefaultPolicy();
@@ -408,10 +370,10 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
     auto api = ApiServerFromFlags(o);
     if (!api) {
       err << "error: " << api.error().message << "\n";
-      return ExitCodeFor(api.error());
+      return cli::ExitCodeFor(api.error());
     }
     k8s::InitCurlOnce();
-    events = std::make_unique<server::FindingEventsLoop>(ReadConnections(path),
+    events = std::make_unique<server::FindingEventsLoop>(server::ReadConnections(path),
                                                          k8s::MakeCurlTransport(*api), policy,
                                                          WallNowUs, 60 * kMicrosPerSecond, err);
     events->Start();
@@ -419,7 +381,7 @@ int RunServer(const ServerOptions& o, const std::atomic<bool>& stop, std::ostrea
         BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
   }
   if (ingest) return RunIngest(o, path, token, catalog, policy, webhook_metrics, stop, out, err);
-  return ServeLedger(path, o.listen, token, false, stop, out, err, webhook_metrics, policy);
+  return Serve({path, o.listen, token, false, webhook_metrics, policy}, stop, out, err);
 }
 
-}  // namespace gpuledger::cli
+}  // namespace gpuledger::cmd

@@ -1,0 +1,34 @@
+#pragma once
+// The read side of the server as one call: the REST API over a ledger, on an HTTP listener,
+// until stopped. `gpuledger server` (with or without ingestion) and `gpuledger demo` serve
+// through it.
+
+#include <atomic>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "common/result.h"
+#include "guardrails/policy.h"
+#include "server/api.h"
+
+namespace gpuledger::server {
+
+// Read connections to a ledger for the API and the Events loop: SQLite read-only (beside the
+// writer), PostgreSQL as is.
+StoreOpener ReadConnections(const std::string& db);
+
+struct ServeLedgerOptions {
+  std::string db;                              // a ledger spec (store::OpenLedger)
+  std::string listen;                          // HOST:PORT
+  std::string token;                           // required bearer token on /api; empty: none
+  bool fallback_any_port = false;              // when `listen`'s port is taken, a free one instead
+  std::function<std::string()> extra_metrics;  // appended to the server's /metrics when given
+  guardrails::Policy policy = guardrails::DefaultPolicy();
+};
+
+// Serves the ledger until `stop`; prints its URL to `out` once listening. An error when the
+// ledger cannot be opened or the address bound.
+Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out);
+
+}  // namespace gpuledger::server
