@@ -8,6 +8,7 @@
 
 #include "common/csv.h"
 #include "common/money.h"
+#include "common/time_range.h"
 #include "common/time_util.h"
 #include "report/reconciled_prices.h"
 
@@ -80,7 +81,7 @@ constexpr Micros kMicrosPerHourI = kMicrosPerHour;
 constexpr std::string_view kUnit = "GPU-Hours";
 
 // The UTC calendar month holding t: FOCUS's billing period.
-std::pair<Micros, Micros> MonthOf(Micros t) {
+TimeRange MonthOf(Micros t) {
   const auto [y, m, d] = CivilFromDays(DayStart(t) / kMicrosPerDay);
   Micros start = DaysFromCivil(y, m, 1) * kMicrosPerDay;
   Micros end = (m == 12 ? DaysFromCivil(y + 1, 1, 1) : DaysFromCivil(y, m + 1, 1)) * kMicrosPerDay;

@@ -10,12 +10,12 @@
 namespace gpuledger::billing {
 
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
-                                                      const store::TimeRange& range) {
+                                                      const TimeRange& range) {
   auto recs = store.ReadReconciliations({report::WholeDays(range.from_us, range.to_us).from_us,
                                          report::WholeDays(range.from_us, range.to_us).to_us});
   if (!recs) return recs.error();
   if (recs->empty()) return store.ReadDeviceHours(range);
-  report::DayRange days = report::WholeDays(range.from_us, range.to_us);
+  TimeRange days = report::WholeDays(range.from_us, range.to_us);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
   std::vector<DeviceHour> priced = report::ApplyReconciliations(*devices, *recs);
@@ -42,10 +42,10 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
 
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto window = report::ResolveWindow(o.window, extent->from_us, extent->to_us);
+  auto window = report::ResolveWindow(o.window, *extent);
   if (!window) return InvalidArgument("--" + window.error().message);
-  request.from_us = window->first;
-  request.to_us = window->second;
+  request.from_us = window->from_us;
+  request.to_us = window->to_us;
   auto meta = store.ReadMeta();
   if (!meta) return meta.error();
   if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
@@ -53,7 +53,7 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
   if (auto it = meta->find("cluster"); it != meta->end()) request.cluster = it->second;
 
   // Whole days, so reconciled node-days scale as a whole; BuildExportRows keeps the window.
-  report::DayRange days = report::WholeDays(request.from_us, request.to_us);
+  TimeRange days = report::WholeDays(request.from_us, request.to_us);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
   auto usage = store.ReadUsage({request.from_us, request.to_us});
@@ -75,7 +75,7 @@ Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view c
     from = std::min(from, l.start_us);
     to = std::max(to, l.end_us);
   }
-  report::DayRange days = report::WholeDays(from, to);
+  TimeRange days = report::WholeDays(from, to);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
   auto meta = store.ReadMeta();

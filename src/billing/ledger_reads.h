@@ -19,7 +19,7 @@ namespace gpuledger::billing {
 // UTC days so a node-day scales as a whole, then trimmed back to `range`), others as modelled.
 // Σ price_nanos over a reconciled node-day inside `range` == its billed_nanos exactly.
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
-                                                      const store::TimeRange& range);
+                                                      const TimeRange& range);
 
 struct ExportOptions {
   std::string window = "all";         // as `report --window` (report::ResolveWindow)

@@ -17,12 +17,6 @@ namespace gpuledger::cli {
 
 int ExitCodeFor(const Error& error) { return error.code == ErrorCode::kInvalidArgument ? 2 : 1; }
 
-Result<store::TimeRange> ResolveWindow(std::string_view window, const store::TimeRange& extent) {
-  auto range = report::ResolveWindow(window, extent.from_us, extent.to_us);
-  if (!range) return InvalidArgument("--" + range.error().message);
-  return store::TimeRange{range->first, range->second};
-}
-
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o) {
   auto by = report::ParseGroupBy(o.by);
   if (!by) return by.error();
@@ -32,8 +26,8 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   if (!idle) return InvalidArgument("--idle: " + idle.error().message);
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto range = ResolveWindow(o.window, *extent);
-  if (!range) return range.error();
+  auto range = report::ResolveWindow(o.window, *extent);
+  if (!range) return InvalidArgument("--" + range.error().message);
   // Reconciled node-days at their bill (billing/ledger_reads.h).
   auto devices = billing::ReadPricedDeviceHours(store, *range);
   if (!devices) return devices.error();

@@ -21,11 +21,6 @@ struct ReportOptions {
   std::string format = "table";
 };
 
-// "all"; a duration ("7d", "24h": that much up to the end of what the ledger holds — a live
-// ledger ends now, a replayed one at its last hour, so the same words work on both); or
-// "START,END" in RFC 3339. Relative windows are widened to whole hours.
-Result<store::TimeRange> ResolveWindow(std::string_view window, const store::TimeRange& extent);
-
 // Builds the report from an open store. Errors are bad input (exit 2) or I/O (exit 1).
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o);
 

@@ -50,18 +50,18 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
                                               const Policy& policy) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto window = report::ResolveWindow(query.window, extent->from_us, extent->to_us);
+  auto window = report::ResolveWindow(query.window, *extent);
   if (!window) return InvalidArgument("window: " + window.error().message);
   FindingsDocument doc;
-  doc.from_us = window->first;
-  doc.to_us = window->second;
+  doc.from_us = window->from_us;
+  doc.to_us = window->to_us;
   auto meta = store.ReadMeta();
   if (!meta) return meta.error();
   if (auto it = meta->find("cluster"); it != meta->end()) doc.cluster = it->second;
   if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
     doc.currency = it->second;
 
-  const store::TimeRange range{doc.from_us, doc.to_us};
+  const TimeRange range{doc.from_us, doc.to_us};
   store::FindingQuery fq;
   fq.from_us = range.from_us;
   fq.to_us = range.to_us;

@@ -11,8 +11,8 @@
 
 namespace gpuledger::report {
 
-DayRange WholeDays(Micros from_us, Micros to_us) {
-  DayRange r{DayStart(from_us), to_us};
+TimeRange WholeDays(Micros from_us, Micros to_us) {
+  TimeRange r{DayStart(from_us), to_us};
   // Round the end up to a day start unless that would overflow (an open-ended range).
   if (to_us <= std::numeric_limits<Micros>::max() - kMicrosPerDay) {
     Micros start = DayStart(to_us);

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "common/time_range.h"
 #include "common/units.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
@@ -17,11 +18,7 @@ namespace gpuledger::report {
 
 // [from_us, to_us) widened to whole UTC days. A reconciliation scales a whole node-day, so
 // callers read device-hours over the widened range, apply, then keep their own window.
-struct DayRange {
-  Micros from_us = 0;
-  Micros to_us = 0;
-};
-DayRange WholeDays(Micros from_us, Micros to_us);
+TimeRange WholeDays(Micros from_us, Micros to_us);
 
 // The shares of `billed_nanos` for device-hours priced `modelled` (exact, Σ == billed_nanos).
 // Weights are the modelled prices; when they are all zero, the metered times; when those are

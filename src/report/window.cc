@@ -18,9 +18,8 @@ Result<Micros> ParseInstant(std::string_view text) {
 
 }  // namespace
 
-Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros extent_from,
-                                                Micros extent_to) {
-  if (window == "all" || window.empty()) return std::pair{extent_from, extent_to};
+Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
+  if (window == "all" || window.empty()) return extent;
   if (auto comma = window.find(','); comma != std::string_view::npos) {
     auto from = ParseInstant(window.substr(0, comma));
     auto to = ParseInstant(window.substr(comma + 1));
@@ -28,7 +27,7 @@ Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros 
     if (!to) return InvalidArgument("window end: " + to.error().message);
     if (*to <= *from)
       return InvalidArgument(fmt::format("window '{}': end must be after start", window));
-    return std::pair{*from, *to};
+    return TimeRange{*from, *to};
   }
   auto length = ParseDuration(window);
   if (!length || *length <= 0)
@@ -36,7 +35,7 @@ Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros 
         "window '{}': expected all, a duration such as 7d or 24h, or START,END (RFC 3339 or "
         "unix seconds)",
         window));
-  return std::pair{HourStart(extent_to - *length), extent_to};
+  return TimeRange{HourStart(extent.to_us - *length), extent.to_us};
 }
 
 }  // namespace gpuledger::report

@@ -2,9 +2,9 @@
 // Report windows as users write them, resolved against what a ledger holds.
 
 #include <string_view>
-#include <utility>
 
 #include "common/result.h"
+#include "common/time_range.h"
 #include "common/units.h"
 
 namespace gpuledger::report {
@@ -12,8 +12,7 @@ namespace gpuledger::report {
 // "all"; a duration ("7d", "24h": that much up to the end of what the ledger holds — a live
 // ledger ends now, a replayed one at its last hour, so the same words work on both);
 // "START,END" in RFC 3339 or in unix seconds (OpenCost's forms). Relative windows are widened
-// to whole hours. [extent_from, extent_to) is what the ledger holds.
-Result<std::pair<Micros, Micros>> ResolveWindow(std::string_view window, Micros extent_from,
-                                                Micros extent_to);
+// to whole hours. `extent` is what the ledger holds.
+Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent);
 
 }  // namespace gpuledger::report

@@ -92,7 +92,7 @@ ApiResponse JsonError(int status, const std::string& message) {
 namespace {
 
 struct ReportInputs {
-  std::pair<Micros, Micros> window;
+  TimeRange window;
   std::vector<report::Dimension> by;
   cost::Policy policy;
   cost::IdleHandling idle;
@@ -104,7 +104,7 @@ Result<ReportInputs> ParseReportParams(store::LedgerStore& store, const Params& 
   ReportInputs in;
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto window = report::ResolveWindow(Get(p, "window", "all"), extent->from_us, extent->to_us);
+  auto window = report::ResolveWindow(Get(p, "window", "all"), *extent);
   if (!window) return InvalidArgument("parameter 'window': " + window.error().message);
   in.window = *window;
   auto by = report::ParseGroupBy(Get(p, "aggregate", aggregate_default));
@@ -131,7 +131,7 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
         fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
   auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
-  Micros step = in->window.second - in->window.first;
+  Micros step = in->window.to_us - in->window.from_us;
   if (auto s = Get(p, "step", ""); !s.empty()) {
     auto parsed = ParseDuration(s);
     if (!parsed || *parsed < kMicrosPerHour || *parsed % kMicrosPerHour != 0)
@@ -141,17 +141,17 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
     step = *parsed;
   }
   if (step <= 0) return JsonError(400, "parameter 'window': the ledger is empty");
-  if ((in->window.second - in->window.first) / step > 1000)
+  if ((in->window.to_us - in->window.from_us) / step > 1000)
     return JsonError(400, "parameter 'step': more than 1000 steps in the window");
   auto filter = ParseFilter(Get(p, "filter", ""));
   if (!filter) return JsonError(400, "parameter 'filter': " + filter.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store, {in->window.first, in->window.second});
+  auto devices = billing::ReadPricedDeviceHours(store, in->window);
   if (!devices) return FromError(devices.error());
-  auto usage = store.ReadUsage({in->window.first, in->window.second});
+  auto usage = store.ReadUsage(in->window);
   if (!usage) return FromError(usage.error());
   json data = json::array();
-  for (Micros t = in->window.first; t < in->window.second; t += step) {
-    const Micros end = std::min(t + step, in->window.second);
+  for (Micros t = in->window.from_us; t < in->window.to_us; t += step) {
+    const Micros end = std::min(t + step, in->window.to_us);
     report::Report r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, t, end);
     // Filters select consumers after pricing, so each consumer's cost is what it is in the
     // whole cluster; idle and unattributed stay whole-window figures.
@@ -181,12 +181,12 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
                      fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
   auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
-  auto devices = billing::ReadPricedDeviceHours(store, {in->window.first, in->window.second});
+  auto devices = billing::ReadPricedDeviceHours(store, in->window);
   if (!devices) return FromError(devices.error());
-  auto usage = store.ReadUsage({in->window.first, in->window.second});
+  auto usage = store.ReadUsage(in->window);
   if (!usage) return FromError(usage.error());
-  auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.first,
-                               in->window.second);
+  auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.from_us,
+                               in->window.to_us);
   return {200, "application/json", report::ReportToJson(r)};
 }
 
@@ -224,9 +224,9 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
     return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
   auto extent = store.Extent();
   if (!extent) return FromError(extent.error());
-  auto window = report::ResolveWindow(Get(p, "window", "all"), extent->from_us, extent->to_us);
+  auto window = report::ResolveWindow(Get(p, "window", "all"), *extent);
   if (!window) return JsonError(400, "parameter 'window': " + window.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store, {window->first, window->second});
+  auto devices = billing::ReadPricedDeviceHours(store, {window->from_us, window->to_us});
   if (!devices) return FromError(devices.error());
   struct Acc {
     DeviceHour first;
@@ -269,7 +269,7 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
           json{{"code", 200},
                {"status", "success"},
                {"window",
-                {{"start", FormatRfc3339(window->first)}, {"end", FormatRfc3339(window->second)}}},
+                {{"start", FormatRfc3339(window->from_us)}, {"end", FormatRfc3339(window->to_us)}}},
                {"data", out}}
                   .dump() +
               "\n"};
@@ -336,8 +336,7 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
 
 ApiResponse Api::Ready() {
   auto store = pool_.Borrow();
-  Result<store::TimeRange> extent =
-      store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
+  Result<TimeRange> extent = store ? (*store)->Extent() : Result<TimeRange>(store.error());
   if (!extent) return {503, "text/plain", "ledger unreadable: " + extent.error().message + "\n"};
   return {200, "text/plain", "ready\n"};
 }
@@ -357,8 +356,7 @@ ApiResponse Api::Metrics() {
     out += fmt::format("gpuledger_server_requests_total{{path=\"{}\",code=\"{}\"}} {}\n", key.first,
                        key.second, n);
   auto store = pool_.Borrow();
-  Result<store::TimeRange> extent =
-      store ? (*store)->Extent() : Result<store::TimeRange>(store.error());
+  Result<TimeRange> extent = store ? (*store)->Extent() : Result<TimeRange>(store.error());
   out +=
       "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
       "# TYPE gpuledger_server_ledger_up gauge\n";

@@ -66,14 +66,14 @@ class HeldStore : public store::LedgerStore {
   HeldStore(std::unique_ptr<store::LedgerStore> real, Gate& gate)
       : real_(std::move(real)), gate_(gate) {}
   Status WriteHours(std::span<const LedgerHour> hours) override { return real_->WriteHours(hours); }
-  Result<std::vector<DeviceHour>> ReadDeviceHours(const store::TimeRange& r) override {
+  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& r) override {
     return real_->ReadDeviceHours(r);
   }
-  Result<std::vector<UsageRow>> ReadUsage(const store::TimeRange& r) override {
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& r) override {
     gate_.Enter();
     return real_->ReadUsage(r);
   }
-  Result<store::TimeRange> Extent() override { return real_->Extent(); }
+  Result<TimeRange> Extent() override { return real_->Extent(); }
   Status PutMeta(const std::string& k, const std::string& v) override {
     return real_->PutMeta(k, v);
   }

@@ -12,17 +12,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/time_range.h"
 #include "common/units.h"
 #include "model/finding.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
 
 namespace gpuledger::store {
-
-struct TimeRange {
-  Micros from_us = 0;        // inclusive, hour-aligned by callers
-  Micros to_us = INT64_MAX;  // exclusive
-};
 
 // Which recorded guardrail findings ReadFindings returns; every set field must match.
 struct FindingQuery {
