@@ -15,8 +15,8 @@
 namespace gpuledger::cli {
 namespace {
 
-// The JSON document, from the ledger or from the server's /api/v1/findings (the same one).
-Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
+// The findings document, from the ledger or from the server's /api/v1/findings (the same one).
+Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
   if (!o.server.empty()) {
     std::vector<std::pair<std::string, std::string>> params{{"window", o.since}};
     if (!o.kind.empty()) params.emplace_back("kind", o.kind);
@@ -32,7 +32,7 @@ Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
           fmt::format("--server {}: /api/v1/findings: not a findings document", o.server));
     doc.erase("code");
     doc.erase("status");
-    return doc.dump(2) + "\n";
+    return doc;
   }
   guardrails::Policy policy = guardrails::DefaultPolicy();
   if (!o.policy.empty()) {
@@ -61,7 +61,7 @@ Result<std::string> FindingsDocumentJson(const AuditOptions& o) {
       return InvalidArgument("--since: " + doc.error().message);
     return doc.error();
   }
-  return guardrails::FindingsJson(*doc);
+  return guardrails::FindingsObject(*doc);
 }
 
 std::string Subject(const nlohmann::json& f) {
@@ -131,9 +131,9 @@ int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
     return ExitCodeFor(doc.error());
   }
   if (o.format == "json") {
-    out << *doc;
+    out << doc->dump(2) << "\n";
   } else {
-    out << RenderTable(nlohmann::json::parse(*doc));
+    out << RenderTable(*doc);
   }
   return 0;
 }

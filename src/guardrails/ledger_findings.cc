@@ -108,7 +108,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   return doc;
 }
 
-std::string FindingsJson(const FindingsDocument& doc) {
+nlohmann::json FindingsObject(const FindingsDocument& doc) {
   nlohmann::json findings = nlohmann::json::array();
   for (const PricedFinding& p : doc.findings) {
     const Finding& f = p.finding;
@@ -151,7 +151,7 @@ std::string FindingsJson(const FindingsDocument& doc) {
       {"findings", std::move(findings)},
       {"by_kind", std::move(by_kind)},
   };
-  return out.dump(2) + "\n";
+  return out;
 }
 
 }  // namespace gpuledger::guardrails

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/result.h"
 #include "guardrails/policy.h"
 #include "guardrails/price_findings.h"
@@ -55,7 +57,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
 //  "container","gpu_uuid","evidence":{key: value},"first_seen","last_seen","resolved",
 //  "duration_seconds","gpu_seconds","cost_nanos":int,"cost_basis","summary"}],
 //  "by_kind":{kind:{"findings","open","gpu_seconds","cost_nanos"}}} (docs/guardrails.md).
-std::string FindingsJson(const FindingsDocument& document);
+nlohmann::json FindingsObject(const FindingsDocument& document);
 
 // Parses the filters as `audit` and /api/v1/findings take them: kind, severity ("info",
 // "warning", "critical"). kInvalidArgument naming the parameter and what was expected.

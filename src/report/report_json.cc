@@ -20,37 +20,15 @@ json FiguresJson(const Figures& f) {
           {"quality", std::string(ToString(f.quality))}};
 }
 
-json ActivityObject(const Figures& f) {
-  return {{"sm_active_gpu_us", f.activity.sm_active_us},
-          {"sm_occupancy_gpu_us", f.activity.sm_occupancy_us},
-          {"tensor_active_gpu_us", f.activity.tensor_active_us},
-          {"dram_active_gpu_us", f.activity.dram_active_us},
-          {"allocated_gpu_us", f.activity_allocated_gpu_us},
-          {"compute_gpu_us", f.activity_compute_gpu_us},
-          {"source", FormatSource(f.activity_quality, f.activity_rule)}};
-}
-
-json UtilizationObject(const utilization::Classification& c) {
-  json signals = json::object();
-  for (const auto& [name, v] : c.signals) signals[name] = v;
-  json thresholds = json::object();
-  for (const auto& [name, v] : c.thresholds) thresholds[name] = v;
-  return {{"class", std::string(utilization::ToString(c.cls))},
-          {"signals", signals},
-          {"thresholds", thresholds},
-          {"basis", c.basis},
-          {"reason", c.reason}};
-}
-
 // A consumer row: the figures, activity, granted memory, share source and classification.
 json RowJson(const Row& row) {
   json j = FiguresJson(row.figures);
   j["key"] = row.key;
   j["compute_source"] = FormatSource(row.figures.quality, row.figures.compute_rule);
-  j["activity"] = ActivityObject(row.figures);
+  j["activity"] = ActivityJson(row.figures);
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;
-  j["utilization"] = UtilizationObject(row.utilization);
+  j["utilization"] = UtilizationJson(row.utilization);
   return j;
 }
 
@@ -88,9 +66,26 @@ Figures FiguresFrom(const json& j) {
 
 }  // namespace
 
-std::string ActivityToJson(const Figures& f) { return ActivityObject(f).dump(); }
-std::string UtilizationToJson(const utilization::Classification& c) {
-  return UtilizationObject(c).dump();
+json ActivityJson(const Figures& f) {
+  return {{"sm_active_gpu_us", f.activity.sm_active_us},
+          {"sm_occupancy_gpu_us", f.activity.sm_occupancy_us},
+          {"tensor_active_gpu_us", f.activity.tensor_active_us},
+          {"dram_active_gpu_us", f.activity.dram_active_us},
+          {"allocated_gpu_us", f.activity_allocated_gpu_us},
+          {"compute_gpu_us", f.activity_compute_gpu_us},
+          {"source", FormatSource(f.activity_quality, f.activity_rule)}};
+}
+
+json UtilizationJson(const utilization::Classification& c) {
+  json signals = json::object();
+  for (const auto& [name, v] : c.signals) signals[name] = v;
+  json thresholds = json::object();
+  for (const auto& [name, v] : c.thresholds) thresholds[name] = v;
+  return {{"class", std::string(utilization::ToString(c.cls))},
+          {"signals", signals},
+          {"thresholds", thresholds},
+          {"basis", c.basis},
+          {"reason", c.reason}};
 }
 
 std::string ReportToJson(const Report& r) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/result.h"
 #include "report/report.h"
 
@@ -16,7 +18,7 @@ namespace gpuledger::report {
 // "idle":{...},"unattributed":{...},"total":{"device_cost_nanos","metered_us","unmetered_us",
 // "busy_us","device_hours","unpriced_models"}}
 // Every figure is an integer: GPU-µs, memory-time in KiB-s (KiB held for one second), mJ and
-// nanos of the currency. "activity" (ActivityToJson) and "utilization" (UtilizationToJson) are
+// nanos of the currency. "activity" (ActivityJson) and "utilization" (UtilizationJson) are
 // on consumer rows only (docs/utilization.md). ReportFromJson recomputes "utilization" from the
 // figures, and reads a document without activity (an older server's) as having none.
 std::string ReportToJson(const Report& report);
@@ -25,8 +27,8 @@ Result<Report> ReportFromJson(std::string_view json);
 // {"sm_active_gpu_us","sm_occupancy_gpu_us","tensor_active_gpu_us","dram_active_gpu_us",
 //  "allocated_gpu_us","compute_gpu_us","source"}: the activity integrals, the allocated and
 // compute time of the rows that carried activity, and FormatSource of its quality and rule.
-std::string ActivityToJson(const Figures& figures);
+nlohmann::json ActivityJson(const Figures& figures);
 // {"class","signals":{name: fraction},"thresholds":{name: fraction},"basis","reason"}.
-std::string UtilizationToJson(const utilization::Classification& c);
+nlohmann::json UtilizationJson(const utilization::Classification& c);
 
 }  // namespace gpuledger::report

@@ -61,7 +61,7 @@ double Hours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
 
 // The report row's activity block with OpenCost-style GPU-hour fields beside the exact GPU-µs.
 json ActivityEntry(const report::Figures& f) {
-  json a = json::parse(report::ActivityToJson(f));
+  json a = report::ActivityJson(f);
   a["sm_active_gpu_hours"] = Hours(f.activity.sm_active_us);
   a["sm_occupancy_gpu_hours"] = Hours(f.activity.sm_occupancy_us);
   a["tensor_active_gpu_hours"] = Hours(f.activity.tensor_active_us);
@@ -77,7 +77,7 @@ json AllocationEntry(const std::string& name, const report::Figures& f, Micros f
   if (row != nullptr) {
     entry["activity"] = ActivityEntry(f);
     entry["share_source"] = f.share_source;
-    entry["utilization"] = json::parse(report::UtilizationToJson(row->utilization));
+    entry["utilization"] = report::UtilizationJson(row->utilization);
   }
   return entry;
 }
@@ -213,7 +213,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
       return JsonError(400, "parameter " + doc.error().message);
     return FromError(doc.error());
   }
-  json out = json::parse(guardrails::FindingsJson(*doc));
+  json out = guardrails::FindingsObject(*doc);
   out["code"] = 200;
   out["status"] = "success";
   return {200, "application/json", out.dump() + "\n"};
