@@ -1,5 +1,7 @@
 #include "k8s/metadata_source.h"
 
+#include "k8s/resource_cache.h"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -14,151 +16,6 @@ namespace {
 
 using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
-
-// One resource kind's cache, owned by its watcher thread. Publish copies it into the shared
-// tables (the only point where another thread can see it).
-class Cache {
- public:
-  virtual ~Cache() = default;
-  // ADDED/MODIFIED upsert, DELETED turns the entry into a tombstone.
-  virtual Status Apply(WatchEventType type, const json& object) = 0;
-  // A complete list: replaces the live entries; entries it lacks become tombstones. Returns
-  // the number of items that failed to parse (skipped).
-  virtual int Replace(const std::vector<json>& items, std::string* first_error) = 0;
-  virtual void Clear() = 0;
-  virtual void Publish(MetadataTables& tables) = 0;
-};
-
-template <typename T>
-class TypedCache : public Cache {
- public:
-  using ParseFn = Result<T> (*)(const json&);
-  TypedCache(ParseFn parse, Table<T> MetadataTables::*member, std::chrono::seconds retention)
-      : parse_(parse), member_(member), retention_(retention) {}
-
-  Status Apply(WatchEventType type, const json& object) override {
-    auto value = parse_(object);
-    if (!value) {
-      return value.error();
-    }
-    std::string key = KeyOf(*value);
-    if (type == WatchEventType::kDeleted) {
-      value->deleted = true;
-      deleted_at_[key] = SteadyClock::now();
-    } else {
-      deleted_at_.erase(key);
-    }
-    map_[std::move(key)] = std::move(*value);
-    return Status::Ok();
-  }
-
-  int Replace(const std::vector<json>& items, std::string* first_error) override {
-    int failed = 0;
-    std::map<std::string, T> next;
-    for (const auto& item : items) {
-      auto value = parse_(item);
-      if (!value) {
-        if (failed++ == 0) {
-          *first_error = value.error().message;
-        }
-        continue;
-      }
-      std::string key = KeyOf(*value);
-      next[std::move(key)] = std::move(*value);
-    }
-    const auto now = SteadyClock::now();
-    for (auto& [key, old] : map_) {
-      if (next.contains(key)) {
-        deleted_at_.erase(key);
-        continue;
-      }
-      if (!old.deleted) {
-        old.deleted = true;
-        deleted_at_[key] = now;
-      }
-      next.emplace(key, std::move(old));
-    }
-    map_ = std::move(next);
-    return failed;
-  }
-
-  void Clear() override {
-    map_.clear();
-    deleted_at_.clear();
-  }
-
-  void Publish(MetadataTables& tables) override {
-    const auto cutoff = SteadyClock::now() - retention_;
-    for (auto it = deleted_at_.begin(); it != deleted_at_.end();) {
-      if (it->second <= cutoff) {
-        map_.erase(it->first);
-        it = deleted_at_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    tables.*member_ = std::make_shared<const std::map<std::string, T>>(map_);
-  }
-
- private:
-  static std::string KeyOf(const T& value) {
-    if constexpr (requires { value.namespace_name; }) {
-      return ObjectKey(value.namespace_name, value.name);
-    } else {
-      return value.name;
-    }
-  }
-
-  ParseFn parse_;
-  Table<T> MetadataTables::*member_;
-  std::chrono::seconds retention_;
-  std::map<std::string, T> map_;
-  std::map<std::string, SteadyClock::time_point> deleted_at_;
-};
-
-struct ResourceSpec {
-  std::string name;
-  std::vector<std::string> paths;  // candidates, newest API version first
-  bool optional = false;           // 404 on every candidate: absent, not an error
-  std::function<std::unique_ptr<Cache>(std::chrono::seconds)> make_cache;
-};
-
-std::vector<ResourceSpec> Resources(bool dra) {
-  auto objects = [](Table<ObjectInfo> MetadataTables::*member) {
-    return [member](std::chrono::seconds retention) -> std::unique_ptr<Cache> {
-      return std::make_unique<TypedCache<ObjectInfo>>(&ParseObjectInfo, member, retention);
-    };
-  };
-  std::vector<ResourceSpec> specs = {
-      {"pods", {"/api/v1/pods"}, false, objects(&MetadataTables::pods)},
-      {"namespaces", {"/api/v1/namespaces"}, false, objects(&MetadataTables::namespaces)},
-      {"nodes", {"/api/v1/nodes"}, false, objects(&MetadataTables::nodes)},
-      {"replicasets", {"/apis/apps/v1/replicasets"}, false, objects(&MetadataTables::replicasets)},
-      {"jobs", {"/apis/batch/v1/jobs"}, false, objects(&MetadataTables::jobs)},
-  };
-  if (dra) {
-    // resource.k8s.io: v1 is GA since Kubernetes 1.34; v1beta2 (1.33) and v1beta1 (1.32) serve
-    // the same claim status; v1beta1 slices nest attributes under `basic` (the parser reads both).
-    auto versions = [](const std::string& plural) {
-      std::vector<std::string> paths;
-      for (const char* v : {"v1", "v1beta2", "v1beta1"}) {
-        paths.push_back(fmt::format("/apis/resource.k8s.io/{}/{}", v, plural));
-      }
-      return paths;
-    };
-    specs.push_back({"resourceclaims", versions("resourceclaims"), true,
-                     [](std::chrono::seconds r) -> std::unique_ptr<Cache> {
-                       return std::make_unique<TypedCache<ResourceClaimInfo>>(
-                           &ParseResourceClaim, &MetadataTables::resource_claims, r);
-                     }});
-    specs.push_back({"resourceslices", versions("resourceslices"), true,
-                     [](std::chrono::seconds r) -> std::unique_ptr<Cache> {
-                       return std::make_unique<TypedCache<ResourceSliceInfo>>(
-                           &ParseResourceSlice, &MetadataTables::resource_slices, r);
-                     }});
-  }
-  return specs;
-}
 
 std::string UrlEncode(std::string_view s) {
   std::string out;
@@ -185,7 +42,7 @@ class ApiMetadataSource;
 // Lists and watches one resource on its own thread.
 class Watcher {
  public:
-  Watcher(ApiMetadataSource& source, ResourceSpec spec, std::size_t index,
+  Watcher(ApiMetadataSource& source, WatchedResource spec, std::size_t index,
           std::unique_ptr<ApiTransport> transport);
   void Run();
 
@@ -202,10 +59,10 @@ class Watcher {
   void Update(F&& f);
 
   ApiMetadataSource& source_;
-  ResourceSpec spec_;
+  WatchedResource spec_;
   std::size_t index_;
   std::unique_ptr<ApiTransport> transport_;
-  std::unique_ptr<Cache> cache_;
+  std::unique_ptr<ResourceCache> cache_;
   std::size_t path_index_ = 0;
   bool absent_ = false;
   bool need_list_ = true;
@@ -221,7 +78,7 @@ class ApiMetadataSource : public MetadataSource {
  public:
   ApiMetadataSource(MetadataConfig config, const TransportFactory& transports)
       : config_(std::move(config)), current_(std::make_shared<const MetadataView>()) {
-    auto specs = Resources(config_.watch_dra);
+    auto specs = WatchedResources(config_.watch_dra);
     for (std::size_t i = 0; i < specs.size(); ++i) {
       ResourceStats s;
       s.resource = specs[i].name;
@@ -271,7 +128,7 @@ class ApiMetadataSource : public MetadataSource {
   const MetadataConfig& config() const { return config_; }
   bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
 
-  void Publish(Cache& cache) {
+  void Publish(ResourceCache& cache) {
     std::lock_guard lock(mu_);
     cache.Publish(tables_);
     current_ = std::make_shared<const MetadataView>(tables_);
@@ -306,7 +163,7 @@ class ApiMetadataSource : public MetadataSource {
   std::vector<std::thread> threads_;
 };
 
-Watcher::Watcher(ApiMetadataSource& source, ResourceSpec spec, std::size_t index,
+Watcher::Watcher(ApiMetadataSource& source, WatchedResource spec, std::size_t index,
                  std::unique_ptr<ApiTransport> transport)
     : source_(source),
       spec_(std::move(spec)),

@@ -7,8 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "sim/profiles.h"
 #include "sim/sim_util.h"
 #include "sim/simulated_node.h"
+#include "sim/world.h"
 
 namespace gpuledger::sim {
 
@@ -45,264 +47,14 @@ std::string TruthCsv(const std::map<ConsumerRef, Truth>& truth, bool with_activi
 
 namespace {
 
-// Real NVML shows a small driver reservation on any device with a context; it is memory no
-// process explains (unattributed).
-constexpr double kDriverReservation = 0.004;
 constexpr int kMaxSubWindows = 64;
 
-struct Power {
-  double idle_w, max_w;
-};
-
-Power PowerOf(std::string_view model) {
-  if (model.starts_with("H100")) return {70, 700};
-  if (model.starts_with("H200")) return {75, 700};
-  if (model.starts_with("A100")) return {50, 400};
-  if (model == "L4") return {16, 72};
-  if (model == "T4") return {10, 70};
-  return {30, 300};
-}
-
-// ∫ of the profile's demand (fraction x µs) over [t0, t1), times relative to the actor's start.
-double ProfileIntegral(const ComputeProfile& c, std::uint64_t seed, Micros t0, Micros t1) {
-  switch (c.kind) {
-    case ProfileKind::kIdle:
-      return 0;
-    case ProfileKind::kConstant:
-      return c.duty * static_cast<double>(t1 - t0);
-    case ProfileKind::kPeriodic: {
-      auto f = [&](Micros t) {
-        Micros q = t / c.period_us, r = t % c.period_us;
-        return c.duty * static_cast<double>(q * c.on_us + std::min(r, c.on_us));
-      };
-      return f(t1) - f(t0);
-    }
-    case ProfileKind::kBursty: {
-      // Slots of burst_us, each on or off at random (hash of seed and slot, so any window can
-      // be integrated without replaying the past). Mean level == mean_duty.
-      double p_on = c.duty <= 0.5 ? 0.5 : c.duty;
-      double level = c.duty <= 0.5 ? 2 * c.duty : 1.0;
-      double sum = 0;
-      for (Micros k = t0 / c.burst_us; k * c.burst_us < t1; ++k) {
-        Micros a = std::max(t0, k * c.burst_us), b = std::min(t1, (k + 1) * c.burst_us);
-        std::uint64_t h =
-            SplitMix64(seed ^ (static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ULL));
-        double x = static_cast<double>(h >> 11) * 0x1.0p-53;
-        if (x < p_on) sum += level * static_cast<double>(b - a);
-      }
-      return sum;
-    }
-    case ProfileKind::kSeries: {
-      const Series& s = *c.series;
-      auto f = [&](Micros t) {
-        Micros q = t / s.period_us, r = t % s.period_us;
-        auto it = std::upper_bound(s.offset_us.begin(), s.offset_us.end(), r);
-        std::size_t i = static_cast<std::size_t>(it - s.offset_us.begin()) - 1;
-        return static_cast<double>(q) * s.prefix.back() + s.prefix[i] +
-               s.value[i] * static_cast<double>(r - s.offset_us[i]);
-      };
-      return f(t1) - f(t0);
-    }
-  }
-  return 0;
-}
-
-// ∫ memory (bytes x µs) over [t0, t1), relative to the actor's start.
-double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
-  if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes) * (t1 - t0);
-  double rise = static_cast<double>(m.peak_bytes - m.bytes);
-  double p = static_cast<double>(m.period_us);
-  auto f = [&](Micros t) {
-    const Micros whole_periods = t / m.period_us;  // floor: the rises completed before t
-    double q = static_cast<double>(whole_periods), r = static_cast<double>(t % m.period_us);
-    return static_cast<double>(m.bytes) * static_cast<double>(t) +
-           rise * (q * p / 2 + r * r / (2 * p));
-  };
-  return f(t1) - f(t0);
-}
-
-struct Context {  // where an actor's processes run on one GPU
-  int gpu = 0;
-  int mig = -1;  // MIG instance index in the node's layout; -1: the physical GPU
-  int first_pid = 0;
-};
-
-// A pod or a host process.
-struct Actor {
-  ConsumerRef ref;
-  bool host = false;
-  std::string host_name;
-  int node = 0;
-  Micros start = 0, end = 0;  // absolute
-  Micros linger_until = 0;    // the kubelet lists its grants until then (grant_lingers)
-  const ComputeProfile* compute = nullptr;
-  const EfficiencyProfile* efficiency = nullptr;
-  const MemoryProfile* memory = nullptr;
-  std::uint64_t seed = 0;
-  int processes = 1;
-  std::vector<Grant> grants;
-  std::vector<SharePpd> share;  // static share per grant; -1: DRA, decided per interval
-  std::vector<int> grant_gpu;
-  std::vector<Context> contexts;
-  std::string visible_devices;
-};
-
-struct NodeWorld {
-  const NodeSpec* spec = nullptr;
-  std::vector<PhysicalGpu> gpus;
-  std::vector<MigInstance> migs;  // gpu-major: gpu * layout + m
-  std::vector<int> mig_slices;
-  std::vector<double> period_us;  // NVML sample period per GPU
-  std::vector<int> actors;
-  std::vector<Micros> cuts;
-  Power power{};
-};
-
-// A scenario's devices, pods and host processes (with grants, contexts and pids) and consumers:
-// everything but the cut times. Actors point into the Scenario it was built from.
-struct World {
-  std::vector<Actor> actors;
-  std::vector<NodeWorld> nodes;
-  std::map<ConsumerRef, ConsumerInfo> consumers;
-};
-
-World BuildWorld(const Scenario& sc) {
-  World world;
-  Micros t_begin = sc.start_us;
-  auto& nodes = world.nodes;
-  nodes.resize(sc.nodes.size());
-  for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
-    const NodeSpec& spec = sc.nodes[n];
-    NodeWorld& ns = nodes[n];
-    ns.spec = &spec;
-    ns.power = PowerOf(spec.gpu_model);
-    for (int g = 0; g < spec.gpus; ++g) {
-      PhysicalGpu gpu;
-      gpu.uuid = GpuUuid("GPU-" + UuidFromHash(HashOf(sc.seed, "gpu", spec.name, g)));
-      gpu.model = spec.gpu_model;
-      gpu.memory_total_bytes = spec.memory_per_gpu_bytes;
-      gpu.sharing = spec.sharing;
-      gpu.replicas = spec.replicas;
-      gpu.total_slices = spec.total_slices;
-      std::uint64_t h = HashOf(sc.seed, "period", spec.name, g);
-      ns.period_us.push_back(1e6 / 6 + static_cast<double>(h >> 11) * 0x1.0p-53 * (5e6 / 6));
-      for (std::size_t m = 0; m < spec.mig_layout.size(); ++m) {
-        MigInstance mi;
-        mi.uuid = GpuUuid("MIG-" + UuidFromHash(HashOf(sc.seed, "mig", spec.name, g, m)));
-        mi.parent = gpu.uuid;
-        mi.profile = spec.mig_layout[m];
-        mi.compute_slices = MigComputeSlices(mi.profile);
-        mi.memory_total_bytes = MigInstanceMemory(mi.profile, spec.memory_per_gpu_bytes);
-        ns.migs.push_back(mi);
-        ns.mig_slices.push_back(mi.compute_slices);
-      }
-      ns.gpus.push_back(std::move(gpu));
-    }
-  }
-  auto& actors = world.actors;
-  std::vector<int> next_pid(sc.nodes.size(), 1000);
-  auto add_contexts = [&](Actor& a, const std::vector<std::pair<int, int>>& ctx) {
-    for (auto& [g, m] : ctx) {
-      a.contexts.push_back({g, m, next_pid[a.node]});
-      next_pid[a.node] += std::max(1, a.processes) * 7;
-    }
-  };
-  for (const WorkloadSpec& w : sc.workloads) {
-    for (const PodPlan& pod : w.pods) {
-      Actor a;
-      a.ref = ConsumerRef{w.namespace_name, pod.name, PodUid(pod.uid), w.container};
-      a.node = pod.node;
-      a.start = t_begin + w.start_us;
-      a.end = t_begin + w.end_us;
-      a.linger_until = a.end + w.grant_linger_us;
-      a.compute = &w.compute;
-      a.efficiency = &w.efficiency;
-      a.memory = &w.memory;
-      a.seed = HashOf(w.compute.seed, pod.name);
-      a.processes = w.processes;
-      const NodeSpec& spec = sc.nodes[pod.node];
-      NodeWorld& ns = nodes[pod.node];
-      std::vector<std::pair<int, int>> ctx;
-      std::vector<std::string> visible;
-      for (const PodGrantPlan& gp : pod.grants) {
-        Grant g;
-        g.consumer = a.ref;
-        const PhysicalGpu& gpu = ns.gpus[gp.gpu];
-        std::string base = gp.mig >= 0
-                               ? ns.migs[gp.gpu * spec.mig_layout.size() + gp.mig].uuid.str()
-                               : gpu.uuid.str();
-        g.device_id = gp.replica >= 0 ? fmt::format("{}::{}", base, gp.replica) : base;
-        SharePpd share = kWholeGpu;
-        switch (spec.sharing) {
-          case SharingMode::kExclusive:
-            g.resource_name = "nvidia.com/gpu";
-            break;
-          case SharingMode::kTimeSlicing:
-          case SharingMode::kMps:
-            g.resource_name = "nvidia.com/gpu";
-            share = kWholeGpu / spec.replicas;
-            break;
-          case SharingMode::kMig:
-            g.resource_name = "nvidia.com/mig-" + spec.mig_layout[gp.mig];
-            share = kWholeGpu / spec.total_slices * ns.mig_slices[gp.mig] / spec.replicas;
-            break;
-          case SharingMode::kFractional:
-            g.resource_name = FractionalResource(spec.fractional_layer);
-            share = gp.declared_ppd;
-            break;
-          case SharingMode::kDra:
-            g.resource_name = "gpu.nvidia.com";
-            g.dra_claim = gp.dra_claim;
-            share = -1;
-            break;
-        }
-        if (gp.declared_ppd > 0) {
-          g.declared_ppd = gp.declared_ppd;
-          share = gp.declared_ppd;
-        }
-        a.grants.push_back(std::move(g));
-        a.share.push_back(share);
-        a.grant_gpu.push_back(gp.gpu);
-        std::pair<int, int> c{gp.gpu, gp.mig};
-        if (std::find(ctx.begin(), ctx.end(), c) == ctx.end()) {
-          ctx.push_back(c);
-          visible.push_back(base);
-        }
-      }
-      if (pod.uses_gpu >= 0) ctx.push_back({pod.uses_gpu, -1});
-      for (auto& v : visible) a.visible_devices += (a.visible_devices.empty() ? "" : ",") + v;
-      if (w.visible_devices_all) a.visible_devices = "all";
-      if (a.processes > 0) add_contexts(a, ctx);
-      ConsumerInfo info{a.ref, w.owner_kind, w.owner_name, w.labels, {}, {}, {}};
-      if (auto it = sc.namespace_labels.find(w.namespace_name); it != sc.namespace_labels.end())
-        info.namespace_labels = it->second;
-      world.consumers[a.ref] = std::move(info);
-      ns.actors.push_back(static_cast<int>(actors.size()));
-      actors.push_back(std::move(a));
-    }
-  }
-  for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
-    for (const HostProcessSpec& h : sc.nodes[n].host_processes) {
-      Actor a;
-      a.host = true;
-      a.host_name = h.name;
-      a.ref = ConsumerRef{std::string(kHostNamespace), h.name, PodUid(), ""};
-      a.node = static_cast<int>(n);
-      a.start = t_begin + h.start_us;
-      a.end = t_begin + h.end_us;
-      a.compute = &h.compute;
-      a.efficiency = &h.efficiency;
-      a.memory = &h.memory;
-      a.seed = h.compute.seed;
-      a.processes = 1;
-      add_contexts(a, {{h.gpu, -1}});
-      world.consumers[a.ref] = ConsumerInfo{a.ref, "Host", h.name, {}, {}, {}, {}};
-      nodes[n].actors.push_back(static_cast<int>(actors.size()));
-      actors.push_back(std::move(a));
-    }
-  }
-  return world;
-}
+using world::Actor;
+using world::BuildWorld;
+using world::Context;
+using world::kDriverReservation;
+using world::NodeWorld;
+using world::World;
 
 // One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of
 // u x (1 + inflation) plus zero-mean dither, as NVML's sampled utilization behaves.
@@ -661,13 +413,6 @@ int FindNode(const Scenario& sc, const std::string& node) {
   for (std::size_t n = 0; n < sc.nodes.size(); ++n)
     if (sc.nodes[n].name == node) return static_cast<int>(n);
   return -1;
-}
-
-// Memory held at `t` (relative to the actor's start): the sawtooth's value, not an average.
-double MemoryAt(const MemoryProfile& m, Micros t) {
-  if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes);
-  double r = static_cast<double>(t % m.period_us) / static_cast<double>(m.period_us);
-  return static_cast<double>(m.bytes) + static_cast<double>(m.peak_bytes - m.bytes) * r;
 }
 
 }  // namespace
