@@ -11,10 +11,7 @@
 namespace gpuledger::agent {
 namespace {
 
-using prometheus::ExpositionWriter;
 using prometheus::HistogramData;
-using prometheus::Label;
-using prometheus::MetricType;
 
 HistogramData Buckets(std::vector<double> bounds) {
   HistogramData h;

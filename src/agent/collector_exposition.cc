@@ -12,7 +12,6 @@ namespace gpuledger::agent {
 namespace {
 
 using prometheus::ExpositionWriter;
-using prometheus::HistogramData;
 using prometheus::Label;
 using prometheus::MetricType;
 

@@ -116,25 +116,32 @@ std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const UsageRo
   return w;
 }
 
-// Splits a non-negative amount by one simple policy and the idle handling.
-DeviceHourCost SplitSimple(Nanos amount, PolicyKind kind, const DeviceHour& device,
-                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+// A split of `shares` (one per consumer, then unattributed, then idle) with, under idle handling
+// `share`, the idle part moved onto the consumers by `weights` (by allocation when those are
+// all zero; it stays idle when the consumers have no weight at all).
+DeviceHourCost FromShares(const std::vector<std::int64_t>& shares,
+                          std::vector<std::uint64_t> weights, std::span<const UsageRow> usage,
+                          const IdleHandling& idle) {
   DeviceHourCost cost;
-  auto weights = PolicyWeights(kind, device, usage);
-  auto shares = Apportion(amount, weights);
   cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
   cost.unattributed = shares[usage.size()];
   cost.idle = shares[usage.size() + 1];
   if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
-    auto share = ShareWeights(kind, usage);
-    if (AllZero(share)) share = ShareWeights(PolicyKind::kAllocation, usage);
-    if (!AllZero(share)) {
-      auto extra = Apportion(cost.idle, share);
+    if (AllZero(weights)) weights = ShareWeights(PolicyKind::kAllocation, usage);
+    if (!AllZero(weights)) {
+      auto extra = Apportion(cost.idle, weights);
       for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += extra[i];
       cost.idle = 0;
     }
   }
   return cost;
+}
+
+// Splits a non-negative amount by one simple policy and the idle handling.
+DeviceHourCost SplitSimple(Nanos amount, PolicyKind kind, const DeviceHour& device,
+                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+  auto weights = PolicyWeights(kind, device, usage);
+  return FromShares(Apportion(amount, weights), ShareWeights(kind, usage), usage, idle);
 }
 
 DeviceHourCost SplitNonNegative(Nanos price, const DeviceHour& device,
@@ -263,22 +270,9 @@ DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device, std::span<con
   for (const auto& row : usage) w.push_back(mj(row.energy_mj));
   w.push_back(mj(device.unattributed_energy_mj));
   w.push_back(mj(device.idle_energy_mj));
-  auto shares = Apportion(amount, w);
-  DeviceHourCost cost;
-  cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
-  cost.unattributed = shares[usage.size()];
-  cost.idle = shares[usage.size() + 1];
-  if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
-    std::vector<std::uint64_t> share(w.begin(),
-                                     w.begin() + static_cast<std::ptrdiff_t>(usage.size()));
-    if (AllZero(share)) share = ShareWeights(PolicyKind::kAllocation, usage);
-    if (!AllZero(share)) {
-      auto extra = Apportion(cost.idle, share);
-      for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += extra[i];
-      cost.idle = 0;
-    }
-  }
-  return cost;
+  return FromShares(Apportion(amount, w),
+                    {w.begin(), w.begin() + static_cast<std::ptrdiff_t>(usage.size())}, usage,
+                    idle);
 }
 
 }  // namespace
