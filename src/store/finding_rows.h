@@ -57,6 +57,27 @@ FindingFilter MakeFindingFilter(const FindingQuery& query, char prefix);
 bool DecodeFindingEnums(Finding& finding, std::string_view kind, std::string_view severity,
                         std::string* what);
 
+// A finding from a cursor on a row of kFindingColumns; `Row` has Int(column) and Text(column),
+// and `resolved_is_null` says whether resolved_us (the last column) is NULL. false, with `what`
+// saying which value, for a row this build cannot read.
+template <typename Row>
+bool DecodeFindingRow(Row& q, bool resolved_is_null, Finding& f, std::string* what) {
+  f.cluster = q.Text(0);
+  f.node = q.Text(1);
+  const std::string kind = q.Text(2);
+  f.subject.namespace_name = q.Text(3);
+  f.subject.pod = q.Text(4);
+  f.subject.pod_uid = PodUid(q.Text(5));
+  f.subject.container = q.Text(6);
+  f.gpu_uuid = q.Text(7);
+  f.first_seen_us = q.Int(8);
+  const std::string severity = q.Text(9);
+  f.evidence = q.Text(10);
+  f.last_seen_us = q.Int(11);
+  if (!resolved_is_null) f.resolved_us = q.Int(12);
+  return DecodeFindingEnums(f, kind, severity, what);
+}
+
 // Whether a decoded finding passes what the database did not filter
 // (min_severity).
 bool KeepFinding(const Finding& finding, const FindingQuery& query);

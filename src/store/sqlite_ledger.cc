@@ -17,8 +17,8 @@
 
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
+#include "store/row_codec.h"
 #include "store/sqlite_db.h"
-#include "store/usage_decode.h"
 
 namespace gpuledger::store {
 namespace {
@@ -162,7 +162,7 @@ CREATE TABLE findings (
 ) STRICT;
 CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
 )sql",
-    // 6 -> 7: the hour's rightsizing histogram counts (store/usage_decode.h EncodeHistogram);
+    // 6 -> 7: the hour's rightsizing histogram counts (store/row_codec.h EncodeHistogram);
     // rows written before have none: ''.
     R"sql(
 ALTER TABLE usage_hours ADD COLUMN histogram TEXT NOT NULL DEFAULT '';
@@ -171,18 +171,6 @@ ALTER TABLE usage_hours ADD COLUMN histogram TEXT NOT NULL DEFAULT '';
 
 constexpr std::string_view kCreateMeta =
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT";
-
-constexpr std::string_view kDeviceColumns =
-    "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, price_nanos, "
-    "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, unattributed_us, "
-    "memory_total_bytes, unattributed_memory_kib_s, energy_mj, idle_energy_mj, "
-    "unattributed_energy_mj, energy_price_nanos";
-constexpr std::string_view kUsageColumns =
-    "hour_us, gpu_uuid, namespace, pod, pod_uid, container, owner_kind, owner_name, node, "
-    "gpu_model, sharing_mode, device_id, allocated_us, compute_us, memory_kib_s, "
-    "peak_memory_bytes, energy_mj, compute_quality, memory_quality, compute_rule, "
-    "sm_active_us, sm_occupancy_us, tensor_active_us, dram_active_us, activity_quality, "
-    "activity_rule, share_source, histogram";
 
 using LabelMap = std::map<std::string, std::string>;
 
@@ -241,9 +229,6 @@ Status SqliteLedger::Prepare() {
   const std::string usage_values =
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,"
       "?25,?26,?27,?28";
-  constexpr std::string_view kReconciliationColumns =
-      "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
-      "imported_at_us";
   const std::array<Spec, 16> specs = {{
       {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
        "delete usage_hours"},
@@ -329,19 +314,8 @@ Status SqliteLedger::WriteHours(std::span<const LedgerHour> hours) {
   if (Status s = CheckWritable(); !s) return s;
   // Check every hour before touching the file: a malformed hour is the caller's bug and must
   // not leave a half-written span behind (the transaction would roll back anyway).
-  for (const LedgerHour& hour : hours) {
-    const DeviceHour& d = hour.device;
-    if (HourStart(d.hour_us) != d.hour_us) {
-      return BadRow("device_hours", d.hour_us, d.gpu.str(), "hour_us is not an hour start");
-    }
-    if (d.gpu.empty()) return BadRow("device_hours", d.hour_us, "", "empty gpu uuid");
-    for (const UsageRow& u : hour.usage) {
-      if (u.hour_us != d.hour_us || u.gpu != d.gpu) {
-        return BadRow(
-            "usage_hours", u.hour_us, u.gpu.str(),
-            fmt::format("filed under device hour (hour_us {}, gpu {})", d.hour_us, d.gpu.str()));
-      }
-    }
+  if (auto problem = CheckHours(hours)) {
+    return BadRow(problem->table, problem->hour_us, problem->gpu, problem->what);
   }
 
   auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
@@ -470,34 +444,11 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
     if (!row) return row.error();
     if (!*row) break;
     DeviceHour d;
-    d.hour_us = q.Int(0);
-    d.gpu = GpuUuid(q.Text(1));
-    d.cluster = q.Text(2);
-    d.node = q.Text(3);
-    d.gpu_model = q.Text(4);
-    std::string mode = q.Text(5);
-    auto sharing = ParseSharingMode(mode);
-    if (!sharing) {
-      Error e = BadRow("device_hours", d.hour_us, d.gpu.str(),
-                       fmt::format("unknown sharing_mode '{}'", mode));
+    if (std::string what; !DecodeDeviceHour(q, d, &what)) {
+      Error e = BadRow("device_hours", d.hour_us, d.gpu.str(), what);
       q.Reset();
       return Internal(e.message);
     }
-    d.sharing = *sharing;
-    DecodePricingClass(q.Text(6), d);
-    d.price_nanos = q.Int(7);
-    d.metered_us = q.Int(8);
-    d.unmetered_us = q.Int(9);
-    d.unallocated_us = q.Int(10);
-    d.busy_us = q.Int(11);
-    d.idle_us = q.Int(12);
-    d.unattributed_us = q.Int(13);
-    d.memory_total_bytes = q.Int(14);
-    d.unattributed_memory_kib_s = q.Int(15);
-    d.energy_mj = q.Int(16);
-    d.idle_energy_mj = q.Int(17);
-    d.unattributed_energy_mj = q.Int(18);
-    d.energy_price_nanos = q.Int(19);
     out.push_back(std::move(d));
   }
   return out;
@@ -541,40 +492,8 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     if (!row) return row.error();
     if (!*row) break;
     UsageRow u;
-    u.hour_us = q.Int(0);
-    u.gpu = GpuUuid(q.Text(1));
-    ConsumerRef& c = u.consumer.ref;
-    c.namespace_name = q.Text(2);
-    c.pod = q.Text(3);
-    c.pod_uid = PodUid(q.Text(4));
-    c.container = q.Text(5);
-    u.consumer.owner_kind = q.Text(6);
-    u.consumer.owner_name = q.Text(7);
-    u.node = q.Text(8);
-    u.gpu_model = q.Text(9);
-    std::string mode = q.Text(10);
-    u.device_id = q.Text(11);
-    u.allocated_us = q.Int(12);
-    u.compute_us = q.Int(13);
-    u.memory_kib_s = q.Int(14);
-    u.peak_memory_bytes = q.Int(15);
-    u.energy_mj = q.Int(16);
-    std::string compute_quality = q.Text(17);
-    std::string memory_quality = q.Text(18);
-    u.compute_rule = q.Text(19);
-    u.activity.sm_active_us = q.Int(20);
-    u.activity.sm_occupancy_us = q.Int(21);
-    u.activity.tensor_active_us = q.Int(22);
-    u.activity.dram_active_us = q.Int(23);
-    std::string activity_quality = q.Text(24);
-    u.activity_rule = q.Text(25);
-    u.share_source = q.Text(26);
-    const std::string histogram = q.Text(27);
-
     std::string what;
-    if (!DecodeUsageEnums(u, mode, compute_quality, memory_quality, &what) ||
-        !DecodeActivityQuality(u, activity_quality, &what) ||
-        !DecodeHistogram(u, histogram, &what)) {
+    if (!DecodeUsageRow(q, u, &what)) {
       q.Reset();
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
@@ -676,17 +595,7 @@ Result<std::vector<Reconciliation>> SqliteLedger::ReadReconciliations(const Time
     auto row = q.Step();
     if (!row) return row.error();
     if (!*row) break;
-    Reconciliation r;
-    r.node = q.Text(0);
-    r.day_us = q.Int(1);
-    r.modelled_nanos = q.Int(2);
-    r.billed_nanos = q.Int(3);
-    r.factor = q.Text(4);
-    r.factor_ppm = q.Int(5);
-    r.currency = q.Text(6);
-    r.bill_file = q.Text(7);
-    r.imported_at_us = q.Int(8);
-    out.push_back(std::move(r));
+    out.push_back(DecodeReconciliation(q));
   }
   return out;
 }
@@ -747,21 +656,7 @@ Result<std::vector<Finding>> SqliteLedger::ReadFindings(const FindingQuery& quer
     if (!row) return row.error();
     if (!*row) break;
     Finding f;
-    f.cluster = q->Text(0);
-    f.node = q->Text(1);
-    const std::string kind = q->Text(2);
-    f.subject.namespace_name = q->Text(3);
-    f.subject.pod = q->Text(4);
-    f.subject.pod_uid = PodUid(q->Text(5));
-    f.subject.container = q->Text(6);
-    f.gpu_uuid = q->Text(7);
-    f.first_seen_us = q->Int(8);
-    const std::string severity = q->Text(9);
-    f.evidence = q->Text(10);
-    f.last_seen_us = q->Int(11);
-    if (!q->IsNull(12)) f.resolved_us = q->Int(12);
-    std::string what;
-    if (!DecodeFindingEnums(f, kind, severity, &what)) {
+    if (std::string what; !DecodeFindingRow(*q, q->IsNull(12), f, &what)) {
       q->Reset();
       return Internal(fmt::format("sqlite {}: findings row: {}", db_->path(), what));
     }

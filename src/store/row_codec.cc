@@ -1,4 +1,4 @@
-#include "store/usage_decode.h"
+#include "store/row_codec.h"
 
 #include <algorithm>
 #include <charconv>
@@ -91,6 +91,24 @@ std::string StoredPricingClass(const DeviceHour& d) {
 void DecodePricingClass(std::string text, DeviceHour& d) {
   d.price_state = text == "unpriced" ? PriceState::kUnpriced : PriceState::kPriced;
   d.pricing_class = d.price_state == PriceState::kUnpriced ? "" : std::move(text);
+}
+
+std::optional<RowProblem> CheckHours(std::span<const LedgerHour> hours) {
+  for (const LedgerHour& hour : hours) {
+    const DeviceHour& d = hour.device;
+    if (HourStart(d.hour_us) != d.hour_us) {
+      return RowProblem{"device_hours", d.hour_us, d.gpu.str(), "hour_us is not an hour start"};
+    }
+    if (d.gpu.empty()) return RowProblem{"device_hours", d.hour_us, "", "empty gpu uuid"};
+    for (const UsageRow& u : hour.usage) {
+      if (u.hour_us != d.hour_us || u.gpu != d.gpu) {
+        return RowProblem{
+            "usage_hours", u.hour_us, u.gpu.str(),
+            fmt::format("filed under device hour (hour_us {}, gpu {})", d.hour_us, d.gpu.str())};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace gpuledger::store
