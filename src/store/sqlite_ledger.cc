@@ -19,158 +19,10 @@
 #include "store/ledger_store.h"
 #include "store/row_codec.h"
 #include "store/sqlite_db.h"
+#include "store/sqlite_schema.h"
 
 namespace gpuledger::store {
 namespace {
-
-constexpr std::int64_t kSchemaVersion = 7;
-constexpr std::string_view kSchemaVersionKey = "schema_version";
-
-// migrations[i] takes the schema from version i to i + 1.
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
-    R"sql(
-CREATE TABLE device_hours (
-  hour_us                     INTEGER NOT NULL,
-  gpu_uuid                    TEXT    NOT NULL,
-  cluster                     TEXT    NOT NULL,
-  node                        TEXT    NOT NULL,
-  gpu_model                   TEXT    NOT NULL,
-  sharing_mode                TEXT    NOT NULL,
-  pricing_class               TEXT    NOT NULL,
-  price_nanos                 INTEGER NOT NULL,
-  metered_us                  INTEGER NOT NULL,
-  unmetered_us                INTEGER NOT NULL,
-  unallocated_us              INTEGER NOT NULL,
-  busy_us                     INTEGER NOT NULL,
-  idle_us                     INTEGER NOT NULL,
-  unattributed_us             INTEGER NOT NULL,
-  memory_total_bytes          INTEGER NOT NULL,
-  unattributed_memory_byte_us REAL    NOT NULL,
-  energy_mj                   INTEGER NOT NULL,
-  idle_energy_mj              INTEGER NOT NULL,
-  unattributed_energy_mj      INTEGER NOT NULL,
-  PRIMARY KEY (hour_us, gpu_uuid)
-) STRICT;
-
--- The key is (hour, gpu, consumer); its columns are ordered as reads sort, so the key's index
--- serves both hour-range scans and the deterministic read order.
-CREATE TABLE usage_hours (
-  hour_us           INTEGER NOT NULL,
-  gpu_uuid          TEXT    NOT NULL,
-  namespace         TEXT    NOT NULL,
-  pod               TEXT    NOT NULL,
-  pod_uid           TEXT    NOT NULL,
-  container         TEXT    NOT NULL,
-  owner_kind        TEXT    NOT NULL,
-  owner_name        TEXT    NOT NULL,
-  node              TEXT    NOT NULL,
-  gpu_model         TEXT    NOT NULL,
-  sharing_mode      TEXT    NOT NULL,
-  device_id         TEXT    NOT NULL,
-  allocated_us      INTEGER NOT NULL,
-  compute_us        INTEGER NOT NULL,
-  memory_byte_us    REAL    NOT NULL,
-  peak_memory_bytes INTEGER NOT NULL,
-  energy_mj         INTEGER NOT NULL,
-  compute_quality   TEXT    NOT NULL,
-  memory_quality    TEXT    NOT NULL,
-  compute_rule      TEXT    NOT NULL,
-  PRIMARY KEY (hour_us, gpu_uuid, namespace, pod, container, pod_uid)
-) STRICT;
-CREATE INDEX usage_hours_by_namespace ON usage_hours (namespace, hour_us);
-
-CREATE TABLE pod_labels (
-  namespace TEXT NOT NULL,
-  pod       TEXT NOT NULL,
-  pod_uid   TEXT NOT NULL,
-  key       TEXT NOT NULL,
-  value     TEXT NOT NULL,
-  PRIMARY KEY (namespace, pod, pod_uid, key)
-) STRICT;
-
-CREATE TABLE namespace_labels (
-  namespace TEXT NOT NULL,
-  key       TEXT NOT NULL,
-  value     TEXT NOT NULL,
-  PRIMARY KEY (namespace, key)
-) STRICT;
-)sql",
-    // 1 -> 2: bill reconciliations, one per (node, UTC day). The factor is kept as the exact
-    // reduced ratio text; factor_ppm is for people reading the table.
-    R"sql(
-CREATE TABLE reconciliations (
-  node           TEXT    NOT NULL,
-  day_us         INTEGER NOT NULL,
-  modelled_nanos INTEGER NOT NULL,
-  billed_nanos   INTEGER NOT NULL,
-  factor         TEXT    NOT NULL,
-  factor_ppm     INTEGER NOT NULL,
-  currency       TEXT    NOT NULL,
-  bill_file      TEXT    NOT NULL,
-  imported_at_us INTEGER NOT NULL,
-  PRIMARY KEY (day_us, node)
-) STRICT;
-)sql",
-    // 2 -> 3: the electricity part of a device-hour's price (on-prem, by measured energy).
-    R"sql(
-ALTER TABLE device_hours ADD COLUMN energy_price_nanos INTEGER NOT NULL DEFAULT 0;
-)sql",
-    // 3 -> 4: memory-time as exact integer KiB-s (1 KiB-s = 1024e6 byte-µs) in place of the
-    // REAL byte-µs: rounded to the nearest KiB-s, halves away from zero; CAST saturates at the
-    // int64 range. ADD and DROP COLUMN keep the tables STRICT.
-    R"sql(
-ALTER TABLE device_hours ADD COLUMN unattributed_memory_kib_s INTEGER NOT NULL DEFAULT 0;
-UPDATE device_hours
-   SET unattributed_memory_kib_s = CAST(round(unattributed_memory_byte_us / 1024e6) AS INTEGER);
-ALTER TABLE device_hours DROP COLUMN unattributed_memory_byte_us;
-ALTER TABLE usage_hours ADD COLUMN memory_kib_s INTEGER NOT NULL DEFAULT 0;
-UPDATE usage_hours SET memory_kib_s = CAST(round(memory_byte_us / 1024e6) AS INTEGER);
-ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
-)sql",
-    // 4 -> 5: SM, tensor and DRAM activity in integer GPU-µs, where it came from
-    // ("<quality>" of model/sharing.h; 'none' when no source gave it) and by which rule, and
-    // where a declared share came from. Rows written before have none of it: 0, 'none', ''.
-    R"sql(
-ALTER TABLE usage_hours ADD COLUMN sm_active_us     INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE usage_hours ADD COLUMN sm_occupancy_us  INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE usage_hours ADD COLUMN tensor_active_us INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE usage_hours ADD COLUMN dram_active_us   INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE usage_hours ADD COLUMN activity_quality TEXT    NOT NULL DEFAULT 'none';
-ALTER TABLE usage_hours ADD COLUMN activity_rule    TEXT    NOT NULL DEFAULT '';
-ALTER TABLE usage_hours ADD COLUMN share_source     TEXT    NOT NULL DEFAULT '';
-)sql",
-    // 5 -> 6: guardrail findings, one row per Finding::Key(). The key's columns start with
-    // first_seen_us, so its index serves the time-range reads; open findings per node (what
-    // the ingest restores and resolves) have a partial index of their own. Kind and severity
-    // are their model names; resolved_us is NULL while the finding is open.
-    R"sql(
-CREATE TABLE findings (
-  first_seen_us INTEGER NOT NULL,
-  node          TEXT    NOT NULL,
-  kind          TEXT    NOT NULL,
-  namespace     TEXT    NOT NULL,
-  pod           TEXT    NOT NULL,
-  pod_uid       TEXT    NOT NULL,
-  container     TEXT    NOT NULL,
-  gpu_uuid      TEXT    NOT NULL,
-  cluster       TEXT    NOT NULL,
-  severity      TEXT    NOT NULL,
-  evidence      TEXT    NOT NULL,
-  last_seen_us  INTEGER NOT NULL,
-  resolved_us   INTEGER,
-  PRIMARY KEY (first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, cluster)
-) STRICT;
-CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
-)sql",
-    // 6 -> 7: the hour's rightsizing histogram counts (store/row_codec.h EncodeHistogram);
-    // rows written before have none: ''.
-    R"sql(
-ALTER TABLE usage_hours ADD COLUMN histogram TEXT NOT NULL DEFAULT '';
-)sql",
-};
-
-constexpr std::string_view kCreateMeta =
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) STRICT";
 
 using LabelMap = std::map<std::string, std::string>;
 
@@ -666,95 +518,6 @@ Result<std::vector<Finding>> SqliteLedger::ReadFindings(const FindingQuery& quer
   return out;
 }
 
-// The schema version recorded in the file; 0 for a new (or pre-versioning) file.
-Result<std::int64_t> ReadSchemaVersion(SqliteDb& db) {
-  auto has_meta = db.Prepare(
-      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'", "read schema");
-  if (!has_meta) return has_meta.error();
-  auto row = has_meta->Step();
-  if (!row) return row.error();
-  bool exists = *row && has_meta->Int(0) > 0;
-  has_meta->Reset();
-  if (!exists) return std::int64_t{0};
-
-  auto q = db.Prepare("SELECT value FROM meta WHERE key = 'schema_version'", "read schema_version");
-  if (!q) return q.error();
-  row = q->Step();
-  if (!row) return row.error();
-  if (!*row) return std::int64_t{0};
-  std::string text = q->Text(0);
-  q->Reset();
-  std::int64_t version = 0;
-  try {
-    std::size_t used = 0;
-    version = std::stoll(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-  } catch (const std::exception&) {
-    return Internal(
-        fmt::format("sqlite {}: meta schema_version '{}' is not a number", db.path(), text));
-  }
-  return version;
-}
-
-Status Migrate(SqliteDb& db, bool read_only) {
-  auto version = ReadSchemaVersion(db);
-  if (!version) return version.status();
-  if (*version == kSchemaVersion) return Status::Ok();
-  if (*version > kSchemaVersion || *version < 0) {
-    return Unsupported(
-        fmt::format("sqlite {}: ledger schema version {} is newer than this build supports ({})",
-                    db.path(), *version, kSchemaVersion));
-  }
-  if (read_only) {
-    return Unsupported(fmt::format(
-        "sqlite {}: ledger schema version {} needs migrating to {}; open it read-write once",
-        db.path(), *version, kSchemaVersion));
-  }
-
-  // Re-read under the write lock: another process may have migrated meanwhile.
-  auto txn = SqliteTxn::Begin(db, /*immediate=*/true);
-  if (!txn) return txn.status();
-  if (Status s = db.Exec(kCreateMeta, "create meta"); !s) return s;
-  version = ReadSchemaVersion(db);
-  if (!version) return version.status();
-  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
-    if (Status s = db.Exec(kMigrations[static_cast<std::size_t>(v)],
-                           fmt::format("migrate schema {} -> {}", v, v + 1));
-        !s) {
-      return s;
-    }
-  }
-  if (Status s = db.Exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) "
-                                     "VALUES ('schema_version', '{}')",
-                                     kSchemaVersion),
-                         "write schema_version");
-      !s) {
-    return s;
-  }
-  return txn->Commit();
-}
-
-Status Configure(SqliteDb& db, const SqliteLedgerOptions& options) {
-  sqlite3_busy_timeout(db.handle(), options.busy_timeout_ms);
-  if (Status s = db.Exec("PRAGMA foreign_keys = OFF", "set foreign_keys=OFF"); !s) return s;
-  if (!options.read_only) {
-    // The first statement that reads the file: a file that is not a database fails here.
-    auto mode = db.Prepare("PRAGMA journal_mode = WAL", "set journal_mode=WAL");
-    if (!mode) return mode.status();
-    auto row = mode->Step();
-    if (!row) return row.status();
-    std::string got = *row ? mode->Text(0) : "";
-    mode->Reset();
-    if (got != "wal" && db.path() != ":memory:") {
-      return IoError(fmt::format("sqlite {}: set journal_mode=WAL: got '{}'", db.path(), got));
-    }
-    if (Status s = db.Exec("PRAGMA synchronous = NORMAL", "set synchronous=NORMAL"); !s) {
-      return s;
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path) {
@@ -767,8 +530,8 @@ Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
       options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   auto db = SqliteDb::Open(path, flags | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
-  if (Status s = Configure(**db, options); !s) return s;
-  if (Status s = Migrate(**db, options.read_only); !s) return s;
+  if (Status s = ConfigureSqliteLedger(**db, options); !s) return s;
+  if (Status s = MigrateSqliteLedger(**db, options.read_only); !s) return s;
   auto ledger = std::make_unique<SqliteLedger>(std::move(*db));
   if (Status s = ledger->Prepare(); !s) return s;
   return std::unique_ptr<LedgerStore>(std::move(ledger));

@@ -1,0 +1,228 @@
+#include "store/postgres_schema.h"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace gpuledger::store {
+namespace {
+
+// migrations[i] takes the schema from version i to i + 1; each mirrors the
+// SQLite one.
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+    R"sql(
+CREATE TABLE device_hours (
+  hour_us                     BIGINT           NOT NULL,
+  gpu_uuid                    TEXT COLLATE "C" NOT NULL,
+  cluster                     TEXT COLLATE "C" NOT NULL,
+  node                        TEXT COLLATE "C" NOT NULL,
+  gpu_model                   TEXT COLLATE "C" NOT NULL,
+  sharing_mode                TEXT COLLATE "C" NOT NULL,
+  pricing_class               TEXT COLLATE "C" NOT NULL,
+  price_nanos                 BIGINT           NOT NULL,
+  metered_us                  BIGINT           NOT NULL,
+  unmetered_us                BIGINT           NOT NULL,
+  unallocated_us              BIGINT           NOT NULL,
+  busy_us                     BIGINT           NOT NULL,
+  idle_us                     BIGINT           NOT NULL,
+  unattributed_us             BIGINT           NOT NULL,
+  memory_total_bytes          BIGINT           NOT NULL,
+  unattributed_memory_byte_us DOUBLE PRECISION NOT NULL,
+  energy_mj                   BIGINT           NOT NULL,
+  idle_energy_mj              BIGINT           NOT NULL,
+  unattributed_energy_mj      BIGINT           NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid)
+);
+
+-- The key's columns are ordered as reads sort, so its index serves range scans and order.
+CREATE TABLE usage_hours (
+  hour_us           BIGINT           NOT NULL,
+  gpu_uuid          TEXT COLLATE "C" NOT NULL,
+  namespace         TEXT COLLATE "C" NOT NULL,
+  pod               TEXT COLLATE "C" NOT NULL,
+  pod_uid           TEXT COLLATE "C" NOT NULL,
+  container         TEXT COLLATE "C" NOT NULL,
+  owner_kind        TEXT COLLATE "C" NOT NULL,
+  owner_name        TEXT COLLATE "C" NOT NULL,
+  node              TEXT COLLATE "C" NOT NULL,
+  gpu_model         TEXT COLLATE "C" NOT NULL,
+  sharing_mode      TEXT COLLATE "C" NOT NULL,
+  device_id         TEXT COLLATE "C" NOT NULL,
+  allocated_us      BIGINT           NOT NULL,
+  compute_us        BIGINT           NOT NULL,
+  memory_byte_us    DOUBLE PRECISION NOT NULL,
+  peak_memory_bytes BIGINT           NOT NULL,
+  energy_mj         BIGINT           NOT NULL,
+  compute_quality   TEXT COLLATE "C" NOT NULL,
+  memory_quality    TEXT COLLATE "C" NOT NULL,
+  compute_rule      TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (hour_us, gpu_uuid, namespace, pod, container, pod_uid)
+);
+CREATE INDEX usage_hours_by_namespace ON usage_hours (namespace, hour_us);
+
+CREATE TABLE pod_labels (
+  namespace TEXT COLLATE "C" NOT NULL,
+  pod       TEXT COLLATE "C" NOT NULL,
+  pod_uid   TEXT COLLATE "C" NOT NULL,
+  key       TEXT COLLATE "C" NOT NULL,
+  value     TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (namespace, pod, pod_uid, key)
+);
+
+CREATE TABLE namespace_labels (
+  namespace TEXT COLLATE "C" NOT NULL,
+  key       TEXT COLLATE "C" NOT NULL,
+  value     TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (namespace, key)
+);
+)sql",
+    // 1 -> 2: bill reconciliations, one per (node, UTC day).
+    R"sql(
+CREATE TABLE reconciliations (
+  node           TEXT COLLATE "C" NOT NULL,
+  day_us         BIGINT           NOT NULL,
+  modelled_nanos BIGINT           NOT NULL,
+  billed_nanos   BIGINT           NOT NULL,
+  factor         TEXT COLLATE "C" NOT NULL,
+  factor_ppm     BIGINT           NOT NULL,
+  currency       TEXT COLLATE "C" NOT NULL,
+  bill_file      TEXT COLLATE "C" NOT NULL,
+  imported_at_us BIGINT           NOT NULL,
+  PRIMARY KEY (day_us, node)
+);
+)sql",
+    // 2 -> 3: the electricity part of a device-hour's price (on-prem, by
+    // measured energy).
+    R"sql(
+ALTER TABLE device_hours ADD COLUMN energy_price_nanos BIGINT NOT NULL DEFAULT 0;
+)sql",
+    // 3 -> 4: memory-time as exact integer KiB-s (1 KiB-s = 1024e6 byte-µs) in
+    // place of the DOUBLE PRECISION byte-µs. Converted exactly as SQLite does:
+    // the double quotient rounded to nearest, halves away from zero, saturating
+    // at the int64 range; NaN (which SQLite cannot hold) becomes 0.
+    R"sql(
+CREATE FUNCTION pg_temp.gpuledger_kib_s(byte_us DOUBLE PRECISION) RETURNS BIGINT
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE
+    WHEN byte_us = 'NaN'::float8 THEN 0::bigint
+    WHEN q >= 9223372036854775807::float8 THEN 9223372036854775807::bigint
+    WHEN q <= -9223372036854775807::float8 THEN (-9223372036854775807 - 1)::bigint
+    ELSE (sign(q) * trunc(abs(q) + 0.5))::bigint
+  END
+  FROM (SELECT byte_us / 1024e6::float8 AS q) AS quotient
+$$;
+ALTER TABLE device_hours ADD COLUMN unattributed_memory_kib_s BIGINT NOT NULL DEFAULT 0;
+UPDATE device_hours
+   SET unattributed_memory_kib_s = pg_temp.gpuledger_kib_s(unattributed_memory_byte_us);
+ALTER TABLE device_hours DROP COLUMN unattributed_memory_byte_us;
+ALTER TABLE usage_hours ADD COLUMN memory_kib_s BIGINT NOT NULL DEFAULT 0;
+UPDATE usage_hours SET memory_kib_s = pg_temp.gpuledger_kib_s(memory_byte_us);
+ALTER TABLE usage_hours DROP COLUMN memory_byte_us;
+DROP FUNCTION pg_temp.gpuledger_kib_s(DOUBLE PRECISION);
+)sql",
+    // 4 -> 5: SM, tensor and DRAM activity in integer GPU-µs, its quality ('none' when no
+    // source gave it) and rule, and where a declared share came from; older rows: 0, 'none', ''.
+    R"sql(
+ALTER TABLE usage_hours
+  ADD COLUMN sm_active_us     BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN sm_occupancy_us  BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN tensor_active_us BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN dram_active_us   BIGINT           NOT NULL DEFAULT 0,
+  ADD COLUMN activity_quality TEXT COLLATE "C" NOT NULL DEFAULT 'none',
+  ADD COLUMN activity_rule    TEXT COLLATE "C" NOT NULL DEFAULT '',
+  ADD COLUMN share_source     TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql",
+    // 5 -> 6: guardrail findings, one row per Finding::Key(); the key's index serves
+    // time-range reads, a partial index the open findings of a node. resolved_us is NULL while
+    // the finding is open.
+    R"sql(
+CREATE TABLE findings (
+  first_seen_us BIGINT           NOT NULL,
+  node          TEXT COLLATE "C" NOT NULL,
+  kind          TEXT COLLATE "C" NOT NULL,
+  namespace     TEXT COLLATE "C" NOT NULL,
+  pod           TEXT COLLATE "C" NOT NULL,
+  pod_uid       TEXT COLLATE "C" NOT NULL,
+  container     TEXT COLLATE "C" NOT NULL,
+  gpu_uuid      TEXT COLLATE "C" NOT NULL,
+  cluster       TEXT COLLATE "C" NOT NULL,
+  severity      TEXT COLLATE "C" NOT NULL,
+  evidence      TEXT COLLATE "C" NOT NULL,
+  last_seen_us  BIGINT           NOT NULL,
+  resolved_us   BIGINT,
+  PRIMARY KEY (first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, cluster)
+);
+CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us IS NULL;
+)sql",
+    // 6 -> 7: the hour's rightsizing histogram counts (store/row_codec.h EncodeHistogram);
+    // rows written before have none: ''.
+    R"sql(
+ALTER TABLE usage_hours ADD COLUMN histogram TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql",
+};
+
+constexpr std::string_view kCreateMeta =
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT COLLATE \"C\" PRIMARY KEY, "
+    "value TEXT COLLATE \"C\" NOT NULL)";
+
+// The schema version recorded in the database; 0 for a new one.
+Result<std::int64_t> ReadSchemaVersion(PgConn& conn) {
+  auto has_meta = conn.Exec("read schema", "SELECT to_regclass('meta') IS NOT NULL");
+  if (!has_meta) return has_meta.error();
+  if (has_meta->rows() != 1 || has_meta->View(0, 0) != "t") return std::int64_t{0};
+  auto r = conn.Exec("read schema_version", "SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!r) return r.error();
+  if (r->rows() == 0) return std::int64_t{0};
+  std::int64_t version = 0;
+  if (!r->Int(0, 0, version)) {
+    return Internal(
+        fmt::format("{}: meta schema_version '{}' is not a number", conn.server(), r->Text(0, 0)));
+  }
+  return version;
+}
+
+}  // namespace
+
+Status MigratePostgresLedger(PgConn& conn) {
+  auto version = ReadSchemaVersion(conn);
+  if (!version) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion || *version < 0) {
+    return Unsupported(
+        fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
+                    conn.server(), *version, kSchemaVersion));
+  }
+  auto txn = PgTxn::Begin(conn);
+  if (!txn) return txn.status();
+  // Serialise migrators of this schema; re-read under the lock: another may
+  // have finished.
+  auto lock = conn.Exec("lock for migration",
+                        "SELECT pg_advisory_xact_lock(hashtext('gpuledger-migrate:' || "
+                        "coalesce(current_schema(), '')))");
+  if (!lock) return lock.status();
+  if (auto r = conn.Exec("create meta", std::string(kCreateMeta)); !r) return r.status();
+  version = ReadSchemaVersion(conn);
+  if (!version) return version.status();
+  if (*version > kSchemaVersion) {
+    return Unsupported(
+        fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
+                    conn.server(), *version, kSchemaVersion));
+  }
+  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
+    auto r = conn.Exec(fmt::format("migrate schema {} -> {}", v, v + 1),
+                       std::string(kMigrations[static_cast<std::size_t>(v)]));
+    if (!r) return r.status();
+  }
+  PgParams p;
+  p.Add(std::to_string(kSchemaVersion));
+  auto r = conn.Exec("write schema_version",
+                     "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
+                     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                     p);
+  if (!r) return r.status();
+  return txn->Commit();
+}
+
+}  // namespace gpuledger::store

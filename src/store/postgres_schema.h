@@ -1,0 +1,15 @@
+#pragma once
+// The PostgreSQL ledger's schema: the SQLite ledger's tables in PostgreSQL's dialect, as
+// migrations from version 0, applied on open under an advisory lock.
+
+#include "common/result.h"
+#include "store/postgres_db.h"
+#include "store/sqlite_schema.h"
+
+namespace gpuledger::store {
+
+// Migrates the database (the connection's first search_path schema) to kSchemaVersion; two
+// servers opening it at once migrate it once.
+Status MigratePostgresLedger(PgConn& conn);
+
+}  // namespace gpuledger::store

@@ -1,0 +1,22 @@
+#pragma once
+// The SQLite ledger's schema: its tables as migrations from version 0, and opening a file as
+// the ledger wants it (WAL, busy timeout) migrated to this build's version.
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/result.h"
+#include "store/ledger_store.h"
+#include "store/sqlite_db.h"
+
+namespace gpuledger::store {
+
+inline constexpr std::int64_t kSchemaVersion = 7;  // the PostgreSQL ledger's too
+inline constexpr std::string_view kSchemaVersionKey = "schema_version";  // in `meta`
+
+// Busy timeout, foreign keys off, and (read-write) WAL with synchronous=NORMAL.
+Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options);
+// Migrates the file to kSchemaVersion under the write lock (read-only: only checks it is there).
+Status MigrateSqliteLedger(SqliteDb& db, bool read_only);
+
+}  // namespace gpuledger::store
