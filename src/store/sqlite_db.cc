@@ -118,6 +118,18 @@ Result<bool> SqliteStmt::Step() {
   return error;
 }
 
+Status SqliteStmt::ForEachRow(const std::function<Status()>& on_row) {
+  while (true) {
+    auto row = Step();
+    if (!row) return row.status();
+    if (!*row) return Status::Ok();
+    if (Status s = on_row(); !s) {
+      Reset();
+      return s;
+    }
+  }
+}
+
 void SqliteStmt::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);

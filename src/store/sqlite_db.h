@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -70,6 +71,9 @@ class SqliteStmt {
   // Advances to the next row: true with a row, false when done. On done or error the
   // statement is reset, so a loop `while (auto row = s.Step(); row && *row)` leaves it reusable.
   Result<bool> Step();
+  // Steps through every row, calling on_row() while the statement is on it (on_row reads the
+  // columns). The first error, of a step or of on_row, ends it; the statement is reset either way.
+  Status ForEachRow(const std::function<Status()>& on_row);
   void Reset();
 
   std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }

@@ -291,18 +291,15 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
   SqliteStmt& q = read_devices_;
   q.Bind(1, range.from_us);
   q.Bind(2, range.to_us);
-  while (true) {
-    auto row = q.Step();
-    if (!row) return row.error();
-    if (!*row) break;
+  Status read = q.ForEachRow([&]() -> Status {
     DeviceHour d;
     if (std::string what; !DecodeDeviceHour(q, d, &what)) {
-      Error e = BadRow("device_hours", d.hour_us, d.gpu.str(), what);
-      q.Reset();
-      return Internal(e.message);
+      return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
     }
     out.push_back(std::move(d));
-  }
+    return Status::Ok();
+  });
+  if (!read) return read;
   return out;
 }
 
@@ -316,42 +313,37 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     SqliteStmt& q = read_pod_labels_;
     q.Bind(1, range.from_us);
     q.Bind(2, range.to_us);
-    while (true) {
-      auto row = q.Step();
-      if (!row) return row.error();
-      if (!*row) break;
+    Status read = q.ForEachRow([&] {
       labels.AddPod(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4));
-    }
+      return Status::Ok();
+    });
+    if (!read) return read;
   }
   {
     SqliteStmt& q = read_namespace_labels_;
     q.Bind(1, range.from_us);
     q.Bind(2, range.to_us);
-    while (true) {
-      auto row = q.Step();
-      if (!row) return row.error();
-      if (!*row) break;
+    Status read = q.ForEachRow([&] {
       labels.AddNamespace(q.Text(0), q.Text(1), q.Text(2));
-    }
+      return Status::Ok();
+    });
+    if (!read) return read;
   }
 
   std::vector<UsageRow> out;
   SqliteStmt& q = read_usage_;
   q.Bind(1, range.from_us);
   q.Bind(2, range.to_us);
-  while (true) {
-    auto row = q.Step();
-    if (!row) return row.error();
-    if (!*row) break;
+  Status read = q.ForEachRow([&]() -> Status {
     UsageRow u;
-    std::string what;
-    if (!DecodeUsageRow(q, u, &what)) {
-      q.Reset();
+    if (std::string what; !DecodeUsageRow(q, u, &what)) {
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
     labels.Attach(u);
     out.push_back(std::move(u));
-  }
+    return Status::Ok();
+  });
+  if (!read) return read;
   if (Status s = txn->Commit(); !s) return s;
   return out;
 }
@@ -401,12 +393,11 @@ Status SqliteLedger::UpdateMeta(const std::map<std::string, std::optional<std::s
 
 Result<std::map<std::string, std::string>> SqliteLedger::ReadMeta() {
   std::map<std::string, std::string> out;
-  while (true) {
-    auto row = read_meta_.Step();
-    if (!row) return row.error();
-    if (!*row) break;
+  Status read = read_meta_.ForEachRow([&] {
     out.emplace(read_meta_.Text(0), read_meta_.Text(1));
-  }
+    return Status::Ok();
+  });
+  if (!read) return read;
   return out;
 }
 
@@ -443,12 +434,11 @@ Result<std::vector<Reconciliation>> SqliteLedger::ReadReconciliations(const Time
   SqliteStmt& q = read_reconciliations_;
   q.Bind(1, range.from_us);
   q.Bind(2, range.to_us);
-  while (true) {
-    auto row = q.Step();
-    if (!row) return row.error();
-    if (!*row) break;
+  Status read = q.ForEachRow([&] {
     out.push_back(DecodeReconciliation(q));
-  }
+    return Status::Ok();
+  });
+  if (!read) return read;
   return out;
 }
 
@@ -503,17 +493,15 @@ Result<std::vector<Finding>> SqliteLedger::ReadFindings(const FindingQuery& quer
     }
   }
   std::vector<Finding> out;
-  while (true) {
-    auto row = q->Step();
-    if (!row) return row.error();
-    if (!*row) break;
+  Status read = q->ForEachRow([&]() -> Status {
     Finding f;
     if (std::string what; !DecodeFindingRow(*q, q->IsNull(12), f, &what)) {
-      q->Reset();
       return Internal(fmt::format("sqlite {}: findings row: {}", db_->path(), what));
     }
     if (KeepFinding(f, query)) out.push_back(std::move(f));
-  }
+    return Status::Ok();
+  });
+  if (!read) return read;
   SortFindings(out);
   return out;
 }
