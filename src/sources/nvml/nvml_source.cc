@@ -350,8 +350,19 @@ std::unique_ptr<sources::GpuSource> OpenNvmlSource(NvmlApi api, NvmlSourceOption
       driver = CString(box->first);
     }
   }
+  // The count now, so the start-up line names the GPUs before the first read does.
+  unsigned count = 0;
+  if (api.device_count != nullptr) {
+    auto box = std::make_shared<std::pair<unsigned, nvmlReturn_t>>(0, NVML_ERROR_UNKNOWN);
+    auto fn = api.device_count;
+    if (watchdog->Run("nvmlDeviceGetCount_v2()", [box, fn] { box->second = fn(&box->first); }) ==
+            Watchdog::Outcome::kDone &&
+        box->second == NVML_SUCCESS) {
+      count = box->first;
+    }
+  }
   return std::make_unique<NvmlGpuSource>(std::move(api), options, clock, std::move(watchdog),
-                                         std::move(driver), 0);
+                                         std::move(driver), count);
 }
 
 std::unique_ptr<sources::GpuSource> OpenNvmlSource(const std::string& library,

@@ -127,7 +127,7 @@ class NvmlGpuSource final : public sources::GpuSource {
 
   std::string Describe() const override {
     std::string s = "nvml: driver " + (driver_.empty() ? std::string("unknown") : driver_) + ", " +
-                    std::to_string(described_count_) + " GPUs";
+                    std::to_string(described_count_) + (described_count_ == 1 ? " GPU" : " GPUs");
     if (watchdog_->Hung()) {
       s += " (stale: " + watchdog_->HungCall() + " has not returned)";
     }

@@ -405,7 +405,8 @@ TEST_F(NvmlSourceTest, FirstReadEstablishesBaselines) {
   auto& d = fake_.Add("GPU-aaaa");
   d.procs = {Proc(42, 4 * kGiB)};
   Open();
-  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 0 GPUs");
+  // Counted at open: the agent's start-up line names the GPU before the first read.
+  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 1 GPU");
   auto r = ReadOk();
   EXPECT_EQ(r.start_us, kT0);
   EXPECT_EQ(r.end_us, kT0);
@@ -421,7 +422,7 @@ TEST_F(NvmlSourceTest, FirstReadEstablishesBaselines) {
   ASSERT_EQ(r.processes.size(), 1u);
   EXPECT_FALSE(r.processes[0].sm_busy_us.has_value());
   EXPECT_TRUE(r.faults.empty());
-  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 1 GPUs");
+  EXPECT_EQ(source_->Describe(), "nvml: driver 550.54.15, 1 GPU");
 }
 
 TEST_F(NvmlSourceTest, IntegratesSamplesExactlyAndPassesLastSeenTimeStamp) {
