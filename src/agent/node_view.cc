@@ -175,7 +175,7 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
       continue;
     }
     const procfs::ProcessIdentity& ident = id->second;
-    if (ident.comm == kMpsServerComm) mps_devices.insert(p.device.value);
+    if (IsMpsServer(ident.comm)) mps_devices.insert(p.device.value);
     if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
     if (ident.cuda_visible_devices) p.cuda_visible_devices = *ident.cuda_visible_devices;
     p.comm = ident.comm;

@@ -40,7 +40,7 @@ inline constexpr std::string_view kAliyunGpuMem = "aliyun.com/gpu-mem";
 inline constexpr std::string_view kAlibabaCloudGpuMem = "alibabacloud.com/gpu-mem";
 inline constexpr std::string_view kHamiGpuCores = "nvidia.com/gpucores";
 inline constexpr std::string_view kHamiGpuMem = "nvidia.com/gpumem";
-// kMpsServerComm, the MPS server process's comm, is in model/snapshot.h.
+// IsMpsServer, which tells the MPS server process by its comm, is in model/snapshot.h.
 
 // The grants of one container from its PodResources entries (all resources of it), with the
 // shares and memory caps they declare.

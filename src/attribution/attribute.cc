@@ -25,7 +25,10 @@ struct Work {
   SharePpd declared_or_default_ppd = 0;  // allocation share before over-subscription scaling
   GpuMicros sm_weight = 0;               // Σ per-process SM samples on this GPU
   bool has_samples = false;
-  bool has_process = false;
+  bool has_process = false;  // a process of its own workload (not an MPS server) ran here
+  bool mps_server = false;   // it runs the device's MPS server
+  bool declared = false;     // a grant declared its share (fractional, MPS active threads)
+  Bytes process_bytes = 0;   // Σ memory of its processes here (the MPS split's fallback)
   std::set<std::string> process_units;  // base ids of the units its processes ran on
   std::set<std::string> rules;
   std::set<std::string> activity_rules;
@@ -132,7 +135,9 @@ class GpuAttributor {
       SharePpd share = UnitShare(unit);
       if (g.declared_ppd) {
         share = std::clamp<SharePpd>(*g.declared_ppd, 0, share);
-        WorkFor(g.consumer, g.device_id).usage.share_source = g.share_source;
+        Work& w = WorkFor(g.consumer, g.device_id);
+        w.usage.share_source = g.share_source;
+        w.declared = true;
       } else if (!g.dra_claim.empty()) {
         auto claims = claims_on_unit[std::string(BaseDeviceId(g.device_id))].size();
         auto pods = pods_of_claim[g.dra_claim].size();
@@ -168,13 +173,21 @@ class GpuAttributor {
       Unit unit;
       if (!Resolve(p.device.value, unit)) continue;
       Work& w = WorkFor(RefOf(p), p.device.value);
+      procs_.push_back(&p);  // its memory is its own, server or not
+      if (IsMpsServer(p.comm)) {
+        // NVML gives the MPS server the samples of every client's kernels (measured on an
+        // H200, ../shared/data/h200): they are the clients' work, never the server's.
+        w.mps_server = true;
+        if (p.sm_busy_us) server_sm_us_ += std::max<GpuMicros>(0, *p.sm_busy_us);
+        continue;
+      }
       w.has_process = true;
       w.process_units.insert(std::string(BaseDeviceId(p.device.value)));
+      w.process_bytes += std::max<Bytes>(0, p.used_memory_bytes);
       if (p.sm_busy_us) {
         w.has_samples = true;
         w.sm_weight += std::max<GpuMicros>(0, *p.sm_busy_us);
       }
-      procs_.push_back(&p);
     }
   }
 
@@ -207,13 +220,23 @@ class GpuAttributor {
       rule = single_rule;
       quality = device_measured ? Quality::kMeasured : Quality::kEstimated;
     } else {
+      rule = multi_rule;
+      quality = Quality::kEstimated;
       for (Work* w : present)
         weights.push_back(
             static_cast<std::uint64_t>(std::max<SharePpd>(w->usage.allocated_ppd, 0)));
-      if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; }))
+      const bool mps = multi_rule == "mps-thread-share";
+      if (mps &&
+          std::none_of(present.begin(), present.end(), [](const Work* w) { return w->declared; })) {
+        // MPS clients that declared no active-thread share: by the memory they hold.
+        for (std::size_t i = 0; i < present.size(); ++i)
+          weights[i] = static_cast<std::uint64_t>(present[i]->process_bytes);
+        rule = "mps-memory-share";
+      }
+      if (std::all_of(weights.begin(), weights.end(), [](auto x) { return x == 0; })) {
         std::fill(weights.begin(), weights.end(), 1);
-      rule = multi_rule;
-      quality = Quality::kEstimated;
+        if (mps) rule = "mps-even-share";
+      }
     }
     weights.push_back(0);  // nothing left over: the bucket Apportion needs last
     auto parts = Apportion(busy, weights);
@@ -230,6 +253,11 @@ class GpuAttributor {
   void MarkIdleHolders(bool observed) {
     for (auto& [ref, w] : work_) {
       if (w.has_process) continue;
+      if (w.mps_server) {  // runs only the sharing layer: no compute of its own, by rule
+        w.usage.compute_quality = Combine(w.usage.compute_quality, Quality::kEstimated);
+        w.rules.insert("mps-server");
+        continue;
+      }
       w.usage.compute_quality =
           Combine(w.usage.compute_quality, observed ? Quality::kMeasured : Quality::kAllocated);
       w.rules.insert(observed ? "no-process" : "grant-only");
@@ -245,8 +273,10 @@ class GpuAttributor {
       sample_sum += w.sm_weight;
       any_samples = any_samples || w.has_samples;
     }
+    // Without a device signal the samples stand for it, the MPS server's (its clients' work)
+    // included.
     GpuMicros busy = have_busy ? std::clamp<GpuMicros>(*sig->busy_us, 0, dt_)
-                               : std::clamp<GpuMicros>(sample_sum, 0, dt_);
+                               : std::clamp<GpuMicros>(sample_sum + server_sm_us_, 0, dt_);
     bool observed = have_busy || any_samples;
     std::string_view multi =
         gpu_.sharing == SharingMode::kMps ? "mps-thread-share" : "allocation-share";
@@ -453,6 +483,7 @@ class GpuAttributor {
   std::vector<const MigInstance*> migs_;
   std::vector<const ProcessObservation*> procs_;
   std::map<ConsumerRef, Work> work_;
+  GpuMicros server_sm_us_ = 0;  // Σ the MPS server's per-process samples (its clients' work)
   DeviceUsage out_;
   Micros dt_ = 0;
 };
@@ -464,7 +495,15 @@ std::string_view ExplainComputeRule(std::string_view rule) {
     return "MIG instance without its own counters (GPM needs Hopper or newer, no dcgm-exporter): "
            "its slice time while a process is present";
   if (rule == "mps-thread-share")
-    return "MPS clients without per-process samples: the device's busy time by active-thread share";
+    return "MPS clients (NVML samples only the MPS server): the device's busy time by declared "
+           "active-thread share";
+  if (rule == "mps-memory-share")
+    return "MPS clients that declared no active-thread share: the device's busy time by the "
+           "memory each holds";
+  if (rule == "mps-even-share")
+    return "MPS clients with neither a declared share nor memory: the device's busy time evenly";
+  if (rule == "mps-server")
+    return "the MPS server: its samples are its clients' kernels, booked to them, none to it";
   if (rule == "allocation-share")
     return "several consumers without per-process samples: the device's busy time by allocation";
   if (rule == "no-signal") return "no busy signal and no samples: the grant alone";

@@ -111,6 +111,69 @@ TEST(Attribute, MpsWithoutSamplesSplitsByThreadShare) {
   EXPECT_EQ(Find(u, "a")->compute_rule, "mps-thread-share");
 }
 
+// As NVML shows MPS on a real H200 (../shared/data/h200, run1-mps): every client in the compute
+// and MPS lists, the server in the compute list, and per-process samples only for the server.
+NodeSnapshot MpsWithServer() {
+  NodeSnapshot s = OneGpu(SharingMode::kMps, 4);
+  ProcessObservation server{9, GpuUuid{"GPU-a"}, Pod("mps-control-daemon"), "", 66 * kMiB, kDt / 2,
+                            ""};
+  server.comm = std::string(kMpsServerComm);
+  s.processes.push_back(server);
+  ProcessObservation a{1, GpuUuid{"GPU-a"}, Pod("a"), "", 4 * kGiB, {}, ""};
+  ProcessObservation b{2, GpuUuid{"GPU-a"}, Pod("b"), "", 12 * kGiB, {}, ""};
+  a.mps_client = b.mps_client = true;
+  s.processes.push_back(a);
+  s.processes.push_back(b);
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt / 2, 17 * kGiB, {}});
+  return s;
+}
+
+TEST(Attribute, MpsServerSamplesAreItsClientsWork) {
+  NodeSnapshot s = MpsWithServer();
+  s.grants.push_back(Grant{Pod("a"), "GPU-a::0", "nvidia.com/gpu", kWholeGpu / 100 * 30, ""});
+  s.grants.push_back(Grant{Pod("b"), "GPU-a::1", "nvidia.com/gpu", kWholeGpu / 100 * 60, ""});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  // The server's consumer holds its memory and no compute; the busy time goes to the clients
+  // by their declared active-thread share, 30:60.
+  const ConsumerUsage* server = Find(u, "mps-control-daemon");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->compute_us, 0);
+  EXPECT_EQ(server->memory_bytes, 66 * kMiB);
+  EXPECT_EQ(server->compute_rule, "mps-server");
+  EXPECT_EQ(Find(u, "a")->compute_us, kDt / 2 / 3);
+  EXPECT_EQ(Find(u, "b")->compute_us, kDt / 2 * 2 / 3);
+  EXPECT_EQ(Find(u, "a")->compute_quality, Quality::kEstimated);
+  EXPECT_EQ(Find(u, "a")->compute_rule, "mps-thread-share");
+  EXPECT_EQ(u.unattributed_us, 0);
+}
+
+TEST(Attribute, MpsClientsWithoutDeclaredSharesSplitByMemoryElseEvenly) {
+  NodeSnapshot s = MpsWithServer();
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "mps-control-daemon")->compute_us, 0);
+  EXPECT_EQ(Find(u, "a")->compute_us, kDt / 2 / 4);  // 4 GiB of 16
+  EXPECT_EQ(Find(u, "b")->compute_us, kDt / 2 * 3 / 4);
+  EXPECT_EQ(Find(u, "a")->compute_rule, "mps-memory-share");
+
+  for (auto& p : s.processes) p.used_memory_bytes = 0;
+  u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "a")->compute_us, kDt / 4);
+  EXPECT_EQ(Find(u, "b")->compute_us, kDt / 4);
+  EXPECT_EQ(Find(u, "b")->compute_rule, "mps-even-share");
+}
+
+TEST(Attribute, MpsServerAloneLeavesTheBusyTimeUnattributed) {
+  NodeSnapshot s = MpsWithServer();
+  s.processes.resize(1);  // the clients have exited; the server lingers
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "mps-control-daemon")->compute_us, 0);
+  EXPECT_EQ(u.unattributed_us, kDt / 2);
+}
+
 TEST(Attribute, ExclusiveSingleProcessTakesTheDeviceActivity) {
   NodeSnapshot s = OneGpu(SharingMode::kExclusive);
   s.grants.push_back(Grant{Pod("train"), "GPU-a", "nvidia.com/gpu", {}, ""});

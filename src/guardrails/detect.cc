@@ -119,7 +119,7 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
     if (p.consumer) {
       if (p.consumer->namespace_name == kUnresolvedNamespace) continue;  // resolved next cycle
       by_container[{*p.consumer, p.device.value}].push_back(&p);
-    } else if (!p.comm.empty() && p.comm != kMpsServerComm) {
+    } else if (!p.comm.empty() && !IsMpsServer(p.comm)) {
       // An empty comm: the process exited before /proc was read (transient, not a finding).
       by_host[{p.host_name, p.device.value}].push_back(&p);
     }

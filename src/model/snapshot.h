@@ -58,9 +58,16 @@ struct Grant {
   std::string share_source;
 };
 
-// The process NVIDIA's MPS control daemon starts per device and user (its /proc/<pid>/comm):
-// the sharing layer itself, on the GPU but nobody's workload.
-inline constexpr std::string_view kMpsServerComm = "nvidia-cuda-mps-server";
+// The process NVIDIA's MPS control daemon starts per device and user: the sharing layer itself,
+// on the GPU but nobody's workload. Its name is nvidia-cuda-mps-server, but Linux keeps only 15
+// bytes of a name in /proc/<pid>/comm (TASK_COMM_LEN), so that reads "nvidia-cuda-mps", as the
+// control daemon's does; the control daemon never holds a GPU context, so a GPU process named
+// so is the server.
+inline constexpr std::string_view kMpsServerComm = "nvidia-cuda-mps";
+// Whether a GPU process's comm is the MPS server's (the full name too, from tools that give it).
+inline bool IsMpsServer(std::string_view comm) {
+  return comm == kMpsServerComm || comm == "nvidia-cuda-mps-server";
+}
 
 // One GPU process seen during the interval.
 struct ProcessObservation {

@@ -49,6 +49,8 @@ struct RunProcess {
   int uid = 0;
   std::string cgroup;   // /proc/<pid>/cgroup
   std::string environ;  // NUL-separated
+  std::string comm = "python3";
+  std::string consumer;  // the name the agent gives it ("user:61000", "unit:nvidia-mps.service")
 };
 
 struct CapturedRun {
@@ -104,14 +106,39 @@ CapturedRun Run1TimeSlice() {
   return run;
 }
 
+// run1-mps: an MPS daemon and two clients, 35 s. The clients ran as one user; here as two
+// (62000, 62001) so that each client's share shows, with the environment the MPS client had.
+// The server (nvidia-cuda-mps-server) is a root service, as an MPS daemon on a host is. Truth:
+// each client's CUDA-event time (gpu_busy_s), which overstates it under contention.
+CapturedRun RunMps() {
+  CapturedRun run{"run1-mps", {}, {}};
+  const fs::path dir = RunDir(run.folder);
+  const int threads[] = {30, 60};
+  for (int i = 0; i < 2; ++i) {
+    const json w = ReadJson(dir / fmt::format("mps-worker-{}.json", i));
+    const int uid = 62000 + i;
+    std::string environ = fmt::format(
+        "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps{}CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={}{}", '\0',
+        threads[i], '\0');
+    run.processes.push_back({w["pid"].get<unsigned>(), uid, UserCgroup(uid), environ});
+    run.truth_s[fmt::format("user:{}", uid)] = w["gpu_busy_s"].get<double>();
+  }
+  // The server's pid, from nvidia-smi's process list of the run; /proc/<pid>/comm keeps 15 bytes
+  // of its name, as Linux does.
+  run.processes.push_back({767, 0, "0::/system.slice/nvidia-mps.service\n", "",
+                           "nvidia-cuda-mps-server", "unit:nvidia-mps.service"});
+  return run;
+}
+
 struct Figures {
   double compute_s = 0, allocated_s = 0;
   double memory_kib_s = 0;
+  std::string compute_rule;
 };
 
 struct Outcome {
   std::map<std::string, Figures> consumers;  // by pod name ("user:61000")
-  double device_busy_s = 0, device_metered_s = 0;
+  double device_busy_s = 0, device_metered_s = 0, device_unattributed_s = 0;
   // Per consumer, the bytes the exposition showed mid-run, and what the capture's process
   // lists said at that read.
   std::map<std::string, double> shown_memory, captured_memory;
@@ -130,9 +157,10 @@ Outcome Replay(const CapturedRun& run) {
     const fs::path proc = host.path() / "proc" / std::to_string(p.pid);
     fs::create_directories(proc);
     std::ofstream(proc / "cgroup") << p.cgroup;
+    const std::string comm = p.comm.substr(0, 15);  // TASK_COMM_LEN: 15 bytes and a NUL
     std::ofstream(proc / "status")
-        << fmt::format("Name:\tpython3\nUid:\t{0}\t{0}\t{0}\t{0}\n", p.uid);
-    std::ofstream(proc / "comm") << "python3\n";
+        << fmt::format("Name:\t{0}\nUid:\t{1}\t{1}\t{1}\t{1}\n", comm, p.uid);
+    std::ofstream(proc / "comm") << comm << "\n";
     std::ofstream(proc / "environ") << p.environ;
   }
   auto files = MakePosixFileReader(host.path().string());
@@ -150,7 +178,8 @@ Outcome Replay(const CapturedRun& run) {
   ingest::CounterLedger ledger("h200-replay", [](const ConsumerRef& r) { return ConsumerInfo{r}; });
 
   std::map<unsigned, std::string> consumer_of;
-  for (const RunProcess& p : run.processes) consumer_of[p.pid] = fmt::format("user:{}", p.uid);
+  for (const RunProcess& p : run.processes)
+    consumer_of[p.pid] = p.consumer.empty() ? fmt::format("user:{}", p.uid) : p.consumer;
   const std::size_t middle = capture->reads.size() / 2;
   auto scrape = [&](std::size_t read) {
     auto parsed = prometheus::ParseExposition(collector.Exposition()->text);
@@ -190,12 +219,14 @@ Outcome Replay(const CapturedRun& run) {
   for (const DeviceHour& d : *devices) {
     out.device_busy_s += static_cast<double>(d.busy_us) / kS;
     out.device_metered_s += static_cast<double>(d.metered_us) / kS;
+    out.device_unattributed_s += static_cast<double>(d.unattributed_us) / kS;
   }
   for (const UsageRow& u : *usage) {
     Figures& f = out.consumers[u.consumer.ref.pod];
     f.compute_s += static_cast<double>(u.compute_us) / kS;
     f.allocated_s += static_cast<double>(u.allocated_us) / kS;
     f.memory_kib_s += static_cast<double>(u.memory_kib_s);
+    f.compute_rule = u.compute_rule;
   }
   return out;
 }
@@ -274,6 +305,32 @@ TEST(H200Replay, TimeSlicedRunWithChurn) {
                 std::max(0.15, 0.02 * real_compute[consumer]))
         << consumer;
   }
+}
+
+TEST(H200Replay, MpsServerSamplesGoToTheClients) {
+  if (!HaveCaptures()) GTEST_SKIP() << "no H200 captures under " << test_paths::kSharedData;
+  const CapturedRun run = RunMps();
+  const Outcome o = Replay(run);
+  Table(run, o);
+  EXPECT_EQ(o.shown_memory, o.captured_memory);
+  // NVML sampled only the server; its samples are the clients' work: the server's consumer
+  // holds its memory and no compute, and the clients share all of the device's busy time.
+  ASSERT_TRUE(o.consumers.contains("unit:nvidia-mps.service"));
+  const Figures& server = o.consumers.at("unit:nvidia-mps.service");
+  EXPECT_EQ(server.compute_s, 0);
+  EXPECT_GT(server.memory_kib_s, 0);
+  EXPECT_EQ(server.compute_rule, "mps-server");
+  double clients = 0;
+  for (const auto& [consumer, truth] : run.truth_s) {
+    ASSERT_TRUE(o.consumers.contains(consumer)) << consumer;
+    clients += o.consumers.at(consumer).compute_s;
+    // Host processes declare no share to the agent: by the memory each holds.
+    EXPECT_NE(o.consumers.at(consumer).compute_rule.find("mps-memory-share"), std::string::npos)
+        << o.consumers.at(consumer).compute_rule;
+  }
+  // All of it: what is left unattributed is the server's samples after the clients exited.
+  EXPECT_NEAR(clients + o.device_unattributed_s, o.device_busy_s, 1e-6);
+  EXPECT_LT(o.device_unattributed_s, 0.05);
 }
 
 }  // namespace
