@@ -277,7 +277,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << fmt::format("  measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)\n",
                      measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured);
   out << failures;
-  out << "  estimated (no per-process or per-instance measurement; each says why):\n"
+  out << "  estimated (split by a rule, not measured per container; each says which and why):\n"
       << estimated_lines;
   out << fmt::format(
       "  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "

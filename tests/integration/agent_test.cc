@@ -213,7 +213,8 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
     EXPECT_NEAR(compute, duty * metered, 0.02 * duty * metered + duty * 0.1) << pod;
     auto info = m.Find("gpuledger_container_attribution_info", {{"pod", pod}});
     ASSERT_NE(info, nullptr);
-    EXPECT_EQ(info->labels.at("compute_source"), "measured:process-samples");
+    // Three consumers split by per-process samples: an estimate (docs/attribution.md).
+    EXPECT_EQ(info->labels.at("compute_source"), "estimated:process-samples");
     EXPECT_EQ(info->labels.at("namespace"), "ml");
     EXPECT_FALSE(info->labels.at("pod_uid").empty());
   }

@@ -115,7 +115,9 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
       std::printf("estimated %-45s error %+.2f%%\n", key.c_str(), 100 * err);
     }
   }
-  EXPECT_GT(measured, 10);
+  // Measured: exclusive GPUs and MIG instances with their own counters. Time-sliced containers
+  // split by per-process samples are estimates (sparse on real GPUs, docs/attribution.md).
+  EXPECT_GE(measured, 5);
   EXPECT_GT(estimated, 0);
 
   // MIG: the H200's instances are measured by GPM, within 2% of the truth; the A100's, with no

@@ -89,7 +89,9 @@ TEST(SharingModes, TimeSlicedFourReplicasThreePods) {
     const double truth = d * day;
     const double err = (f.compute_gpu_us - truth) / truth;
     EXPECT_LT(std::abs(err), 0.01) << name << " error " << 100 * err << "%";
-    EXPECT_EQ(f.quality, Quality::kMeasured);
+    // Split by per-process samples, which are sparse on real GPUs: estimated (the simulator's
+    // are dense, hence the 1% here).
+    EXPECT_EQ(f.quality, Quality::kEstimated);
     // The naive method gives each pod the whole device's busy time (~0.6 of the GPU).
     ConsumerRef ref{"ml", name + "-0", PodUid{}, "main"};
     for (const auto& [nref, tally] : run.naive)
