@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
+#include "model/compute_band.h"
 
 namespace gpuledger::report {
 namespace {
@@ -25,6 +26,12 @@ json RowJson(const Row& row) {
   json j = FiguresJson(row.figures);
   j["key"] = row.key;
   j["compute_source"] = FormatSource(row.figures.quality, row.figures.compute_rule);
+  // The worst error its rules showed on real hardware (model/compute_band.h); null: unmeasured.
+  if (auto band = MeasuredComputeBandOfRules(row.figures.compute_rule)) {
+    j["compute_error_band"] = *band;
+  } else {
+    j["compute_error_band"] = nullptr;
+  }
   j["activity"] = ActivityJson(row.figures);
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;

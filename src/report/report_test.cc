@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cstdint>
 #include <string>
 
@@ -250,6 +252,29 @@ TEST(Report, BusyButStarvedRowInJson) {
   EXPECT_EQ(back->rows[0].figures.activity, u.activity);
   EXPECT_EQ(back->rows[0].utilization.cls, utilization::Class::kBusyButStarved);
   EXPECT_EQ(ReportToJson(*back), text);
+}
+
+// Each row's compute carries the widest error its rules showed on real hardware; none where no
+// rule of it was measured there.
+TEST(Report, RowsCarryTheMeasuredErrorBandOfTheirComputeRules) {
+  std::vector<DeviceHour> devices{Device("GPU-h", 4 * kDollar)};
+  std::vector<UsageRow> usage;
+  const std::pair<const char*, const char*> pods[] = {{"alone", "device-activity"},
+                                                      {"shared", "device-idle+process-samples"},
+                                                      {"mig", "mig-presence"}};
+  for (const auto& [pod, rule] : pods) {
+    UsageRow u = Usage("GPU-h", "ml", pod, kMicrosPerHour / 4, kMicrosPerHour / 8);
+    u.compute_rule = rule;
+    usage.push_back(u);
+  }
+  auto r = BuildReport(devices, usage, *ParseGroupBy("pod"), cost::Policy{}, cost::IdleHandling{},
+                       0, kMicrosPerHour);
+  auto j = nlohmann::json::parse(ReportToJson(r));
+  std::map<std::string, nlohmann::json> band;
+  for (const auto& row : j["rows"]) band[row["key"]] = row["compute_error_band"];
+  EXPECT_DOUBLE_EQ(band["ml/alone"].get<double>(), 0.003);
+  EXPECT_DOUBLE_EQ(band["ml/shared"].get<double>(), 0.81);
+  EXPECT_TRUE(band["ml/mig"].is_null());
 }
 
 // A report document from a server older than activity reads as having none.

@@ -1,0 +1,37 @@
+#include "model/compute_band.h"
+
+#include <algorithm>
+
+namespace gpuledger {
+
+std::optional<double> MeasuredComputeBand(std::string_view rule) {
+  // Zero by construction: nothing ran, or the MPS server whose samples go to its clients.
+  if (rule == "device-idle" || rule == "no-process" || rule == "mps-server") return 0.0;
+  // One consumer takes the device's busy time: run 2, 31.28 s against 31.37 s of counted work.
+  if (rule == "device-activity") return 0.003;
+  // Several time-sliced consumers split by NVML's per-process samples: worst of runs 1-4.
+  if (rule == "process-samples") return 0.81;
+  // MPS clients: NVML samples only the server; run1-mps's split was -60% / +27%.
+  if (rule == "mps-thread-share" || rule == "mps-memory-share" || rule == "mps-even-share")
+    return 0.60;
+  return std::nullopt;
+}
+
+std::optional<double> MeasuredComputeBandOfRules(std::string_view rules) {
+  double widest = 0;
+  bool any = false;
+  while (!rules.empty()) {
+    const auto plus = rules.find('+');
+    const std::string_view rule = rules.substr(0, plus);
+    rules = plus == std::string_view::npos ? std::string_view{} : rules.substr(plus + 1);
+    if (rule.empty()) continue;
+    auto band = MeasuredComputeBand(rule);
+    if (!band) return std::nullopt;
+    widest = std::max(widest, *band);
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return widest;
+}
+
+}  // namespace gpuledger
