@@ -86,6 +86,7 @@ Result<Micros> ParseRfc3339(std::string_view s) {
       if (!ReadInt(s, pos + 1, 2, oh) || s.size() < pos + 6 || s[pos + 3] != ':' ||
           !ReadInt(s, pos + 4, 2, om))
         return bad();
+      if (oh > 23 || om > 59) return bad();
       offset_s = (s[pos] == '-' ? -1 : 1) * (oh * 3600 + om * 60);
       pos += 6;
     } else {
@@ -95,7 +96,23 @@ Result<Micros> ParseRfc3339(std::string_view s) {
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
   std::int64_t seconds = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
-  return seconds * kMicrosPerSecond + frac_us;
+  const Micros t = seconds * kMicrosPerSecond + frac_us;  // |years| <= 9999: no wrap
+  if (t < 0 || t >= kMaxInstantUs)
+    return InvalidArgument(fmt::format("'{}' is outside 1970-01-01 .. 9999-12-31", s));
+  return t;
+}
+
+Result<Micros> ParseInstant(std::string_view text) {
+  std::int64_t seconds = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && p == text.data() + text.size())) {
+    if (ec != std::errc() || seconds < 0 || seconds >= kMaxInstantUs / kMicrosPerSecond)
+      return InvalidArgument(
+          fmt::format("'{}' is outside 1970-01-01 .. 9999-12-31 in unix seconds", text));
+    return seconds * kMicrosPerSecond;
+  }
+  return ParseRfc3339(text);
 }
 
 std::string FormatRfc3339(Micros t) {
@@ -138,10 +155,19 @@ Result<Micros> ParseDuration(std::string_view text) {
       scale = 86400e6;
     else
       return bad();
-    total += static_cast<Micros>(std::llround(number * scale));
+    // Bounded before it becomes an integer: llround of a huge double is undefined.
+    const double part = number * scale;
+    if (!std::isfinite(part) || std::fabs(part) > static_cast<double>(kMaxInstantUs) ||
+        std::llabs(total) > kMaxInstantUs) {
+      return InvalidArgument(
+          fmt::format("'{}': longer than the 8,000 years gpuledger takes", text));
+    }
+    total += static_cast<Micros>(std::llround(part));
     rest = unit.substr(unit_len);
     if (u.empty() && !rest.empty()) return bad();
   }
+  if (std::llabs(total) > kMaxInstantUs)
+    return InvalidArgument(fmt::format("'{}': longer than the 8,000 years gpuledger takes", text));
   return total;
 }
 

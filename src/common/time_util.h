@@ -11,7 +11,14 @@
 
 namespace gpuledger {
 
-Result<Micros> ParseRfc3339(std::string_view text);   // "2026-11-23T00:00:00Z", offsets ok
+// Every instant and duration gpuledger takes from a user, a file or the wire becomes µs in the
+// parsers below, and only there: they refuse instants outside [1970-01-01, 10000-01-01) and
+// durations longer than that span, so sums and differences of what they return never wrap.
+inline constexpr Micros kMaxInstantUs = 253'402'300'800LL * kMicrosPerSecond;  // 10000-01-01
+
+Result<Micros> ParseRfc3339(std::string_view text);  // "2026-11-23T00:00:00Z", offsets ok
+// Unix seconds ("1764633600") or RFC 3339: the instants OpenCost's API windows use.
+Result<Micros> ParseInstant(std::string_view text);
 std::string FormatRfc3339(Micros t);                  // always UTC, "Z", whole seconds
 Result<Micros> ParseDuration(std::string_view text);  // units us ms s m h d; bare = seconds
 Result<Bytes> ParseBytes(std::string_view text);      // B KB MB GB KiB MiB GiB TiB; bare = B

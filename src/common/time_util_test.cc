@@ -31,6 +31,30 @@ TEST(ParseDuration, Units) {
   EXPECT_FALSE(ParseDuration(""));
 }
 
+// What comes from a user, a file or the wire is range-checked where it becomes µs, so that no
+// sum or difference of instants and durations can wrap (issue 29: a window of
+// -9223372036854,9223372036854 unix seconds wrapped its own length and exhausted the host).
+TEST(ParseInstant, UnixSecondsOrRfc3339WithinTheCalendar) {
+  EXPECT_EQ(*ParseInstant("0"), 0);
+  EXPECT_EQ(*ParseInstant("1795392000"), 1795392000LL * kMicrosPerSecond);
+  EXPECT_EQ(*ParseInstant("2026-11-23T00:00:00Z"), 1795392000LL * kMicrosPerSecond);
+  EXPECT_EQ(*ParseInstant("253402300799"), kMaxInstantUs - kMicrosPerSecond);
+  for (const char* bad : {"-1", "-9223372036854", "9223372036854", "253402300800",
+                          "99999999999999999999999", "1969-12-31T23:59:59Z", "x"}) {
+    EXPECT_FALSE(ParseInstant(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(ParseRfc3339("9999-12-31T23:59:59Z").ok());
+  EXPECT_FALSE(ParseRfc3339("2026-11-23T00:00:00+25:00").ok());
+  EXPECT_FALSE(ParseRfc3339("2026-11-23T00:00:00+01:60").ok());
+}
+
+TEST(ParseDuration, RefusesWhatCouldWrap) {
+  EXPECT_EQ(*ParseDuration("2920000d"), 2'920'000LL * 86400 * kMicrosPerSecond);  // 8,000 years
+  for (const char* bad : {"3000000d", "9223372036854775807s", "1e300s", "2000000d2000000d"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
 TEST(ParseBytes, Units) {
   EXPECT_EQ(*ParseBytes("20GiB"), 20 * kGiB);
   EXPECT_EQ(*ParseBytes("1.5GB"), 1'500'000'000);

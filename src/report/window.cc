@@ -1,22 +1,10 @@
 #include "report/window.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "common/time_util.h"
 
 namespace gpuledger::report {
-namespace {
-
-Result<Micros> ParseInstant(std::string_view text) {
-  std::int64_t seconds = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec == std::errc() && p == text.data() + text.size()) return seconds * kMicrosPerSecond;
-  return ParseRfc3339(text);
-}
-
-}  // namespace
 
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
   if (window == "all" || window.empty()) return extent;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "io/file_util.h"
@@ -71,6 +72,40 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
 
 // A stored Prometheus cursor that is not a time is an error naming the key and its value, and
 // the ledger is left as it was: never a silent backfill from 1970 (or from --since).
+// Issue 29's critical finding: one unauthenticated GET whose window wrapped the window's length
+// appended steps until the host ran out of memory. Instants are now range-checked where they
+// are parsed: the request is a 400 naming the window, answered at once, and the server serves on.
+TEST(ServerE2e, AWindowOutsideTheCalendarIsRefusedAtOnce) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-srv-window-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string bin = gpuledger::test_paths::kGpuledgerBin;
+  int code = 0;
+  RunCapture(bin + " demo --no-serve --hours 2 --out " + (dir / "d").string(), &code);
+  ASSERT_EQ(code, 0);
+  Child server({bin, "server", "--ledger", "sqlite:" + (dir / "d" / "gpuledger.db").string(),
+                "--listen", "127.0.0.1:0"},
+               (dir / "server.out").string());
+  const std::string port =
+      WaitFor((dir / "server.out").string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
+  ASSERT_FALSE(port.empty()) << *ReadFile((dir / "server.out.err").string());
+  httplib::Client client("127.0.0.1", std::stoi(port));
+  client.set_read_timeout(5, 0);
+  for (const std::string& window :
+       {std::string("-9223372036854,9223372036854"), std::string("0,9223372036854"),
+        std::string("-1,100"), std::string("1970-01-01T00:00:00Z,99999-01-01T00:00:00Z")}) {
+    auto res = client.Get("/api/v1/allocation?window=" + window + "&step=1h");
+    ASSERT_TRUE(res) << window << ": no answer within 5 s";
+    EXPECT_EQ(res->status, 400) << window;
+    EXPECT_NE(res->body.find("window"), std::string::npos) << res->body;
+  }
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  fs::remove_all(dir);
+}
+
 TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
