@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "prometheus/listen.h"
+#include "prometheus/listener.h"
 
 namespace gpuledger::agent {
 
@@ -23,6 +24,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
   if (!addr) return addr.error();
   auto impl = std::make_unique<Impl>();
   impl->host = addr->first;
+  prometheus::ConfigureListener(impl->server);
   // cpp-httplib (built with zlib) gzips text responses itself when the scraper accepts it.
   impl->server.Get("/metrics", [&collector](const httplib::Request&, httplib::Response& res) {
     auto r = collector.Exposition();
@@ -40,7 +42,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
     impl->port = impl->server.bind_to_port(impl->host, addr->second) ? addr->second : -1;
   }
   if (impl->port <= 0)
-    return Unavailable(
+    return InvalidArgument(
         fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
   return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(impl)));
 }

@@ -102,7 +102,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
   auto http = agent::HttpEndpoint::Bind(f.listen, collector, 3 * *interval + 10 * kMicrosPerSecond);
   if (!http) {
     std::cerr << "error: " << http.error().message << "\n";
-    return 1;
+    return http.error().code == ErrorCode::kInvalidArgument ? 2 : 1;  // a port in use: 2
   }
   std::cout << fmt::format("gpuledger agent: serving http://{}:{}/metrics\n",
                            prometheus::ParseListen(f.listen)->first, (*http)->port())

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include "prometheus/listen.h"
+#include "prometheus/listener.h"
 
 namespace gpuledger::server {
 
@@ -21,6 +22,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
   if (!addr) return addr.error();
   auto impl = std::make_unique<Impl>();
   impl->host = addr->first;
+  prometheus::ConfigureListener(impl->http);
   impl->http.Get(".*", [&api](const httplib::Request& req, httplib::Response& res) {
     Params params(req.params.begin(), req.params.end());
     ApiResponse r = api.Handle(req.path, params, req.get_header_value("Authorization"));
@@ -31,7 +33,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
                    ? impl->http.bind_to_any_port(impl->host)
                    : (impl->http.bind_to_port(impl->host, addr->second) ? addr->second : -1);
   if (impl->port <= 0)
-    return Unavailable(
+    return InvalidArgument(
         fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

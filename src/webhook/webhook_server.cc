@@ -15,6 +15,7 @@
 #include "io/file_util.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/listen.h"
+#include "prometheus/listener.h"
 
 namespace gpuledger::webhook {
 namespace {
@@ -166,15 +167,7 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig c
   // The API server reuses its connections; the default (5 requests) would force a TLS handshake
   // every fifth review.
   https.set_keep_alive_max_count(100000);
-  // A response is written in two parts (headers, body): with Nagle's algorithm the second waits
-  // for the peer's delayed ACK, 40 ms per review.
-  https.set_tcp_nodelay(true);
-  // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
-  // and share its connections silently; a port in use must be an error.
-  https.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  prometheus::ConfigureListener(https);  // the port its own, TCP_NODELAY
   https.Post("/validate", [self](const httplib::Request& req, httplib::Response& res) {
     ReviewAnswer answer = AnswerReview(req.body, self->policy);
     self->Count(answer);
@@ -191,7 +184,7 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig c
                    ? https.bind_to_any_port(impl->host)
                    : (https.bind_to_port(impl->host, addr->second) ? addr->second : -1);
   if (impl->port <= 0) {
-    return Unavailable(fmt::format(
+    return InvalidArgument(fmt::format(
         "--webhook-listen '{}': cannot bind (in use, or no such address)", config.listen));
   }
   return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));

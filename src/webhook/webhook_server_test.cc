@@ -193,13 +193,14 @@ TEST_F(WebhookServerTest, BadCertificatesAndKeysNameTheFile) {
   EXPECT_EQ(BindError("", ""), "the webhook needs a TLS certificate and its key");
 }
 
-TEST_F(WebhookServerTest, ATakenPortIsUnavailable) {
+// A port in use is a bad --webhook-listen (exit 2), as for the API's and the agent's listeners.
+TEST_F(WebhookServerTest, ATakenPortIsRefused) {
   Start();
   auto second =
       WebhookServer::Bind({"127.0.0.1:" + std::to_string(server_->port()), certs_.cert_file,
                            certs_.key_file, guardrails::DefaultPolicy()});
   ASSERT_FALSE(second);
-  EXPECT_EQ(second.error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(second.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(second.error().message,
             "--webhook-listen '127.0.0.1:" + std::to_string(server_->port()) +
                 "': cannot bind (in use, or no such address)");

@@ -75,7 +75,8 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
 // Issue 29's critical finding: one unauthenticated GET whose window wrapped the window's length
 // appended steps until the host ran out of memory. Instants are now range-checked where they
 // are parsed: the request is a 400 naming the window, answered at once, and the server serves on.
-TEST(ServerE2e, AWindowOutsideTheCalendarIsRefusedAtOnce) {
+// And its port is its own.
+TEST(ServerE2e, RefusesWindowsOutsideTheCalendarAndASecondListenerOnItsPort) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-srv-window-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -103,6 +104,22 @@ TEST(ServerE2e, AWindowOutsideTheCalendarIsRefusedAtOnce) {
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+
+  // Issue 29: a second server or agent on a port in use bound it too (SO_REUSEPORT) and shared
+  // its connections. Both now refuse, exit 2, naming the address.
+  const std::string taken = "127.0.0.1:" + port;
+  std::string second =
+      RunCapture(bin + " server --ledger sqlite:" + (dir / "d" / "gpuledger.db").string() +
+                     " --listen " + taken + " 2>&1",
+                 &code);
+  EXPECT_EQ(code, 2) << second;
+  EXPECT_NE(second.find("--listen '" + taken + "': cannot bind"), std::string::npos) << second;
+  std::string agent = RunCapture(bin + " agent --node-name n1 --listen " + taken +
+                                     " --nvml-library /nonexistent/libnvidia-ml.so.1"
+                                     " --pod-resources-socket /nonexistent/k.sock 2>&1",
+                                 &code);
+  EXPECT_EQ(code, 2) << agent;
+  EXPECT_NE(agent.find("--listen '" + taken + "': cannot bind"), std::string::npos) << agent;
   fs::remove_all(dir);
 }
 
