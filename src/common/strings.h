@@ -1,7 +1,9 @@
 #pragma once
-// Small text helpers every layer shares, one of each. ASCII only: the texts they see (flags,
-// query strings, CSV and YAML fields, label values) are compared byte for byte elsewhere.
+// Small text helpers every layer shares, one of each. Trim and Lower are ASCII only: the texts
+// they see (flags, query strings, CSV and YAML fields, label values) are compared byte for byte
+// elsewhere.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -12,5 +14,12 @@ std::string_view Trim(std::string_view s);
 
 // `s` with ASCII letters lowered; other bytes kept.
 std::string Lower(std::string_view s);
+
+// Length of the valid UTF-8 sequence at s[i] (i < s.size()), or 0 if invalid: overlong forms,
+// surrogates and code points above U+10FFFF are invalid, as in Go's utf8.ValidString that
+// Prometheus applies.
+std::size_t Utf8SequenceLength(std::string_view s, std::size_t i);
+// Whether all of `s` is valid UTF-8 (what JSON output needs of every string).
+bool IsValidUtf8(std::string_view s);
 
 }  // namespace gpuledger

@@ -20,5 +20,15 @@ TEST(Lower, LowersAsciiLettersAndKeepsOtherBytes) {
   EXPECT_EQ(Lower("\xc3\x89t\xc3\xa9"), "\xc3\x89t\xc3\xa9");  // "Été": only ASCII changes
 }
 
+TEST(Utf8, ValidAndInvalidSequences) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("team-\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x9a\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xff"));              // never valid
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("ok\xe2\x82"));        // cut short
+}
+
 }  // namespace
 }  // namespace gpuledger

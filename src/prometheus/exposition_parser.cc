@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
+
 namespace gpuledger::prometheus {
 namespace {
 
@@ -180,6 +182,8 @@ class LineParser {
           return Error("expected \\\\, \\\" or \\n in label " + name + ", got",
                        line_.substr(pos_ - 2, 2));
       }
+      // Prometheus's parsers refuse it too, and every JSON answer about the series would fail.
+      if (!IsValidUtf8(value)) return Error("invalid UTF-8 in the value of label", name);
       labels.emplace_back(std::move(name), std::move(value));
       SkipBlanks();
       if (pos_ < line_.size() && line_[pos_] == ',') {

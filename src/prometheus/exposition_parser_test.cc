@@ -69,6 +69,8 @@ TEST(ParseExposition, ErrorsNameTheLineAndWhatWasExpected) {
        "expected a type (counter, gauge, histogram, summary, untyped) 'countr'"},
       {"# TYPE m counter\n# TYPE m gauge\n", "line 2: a second # TYPE line for 'm'"},
       {"# HELP\n", "expected a metric name after # HELP"},
+      // Issue 29: an invalid UTF-8 label aborted the ingesting server when it saved its state.
+      {"m{pod=\"a\xff\"} 1\n", "line 1: invalid UTF-8 in the value of label 'pod'"},
   };
   for (const BadCase& c : cases) {
     auto e = ParseExposition(c.text);

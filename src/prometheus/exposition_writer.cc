@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "common/strings.h"
+
 namespace gpuledger::prometheus {
 namespace {
 
@@ -37,29 +39,6 @@ bool IsLabelName(std::string_view s) {
     if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
   }
   return true;
-}
-
-// Length of the valid UTF-8 sequence at s[i], or 0 if invalid (overlong forms, surrogates and
-// code points above U+10FFFF are invalid, as in Go's utf8.ValidString that Prometheus applies).
-std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
 }
 
 // Escapes `text` for HELP (quote=false: \\ and \n) or a label value (quote=true: also \").

@@ -123,6 +123,32 @@ TEST(ServerE2e, RefusesWindowsOutsideTheCalendarAndASecondListenerOnItsPort) {
   fs::remove_all(dir);
 }
 
+// Issue 29: an exposition whose label was not UTF-8 was ingested, and the server aborted when it
+// saved its state (nlohmann type_error 316). It is now refused where it is parsed, naming the
+// file, line and label; the ledger is untouched and the process exits 2, not 134.
+TEST(ServerE2e, AnInvalidUtf8LabelIsRefusedNamingFileAndLine) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-srv-utf8-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "snapshots");
+  ASSERT_TRUE(WriteFile((dir / "snapshots" / "10.0.0.1:9400@1764633600000.prom").string(),
+                        "# TYPE gpuledger_container_allocated_gpu_seconds_total counter\n"
+                        "gpuledger_container_allocated_gpu_seconds_total{namespace=\"ml\","
+                        "pod=\"a\xff\",pod_uid=\"\",container=\"c\",gpu_uuid=\"GPU-1\"} 1\n")
+                  .ok());
+  int code = 0;
+  const std::string out =
+      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                     " server --source files=" + (dir / "snapshots").string() +
+                     " --ledger sqlite:" + (dir / "l.db").string() + " --backfill-only 2>&1",
+                 &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("10.0.0.1:9400@1764633600000.prom"), std::string::npos) << out;
+  EXPECT_NE(out.find("line 2: invalid UTF-8 in the value of label 'pod'"), std::string::npos)
+      << out;
+  fs::remove_all(dir);
+}
+
 TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
