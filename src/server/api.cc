@@ -226,7 +226,10 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
   if (!extent) return FromError(extent.error());
   auto window = report::ResolveWindow(Get(p, "window", "all"), *extent);
   if (!window) return JsonError(400, "parameter 'window': " + window.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store, {window->from_us, window->to_us});
+  // A device's cost does not depend on the policy, but an unknown one is a mistake to say.
+  if (auto policy = cost::ParsePolicy(Get(p, "policy", "allocation")); !policy)
+    return JsonError(400, "parameter 'policy': " + policy.error().message);
+  auto devices = billing::ReadPricedDeviceHours(store, *window);
   if (!devices) return FromError(devices.error());
   struct Acc {
     DeviceHour first;

@@ -29,6 +29,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
     res.status = r.status;
     res.set_content(r.body, r.content_type);
   });
+  // The API only reads: any other method is a 405 saying so, not an empty 404.
+  auto refuse = [](const httplib::Request&, httplib::Response& res) {
+    const ApiResponse r = JsonError(405, "method not allowed: the API answers GET only");
+    res.status = r.status;
+    res.set_header("Allow", "GET");
+    res.set_content(r.body, r.content_type);
+  };
+  impl->http.Post(".*", refuse);
+  impl->http.Put(".*", refuse);
+  impl->http.Delete(".*", refuse);
+  impl->http.Patch(".*", refuse);
   impl->port = addr->second == 0
                    ? impl->http.bind_to_any_port(impl->host)
                    : (impl->http.bind_to_port(impl->host, addr->second) ? addr->second : -1);

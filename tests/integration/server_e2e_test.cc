@@ -75,8 +75,8 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
 // Issue 29's critical finding: one unauthenticated GET whose window wrapped the window's length
 // appended steps until the host ran out of memory. Instants are now range-checked where they
 // are parsed: the request is a 400 naming the window, answered at once, and the server serves on.
-// And its port is its own.
-TEST(ServerE2e, RefusesWindowsOutsideTheCalendarAndASecondListenerOnItsPort) {
+// And its port is its own, and it says which methods it answers.
+TEST(ServerE2e, RefusesHostileRequestsAndASecondListenerOnItsPort) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-srv-window-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -104,6 +104,12 @@ TEST(ServerE2e, RefusesWindowsOutsideTheCalendarAndASecondListenerOnItsPort) {
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+  // Any other method is a 405 saying so (it was an empty 404).
+  auto post = client.Post("/api/v1/allocation", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET");
+  EXPECT_NE(post->body.find("GET only"), std::string::npos) << post->body;
 
   // Issue 29: a second server or agent on a port in use bound it too (SO_REUSEPORT) and shared
   // its connections. Both now refuse, exit 2, naming the address.
