@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/report_json.h"
+#include "report/window.h"
 
 namespace gpuledger::report {
 namespace {
@@ -308,6 +309,18 @@ TEST(Figures, MemoryTimeSaturatesInsteadOfWrapping) {
   b.memory_kib_s = 5;
   a.Add(b);
   EXPECT_EQ(a.memory_kib_s, INT64_MAX);
+}
+
+// Issue 29: `--window 7` meant 7 seconds. A window's length needs its unit.
+TEST(ResolveWindow, LengthsNeedAUnitAndInstantsStayInTheCalendar) {
+  const TimeRange extent{0, 30 * 24 * kMicrosPerHour};
+  EXPECT_EQ(ResolveWindow("7d", extent)->from_us, 23 * 24 * kMicrosPerHour);
+  EXPECT_EQ(*ResolveWindow("all", extent), extent);
+  EXPECT_EQ(*ResolveWindow("0,3600", extent), (TimeRange{0, kMicrosPerHour}));
+  auto bare = ResolveWindow("7", extent);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.error().message.find("give a unit"), std::string::npos) << bare.error().message;
+  EXPECT_FALSE(ResolveWindow("-9223372036854,9223372036854", extent).ok());
 }
 
 TEST(ParseGroupBy, RejectsUnknownNamesClearly) {

@@ -17,6 +17,10 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
       return InvalidArgument(fmt::format("window '{}': end must be after start", window));
     return TimeRange{*from, *to};
   }
+  // A bare number would be seconds (ParseDuration's default), never what `--window 7` meant.
+  if (window.find_first_not_of("0123456789.") == std::string_view::npos)
+    return InvalidArgument(
+        fmt::format("window '{}': give a unit (7d, 24h, 90m) or START,END", window));
   auto length = ParseDuration(window);
   if (!length || *length <= 0)
     return InvalidArgument(fmt::format(
