@@ -112,6 +112,9 @@ TEST_F(ApiTest, ErrorsNameTheParameter) {
   EXPECT_NE(d["error"].get<std::string>().find("parameter 'filter'"), std::string::npos);
   json e = Get("/api/v1/allocation", {{"step", "90m"}}, 400);
   EXPECT_NE(e["error"].get<std::string>().find("parameter 'step'"), std::string::npos);
+  // Issue 29: an unterminated quote in a filter was a 200 (the clause matched nothing).
+  json g = Get("/api/v1/allocation", {{"filter", "namespace:\"ml"}}, 400);
+  EXPECT_NE(g["error"].get<std::string>().find("is not closed"), std::string::npos) << g;
   // Issue 29: /devices took any policy silently.
   json f = Get("/api/v1/devices", {{"policy", "cheapest"}}, 400);
   EXPECT_NE(f["error"].get<std::string>().find("parameter 'policy'"), std::string::npos);

@@ -52,6 +52,8 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
 Result<Filter> ParseFilter(std::string_view text) {
   Filter filter;
   if (Trim(text).empty()) return filter;
+  if (std::count(text.begin(), text.end(), '"') % 2 != 0)
+    return InvalidArgument(fmt::format("'{}': a '\"' is not closed", text));
   for (std::string_view raw : Split(text, '+')) {
     std::string_view clause = Trim(raw);
     auto colon = clause.find(':');
