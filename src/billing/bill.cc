@@ -30,8 +30,14 @@ Result<std::vector<BillLine>> ParseFocusBill(std::string_view content, std::stri
 
   const CsvRecord& header = records->front();
   std::map<std::string, std::size_t, std::less<>> index;
-  for (std::size_t i = 0; i < header.fields.size(); ++i)
-    index.emplace(std::string(Trim(header.fields[i].value)), i);
+  for (std::size_t i = 0; i < header.fields.size(); ++i) {
+    // A column named twice is ambiguous (which BilledCost is the bill?): refused, not guessed.
+    if (!index.emplace(std::string(Trim(header.fields[i].value)), i).second) {
+      return InvalidArgument(fmt::format("{}:{}:{}: column {} appears twice in the header", file,
+                                         header.line, header.fields[i].column,
+                                         Trim(header.fields[i].value)));
+    }
+  }
   for (std::string_view name : kRequired) {
     if (!index.contains(name))
       return InvalidArgument(fmt::format("{}:{}:1: missing required column {} (needs {})", file,

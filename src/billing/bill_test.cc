@@ -116,6 +116,9 @@ TEST(ParseFocusBill, BadRowsNameFileLineAndColumn) {
        "ChargePeriodEnd"},
       {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,1.0000000001\n",
        "bill.csv:2:50: BilledCost"},
+      // Issue 29: the first of two BilledCost columns was used silently.
+      {"ResourceId,ChargePeriodStart,ChargePeriodEnd,BilledCost,BilledCost\n",
+       "bill.csv:1:57: column BilledCost appears twice in the header"},
   };
   for (const Case& c : cases) {
     auto lines = ParseFocusBill(c.content, "bill.csv");
