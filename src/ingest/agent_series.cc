@@ -93,17 +93,6 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
          r.container;
 }
 
-// "measured:process-samples" -> (Quality "measured", rule "process-samples"); "estimated" ->
-// (estimated, ""). The quality is nullopt for text that names none ("", an unknown word).
-std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view text) {
-  std::string_view rule;
-  if (auto colon = text.find(':'); colon != std::string_view::npos) {
-    rule = text.substr(colon + 1);
-    text = text.substr(0, colon);
-  }
-  return {ParseQuality(text), rule};
-}
-
 // A histogram bucket's finite `le` bound as a number (the agent writes them with the shortest
 // round-trip decimal, so reading them back gives the same double).
 double LeBound(std::string_view le) { return std::strtod(std::string(le).c_str(), nullptr); }

@@ -69,9 +69,6 @@ ConsumerRef RefOf(const Labels& labels);
 std::string SeriesKey(const Sample& s);
 // A (GPU, consumer) pair as one string key.
 std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r);
-// "measured:process-samples" -> (Quality "measured", rule "process-samples"); "estimated" ->
-// (estimated, ""). The quality is nullopt for text that names none ("", an unknown word).
-std::pair<std::optional<Quality>, std::string_view> ParseSource(std::string_view text);
 // A histogram bucket's finite `le` bound as a number (the agent writes them with the shortest
 // round-trip decimal, so reading them back gives the same double).
 double LeBound(std::string_view le);

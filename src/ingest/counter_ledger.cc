@@ -70,13 +70,13 @@ struct CounterLedger::Impl {
     auto it = inst.attribution.find(ConsumerKey(gpu, ref));
     if (it == inst.attribution.end()) return;
     // "measured:process-samples": the Quality before ':', the rule after it.
-    auto [compute, rule] = ParseSource(it->second.compute);
+    auto [compute, rule] = ParseSourceLabel(it->second.compute);
     if (compute) c.compute_quality = Combine(c.compute_quality, *compute);
     c.rule = MergeRules(c.rule, std::string(rule));
-    if (auto [memory, _] = ParseSource(it->second.memory); memory)
+    if (auto [memory, _] = ParseSourceLabel(it->second.memory); memory)
       c.memory_quality = Combine(c.memory_quality, *memory);
     // "none" (no activity source) and an older agent's absent label leave the quality kNone.
-    auto [activity, activity_rule] = ParseSource(it->second.activity);
+    auto [activity, activity_rule] = ParseSourceLabel(it->second.activity);
     if (activity && *activity != Quality::kNone) {
       c.activity_quality = Combine(c.activity_quality, *activity);
       c.activity_rule = MergeRules(c.activity_rule, std::string(activity_rule));

@@ -73,6 +73,15 @@ std::optional<Quality> ParseQuality(std::string_view text) {
   return std::nullopt;
 }
 
+std::pair<std::optional<Quality>, std::string_view> ParseSourceLabel(std::string_view text) {
+  std::string_view rule;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    rule = text.substr(colon + 1);
+    text = text.substr(0, colon);
+  }
+  return {ParseQuality(text), rule};
+}
+
 Quality Combine(Quality a, Quality b) {
   if (a == Quality::kNone) return b;
   if (b == Quality::kNone) return a;

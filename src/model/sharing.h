@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace gpuledger {
 
@@ -22,6 +23,9 @@ enum class Quality {
 
 std::string_view ToString(Quality quality);
 std::optional<Quality> ParseQuality(std::string_view text);
+// A "<quality>[:<rule>]" source label ("measured:process-samples", "estimated", "none") as its
+// quality and rule; the quality is nullopt for text that names none ("", an unknown word).
+std::pair<std::optional<Quality>, std::string_view> ParseSourceLabel(std::string_view text);
 Quality Combine(Quality a, Quality b);  // the worse of two, kNone is neutral
 
 }  // namespace gpuledger

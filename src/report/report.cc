@@ -141,15 +141,11 @@ std::string FormatSource(Quality quality, const std::string& rule) {
 }
 
 Result<std::pair<Quality, std::string>> ParseSource(std::string_view text) {
-  std::string_view quality = text;
-  std::string rule;
-  if (auto colon = text.find(':'); colon != std::string_view::npos) {
-    quality = text.substr(0, colon);
-    rule = std::string(text.substr(colon + 1));
-  }
-  auto q = ParseQuality(quality);
-  if (!q) return InvalidArgument(fmt::format("source '{}': unknown quality '{}'", text, quality));
-  return std::pair{*q, std::move(rule)};
+  auto [quality, rule] = ParseSourceLabel(text);
+  if (!quality)
+    return InvalidArgument(
+        fmt::format("source '{}': unknown quality '{}'", text, text.substr(0, text.find(':'))));
+  return std::pair{*quality, std::string(rule)};
 }
 
 utilization::Inputs UtilizationInputs(const Figures& f) {
