@@ -228,7 +228,7 @@ class GpuAttributor {
       for (Work* w : present)
         weights.push_back(
             static_cast<std::uint64_t>(std::max<SharePpd>(w->usage.allocated_ppd, 0)));
-      const bool mps = multi_rule == "mps-thread-share";
+      const bool mps = gpu_.sharing == SharingMode::kMps;
       if (mps &&
           std::none_of(present.begin(), present.end(), [](const Work* w) { return w->declared; })) {
         // MPS clients that declared no active-thread share: by the memory they hold.

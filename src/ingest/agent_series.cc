@@ -73,8 +73,6 @@ ConsumerRef RefOf(const Labels& labels) {
                      std::string(Label(labels, "container"))};
 }
 
-// Series identity within an instance: name and labels (values may hold any byte: \x1f and \x1e
-// cannot collide with a name, and values are length-prefixed).
 std::string SeriesKey(const Sample& s) {
   std::string key = s.name;
   for (const auto& [k, v] : s.labels) {
@@ -93,12 +91,8 @@ std::string ConsumerKey(const std::string& gpu, const ConsumerRef& r) {
          r.container;
 }
 
-// A histogram bucket's finite `le` bound as a number (the agent writes them with the shortest
-// round-trip decimal, so reading them back gives the same double).
 double LeBound(std::string_view le) { return std::strtod(std::string(le).c_str(), nullptr); }
 
-// The UsageHistogram::compute bucket an `le` label names (kComputeShareBounds, "+Inf" the
-// last); -1 for a bound that is not one of them (an agent with other buckets).
 int ComputeBucketOf(std::string_view le) {
   if (le == "+Inf") return UsageHistogram::kComputeBuckets - 1;
   const double bound = LeBound(le);
@@ -107,8 +101,6 @@ int ComputeBucketOf(std::string_view le) {
   return -1;
 }
 
-// The memory histogram's bounds are bytes of each GPU's memory (eighths of it), so a bucket
-// is known by its rank: per (GPU, consumer) the finite `le` values of the scrape, ascending.
 using BoundsByConsumer = std::map<std::string, std::vector<double>>;
 BoundsByConsumer MemoryBucketBounds(const TargetScrape& scrape) {
   BoundsByConsumer out;
@@ -122,8 +114,6 @@ BoundsByConsumer MemoryBucketBounds(const TargetScrape& scrape) {
   for (auto& [key, bounds] : out) std::sort(bounds.begin(), bounds.end());
   return out;
 }
-// The UsageHistogram::memory bucket of a `_bucket` sample; -1 unless its series has the
-// agent's layout (three finite bounds and +Inf).
 int MemoryBucketOf(const Sample& s, const BoundsByConsumer& bounds) {
   auto it = bounds.find(ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels)));
   if (it == bounds.end() || it->second.size() != UsageHistogram::kMemoryBuckets - 1) return -1;
