@@ -203,11 +203,11 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
                               Share(fair), total),
                   held);
       }
-      // A compute share from per-process samples is an estimate on real GPUs, but the one
-      // NVML gives per consumer; the policy's margin and tolerance window absorb its noise.
-      const bool per_consumer_compute = c.compute_quality == Quality::kMeasured ||
-                                        c.compute_rule.find("process-samples") != std::string::npos;
-      if (grant.declared_ppd && !grant.share_source.empty() && per_consumer_compute && dt > 0) {
+      // Only a measured compute share: with several processes on a GPU, NVML gives each of its
+      // sample windows whole to one of them (measured on an H200, docs/attribution.md), so a
+      // five-minute split of them is off by tens of percent and would accuse the innocent.
+      if (grant.declared_ppd && !grant.share_source.empty() &&
+          c.compute_quality == Quality::kMeasured && dt > 0) {
         const double declared =
             static_cast<double>(*grant.declared_ppd) / static_cast<double>(kWholeGpu);
         const double used = static_cast<double>(c.compute_us) / static_cast<double>(dt);

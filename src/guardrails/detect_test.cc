@@ -167,14 +167,22 @@ TEST(Observe, IsolationBreachesOfADeclaredMemoryCapAndComputeShare) {
   Signal(s, kGpu0, 7 * kGiB);
   s.signals[0].busy_us = kCycle * 3 / 10;
   auto obs = ObserveOn(s);
-  ASSERT_EQ(obs.size(), 2u);
+  // Two pods split by per-process samples: an estimate, which accuses nobody of compute.
+  ASSERT_EQ(obs.size(), 1u);
   EXPECT_EQ(obs[0].kind, FindingKind::kIsolationBreach);
   EXPECT_EQ(obs[0].subject, Pod("capped"));
   EXPECT_EQ(obs[0].evidence, "memory_bytes=6442450944 declared_memory_bytes=5368709120 device_id=" +
                                  kGpu0.value + "-0");
-  EXPECT_EQ(obs[1].kind, FindingKind::kIsolationBreach);
-  EXPECT_EQ(obs[1].subject, Pod("greedy"));
-  EXPECT_EQ(obs[1].evidence,
+
+  // Alone on the GPU its compute is measured: 20% against 10% declared + 5%.
+  s.processes.erase(s.processes.begin());
+  s.grants.erase(s.grants.begin());
+  s.signals[0].busy_us = kCycle / 5;
+  obs = ObserveOn(s);
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].kind, FindingKind::kIsolationBreach);
+  EXPECT_EQ(obs[0].subject, Pod("greedy"));
+  EXPECT_EQ(obs[0].evidence,
             "compute_share=0.200 declared_share=0.100 source=env:CUDA_DEVICE_SM_LIMIT");
 }
 

@@ -56,10 +56,10 @@ using world::kDriverReservation;
 using world::NodeWorld;
 using world::World;
 
-// One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of
-// u x (1 + inflation) plus zero-mean dither, as NVML's sampled utilization behaves.
-int ObservePercent(double u, double inflation, std::mt19937_64& rng) {
-  double x = 100 * u * (1 + inflation);
+// One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of 100 u
+// plus zero-mean dither, as NVML's sampled utilization behaves.
+int ObservePercent(double u, std::mt19937_64& rng) {
+  double x = 100 * u;
   double d = std::min({2.0, 100 * u, 100 * (1 - u)});
   if (d > 0) x += std::uniform_real_distribution<double>(-d, d)(rng);
   return static_cast<int>(std::clamp(std::llround(x), 0LL, 100LL));
@@ -71,9 +71,65 @@ struct Entry {
   int mig;       // -1: physical GPU
   double u = 0;  // this sub-window's demand
   double scale = 1;
-  std::vector<double> inflation;     // per process
-  std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs
+  std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs of the sample windows it owns
 };
+
+// A timeslice: how long "the process holding the GPU at an instant" looks back.
+constexpr Micros kInstantUs = 1000;
+
+// NVML's per-process samples on a time-sliced GPU, as a real H200 gave them (docs/attribution.md,
+// "What NVML can and cannot tell"): each of the device's sample windows goes whole to one process,
+// carrying the device's value for the window, and that process is the one holding the GPU when
+// the window closes (the last one to run when nobody runs then). A sub-window of one sample
+// period draws it from the demand at that instant, so a periodic load aliases against the
+// windows as run 2's did; a longer sub-window (long steps) draws the owners of its windows from
+// its mean demand. `percent` is the device's
+// observed value for the sub-window [sa, sb).
+void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
+                         Micros sb, double period_us, int percent, std::mt19937_64& rng) {
+  const Micros len = sb - sa;
+  const auto windows =
+      std::max<std::int64_t>(1, std::llround(static_cast<double>(len) / std::max(period_us, 1.0)));
+  std::vector<double> weight(entries.size(), 0);
+  double total = 0;
+  // One window: who holds the GPU at its last instant, or, when nobody runs then, who ran last.
+  for (Micros to = sb; windows == 1 && total <= 0 && to > sa; to -= kInstantUs) {
+    const Micros from = std::max(sa, to - kInstantUs);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const Actor& act = actors[entries[i].actor];
+      if (entries[i].mig >= 0) continue;
+      weight[i] = ProfileIntegral(*act.compute, act.seed, from - act.start, to - act.start);
+      total += weight[i];
+    }
+  }
+  if (total <= 0) {  // many windows: owners in proportion to the sub-window's demand
+    total = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      weight[i] = entries[i].mig >= 0 ? 0 : entries[i].u;
+      total += weight[i];
+    }
+  }
+  if (total <= 0) return;
+  // The windows' owners, multinomially: each entry's count given the ones before it, then
+  // evenly among the entry's processes the same way.
+  std::int64_t left = windows;
+  for (std::size_t i = 0; i < entries.size() && left > 0; ++i) {
+    if (weight[i] <= 0) continue;
+    const double p = std::min(1.0, weight[i] / total);
+    total -= weight[i];
+    std::int64_t owned = std::binomial_distribution<std::int64_t>(left, p)(rng);
+    left -= owned;
+    auto& acc = entries[i].sm_acc;
+    for (std::size_t q = 0; q < acc.size() && owned > 0; ++q) {
+      const std::int64_t mine = q + 1 == acc.size()
+                                    ? owned
+                                    : std::binomial_distribution<std::int64_t>(
+                                          owned, 1.0 / static_cast<double>(acc.size() - q))(rng);
+      owned -= mine;
+      acc[q] += percent * len * mine / windows;
+    }
+  }
+}
 
 // The random stream of one node: per node, so one node simulated alone (NodeStepper) draws
 // exactly what it draws in a whole-scenario Run.
@@ -136,7 +192,6 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
   auto& actors = w.actors;
   auto& active = scratch.active;
   auto& entries = scratch.entries;
-  std::uniform_real_distribution<double> infl_dist(0, 0.10);
   const NodeSpec& spec = *ns.spec;
   Micros dt = b - a;
   snap.node = spec.name;
@@ -195,9 +250,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
       Actor& act = actors[ai];
       for (std::size_t c = 0; c < act.contexts.size(); ++c)
         if (act.contexts[c].gpu == g) {
-          Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}, {}};
-          e.inflation.resize(act.processes);
-          for (auto& x : e.inflation) x = infl_dist(rng);
+          Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}};
           e.sm_acc.assign(act.processes, 0);
           entries.push_back(std::move(e));
         }
@@ -250,10 +303,6 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           truth.sm_occupancy_gpu_us += sm * eff.sm_occupancy * unit;
           truth.tensor_active_gpu_us += sm * eff.tensor_active * unit;
           truth.dram_active_gpu_us += busy * eff.dram_active * unit;
-          if (mig || mps || e.mig >= 0 || u <= 0) continue;
-          double per_proc = u / actors[e.actor].processes;
-          for (std::size_t p = 0; p < e.sm_acc.size(); ++p)
-            e.sm_acc[p] += ObservePercent(per_proc, e.inflation[p], rng) * len;
         }
         double whole = std::min(1.0, sum);
         phys_busy = whole;
@@ -261,11 +310,16 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           double s = std::min(1.0, mig_sum[m]);
           unit_activity[static_cast<std::size_t>(m)].graphics += s * static_cast<double>(len);
           phys_busy += s * ns.mig_slices[m] / spec.total_slices;
-          if (mig && spec.has_dcgm && s > 0) mig_busy_acc[m] += ObservePercent(s, 0, rng) * len;
+          if (mig && spec.has_dcgm && s > 0) mig_busy_acc[m] += ObservePercent(s, rng) * len;
         }
         phys_busy = std::min(1.0, phys_busy);
         activity += phys_busy * static_cast<double>(len);
-        if (!mig && whole > 0) busy_acc += ObservePercent(whole, 0, rng) * len;
+        if (!mig && whole > 0) {
+          const int percent = ObservePercent(whole, rng);
+          busy_acc += percent * len;
+          // MPS: NVML samples only the MPS server's process, which is no actor's.
+          if (!mps) GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent, rng);
+        }
       }
     }
     // Processes and memory.

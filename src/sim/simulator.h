@@ -4,13 +4,13 @@
 //
 // Event-driven: intervals are cut at every workload start/end, at every UTC hour boundary and on
 // the --step grid, so allocation integrals are exact to the microsecond whatever the step. Usage
-// is sampled at the step, with NVML's known imperfections in the observations (per-process
-// samples only for processes busy in the last sample period, sample periods between 1/6 s and
-// 1 s, whole-percent rounding, per-process sums that can exceed the device's utilization, no
-// per-process utilization on MIG nor for MPS clients); the truth has none of them. SM, tensor and
-// DRAM activity (DeviceSignals::activity) is observed per unit where GPM (GpmCapable models) or
-// DCGM (`dcgm: true`) would give it, with a small dither drawn from a random stream of its own,
-// so adding it shifted no other observation.
+// is sampled at the step, with NVML's imperfections as a real H200 showed them in the
+// observations (sample periods of 200 ms on an H200, between 1/6 s and 1 s elsewhere; each
+// sample window's value given whole to the one process holding the GPU as it closes; whole-percent
+// rounding; no per-process utilization on MIG nor for MPS clients); the truth has none of them.
+// SM, tensor and DRAM activity (DeviceSignals::activity) is observed per unit where GPM
+// (GpmCapable models) or DCGM (`dcgm: true`) would give it, with a small dither drawn from a
+// random stream of its own, so adding it shifted no other observation.
 
 #include <functional>
 #include <map>

@@ -313,7 +313,9 @@ TEST_F(StandinTest, PerProcessSamplesMatchDuties) {
   unsigned count = 0;
   ASSERT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, nullptr, &count, 0),
             NVML_ERROR_INSUFFICIENT_SIZE);
-  ASSERT_GE(count, 29u * 3);  // 3 busy processes, one sample each per 1 s interval
+  // One sample per 1 s interval for each process that owned one of its sample windows (each
+  // window goes whole to one process, as on a real GPU): at least one a second.
+  ASSERT_GE(count, 29u);
   std::vector<nvmlProcessUtilizationSample_t> ps(count);
   unsigned too_small = 5;
   EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, ps.data(), &too_small, 0),
@@ -329,19 +331,22 @@ TEST_F(StandinTest, PerProcessSamplesMatchDuties) {
   std::map<unsigned, std::string> pod_of;
   for (auto& p : st.processes) pod_of[static_cast<unsigned>(p.pid)] = p.consumer->pod;
   std::map<std::string, double> pct_s;
-  std::set<unsigned long long> stamps;
+  std::map<unsigned long long, unsigned> per_interval;  // Σ smUtil of one interval's samples
   unsigned long long last = 0;
   for (auto& s : ps) {
     ASSERT_TRUE(pod_of.contains(s.pid)) << s.pid;
     pct_s[pod_of[s.pid]] += s.smUtil;  // one sample per 1 s interval
-    stamps.insert(s.timeStamp);
+    per_interval[s.timeStamp] += s.smUtil;
     last = std::max(last, s.timeStamp);
   }
-  double seconds = static_cast<double>(stamps.size());
+  double seconds = static_cast<double>(per_interval.size());
   EXPECT_FALSE(pct_s.contains("idle-0"));  // idle processes give no samples
-  // Inflation U(0, 10%) per process: the observed mean is about duty x 1.05.
-  EXPECT_NEAR(pct_s["p20-0"] / seconds, 20 * 1.05, 20 * 0.06);
-  EXPECT_NEAR(pct_s["p30-0"] / seconds, 30 * 1.05, 30 * 0.06);
+  // The windows' owners share the device's value: no interval sums over 100%, and together
+  // the two pods' samples are the device's 50% (each pod's own part is a draw, not its duty).
+  for (const auto& [ts, sum] : per_interval) EXPECT_LE(sum, 100u) << ts;
+  EXPECT_NEAR((pct_s["p20-0"] + pct_s["p30-0"]) / seconds, 50, 3);
+  EXPECT_GT(pct_s["p20-0"], 0);
+  EXPECT_GT(pct_s["p30-0"], 0);
 
   // lastSeenTimeStamp: nothing newer than the newest sample, until time moves on.
   count = static_cast<unsigned>(ps.size());

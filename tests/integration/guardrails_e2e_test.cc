@@ -101,11 +101,14 @@ TEST(Guardrails, TheDemosMisbehaviourGivesExactlyTheExpectedFindings) {
   EXPECT_EQ(EvidenceValue(debug.finding.evidence, "NVIDIA_VISIBLE_DEVICES"), "all");
   EXPECT_EQ(EvidenceValue(debug.finding.evidence, "memory_bytes"), std::to_string(2 * kGiB));
   EXPECT_FALSE(EvidenceValue(debug.finding.evidence, "pids").empty());
+  // Its GPU time is its share of NVML's sample windows (each goes whole to one process on a
+  // time-sliced GPU): at a 5% duty beside busier pods, over the 2.5 h of at least 9,000 windows,
+  // a draw with a standard deviation of about 4% of the truth, hence 15%.
   const double debug_true_us = TruthOf(run, "debug-shell").compute_gpu_us;
-  EXPECT_NEAR(static_cast<double>(debug.gpu_us), debug_true_us, 0.02 * debug_true_us);
+  EXPECT_NEAR(static_cast<double>(debug.gpu_us), debug_true_us, 0.15 * debug_true_us);
   const Nanos a100 = HourlyPrice(*run.store, "gpu-a100-ts-0", debug.finding.gpu_uuid);
   const double debug_cost = debug_true_us * static_cast<double>(a100) / kMicrosPerHour;
-  EXPECT_NEAR(static_cast<double>(debug.cost_nanos), debug_cost, 0.02 * debug_cost);
+  EXPECT_NEAR(static_cast<double>(debug.cost_nanos), debug_cost, 0.15 * debug_cost);
   EXPECT_GT(debug.cost_nanos, 0);
 
   const auto& visible = one("visible-devices-override debug-shell");

@@ -140,10 +140,10 @@ workloads:
   - {namespace: web, name: p35, node: n3, compute: {profile: constant, duty: 0.35}, memory: {bytes: 1GiB}}
 )")
                   .ok());
-  // Duties of 0.2 and more: the simulator gives each per-process sample NVML's noise (about
-  // +-1.3 percentage points), so over a 20 s run at 10 samples a second a container's measured
-  // compute has a standard deviation of about 0.5% at duty 0.2 (1.7% at 0.05): the 2% bound
-  // below then holds by four deviations. Small duties are the demo's, over hours.
+  // Duties of 0.2 and more: the simulator gives each device sample NVML's noise (about +-1.3
+  // percentage points), so over a 20 s run a node's busy time (two pods, 0.45 and more) has a
+  // standard deviation well under 1%: the 2% bound below holds by several deviations. Small
+  // duties are the demo's, over hours.
   // Three simulated nodes with real agents. The collectors start first, so each sees every
   // agent from its start (its counters count from zero, gpuledger_agent_start_time_seconds);
   // the counters are frozen before the TSDBs are read, so every path sees the same final values.
@@ -257,7 +257,10 @@ workloads:
 
   // Compute against the simulator's truth over what each agent measured: the stand-in's
   // intervals that ended after the agent's first reading and by its last (their samples are the
-  // ones it counted). Each ledger, however it got the counters, within 2% of it.
+  // ones it counted). Per node, the two pods together within 2% of it in each ledger, however it
+  // got the counters (the device's busy time is right); each pod's own part is NVML's draw (each
+  // sample window goes whole to one process, as on a real GPU), so the three ledgers are held
+  // to agree on it with one another instead.
   sim_nodes.clear();  // each writes its --truth on exit
   const std::vector<std::map<std::string, std::int64_t>> compute = {
       ComputeByContainer((dir / "scrape.db").string()),
@@ -270,15 +273,20 @@ workloads:
     ASSERT_GT(w.end_us - w.start_us, 15 * kMicrosPerSecond) << n;
     const TruthLog log = ReadTruthLog((dir / (n + "-truth-log.csv")).string());
     ASSERT_EQ(log.size(), 2u) << n;  // the node's two pods
+    double node_truth = 0;
+    std::vector<double> node_ledgers(compute.size(), 0);
     for (const auto& [key, rows] : log) {
       const double truth = TruthAt(rows, w.end_us) - TruthAt(rows, w.start_us);
       ASSERT_GT(truth, 0.19 * 15 * kMicrosPerSecond) << key;  // every pod has a duty >= 0.2
-      for (const auto& ledger : compute) {
-        ASSERT_TRUE(ledger.count(key)) << key;
-        EXPECT_NEAR(static_cast<double>(ledger.at(key)), truth, 0.02 * truth) << key;
+      node_truth += truth;
+      for (std::size_t l = 0; l < compute.size(); ++l) {
+        ASSERT_TRUE(compute[l].count(key)) << key;
+        node_ledgers[l] += static_cast<double>(compute[l].at(key));
+        EXPECT_NEAR(compute[l].at(key), compute[0].at(key), 6) << key;
       }
       ++compared;
     }
+    for (double ledger : node_ledgers) EXPECT_NEAR(ledger, node_truth, 0.02 * node_truth) << n;
     // --truth is the same truth as a whole at the node's stop: demo --truth's CSV, every pod, at
     // least what ran in the measured window.
     auto csv = ReadFile((dir / (n + "-truth.csv")).string());

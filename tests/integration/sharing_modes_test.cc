@@ -6,6 +6,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <random>
+
+#include <fmt/format.h>
 
 #include "cost/catalog.h"
 #include "report/report.h"
@@ -88,9 +91,11 @@ TEST(SharingModes, TimeSlicedFourReplicasThreePods) {
     EXPECT_EQ(f.allocated_gpu_us, day / 4) << name;
     const double truth = d * day;
     const double err = (f.compute_gpu_us - truth) / truth;
-    EXPECT_LT(std::abs(err), 0.01) << name << " error " << 100 * err << "%";
-    // Split by per-process samples, which are sparse on real GPUs: estimated (the simulator's
-    // are dense, hence the 1% here).
+    std::printf("%s: error %+.2f%%\n", name.c_str(), 100 * err);
+    // Split by per-process samples: estimated. Each sample window goes whole to one process,
+    // drawn by the demand (steady here); over a day's 80,000 or more windows the draws average
+    // out: a standard deviation under 0.8% for the 10% pod (a sixth of the windows), so 3%.
+    EXPECT_LT(std::abs(err), 0.03) << name << " error " << 100 * err << "%";
     EXPECT_EQ(f.quality, Quality::kEstimated);
     // The naive method gives each pod the whole device's busy time (~0.6 of the GPU).
     ConsumerRef ref{"ml", name + "-0", PodUid{}, "main"};
@@ -162,6 +167,64 @@ TEST(SharingModes, AllocationDoesNotDependOnTheStep) {
     EXPECT_EQ(a.rows[i].figures.allocated_gpu_us, b.rows[i].figures.allocated_gpu_us);
     EXPECT_EQ(a.rows[i].figures.cost_nanos, b.rows[i].figures.cost_nanos);
   }
+}
+
+// Shaped like the H200's runs 2-4 (../shared/data/h200): three processes time-sliced on one
+// H200, busy for 20%, 40% and 60% of every second, each at its own phase, for 40 s, read at 1 s.
+// NVML gives each 200 ms sample window whole to the process holding the GPU as it closes, so the
+// per-process split aliases against the windows by an amount that depends on the phases: on the
+// real GPU today's split was off by 30% to 81% at worst per capture, 47% on average
+// (docs/attribution.md). The simulator's NVML must be as wrong, not within 2% as a model of
+// dense exact samples was; the device's time is still all given out.
+TEST(SharingModes, RunTwoShapedTimeSlicesAreAsWrongAsTheRealH200) {
+  std::mt19937 phases(28);  // ten phase sets, fixed
+  std::uniform_int_distribution<int> ms(0, 999);
+  double sum_worst = 0;
+  constexpr int kRuns = 10;
+  for (int run_index = 0; run_index < kRuns; ++run_index) {
+    const int p40 = ms(phases), p60 = ms(phases);
+    SimRun run =
+        Simulate(fmt::format(R"(
+name: run2-shaped
+start: "2026-11-23T00:00:00Z"
+duration: 45s
+seed: {}
+nodes:
+  - {{name: h200, gpu_model: H200-141GB, gpus: 1, sharing: time-slicing, replicas: 4}}
+workloads:
+  - {{namespace: u, name: w20, start: 2s, end: 42s, memory: {{bytes: 8GiB}},
+     compute: {{profile: periodic, period: 1s, on: 200ms}}}}
+  - {{namespace: u, name: w40, start: {}ms, end: {}ms, memory: {{bytes: 16GiB}},
+     compute: {{profile: periodic, period: 1s, on: 400ms}}}}
+  - {{namespace: u, name: w60, start: {}ms, end: {}ms, memory: {{bytes: 24GiB}},
+     compute: {{profile: periodic, period: 1s, on: 600ms}}}}
+)",
+                             run_index + 1, 2000 + p40, 42000 + p40, 2000 + p60, 42000 + p60),
+                 kMicrosPerSecond);
+    auto r = Report(*run.store, "container");
+    double worst = 0, attributed = 0, truth_sum = 0;
+    std::string line;
+    for (const char* name : {"w20", "w40", "w60"}) {
+      const auto& f = Row(r, std::string("u/") + name + "-0/main");
+      double truth = 0;
+      for (const auto& [ref, t] : run.truth)
+        if (ref.pod == std::string(name) + "-0") truth = t.compute_gpu_us;
+      ASSERT_GT(truth, 0) << name;
+      const double err = (static_cast<double>(f.compute_gpu_us) - truth) / truth;
+      line += fmt::format(" {:+.0f}%", 100 * err);
+      worst = std::max(worst, std::abs(err));
+      attributed += static_cast<double>(f.compute_gpu_us);
+      truth_sum += truth;
+      EXPECT_EQ(f.quality, Quality::kEstimated) << name;
+    }
+    std::printf("phases 0/%d/%d ms:%s\n", p40, p60, line.c_str());
+    EXPECT_NEAR(attributed, truth_sum, 0.02 * truth_sum);
+    sum_worst += worst;
+  }
+  const double mean_worst = sum_worst / kRuns;
+  std::printf("mean worst error %.0f%% (real H200: 47%%)\n", 100 * mean_worst);
+  EXPECT_GT(mean_worst, 0.2);
+  EXPECT_LT(mean_worst, 0.8);
 }
 
 }  // namespace
