@@ -116,10 +116,13 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       by_container;
   std::map<std::pair<std::string, std::string>, std::vector<const ProcessObservation*>> by_host;
   for (const ProcessObservation& p : snapshot.processes) {
+    // The MPS server is the sharing layer itself, run by the device plugin's MPS control daemon
+    // pod with no GPU request of its own: not a workload using a GPU it was not given.
+    if (IsMpsServer(p.comm)) continue;
     if (p.consumer) {
       if (p.consumer->namespace_name == kUnresolvedNamespace) continue;  // resolved next cycle
       by_container[{*p.consumer, p.device.value}].push_back(&p);
-    } else if (!p.comm.empty() && !IsMpsServer(p.comm)) {
+    } else if (!p.comm.empty()) {
       // An empty comm: the process exited before /proc was read (transient, not a finding).
       by_host[{p.host_name, p.device.value}].push_back(&p);
     }

@@ -134,9 +134,10 @@ std::map<std::string, std::string> ProcfsFiles(const std::vector<ProcessObservat
                (p.visible_devices.empty() ? p.device.value : p.visible_devices);
     environ.push_back('\0');
     files[dir + "cgroup"] = cgroup;
+    const std::string comm = p.comm.empty() ? "python3" : p.comm;
     files[dir + "status"] =
-        fmt::format("Name:\tpython3\nPid:\t{}\nUid:\t{}\t{}\t{}\t{}\n", p.pid, uid, uid, uid, uid);
-    files[dir + "comm"] = "python3\n";
+        fmt::format("Name:\t{}\nPid:\t{}\nUid:\t{}\t{}\t{}\t{}\n", comm, p.pid, uid, uid, uid, uid);
+    files[dir + "comm"] = comm + "\n";
     files[dir + "environ"] = environ;
   }
   std::string passwd = "root:x:0:0:root:/root:/bin/bash\n";
@@ -262,9 +263,9 @@ sources::GpuReading ReadingFor(const NodeSnapshot& snapshot,
     p.consumer.reset();  // the agent resolves PIDs through procfs, the kubelet and CRI
     p.host_name.clear();
     p.visible_devices.clear();
-    // NVML lists an MPS node's processes among the device's MPS clients.
+    // NVML lists an MPS node's processes but the server among the device's MPS clients.
     const PhysicalGpu* gpu = GpuOf(p.device.value, snapshot.gpus, &snapshot.mig_instances);
-    p.mps_client = gpu != nullptr && gpu->sharing == SharingMode::kMps;
+    p.mps_client = gpu != nullptr && gpu->sharing == SharingMode::kMps && !IsMpsServer(p.comm);
     r.processes.push_back(std::move(p));
   }
   return r;

@@ -248,6 +248,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
     entries.clear();
     for (int ai : active) {
       Actor& act = actors[ai];
+      if (!world::OnGpu(actors, active, ai, g)) continue;
       for (std::size_t c = 0; c < act.contexts.size(); ++c)
         if (act.contexts[c].gpu == g) {
           Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}};
@@ -317,8 +318,12 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
         if (!mig && whole > 0) {
           const int percent = ObservePercent(whole, rng);
           busy_acc += percent * len;
-          // MPS: NVML samples only the MPS server's process, which is no actor's.
-          if (!mps) GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent, rng);
+          if (!mps) {
+            GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent, rng);
+          } else {  // MPS: NVML gives every window to the server's process, never to a client
+            for (Entry& e : entries)
+              if (actors[e.actor].mps_server) e.sm_acc[0] += percent * len;
+          }
         }
       }
     }
@@ -343,7 +348,8 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           po.consumer = act.ref;
         }
         po.used_memory_bytes = per_proc;
-        if (!mig && !mps && e.mig < 0) po.sm_busy_us = (e.sm_acc[p] + 50) / 100;
+        if (!mig && e.mig < 0 && (!mps || act.mps_server)) po.sm_busy_us = (e.sm_acc[p] + 50) / 100;
+        if (act.mps_server) po.comm = std::string(kMpsServerComm);
         po.visible_devices = act.visible_devices;
         snap.processes.push_back(std::move(po));
       }
@@ -583,6 +589,7 @@ Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Mic
   for (int g = 0; g < spec.gpus; ++g) {
     for (int ai : active) {
       const Actor& act = w.actors[ai];
+      if (!world::OnGpu(w.actors, active, ai, g)) continue;
       for (const Context& c : act.contexts) {
         if (c.gpu != g) continue;
         Bytes per_proc = static_cast<Bytes>(
@@ -598,6 +605,7 @@ Result<NodeState> StateAt(const Scenario& scenario, const std::string& node, Mic
           }
           po.used_memory_bytes = per_proc;
           po.visible_devices = act.visible_devices;
+          if (act.mps_server) po.comm = std::string(kMpsServerComm);
           out.processes.push_back(std::move(po));
         }
       }

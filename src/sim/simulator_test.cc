@@ -155,7 +155,16 @@ TEST(Simulator, SnapshotsPerModeAndHours) {
       for (auto& g : s.grants) EXPECT_EQ(g.device_id.rfind("MIG-", 0), 0u);
     }
     if (s.node == "mps") {
-      for (auto& p : s.processes) EXPECT_FALSE(p.sm_busy_us.has_value());
+      // NVML samples only the MPS server (the control daemon pod's process), never a client.
+      int servers = 0;
+      for (auto& p : s.processes) {
+        EXPECT_EQ(p.sm_busy_us.has_value(), IsMpsServer(p.comm)) << p.pid;
+        if (!IsMpsServer(p.comm)) continue;
+        ++servers;
+        EXPECT_EQ(p.consumer->namespace_name, "gpu-operator");
+        EXPECT_EQ(p.used_memory_bytes, 66 * kMiB);
+      }
+      EXPECT_EQ(servers, s.processes.empty() ? 0 : 1);
       for (auto& g : s.grants) {
         EXPECT_NE(g.device_id.find("::"), std::string::npos);
         EXPECT_EQ(*g.declared_ppd, kWholeGpu / 4);

@@ -158,7 +158,55 @@ World BuildWorld(const Scenario& sc) {
       actors.push_back(std::move(a));
     }
   }
+  // Each MPS node runs NVIDIA's MPS control daemon as a DaemonSet pod with no GPU request; the
+  // server it starts for the clients (nvidia-cuda-mps-server, 66 MiB on the H200 of
+  // ../shared/data/h200 run1-mps) is that pod's process. Added last, so no other pid moves.
+  static const ComputeProfile kNoCompute;
+  static const EfficiencyProfile kServerEfficiency;
+  static const MemoryProfile kServerMemory{69'206'016, 0, 0};
+  for (std::size_t n = 0; n < sc.nodes.size(); ++n) {
+    const NodeSpec& spec = sc.nodes[n];
+    if (spec.sharing != SharingMode::kMps) continue;
+    Actor a;
+    a.mps_server = true;
+    const std::uint64_t h = HashOf(sc.seed, "mps-control-daemon", spec.name);
+    a.ref = ConsumerRef{"gpu-operator",
+                        fmt::format("nvidia-device-plugin-mps-control-daemon-{:05x}", h & 0xfffff),
+                        PodUid(UuidFromHash(h)), "mps-control-daemon-ctr"};
+    a.node = static_cast<int>(n);
+    a.start = t_begin;
+    a.end = t_begin + sc.duration_us;
+    a.compute = &kNoCompute;
+    a.efficiency = &kServerEfficiency;
+    a.memory = &kServerMemory;
+    std::vector<std::pair<int, int>> ctx;
+    for (int g = 0; g < spec.gpus; ++g) ctx.push_back({g, -1});
+    add_contexts(a, ctx);
+    world.consumers[a.ref] = ConsumerInfo{a.ref,
+                                          "DaemonSet",
+                                          "nvidia-device-plugin-mps-control-daemon",
+                                          {{"app", "nvidia-device-plugin-mps-control-daemon"}},
+                                          {},
+                                          {},
+                                          {}};
+    nodes[n].mps_server = static_cast<int>(actors.size());
+    nodes[n].actors.push_back(static_cast<int>(actors.size()));
+    actors.push_back(std::move(a));
+  }
   return world;
+}
+
+bool OnGpu(const std::vector<Actor>& actors, const std::vector<int>& active, int ai, int g) {
+  auto has_context = [&](int a) {
+    for (const Context& c : actors[a].contexts)
+      if (c.gpu == g) return true;
+    return false;
+  };
+  if (!has_context(ai)) return false;
+  if (!actors[ai].mps_server) return true;
+  for (int other : active)
+    if (other != ai && !actors[other].mps_server && has_context(other)) return true;
+  return false;
 }
 
 }  // namespace gpuledger::sim::world

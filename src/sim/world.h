@@ -50,6 +50,9 @@ struct Actor {
   std::vector<int> grant_gpu;
   std::vector<Context> contexts;
   std::string visible_devices;
+  // The MPS server of an MPS node (a process of the device plugin's MPS control daemon pod, one
+  // context per GPU): on a GPU only while a client is, NVML's per-process samples are all its.
+  bool mps_server = false;
 };
 
 struct NodeWorld {
@@ -59,6 +62,7 @@ struct NodeWorld {
   std::vector<int> mig_slices;
   std::vector<double> period_us;  // NVML sample period per GPU
   std::vector<int> actors;
+  int mps_server = -1;  // the actor of the node's MPS server, -1: none (not an MPS node)
   std::vector<Micros> cuts;
   Power power{};
 };
@@ -72,5 +76,9 @@ struct World {
 };
 
 World BuildWorld(const Scenario& sc);
+
+// Whether an actor has a process on GPU `g`, given the node's active actors: the MPS server only
+// while another actor does, every other actor whenever it is active and has a context there.
+bool OnGpu(const std::vector<Actor>& actors, const std::vector<int>& active, int ai, int g);
 
 }  // namespace gpuledger::sim::world

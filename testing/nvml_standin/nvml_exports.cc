@@ -195,9 +195,9 @@ nvmlReturn_t TakeGpmSample(Node& node, int index, nvmlGpmSample_t sample) {
 
 int IndexOf(Node& node, const Device& d) { return static_cast<int>(&d - node.devices().data()); }
 
-// Per-process utilization exists on whole GPUs that are neither in MIG mode nor MPS clients.
+// Per-process utilization exists on whole GPUs not in MIG mode (on MPS, for the server only).
 bool ProcessUtilizationSupported(Node& node, const Device& d) {
-  return d.mig < 0 && !node.mig_mode() && !node.mps();
+  return d.mig < 0 && !node.mig_mode();
 }
 
 }  // namespace
@@ -480,10 +480,9 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                                  unsigned int* infoCount,
                                                                  nvmlProcessInfo_t* infos) {
-  return DeviceCall("nvmlDeviceGetComputeRunningProcesses_v3", device, [&](Node& node, Device& d) {
-    static const std::vector<ProcMem> kNone;
-    return CopyProcesses(node.mps() ? kNone : d.processes, infoCount, infos);
-  });
+  // On MPS a real driver lists the clients here too, and the server (an H200, run1-mps).
+  return DeviceCall("nvmlDeviceGetComputeRunningProcesses_v3", device,
+                    [&](Node&, Device& d) { return CopyProcesses(d.processes, infoCount, infos); });
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
@@ -492,7 +491,7 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t
   return DeviceCall("nvmlDeviceGetMPSComputeRunningProcesses_v3", device,
                     [&](Node& node, Device& d) {
                       static const std::vector<ProcMem> kNone;
-                      return CopyProcesses(node.mps() ? d.processes : kNone, infoCount, infos);
+                      return CopyProcesses(node.mps() ? d.mps_clients : kNone, infoCount, infos);
                     });
 }
 

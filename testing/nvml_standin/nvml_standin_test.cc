@@ -449,20 +449,32 @@ TEST_F(StandinTest, MigDevices) {
   EXPECT_EQ(Lib().nvmlDeviceGetTotalEnergyConsumption(gpu, &energy), NVML_SUCCESS);
 }
 
+// As a real H200 answered (../shared/data/h200 run1-mps): the client in both process lists,
+// the MPS server in the compute list only, and per-process samples for the server alone.
 TEST_F(StandinTest, MpsClients) {
   Open("mps");
   nvmlDevice_t d = Handle(0);
   EXPECT_EQ(Name(d), "NVIDIA L4");
-  unsigned count = 0;
-  EXPECT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(d, &count, nullptr), NVML_SUCCESS);
-  EXPECT_EQ(count, 0u);
-  nvmlProcessInfo_t info[2];
-  count = 2;
+  const sim::NodeState st = StateNow("mps");
+  ASSERT_EQ(st.processes.size(), 2u);
+  const int client = st.processes.at(0).pid, server = st.processes.at(1).pid;
+  EXPECT_TRUE(IsMpsServer(st.processes.at(1).comm));
+  nvmlProcessInfo_t info[4];
+  unsigned count = 4;
+  ASSERT_EQ(Lib().nvmlDeviceGetComputeRunningProcesses_v3(d, &count, info), NVML_SUCCESS);
+  ASSERT_EQ(count, 2u);
+  EXPECT_EQ(static_cast<int>(info[0].pid), client);
+  EXPECT_EQ(static_cast<int>(info[1].pid), server);
+  EXPECT_EQ(info[1].usedGpuMemory, 66ull * kMiB);
+  count = 4;
   ASSERT_EQ(Lib().nvmlDeviceGetMPSComputeRunningProcesses_v3(d, &count, info), NVML_SUCCESS);
   ASSERT_EQ(count, 1u);
-  EXPECT_EQ(static_cast<int>(info[0].pid), StateNow("mps").processes.at(0).pid);
-  unsigned c = 0;
-  EXPECT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, nullptr, &c, 0), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(static_cast<int>(info[0].pid), client);
+  std::vector<nvmlProcessUtilizationSample_t> samples(64);
+  unsigned c = static_cast<unsigned>(samples.size());
+  ASSERT_EQ(Lib().nvmlDeviceGetProcessUtilization(d, samples.data(), &c, 0), NVML_SUCCESS);
+  ASSERT_GT(c, 0u);
+  for (unsigned i = 0; i < c; ++i) EXPECT_EQ(static_cast<int>(samples[i].pid), server);
   nvmlUtilization_t u{};
   ASSERT_EQ(Lib().nvmlDeviceGetUtilizationRates(d, &u), NVML_SUCCESS);
   EXPECT_NEAR(u.gpu, 40, 5);

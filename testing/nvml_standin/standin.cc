@@ -246,7 +246,10 @@ void Node::AdvanceTo(Micros now_wall_us) {
 void Node::Fold(const NodeSnapshot& s) {
   Micros dt = s.duration_us();
   Micros ts = WallOf(s.end_us);
-  for (Device& d : devices_) d.processes.clear();
+  for (Device& d : devices_) {
+    d.processes.clear();
+    d.mps_clients.clear();
+  }
   for (const DeviceSignals& sig : s.signals) {
     auto it = by_uuid_.find(sig.device);
     if (it == by_uuid_.end()) continue;
@@ -285,7 +288,10 @@ void Node::Fold(const NodeSnapshot& s) {
     d.processes.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
     if (d.mig >= 0)
       devices_[d.gpu].processes.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
-    // NVML samples only processes busy in the period; none on MIG, none for MPS clients.
+    if (mps() && !IsMpsServer(p.comm))
+      d.mps_clients.push_back({pid, p.used_memory_bytes, d.gpu_instance_id});
+    // NVML samples only processes that owned a sample window; none on MIG; on MPS only the
+    // server, whose samples are its clients' kernels (measured on an H200).
     if (d.mig < 0 && p.sm_busy_us && *p.sm_busy_us > 0) {
       d.proc.push_back({ts, pid, Percent(*p.sm_busy_us, dt)});
     }

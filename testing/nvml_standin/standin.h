@@ -94,14 +94,15 @@ struct Device {
   Bytes total_bytes = 0;
   Bytes used_bytes = 0;
   unsigned gpu_instance_id = 0xFFFFFFFFu;
-  int slices = 0;                  // MIG compute slices
-  MilliJoules energy_mj = 0;       // Σ over every interval folded (physical only)
-  MilliWatts power_mw = 0;         // the last interval's mean power
-  std::deque<UtilSample> util;     // physical, not in MIG mode
-  std::deque<UtilSample> power;    // physical
-  std::deque<ProcSample> proc;     // physical, not MIG nor MPS
-  std::vector<ProcMem> processes;  // current; a MIG-mode GPU lists its instances' processes too
-  std::deque<GpmPoint> gpm;        // GPM-capable models: the counters at each interval end
+  int slices = 0;                    // MIG compute slices
+  MilliJoules energy_mj = 0;         // Σ over every interval folded (physical only)
+  MilliWatts power_mw = 0;           // the last interval's mean power
+  std::deque<UtilSample> util;       // physical, not in MIG mode
+  std::deque<UtilSample> power;      // physical
+  std::deque<ProcSample> proc;       // physical, not MIG; on MPS the server's only
+  std::vector<ProcMem> processes;    // current; a MIG-mode GPU lists its instances' processes too
+  std::vector<ProcMem> mps_clients;  // current; MPS nodes: every process but the server
+  std::deque<GpmPoint> gpm;          // GPM-capable models: the counters at each interval end
 };
 
 // The simulated node in wall-clock time. Not thread-safe: the exports hold one mutex.

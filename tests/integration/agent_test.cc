@@ -340,6 +340,9 @@ TEST_F(AgentTest, ACleanNodeHasNoFindings) {
   EXPECT_EQ(m.Sum("gpuledger_findings_total"), 0);
 }
 
+// As on a real H200 (../shared/data/h200 run1-mps): NVML samples only the MPS server, a process
+// of the device plugin's MPS control daemon pod. Its samples are the clients' work: the pod
+// keeps its memory, no compute and no finding; the clients split the device's busy time.
 TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {
   StartNode("mps-node");
   RunFor(3);
@@ -347,8 +350,21 @@ TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {
   ExpectDeviceConserved(m);
   auto info = m.Find("gpuledger_container_attribution_info", {{"pod", "a-0"}});
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->labels.at("compute_source").rfind("estimated:", 0), 0u)
+  EXPECT_EQ(info->labels.at("compute_source").rfind("estimated:mps-", 0), 0u)
       << info->labels.at("compute_source");
+  const std::map<std::string, std::string> server = {{"namespace", "gpu-operator"},
+                                                     {"container", "mps-control-daemon-ctr"}};
+  auto server_info = m.Find("gpuledger_container_attribution_info", server);
+  ASSERT_NE(server_info, nullptr);
+  EXPECT_EQ(server_info->labels.at("compute_source"), "estimated:mps-server");
+  EXPECT_EQ(m.Sum("gpuledger_container_compute_gpu_seconds_total", server), 0);
+  EXPECT_GT(m.Sum("gpuledger_container_memory_byte_seconds_total", server), 0);
+  const double busy = m.Sum("gpuledger_device_busy_seconds_total");
+  const double clients = m.Sum("gpuledger_container_compute_gpu_seconds_total", {{"pod", "a-0"}}) +
+                         m.Sum("gpuledger_container_compute_gpu_seconds_total", {{"pod", "b-0"}});
+  EXPECT_GT(busy, 0);
+  EXPECT_NEAR(clients, busy, 1e-6);
+  EXPECT_EQ(m.Sum("gpuledger_findings_total"), 0);
 }
 
 TEST_F(AgentTest, WithoutNvmlTheAgentServesAndCountsTheError) {
