@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "agent/collector.h"
+#include "model/compute_band.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -222,15 +223,19 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     const std::string compute = SourceLabel(s.compute_quality, s.compute_rule);
     const std::string memory = SourceLabel(s.memory_quality, "");
     const std::string activity = SourceLabel(s.activity_quality, s.activity_rule);
-    std::array<Label, 9> all{l[0],
-                             l[1],
-                             l[2],
-                             l[3],
-                             l[4],
-                             Label{"compute_source", compute},
-                             Label{"memory_source", memory},
-                             Label{"activity_source", activity},
-                             Label{"share_source", s.share_source}};
+    // How far off the compute rule was measured to be on a real GPU (model/compute_band.h).
+    const auto band = MeasuredComputeBandOfRules(s.compute_rule);
+    const std::string compute_band = band ? fmt::format("{:g}", *band) : "unmeasured";
+    std::array<Label, 10> all{l[0],
+                              l[1],
+                              l[2],
+                              l[3],
+                              l[4],
+                              Label{"compute_source", compute},
+                              Label{"compute_error_band", compute_band},
+                              Label{"memory_source", memory},
+                              Label{"activity_source", activity},
+                              Label{"share_source", s.share_source}};
     w.Sample("gpuledger_container_attribution_info", std::span<const Label>(all), 1);
   }
   w.Family("gpuledger_container_compute_share",

@@ -508,9 +508,9 @@ std::string_view ExplainComputeRule(std::string_view rule) {
   if (rule == "mps-server")
     return "the MPS server: its samples are its clients' kernels, booked to them, none to it";
   if (rule == "process-samples")
-    return "time-sliced consumers: the device's busy time by NVML's per-process samples, which "
-           "are sparse on real GPUs (up to 81% off on an H200, docs/attribution.md; the "
-           "simulator's are dense, so it looks closer here than it is)";
+    return "time-sliced consumers: the device's busy time by NVML's per-process samples, each "
+           "giving a whole sample window to one process (up to 81% off on an H200 for loads in "
+           "step with the windows; steady loads over hours average out; docs/attribution.md)";
   if (rule == "allocation-share")
     return "several consumers without per-process samples: the device's busy time by allocation";
   if (rule == "no-signal") return "no busy signal and no samples: the grant alone";

@@ -16,6 +16,7 @@
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
+#include "model/compute_band.h"
 #include "server/serve_ledger.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
@@ -283,6 +284,13 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       "  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
       "once per device-hour, < 1 µs each)\n",
       alloc_exact, total, max_alloc_diff);
+  // What the estimates above mean for the cost policies, from the bands a real GPU showed.
+  out << fmt::format(
+      "  cost policies: allocation and memory are exact on real GPUs; compute (and hybrid's "
+      "compute part) is an estimate on shared GPUs, up to {:.0f}% off per container "
+      "time-sliced and {:.0f}% under MPS on an H200 (docs/attribution.md)\n",
+      100 * MeasuredComputeBand("process-samples").value_or(0),
+      100 * MeasuredComputeBand("mps-thread-share").value_or(0));
 
   // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
   guardrails::FindingsQuery all_findings;

@@ -220,6 +220,8 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
     ASSERT_NE(info, nullptr);
     // Three consumers split by per-process samples: an estimate (docs/attribution.md).
     EXPECT_EQ(info->labels.at("compute_source"), "estimated:process-samples");
+    // The worst error of that split on a real H200 (docs/attribution.md).
+    EXPECT_EQ(info->labels.at("compute_error_band"), "0.81");
     EXPECT_EQ(info->labels.at("namespace"), "ml");
     EXPECT_FALSE(info->labels.at("pod_uid").empty());
   }
@@ -357,6 +359,8 @@ TEST_F(AgentTest, MpsClientsAreSplitByThreadShare) {
   auto server_info = m.Find("gpuledger_container_attribution_info", server);
   ASSERT_NE(server_info, nullptr);
   EXPECT_EQ(server_info->labels.at("compute_source"), "estimated:mps-server");
+  EXPECT_EQ(server_info->labels.at("compute_error_band"), "0");
+  EXPECT_EQ(info->labels.at("compute_error_band"), "0.6");
   EXPECT_EQ(m.Sum("gpuledger_container_compute_gpu_seconds_total", server), 0);
   EXPECT_GT(m.Sum("gpuledger_container_memory_byte_seconds_total", server), 0);
   const double busy = m.Sum("gpuledger_device_busy_seconds_total");
