@@ -215,8 +215,8 @@ class GpuAttributor {
       for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(w->sm_weight));
       rule = "process-samples";
       // One consumer takes all of the measured busy time whatever its samples say; several
-      // share it by NVML's sparse per-process samples, an estimate (docs/attribution.md: up to
-      // 81% off on a real H200).
+      // share it by NVML's per-process samples, an estimate (docs/attribution.md: 9% to 111% off
+      // at worst per run on a real H200).
       quality = present.size() > 1 ? Quality::kEstimated : Quality::kMeasured;
     } else if (present.size() == 1) {
       weights.push_back(1);
@@ -509,8 +509,8 @@ std::string_view ExplainComputeRule(std::string_view rule) {
     return "the MPS server: its samples are its clients' kernels, booked to them, none to it";
   if (rule == "process-samples")
     return "time-sliced consumers: the device's busy time by NVML's per-process samples, each "
-           "giving a whole sample window to one process (up to 81% off on an H200 for loads in "
-           "step with the windows; steady loads over hours average out; docs/attribution.md)";
+           "giving a whole sample window to one process (up to 111% off on an H200 for loads "
+           "in step with the windows; steady loads over hours average out; docs/attribution.md)";
   if (rule == "allocation-share")
     return "several consumers without per-process samples: the device's busy time by allocation";
   if (rule == "no-signal") return "no busy signal and no samples: the grant alone";

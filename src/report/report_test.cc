@@ -274,7 +274,7 @@ TEST(Report, RowsCarryTheMeasuredErrorBandOfTheirComputeRules) {
   std::map<std::string, nlohmann::json> band;
   for (const auto& row : j["rows"]) band[row["key"]] = row["compute_error_band"];
   EXPECT_DOUBLE_EQ(band["ml/alone"].get<double>(), 0.003);
-  EXPECT_DOUBLE_EQ(band["ml/shared"].get<double>(), 0.81);
+  EXPECT_DOUBLE_EQ(band["ml/shared"].get<double>(), 1.11);
   EXPECT_TRUE(band["ml/mig"].is_null());
 }
 

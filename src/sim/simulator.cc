@@ -78,15 +78,18 @@ struct Entry {
 constexpr Micros kInstantUs = 1000;
 
 // NVML's per-process samples on a time-sliced GPU, as a real H200 gave them (docs/attribution.md,
-// "What NVML can and cannot tell"): each of the device's sample windows goes whole to one process,
-// carrying the device's value for the window, and that process is the one holding the GPU when
-// the window closes (the last one to run when nobody runs then). A sub-window of one sample
-// period draws it from the demand at that instant, so a periodic load aliases against the
-// windows as run 2's did; a longer sub-window (long steps) draws the owners of its windows from
-// its mean demand. `percent` is the device's
-// observed value for the sub-window [sa, sb).
+// "What NVML can and cannot tell"), and the agent's split of them: each of the device's sample
+// windows goes whole to one process, carrying the device's value for the window, and that
+// process is the one holding the GPU when the window closes (the last one to run when nobody
+// runs then). The agent shares a window between the processes sampled within 100 ms of it (its
+// owner and the previous window's, sources/nvml/presence_split.h) by their values. A sub-window
+// of one sample period draws its owner from the demand at that instant, so a periodic load
+// aliases against the windows as run 2's did; a longer sub-window (long steps) draws the owners
+// of its windows from its mean demand and gives each its windows. `percent` is the device's
+// observed value for the sub-window [sa, sb); `last` the previous window's owner.
 void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
-                         Micros sb, double period_us, int percent, std::mt19937_64& rng) {
+                         Micros sb, double period_us, int percent, world::WindowOwner& last,
+                         std::mt19937_64& rng) {
   const Micros len = sb - sa;
   const auto windows =
       std::max<std::int64_t>(1, std::llround(static_cast<double>(len) / std::max(period_us, 1.0)));
@@ -109,7 +112,31 @@ void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& 
       total += weight[i];
     }
   }
-  if (total <= 0) return;
+  if (total <= 0) {
+    last = {};
+    return;
+  }
+  if (windows == 1) {
+    std::size_t i = std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng);
+    auto& acc = entries[i].sm_acc;
+    const auto q = std::uniform_int_distribution<std::size_t>(0, acc.size() - 1)(rng);
+    const std::int64_t busy = static_cast<std::int64_t>(percent) * len;  // percent-µs
+    // The previous window's owner, if still on the GPU, shares this one by the values.
+    std::int64_t* previous = nullptr;
+    for (Entry& e : entries)
+      if (e.actor == last.actor && last.process < static_cast<int>(e.sm_acc.size()))
+        previous = &e.sm_acc[static_cast<std::size_t>(last.process)];
+    if (previous == nullptr || previous == &acc[q] || last.percent <= 0) {
+      acc[q] += busy;
+    } else {
+      const std::int64_t theirs = busy * last.percent / (last.percent + percent);
+      *previous += theirs;
+      acc[q] += busy - theirs;
+    }
+    last = {entries[i].actor, static_cast<int>(q), percent};
+    return;
+  }
+  last = {};
   // The windows' owners, multinomially: each entry's count given the ones before it, then
   // evenly among the entry's processes the same way.
   std::int64_t left = windows;
@@ -259,6 +286,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
     std::int64_t busy_acc = 0;                          // percent x µs, physical GPU
     std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
     double activity = 0;                                // Σ busy fraction x µs (energy)
+    if (entries.empty()) ns.last_owner[static_cast<std::size_t>(g)] = {};
     if (!entries.empty()) {
       int k = static_cast<int>(
           std::min<double>(kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
@@ -315,11 +343,13 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
         }
         phys_busy = std::min(1.0, phys_busy);
         activity += phys_busy * static_cast<double>(len);
+        if (!mig && whole <= 0) ns.last_owner[static_cast<std::size_t>(g)] = {};
         if (!mig && whole > 0) {
           const int percent = ObservePercent(whole, rng);
           busy_acc += percent * len;
           if (!mps) {
-            GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent, rng);
+            GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent,
+                                ns.last_owner[static_cast<std::size_t>(g)], rng);
           } else {  // MPS: NVML gives every window to the server's process, never to a client
             for (Entry& e : entries)
               if (actors[e.actor].mps_server) e.sm_acc[0] += percent * len;
@@ -442,9 +472,10 @@ void Simulator::Run(const std::function<void(const NodeSnapshot&)>& sink) {
   auto& nodes = w.nodes;
   auto& actors = w.actors;
   std::vector<std::mt19937_64> rngs, activity_rngs;
-  for (const NodeWorld& ns : nodes) {
+  for (NodeWorld& ns : nodes) {
     rngs.push_back(NodeRng(scenario_, *ns.spec));
     activity_rngs.push_back(ActivityRng(scenario_, *ns.spec));
+    std::fill(ns.last_owner.begin(), ns.last_owner.end(), world::WindowOwner{});
   }
   std::vector<std::size_t> next(nodes.size(), 1);
   const auto& cuts = impl_->cuts;

@@ -43,6 +43,7 @@ World BuildWorld(const Scenario& sc) {
       ns.period_us.push_back(spec.gpu_model.starts_with("H200")
                                  ? 200'000.0
                                  : 1e6 / 6 + static_cast<double>(h >> 11) * 0x1.0p-53 * (5e6 / 6));
+      ns.last_owner.emplace_back();
       for (std::size_t m = 0; m < spec.mig_layout.size(); ++m) {
         MigInstance mi;
         mi.uuid = GpuUuid("MIG-" + UuidFromHash(HashOf(sc.seed, "mig", spec.name, g, m)));

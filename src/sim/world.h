@@ -55,12 +55,20 @@ struct Actor {
   bool mps_server = false;
 };
 
+// The process NVML gave a GPU's latest sample window to, and the window's value.
+struct WindowOwner {
+  int actor = -1;  // -1: none (the window went to nobody, or several windows were drawn at once)
+  int process = 0;
+  int percent = 0;
+};
+
 struct NodeWorld {
   const NodeSpec* spec = nullptr;
   std::vector<PhysicalGpu> gpus;
   std::vector<MigInstance> migs;  // gpu-major: gpu * layout + m
   std::vector<int> mig_slices;
-  std::vector<double> period_us;  // NVML sample period per GPU
+  std::vector<double> period_us;        // NVML sample period per GPU
+  std::vector<WindowOwner> last_owner;  // per GPU, as the simulation runs (reset by each Run)
   std::vector<int> actors;
   int mps_server = -1;  // the actor of the node's MPS server, -1: none (not an MPS node)
   std::vector<Micros> cuts;

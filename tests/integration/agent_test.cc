@@ -221,7 +221,7 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
     // Three consumers split by per-process samples: an estimate (docs/attribution.md).
     EXPECT_EQ(info->labels.at("compute_source"), "estimated:process-samples");
     // The worst error of that split on a real H200 (docs/attribution.md).
-    EXPECT_EQ(info->labels.at("compute_error_band"), "0.81");
+    EXPECT_EQ(info->labels.at("compute_error_band"), "1.11");
     EXPECT_EQ(info->labels.at("namespace"), "ml");
     EXPECT_FALSE(info->labels.at("pod_uid").empty());
   }

@@ -270,41 +270,34 @@ TEST(H200Replay, TimeSlicedCountedRun) {
   for (const auto& [c, f] : o.consumers) compute_total += f.compute_s;
   EXPECT_LE(compute_total, o.device_busy_s + 1e-6);
 
-  // Per-process samples under time-slicing (today's estimate, from NVML's sparse per-process
-  // samples): within these bands. The real agent of the run, reading NVML at another phase of
-  // its one-second cycle, got +99.5%, -13.4% and -42.3%: the estimate moves with the phase.
-  EXPECT_NEAR(errors.at("user:61000"), +48.4, 5);
-  EXPECT_NEAR(errors.at("user:61001"), +0.4, 5);
-  EXPECT_NEAR(errors.at("user:61002"), -24.9, 5);
+  // The device's 200 ms windows split among the processes NVML sampled within 100 ms of each
+  // (presence_split.h): these errors. Weighting each sample by its own period, as the agent did
+  // before, gave +48.4%, +0.4% and -24.9% on this replay (the real agent of the run, reading
+  // NVML at another phase of its one-second cycle, +99.5%, -13.4% and -42.3%).
+  EXPECT_NEAR(errors.at("user:61000"), +0.5, 3);
+  EXPECT_NEAR(errors.at("user:61001"), +8.2, 3);
+  EXPECT_NEAR(errors.at("user:61002"), -5.2, 3);
 }
 
 TEST(H200Replay, TimeSlicedRunWithChurn) {
   if (!HaveCaptures()) GTEST_SKIP() << "no H200 captures under " << test_paths::kSharedData;
   const CapturedRun run = Run1TimeSlice();
   const Outcome o = Replay(run);
-  Table(run, o);
+  const auto errors = Table(run, o);
   EXPECT_EQ(o.shown_memory, o.captured_memory);
   // The README's device busy time for this run: 33.7 s.
   EXPECT_NEAR(o.device_busy_s, 33.7, 0.1);
-  // The replay is the hardware: the agent that ran beside the probe on the real H200 (its final
-  // /metrics, metrics-end.txt) attributed within 2% (0.15 GPU-s for the small ones) of what the
-  // replay attributes, for every worker, short-lived ones too.
-  auto real =
-      prometheus::ParseExposition(*ReadFile((RunDir(run.folder) / "metrics-end.txt").string()));
-  ASSERT_TRUE(real.ok()) << real.error().message;
-  std::map<std::string, double> real_compute;
-  for (const auto& sample : real->samples) {
-    if (sample.name != "gpuledger_container_compute_gpu_seconds_total") continue;
-    for (const auto& [k, v] : sample.labels)
-      if (k == "pod") real_compute[v] += sample.value;
-  }
+  // The worst capture for the presence split (docs/attribution.md), against the workers'
+  // CUDA-event time. The agent that ran beside the probe on the real H200 weighted each sample by
+  // its own period (its final /metrics, metrics-end.txt): -23%, -25% and +21% for the three
+  // workers; this replay matched it within 2% before the split changed (git history).
   for (const auto& [consumer, truth] : run.truth_s) {
     ASSERT_TRUE(o.consumers.contains(consumer)) << consumer;
     EXPECT_GT(o.consumers.at(consumer).memory_kib_s, 0) << consumer;
-    EXPECT_NEAR(o.consumers.at(consumer).compute_s, real_compute[consumer],
-                std::max(0.15, 0.02 * real_compute[consumer]))
-        << consumer;
   }
+  EXPECT_NEAR(errors.at("user:61000"), +74.8, 5);
+  EXPECT_NEAR(errors.at("user:61001"), +21.4, 5);
+  EXPECT_NEAR(errors.at("user:61002"), -35.0, 5);
 }
 
 TEST(H200Replay, MpsServerSamplesGoToTheClients) {

@@ -36,6 +36,7 @@ Result<GpuReading> NvmlGpuSource::Read() {
     for (auto& d : w.next.devices) {
       ShiftCursor(d.util_cursor, w.step.step_us);
       ShiftCursor(d.process_cursor, w.step.step_us);
+      ShiftPresence(d.presence, w.step.step_us);
     }
   }
 
@@ -240,7 +241,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
       PlaceSamples(*samples, d.util_cursor, w.step);
       const bool any = !samples->empty();
       auto integral =
-          IntegrateSamples(std::move(*samples), d.util_cursor, w.previous_read_us, w.max_period_us);
+          IntegrateSamples(*samples, d.util_cursor, w.previous_read_us, w.max_period_us);
       if (any || d.util_samples_seen) {
         busy = PercentMicrosToMicros(integral[0], w.interval_us);
       }
@@ -259,12 +260,20 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
       }
     }
 
-    // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp.
+    // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp:
+    // the device's windows split by presence where NVML gives device samples (presence_split.h),
+    // else each sample x its period.
     std::optional<std::map<unsigned, std::int64_t>> per_pid;
     if (auto process_samples = ReadProcessSamples(w, d)) {
       PlaceSamples(*process_samples, d.process_cursor, w.step);
-      per_pid = IntegrateSamples(std::move(*process_samples), d.process_cursor, w.previous_read_us,
-                                 w.max_period_us);
+      auto by_period =
+          IntegrateSamples(*process_samples, d.process_cursor, w.previous_read_us, w.max_period_us);
+      if (samples) {
+        per_pid = SplitByPresence(d.presence, std::move(*samples), std::move(*process_samples),
+                                  w.previous_read_us, w.max_period_us);
+      } else {
+        per_pid = std::move(by_period);
+      }
     }
     std::vector<ProcessEntry> entries;
     ListProcesses(w, d, handle, d.uuid, false, entries);

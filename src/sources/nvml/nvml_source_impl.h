@@ -15,6 +15,7 @@
 
 #include "sources/nvml/nvml_decode.h"
 #include "sources/nvml/nvml_source.h"
+#include "sources/nvml/presence_split.h"
 #include "sources/nvml/sample_stream.h"
 #include "sources/nvml/watchdog.h"
 
@@ -65,6 +66,7 @@ struct DeviceState {
   SampleCursor util_cursor;                     // nvmlDeviceGetSamples(GPU_UTILIZATION)
   bool util_samples_seen = false;
   SampleCursor process_cursor;       // per-process utilization
+  PresenceState presence;            // the device's windows split by per-process presence
   bool legacy_process_util = false;  // nvmlDeviceGetProcessUtilization instead
   unsigned sample_capacity = 128;
   unsigned process_sample_capacity = 32;

@@ -464,8 +464,10 @@ TEST_F(NvmlSourceTest, IntegratesSamplesExactlyAndPassesLastSeenTimeStamp) {
   now_ = kT0 + 2 * kSecond;
   r = ReadOk();
   EXPECT_EQ(FindSignal(r, "GPU-aaaa")->busy_us, 600'000);
-  EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, 0);
-  EXPECT_EQ(FindProcess(r, 43)->sm_busy_us, 600'000);
+  // Each window goes to the processes sampled within 100 ms of it (presence_split.h): the first
+  // one, 60% x 1/6 s, to 43 (60%, at its end) and 42 (30%, at its start) by 2:1.
+  EXPECT_EQ(FindProcess(r, 42)->sm_busy_us, 33'333);
+  EXPECT_EQ(FindProcess(r, 43)->sm_busy_us, 566'667);
   ASSERT_EQ(d.proc_last_seen.size(), 3u);
   EXPECT_EQ(d.proc_last_seen[0], 0u);
   EXPECT_EQ(d.proc_last_seen[1], 0u);  // nothing seen during the baseline

@@ -6,15 +6,6 @@
 #include <utility>
 
 namespace gpuledger::nvml {
-namespace {
-
-// A timestamp moved by `by` µs, floored at 0 (a timeline before the epoch has no samples).
-unsigned long long Moved(unsigned long long ts, Micros by) {
-  const Micros moved = static_cast<Micros>(ts) + by;
-  return moved > 0 ? static_cast<unsigned long long>(moved) : 0;
-}
-
-}  // namespace
 
 std::map<unsigned, std::int64_t> IntegrateSamples(std::vector<UtilSample> samples,
                                                   SampleCursor& cursor, Micros previous_read_us,
@@ -48,16 +39,16 @@ std::map<unsigned, std::int64_t> IntegrateSamples(std::vector<UtilSample> sample
 void ShiftCursor(SampleCursor& cursor, Micros step_us) {
   // last_seen_ts stays non-zero: 0 would mean "nothing seen yet" (ask NVML for everything).
   if (cursor.last_seen_ts != 0) {
-    cursor.last_seen_ts = std::max(1ull, Moved(cursor.last_seen_ts, step_us));
+    cursor.last_seen_ts = std::max(1ull, MovedTimestamp(cursor.last_seen_ts, step_us));
   }
   if (cursor.previous_sample_ts) {
-    cursor.previous_sample_ts = Moved(*cursor.previous_sample_ts, step_us);
+    cursor.previous_sample_ts = MovedTimestamp(*cursor.previous_sample_ts, step_us);
   }
 }
 
 unsigned long long QueryTimestamp(const SampleCursor& shifted, const WallStep& step) {
   if (shifted.last_seen_ts == 0 || step.step_us <= 0) return shifted.last_seen_ts;
-  return Moved(shifted.last_seen_ts, -step.step_us);
+  return MovedTimestamp(shifted.last_seen_ts, -step.step_us);
 }
 
 void PlaceSamples(std::vector<UtilSample>& samples, SampleCursor& cursor, const WallStep& step) {
@@ -81,7 +72,7 @@ void PlaceSamples(std::vector<UtilSample>& samples, SampleCursor& cursor, const 
     if (!current) {
       // Across a step, one taken before it and not counted yet moves with the clock.
       if (step.step_us == 0 || ts <= old_last_seen || ts > step.read_us - step.step_us) continue;
-      s.ts = Moved(s.ts, step.step_us);
+      s.ts = MovedTimestamp(s.ts, step.step_us);
     }
     raw.push_back(static_cast<unsigned long long>(ts));  // NVML's own, before any move
     placed.push_back(s);

@@ -20,6 +20,12 @@ inline Micros Clamp(Micros v, Micros hi) {
   return std::clamp<Micros>(v, 0, std::max<Micros>(hi, 0));
 }
 
+// A timestamp moved by `by` µs, floored at 0 (a timeline before the epoch has no samples).
+inline unsigned long long MovedTimestamp(unsigned long long ts, Micros by) {
+  const Micros moved = static_cast<Micros>(ts) + by;
+  return moved > 0 ? static_cast<unsigned long long>(moved) : 0;
+}
+
 // Percent-µs (what IntegrateSamples returns) to µs, rounded half up, clamped to the interval.
 inline GpuMicros PercentMicrosToMicros(std::int64_t percent_us, Micros interval_us) {
   return Clamp((percent_us + 50) / 100, interval_us);
