@@ -237,7 +237,9 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
   if (scrape)
     source = ScrapeSourceFromFlags(o, err, rc);
   else if (files)
-    source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err);
+    // A snapshot may be stamped by a clock up to an hour ahead of this one, not more.
+    source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err,
+                                     WallNowUs() + kMicrosPerHour);
   else
     source = PrometheusSourceFromFlags(o, path, stop, err, rc);
   if (!source) return rc;

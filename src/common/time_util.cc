@@ -115,6 +115,12 @@ Result<Micros> ParseInstant(std::string_view text) {
   return ParseRfc3339(text);
 }
 
+Result<Micros> InstantFromUnixMillis(std::int64_t ms) {
+  if (ms < 0 || ms >= kMaxInstantUs / 1000)
+    return InvalidArgument(fmt::format("{} ms is outside 1970-01-01 .. 9999-12-31", ms));
+  return ms * 1000;
+}
+
 std::string FormatRfc3339(Micros t) {
   std::time_t seconds = static_cast<std::time_t>(t / kMicrosPerSecond);
   if (t < 0 && t % kMicrosPerSecond != 0) --seconds;

@@ -19,6 +19,9 @@ inline constexpr Micros kMaxInstantUs = 253'402'300'800LL * kMicrosPerSecond;  /
 Result<Micros> ParseRfc3339(std::string_view text);  // "2026-11-23T00:00:00Z", offsets ok
 // Unix seconds ("1764633600") or RFC 3339: the instants OpenCost's API windows use.
 Result<Micros> ParseInstant(std::string_view text);
+// Unix milliseconds (exposition timestamps, snapshot file names) to µs, refused outside
+// 1970-01-01 .. 9999-12-31 like every other instant.
+Result<Micros> InstantFromUnixMillis(std::int64_t ms);
 std::string FormatRfc3339(Micros t);                  // always UTC, "Z", whole seconds
 Result<Micros> ParseDuration(std::string_view text);  // units us ms s m h d; bare = seconds
 Result<Bytes> ParseBytes(std::string_view text);      // B KB MB GB KiB MiB GiB TiB; bare = B

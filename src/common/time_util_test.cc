@@ -34,6 +34,15 @@ TEST(ParseDuration, Units) {
 // What comes from a user, a file or the wire is range-checked where it becomes µs, so that no
 // sum or difference of instants and durations can wrap (issue 29: a window of
 // -9223372036854,9223372036854 unix seconds wrapped its own length and exhausted the host).
+TEST(InstantFromUnixMillis, WithinTheCalendarOnly) {
+  EXPECT_EQ(*InstantFromUnixMillis(0), 0);
+  EXPECT_EQ(*InstantFromUnixMillis(1795392000123), 1795392000123000);
+  EXPECT_EQ(*InstantFromUnixMillis(kMaxInstantUs / 1000 - 1), kMaxInstantUs - 1000);
+  EXPECT_EQ(InstantFromUnixMillis(-1).error().message, "-1 ms is outside 1970-01-01 .. 9999-12-31");
+  EXPECT_FALSE(InstantFromUnixMillis(kMaxInstantUs / 1000).ok());
+  EXPECT_FALSE(InstantFromUnixMillis(INT64_MAX).ok());  // would wrap as µs
+}
+
 TEST(ParseInstant, UnixSecondsOrRfc3339WithinTheCalendar) {
   EXPECT_EQ(*ParseInstant("0"), 0);
   EXPECT_EQ(*ParseInstant("1795392000"), 1795392000LL * kMicrosPerSecond);

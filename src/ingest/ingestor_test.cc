@@ -217,7 +217,7 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
   std::ostringstream progress;
-  auto stats = ReplayFiles(snaps.string(), ingestor, &progress, 50);
+  auto stats = ReplayFiles(snaps.string(), ingestor, {.progress = &progress, .commit_every = 50});
   ASSERT_TRUE(stats.ok()) << stats.error().message;
   EXPECT_EQ(stats->files, 241);
   EXPECT_NE(progress.str().find("replayed 241/241 files"), std::string::npos) << progress.str();
@@ -421,7 +421,7 @@ TEST(ReplayFiles, AGzipBombFileFailsNamingTheFile) {
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
-  auto r = ReplayFiles(snaps.string(), ingestor, nullptr, 500, 1 << 20);
+  auto r = ReplayFiles(snaps.string(), ingestor, {.max_bytes = 1 << 20});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find(bomb.string() +
                                    ": gunzip: the stream expands past the limit of 1048576 bytes"),

@@ -24,8 +24,11 @@ struct SnapshotFile {
   bool gzip = false;
 };
 
-// "<instance>@<unix-ms>.prom" or ".prom.gz".
-std::optional<SnapshotFile> ParseSnapshotName(const std::filesystem::path& p) {
+// "<instance>@<unix-ms>.prom" or ".prom.gz": nullopt for another name; an error for a snapshot
+// name whose time is not a plausible instant (not_after_us: see ReplayOptions).
+Result<std::optional<SnapshotFile>> ParseSnapshotName(const std::filesystem::path& p,
+                                                      Micros not_after_us) {
+  const std::optional<SnapshotFile> not_a_snapshot;
   std::string name = p.filename().string();
   SnapshotFile f;
   f.path = p.string();
@@ -35,31 +38,46 @@ std::optional<SnapshotFile> ParseSnapshotName(const std::filesystem::path& p) {
   } else if (name.ends_with(".prom")) {
     name.resize(name.size() - 5);
   } else {
-    return std::nullopt;
+    return not_a_snapshot;
   }
   const auto at = name.rfind('@');
-  if (at == std::string::npos || at == 0) return std::nullopt;
+  if (at == std::string::npos || at == 0) return not_a_snapshot;
   std::int64_t ms = 0;
   const char* b = name.data() + at + 1;
   const char* e = name.data() + name.size();
+  if (b == e || (*b != '-' && (*b < '0' || *b > '9'))) return not_a_snapshot;
   auto [end, ec] = std::from_chars(b, e, ms);
-  if (ec != std::errc() || end != e || b == e) return std::nullopt;
+  if (end != e && ec != std::errc::result_out_of_range) return not_a_snapshot;
+  Result<Micros> at_us = ec == std::errc() ? InstantFromUnixMillis(ms)
+                                           : InvalidArgument("beyond 64 bits of milliseconds");
+  if (!at_us)
+    return InvalidArgument(
+        fmt::format("{}: the time in its name: {}", f.path, at_us.error().message));
+  if (*at_us > not_after_us)
+    return InvalidArgument(fmt::format(
+        "{}: stamped {}, after the replay started ({}): a snapshot cannot come from the future",
+        f.path, FormatRfc3339(*at_us), FormatRfc3339(not_after_us)));
   f.instance = name.substr(0, at);
-  f.at_us = ms * 1000;
-  return f;
+  f.at_us = *at_us;
+  return std::optional<SnapshotFile>(std::move(f));
 }
 
 }  // namespace
 
-Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor, std::ostream* progress,
-                                int commit_every, std::size_t max_bytes) {
+Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
+                                const ReplayOptions& options) {
+  std::ostream* const progress = options.progress;
+  const int commit_every = options.commit_every;
+  const std::size_t max_bytes = options.max_bytes;
   std::error_code ec;
   std::vector<SnapshotFile> files;
   std::int64_t skipped = 0;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file()) continue;
-    if (auto f = ParseSnapshotName(it->path()))
-      files.push_back(std::move(*f));
+    auto f = ParseSnapshotName(it->path(), options.not_after_us);
+    if (!f) return f.error();
+    if (*f)
+      files.push_back(std::move(**f));
     else
       ++skipped;
   }

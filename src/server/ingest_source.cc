@@ -60,15 +60,20 @@ class ScrapeSource final : public IngestSource {
 
 class FilesSource final : public IngestSource {
  public:
-  FilesSource(std::string dir, std::string ledger_display, std::ostream* progress)
-      : dir_(std::move(dir)), ledger_display_(std::move(ledger_display)), progress_(progress) {}
+  FilesSource(std::string dir, std::string ledger_display, std::ostream* progress,
+              Micros not_after_us)
+      : dir_(std::move(dir)),
+        ledger_display_(std::move(ledger_display)),
+        progress_(progress),
+        not_after_us_(not_after_us) {}
 
   // A replay only knows its files: every agent's first snapshot is a baseline.
   Result<Micros> ObservingSince(store::LedgerStore&) override { return INT64_MAX; }
 
   Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
                               const std::atomic<bool>&) override {
-    auto replayed = ingest::ReplayFiles(dir_, ingestor, progress_);
+    auto replayed =
+        ingest::ReplayFiles(dir_, ingestor, {.progress = progress_, .not_after_us = not_after_us_});
     if (!replayed) return replayed.error();
     return fmt::format("replayed {} snapshot files ({} samples) into {}: {} device-hours written",
                        replayed->files, replayed->samples, ledger_display_,
@@ -83,6 +88,7 @@ class FilesSource final : public IngestSource {
   std::string dir_;
   std::string ledger_display_;
   std::ostream* progress_;
+  Micros not_after_us_;
 };
 
 // A stored Prometheus cursor: decimal µs since the epoch, after 2000-01-01.
@@ -215,8 +221,9 @@ std::unique_ptr<IngestSource> MakeScrapeSource(ScrapeSourceConfig config) {
 }
 
 std::unique_ptr<IngestSource> MakeFilesSource(std::string dir, std::string ledger_display,
-                                              std::ostream* progress) {
-  return std::make_unique<FilesSource>(std::move(dir), std::move(ledger_display), progress);
+                                              std::ostream* progress, Micros not_after_us) {
+  return std::make_unique<FilesSource>(std::move(dir), std::move(ledger_display), progress,
+                                       not_after_us);
 }
 
 std::unique_ptr<IngestSource> MakePrometheusSource(PrometheusSourceConfig config) {

@@ -129,6 +129,14 @@ TEST(ServerE2e, RefusesHostileRequestsAndASecondListenerOnItsPort) {
   fs::remove_all(dir);
 }
 
+// `server --source files=DIR/snapshots --backfill-only` into DIR/l.db: its output and exit code.
+std::string ReplaySnapshots(const fs::path& dir, int* code) {
+  return RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                        " server --source files=" + (dir / "snapshots").string() +
+                        " --ledger sqlite:" + (dir / "l.db").string() + " --backfill-only 2>&1",
+                    code);
+}
+
 // Issue 29: an exposition whose label was not UTF-8 was ingested, and the server aborted when it
 // saved its state (nlohmann type_error 316). It is now refused where it is parsed, naming the
 // file, line and label; the ledger is untouched and the process exits 2, not 134.
@@ -143,15 +151,40 @@ TEST(ServerE2e, AnInvalidUtf8LabelIsRefusedNamingFileAndLine) {
                         "pod=\"a\xff\",pod_uid=\"\",container=\"c\",gpu_uuid=\"GPU-1\"} 1\n")
                   .ok());
   int code = 0;
-  const std::string out =
-      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
-                     " server --source files=" + (dir / "snapshots").string() +
-                     " --ledger sqlite:" + (dir / "l.db").string() + " --backfill-only 2>&1",
-                 &code);
+  const std::string out = ReplaySnapshots(dir, &code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("10.0.0.1:9400@1764633600000.prom"), std::string::npos) << out;
   EXPECT_NE(out.find("line 2: invalid UTF-8 in the value of label 'pod'"), std::string::npos)
       << out;
+  fs::remove_all(dir);
+}
+
+// Issue 29: snapshot names stamped in 2100, before 1970 or past 64 bits of milliseconds wrote
+// every hour up to the stamp (millions of device-hours) or aborted. Each is now refused before
+// anything is read, naming the file and why, exit 2.
+TEST(ServerE2e, ASnapshotStampedInTheFutureOrBefore1970IsRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-srv-stamps-" + std::to_string(::getpid()));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"n1:9400@4102444800000.prom", "stamped 2100-01-01T00:00:00Z, after the replay started"},
+      {"n1:9400@-5000.prom", "-5000 ms is outside 1970-01-01 .. 9999-12-31"},
+      {"n1:9400@99999999999999999999.prom", "beyond 64 bits of milliseconds"},
+      {"n1:9400@253402300800000.prom", "253402300800000 ms is outside 1970-01-01 .. 9999-12-31"}};
+  for (const auto& [name, why] : cases) {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "snapshots");
+    const std::string metric =
+        "# TYPE gpuledger_device_metered_seconds_total counter\n"
+        "gpuledger_device_metered_seconds_total{gpu_uuid=\"GPU-1\",node=\"n1\"} 1\n";
+    ASSERT_TRUE(
+        WriteFile((dir / "snapshots" / "n1:9400@1764633600000.prom").string(), metric).ok());
+    ASSERT_TRUE(WriteFile((dir / "snapshots" / name).string(), metric).ok());
+    int code = 0;
+    const std::string out = ReplaySnapshots(dir, &code);
+    EXPECT_EQ(code, 2) << name << ": " << out;
+    EXPECT_NE(out.find(name + ": "), std::string::npos) << out;
+    EXPECT_NE(out.find(why), std::string::npos) << out;
+  }
   fs::remove_all(dir);
 }
 
