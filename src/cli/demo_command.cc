@@ -41,14 +41,17 @@ Result<Inputs> ParseInputs(const DemoOptions& o) {
   auto scenario = o.scenario.empty()
                       ? sim::ParseScenario(sim::ExampleScenarioYaml(), "<built-in demo>")
                       : sim::LoadScenarioFile(o.scenario);
-  if (!scenario) return scenario.error();
+  // A scenario file that cannot be read is the user's argument that is wrong: exit 2.
+  if (!scenario) return InvalidArgument(scenario.error().message);
   in.scenario = std::move(*scenario);
   if (!o.hours.empty()) {
     auto hours = ParseDuration(
         o.hours.find_first_not_of("0123456789.") == std::string::npos ? o.hours + "h" : o.hours);
-    if (!hours || *hours <= 0)
+    if (!hours || *hours <= 0 || *hours > sim::kMaxScenarioUs ||
+        in.scenario.start_us + *hours > kMaxInstantUs)
       return InvalidArgument(
-          fmt::format("--hours '{}': expected a positive number of hours", o.hours));
+          fmt::format("--hours '{}': expected a positive number of hours, at most {} (ten years)",
+                      o.hours, sim::kMaxScenarioUs / kMicrosPerHour));
     in.scenario.duration_us = *hours;
   }
   auto step = ParseDuration(o.step);

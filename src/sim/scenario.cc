@@ -422,6 +422,13 @@ Result<Scenario> ParseImpl(std::string_view yaml_text, std::string_view file_nam
   sc.duration_us = p.Duration(root["duration"], "duration", 0);
   if (!p.failed() && sc.duration_us <= 0)
     p.Fail(root["duration"], "duration", "expected a positive duration");
+  // A typo of a few digits should not simulate for hours and write millions of device-hours.
+  if (!p.failed() && sc.duration_us > kMaxScenarioUs)
+    p.Fail(root["duration"], "duration",
+           fmt::format("expected at most {}h (ten years), got {}h", kMaxScenarioUs / kMicrosPerHour,
+                       sc.duration_us / kMicrosPerHour));
+  if (!p.failed() && sc.start_us + sc.duration_us > kMaxInstantUs)
+    p.Fail(root["duration"], "duration", "expected to end by 9999-12-31");
   auto ns = root["namespaces"];
   if (ns.IsDefined() && !ns.IsNull() && p.IsMap(ns, "namespaces")) {
     for (auto it = ns.begin(); it != ns.end() && !p.failed(); ++it) {

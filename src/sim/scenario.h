@@ -153,6 +153,9 @@ struct Scenario {
   std::vector<WorkloadSpec> workloads;
 };
 
+// The longest scenario: ten years of 366 days.
+inline constexpr Micros kMaxScenarioUs = 10 * 366 * 24 * kMicrosPerHour;
+
 // Compute slices of a MIG profile name ("3g.71gb" -> 3), or 0 when it is not one.
 int MigComputeSlices(std::string_view profile);
 // Default memory per GPU of a catalog model, or 0 when unknown.

@@ -98,6 +98,16 @@ TEST(ParseScenario, BadStartTime) {
               HasSubstr("demo.yaml:2: start: expected an RFC 3339 time"));
 }
 
+// Issue 29: a 292-year scenario was accepted (and simulated for hours); one ending past 9999
+// could not be written as a time.
+TEST(ParseScenario, DurationIsBoundedAndEndsWithinTheCalendar) {
+  EXPECT_THAT(
+      ErrorOf("name: t\nstart: \"2026-11-23T00:00:00Z\"\nduration: 2555000h\nnodes: []\n"),
+      HasSubstr("demo.yaml:3: duration: expected at most 87840h (ten years), got 2555000h"));
+  EXPECT_THAT(ErrorOf("name: t\nstart: \"9999-12-31T00:00:00Z\"\nduration: 48h\nnodes: []\n"),
+              HasSubstr("demo.yaml:3: duration: expected to end by 9999-12-31"));
+}
+
 TEST(ParseScenario, PlacementFailureNamesWorkload) {
   std::string y = std::string(kHead) + "workloads:\n  - namespace: a\n    name: big\n    gpus: 3\n";
   EXPECT_THAT(ErrorOf(y), HasSubstr("workload 'a/big' pod big-0: no room"));

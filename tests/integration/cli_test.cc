@@ -185,6 +185,19 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_NE(bad.err.find("bad.yaml:9"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("duty"), std::string::npos) << bad.err;
   EXPECT_EQ(*ReadFile(db), before) << "a rejected scenario must not touch the ledger";
+  // Issue 29: a scenario file that is not there is a usage error (2), not a failure (1); so is a
+  // 292-year --hours.
+  Output missing =
+      Run("demo --no-serve --out " + Path("d") + " --scenario " + Path("nonexistent.yaml"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("nonexistent.yaml: cannot open"), std::string::npos) << missing.err;
+  Output long_run = Run("demo --no-serve --out " + Path("d") + " --hours 2555000");
+  EXPECT_EQ(long_run.code, 2);
+  EXPECT_NE(long_run.err.find("--hours '2555000': expected a positive number of hours, at most "
+                              "87840 (ten years)"),
+            std::string::npos)
+      << long_run.err;
+  EXPECT_EQ(*ReadFile(db), before);
 
   ASSERT_TRUE(WriteFile(Path("bad-catalog.yaml"),
                         "prices:\n  - {gpu_model: L4, class: spot, hourly: cheap}\n")
