@@ -8,13 +8,13 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <set>
 #include <sstream>
 #include <tuple>
 
 #include "common/money.h"
 #include "cost/catalog.h"
 #include "io/file_util.h"
+#include "io/yaml_document.h"
 
 namespace gpuledger::cost {
 
@@ -32,12 +32,9 @@ class Parser {
   Parser(std::string_view file_name, const Catalog& base) : file_(file_name), out_(base) {}
 
   Result<Catalog> Run(std::string_view text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument(fmt::format("{}:{}: invalid YAML: {}", file_, e.mark.line + 1, e.msg));
-    }
+    auto loaded = LoadYamlDocument(text, file_);
+    if (!loaded) return loaded.error();
+    const YAML::Node root = *loaded;
     try {
       if (!Document(root)) return Fail();
     } catch (const YAML::Exception& e) {  // not expected after the checks, but never let it out
@@ -84,7 +81,6 @@ class Parser {
       return Reject(Line(root, 1), "(document)",
                     "expected a mapping with keys currency, default_class, prices");
     }
-    std::set<std::string> seen;
     YAML::Node prices;
     int prices_line = 1;
     std::map<std::string, std::pair<YAML::Node, int>> sections;
@@ -92,7 +88,6 @@ class Parser {
       int key_line = Line(kv.first, 1);
       if (!kv.first.IsScalar()) return Reject(key_line, "(key)", "expected a plain key");
       std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) return Reject(key_line, key, "duplicate key");
       int line = Line(kv.second, key_line);
       if (key == "currency") {
         std::string currency;
@@ -173,13 +168,11 @@ class Parser {
       return Reject(line, "prices",
                     "expected a mapping with gpu_model, class, hourly (region, source optional)");
     }
-    std::set<std::string> seen;
     bool has_hourly = false;
     for (const auto& kv : item) {
       int key_line = Line(kv.first, line);
       if (!kv.first.IsScalar()) return Reject(key_line, "(key)", "expected a plain key");
       std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) return Reject(key_line, key, "duplicate key");
       int value_line = Line(kv.second, key_line);
       if (key == "gpu_model") {
         std::string model;
@@ -232,17 +225,15 @@ class Parser {
     return true;
   }
 
-  // Iterates a mapping's keys, rejecting non-plain and duplicate keys; `on` returns false to
-  // stop (having called Reject).
+  // Iterates a mapping's keys, rejecting non-plain ones (a key given twice never gets here:
+  // LoadYamlDocument refuses it); `on` returns false to stop (having called Reject).
   template <typename F>
   bool Fields(const YAML::Node& item, int line, const std::string& what, F&& on) {
     if (!item.IsMap()) return Reject(line, what, "expected a mapping");
-    std::set<std::string> seen;
     for (const auto& kv : item) {
       int key_line = Line(kv.first, line);
       if (!kv.first.IsScalar()) return Reject(key_line, "(key)", "expected a plain key");
       std::string key = kv.first.Scalar();
-      if (!seen.insert(key).second) return Reject(key_line, key, "duplicate key");
       if (!on(key, kv.second, key_line, Line(kv.second, key_line))) return false;
     }
     return true;

@@ -13,6 +13,7 @@
 
 #include "common/time_util.h"
 #include "io/file_util.h"
+#include "io/yaml_document.h"
 
 namespace gpuledger::guardrails {
 namespace {
@@ -56,12 +57,9 @@ class Parser {
   explicit Parser(std::string_view file_name) : file_(file_name), policy_(DefaultPolicy()) {}
 
   Result<Policy> Run(std::string_view text) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return InvalidArgument(fmt::format("{}:{}: invalid YAML: {}", file_, e.mark.line + 1, e.msg));
-    }
+    auto loaded = LoadYamlDocument(text, file_);
+    if (!loaded) return loaded.error();
+    const YAML::Node root = *loaded;
     if (!Document(root)) return InvalidArgument(failure_);
     return std::move(policy_);
   }
@@ -84,17 +82,11 @@ class Parser {
   bool Mapping(const YAML::Node& node, int line, const std::string& path, const EntryFn& on) {
     if (!node.IsDefined() || node.IsNull()) return true;
     if (!node.IsMap()) return Reject(line, path, "a mapping", Got(node));
-    std::map<std::string, int> first_line;
+    // A key given twice never gets here: LoadYamlDocument refuses it.
     for (const auto& kv : node) {
       const int key_line = Line(kv.first, line);
       if (!kv.first.IsScalar()) return Reject(key_line, path, "a plain key", Got(kv.first));
       const std::string key = kv.first.Scalar();
-      auto [it, inserted] = first_line.emplace(key, key_line);
-      if (!inserted) {
-        return Reject(key_line, path,
-                      fmt::format("each key once ('{}' is at line {})", key, it->second),
-                      fmt::format("'{}' again", key));
-      }
       if (!on(key, kv.second, key_line, Line(kv.second, key_line))) return false;
     }
     return true;

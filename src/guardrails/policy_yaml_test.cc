@@ -164,8 +164,7 @@ TEST(ParsePolicyYaml, UnknownKeysAtEveryLevel) {
   EXPECT_EQ(ErrorOf("events:\n  burst: 3\n"),
             "policy.yaml:2: events: expected repeat or per_minute, got 'burst'");
   EXPECT_EQ(ErrorOf("events:\n  repeat: 1h\n  repeat: 2h\n"),
-            "policy.yaml:3: events: expected each key once ('repeat' is at line 2), got 'repeat' "
-            "again");
+            "policy.yaml:3: key 'repeat' given twice in one mapping (first on line 2)");
 }
 
 TEST(ParsePolicyYaml, KindsActionsAndSeverities) {

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "io/file_util.h"
+#include "io/yaml_document.h"
 
 namespace gpuledger::k8s {
 namespace {
@@ -74,12 +75,9 @@ class KubeconfigParser {
   }
 
   Result<ApiServerConfig> Parse(std::string_view yaml, const std::string& context_override) {
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(yaml));
-    } catch (const YAML::Exception& e) {
-      return Fail("(document)", fmt::format("not valid YAML: {}", e.what()));
-    }
+    auto loaded = LoadYamlDocument(yaml, "kubeconfig " + path_);
+    if (!loaded) return loaded.error();
+    const YAML::Node root = *loaded;
     if (!root.IsMap()) {
       return Fail("(document)", "expected a mapping");
     }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/time_util.h"
+#include "io/yaml_document.h"
 #include "sim/scenario_parser.h"
 #include "sim/sim_util.h"
 
@@ -399,7 +400,9 @@ Result<Scenario> ParseImpl(std::string_view yaml_text, std::string_view file_nam
   std::string base_dir;
   if (auto slash = file.rfind('/'); slash != std::string::npos) base_dir = file.substr(0, slash);
   Parser p(file, base_dir);
-  YAML::Node root = YAML::Load(std::string(yaml_text));
+  auto loaded = LoadYamlDocument(yaml_text, file);
+  if (!loaded) return loaded.error();
+  YAML::Node root = std::move(*loaded);
   Scenario sc;
   if (!p.IsMap(root, "scenario")) return p.error();
   p.CheckKeys(root, "",

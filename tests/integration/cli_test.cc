@@ -191,6 +191,17 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
       Run("demo --no-serve --out " + Path("d") + " --scenario " + Path("nonexistent.yaml"));
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("nonexistent.yaml: cannot open"), std::string::npos) << missing.err;
+  // A key given twice was ignored without a word (yaml-cpp keeps the first).
+  ASSERT_TRUE(WriteFile(Path("twice.yaml"),
+                        "name: t\nstart: \"2026-11-23T00:00:00Z\"\n"
+                        "duration: 1h\nduration: 2h\nnodes: []\n")
+                  .ok());
+  Output twice = Run("demo --no-serve --out " + Path("d") + " --scenario " + Path("twice.yaml"));
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.err.find("twice.yaml:4: key 'duration' given twice in one mapping (first on "
+                           "line 3)"),
+            std::string::npos)
+      << twice.err;
   Output long_run = Run("demo --no-serve --out " + Path("d") + " --hours 2555000");
   EXPECT_EQ(long_run.code, 2);
   EXPECT_NE(long_run.err.find("--hours '2555000': expected a positive number of hours, at most "
