@@ -1,11 +1,10 @@
 #include "cli/audit_command.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/format.h"
+#include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "cli/server_client.h"
 #include "guardrails/ledger_findings.h"
@@ -50,10 +49,7 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
   auto severity = guardrails::ParseSeverityFilter(o.severity);
   if (!severity) return InvalidArgument("--" + severity.error().message);
   q.min_severity = *severity;
-  if (!store::IsPostgresLedgerSpec(o.db) && !std::filesystem::exists(store::SqliteLedgerPath(o.db)))
-    return InvalidArgument("--db '" + o.db +
-                           "': no such ledger file (run `gpuledger demo` to make one)");
-  auto store = store::OpenLedger(o.db);
+  auto store = OpenExistingLedger("--db", o.db);
   if (!store) return store.error();
   auto doc = guardrails::ReadFindingsDocument(**store, q, policy);
   if (!doc) {

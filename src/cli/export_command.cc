@@ -1,7 +1,6 @@
 #include "cli/export_command.h"
 
-#include <filesystem>
-
+#include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "io/file_util.h"
 #include "store/ledger_store.h"
@@ -9,13 +8,7 @@
 namespace gpuledger::cli {
 
 int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.db.empty() || !std::filesystem::exists(o.db)) {
-    err << "error: --db '" << o.db << "': no such ledger file (run `gpuledger demo` to make one)\n";
-    return 2;
-  }
-  store::SqliteLedgerOptions read_only;
-  read_only.read_only = true;
-  auto store = store::OpenSqliteLedger(o.db, read_only);
+  auto store = OpenExistingLedger("--db", o.db, /*read_only=*/true);
   if (!store) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());

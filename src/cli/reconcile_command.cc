@@ -2,9 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "billing/ledger_reads.h"
+#include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "common/money.h"
 #include "common/time_util.h"
@@ -14,16 +13,12 @@
 namespace gpuledger::cli {
 
 int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.db.empty() || !std::filesystem::exists(o.db)) {
-    err << "error: --db '" << o.db << "': no such ledger file\n";
-    return 2;
-  }
   auto content = ReadFile(o.bill);
   if (!content) {
     err << "error: --bill: " << content.error().message << "\n";
     return 2;
   }
-  auto store = store::OpenSqliteLedger(o.db);
+  auto store = OpenExistingLedger("--db", o.db);
   if (!store) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());

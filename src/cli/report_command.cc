@@ -1,12 +1,12 @@
 #include "cli/report_command.h"
 
 #include <cstdlib>
-#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "billing/ledger_reads.h"
 #include "cli/format.h"
+#include "cli/open_ledger.h"
 #include "cli/server_client.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
@@ -69,12 +69,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
   // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
-  if (o.db.empty() || (!store::IsPostgresLedgerSpec(o.db) &&
-                       !std::filesystem::exists(store::SqliteLedgerPath(o.db)))) {
-    err << "error: --db '" << o.db << "': no such ledger file (run `gpuledger demo` to make one)\n";
-    return 2;
-  }
-  auto store = store::OpenLedger(o.db);
+  auto store = OpenExistingLedger("--db", o.db);
   if (!store) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());

@@ -230,6 +230,26 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_EQ(*ReadFile(db), before);
 }
 
+// Issue 29: a zero-byte file was taken as a ledger and the read commands wrote a schema into it.
+// Every command that reads a ledger now refuses a missing or empty file the same way, exit 2,
+// and leaves it as it was.
+TEST_F(CliTest, ReadCommandsRefuseAMissingOrEmptyLedgerAndWriteNothing) {
+  ASSERT_TRUE(WriteFile(Path("empty.db"), "").ok());
+  for (const std::string command : {"report", "audit", "export"}) {
+    Output empty = Run(command + " --db " + Path("empty.db"));
+    EXPECT_EQ(empty.code, 2) << command << ": " << empty.err;
+    EXPECT_NE(
+        empty.err.find("--db '" + Path("empty.db") + "': an empty file, not a gpuledger ledger"),
+        std::string::npos)
+        << command << ": " << empty.err;
+    EXPECT_EQ(fs::file_size(Path("empty.db")), 0u) << command;
+    Output missing = Run(command + " --db " + Path("missing.db"));
+    EXPECT_EQ(missing.code, 2) << command << ": " << missing.err;
+    EXPECT_NE(missing.err.find("no such ledger file"), std::string::npos) << missing.err;
+    EXPECT_FALSE(fs::exists(Path("missing.db"))) << command;
+  }
+}
+
 TEST_F(CliTest, ExampleScenarioRoundTripsThroughAFile) {
   Output example = Run("sim example");
   ASSERT_EQ(example.code, 0);

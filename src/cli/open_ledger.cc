@@ -1,0 +1,29 @@
+#include "cli/open_ledger.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+namespace gpuledger::cli {
+
+Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view flag,
+                                                               const std::string& spec,
+                                                               bool read_only) {
+  if (spec.empty()) return InvalidArgument(fmt::format("{}: no ledger given", flag));
+  if (store::IsPostgresLedgerSpec(spec)) return store::OpenLedger(spec);
+  const std::string path = store::SqliteLedgerPath(spec);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return InvalidArgument(
+        fmt::format("{} '{}': no such ledger file (run `gpuledger demo` to make one)", flag, spec));
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 &&
+      !ec)
+    return InvalidArgument(fmt::format(
+        "{} '{}': an empty file, not a gpuledger ledger (nothing was written to it)", flag, spec));
+  store::SqliteLedgerOptions options;
+  options.read_only = read_only;
+  return store::OpenSqliteLedger(path, options);
+}
+
+}  // namespace gpuledger::cli
