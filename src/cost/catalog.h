@@ -15,6 +15,14 @@
 
 namespace gpuledger::cost {
 
+// The most a catalog may say anything costs per hour (a GPU-hour, an instance-hour, a vCPU- or
+// GiB-hour, a kWh): $1,000,000, a thousand times the dearest instance any cloud lists. A price
+// near the int64 range wrapped the report's sums (a row of -2 nanos); with this bound a sum
+// over 9,000 device-hours at the bound, or 900 million at $10, still fits.
+inline constexpr Nanos kMaxHourlyPriceNanos = 1'000'000 * kNanosPerUnit;
+// The most a GPU may cost to buy (on_prem.purchase_price): $100,000,000.
+inline constexpr Nanos kMaxPurchasePriceNanos = 100'000'000 * kNanosPerUnit;
+
 // Reserved = on-demand x 65%. Assumption, not in the data: AWS 1-year no-upfront Savings Plans
 // and Reserved Instances for GPU families typically save 30-40% against on-demand; we take 35%.
 inline constexpr int kReservedPercent = 65;

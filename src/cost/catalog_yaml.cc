@@ -197,18 +197,7 @@ class Parser {
           return false;
         }
       } else if (key == "hourly") {
-        std::string text;
-        if (!Scalar(kv.second, value_line, key, text, "a number (price per GPU-hour)")) {
-          return false;
-        }
-        auto nanos = NanosFromDecimal(text);
-        if (!nanos || *nanos < 0) {
-          return Reject(value_line, key,
-                        fmt::format("expected a non-negative decimal number with at most 9 "
-                                    "decimals, like 6.88; got '{}'",
-                                    text));
-        }
-        entry.hourly_nanos = *nanos;
+        if (!Money(kv.second, value_line, key, entry.hourly_nanos)) return false;
         has_hourly = true;
       } else if (key == "source") {
         if (!Scalar(kv.second, value_line, key, entry.source, "a string")) return false;
@@ -239,7 +228,9 @@ class Parser {
     return true;
   }
 
-  bool Money(const YAML::Node& node, int line, const std::string& field, Nanos& out) {
+  // An amount: a price per hour unless `max` says otherwise (kMaxHourlyPriceNanos, catalog.h).
+  bool Money(const YAML::Node& node, int line, const std::string& field, Nanos& out,
+             Nanos max = kMaxHourlyPriceNanos) {
     std::string text;
     if (!Scalar(node, line, field, text, "a non-negative decimal number like 6.88")) return false;
     auto nanos = NanosFromDecimal(text);
@@ -248,6 +239,10 @@ class Parser {
                     fmt::format("expected a non-negative decimal number with at most 9 decimals, "
                                 "like 6.88; got '{}'",
                                 text));
+    }
+    if (*nanos > max) {
+      return Reject(line, field,
+                    fmt::format("expected at most {}; got '{}'", DecimalFromNanos(max), text));
     }
     out = *nanos;
     return true;
@@ -482,13 +477,15 @@ class Parser {
             return true;
           }
           if (key == "purchase_price") {
-            return Fields(v, value_line, key,
-                          [&](const std::string& model, const YAML::Node& val, int, int val_line) {
-                            Nanos n = 0;
-                            if (!Money(val, val_line, "purchase_price." + model, n)) return false;
-                            c.purchase_price_nanos[NormalizeGpuModel(model)] = n;
-                            return true;
-                          });
+            return Fields(
+                v, value_line, key,
+                [&](const std::string& model, const YAML::Node& val, int, int val_line) {
+                  Nanos n = 0;
+                  if (!Money(val, val_line, "purchase_price." + model, n, kMaxPurchasePriceNanos))
+                    return false;
+                  c.purchase_price_nanos[NormalizeGpuModel(model)] = n;
+                  return true;
+                });
           }
           if (key == "electricity_per_kwh") {
             return has_kwh = Money(v, value_line, key, c.electricity_per_kwh_nanos);

@@ -66,6 +66,13 @@ TEST(ParseCatalogYaml, ErrorsNameFileLineAndField) {
   EXPECT_EQ(ErrorOf("prices:\n  - gpu_model: T4\n    class: on-demand\n    hourly: 0.1234567891\n"),
             "prices.yaml:4: field 'hourly': expected a non-negative decimal number with at most 9 "
             "decimals, like 6.88; got '0.1234567891'");
+  // Issue 29: a price at the int64 range was accepted and wrapped the report's sums.
+  EXPECT_EQ(ErrorOf("prices:\n  - gpu_model: T4\n    class: on-demand\n"
+                    "    hourly: 9223372036.854775807\n"),
+            "prices.yaml:4: field 'hourly': expected at most 1000000; got '9223372036.854775807'");
+  EXPECT_TRUE(ParseCatalogYaml("prices:\n  - {gpu_model: T4, class: on-demand, hourly: 1000000}\n",
+                               "prices.yaml", DefaultCatalog())
+                  .ok());
   EXPECT_EQ(ErrorOf("currency: USD\nprice: []\n"),
             "prices.yaml:2: field 'price': unknown key; expected currency, default_class, prices, "
             "host_rates, instance_types, overrides or on_prem");
