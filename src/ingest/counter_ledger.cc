@@ -47,6 +47,7 @@ struct CounterLedger::Impl {
   std::int64_t resets = 0;
   std::int64_t late_dropped = 0;
   std::int64_t skipped_buckets = 0;  // histogram bucket samples of a layout we do not read
+  std::int64_t skipped_values = 0;   // counter samples NaN, infinite or negative
   // What changed since the state was last saved (PendingState): parts to write and to erase.
   bool engine_dirty = false;
   std::set<std::string> dirty_instances, removed_instances;
@@ -316,7 +317,10 @@ struct CounterLedger::Impl {
       const CounterKind* kind = FindCounter(s.name);
       if (kind == nullptr) continue;
       const auto value = CountOf(*kind, s.value);
-      if (!value) continue;  // not a counter value: keep the last
+      if (!value) {  // not a counter value: keep the last, and count it
+        ++skipped_values;
+        continue;
+      }
       int bucket = -1;
       if (kind->field == Field::kComputeBucket || kind->field == Field::kMemoryBucket) {
         bucket = kind->field == Field::kComputeBucket ? ComputeBucketOf(Label(s.labels, "le"))
@@ -591,6 +595,7 @@ std::int64_t CounterLedger::ignored_scrapes() const { return impl_->ignored; }
 std::int64_t CounterLedger::resets() const { return impl_->resets; }
 std::int64_t CounterLedger::late_dropped() const { return impl_->late_dropped; }
 std::int64_t CounterLedger::skipped_buckets() const { return impl_->skipped_buckets; }
+std::int64_t CounterLedger::skipped_values() const { return impl_->skipped_values; }
 Micros CounterLedger::latest_us() const { return impl_->latest_us; }
 
 void CounterLedger::ObserveSince(Micros since_us) { impl_->observing_since_us = since_us; }

@@ -127,6 +127,8 @@ class CounterLedger {
   std::int64_t late_dropped() const;
   // Histogram bucket samples not read: a layout other than the agent's (docs/agent.md).
   std::int64_t skipped_buckets() const;
+  // Counter samples NaN, infinite or negative: skipped (the last good value kept), counted here.
+  std::int64_t skipped_values() const;
   Micros latest_us() const;  // the newest at_us fed (INT64_MIN before any)
 
  private:

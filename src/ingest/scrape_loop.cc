@@ -204,6 +204,7 @@ void ScrapeLoop::RunRound() {
   Status s = ingestor_.Commit();
   {
     std::lock_guard lock(metrics_mu_);
+    skipped_values_ = ingestor_.ledger().skipped_values();
     if (!s.ok()) {
       if (commit_errors_++ == 0)
         log_ << "ingest: writing the ledger: " << s.error().message << "\n";
@@ -240,6 +241,10 @@ std::string ScrapeLoop::RenderMetrics() const {
   w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.",
            prometheus::MetricType::kCounter);
   w.Sample("gpuledger_server_scrape_rounds_total", static_cast<double>(rounds_.load()));
+  w.Family("gpuledger_server_ingest_skipped_samples_total",
+           "Counter samples skipped as NaN, infinite or negative (the last good value is kept).",
+           prometheus::MetricType::kCounter);
+  w.Sample("gpuledger_server_ingest_skipped_samples_total", static_cast<double>(skipped_values_));
   return w.Take();
 }
 

@@ -93,6 +93,7 @@ class ScrapeLoop {
   std::map<std::string, std::int64_t> errors_;  // target -> failed scrapes
   std::map<std::string, bool> up_;              // target -> last scrape ok
   std::int64_t commit_errors_ = 0;
+  std::int64_t skipped_values_ = 0;   // CounterLedger::skipped_values after the last round
   std::vector<std::string> targets_;  // guarded by metrics_mu_
   std::string discovery_error_;       // guarded by metrics_mu_
   std::mutex flight_mu_;

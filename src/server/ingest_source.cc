@@ -75,9 +75,14 @@ class FilesSource final : public IngestSource {
     auto replayed =
         ingest::ReplayFiles(dir_, ingestor, {.progress = progress_, .not_after_us = not_after_us_});
     if (!replayed) return replayed.error();
-    return fmt::format("replayed {} snapshot files ({} samples) into {}: {} device-hours written",
-                       replayed->files, replayed->samples, ledger_display_,
-                       ingestor.hours_written());
+    const std::int64_t skipped = ingestor.ledger().skipped_values();
+    return fmt::format("replayed {} snapshot files ({} samples{}) into {}: {} device-hours written",
+                       replayed->files, replayed->samples,
+                       skipped > 0 ? fmt::format(", {} counter samples NaN, infinite or negative "
+                                                 "skipped",
+                                                 skipped)
+                                   : "",
+                       ledger_display_, ingestor.hours_written());
   }
 
   bool follows() const override { return false; }

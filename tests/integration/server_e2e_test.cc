@@ -188,6 +188,32 @@ TEST(ServerE2e, ASnapshotStampedInTheFutureOrBefore1970IsRefused) {
   fs::remove_all(dir);
 }
 
+// Issue 29: NaN and infinite counter samples were skipped without a count. They are still
+// skipped (the last good value kept), and the replay says how many.
+TEST(ServerE2e, NotFiniteCounterSamplesAreSkippedAndCounted) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpuledger-srv-nan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "snapshots");
+  const char* values[] = {"1", "NaN", "+Inf", "-3", "4"};
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(WriteFile((dir / "snapshots" /
+                           ("n1:9400@" + std::to_string(1764633600000 + i * 1000) + ".prom"))
+                              .string(),
+                          std::string("# TYPE gpuledger_device_metered_seconds_total counter\n"
+                                      "gpuledger_device_metered_seconds_total{gpu_uuid=\"GPU-1\","
+                                      "node=\"n1\"} ") +
+                              values[i] + "\n")
+                    .ok());
+  int code = 0;
+  const std::string out = ReplaySnapshots(dir, &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("5 samples, 3 counter samples NaN, infinite or negative skipped"),
+            std::string::npos)
+      << out;
+  fs::remove_all(dir);
+}
+
 TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));
