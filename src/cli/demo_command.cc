@@ -159,6 +159,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   sim::NaiveTallies naive_tallies;
   sim::RunOptions run;
   run.expositions_dir = o.expositions;
+  run.stop = &stop;
   run.observe = [&](const NodeSnapshot& snap) {
     sim::AddNaive(
         snap,
@@ -171,7 +172,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   auto ran = sim::BuildLedger(simulator, **store, inputs->catalog, run);
   if (!ran) {
     err << "error: " << ran.error().message << "\n";
-    return 1;
+    return stop.load() ? 130 : 1;  // 128 + SIGINT, as a shell reports an interrupted command
   }
   (void)(*store)->PutMeta("scenario", scenario.name);
   (void)(*store)->PutMeta("currency", inputs->catalog.currency);

@@ -85,6 +85,10 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
   Micros committed_hour = HourStart(scenario.start_us);
   simulator.Run([&](const NodeSnapshot& snap) {
     if (!failed.ok()) return;
+    if (options.stop != nullptr && options.stop->load()) {
+      failed = Unavailable("interrupted: the simulation stopped before the scenario's end");
+      return;
+    }
     if (options.observe) options.observe(snap);
     auto it = nodes.find(snap.node);
     if (it == nodes.end()) return;

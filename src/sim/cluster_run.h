@@ -6,6 +6,7 @@
 // server's exact-delta engine (ingest::Ingestor), which prices and writes the ledger. The demo,
 // its --expositions replay and the end-to-end tests all read ledgers made this way.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,9 @@ struct RunOptions {
   std::string expositions_dir;
   // Sees every snapshot as the simulator made it, before the agent does (the naive tally).
   std::function<void(const NodeSnapshot&)> observe;
+  // When set and it turns true (SIGINT, SIGTERM), the run stops at the next interval and fails
+  // with "interrupted"; what was committed stays in the ledger.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct RunStats {

@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -38,10 +39,11 @@ class CliTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Output Run(const std::string& args) {
+  // `prefix` runs the binary under another command (e.g. timeout).
+  Output Run(const std::string& args, const std::string& prefix = "") {
     const std::string err_file = (dir_ / "stderr.txt").string();
     const std::string cmd =
-        std::string(gpuledger::test_paths::kGpuledgerBin) + " " + args + " 2>" + err_file;
+        prefix + std::string(gpuledger::test_paths::kGpuledgerBin) + " " + args + " 2>" + err_file;
     Output o;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (pipe == nullptr) return o;
@@ -228,6 +230,19 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_EQ(Run("report --db " + Path("missing.db")).code, 2);
   EXPECT_EQ(Run("demo --step 0 --out " + Path("d")).code, 2);
   EXPECT_EQ(*ReadFile(db), before);
+}
+
+// Issue 29: the demo ignored SIGINT and SIGTERM while simulating and exited 0 when it finally
+// stopped. A year-long demo interrupted after 2 s now stops at the next interval: exit 130.
+TEST_F(CliTest, AnInterruptedDemoStopsPromptlyAndSaysSo) {
+  const auto started = std::chrono::steady_clock::now();
+  Output o =
+      Run("demo --no-serve --hours 8760 --out " + Path("d"), "timeout --preserve-status -s INT 2 ");
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(o.code, 130) << o.err;
+  EXPECT_NE(o.err.find("interrupted"), std::string::npos) << o.err;
+  // Not a timing assertion on the work: the whole year would take minutes.
+  EXPECT_LT(took, std::chrono::seconds(60));
 }
 
 // Issue 29: a zero-byte file was taken as a ledger and the read commands wrote a schema into it.
