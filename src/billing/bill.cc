@@ -86,6 +86,12 @@ Result<std::vector<BillLine>> ParseFocusBill(std::string_view content, std::stri
     if (!billed)
       return InvalidArgument(
           fmt::format("{}: BilledCost {}", where(billed_col), billed.error().message));
+    // A line beyond a billion is no bill a cluster gets; near the int64 range its negation and
+    // the day sums would wrap.
+    if (*billed > kMaxBilledLineNanos || *billed < -kMaxBilledLineNanos)
+      return InvalidArgument(fmt::format("{}: BilledCost {}: expected at most {} either way",
+                                         where(billed_col), value(billed_col),
+                                         DecimalFromNanos(kMaxBilledLineNanos)));
     line.billed_nanos = *billed;
     auto start = ParseRfc3339(value(start_col));
     if (!start)
@@ -160,6 +166,7 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
   std::map<Key, Nanos> billed;
   std::map<Key, int> first_line;
   std::string currency;
+  int currency_line = 0;
   for (const BillLine& line : lines) {
     std::string id = line.resource_id.empty() ? line.resource_name : line.resource_id;
     if (!line.charge_category.empty() && line.charge_category != "Usage") {
@@ -172,7 +179,15 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
       return InvalidArgument(
           fmt::format("{}:{}:{}: BillingCurrency {} differs from the ledger's {}", bill_file,
                       line.line, line.currency_column, line.currency, ledger_currency));
-    if (!line.currency.empty()) currency = line.currency;
+    // A ledger that records no currency (built by `server`) still takes one currency per bill.
+    if (!line.currency.empty() && !currency.empty() && line.currency != currency)
+      return InvalidArgument(fmt::format(
+          "{}:{}:{}: BillingCurrency {} differs from {} on line {}: one bill, one currency",
+          bill_file, line.line, line.currency_column, line.currency, currency, currency_line));
+    if (!line.currency.empty() && currency.empty()) {
+      currency = line.currency;
+      currency_line = line.line;
+    }
     std::string node = MatchNode(line, nodes);
     if (node.empty()) {
       plan.warnings.push_back({line.line, id, line.billed_nanos, "no such node in the ledger"});
@@ -191,7 +206,11 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
         Apportion(line.billed_nanos < 0 ? -line.billed_nanos : line.billed_nanos, weights);
     for (std::size_t k = 0; k < days.size(); ++k) {
       Key key{days[k], node};
-      billed[key] += line.billed_nanos < 0 ? -shares[k] : shares[k];
+      if (__builtin_add_overflow(billed[key], line.billed_nanos < 0 ? -shares[k] : shares[k],
+                                 &billed[key]))
+        return InvalidArgument(
+            fmt::format("{}:{}: node {} on {}: the day's BilledCost sums beyond the 64-bit range",
+                        bill_file, line.line, node, FormatRfc3339(days[k]).substr(0, 10)));
       first_line.emplace(key, line.line);
     }
   }

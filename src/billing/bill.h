@@ -20,6 +20,9 @@
 
 namespace gpuledger::billing {
 
+// The largest BilledCost one bill line may carry either way: 1,000,000,000.
+inline constexpr Nanos kMaxBilledLineNanos = 1'000'000'000 * kNanosPerUnit;
+
 struct BillLine {
   int line = 0;  // 1-based line in the file, for messages
   std::string resource_id;

@@ -116,6 +116,11 @@ TEST(ParseFocusBill, BadRowsNameFileLineAndColumn) {
        "ChargePeriodEnd"},
       {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,1.0000000001\n",
        "bill.csv:2:50: BilledCost"},
+      // Issue 29: amounts near the int64 range gave negative totals or a wrong error.
+      {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,9223372036.854775807\n",
+       "bill.csv:2:50: BilledCost 9223372036.854775807: expected at most 1000000000 either way"},
+      {header + "node-a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,-9223372036.854775808\n",
+       "bill.csv:2:50: BilledCost"},
       // Issue 29: the first of two BilledCost columns was used silently.
       {"ResourceId,ChargePeriodStart,ChargePeriodEnd,BilledCost,BilledCost\n",
        "bill.csv:1:57: column BilledCost appears twice in the header"},
@@ -169,6 +174,42 @@ TEST(PlanReconciliation, RowSpanningTwoDaysSplitsExactlyByOverlap) {
   ASSERT_EQ(plan->node_days.size(), 2u);
   EXPECT_EQ(plan->node_days[0].billed_nanos, 3);
   EXPECT_EQ(plan->node_days[1].billed_nanos, 7);
+}
+
+// Issue 29: on a ledger that records no currency (built by `server`), lines in two currencies
+// were added up.
+TEST(PlanReconciliation, OneBillIsOneCurrencyEvenWhenTheLedgerHasNone) {
+  BillLine usd, eur;
+  usd.line = 2;
+  usd.resource_id = eur.resource_id = "n";
+  usd.start_us = eur.start_us = kDay0;
+  usd.end_us = eur.end_us = kDay0 + kMicrosPerDay;
+  usd.billed_nanos = eur.billed_nanos = kDollar;
+  usd.currency = "USD";
+  usd.currency_column = eur.currency_column = 60;
+  eur.line = 3;
+  eur.currency = "EUR";
+  std::vector<DeviceHour> devices = {Device("n", 0, kDollar)};
+  auto plan = PlanReconciliation(std::vector<BillLine>{usd, eur}, devices, "", "b.csv", 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().message,
+            "b.csv:3:60: BillingCurrency EUR differs from USD on line 2: one bill, one currency");
+}
+
+TEST(PlanReconciliation, ADaySumBeyondTheInt64RangeIsAnErrorNotAWrap) {
+  std::vector<BillLine> lines(10);
+  for (int i = 0; i < 10; ++i) {
+    lines[i].line = i + 2;
+    lines[i].resource_id = "n";
+    lines[i].start_us = kDay0;
+    lines[i].end_us = kDay0 + kMicrosPerDay;
+    lines[i].billed_nanos = kMaxBilledLineNanos;
+  }
+  std::vector<DeviceHour> devices = {Device("n", 0, kDollar)};
+  auto plan = PlanReconciliation(lines, devices, "", "b.csv", 0);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error().message,
+              HasSubstr("b.csv:11: node n on 2024-06-01: the day's BilledCost sums beyond"));
 }
 
 TEST(PlanReconciliation, CurrencyMismatchIsBadInput) {
