@@ -77,25 +77,14 @@ struct Entry {
 // A timeslice: how long "the process holding the GPU at an instant" looks back.
 constexpr Micros kInstantUs = 1000;
 
-// NVML's per-process samples on a time-sliced GPU, as a real H200 gave them (docs/attribution.md,
-// "What NVML can and cannot tell"), and the agent's split of them: each of the device's sample
-// windows goes whole to one process, carrying the device's value for the window, and that
-// process is the one holding the GPU when the window closes (the last one to run when nobody
-// runs then). The agent shares a window between the processes sampled within 100 ms of it (its
-// owner and the previous window's, sources/nvml/presence_split.h) by their values. A sub-window
-// of one sample period draws its owner from the demand at that instant, so a periodic load
-// aliases against the windows as run 2's did; a longer sub-window (long steps) draws the owners
-// of its windows from its mean demand and gives each its windows. `percent` is the device's
-// observed value for the sub-window [sa, sb); `last` the previous window's owner.
-void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
-                         Micros sb, double period_us, int percent, world::WindowOwner& last,
-                         std::mt19937_64& rng) {
-  const Micros len = sb - sa;
-  const auto windows =
-      std::max<std::int64_t>(1, std::llround(static_cast<double>(len) / std::max(period_us, 1.0)));
-  std::vector<double> weight(entries.size(), 0);
+// Who may own a sub-window [sa, sb) of `windows` sample periods, as weights per entry (MIG
+// entries none), in `weight`; returns their sum. One window: whoever holds the GPU at its last
+// instant (the demand then), or, when nobody runs then, whoever ran last. Several: the
+// sub-window's mean demand.
+double OwnerWeights(const std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
+                    Micros sb, std::int64_t windows, std::vector<double>& weight) {
+  weight.assign(entries.size(), 0);
   double total = 0;
-  // One window: who holds the GPU at its last instant, or, when nobody runs then, who ran last.
   for (Micros to = sb; windows == 1 && total <= 0 && to > sa; to -= kInstantUs) {
     const Micros from = std::max(sa, to - kInstantUs);
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -105,40 +94,40 @@ void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& 
       total += weight[i];
     }
   }
-  if (total <= 0) {  // many windows: owners in proportion to the sub-window's demand
-    total = 0;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      weight[i] = entries[i].mig >= 0 ? 0 : entries[i].u;
-      total += weight[i];
-    }
+  if (total > 0) return total;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    weight[i] = entries[i].mig >= 0 ? 0 : entries[i].u;
+    total += weight[i];
   }
-  if (total <= 0) {
-    last = {};
-    return;
+  return total;
+}
+
+// One window's `busy` percent-µs to the owner drawn by `weight`, shared with the previous
+// window's owner `last` (if still on the GPU) by the two windows' values, as the agent shares
+// them; `last` becomes this window's owner.
+void GiveOneWindow(std::vector<Entry>& entries, const std::vector<double>& weight, int percent,
+                   std::int64_t busy, world::WindowOwner& last, std::mt19937_64& rng) {
+  const std::size_t i = std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng);
+  auto& acc = entries[i].sm_acc;
+  const auto q = std::uniform_int_distribution<std::size_t>(0, acc.size() - 1)(rng);
+  std::int64_t* previous = nullptr;
+  for (Entry& e : entries)
+    if (e.actor == last.actor && last.process < static_cast<int>(e.sm_acc.size()))
+      previous = &e.sm_acc[static_cast<std::size_t>(last.process)];
+  if (previous == nullptr || previous == &acc[q] || last.percent <= 0) {
+    acc[q] += busy;
+  } else {
+    const std::int64_t theirs = busy * last.percent / (last.percent + percent);
+    *previous += theirs;
+    acc[q] += busy - theirs;
   }
-  if (windows == 1) {
-    std::size_t i = std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng);
-    auto& acc = entries[i].sm_acc;
-    const auto q = std::uniform_int_distribution<std::size_t>(0, acc.size() - 1)(rng);
-    const std::int64_t busy = static_cast<std::int64_t>(percent) * len;  // percent-µs
-    // The previous window's owner, if still on the GPU, shares this one by the values.
-    std::int64_t* previous = nullptr;
-    for (Entry& e : entries)
-      if (e.actor == last.actor && last.process < static_cast<int>(e.sm_acc.size()))
-        previous = &e.sm_acc[static_cast<std::size_t>(last.process)];
-    if (previous == nullptr || previous == &acc[q] || last.percent <= 0) {
-      acc[q] += busy;
-    } else {
-      const std::int64_t theirs = busy * last.percent / (last.percent + percent);
-      *previous += theirs;
-      acc[q] += busy - theirs;
-    }
-    last = {entries[i].actor, static_cast<int>(q), percent};
-    return;
-  }
-  last = {};
-  // The windows' owners, multinomially: each entry's count given the ones before it, then
-  // evenly among the entry's processes the same way.
+  last = {entries[i].actor, static_cast<int>(q), percent};
+}
+
+// `windows` windows of `busy` percent-µs in all, their owners drawn multinomially by `weight`
+// (sum `total`): each entry's count given the ones before it, then evenly among its processes.
+void GiveManyWindows(std::vector<Entry>& entries, const std::vector<double>& weight, double total,
+                     std::int64_t windows, std::int64_t busy, std::mt19937_64& rng) {
   std::int64_t left = windows;
   for (std::size_t i = 0; i < entries.size() && left > 0; ++i) {
     if (weight[i] <= 0) continue;
@@ -153,9 +142,36 @@ void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& 
                                     : std::binomial_distribution<std::int64_t>(
                                           owned, 1.0 / static_cast<double>(acc.size() - q))(rng);
       owned -= mine;
-      acc[q] += percent * len * mine / windows;
+      acc[q] += busy * mine / windows;
     }
   }
+}
+
+// NVML's per-process samples on a time-sliced GPU, as a real H200 gave them (docs/attribution.md,
+// "What NVML can and cannot tell"), and the agent's split of them: each of the device's sample
+// windows goes whole to one process, carrying the device's value for the window, and that
+// process is the one holding the GPU when the window closes (the last one to run when nobody
+// runs then). The agent shares a window between the processes sampled within 100 ms of it (its
+// owner and the previous window's, sources/nvml/presence_split.h) by their values. A sub-window
+// of one sample period draws its owner from the demand at that instant, so a periodic load
+// aliases against the windows as run 2's did; a longer sub-window (long steps) draws the owners
+// of its windows from its mean demand and gives each its windows. `percent` is the device's
+// observed value for the sub-window [sa, sb); `last` the previous window's owner; `weight` a
+// reusable buffer.
+void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
+                         Micros sb, double period_us, int percent, world::WindowOwner& last,
+                         std::vector<double>& weight, std::mt19937_64& rng) {
+  const Micros len = sb - sa;
+  const auto windows =
+      std::max<std::int64_t>(1, std::llround(static_cast<double>(len) / std::max(period_us, 1.0)));
+  const double total = OwnerWeights(entries, actors, sa, sb, windows, weight);
+  const std::int64_t busy = static_cast<std::int64_t>(percent) * len;  // percent-µs
+  if (total > 0 && windows == 1) {
+    GiveOneWindow(entries, weight, percent, busy, last, rng);
+    return;
+  }
+  last = {};
+  if (total > 0) GiveManyWindows(entries, weight, total, windows, busy, rng);
 }
 
 // The random stream of one node: per node, so one node simulated alone (NodeStepper) draws
@@ -206,6 +222,7 @@ Activity Observe(const UnitActivity& u, Micros dt, std::mt19937_64& rng) {
 struct Scratch {
   std::vector<int> active;
   std::vector<Entry> entries;
+  std::vector<double> owner_weights;        // GiveWindowsToOwners
   std::vector<UnitActivity> unit_activity;  // per MIG instance of a GPU, then the GPU itself
 };
 
@@ -286,8 +303,9 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
     std::int64_t busy_acc = 0;                          // percent x µs, physical GPU
     std::vector<std::int64_t> mig_busy_acc(layout, 0);  // percent x µs, per instance
     double activity = 0;                                // Σ busy fraction x µs (energy)
-    if (entries.empty()) ns.last_owner[static_cast<std::size_t>(g)] = {};
-    if (!entries.empty()) {
+    if (entries.empty()) {
+      ns.last_owner[static_cast<std::size_t>(g)] = {};
+    } else {
       int k = static_cast<int>(
           std::min<double>(kMaxSubWindows, std::ceil(static_cast<double>(dt) / ns.period_us[g])));
       k = std::max(k, 1);
@@ -349,7 +367,8 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
           busy_acc += percent * len;
           if (!mps) {
             GiveWindowsToOwners(entries, actors, sa, sb, ns.period_us[g], percent,
-                                ns.last_owner[static_cast<std::size_t>(g)], rng);
+                                ns.last_owner[static_cast<std::size_t>(g)], scratch.owner_weights,
+                                rng);
           } else {  // MPS: NVML gives every window to the server's process, never to a client
             for (Entry& e : entries)
               if (actors[e.actor].mps_server) e.sm_acc[0] += percent * len;

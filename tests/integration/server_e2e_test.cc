@@ -8,6 +8,7 @@
 
 #include "io/file_util.h"
 #include "process_util.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -70,8 +71,6 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
   fs::remove_all(dir);
 }
 
-// A stored Prometheus cursor that is not a time is an error naming the key and its value, and
-// the ledger is left as it was: never a silent backfill from 1970 (or from --since).
 // Issue 29's critical finding: one unauthenticated GET whose window wrapped the window's length
 // appended steps until the host ran out of memory. Instants are now range-checked where they
 // are parsed: the request is a 400 naming the window, answered at once, and the server serves on.
@@ -141,9 +140,8 @@ std::string ReplaySnapshots(const fs::path& dir, int* code) {
 // saved its state (nlohmann type_error 316). It is now refused where it is parsed, naming the
 // file, line and label; the ledger is untouched and the process exits 2, not 134.
 TEST(ServerE2e, AnInvalidUtf8LabelIsRefusedNamingFileAndLine) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("gpuledger-srv-utf8-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const testing::TempDir tmp("gpuledger-srv-utf8");
+  const fs::path& dir = tmp.path();
   fs::create_directories(dir / "snapshots");
   ASSERT_TRUE(WriteFile((dir / "snapshots" / "10.0.0.1:9400@1764633600000.prom").string(),
                         "# TYPE gpuledger_container_allocated_gpu_seconds_total counter\n"
@@ -156,22 +154,22 @@ TEST(ServerE2e, AnInvalidUtf8LabelIsRefusedNamingFileAndLine) {
   EXPECT_NE(out.find("10.0.0.1:9400@1764633600000.prom"), std::string::npos) << out;
   EXPECT_NE(out.find("line 2: invalid UTF-8 in the value of label 'pod'"), std::string::npos)
       << out;
-  fs::remove_all(dir);
 }
 
 // Issue 29: snapshot names stamped in 2100, before 1970 or past 64 bits of milliseconds wrote
 // every hour up to the stamp (millions of device-hours) or aborted. Each is now refused before
 // anything is read, naming the file and why, exit 2.
 TEST(ServerE2e, ASnapshotStampedInTheFutureOrBefore1970IsRefused) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("gpuledger-srv-stamps-" + std::to_string(::getpid()));
+  const testing::TempDir tmp("gpuledger-srv-stamps");
+  const fs::path& dir = tmp.path();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"n1:9400@4102444800000.prom", "stamped 2100-01-01T00:00:00Z, after the replay started"},
       {"n1:9400@-5000.prom", "-5000 ms is outside 1970-01-01 .. 9999-12-31"},
       {"n1:9400@99999999999999999999.prom", "beyond 64 bits of milliseconds"},
       {"n1:9400@253402300800000.prom", "253402300800000 ms is outside 1970-01-01 .. 9999-12-31"}};
   for (const auto& [name, why] : cases) {
-    fs::remove_all(dir);
+    fs::remove_all(dir / "snapshots");
+    fs::remove(dir / "l.db");
     fs::create_directories(dir / "snapshots");
     const std::string metric =
         "# TYPE gpuledger_device_metered_seconds_total counter\n"
@@ -185,15 +183,13 @@ TEST(ServerE2e, ASnapshotStampedInTheFutureOrBefore1970IsRefused) {
     EXPECT_NE(out.find(name + ": "), std::string::npos) << out;
     EXPECT_NE(out.find(why), std::string::npos) << out;
   }
-  fs::remove_all(dir);
 }
 
 // Issue 29: NaN and infinite counter samples were skipped without a count. They are still
 // skipped (the last good value kept), and the replay says how many.
 TEST(ServerE2e, NotFiniteCounterSamplesAreSkippedAndCounted) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("gpuledger-srv-nan-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  const testing::TempDir tmp("gpuledger-srv-nan");
+  const fs::path& dir = tmp.path();
   fs::create_directories(dir / "snapshots");
   const char* values[] = {"1", "NaN", "+Inf", "-3", "4"};
   for (int i = 0; i < 5; ++i)
@@ -211,9 +207,10 @@ TEST(ServerE2e, NotFiniteCounterSamplesAreSkippedAndCounted) {
   EXPECT_NE(out.find("5 samples, 3 counter samples NaN, infinite or negative skipped"),
             std::string::npos)
       << out;
-  fs::remove_all(dir);
 }
 
+// A stored Prometheus cursor that is not a time is an error naming the key and its value, and
+// the ledger is left as it was: never a silent backfill from 1970 (or from --since).
 TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   const fs::path dir =
       fs::temp_directory_path() / ("gpuledger-cursor-" + std::to_string(::getpid()));

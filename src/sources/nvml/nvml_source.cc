@@ -266,6 +266,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
     std::optional<std::map<unsigned, std::int64_t>> per_pid;
     if (auto process_samples = ReadProcessSamples(w, d)) {
       PlaceSamples(*process_samples, d.process_cursor, w.step);
+      // Integrating also moves the stream's cursor, which the presence split needs as well.
       auto by_period =
           IntegrateSamples(*process_samples, d.process_cursor, w.previous_read_us, w.max_period_us);
       if (samples) {
