@@ -1,7 +1,7 @@
 #pragma once
-// The settings every gpuledger HTTP listener takes (the agent's /metrics, the server's API, the
-// admission webhook), in one place. httplib.h is included only by .cc files (cmake/
-// GpuledgerHttplib.cmake), hence the forward declaration.
+// The settings of the one listener still on cpp-httplib, the admission webhook (it serves TLS;
+// the agent and the API use http::Server, which applies the same settings itself). httplib.h
+// is included only by .cc files (cmake/GpuledgerHttplib.cmake), hence the forward declaration.
 
 namespace httplib {
 class Server;

@@ -1,59 +1,78 @@
 #include "server/http_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
-#include "prometheus/listen.h"
-#include "prometheus/listener.h"
+#include "http/server.h"
 
 namespace gpuledger::server {
+namespace {
+
+http::Response ToResponse(ApiResponse r) {
+  http::Response out;
+  out.status = r.status;
+  out.content_type = std::move(r.content_type);
+  out.body = std::move(r.body);
+  return out;
+}
+
+// The listener's own counters, appended to the API's /metrics.
+std::string RenderStats(const http::ServerStats& s) {
+  return fmt::format(
+      "# HELP gpuledger_server_http_connections_total Connections accepted by the API listener.\n"
+      "# TYPE gpuledger_server_http_connections_total counter\n"
+      "gpuledger_server_http_connections_total {}\n"
+      "# HELP gpuledger_server_http_connections_evicted_total Connections closed at the "
+      "connection cap to make room for a newer one.\n"
+      "# TYPE gpuledger_server_http_connections_evicted_total counter\n"
+      "gpuledger_server_http_connections_evicted_total {}\n"
+      "# HELP gpuledger_server_http_requests_timed_out_total Requests not received whole within "
+      "the request timeout (slow or stalled clients).\n"
+      "# TYPE gpuledger_server_http_requests_timed_out_total counter\n"
+      "gpuledger_server_http_requests_timed_out_total {}\n"
+      "# HELP gpuledger_server_http_requests_refused_total Requests refused as malformed or over "
+      "a size limit.\n"
+      "# TYPE gpuledger_server_http_requests_refused_total counter\n"
+      "gpuledger_server_http_requests_refused_total {}\n",
+      s.connections_accepted.load(), s.connections_evicted.load(), s.requests_timed_out.load(),
+      s.requests_refused.load());
+}
+
+}  // namespace
 
 struct HttpServer::Impl {
-  httplib::Server http;
-  std::string host;
-  int port = 0;
+  std::unique_ptr<http::Server> http;
 };
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, Api& api) {
-  auto addr = prometheus::ParseListen(listen);
-  if (!addr) return addr.error();
-  auto impl = std::make_unique<Impl>();
-  impl->host = addr->first;
-  prometheus::ConfigureListener(impl->http);
-  impl->http.Get(".*", [&api](const httplib::Request& req, httplib::Response& res) {
-    Params params(req.params.begin(), req.params.end());
-    ApiResponse r = api.Handle(req.path, params, req.get_header_value("Authorization"));
-    res.status = r.status;
-    res.set_content(r.body, r.content_type);
-  });
-  // The API only reads: any other method is a 405 saying so, not an empty 404.
-  auto refuse = [](const httplib::Request&, httplib::Response& res) {
-    const ApiResponse r = JsonError(405, "method not allowed: the API answers GET only");
-    res.status = r.status;
-    res.set_header("Allow", "GET");
-    res.set_content(r.body, r.content_type);
+  auto handle = [&api](const http::Request& req) {
+    // The API only reads: any other method is a 405 saying so.
+    if (req.method != "GET" && req.method != "HEAD") {
+      http::Response r = ToResponse(JsonError(405, "method not allowed: the API answers GET only"));
+      r.headers.emplace_back("Allow", "GET, HEAD");
+      return r;
+    }
+    Params params(req.query.begin(), req.query.end());
+    return ToResponse(api.Handle(req.path, params, req.Header("authorization")));
   };
-  impl->http.Post(".*", refuse);
-  impl->http.Put(".*", refuse);
-  impl->http.Delete(".*", refuse);
-  impl->http.Patch(".*", refuse);
-  impl->port = addr->second == 0
-                   ? impl->http.bind_to_any_port(impl->host)
-                   : (impl->http.bind_to_port(impl->host, addr->second) ? addr->second : -1);
-  if (impl->port <= 0)
-    return InvalidArgument(
-        fmt::format("--listen '{}': cannot bind (in use, or no such address)", listen));
+  http::ServerOptions options;
+  options.workers = 8;                 // concurrent reports; each borrows its own ledger reader
+  options.probe_paths = {"/healthz"};  // liveness never queues behind reports
+  auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
+  if (!http) return http.error();
+  api.AddMetrics([stats = (*http)->stats()] { return RenderStats(*stats); });
+  auto impl = std::make_unique<Impl>();
+  impl->http = std::move(*http);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
-int HttpServer::port() const { return impl_->port; }
-const std::string& HttpServer::host() const { return impl_->host; }
-void HttpServer::Serve() { impl_->http.listen_after_bind(); }
+int HttpServer::port() const { return impl_->http->port(); }
+const std::string& HttpServer::host() const { return impl_->http->host(); }
+void HttpServer::Serve() { impl_->http->Serve(); }
 void HttpServer::Stop() {
-  if (impl_) impl_->http.stop();
+  if (impl_) impl_->http->Stop();
 }
 
 }  // namespace gpuledger::server

@@ -1,0 +1,81 @@
+#include "http/response.h"
+
+#include <fmt/format.h>
+
+#include "prometheus/gzip.h"
+
+namespace gpuledger::http {
+namespace {
+
+const char* ReasonPhrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Status";
+  }
+}
+
+// Worth compressing: text the scraper or the CLI reads, large enough that gzip's 20-byte frame
+// and the CPU pay off (a Prometheus exposition shrinks about tenfold).
+bool Compressible(const Response& r) {
+  return r.body.size() >= 1024 && (r.content_type.rfind("text/", 0) == 0 ||
+                                   r.content_type.rfind("application/json", 0) == 0);
+}
+
+}  // namespace
+
+std::string Serialize(const Response& response, const WireOptions& options) {
+  const bool gzip = options.gzip && Compressible(response);
+  const std::string body = gzip ? prometheus::Gzip(response.body) : std::string();
+  const std::string& sent = gzip ? body : response.body;
+  std::string out =
+      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", response.status,
+                  ReasonPhrase(response.status), response.content_type, sent.size());
+  if (gzip) out += "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
+  if (!options.keep_alive) out += "Connection: close\r\n";
+  for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
+  out += "\r\n";
+  if (!options.head_only) out += sent;
+  return out;
+}
+
+Response TextResponse(int status, std::string message) {
+  Response r;
+  r.status = status;
+  r.body = std::move(message);
+  r.body += '\n';
+  return r;
+}
+
+}  // namespace gpuledger::http

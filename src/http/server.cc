@@ -1,0 +1,477 @@
+#include "http/server.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "http/listen_socket.h"
+#include "prometheus/listen.h"
+
+namespace gpuledger::http {
+namespace {
+
+// Deadlines are about real sockets and epoll waits in real time: the steady clock, not the
+// injected Clock of the metering path.
+using SteadyClock = std::chrono::steady_clock;
+using TimePoint = SteadyClock::time_point;
+
+constexpr std::uint64_t kListenerKey = 0;
+constexpr std::uint64_t kWakeKey = 1;
+// How long a connection closed after an error response may still send before it is cut: its
+// unread bytes would otherwise turn the close into a reset that loses the response.
+constexpr auto kDrainTime = std::chrono::seconds(2);
+// How long accepting pauses when the process is out of descriptors and nothing can be evicted.
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+std::chrono::microseconds Us(Micros us) { return std::chrono::microseconds(us); }
+
+struct Connection {
+  enum class State { kReading, kHandling, kWriting, kDraining };
+  std::uint64_t key = 0;
+  int fd = -1;
+  State state = State::kReading;
+  std::string in;        // received, not yet taken by a request
+  std::string out;       // the response being written
+  std::size_t sent = 0;  // bytes of `out` written
+  bool close_after_write = false;
+  bool peer_closed = false;      // the client sent EOF
+  bool request_started = false;  // bytes of the next request have arrived
+  TimePoint waiting_since;       // when it began waiting for its next request (eviction order)
+  TimePoint deadline;            // when the current state times out (not while handling)
+  std::uint32_t interest = 0;    // the epoll events asked for
+};
+
+struct Job {
+  std::uint64_t key = 0;
+  Request request;
+};
+
+// Requests waiting for a worker. Pop blocks until a job arrives or Stop.
+class JobQueue {
+ public:
+  void Push(Job job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+  std::optional<Job> Pop() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return stopped_ || !jobs_.empty(); });
+    if (stopped_) return std::nullopt;
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return job;
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Handler handler;
+  ServerOptions options;
+  std::string host;
+  int port = 0;
+  int listen_fd = -1;
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  std::shared_ptr<ServerStats> stats_owner = std::make_shared<ServerStats>();
+  ServerStats& stats = *stats_owner;
+  std::atomic<bool> stopping{false};
+
+  // Answers from the workers, taken by the loop.
+  struct Done {
+    std::uint64_t key;
+    std::string bytes;
+    bool close;
+  };
+  std::mutex done_mu;
+  std::vector<Done> done;
+  JobQueue ordinary, probes;
+
+  // The loop thread's own state.
+  std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections;
+  std::uint64_t next_key = 2;
+  std::optional<TimePoint> accept_paused_until;
+
+  ~Impl() {
+    for (int fd : {listen_fd, epoll_fd, wake_fd})
+      if (fd >= 0) ::close(fd);
+  }
+
+  void Wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  void Watch(Connection& c, std::uint32_t events) const {
+    if (c.interest == events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c.key;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c.fd, &ev);
+    c.interest = events;
+  }
+
+  void WatchListener(std::uint32_t events) const {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = kListenerKey;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &ev);
+  }
+
+  void Close(std::uint64_t key) {
+    auto it = connections.find(key);
+    if (it == connections.end()) return;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+    ::close(it->second->fd);
+    connections.erase(it);
+  }
+
+  // Frees the slot of the connection that has waited longest for a request; false when every
+  // connection is busy with one.
+  bool EvictOldestWaiting() {
+    Connection* oldest = nullptr;
+    for (auto& [key, c] : connections) {
+      if (c->state != Connection::State::kReading && c->state != Connection::State::kDraining)
+        continue;
+      if (oldest == nullptr || c->waiting_since < oldest->waiting_since) oldest = c.get();
+    }
+    if (oldest == nullptr) return false;
+    stats.connections_evicted.fetch_add(1, std::memory_order_relaxed);
+    Close(oldest->key);
+    return true;
+  }
+
+  void Accept(TimePoint now) {
+    for (;;) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          if (EvictOldestWaiting()) continue;
+          WatchListener(0);  // out of descriptors with every connection busy: wait a little
+          accept_paused_until = now + kAcceptPause;
+        }
+        return;  // EAGAIN, or an error the next readiness retries
+      }
+      if (connections.size() >= options.max_connections && !EvictOldestWaiting()) {
+        ::close(fd);  // every slot is busy answering: refuse rather than queue unboundedly
+        continue;
+      }
+      const int yes = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+      auto c = std::make_unique<Connection>();
+      c->key = next_key++;
+      c->fd = fd;
+      c->waiting_since = now;
+      c->deadline = now + Us(options.request_timeout_us);  // a silent new connection is cut soon
+      c->interest = EPOLLIN;
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = c->key;
+      if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        ::close(fd);
+        continue;
+      }
+      stats.connections_accepted.fetch_add(1, std::memory_order_relaxed);
+      connections.emplace(c->key, std::move(c));
+    }
+  }
+
+  void Read(Connection& c, TimePoint now) {
+    // A connection never buffers more than one request at its limits: the rest waits in the
+    // kernel until this one is answered.
+    const std::size_t cap = options.limits.max_head_bytes + options.limits.max_body_bytes + 4;
+    char buf[16384];
+    // At most 64 reads a wake-up: a client that floods cannot keep the loop from the others
+    // (level-triggered epoll reports it again).
+    for (int reads = 0; reads < 64 && c.in.size() <= cap; ++reads) {
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        if (c.state == Connection::State::kDraining) continue;  // discarded
+        c.in.append(buf, static_cast<std::size_t>(n));
+        if (!c.request_started) {
+          c.request_started = true;
+          c.deadline = now + Us(options.request_timeout_us);
+        }
+        continue;
+      }
+      if (n == 0) {
+        c.peer_closed = true;
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close(c.key);  // reset by the peer, or another socket error
+      return;
+    }
+    if (c.state == Connection::State::kDraining) {
+      if (c.peer_closed) Close(c.key);
+      return;
+    }
+    Advance(c, now);
+  }
+
+  // Parses what `c` has buffered: dispatches a whole request, refuses a bad one.
+  void Advance(Connection& c, TimePoint now) {
+    if (c.state != Connection::State::kReading) return;
+    ParseOutcome parsed = ParseRequest(c.in, options.limits);
+    switch (parsed.kind) {
+      case ParseOutcome::Kind::kIncomplete:
+        if (c.peer_closed) Close(c.key);
+        return;
+      case ParseOutcome::Kind::kRefused:
+        stats.requests_refused.fetch_add(1, std::memory_order_relaxed);
+        c.in.clear();
+        StartWrite(c, Serialize(TextResponse(parsed.status, parsed.reason), {.keep_alive = false}),
+                   /*close=*/true, now);
+        return;
+      case ParseOutcome::Kind::kComplete:
+        break;
+    }
+    c.in.erase(0, parsed.consumed);
+    c.state = Connection::State::kHandling;
+    c.request_started = false;
+    Watch(c, 0);  // nothing more is read until this request is answered
+    const bool probe = options.probe_paths.count(parsed.request.path) != 0;
+    (probe ? probes : ordinary).Push(Job{c.key, std::move(parsed.request)});
+  }
+
+  void StartWrite(Connection& c, std::string bytes, bool close, TimePoint now) {
+    c.out = std::move(bytes);
+    c.sent = 0;
+    c.state = Connection::State::kWriting;
+    c.close_after_write = close || c.peer_closed;
+    c.deadline = now + Us(options.write_timeout_us);
+    Write(c, now);
+  }
+
+  void Write(Connection& c, TimePoint now) {
+    while (c.sent < c.out.size()) {
+      const ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        Watch(c, EPOLLOUT);
+        return;
+      }
+      Close(c.key);
+      return;
+    }
+    std::string().swap(c.out);
+    if (c.close_after_write) {
+      if (c.peer_closed) {
+        Close(c.key);
+        return;
+      }
+      ::shutdown(c.fd, SHUT_WR);
+      c.state = Connection::State::kDraining;
+      c.waiting_since = now;
+      c.deadline = now + kDrainTime;
+      Watch(c, EPOLLIN);
+      return;
+    }
+    c.state = Connection::State::kReading;
+    c.waiting_since = now;
+    c.request_started = !c.in.empty();  // a pipelined request already waiting
+    c.deadline = now + Us(c.request_started ? options.request_timeout_us : options.idle_timeout_us);
+    Watch(c, EPOLLIN);
+    Advance(c, now);
+  }
+
+  void TakeDone(TimePoint now) {
+    std::vector<Done> answers;
+    {
+      std::lock_guard lock(done_mu);
+      answers.swap(done);
+    }
+    for (Done& d : answers) {
+      auto it = connections.find(d.key);
+      if (it == connections.end() || it->second->state != Connection::State::kHandling)
+        continue;  // the client went away while its request was handled
+      stats.requests_answered.fetch_add(1, std::memory_order_relaxed);
+      StartWrite(*it->second, std::move(d.bytes), d.close, now);
+    }
+  }
+
+  void ExpireDeadlines(TimePoint now) {
+    std::vector<std::uint64_t> expired;
+    for (auto& [key, c] : connections) {
+      if (c->state == Connection::State::kHandling || c->deadline > now) continue;
+      if (c->state == Connection::State::kReading && c->request_started)
+        stats.requests_timed_out.fetch_add(1, std::memory_order_relaxed);
+      expired.push_back(key);
+    }
+    for (std::uint64_t key : expired) Close(key);
+    if (accept_paused_until && *accept_paused_until <= now) {
+      accept_paused_until.reset();
+      WatchListener(EPOLLIN);
+    }
+  }
+
+  int WaitMillis(TimePoint now) const {
+    TimePoint next = now + std::chrono::seconds(1);
+    for (const auto& [key, c] : connections)
+      if (c->state != Connection::State::kHandling) next = std::min(next, c->deadline);
+    if (accept_paused_until) next = std::min(next, *accept_paused_until);
+    if (next <= now) return 0;
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1);
+  }
+
+  void Work(JobQueue& queue) {
+    while (std::optional<Job> job = queue.Pop()) {
+      const Request& request = job->request;
+      Response response;
+      try {
+        response = handler(request);
+      } catch (const std::exception& e) {
+        response = TextResponse(500, fmt::format("internal error: {}", e.what()));
+      } catch (...) {
+        response = TextResponse(500, "internal error");
+      }
+      std::string bytes = Serialize(response, {.head_only = request.method == "HEAD",
+                                               .keep_alive = request.keep_alive,
+                                               .gzip = request.accepts_gzip});
+      {
+        std::lock_guard lock(done_mu);
+        done.push_back({job->key, std::move(bytes), !request.keep_alive});
+      }
+      Wake();
+    }
+  }
+
+  void Loop() {
+    std::vector<std::thread> workers;
+    for (int i = 0; i < std::max(1, options.workers); ++i)
+      workers.emplace_back([this] { Work(ordinary); });
+    workers.emplace_back([this] { Work(probes); });
+
+    std::vector<epoll_event> events(64);
+    while (!stopping.load()) {
+      const int n = ::epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()),
+                                 WaitMillis(SteadyClock::now()));
+      const TimePoint now = SteadyClock::now();
+      for (int i = 0; i < n; ++i) {
+        const std::uint64_t key = events[i].data.u64;
+        const std::uint32_t ev = events[i].events;
+        if (key == kListenerKey) {
+          Accept(now);
+          continue;
+        }
+        if (key == kWakeKey) {
+          std::uint64_t count = 0;
+          [[maybe_unused]] const auto r = ::read(wake_fd, &count, sizeof count);
+          TakeDone(now);
+          continue;
+        }
+        auto it = connections.find(key);
+        if (it == connections.end()) continue;
+        Connection& c = *it->second;
+        switch (c.state) {
+          case Connection::State::kReading:
+          case Connection::State::kDraining:
+            Read(c, now);
+            break;
+          case Connection::State::kWriting:
+            Write(c, now);
+            break;
+          case Connection::State::kHandling:
+            if ((ev & (EPOLLHUP | EPOLLERR)) != 0) Close(key);  // its answer will be dropped
+            break;
+        }
+      }
+      ExpireDeadlines(now);
+    }
+
+    std::vector<std::uint64_t> keys;
+    for (const auto& [key, c] : connections) keys.push_back(key);
+    for (std::uint64_t key : keys) Close(key);
+    ordinary.Stop();
+    probes.Stop();
+    for (std::thread& t : workers) t.join();
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Bind(const std::string& listen, Handler handler,
+                                             ServerOptions options) {
+  auto addr = prometheus::ParseListen(listen);
+  if (!addr) return addr.error();
+  auto socket =
+      ListenTcp(addr->first, addr->second, kListenBacklog, fmt::format("--listen '{}'", listen));
+  if (!socket) return socket.error();
+  auto impl = std::make_unique<Impl>();
+  impl->handler = std::move(handler);
+  impl->options = std::move(options);
+  impl->host = addr->first;
+  impl->port = socket->port;
+  impl->listen_fd = socket->fd;
+  impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  impl->wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl->epoll_fd < 0 || impl->wake_fd < 0)
+    return Internal(fmt::format("--listen '{}': cannot create the event loop: {}", listen,
+                                std::strerror(errno)));
+  for (const auto& [fd, key] :
+       {std::pair{impl->listen_fd, kListenerKey}, std::pair{impl->wake_fd, kWakeKey}}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = key;
+    if (::epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)
+      return Internal(fmt::format("--listen '{}': epoll_ctl: {}", listen, std::strerror(errno)));
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+int Server::port() const { return impl_->port; }
+const std::string& Server::host() const { return impl_->host; }
+std::shared_ptr<const ServerStats> Server::stats() const { return impl_->stats_owner; }
+
+void Server::Serve() {
+  if (impl_->stopping.load()) return;
+  impl_->Loop();
+}
+
+void Server::Stop() {
+  if (!impl_) return;
+  impl_->stopping.store(true);
+  impl_->Wake();
+}
+
+}  // namespace gpuledger::http

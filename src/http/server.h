@@ -1,0 +1,81 @@
+#pragma once
+// The HTTP/1.1 server behind every plain-HTTP gpuledger listener (the agent's /metrics and
+// probes, the server's API). One event-loop thread reads and writes every connection without
+// blocking; handlers run on worker threads, probes on a thread of their own. So a client that
+// sends its request a byte at a time, or never reads its answer, holds a connection slot and
+// nothing else: it cannot hold a worker, and it loses its slot at a deadline (issue 29: eight
+// such clients stopped cpp-httplib's thread pool, /healthz included).
+//
+// What the loop enforces, per connection: the whole request (head and body) within
+// `request_timeout_us` of its first byte; an idle keep-alive connection closed after
+// `idle_timeout_us`; a response written within `write_timeout_us`; at most `max_connections`
+// open (at the cap a new connection takes the slot of the one that has been waiting longest for
+// a request, so a crowd of slow clients cannot lock a probe out). Pipelined requests are
+// answered in order. The port is the listener's alone (SO_REUSEADDR, never SO_REUSEPORT: a
+// second agent on a used port would otherwise share its scrapes, issue 29 finding 2), every
+// connection has TCP_NODELAY, the backlog is kListenBacklog.
+//
+// Thread-safety: Serve() runs the loop on the calling thread until Stop(), which may be called
+// from any thread (or before Serve). Handlers run concurrently on up to `workers` threads.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "common/result.h"
+#include "common/units.h"
+#include "http/request.h"
+#include "http/response.h"
+
+namespace gpuledger::http {
+
+using Handler = std::function<Response(const Request&)>;
+
+inline constexpr int kListenBacklog = 1024;
+
+struct ServerOptions {
+  int workers = 4;                    // threads running the handler for ordinary paths
+  std::set<std::string> probe_paths;  // answered by a thread of their own, never queued
+  std::size_t max_connections = 1024;
+  Micros request_timeout_us = 10 * kMicrosPerSecond;
+  Micros idle_timeout_us = 120 * kMicrosPerSecond;  // above Prometheus's longest usual interval
+  Micros write_timeout_us = 30 * kMicrosPerSecond;
+  RequestLimits limits;
+};
+
+// Counters of what the loop refused or cut, for the owner's /metrics.
+struct ServerStats {
+  std::atomic<std::uint64_t> connections_accepted{0};
+  std::atomic<std::uint64_t> connections_evicted{0};  // at the cap, for a newer one
+  std::atomic<std::uint64_t> requests_timed_out{0};   // request not complete in time
+  std::atomic<std::uint64_t> requests_refused{0};     // malformed or over a limit
+  std::atomic<std::uint64_t> requests_answered{0};
+};
+
+class Server {
+ public:
+  // Binds `listen` ("host:port", port 0 for any free one) and starts listening. A port in use
+  // or an address that is not this host's is kInvalidArgument naming `listen`.
+  static Result<std::unique_ptr<Server>> Bind(const std::string& listen, Handler handler,
+                                              ServerOptions options = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const;
+  const std::string& host() const;
+  // Shared, so a /metrics renderer may outlive the server.
+  std::shared_ptr<const ServerStats> stats() const;
+  void Serve();  // blocks until Stop(); closes every connection before it returns
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpuledger::http

@@ -1,0 +1,316 @@
+// The server over real loopback sockets: keep-alive, pipelining, limits, and the slow clients of
+// issue 29 (finding 3), which must not starve the probes.
+
+#include "http/server.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "prometheus/gzip.h"
+
+namespace gpuledger::http {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+// A loopback client socket, closed when it goes.
+class Client {
+ public:
+  explicit Client(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    const int yes = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+  }
+  ~Client() { ::close(fd_); }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  bool connected() const { return connected_; }
+
+  bool Send(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  // Everything received until `bytes_wanted` bytes or EOF or `timeout`.
+  std::string Receive(std::size_t bytes_wanted, std::chrono::milliseconds timeout = 2000ms) {
+    const auto deadline = SteadyClock::now() + timeout;
+    while (buffer_.size() < bytes_wanted) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+      if (left.count() <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buf[65536];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        eof_ = true;
+        break;
+      }
+      buffer_.append(buf, static_cast<std::size_t>(n));
+    }
+    std::string out = buffer_.substr(0, std::min(bytes_wanted, buffer_.size()));
+    buffer_.erase(0, out.size());
+    return out;
+  }
+
+  // One response: status line and headers, then Content-Length bytes of body.
+  struct Answer {
+    int status = 0;
+    std::string head;
+    std::string body;
+  };
+  Answer ReadResponse(std::chrono::milliseconds timeout = 2000ms) {
+    Answer a;
+    while (a.head.find("\r\n\r\n") == std::string::npos) {
+      std::string byte = Receive(1, timeout);
+      if (byte.empty()) return a;
+      a.head += byte;
+    }
+    a.status = std::stoi(a.head.substr(9, 3));
+    const auto at = a.head.find("Content-Length: ");
+    const std::size_t length = at == std::string::npos ? 0 : std::stoul(a.head.substr(at + 16));
+    if (a.head.rfind("HTTP/1.1 200", 0) == 0 || length > 0) a.body = Receive(length, timeout);
+    return a;
+  }
+
+  bool eof() const { return eof_; }
+  // Whether the server closed: EOF within `timeout`.
+  bool ClosedWithin(std::chrono::milliseconds timeout) {
+    Receive(SIZE_MAX, timeout);
+    return eof_;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool eof_ = false;
+  std::string buffer_;
+};
+
+Response Echo(const Request& r) {
+  if (r.path == "/throw") throw std::runtime_error("boom");
+  if (r.path == "/big") {
+    Response big;
+    big.body = std::string(100000, 'x');
+    return big;
+  }
+  if (r.path == "/slow") std::this_thread::sleep_for(300ms);
+  std::string query;
+  for (const auto& [k, v] : r.query) query += k + "=" + v + ";";
+  return TextResponse(200, r.method + " " + r.path + " " + query + r.body);
+}
+
+// A server on a loopback port, served on its own thread, stopped and joined when it goes.
+class Running {
+ public:
+  explicit Running(ServerOptions options = {}, Handler handler = Echo) {
+    auto s = Server::Bind("127.0.0.1:0", std::move(handler), std::move(options));
+    EXPECT_TRUE(s) << s.error().message;
+    server_ = std::move(*s);
+    thread_ = std::thread([this] { server_->Serve(); });
+  }
+  ~Running() {
+    server_->Stop();
+    thread_.join();
+  }
+  int port() const { return server_->port(); }
+  Server& server() { return *server_; }
+
+ private:
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+TEST(Server, AnswersSeveralRequestsOnOneConnection) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.connected());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Send("GET /a?x=" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n"));
+    auto a = c.ReadResponse();
+    EXPECT_EQ(a.status, 200) << a.head;
+    EXPECT_EQ(a.body, "GET /a x=" + std::to_string(i) + ";\n");
+  }
+  EXPECT_EQ(s.server().stats()->connections_accepted.load(), 1u);
+}
+
+TEST(Server, AnswersPipelinedRequestsInOrder) {
+  // Issue 29: cpp-httplib dropped every pipelined request after the first.
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(
+      c.Send("GET /slow HTTP/1.1\r\n\r\nGET /two HTTP/1.1\r\n\r\nPOST /three HTTP/1.1\r\n"
+             "Content-Length: 4\r\n\r\nbody"));
+  EXPECT_EQ(c.ReadResponse().body, "GET /slow \n");
+  EXPECT_EQ(c.ReadResponse().body, "GET /two \n");
+  EXPECT_EQ(c.ReadResponse().body, "POST /three body\n");
+}
+
+TEST(Server, ClosesAfterConnectionCloseAndAfterARefusal) {
+  Running s;
+  {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send("GET /a HTTP/1.1\r\nConnection: close\r\n\r\n"));
+    auto a = c.ReadResponse();
+    EXPECT_EQ(a.status, 200);
+    EXPECT_NE(a.head.find("Connection: close"), std::string::npos);
+    EXPECT_TRUE(c.ClosedWithin(1000ms));
+  }
+  {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
+    auto a = c.ReadResponse();
+    EXPECT_EQ(a.status, 501) << a.head;
+    EXPECT_NE(a.body.find("Content-Length"), std::string::npos) << a.body;
+    EXPECT_TRUE(c.ClosedWithin(3000ms));
+  }
+  {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nX: " + std::string(20000, 'a')));
+    EXPECT_EQ(c.ReadResponse().status, 431);
+  }
+  EXPECT_EQ(s.server().stats()->requests_refused.load(), 2u);
+}
+
+TEST(Server, HeadHasTheHeadersOfGetAndNoBody) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("HEAD /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"));
+  const std::string both = c.Receive(SIZE_MAX, 500ms);
+  EXPECT_NE(both.find("Content-Length: 8\r\n"), std::string::npos) << both;  // "HEAD /a \n"
+  EXPECT_EQ(both.find("HEAD /a"), std::string::npos) << both;
+  EXPECT_NE(both.find("GET /b \n"), std::string::npos) << both;
+}
+
+TEST(Server, GzipsLargeTextWhenTheClientAcceptsIt) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /big HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n"));
+  auto a = c.ReadResponse();
+  EXPECT_NE(a.head.find("Content-Encoding: gzip"), std::string::npos) << a.head;
+  auto plain = prometheus::Gunzip(a.body);
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(*plain, std::string(100000, 'x'));
+  ASSERT_TRUE(c.Send("GET /big HTTP/1.1\r\n\r\n"));
+  a = c.ReadResponse();
+  EXPECT_EQ(a.head.find("Content-Encoding"), std::string::npos);
+  EXPECT_EQ(a.body.size(), 100000u);
+}
+
+TEST(Server, AHandlerThatThrowsIsA500AndTheServerGoesOn) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /throw HTTP/1.1\r\n\r\n"));
+  auto a = c.ReadResponse();
+  EXPECT_EQ(a.status, 500);
+  EXPECT_NE(a.body.find("boom"), std::string::npos);
+  ASSERT_TRUE(c.Send("GET /a HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(c.ReadResponse().status, 200);
+}
+
+TEST(Server, SixtyFourSlowClientsDoNotStarveTheProbes) {
+  // Issue 29, finding 3: connections that send one header line a second held every worker of
+  // cpp-httplib, and /healthz timed out. Here they hold 64 connection slots and nothing else.
+  ServerOptions options;
+  options.workers = 2;
+  options.probe_paths = {"/healthz"};
+  options.request_timeout_us = 1500 * 1000;
+  Running s(options);
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < 64; ++i) {
+    slow.push_back(std::make_unique<Client>(s.port()));
+    ASSERT_TRUE(slow.back()->Send("GET /a HTTP/1.1\r\n"));
+  }
+  // Workers busy too: two slow handlers on the two ordinary workers.
+  Client busy1(s.port()), busy2(s.port());
+  ASSERT_TRUE(busy1.Send("GET /slow HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(busy2.Send("GET /slow HTTP/1.1\r\n\r\n"));
+  for (int round = 0; round < 3; ++round) {
+    for (auto& c : slow) c->Send("X-Slow: " + std::to_string(round) + "\r\n");
+    Client probe(s.port());
+    const auto start = SteadyClock::now();
+    ASSERT_TRUE(probe.Send("GET /healthz HTTP/1.1\r\n\r\n"));
+    auto a = probe.ReadResponse(1000ms);
+    const auto took = SteadyClock::now() - start;
+    EXPECT_EQ(a.status, 200);
+    // The claim is "answers, at once" against "never": 100 ms is the issue's bound, far above
+    // the sub-millisecond answer on an idle loop and far below a starved one's seconds.
+    EXPECT_LT(took, 100ms) << "round " << round;
+    std::this_thread::sleep_for(300ms);
+  }
+  // And the slow ones lose their slots when their request deadline passes.
+  for (auto& c : slow) EXPECT_TRUE(c->ClosedWithin(2000ms));
+  EXPECT_EQ(s.server().stats()->requests_timed_out.load(), 64u);
+}
+
+TEST(Server, AtTheConnectionCapTheLongestWaitingConnectionGivesWay) {
+  ServerOptions options;
+  options.max_connections = 8;
+  Running s(options);
+  std::vector<std::unique_ptr<Client>> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(std::make_unique<Client>(s.port()));
+    ASSERT_TRUE(idle.back()->Send("GET /a HTTP/1.1\r\n\r\n"));
+    EXPECT_EQ(idle.back()->ReadResponse().status, 200);
+  }
+  Client late(s.port());
+  ASSERT_TRUE(late.Send("GET /late HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(late.ReadResponse().status, 200);
+  EXPECT_TRUE(idle.front()->ClosedWithin(1000ms)) << "the oldest idle connection was kept";
+  EXPECT_EQ(s.server().stats()->connections_evicted.load(), 1u);
+}
+
+TEST(Server, ASecondServerOnAPortInUseIsRefusedNamingIt) {
+  // Issue 29, finding 2: with SO_REUSEPORT a second agent bound the same port and shared its
+  // scrapes.
+  Running s;
+  const std::string listen = "127.0.0.1:" + std::to_string(s.port());
+  auto second = Server::Bind(listen, Echo);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(second.error().message.find("in use"), std::string::npos) << second.error().message;
+  EXPECT_NE(second.error().message.find(listen), std::string::npos) << second.error().message;
+  auto nowhere = Server::Bind("192.0.2.1:0", Echo);  // TEST-NET-1: not this host's
+  ASSERT_FALSE(nowhere);
+  EXPECT_NE(nowhere.error().message.find("not an address of this host"), std::string::npos)
+      << nowhere.error().message;
+}
+
+TEST(Server, StopsWithConnectionsOpen) {
+  auto s = Server::Bind("127.0.0.1:0", Echo);
+  ASSERT_TRUE(s);
+  std::thread serve([&] { (*s)->Serve(); });
+  Client open((*s)->port());
+  ASSERT_TRUE(open.Send("GET /a HTTP/1.1\r\n"));
+  std::this_thread::sleep_for(50ms);
+  (*s)->Stop();
+  serve.join();
+  EXPECT_TRUE(open.ClosedWithin(1000ms));
+  // Stop before Serve returns at once.
+  auto t = Server::Bind("127.0.0.1:0", Echo);
+  ASSERT_TRUE(t);
+  (*t)->Stop();
+  (*t)->Serve();
+}
+
+}  // namespace
+}  // namespace gpuledger::http
