@@ -15,6 +15,7 @@
 #include "attribution/close_hour.h"
 #include "common/apportion.h"
 #include "common/counter_units.h"
+#include "common/json_text.h"
 #include "ingest/agent_series.h"
 #include "ingest/counter_state_codec.h"
 #include "model/usage.h"
@@ -474,7 +475,7 @@ std::string CounterLedger::State() const {
   json hours = json::array();
   for (const auto& [key, a] : m.hours) hours.push_back(state::HourJson(key, a));
   j["hours"] = hours;
-  return j.dump();
+  return JsonText(j);
 }
 
 Status CounterLedger::Restore(std::string_view state_json) {
@@ -512,16 +513,16 @@ CounterLedger::StateDelta CounterLedger::PendingState() const {
     if (auto it = m.instances.find(name); it != m.instances.end()) {
       json ij = state::InstanceJson(it->second);
       ij["name"] = name;
-      d.put[state::InstancePart(name)] = ij.dump();
+      d.put[state::InstancePart(name)] = JsonText(ij);
     }
   for (const std::string& name : m.removed_instances)
     if (!m.instances.contains(name)) d.erase.insert(state::InstancePart(name));
   for (const Impl::HourKey& key : m.dirty_hours)
     if (auto it = m.hours.find(key); it != m.hours.end())
-      d.put[state::HourPart(key)] = state::HourJson(key, it->second).dump();
+      d.put[state::HourPart(key)] = JsonText(state::HourJson(key, it->second));
   for (const Impl::HourKey& key : m.removed_hours)
     if (!m.hours.contains(key)) d.erase.insert(state::HourPart(key));
-  if (m.engine_dirty || !d.empty()) d.put["engine"] = m.EngineJson().dump();
+  if (m.engine_dirty || !d.empty()) d.put["engine"] = JsonText(m.EngineJson());
   return d;
 }
 

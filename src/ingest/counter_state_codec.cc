@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/counter_units.h"
+#include "common/json_text.h"
 #include "ingest/agent_series.h"
 
 namespace gpuledger::ingest::state {
@@ -32,7 +33,7 @@ Result<int> ReadEngine(const json& j, EngineFields& e) {
     return InvalidArgument("not a gpuledger counter-ledger state");
   const int version = j.at("version").get<int>();
   if (version < 1 || version > kStateVersion)
-    return InvalidArgument("version " + j.at("version").dump() + ", this build reads 1 to " +
+    return InvalidArgument("version " + JsonText(j.at("version")) + ", this build reads 1 to " +
                            std::to_string(kStateVersion));
   e.forgotten_before_us = j.at("forgotten_before_us").get<Micros>();
   e.latest_us = j.at("latest_us").get<Micros>();

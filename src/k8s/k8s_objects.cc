@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace gpuledger::k8s {
 namespace {
 
@@ -121,7 +123,7 @@ std::string AttributeText(const json& value) {
   if (it != value.end() && it->is_boolean()) {
     return it->get<bool>() ? "true" : "false";
   }
-  return value.dump();
+  return JsonText(value);
 }
 
 }  // namespace

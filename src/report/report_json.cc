@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/time_util.h"
 #include "model/compute_band.h"
 
@@ -112,7 +113,7 @@ std::string ReportToJson(const Report& r) {
                 {"busy_us", r.total.busy_us},
                 {"device_hours", r.total.device_hours},
                 {"unpriced_models", r.total.unpriced_models}}}};
-  return out.dump(2) + "\n";
+  return JsonText(out, 2) + "\n";
 }
 
 Result<Report> ReportFromJson(std::string_view text) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/ledger_reads.h"
+#include "common/json_text.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
 #include "report/report.h"
@@ -86,7 +87,7 @@ json AllocationEntry(const std::string& name, const report::Figures& f, Micros f
 
 ApiResponse JsonError(int status, const std::string& message) {
   return {status, "application/json",
-          json{{"code", status}, {"status", "error"}, {"error", message}}.dump() + "\n"};
+          JsonText(json{{"code", status}, {"status", "error"}, {"error", message}}) + "\n"};
 }
 
 namespace {
@@ -172,7 +173,7 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
     data.push_back(std::move(set));
   }
   return {200, "application/json",
-          json{{"code", 200}, {"status", "success"}, {"data", data}}.dump() + "\n"};
+          JsonText(json{{"code", 200}, {"status", "success"}, {"data", data}}) + "\n"};
 }
 
 ApiResponse Report(store::LedgerStore& store, const Params& p) {
@@ -216,7 +217,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
   json out = guardrails::FindingsObject(*doc);
   out["code"] = 200;
   out["status"] = "success";
-  return {200, "application/json", out.dump() + "\n"};
+  return {200, "application/json", JsonText(out) + "\n"};
 }
 
 ApiResponse Devices(store::LedgerStore& store, const Params& p) {
@@ -269,12 +270,12 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
                    {"cost_nanos", a.cost},
                    {"utilization", a.metered > 0 ? static_cast<double>(a.busy) / a.metered : 0.0}});
   return {200, "application/json",
-          json{{"code", 200},
-               {"status", "success"},
-               {"window",
-                {{"start", FormatRfc3339(window->from_us)}, {"end", FormatRfc3339(window->to_us)}}},
-               {"data", out}}
-                  .dump() +
+          JsonText(json{
+              {"code", 200},
+              {"status", "success"},
+              {"window",
+               {{"start", FormatRfc3339(window->from_us)}, {"end", FormatRfc3339(window->to_us)}}},
+              {"data", out}}) +
               "\n"};
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "common/json_text.h"
 #include "common/time_util.h"
 #include "prometheus/exposition_writer.h"
 
@@ -141,7 +142,7 @@ std::string FindingEventBody(const guardrails::PricedFinding& p, std::int64_t re
       {"eventTime", MicroTime(f.first_seen_us)},
       {"count", 1},
   };
-  return event.dump();
+  return JsonText(event);
 }
 
 FindingEvents::FindingEvents(k8s::ApiTransport& transport, const guardrails::Policy& policy,

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "sim/sim_util.h"
 
 namespace gpuledger::sim {
@@ -89,9 +90,9 @@ std::string MetadataSnapshotJson(const Scenario& scenario,
     }
     items.push_back(std::move(pod));
   }
-  return json{
-      {"apiVersion", "v1"}, {"kind", "List"}, {"metadata", json::object()}, {"items", items}}
-      .dump(1);
+  return JsonText(
+      json{{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", json::object()}, {"items", items}},
+      1);
 }
 
 }  // namespace gpuledger::sim

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace gpuledger::webhook {
 namespace {
 
@@ -76,7 +78,7 @@ bool Resources(Reader& r, const json& container, const std::string& path, Admiss
       if (quantity.is_string()) {
         c.resources.emplace_back(name, quantity.get<std::string>());
       } else if (quantity.is_number()) {
-        c.resources.emplace_back(name, quantity.dump());
+        c.resources.emplace_back(name, JsonText(quantity));
       } else {
         return r.Fail(list_path + "." + name, "expected a quantity like \"1\" or \"500m\"");
       }
@@ -248,7 +250,7 @@ std::string SerializeAdmissionResponse(const std::string& uid,
   if (!verdict.warnings.empty()) response["warnings"] = verdict.warnings;
   if (!verdict.allowed) response["status"] = {{"code", 403}, {"message", verdict.denial}};
   json doc = {{"apiVersion", kApiVersion}, {"kind", "AdmissionReview"}, {"response", response}};
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return JsonText(doc);
 }
 
 std::string_view ToString(Verdict verdict) {

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "io/file_util.h"
@@ -168,6 +169,29 @@ TEST_F(CliTest, ReportJsonConservesMoneyForEveryPolicy) {
       EXPECT_EQ(j["policy"], policy);
     }
   }
+}
+
+// Issue 29, finding 4: a label that is not UTF-8 made `report --format json` abort (exit 134,
+// nlohmann's type_error 316). Ingestion refuses such labels now; a ledger that holds one anyway
+// (written by an older build, or by hand) still reports, with U+FFFD in its place.
+TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {
+  ASSERT_EQ(Run("demo --no-serve --hours 2 --out " + Path("d")).code, 0);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(Path("d/gpuledger.db").c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc =
+      sqlite3_exec(db,
+                   "UPDATE usage_hours SET namespace = 'research-' || CAST(X'FF' AS TEXT) "
+                   "WHERE namespace = 'research'",
+                   nullptr, nullptr, &error);
+  const int changed = sqlite3_changes(db);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+  ASSERT_GT(changed, 0);
+  Output o = Run("report --db " + Path("d/gpuledger.db") + " --by namespace --format json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(o.out));
+  EXPECT_NE(o.out.find("\"research-\xef\xbf\xbd\""), std::string::npos) << o.out;
 }
 
 TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
