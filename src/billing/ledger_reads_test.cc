@@ -100,9 +100,9 @@ TEST_F(LedgerTest, ImportScalesTheNodeDayToTheBillExactly) {
   // A window holding part of the day still sees the whole-day scaling.
   EXPECT_EQ(DayTotal("a", kDay0 + kMicrosPerHour, kDay0 + 2 * kMicrosPerHour), 27 * kDollar);
 
-  auto report = report::BuildReport(*devices, *store_->ReadUsage({0, INT64_MAX}),
-                                    *report::ParseGroupBy("namespace"), cost::Policy{},
-                                    cost::IdleHandling{}, kDay0, kDay0 + kMicrosPerDay);
+  auto report = *report::BuildReport(*devices, *store_->ReadUsage({0, INT64_MAX}),
+                                     *report::ParseGroupBy("namespace"), cost::Policy{},
+                                     cost::IdleHandling{}, kDay0, kDay0 + kMicrosPerDay);
   EXPECT_EQ(report.total.device_cost_nanos, 95 * kDollar);  // $90 billed + b's $5 modelled
 }
 

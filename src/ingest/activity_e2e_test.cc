@@ -117,8 +117,8 @@ TEST(ActivityEndToEnd, StarvedGpuIsClassifiedInTheReportJson) {
   EXPECT_EQ(train.activity_quality, Quality::kMeasured);
   EXPECT_EQ(train.activity_rule, "gpm");
 
-  auto r = report::BuildReport(*devices, *usage, *report::ParseGroupBy("pod"), cost::Policy{},
-                               cost::IdleHandling{}, kH0, kH0 + kMicrosPerHour);
+  auto r = *report::BuildReport(*devices, *usage, *report::ParseGroupBy("pod"), cost::Policy{},
+                                cost::IdleHandling{}, kH0, kH0 + kMicrosPerHour);
   const auto j = nlohmann::json::parse(report::ReportToJson(r));
   ASSERT_EQ(j["rows"].size(), 2u);
   for (const auto& row : j["rows"]) {

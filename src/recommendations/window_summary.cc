@@ -96,9 +96,9 @@ double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kCompu
   return b < 0 ? 0.0 : kComputeShareBounds[static_cast<std::size_t>(b)];
 }
 
-std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devices,
-                                                std::span<const UsageRow> usage,
-                                                const SummaryOptions& o) {
+Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
+                                                        std::span<const UsageRow> usage,
+                                                        const SummaryOptions& o) {
   const std::vector<report::Dimension> by_controller{{report::Dimension::Kind::kController, ""}};
   std::map<std::pair<Micros, std::string>, const DeviceHour*> device_of;
   for (const DeviceHour& d : devices)
@@ -123,13 +123,14 @@ std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devi
     acc.allocated_by_model[u.gpu_model] += u.allocated_us;
     acc.allocated_by_class[dev->second->pricing_class] += u.allocated_us;
   }
-  if (accs.empty()) return {};
+  if (accs.empty()) return std::vector<WorkloadSummary>{};
 
   // What the ledger charged each workload, and its utilization class: the report's own figures.
-  const report::Report rep = report::BuildReport(devices, usage, by_controller, cost::Policy{},
-                                                 cost::IdleHandling{}, o.from_us, o.to_us);
+  auto rep = report::BuildReport(devices, usage, by_controller, cost::Policy{},
+                                 cost::IdleHandling{}, o.from_us, o.to_us);
+  if (!rep) return rep.error();
   std::map<std::string, const report::Row*> row_of;
-  for (const report::Row& r : rep.rows) row_of[r.key] = &r;
+  for (const report::Row& r : rep->rows) row_of[r.key] = &r;
 
   const int percent = PercentOf(o.compute_percentile);
   std::vector<WorkloadSummary> out;

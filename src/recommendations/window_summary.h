@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "model/ledger.h"
 #include "rightsizing/recommend.h"
 #include "utilization/classify.h"
@@ -72,10 +73,11 @@ struct WorkloadSummary {
 
 // Summaries of every Kubernetes workload with rows in [from_us, to_us) (host consumers and
 // unresolved processes are left out: nothing to resize), ordered by workload. Usage rows whose
-// (hour, gpu) has no device row are ignored, as in reports.
-std::vector<WorkloadSummary> SummarizeWorkloads(std::span<const DeviceHour> devices,
-                                                std::span<const UsageRow> usage,
-                                                const SummaryOptions& options);
+// (hour, gpu) has no device row are ignored, as in reports; a window whose sums do not fit in
+// 64 bits is the report's error.
+Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
+                                                        std::span<const UsageRow> usage,
+                                                        const SummaryOptions& options);
 
 // The compute share at percentile `p` of a compute histogram: the upper bound of the bucket
 // holding the nearest-rank sample (kComputeShareBounds); 0 with no samples.

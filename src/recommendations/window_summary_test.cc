@@ -64,7 +64,7 @@ struct EightGpuJob {
 TEST(WindowSummary, EightGpusHeldTwoUsedGivesFewerGpusWithTheSavingByHand) {
   EightGpuJob job;
   SummaryOptions o;
-  auto s = SummarizeWorkloads(job.devices, job.usage, o);
+  auto s = *SummarizeWorkloads(job.devices, job.usage, o);
   ASSERT_EQ(s.size(), 1u);
   const auto& w = s[0].usage;
   EXPECT_EQ(w.workload, "ml/Job/train");
@@ -117,7 +117,7 @@ TEST(WindowSummary, WithoutHistogramsFallsBackToHourlyMeansAndSaysSo) {
     u.consumer.owner_name = "web";
     usage.push_back(u);
   }
-  auto s = SummarizeWorkloads(devices, usage, {});
+  auto s = *SummarizeWorkloads(devices, usage, {});
   ASSERT_EQ(s.size(), 1u);
   const auto& w = s[0].usage;
   EXPECT_EQ(w.workload, "ml/Deployment/web");
@@ -137,10 +137,10 @@ TEST(WindowSummary, WindowNamespaceAndHostConsumersAreFiltered) {
   job.usage.push_back(host);
   SummaryOptions o;
   o.namespace_name = "other";
-  EXPECT_TRUE(SummarizeWorkloads(job.devices, job.usage, o).empty());
+  EXPECT_TRUE(SummarizeWorkloads(job.devices, job.usage, o)->empty());
   o.namespace_name = "";
   o.from_us = 40 * kH;
-  auto s = SummarizeWorkloads(job.devices, job.usage, o);
+  auto s = *SummarizeWorkloads(job.devices, job.usage, o);
   ASSERT_EQ(s.size(), 1u);  // the host consumer is left out
   EXPECT_EQ(s[0].usage.hours_observed, 8.0);
 }

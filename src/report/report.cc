@@ -162,9 +162,79 @@ utilization::Inputs UtilizationInputs(const Figures& f) {
   return in;
 }
 
-Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
-                   const std::vector<Dimension>& group_by, const cost::Policy& policy,
-                   const cost::IdleHandling& idle, Micros from_us, Micros to_us) {
+namespace {
+
+// The sum of the magnitudes of one field over a window. Every figure of a report sums a subset
+// of the window's values of one field (a row's cost is a part of device prices, its time a part
+// of metered time), so when this fits in 64 bits, no figure can wrap.
+class MagnitudeSum {
+ public:
+  void Add(std::int64_t v) { sum_ += v < 0 ? -static_cast<__int128>(v) : v; }
+  bool Fits() const { return sum_ <= INT64_MAX; }
+
+ private:
+  __int128 sum_ = 0;
+};
+
+Status CheckSumsFit(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                    Micros from_us, Micros to_us) {
+  MagnitudeSum cost, metered, unmetered, unallocated, busy, idle, unattributed, idle_energy,
+      unattributed_energy;
+  for (const DeviceHour& d : devices) {
+    if (d.hour_us < from_us || d.hour_us >= to_us) continue;
+    cost.Add(d.price_nanos);
+    metered.Add(d.metered_us);
+    unmetered.Add(d.unmetered_us);
+    unallocated.Add(d.unallocated_us);
+    busy.Add(d.busy_us);
+    idle.Add(d.idle_us);
+    unattributed.Add(d.unattributed_us);
+    idle_energy.Add(d.idle_energy_mj);
+    unattributed_energy.Add(d.unattributed_energy_mj);
+  }
+  MagnitudeSum allocated, compute, energy, sm_active, sm_occupancy, tensor, dram;
+  for (const UsageRow& u : usage) {
+    if (u.hour_us < from_us || u.hour_us >= to_us) continue;
+    allocated.Add(u.allocated_us);
+    compute.Add(u.compute_us);
+    energy.Add(u.energy_mj);
+    sm_active.Add(u.activity.sm_active_us);
+    sm_occupancy.Add(u.activity.sm_occupancy_us);
+    tensor.Add(u.activity.tensor_active_us);
+    dram.Add(u.activity.dram_active_us);
+  }
+  const std::pair<const MagnitudeSum&, const char*> checks[] = {
+      {cost, "device cost (past 9,223,372,036.854775807 in the currency)"},
+      {metered, "metered GPU time"},
+      {unmetered, "unmetered GPU time"},
+      {unallocated, "unallocated GPU time"},
+      {busy, "busy GPU time"},
+      {idle, "idle GPU time"},
+      {unattributed, "unattributed GPU time"},
+      {idle_energy, "idle energy"},
+      {unattributed_energy, "unattributed energy"},
+      {allocated, "allocated GPU time"},
+      {compute, "compute GPU time"},
+      {energy, "energy"},
+      {sm_active, "SM-active time"},
+      {sm_occupancy, "SM-occupancy time"},
+      {tensor, "tensor-active time"},
+      {dram, "DRAM-active time"}};
+  for (const auto& [sum, what] : checks)
+    if (!sum.Fits())
+      return InvalidArgument(fmt::format(
+          "window: the {} of this window does not fit in 64 bits and cannot be reported exactly; "
+          "report a shorter window",
+          what));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                           const std::vector<Dimension>& group_by, const cost::Policy& policy,
+                           const cost::IdleHandling& idle, Micros from_us, Micros to_us) {
+  if (Status fits = CheckSumsFit(devices, usage, from_us, to_us); !fits.ok()) return fits.error();
   Report r;
   r.from_us = from_us;
   r.to_us = to_us;

@@ -101,9 +101,11 @@ struct Report {
 };
 
 // Rows outside [from_us, to_us) are ignored. `usage` rows whose (hour, gpu) has no device row
-// are ignored too (a device-hour is the unit of price).
-Report BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
-                   const std::vector<Dimension>& group_by, const cost::Policy& policy,
-                   const cost::IdleHandling& idle, Micros from_us, Micros to_us);
+// are ignored too (a device-hour is the unit of price). Every figure is exact: a window whose
+// sums would not fit in 64 bits (a cost past 9,223,372,036.854775807 in the currency, a time
+// past 292,000 GPU-years) is kInvalidArgument naming the quantity, never a wrapped total.
+Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                           const std::vector<Dimension>& group_by, const cost::Policy& policy,
+                           const cost::IdleHandling& idle, Micros from_us, Micros to_us);
 
 }  // namespace gpuledger::report

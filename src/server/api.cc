@@ -153,7 +153,9 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
   json data = json::array();
   for (Micros t = in->window.from_us; t < in->window.to_us; t += step) {
     const Micros end = std::min(t + step, in->window.to_us);
-    report::Report r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, t, end);
+    auto built = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, t, end);
+    if (!built) return JsonError(400, "parameter " + built.error().message);
+    const report::Report& r = *built;
     // Filters select consumers after pricing, so each consumer's cost is what it is in the
     // whole cluster; idle and unattributed stay whole-window figures.
     std::set<std::string> keep;
@@ -188,7 +190,8 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
   if (!usage) return FromError(usage.error());
   auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.from_us,
                                in->window.to_us);
-  return {200, "application/json", report::ReportToJson(r)};
+  if (!r) return JsonError(400, "parameter " + r.error().message);
+  return {200, "application/json", report::ReportToJson(*r)};
 }
 
 ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrails::Policy& policy) {

@@ -154,9 +154,9 @@ TEST(EngineProperty, RandomClustersConserveExactlyThroughTheShippingPath) {
     // Money: every policy and idle handling splits exactly the devices' cost.
     for (const char* policy : {"allocation", "compute", "memory", "hybrid:0.4"}) {
       for (const char* idle : {"keep", "share", "namespace:ns0"}) {
-        auto r = report::BuildReport(*devices, *usage, *report::ParseGroupBy("namespace,pod"),
-                                     *cost::ParsePolicy(policy), *cost::ParseIdleHandling(idle),
-                                     extent->from_us, extent->to_us);
+        auto r = *report::BuildReport(*devices, *usage, *report::ParseGroupBy("namespace,pod"),
+                                      *cost::ParsePolicy(policy), *cost::ParseIdleHandling(idle),
+                                      extent->from_us, extent->to_us);
         Nanos sum = r.idle.cost_nanos + r.unattributed.cost_nanos;
         for (const auto& row : r.rows) {
           EXPECT_GE(row.figures.cost_nanos, 0) << policy << " " << idle << " " << row.key;

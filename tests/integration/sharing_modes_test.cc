@@ -56,8 +56,8 @@ report::Report Report(store::LedgerStore& store, const std::string& by,
   auto extent = *store.Extent();
   auto devices = *store.ReadDeviceHours(extent);
   auto usage = *store.ReadUsage(extent);
-  return report::BuildReport(devices, usage, *report::ParseGroupBy(by), *cost::ParsePolicy(policy),
-                             *cost::ParseIdleHandling(idle), extent.from_us, extent.to_us);
+  return *report::BuildReport(devices, usage, *report::ParseGroupBy(by), *cost::ParsePolicy(policy),
+                              *cost::ParseIdleHandling(idle), extent.from_us, extent.to_us);
 }
 
 const report::Figures& Row(const report::Report& r, const std::string& key) {
