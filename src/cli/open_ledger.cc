@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "io/file_util.h"
+
 namespace gpuledger::cli {
 
 Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view flag,
@@ -22,7 +24,9 @@ Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view 
     return InvalidArgument(fmt::format(
         "{} '{}': an empty file, not a gpuledger ledger (nothing was written to it)", flag, spec));
   store::SqliteLedgerOptions options;
-  options.read_only = read_only;
+  // A reading command opens read-write where it can, so an older ledger's schema is migrated;
+  // on a read-only file system it reads what is there.
+  options.read_only = read_only || OnReadOnlyFileSystem(path);
   return store::OpenSqliteLedger(path, options);
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 
 #include <cstdio>
 
@@ -32,6 +33,11 @@ Status WriteFile(const std::string& path, const std::string& content) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     return IoError(fmt::format("{}: cannot rename into place: {}", path, std::strerror(errno)));
   return Status::Ok();
+}
+
+bool OnReadOnlyFileSystem(const std::string& path) {
+  struct statvfs fs {};
+  return ::statvfs(path.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0;
 }
 
 }  // namespace gpuledger

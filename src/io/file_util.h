@@ -12,4 +12,8 @@ Result<std::string> ReadFile(const std::string& path);
 // Writes via a temporary file and rename, so a reader never sees half a file.
 Status WriteFile(const std::string& path, const std::string& content);
 
+// Whether `path` lies on a file system mounted read-only (a ConfigMap, a read-only volume, a
+// snapshot). False when it cannot be told (no such path).
+bool OnReadOnlyFileSystem(const std::string& path);
+
 }  // namespace gpuledger

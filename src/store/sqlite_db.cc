@@ -34,7 +34,27 @@ Error MakeError(int rc, const std::string& path, std::string_view what, std::str
 
 }  // namespace
 
-Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int flags) {
+namespace {
+
+// `path` as an SQLite URI filename with `query`: the characters a URI gives a meaning to are
+// escaped, so any file name opens the file it names.
+std::string UriOf(const std::string& path, std::string_view query) {
+  std::string uri = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  uri += '?';
+  uri += query;
+  return uri;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int flags,
+                                                 bool immutable) {
   if (path.empty()) return InvalidArgument("sqlite: empty database path");
   std::error_code ec;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -49,7 +69,8 @@ Result<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, int fl
     return IoError(fmt::format("sqlite {}: cannot open read-only: no such file", path));
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  const std::string name = immutable ? UriOf(path, "immutable=1") : path;
+  int rc = sqlite3_open_v2(name.c_str(), &db, immutable ? flags | SQLITE_OPEN_URI : flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);  // a handle comes back even on failure; null is a no-op

@@ -25,7 +25,10 @@ class SqliteDb {
   // Opens `path` with sqlite3_open_v2 `flags` (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, or
   // SQLITE_OPEN_READONLY). Fails with the path when the directory is missing or the file cannot
   // be opened. A file that is not a database is only detected by the first statement.
-  static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path, int flags);
+  // `immutable` opens it as a file nothing can change (SQLite's immutable=1 URI parameter): no
+  // lock, no -shm file, the -wal file ignored; for a ledger on a read-only file system.
+  static Result<std::unique_ptr<SqliteDb>> Open(const std::string& path, int flags,
+                                                bool immutable = false);
 
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;

@@ -7,14 +7,17 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <tuple>
 #include <utility>
 #include <variant>
 
+#include "io/file_util.h"
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
 #include "store/row_codec.h"
@@ -516,7 +519,24 @@ Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
                                                       const SqliteLedgerOptions& options) {
   int flags =
       options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  auto db = SqliteDb::Open(path, flags | SQLITE_OPEN_NOMUTEX);
+  // A WAL-mode ledger is read through a -shm file beside it, which a read-only file system
+  // cannot hold (issue 29: a ledger on a read-only mount could not even be read). Its content
+  // is all in the main file once the log is folded in (no -wal file, or an empty one): then it
+  // is read as immutable. Otherwise the last writes are only in the log, and are not dropped
+  // silently.
+  bool immutable = false;
+  if (options.read_only && OnReadOnlyFileSystem(path)) {
+    std::error_code ec;
+    const auto wal_bytes = std::filesystem::file_size(path + "-wal", ec);
+    if (!ec && wal_bytes > 0)
+      return IoError(fmt::format(
+          "sqlite {}: on a read-only file system, with writes still in its log {}-wal ({} "
+          "bytes) that only a writable copy can read; open it once where it can be written "
+          "(closing the last connection folds the log in), or copy the directory",
+          path, path, wal_bytes));
+    immutable = true;
+  }
+  auto db = SqliteDb::Open(path, flags | SQLITE_OPEN_NOMUTEX, immutable);
   if (!db) return db.error();
   if (Status s = ConfigureSqliteLedger(**db, options); !s) return s;
   if (Status s = MigrateSqliteLedger(**db, options.read_only); !s) return s;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -192,6 +193,41 @@ TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NO_THROW((void)nlohmann::json::parse(o.out));
   EXPECT_NE(o.out.find("\"research-\xef\xbf\xbd\""), std::string::npos) << o.out;
+}
+
+// Issue 29, finding 7: a ledger on a read-only mount could not even be read: WAL mode wants a
+// -shm file beside it. The directory is bound read-only in a private mount namespace
+// (`unshare -rm`, which needs no privilege where user namespaces are allowed).
+TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
+  if (std::system("unshare -rm true 2>/dev/null") != 0)
+    GTEST_SKIP() << "no user and mount namespaces here (unshare -rm)";
+  ASSERT_EQ(Run("demo --no-serve --hours 2 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  const std::string args = "report --db " + db + " --by namespace --format json";
+  Output writable = Run(args);
+  ASSERT_EQ(writable.code, 0) << writable.err;
+  // `sh -c SCRIPT BIN ARGS...`: SCRIPT mounts, then runs BIN with ARGS.
+  const std::string read_only = "unshare -rm sh -c 'mount --bind " + Path("d") + " " + Path("d") +
+                                " && mount -o remount,bind,ro " + Path("d") +
+                                " && exec \"$0\" \"$@\"' ";
+  Output on_ro = Run(args, read_only);
+  ASSERT_EQ(on_ro.code, 0) << on_ro.err;
+  EXPECT_EQ(on_ro.out, writable.out);
+  Output exported = Run("export --db " + db, read_only);
+  EXPECT_EQ(exported.code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("BilledCost"), std::string::npos);
+
+  // Writes still only in the log (a writer holds the ledger open): refused, naming the log,
+  // never read without them.
+  sqlite3* writer = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(writer, "UPDATE usage_hours SET pod = pod || '-x'", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  Output pending = Run(args, read_only);
+  sqlite3_close(writer);
+  EXPECT_NE(pending.code, 0);
+  EXPECT_NE(pending.err.find(db + "-wal"), std::string::npos) << pending.err;
 }
 
 TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
