@@ -144,7 +144,8 @@ TEST(PrometheusDcgm, QueriesTheHoursAveragesAndFillsRowsWithoutActivity) {
   ASSERT_TRUE(averages.ok()) << averages.error().message;
   ASSERT_EQ(prom.queries.size(), 8u);
   EXPECT_EQ(prom.queries[0], "avg_over_time(DCGM_FI_PROF_SM_ACTIVE[3600s])@28800.000");
-  EXPECT_EQ(averages->size(), 2u);                                             // GPU-3 had only NaN
+  EXPECT_EQ(averages->size(), 2u);                // GPU-3 had only NaN
+  EXPECT_EQ((*client)->skipped_not_finite(), 1);  // and its NaN is counted (issue 29)
   EXPECT_EQ(averages->at("GPU-1"), (DcgmHourlyFractions{.sm_active = 0.25}));  // classic wins
   EXPECT_EQ(averages->at("GPU-2"), (DcgmHourlyFractions{.sm_active = 0.5, .dram_active = 0.125}));
 

@@ -1,6 +1,7 @@
 #include "ingest/prometheus_source.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 
@@ -66,11 +67,15 @@ class HttpPrometheusClient : public PrometheusClient {
       // avg_over_time's window is left-open, (end - 1h, end]: the hour's own samples.
       auto body = Query(fmt::format("avg_over_time({}[3600s])", name), time);
       if (!body) return body.status();
-      if (Status s = ParseDcgmVectorResponse(*body, name, out); !s.ok())
+      std::int64_t not_finite = 0;
+      if (Status s = ParseDcgmVectorResponse(*body, name, out, &not_finite); !s.ok())
         return InvalidArgument(fmt::format("{}: {}: {}", display_, name, s.error().message));
+      skipped_not_finite_ += not_finite;
     }
     return out;
   }
+
+  std::int64_t skipped_not_finite() const override { return skipped_not_finite_.load(); }
 
  private:
   // One instant query at `time` (seconds, as the API takes it): the answer's body. A 400 or 422
@@ -89,6 +94,7 @@ class HttpPrometheusClient : public PrometheusClient {
   httplib::Client client_;
   std::string prefix_;
   std::string display_;
+  std::atomic<std::int64_t> skipped_not_finite_{0};
 };
 
 }  // namespace
@@ -201,7 +207,7 @@ std::optional<double> DcgmHourlyFractions::*FieldFor(std::string_view name) {
 }
 
 Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view name,
-                                      DcgmHourlyByGpu& out) {
+                                      DcgmHourlyByGpu& out, std::int64_t* not_finite) {
   auto field = FieldFor(name);
   if (field == nullptr)
     return InvalidArgument(fmt::format("'{}' is not a dcgm-exporter profiling field", name));
@@ -217,7 +223,10 @@ Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view na
     const json value = series.value("value", json::array());
     if (!value.is_array() || value.size() != 2) return InvalidArgument("malformed sample pair");
     const double v = std::strtod(value[1].get<std::string>().c_str(), nullptr);
-    if (!std::isfinite(v)) continue;
+    if (!std::isfinite(v)) {
+      if (not_finite != nullptr) ++*not_finite;
+      continue;
+    }
     std::optional<double>& slot = out[uuid].*field;
     if (!slot) slot = v;
   }
@@ -225,9 +234,10 @@ Status ParseDcgmVectorResponseOrThrow(std::string_view body, std::string_view na
 }
 }  // namespace
 
-Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out) {
+Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out,
+                               std::int64_t* not_finite) {
   try {
-    return ParseDcgmVectorResponseOrThrow(body, name, out);
+    return ParseDcgmVectorResponseOrThrow(body, name, out, not_finite);
   } catch (const std::exception& e) {
     return InvalidArgument(fmt::format("unexpected answer shape: {}", e.what()));
   }

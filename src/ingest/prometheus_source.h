@@ -5,6 +5,7 @@
 // raw samples in (t-1h, t]; samples of one scrape share a timestamp, so they regroup into the
 // TargetScrapes the agent exposed.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ class PrometheusClient {
     (void)hour_us;
     return DcgmHourlyByGpu{};
   }
+
+  // dcgm-exporter averages FetchDcgmHourly skipped as NaN or infinite (a broken exporter's
+  // samples averaged in), since the client was made. Thread-safe.
+  virtual std::int64_t skipped_not_finite() const { return 0; }
 };
 
 // The dcgm-exporter fields FetchDcgmHourly queries: classic names first, then 4.9's.
@@ -49,8 +54,9 @@ const std::vector<std::string>& DcgmProfilingNames();
 // Parses one /api/v1/query answer of resultType "vector" for the field `name` (one of
 // DcgmProfilingNames()) into `out` (pure; exposed for tests). A GPU's field already set is kept
 // (the classic name is parsed first); series without a UUID label, with a non-empty GPU_I_ID,
-// or with a value that is not finite are skipped.
-Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out);
+// or with a value that is not finite are skipped, the last counted in `*not_finite` when given.
+Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, DcgmHourlyByGpu& out,
+                               std::int64_t* not_finite = nullptr);
 
 // For each hour of `hours` on a whole GPU, asks `client` for the hour's dcgm-exporter averages
 // once and fills the rows without activity (FillActivityFromDcgmHourly). Returns the number of

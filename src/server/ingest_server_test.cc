@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -253,6 +254,52 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
       rc.error().message.find("meta 'prometheus_cursor' is '17x': expected µs since the epoch"),
       std::string::npos)
       << rc.error().message;
+}
+
+// A TSDB holding three scrapes an hour apart, the middle one's counter NaN, and two dcgm-exporter
+// averages that were not finite.
+class NanClient : public ingest::PrometheusClient {
+ public:
+  Result<std::vector<ingest::TargetScrape>> Fetch(Micros from_us, Micros to_us) override {
+    std::vector<ingest::TargetScrape> out;
+    for (int i = 0; i < 3; ++i) {
+      ingest::TargetScrape s = Scrape(kH0 + (i * 30 + 1) * 60 * kS, (i * 30 + 1) * 60 * kS);
+      if (i == 1)
+        for (auto& sample : s.samples)
+          if (sample.name == "gpuledger_device_metered_seconds_total") sample.value = std::nan("");
+      if (s.at_us > from_us && s.at_us <= to_us) out.push_back(std::move(s));
+    }
+    return out;
+  }
+  std::int64_t skipped_not_finite() const override { return 2; }
+};
+
+// Issue 29: samples skipped as NaN were counted for scraped agents only; read from a TSDB they
+// were dropped without a word.
+TEST(PrometheusSource, SamplesSkippedAsNotFiniteAreCountedAndSaid) {
+  TempDir dir("gpuledger-ingest-server");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  IngestServerConfig config = Config(dir.path() / "l.db", catalog);
+  config.backfill_only = true;
+  PrometheusSourceConfig pc;
+  pc.url = "http://tsdb:9090";
+  pc.client = std::make_unique<NanClient>();
+  pc.since_us = 2 * kMicrosPerHour;
+  pc.now = [] { return kH0 + 2 * kMicrosPerHour; };
+  std::ostringstream log;
+  pc.log = &log;
+  auto source = MakePrometheusSource(std::move(pc));
+  std::atomic<bool> stop{false};
+  std::ostringstream out;
+  auto rc = RunIngestServer(
+      config, *source, stop, [](auto) { return 0; }, out);
+  ASSERT_TRUE(rc.ok()) << rc.error().message;
+  EXPECT_NE(out.str().find("(3 samples skipped as NaN, infinite or negative"), std::string::npos)
+      << out.str();
+  EXPECT_NE(source->RenderMetrics().find("gpuledger_server_ingest_skipped_samples_total 3"),
+            std::string::npos)
+      << source->RenderMetrics();
+  EXPECT_EQ(Metered(dir.path() / "l.db"), 60 * 60 * kS);  // 1 min to 61 min, NaN skipped
 }
 
 }  // namespace

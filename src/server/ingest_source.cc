@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/time_util.h"
+#include "prometheus/exposition_writer.h"
 
 namespace gpuledger::server {
 namespace {
@@ -135,8 +136,26 @@ class PrometheusSource final : public IngestSource {
   Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore& store,
                               const std::atomic<bool>& stop) override {
     if (Status s = CatchUpOnce(ingestor, store, stop); !s.ok()) return s.error();
-    return fmt::format("read {} up to {}: {} device-hours written to {}", c_.url,
-                       FormatRfc3339(cursor_), ingestor.hours_written(), c_.ledger_display);
+    const std::int64_t skipped = SkippedSamples();
+    return fmt::format("read {} up to {}: {} device-hours written to {}{}", c_.url,
+                       FormatRfc3339(cursor_), ingestor.hours_written(), c_.ledger_display,
+                       skipped > 0 ? fmt::format(" ({} samples skipped as NaN, infinite or "
+                                                 "negative; gpuledger_server_ingest_skipped_"
+                                                 "samples_total)",
+                                                 skipped)
+                                   : "");
+  }
+
+  // The same series as the scrape source's, for samples read from the TSDB: counter samples
+  // the engine skipped and dcgm-exporter averages that were not finite.
+  std::string RenderMetrics() const override {
+    prometheus::ExpositionWriter w;
+    w.Family("gpuledger_server_ingest_skipped_samples_total",
+             "Samples skipped as NaN, infinite or negative (the last good value is kept).",
+             prometheus::MetricType::kCounter);
+    w.Sample("gpuledger_server_ingest_skipped_samples_total",
+             static_cast<double>(SkippedSamples()));
+    return w.Take();
   }
 
   bool follows() const override { return true; }
@@ -191,6 +210,7 @@ class PrometheusSource final : public IngestSource {
       if (!scrapes) return scrapes.status();
       for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
       if (Status s = ingestor.Commit(); !s.ok()) return s;
+      skipped_counter_samples_ = ingestor.ledger().skipped_values();
       cursor_ = end;
       if (Status s = store.PutMeta(std::string(kPrometheusCursorKey), std::to_string(cursor_));
           !s.ok())
@@ -211,7 +231,12 @@ class PrometheusSource final : public IngestSource {
     return stopping_;
   }
 
+  std::int64_t SkippedSamples() const {
+    return skipped_counter_samples_.load() + c_.client->skipped_not_finite();
+  }
+
   PrometheusSourceConfig c_;
+  std::atomic<std::int64_t> skipped_counter_samples_{0};  // the engine's count after a commit
   Micros cursor_ = 0;  // touched only by the thread running rounds
   std::thread thread_;
   std::mutex mu_;
