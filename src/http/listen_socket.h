@@ -8,6 +8,10 @@
 
 namespace gpuledger::http {
 
+// Connections the kernel queues before they are accepted: enough for a burst of scrapes or
+// probes while the loop is busy (the kernel caps it at net.core.somaxconn).
+inline constexpr int kListenBacklog = 1024;
+
 struct ListenSocket {
   int fd = -1;
   int port = 0;  // the bound port (the kernel's choice when 0 was asked)

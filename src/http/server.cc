@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -55,7 +57,81 @@ struct Connection {
   TimePoint waiting_since;       // when it began waiting for its next request (eviction order)
   TimePoint deadline;            // when the current state times out (not while handling)
   std::uint32_t interest = 0;    // the epoll events asked for
+  SSL* ssl = nullptr;            // with TLS: the session, freed with the connection
+  bool tls_wants_other = false;  // the last TLS call needs the other direction (a handshake)
 };
+
+// What one read or write on a connection came to.
+enum class Io { kMoved, kWouldBlock, kEof, kError };
+
+// One read into `buf`: plain, or through TLS (which also drives the handshake). A draining
+// connection's bytes are discarded unread, so they are read plain.
+Io Receive(Connection& c, char* buf, std::size_t size, std::size_t& n) {
+  if (c.ssl == nullptr || c.state == Connection::State::kDraining) {
+    for (;;) {
+      const ssize_t r = ::recv(c.fd, buf, size, 0);
+      if (r > 0) {
+        n = static_cast<std::size_t>(r);
+        return Io::kMoved;
+      }
+      if (r == 0) return Io::kEof;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWouldBlock : Io::kError;
+    }
+  }
+  ERR_clear_error();
+  const int r = SSL_read(c.ssl, buf, static_cast<int>(size));
+  if (r > 0) {
+    n = static_cast<std::size_t>(r);
+    c.tls_wants_other = false;
+    return Io::kMoved;
+  }
+  switch (SSL_get_error(c.ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+      c.tls_wants_other = false;
+      return Io::kWouldBlock;
+    case SSL_ERROR_WANT_WRITE:
+      c.tls_wants_other = true;
+      return Io::kWouldBlock;
+    case SSL_ERROR_ZERO_RETURN:
+      return Io::kEof;
+    default:
+      return Io::kError;  // a failed handshake (an old protocol, plain HTTP), a reset
+  }
+}
+
+// One write of `data`: plain, or through TLS.
+Io Send(Connection& c, std::string_view data, std::size_t& n) {
+  if (c.ssl == nullptr) {
+    for (;;) {
+      const ssize_t r = ::send(c.fd, data.data(), data.size(), MSG_NOSIGNAL);
+      if (r > 0) {
+        n = static_cast<std::size_t>(r);
+        return Io::kMoved;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? Io::kWouldBlock : Io::kError;
+    }
+  }
+  ERR_clear_error();
+  const int r =
+      SSL_write(c.ssl, data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30)));
+  if (r > 0) {
+    n = static_cast<std::size_t>(r);
+    c.tls_wants_other = false;
+    return Io::kMoved;
+  }
+  switch (SSL_get_error(c.ssl, r)) {
+    case SSL_ERROR_WANT_WRITE:
+      c.tls_wants_other = false;
+      return Io::kWouldBlock;
+    case SSL_ERROR_WANT_READ:
+      c.tls_wants_other = true;
+      return Io::kWouldBlock;
+    default:
+      return Io::kError;
+  }
+}
 
 struct Job {
   std::uint64_t key = 0;
@@ -154,6 +230,7 @@ struct Server::Impl {
     auto it = connections.find(key);
     if (it == connections.end()) return;
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
+    if (it->second->ssl != nullptr) SSL_free(it->second->ssl);
     ::close(it->second->fd);
     connections.erase(it);
   }
@@ -197,10 +274,20 @@ struct Server::Impl {
       c->waiting_since = now;
       c->deadline = now + Us(options.request_timeout_us);  // a silent new connection is cut soon
       c->interest = EPOLLIN;
+      if (options.tls) {
+        c->ssl = SSL_new(options.tls.get());
+        if (c->ssl == nullptr || SSL_set_fd(c->ssl, fd) != 1) {
+          if (c->ssl != nullptr) SSL_free(c->ssl);
+          ::close(fd);
+          continue;
+        }
+        SSL_set_accept_state(c->ssl);
+      }
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = c->key;
       if (::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (c->ssl != nullptr) SSL_free(c->ssl);
         ::close(fd);
         continue;
       }
@@ -217,25 +304,29 @@ struct Server::Impl {
     // At most 64 reads a wake-up: a client that floods cannot keep the loop from the others
     // (level-triggered epoll reports it again).
     for (int reads = 0; reads < 64 && c.in.size() <= cap; ++reads) {
-      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
-      if (n > 0) {
+      std::size_t n = 0;
+      const Io io = Receive(c, buf, sizeof buf, n);
+      if (io == Io::kMoved) {
         if (c.state == Connection::State::kDraining) continue;  // discarded
-        c.in.append(buf, static_cast<std::size_t>(n));
+        c.in.append(buf, n);
         if (!c.request_started) {
           c.request_started = true;
           c.deadline = now + Us(options.request_timeout_us);
         }
         continue;
       }
-      if (n == 0) {
+      if (io == Io::kEof) {
         c.peer_closed = true;
         break;
       }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      Close(c.key);  // reset by the peer, or another socket error
+      if (io == Io::kWouldBlock) break;
+      if (c.ssl != nullptr && SSL_is_init_finished(c.ssl) == 0)
+        stats.tls_handshakes_failed.fetch_add(1, std::memory_order_relaxed);
+      Close(c.key);  // reset by the peer, a failed handshake, or another socket error
       return;
     }
+    if (c.state == Connection::State::kReading)
+      Watch(c, EPOLLIN | (c.tls_wants_other ? EPOLLOUT : 0u));
     if (c.state == Connection::State::kDraining) {
       if (c.peer_closed) Close(c.key);
       return;
@@ -279,14 +370,14 @@ struct Server::Impl {
 
   void Write(Connection& c, TimePoint now) {
     while (c.sent < c.out.size()) {
-      const ssize_t n = ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.sent += static_cast<std::size_t>(n);
+      std::size_t n = 0;
+      const Io io = Send(c, std::string_view(c.out).substr(c.sent), n);
+      if (io == Io::kMoved) {
+        c.sent += n;
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        Watch(c, EPOLLOUT);
+      if (io == Io::kWouldBlock) {
+        Watch(c, EPOLLOUT | (c.tls_wants_other ? EPOLLIN : 0u));
         return;
       }
       Close(c.key);
@@ -298,6 +389,7 @@ struct Server::Impl {
         Close(c.key);
         return;
       }
+      if (c.ssl != nullptr) SSL_shutdown(c.ssl);  // close_notify, best effort
       ::shutdown(c.fd, SHUT_WR);
       c.state = Connection::State::kDraining;
       c.waiting_since = now;
@@ -310,6 +402,11 @@ struct Server::Impl {
     c.request_started = !c.in.empty();  // a pipelined request already waiting
     c.deadline = now + Us(c.request_started ? options.request_timeout_us : options.idle_timeout_us);
     Watch(c, EPOLLIN);
+    // Bytes TLS has already decrypted raise no epoll event: read them now.
+    if (c.ssl != nullptr && SSL_pending(c.ssl) > 0) {
+      Read(c, now);
+      return;
+    }
     Advance(c, now);
   }
 
@@ -434,9 +531,12 @@ Result<std::unique_ptr<Server>> Server::Bind(const std::string& listen, Handler 
                                              ServerOptions options) {
   auto addr = prometheus::ParseListen(listen);
   if (!addr) return addr.error();
-  auto socket =
-      ListenTcp(addr->first, addr->second, kListenBacklog, fmt::format("--listen '{}'", listen));
+  auto socket = ListenTcp(addr->first, addr->second, kListenBacklog,
+                          fmt::format("{} '{}'", options.flag, listen));
   if (!socket) return socket.error();
+  if (options.tls)  // writes resume where a partial one stopped, from a buffer that may move
+    SSL_CTX_set_mode(options.tls.get(),
+                     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   auto impl = std::make_unique<Impl>();
   impl->handler = std::move(handler);
   impl->options = std::move(options);

@@ -15,6 +15,9 @@
 // second agent on a used port would otherwise share its scrapes, issue 29 finding 2), every
 // connection has TCP_NODELAY, the backlog is kListenBacklog.
 //
+// With `tls`, the handshake and every read and write run in the loop too (non-blocking
+// OpenSSL), under the same deadlines: a client that stalls its handshake is a slow client.
+//
 // Thread-safety: Serve() runs the loop on the calling thread until Stop(), which may be called
 // from any thread (or before Serve). Handlers run concurrently on up to `workers` threads.
 
@@ -30,11 +33,14 @@
 #include "http/request.h"
 #include "http/response.h"
 
+struct ssl_ctx_st;
+
 namespace gpuledger::http {
 
 using Handler = std::function<Response(const Request&)>;
 
-inline constexpr int kListenBacklog = 1024;
+// OpenSSL's SSL_CTX, declared (above) so that this header does not pull in OpenSSL.
+using TlsContext = ::ssl_ctx_st;
 
 struct ServerOptions {
   int workers = 4;                    // threads running the handler for ordinary paths
@@ -44,6 +50,11 @@ struct ServerOptions {
   Micros idle_timeout_us = 120 * kMicrosPerSecond;  // above Prometheus's longest usual interval
   Micros write_timeout_us = 30 * kMicrosPerSecond;
   RequestLimits limits;
+  // Named in bind errors: the flag the user set the address with.
+  std::string flag = "--listen";
+  // When set, every connection speaks TLS with this context (certificate, key and protocol
+  // floor set by the owner; the server adds partial writes). The process must ignore SIGPIPE.
+  std::shared_ptr<TlsContext> tls;
 };
 
 // Counters of what the loop refused or cut, for the owner's /metrics.
@@ -53,6 +64,7 @@ struct ServerStats {
   std::atomic<std::uint64_t> requests_timed_out{0};   // request not complete in time
   std::atomic<std::uint64_t> requests_refused{0};     // malformed or over a limit
   std::atomic<std::uint64_t> requests_answered{0};
+  std::atomic<std::uint64_t> tls_handshakes_failed{0};  // old protocols, plain HTTP, resets
 };
 
 class Server {

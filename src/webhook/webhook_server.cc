@@ -1,21 +1,17 @@
 #include "webhook/webhook_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <sys/socket.h>
 
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <thread>
 
+#include "http/server.h"
 #include "io/file_util.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/listen.h"
-#include "prometheus/listener.h"
 
 namespace gpuledger::webhook {
 namespace {
@@ -23,10 +19,11 @@ namespace {
 // An AdmissionReview holds the object and, on UPDATE, the old one: Kubernetes objects are at
 // most ~1.5 MiB each.
 constexpr std::size_t kMaxReviewBytes = 8 << 20;
-// The API server times a webhook out after timeoutSeconds (10 s by default, 30 s at most) and
-// keeps a few connections per replica alive; each open connection holds one thread here.
-constexpr std::size_t kThreads = 32;
-constexpr time_t kIoTimeoutSeconds = 10;
+// The API server times a webhook out after timeoutSeconds (10 s by default, 30 s at most): a
+// review that has not arrived whole in 10 s is of no use to it.
+constexpr Micros kIoTimeoutUs = 10 * kMicrosPerSecond;
+// The API server keeps a few connections per replica alive; a TLS session holds ~50 KiB.
+constexpr std::size_t kMaxConnections = 256;
 
 // The oldest OpenSSL error on this thread, cleared with the rest of the queue.
 std::string OpenSslError() {
@@ -96,11 +93,7 @@ Status SetUpTls(SSL_CTX& ctx, const std::string& cert_file, const std::string& k
 }  // namespace
 
 struct WebhookServer::Impl {
-  explicit Impl(const WebhookServerConfig& c)
-      : policy(c.policy), https([this, &c](SSL_CTX& ctx) {
-          tls = SetUpTls(ctx, c.cert_file, c.key_file);
-          return tls.ok();
-        }) {}
+  explicit Impl(const WebhookServerConfig& c) : policy(c.policy) {}
 
   void Count(const ReviewAnswer& answer) {
     requests[static_cast<std::size_t>(answer.verdict)].fetch_add(1, std::memory_order_relaxed);
@@ -129,16 +122,39 @@ struct WebhookServer::Impl {
     return w.Take();
   }
 
+  http::Response Handle(const http::Request& req) {
+    const bool review = req.path == "/validate";
+    const bool read = req.path == "/healthz" || req.path == "/metrics";
+    if (!review && !read)
+      return http::TextResponse(404, fmt::format("no endpoint {}: the webhook serves /validate, "
+                                                 "/healthz and /metrics",
+                                                 req.path));
+    const char* allowed = review ? "POST" : "GET, HEAD";
+    if (review ? req.method != "POST" : (req.method != "GET" && req.method != "HEAD")) {
+      http::Response r = http::TextResponse(405, fmt::format("{} answers {}", req.path, allowed));
+      r.headers.emplace_back("Allow", allowed);
+      return r;
+    }
+    http::Response r;
+    if (review) {
+      ReviewAnswer answer = AnswerReview(req.body, policy);
+      Count(answer);
+      r.status = answer.http_status;
+      r.content_type = answer.content_type;
+      r.body = std::move(answer.body);
+    } else if (req.path == "/healthz") {
+      r = http::TextResponse(200, "ok");
+    } else {
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = Metrics();
+    }
+    return r;
+  }
+
   const guardrails::Policy policy;
-  Status tls;  // set by the TLS set-up, which runs in the server's constructor
-  httplib::SSLServer https;
-  std::string host;
-  int port = 0;
+  std::unique_ptr<http::Server> https;
   std::array<std::atomic<std::uint64_t>, 4> requests{};  // by Verdict
   std::array<std::atomic<std::uint64_t>, kFindingKinds> findings{};
-  // Serve() and Stop() may race (Stop from a signal-driven loop right after start-up).
-  std::atomic<bool> serving{false};
-  std::atomic<bool> stopping{false};
 };
 
 WebhookServer::WebhookServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -153,60 +169,33 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig c
   }
   if (config.cert_file.empty() || config.key_file.empty())
     return InvalidArgument("the webhook needs a TLS certificate and its key");
-  auto impl = std::make_unique<Impl>(config);
-  if (!impl->tls.ok()) return impl->tls.error();
-  if (!impl->https.is_valid()) return Internal("TLS: the server context could not be created");
-  impl->host = addr->first;
+  std::shared_ptr<SSL_CTX> tls(SSL_CTX_new(TLS_server_method()), &SSL_CTX_free);
+  if (!tls) return Internal("TLS: the server context could not be created: " + OpenSslError());
+  if (Status s = SetUpTls(*tls, config.cert_file, config.key_file); !s.ok()) return s.error();
 
-  Impl* self = impl.get();
-  auto& https = impl->https;
-  https.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
-  https.set_payload_max_length(kMaxReviewBytes);
-  https.set_read_timeout(kIoTimeoutSeconds, 0);
-  https.set_write_timeout(kIoTimeoutSeconds, 0);
-  // The API server reuses its connections; the default (5 requests) would force a TLS handshake
-  // every fifth review.
-  https.set_keep_alive_max_count(100000);
-  prometheus::ConfigureListener(https);  // the port its own, TCP_NODELAY
-  https.Post("/validate", [self](const httplib::Request& req, httplib::Response& res) {
-    ReviewAnswer answer = AnswerReview(req.body, self->policy);
-    self->Count(answer);
-    res.status = answer.http_status;
-    res.set_content(answer.body, answer.content_type);
-  });
-  https.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  https.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    res.set_content(self->Metrics(), "text/plain; version=0.0.4");
-  });
-  impl->port = addr->second == 0
-                   ? https.bind_to_any_port(impl->host)
-                   : (https.bind_to_port(impl->host, addr->second) ? addr->second : -1);
-  if (impl->port <= 0) {
-    return InvalidArgument(fmt::format(
-        "--webhook-listen '{}': cannot bind (in use, or no such address)", config.listen));
-  }
+  auto impl = std::make_unique<Impl>(config);
+  http::ServerOptions options;
+  options.flag = "--webhook-listen";
+  options.tls = std::move(tls);
+  options.probe_paths = {"/healthz"};
+  options.max_connections = kMaxConnections;
+  options.request_timeout_us = kIoTimeoutUs;
+  options.write_timeout_us = kIoTimeoutUs;
+  options.limits.max_body_bytes = kMaxReviewBytes;
+  auto https = http::Server::Bind(
+      config.listen, [self = impl.get()](const http::Request& req) { return self->Handle(req); },
+      std::move(options));
+  if (!https) return https.error();
+  impl->https = std::move(*https);
   return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));
 }
 
-int WebhookServer::port() const { return impl_->port; }
-const std::string& WebhookServer::host() const { return impl_->host; }
-
-void WebhookServer::Serve() {
-  impl_->serving = true;
-  if (!impl_->stopping) impl_->https.listen_after_bind();
-  impl_->serving = false;
-}
+int WebhookServer::port() const { return impl_->https->port(); }
+const std::string& WebhookServer::host() const { return impl_->https->host(); }
+void WebhookServer::Serve() { impl_->https->Serve(); }
 
 void WebhookServer::Stop() {
-  if (!impl_) return;
-  impl_->stopping = true;
-  // httplib's stop() does nothing before its listen loop runs: wait for it to start (or for
-  // Serve to have seen `stopping`).
-  while (impl_->serving && !impl_->https.is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->https.stop();
+  if (impl_) impl_->https->Stop();
 }
 
 std::uint64_t WebhookServer::Requests(Verdict verdict) const {

@@ -6,7 +6,10 @@
 // TLS 1.2 at least (the API server speaks 1.2 and 1.3). The certificate and key are read once,
 // at Bind: a rotated certificate takes a restart.
 //
-// Thread-safety: requests are served concurrently by a pool of threads; the policy is
+// Served by http::Server with TLS: handshakes and reads run on its event loop under its
+// deadlines, so slow or stalled clients cannot hold the reviews' workers or /healthz.
+//
+// Thread-safety: reviews are answered concurrently by the server's workers; the policy is
 // immutable after Bind and the counters are atomic, so Metrics() may be called from any thread.
 // The process must ignore SIGPIPE (the gpuledger binary does): TLS writes to a peer that has
 // gone would otherwise end it.
@@ -32,7 +35,7 @@ class WebhookServer {
  public:
   // Loads the certificate and key and binds. kInvalidArgument naming the file for a missing,
   // unreadable or non-PEM certificate or key, or a key that is not the certificate's;
-  // kUnavailable when the address cannot be bound.
+  // kInvalidArgument naming --webhook-listen when the address cannot be bound.
   static Result<std::unique_ptr<WebhookServer>> Bind(WebhookServerConfig config);
   ~WebhookServer();
   WebhookServer(const WebhookServer&) = delete;

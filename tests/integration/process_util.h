@@ -105,4 +105,17 @@ inline std::string RunCapture(const std::string& cmd, int* code) {
   return out;
 }
 
+// The listen backlog of the TCP socket listening on loopback `port`, as `ss` reports it (the
+// Send-Q column of a listening socket); -1 when `ss` is not installed or shows no such socket.
+inline int ListenBacklog(const std::string& port) {
+  int code = 0;
+  const std::string out = RunCapture("ss -Hltn 'sport = :" + port + "'", &code);
+  if (code != 0) return -1;
+  std::istringstream fields(out);
+  std::string state;
+  int recv_q = 0, send_q = -1;
+  fields >> state >> recv_q >> send_q;
+  return state == "LISTEN" ? send_q : -1;
+}
+
 }  // namespace gpuledger
