@@ -7,6 +7,7 @@
 #include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "cli/server_client.h"
+#include "common/json_text.h"
 #include "guardrails/ledger_findings.h"
 #include "guardrails/policy_yaml.h"
 #include "store/ledger_store.h"
@@ -113,12 +114,8 @@ std::string RenderTable(const nlohmann::json& doc) {
 }  // namespace
 
 int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
-  if (o.format != "table" && o.format != "json") {
-    err << "error: --format '" << o.format << "': expected table or json\n";
-    return 2;
-  }
-  if (o.db.empty() == o.server.empty()) {
-    err << "error: give --db FILE or --server URL (one of them)\n";
+  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok()) {
+    err << "error: " << flags.error().message << "\n";
     return 2;
   }
   auto doc = FindingsDocumentJson(o);
@@ -127,7 +124,7 @@ int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
     return ExitCodeFor(doc.error());
   }
   if (o.format == "json") {
-    out << doc->dump(2) << "\n";
+    out << JsonText(*doc, 2) << "\n";
   } else {
     out << RenderTable(*doc);
   }

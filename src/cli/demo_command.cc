@@ -17,6 +17,7 @@
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
 #include "model/compute_band.h"
+#include "recommendations/rightsize_ledger.h"
 #include "server/serve_ledger.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
@@ -311,6 +312,32 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     out << fmt::format("  {:<25} {:<8} {}\n", ToString(p.finding.kind),
                        ToString(p.finding.severity), guardrails::Summary(p));
 
+  // What could run on less, with the saving a month (recommendations/rightsize_plan.h).
+  recommendations::RightsizeQuery all_window;
+  all_window.window = "all";
+  auto rightsize = recommendations::ReadRightsizePlan(**store, all_window, inputs->catalog);
+  if (!rightsize) {
+    err << "error: " << rightsize.error().message << "\n";
+    return 1;
+  }
+  out << fmt::format("\nRightsizing: {} a month could be saved ({})\n",
+                     DisplayMoney(rightsize->plan.total_monthly_saving_nanos),
+                     rightsize->plan.total_basis);
+  int shown = 0;
+  for (const recommendations::WorkloadAdvice& a : rightsize->plan.workloads) {
+    const rightsizing::Recommendation& best = a.ranked.front();
+    if (best.monthly_saving_nanos <= 0 || ++shown > 5) continue;
+    out << fmt::format("  {:<40} {:<13} {:<22} -> {:<9} {:>11}/month  {}\n",
+                       a.summary.usage.workload, rightsizing::ActionName(best.action),
+                       recommendations::FormatGpus(a.summary.usage.gpus_held_ppd) + " " +
+                           a.summary.usage.gpu_model,
+                       best.target, DisplayMoney(best.monthly_saving_nanos), best.confidence);
+  }
+  for (const rightsizing::ConsolidationPlan& p : rightsize->plan.consolidation)
+    out << fmt::format("  or consolidate {} ({}): {} workloads onto {} GPU{}, {}/month\n",
+                       p.gpu_model, p.pool, p.moves.size(), p.gpus_after,
+                       p.gpus_after == 1 ? "" : "s", DisplayMoney(p.monthly_saving_nanos));
+
   if (!o.truth.empty()) {
     if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth(), /*with_activity=*/true));
         !s.ok()) {
@@ -321,8 +348,9 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   }
   out << fmt::format(
       "\nnext: gpuledger report --db {} --by label:team --policy compute\n"
-      "      gpuledger audit --db {} --since all\n",
-      db, db);
+      "      gpuledger audit --db {} --since all\n"
+      "      gpuledger rightsize --db {} --window all\n",
+      db, db, db);
   const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection

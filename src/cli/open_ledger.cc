@@ -30,4 +30,12 @@ Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view 
   return store::OpenSqliteLedger(path, options);
 }
 
+Status CheckReadFlags(const std::string& db, const std::string& server, const std::string& format) {
+  if (format != "table" && format != "json")
+    return InvalidArgument(fmt::format("--format '{}': expected table or json", format));
+  if (db.empty() == server.empty())
+    return InvalidArgument("give --db FILE or --server URL (one of them)");
+  return Status::Ok();
+}
+
 }  // namespace gpuledger::cli

@@ -18,6 +18,7 @@
 #include "cli/export_command.h"
 #include "cli/reconcile_command.h"
 #include "cli/report_command.h"
+#include "cli/rightsize_command.h"
 #include "cli/sim_command.h"
 
 #ifndef GPULEDGER_VERSION
@@ -195,6 +196,30 @@ int main(int argc, char** argv) {
                         "guardrail policy YAML (--db; the server applies its own)");
   audit_cmd->add_option("--format", audit.format, "table | json")->capture_default_str();
 
+  RightsizeOptions rightsize;
+  auto* rightsize_cmd = app.add_subcommand(
+      "rightsize", "what each workload could run on instead, with the monthly saving");
+  rightsize_cmd->add_option("--db", rightsize.db, "ledger: sqlite:PATH, a path, or postgres://URL");
+  rightsize_cmd->add_option("--server", rightsize.server,
+                            "a running server, http://HOST:PORT, instead of --db");
+  rightsize_cmd->add_option("--token-file", rightsize.token_file, "bearer token for --server");
+  rightsize_cmd->add_option("--catalog", rightsize.catalog,
+                            "prices YAML for the models a workload could move to (--db)");
+  rightsize_cmd->add_option("--window", rightsize.window, "window: 7d | 24h | all | START,END")
+      ->capture_default_str();
+  rightsize_cmd->add_option("--namespace", rightsize.namespace_name, "only this namespace");
+  rightsize_cmd->add_option("--workload", rightsize.workload,
+                            "only this workload, NAMESPACE/KIND/NAME (e.g. ml/Deployment/train)");
+  rightsize_cmd
+      ->add_option("--headroom", rightsize.headroom,
+                   "memory room above the peak, 1.0-4.0 (1.2 = 20%)")
+      ->capture_default_str();
+  rightsize_cmd
+      ->add_option("--percentile", rightsize.percentile,
+                   "compute share to size by: p50 | p95 | p99")
+      ->capture_default_str();
+  rightsize_cmd->add_option("--format", rightsize.format, "table | json")->capture_default_str();
+
   app.add_subcommand("version", "print the version");
 
   try {
@@ -213,6 +238,7 @@ int main(int argc, char** argv) {
   }
   if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);
   if (audit_cmd->parsed()) return RunAudit(audit, std::cout, std::cerr);
+  if (rightsize_cmd->parsed()) return RunRightsize(rightsize, std::cout, std::cerr);
   if (report_cmd->parsed()) {
     if (report.db.empty() && report.server.empty()) {
       std::cerr << "error: give --db FILE or --server URL\n";

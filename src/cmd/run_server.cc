@@ -274,7 +274,7 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
       config, *source, stop,
       [&](std::function<std::string()> extra_metrics) {
         return Serve({path, o.listen, token, false,
-                      BothMetrics(std::move(extra_metrics), webhook_metrics), policy},
+                      BothMetrics(std::move(extra_metrics), webhook_metrics), policy, catalog},
                      stop, out, err);
       },
       out);
@@ -383,7 +383,7 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
         BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
   }
   if (ingest) return RunIngest(o, path, token, catalog, policy, webhook_metrics, stop, out, err);
-  return Serve({path, o.listen, token, false, webhook_metrics, policy}, stop, out, err);
+  return Serve({path, o.listen, token, false, webhook_metrics, policy, catalog}, stop, out, err);
 }
 
 }  // namespace gpuledger::cmd

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "recommendations/rightsize_plan.h"
 #include "rightsizing/recommend.h"
 
 namespace gpuledger::recommendations {
@@ -85,6 +86,12 @@ TEST(WindowSummary, EightGpusHeldTwoUsedGivesFewerGpusWithTheSavingByHand) {
   EXPECT_EQ(recs[0].target, "2 GPUs");
   // 6 GPUs freed x $6.88 x 730 h = $30,134.40.
   EXPECT_EQ(recs[0].monthly_saving_nanos, 30'134'400'000'000);
+  // The same through the plan `gpuledger rightsize` prints (issue 30).
+  auto plan = PlanRightsizing(job.devices, job.usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->workloads.size(), 1u);
+  EXPECT_EQ(plan->workloads[0].ranked[0].target, "2 GPUs");
+  EXPECT_EQ(plan->total_monthly_saving_nanos, 30'134'400'000'000);
 
   // The demand series: the two busy GPUs are shards 0 and 1, at 0.9 of a GPU every hour.
   ASSERT_EQ(s[0].demand.shard_compute.size(), 8u);

@@ -10,6 +10,8 @@
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
+#include "recommendations/rightsize_json.h"
+#include "recommendations/rightsize_ledger.h"
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
@@ -194,6 +196,33 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
   return {200, "application/json", report::ReportToJson(*r)};
 }
 
+ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
+                            const cost::Catalog& catalog) {
+  if (auto u = UnknownParam(p, {"window", "namespace", "workload", "headroom", "percentile"});
+      !u.empty())
+    return JsonError(
+        400, fmt::format(
+                 "unknown parameter '{}' (window, namespace, workload, headroom, percentile)", u));
+  recommendations::RightsizeQuery q;
+  q.window = Get(p, "window", q.window);
+  q.namespace_name = Get(p, "namespace", "");
+  q.workload = Get(p, "workload", "");
+  q.headroom = Get(p, "headroom", q.headroom);
+  q.percentile = Get(p, "percentile", q.percentile);
+  auto answer = recommendations::ReadRightsizePlan(store, q, catalog);
+  if (!answer) {
+    if (answer.error().code != ErrorCode::kInvalidArgument) return FromError(answer.error());
+    // "headroom: expected ..." -> "parameter 'headroom': expected ...".
+    const std::string& m = answer.error().message;
+    const auto colon = m.find(':');
+    return JsonError(400,
+                     colon == std::string::npos
+                         ? m
+                         : fmt::format("parameter '{}'{}", m.substr(0, colon), m.substr(colon)));
+  }
+  return {200, "application/json", recommendations::RightsizeToJson(*answer)};
+}
+
 ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrails::Policy& policy) {
   if (auto u = UnknownParam(p, {"window", "kind", "namespace", "severity", "state"}); !u.empty())
     return JsonError(
@@ -298,8 +327,11 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
 
 }  // namespace
 
-Api::Api(StoreOpener open, std::string token, guardrails::Policy policy)
-    : pool_(std::move(open)), token_(std::move(token)), policy_(std::move(policy)) {}
+Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog)
+    : pool_(std::move(open)),
+      token_(std::move(token)),
+      policy_(std::move(policy)),
+      catalog_(std::move(catalog)) {}
 
 void Api::AddMetrics(std::function<std::string()> render) {
   std::lock_guard lock(mu_);
@@ -328,6 +360,11 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
     auto store = pool_.Borrow();
     if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
     return Findings(**store, params, policy_);
+  }
+  if (path == "/api/v1/recommendations") {
+    auto store = pool_.Borrow();
+    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
+    return Recommendations(**store, params, catalog_);
   }
   using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
   Endpoint endpoint = path == "/api/v1/allocation"     ? &Allocation

@@ -17,6 +17,8 @@
 //       `gpuledger report --format json` document; `report --server` reads it)
 //   GET /api/v1/devices?window=    per physical GPU: time, busy, idle, unattributed, cost
 //   GET /api/v1/export/focus?window=&period=hour|day&policy=&idle=   FOCUS 1.2 CSV (docs/focus.md)
+//   GET /api/v1/recommendations?window=&namespace=&workload=&headroom=&percentile=   the
+//       rightsizing document of `gpuledger rightsize --format json` (docs/rightsizing.md)
 //   GET /api/v1/findings?window=&kind=&namespace=&severity=&state=open|all   guardrail findings
 //       with their evidence and cost (the `gpuledger audit --format json` document plus "code"
 //       and "status"; docs/guardrails.md)
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "cost/catalog.h"
 #include "guardrails/policy.h"
 #include "server/connection_pool.h"
 #include "store/ledger_store.h"
@@ -53,8 +56,10 @@ class Api {
  public:
   // `open` gives the ledger's read connections (see ConnectionPool). `token`: empty = no auth.
   // `policy`: the guardrail policy /api/v1/findings applies (kinds off, label exemptions,
-  // idle-allocation thresholds).
-  Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy());
+  // idle-allocation thresholds). `catalog`: the prices of the models /api/v1/recommendations
+  // may suggest moving to (the server's --catalog).
+  Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy(),
+      cost::Catalog catalog = cost::DefaultCatalog());
 
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
@@ -72,6 +77,7 @@ class Api {
   ConnectionPool pool_;
   std::string token_;
   const guardrails::Policy policy_;
+  const cost::Catalog catalog_;
   std::mutex mu_;  // guards the two below, never held while the ledger is read
   std::vector<std::function<std::string()>> extra_metrics_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "cost/catalog.h"
 #include "guardrails/policy.h"
 #include "server/api.h"
 
@@ -25,6 +26,7 @@ struct ServeLedgerOptions {
   bool fallback_any_port = false;              // when `listen`'s port is taken, a free one instead
   std::function<std::string()> extra_metrics;  // appended to the server's /metrics when given
   guardrails::Policy policy = guardrails::DefaultPolicy();
+  cost::Catalog catalog = cost::DefaultCatalog();  // for /api/v1/recommendations
 };
 
 // Serves the ledger until `stop`; prints its URL to `out` once listening. An error when the

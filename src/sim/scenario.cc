@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/time_util.h"
+#include "cost/gpu_memory.h"
 #include "io/yaml_document.h"
 #include "sim/scenario_parser.h"
 #include "sim/sim_util.h"
@@ -21,35 +22,6 @@ using scenario::Join;
 using scenario::LoadSeries;
 using scenario::Parser;
 using scenario::StripMe;
-
-struct ModelInfo {
-  std::string_view name;
-  Bytes memory;
-};
-
-constexpr ModelInfo kModels[] = {
-    {"H100-80GB", 80 * kGiB},
-    {"H100", 80 * kGiB},
-    {"H200-141GB", 143771000832},
-    {"A100-80GB", 80 * kGiB},
-    {"A100-40GB", 40 * kGiB},
-    {"L4", 23034 * kMiB},
-    {"T4", 15360 * kMiB},
-    {"A10", 24 * kGiB},
-    {"A10G", 24 * kGiB},
-    {"L40S", 48 * kGiB},
-    {"V100-16GB", 16 * kGiB},
-    {"V100-32GB", 32 * kGiB},
-    {"P100", 16 * kGiB},
-    {"A30", 24 * kGiB},
-    {"A30-24GB", 24 * kGiB},
-    // Alibaba openb trace models (docs/scenarios.md: G1-G3 are undisclosed, 32 GiB assumed).
-    {"V100M16", 16 * kGiB},
-    {"V100M32", 32 * kGiB},
-    {"G1", 32 * kGiB},
-    {"G2", 32 * kGiB},
-    {"G3", 32 * kGiB},
-};
 
 // MIG profiles per GPU family (NVIDIA mig-parted config-default.yaml, via
 // shared/data/mig/mig_profiles_by_gpu.csv). Models not listed accept any "<n>g.<m>gb".
@@ -500,11 +472,7 @@ int MigComputeSlices(std::string_view profile) {
   return n;
 }
 
-Bytes DefaultGpuMemory(std::string_view gpu_model) {
-  for (auto& m : kModels)
-    if (m.name == gpu_model) return m.memory;
-  return 0;
-}
+Bytes DefaultGpuMemory(std::string_view gpu_model) { return cost::GpuModelMemory(gpu_model); }
 
 bool GpmCapable(std::string_view gpu_model) {
   // Hopper (H100, H200, H20, H800, GH200) and Blackwell (B100, B200, B300, GB200, GB300). "H20"

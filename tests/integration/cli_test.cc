@@ -16,7 +16,10 @@
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
+#include "common/money.h"
+#include "cost/catalog.h"
 #include "io/file_util.h"
+#include "rightsizing/mig_profiles.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -228,6 +231,97 @@ TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
   sqlite3_close(writer);
   EXPECT_NE(pending.code, 0);
   EXPECT_NE(pending.err.find(db + "-wal"), std::string::npos) << pending.err;
+}
+
+// Issue 30: the demo week through the shipping path (simulator, agent exposition, ledger,
+// `gpuledger rightsize`). Every MIG profile recommended exists for its GPU model (NVIDIA's
+// table in ../shared/data/mig/ where it is there, and ours), and every saving equals the
+// hand computation: (held x price - recommended x price') x 730 h, rounded half up once, with
+// price' the catalog's for a cheaper model.
+TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
+  ASSERT_EQ(Run("demo --no-serve --hours 168 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  Output json_out = Run("rightsize --db " + db + " --window all --format json");
+  ASSERT_EQ(json_out.code, 0) << json_out.err;
+  const auto doc = nlohmann::json::parse(json_out.out);
+
+  // NVIDIA's profiles per family, when the shared data is beside the checkout.
+  std::multimap<std::string, std::string> nvidia;  // family -> profile
+  if (auto csv = ReadFile(std::string(gpuledger::test_paths::kSharedData) +
+                          "/mig/mig_profiles_by_gpu.csv")) {
+    std::istringstream lines(*csv);
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line)) {
+      const auto first = line.find(',');
+      const auto profile_at = line.find(',', line.find(',', first + 1) + 1) + 1;
+      nvidia.emplace(line.substr(0, first),
+                     line.substr(profile_at, line.find(',', profile_at) - profile_at));
+    }
+  }
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  constexpr __int128 kWhole = kWholeGpu;
+  int mig = 0, priced = 0;
+  for (const auto& r : doc["recommendations"]) {
+    const std::string action = r["action"], model = r["current_gpu_model"], to = r["to"];
+    if (action == "mig-profile") {
+      ++mig;
+      const auto* ours = rightsizing::MigProfilesFor(model);
+      ASSERT_NE(ours, nullptr) << model;
+      EXPECT_TRUE(
+          std::any_of(ours->begin(), ours->end(), [&](const auto& p) { return p.name == to; }))
+          << to << " on " << model;
+      if (!nvidia.empty()) {
+        // "A100-80GB" is a family naming both "A100" and "80GB".
+        const std::string gen = model.substr(0, model.find('-'));
+        const std::string mem = model.substr(model.rfind('-') + 1);
+        bool found = false;
+        for (const auto& [family, profile] : nvidia)
+          found |= family.find(gen) != std::string::npos && family.find(mem) != std::string::npos &&
+                   profile == to;
+        EXPECT_TRUE(found) << to << " is not an NVIDIA profile of " << model;
+      }
+    }
+    if (action == "keep") {
+      EXPECT_EQ(r["monthly_saving_nanos"], 0);
+      continue;
+    }
+    const __int128 held = r["gpus_held_ppd"].get<std::int64_t>();
+    const __int128 price = r["gpu_hourly_price_nanos"].get<std::int64_t>();
+    const __int128 rec = r["recommended_ppd"].get<std::int64_t>();
+    __int128 rec_price = price;
+    if (action == "cheaper-model") {
+      auto entry =
+          catalog.Find(r["gpu_model"].get<std::string>(), r["pricing_class"].get<std::string>());
+      ASSERT_TRUE(entry) << entry.error().message;
+      rec_price = entry->hourly_nanos;
+    }
+    const __int128 numerator = (held * price - rec * rec_price) * 730;
+    const auto by_hand = static_cast<std::int64_t>((numerator + kWhole / 2) / kWhole);
+    EXPECT_EQ(r["monthly_saving_nanos"].get<std::int64_t>(), by_hand) << r["workload"];
+    EXPECT_GT(by_hand, 0) << r["workload"];
+    ++priced;
+  }
+  EXPECT_GE(mig, 1) << json_out.out;  // the demo has small inference pods on A100s
+  EXPECT_GE(priced, 3) << json_out.out;
+
+  // The table says the same total; bad parameters are exit 2 naming the flag.
+  Output table = Run("rightsize --db " + db + " --window all");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("total saving a month: " +
+                           DisplayMoney(doc["total_monthly_saving_nanos"].get<Nanos>())),
+            std::string::npos)
+      << table.out;
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--headroom", "9"},
+                                                        {"--percentile", "p42"},
+                                                        {"--window", "tomorrow"},
+                                                        {"--workload", "ml/Job/nope"},
+                                                        {"--format", "xml"}}) {
+    Output bad = Run("rightsize --db " + db + " " + flag + " " + value);
+    EXPECT_EQ(bad.code, 2) << flag << ": " << bad.err;
+    EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
+  }
 }
 
 TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {

@@ -50,6 +50,23 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
       ASSERT_EQ(code, 0) << remote;
       EXPECT_EQ(local, remote) << args;
     }
+    // Issue 30: `rightsize` reads /api/v1/recommendations, the same document and table.
+    for (const std::string& args :
+         {std::string("--window all --format json"), std::string("--window 12h --percentile p99"),
+          std::string("--window all --namespace inference --headroom 1.5")}) {
+      std::string local = RunCapture(bin + " rightsize --db " + db + " " + args, &code);
+      ASSERT_EQ(code, 0) << local;
+      std::string remote = RunCapture(bin + " rightsize --server " + url + " --token-file " +
+                                          (dir / "token").string() + " " + args,
+                                      &code);
+      ASSERT_EQ(code, 0) << remote;
+      EXPECT_EQ(local, remote) << args;
+    }
+    std::string bad_headroom = RunCapture(bin + " rightsize --server " + url + " --token-file " +
+                                              (dir / "token").string() + " --headroom 0.5",
+                                          &code);
+    EXPECT_EQ(code, 2) << bad_headroom;
+    EXPECT_NE(bad_headroom.find("parameter 'headroom'"), std::string::npos) << bad_headroom;
     // Without the token: refused, clearly.
     std::string refused = RunCapture(bin + " report --server " + url, &code);
     EXPECT_NE(code, 0);

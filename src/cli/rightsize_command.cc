@@ -1,0 +1,73 @@
+#include "cli/rightsize_command.h"
+
+#include <fmt/format.h>
+
+#include "cli/open_ledger.h"
+#include "cli/report_command.h"
+#include "cli/server_client.h"
+#include "cost/catalog.h"
+#include "recommendations/rightsize_json.h"
+#include "recommendations/rightsize_ledger.h"
+
+namespace gpuledger::cli {
+namespace {
+
+// The rightsizing document, from the ledger or from the server's /api/v1/recommendations (the
+// same bytes).
+Result<std::string> RightsizeJson(const RightsizeOptions& o) {
+  if (!o.server.empty()) {
+    std::vector<std::pair<std::string, std::string>> params{
+        {"window", o.window}, {"headroom", o.headroom}, {"percentile", o.percentile}};
+    if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
+    if (!o.workload.empty()) params.emplace_back("workload", o.workload);
+    return GetFromServer(o.server, o.token_file, "/api/v1/recommendations", params);
+  }
+  cost::Catalog catalog = cost::DefaultCatalog();
+  if (!o.catalog.empty()) {
+    auto loaded = cost::LoadCatalogFile(o.catalog, catalog);
+    if (!loaded) return InvalidArgument(loaded.error().message);
+    catalog = std::move(*loaded);
+  }
+  auto store = OpenExistingLedger("--db", o.db);
+  if (!store) return store.error();
+  recommendations::RightsizeQuery q;
+  q.window = o.window;
+  q.namespace_name = o.namespace_name;
+  q.workload = o.workload;
+  q.headroom = o.headroom;
+  q.percentile = o.percentile;
+  auto answer = recommendations::ReadRightsizePlan(**store, q, catalog);
+  if (!answer) {
+    if (answer.error().code == ErrorCode::kInvalidArgument)
+      return InvalidArgument("--" + answer.error().message);
+    return answer.error();
+  }
+  return recommendations::RightsizeToJson(*answer);
+}
+
+}  // namespace
+
+int RunRightsize(const RightsizeOptions& o, std::ostream& out, std::ostream& err) {
+  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok()) {
+    err << "error: " << flags.error().message << "\n";
+    return 2;
+  }
+  auto doc = RightsizeJson(o);
+  if (!doc) {
+    err << "error: " << doc.error().message << "\n";
+    return ExitCodeFor(doc.error());
+  }
+  if (o.format == "json") {
+    out << *doc;
+    return 0;
+  }
+  auto table = recommendations::RightsizeTableFromJson(*doc);
+  if (!table) {
+    err << "error: " << table.error().message << "\n";
+    return 1;
+  }
+  out << *table;
+  return 0;
+}
+
+}  // namespace gpuledger::cli

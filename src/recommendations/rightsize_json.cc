@@ -1,0 +1,137 @@
+#include "recommendations/rightsize_json.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/json_text.h"
+#include "common/money.h"
+#include "common/time_util.h"
+
+namespace gpuledger::recommendations {
+namespace {
+
+using json = nlohmann::json;
+
+// The target a recommendation names, as a person reads it: "2 GPUs", "1g.10gb", "1/4", "L4".
+std::string Target(const rightsizing::Recommendation& r) {
+  return r.action == rightsizing::Action::kKeep ? "unchanged" : r.target;
+}
+
+json RecommendationJson(const WorkloadAdvice& a) {
+  const rightsizing::Recommendation& best = a.ranked.front();
+  json alternatives = json::array();
+  for (std::size_t i = 1; i < a.ranked.size(); ++i) {
+    const rightsizing::Recommendation& r = a.ranked[i];
+    alternatives.push_back({{"action", rightsizing::ActionName(r.action)},
+                            {"gpu_model", r.gpu_model},
+                            {"to", Target(r)},
+                            {"monthly_saving_nanos", r.monthly_saving_nanos}});
+  }
+  return {{"workload", a.summary.usage.workload},
+          {"namespace", a.summary.namespace_name},
+          {"pricing_class", a.summary.pricing_class},
+          {"action", rightsizing::ActionName(best.action)},
+          {"gpu_model", best.gpu_model},
+          {"current_gpu_model", a.summary.usage.gpu_model},
+          {"from", FormatGpus(a.summary.usage.gpus_held_ppd) + " " + a.summary.usage.gpu_model},
+          {"to", Target(best)},
+          {"monthly_saving_nanos", best.monthly_saving_nanos},
+          {"gpus_held_ppd", a.summary.usage.gpus_held_ppd},
+          {"recommended_ppd", best.recommended_ppd},
+          {"gpu_hourly_price_nanos", a.summary.usage.hourly_price_nanos},
+          {"current_hourly_nanos", best.current_hourly_nanos},
+          {"recommended_hourly_nanos", best.recommended_hourly_nanos},
+          {"confidence", best.confidence},
+          {"reasons", best.reasons},
+          {"utilization", utilization::ToString(a.summary.utilization.cls)},
+          {"compute_basis", a.summary.compute_basis},
+          {"memory_basis", a.summary.memory_basis},
+          {"alternatives", alternatives}};
+}
+
+json PlanJson(const rightsizing::ConsolidationPlan& p) {
+  json moves = json::array();
+  for (const rightsizing::Move& m : p.moves)
+    moves.push_back({{"workload", m.workload}, {"to_gpu", m.target_gpu}, {"profile", m.profile}});
+  return {{"gpu_model", p.gpu_model},
+          {"pool", p.pool},
+          {"gpus_now", static_cast<double>(p.gpus_before_ppd) / static_cast<double>(kWholeGpu)},
+          {"gpus_now_ppd", p.gpus_before_ppd},
+          {"gpus_after", p.gpus_after},
+          {"monthly_saving_nanos", p.monthly_saving_nanos},
+          {"moves", moves},
+          {"optimal", p.optimal},
+          {"left_alone", p.left_alone},
+          {"reasons", p.reasons}};
+}
+
+// A column of at most `width` characters: longer text is cut with "~".
+std::string Fit(std::string text, std::size_t width) {
+  if (text.size() > width) text = text.substr(0, width - 1) + "~";
+  return text;
+}
+
+}  // namespace
+
+std::string RightsizeToJson(const RightsizeAnswer& answer) {
+  json recommendations = json::array();
+  for (const WorkloadAdvice& a : answer.plan.workloads)
+    if (!a.ranked.empty()) recommendations.push_back(RecommendationJson(a));
+  json consolidation = json::array();
+  for (const auto& p : answer.plan.consolidation) consolidation.push_back(PlanJson(p));
+  const json doc = {{"window",
+                     {{"start", FormatRfc3339(answer.window.from_us)},
+                      {"end", FormatRfc3339(answer.window.to_us)}}},
+                    {"percentile", answer.percentile},
+                    {"headroom", answer.headroom},
+                    {"recommendations", recommendations},
+                    {"consolidation", consolidation},
+                    {"total_monthly_saving_nanos", answer.plan.total_monthly_saving_nanos},
+                    {"total_basis", answer.plan.total_basis}};
+  return JsonText(doc, 2) + "\n";
+}
+
+Result<std::string> RightsizeTableFromJson(std::string_view text) {
+  try {
+    const json doc = json::parse(text);
+    std::string out =
+        fmt::format("{} .. {}   compute at {}, memory x {} headroom; savings a month (730 h)\n\n",
+                    doc.at("window").at("start").get<std::string>(),
+                    doc.at("window").at("end").get<std::string>(),
+                    doc.at("percentile").get<std::string>(), doc.at("headroom").get<double>());
+    out += fmt::format("{:<40} {:<13} {:<22} {:<10} {:>12}  {}\n", "workload", "action", "from",
+                       "to", "saving/month", "confidence");
+    for (const json& r : doc.at("recommendations")) {
+      std::string confidence = r.at("confidence").get<std::string>();
+      out += fmt::format(
+          "{:<40} {:<13} {:<22} {:<10} {:>12}  {}\n", Fit(r.at("workload").get<std::string>(), 40),
+          r.at("action").get<std::string>(), Fit(r.at("from").get<std::string>(), 22),
+          Fit(r.at("to").get<std::string>(), 10),
+          DisplayMoney(r.at("monthly_saving_nanos").get<Nanos>()), Fit(confidence, 48));
+    }
+    if (doc.at("recommendations").empty()) out += "(no workload held a GPU in the window)\n";
+    for (const json& p : doc.at("consolidation")) {
+      out += fmt::format(
+          "\nconsolidate {} in pool '{}': {:.2f} GPUs held -> {} GPU{} ({}), saving {} a month\n",
+          p.at("gpu_model").get<std::string>(), p.at("pool").get<std::string>(),
+          p.at("gpus_now").get<double>(), p.at("gpus_after").get<int>(),
+          p.at("gpus_after").get<int>() == 1 ? "" : "s",
+          p.at("optimal").get<bool>() ? "optimal" : "first-fit, not proven optimal",
+          DisplayMoney(p.at("monthly_saving_nanos").get<Nanos>()));
+      for (const json& m : p.at("moves")) {
+        const std::string profile = m.at("profile").get<std::string>();
+        out += fmt::format("  {} -> GPU {}{}\n", m.at("workload").get<std::string>(),
+                           m.at("to_gpu").get<int>(), profile.empty() ? "" : " as " + profile);
+      }
+    }
+    out += fmt::format("\ntotal saving a month: {}  ({})\n",
+                       DisplayMoney(doc.at("total_monthly_saving_nanos").get<Nanos>()),
+                       doc.at("total_basis").get<std::string>());
+    return out;
+  } catch (const std::exception& e) {
+    return InvalidArgument(fmt::format("not a rightsizing document: {}", e.what()));
+  }
+}
+
+}  // namespace gpuledger::recommendations

@@ -1,0 +1,32 @@
+#pragma once
+// The rightsizing document of `gpuledger rightsize --format json` and /api/v1/recommendations
+// (the same bytes; docs/rightsizing.md "The document"):
+//   {"window": {"start", "end"}, "percentile": "p95", "headroom": 1.2,
+//    "recommendations": [{"workload", "namespace", "pricing_class", "action", "gpu_model",
+//        "current_gpu_model", "from", "to",
+//        "monthly_saving_nanos", "gpus_held_ppd", "recommended_ppd", "gpu_hourly_price_nanos",
+//        "current_hourly_nanos", "recommended_hourly_nanos",
+//        "confidence", "reasons": [...], "utilization", "compute_basis", "memory_basis",
+//        "alternatives": [{"action", "gpu_model", "to", "monthly_saving_nanos"}]}],
+//    "consolidation": [{"gpu_model", "pool", "gpus_now", "gpus_now_ppd", "gpus_after",
+//        "monthly_saving_nanos", "moves": [{"workload", "to_gpu", "profile"}], "optimal",
+//        "left_alone": [...], "reasons": [...]}],
+//    "total_monthly_saving_nanos", "total_basis"}
+// Money is integer nanos of the ledger's currency; a month is 730 hours.
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "recommendations/rightsize_ledger.h"
+
+namespace gpuledger::recommendations {
+
+std::string RightsizeToJson(const RightsizeAnswer& answer);
+
+// The table `gpuledger rightsize` prints, from the document above (so a plan read from a
+// server prints as one read from a file): the best action per workload with its saving, the
+// consolidation plans, the total. kInvalidArgument for a document of another shape.
+Result<std::string> RightsizeTableFromJson(std::string_view json);
+
+}  // namespace gpuledger::recommendations

@@ -1,0 +1,161 @@
+#include "recommendations/rightsize_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "cost/gpu_memory.h"
+
+namespace gpuledger::recommendations {
+namespace {
+
+// Exact money sums: a total past int64 is an error, never a wrapped figure.
+class SavingSum {
+ public:
+  void Add(Nanos n) { sum_ += n; }
+  Result<Nanos> Value(std::string_view what) const {
+    if (sum_ > INT64_MAX || sum_ < INT64_MIN)
+      return InvalidArgument(fmt::format("the {} does not fit in 64 bits", what));
+    return static_cast<Nanos>(sum_);
+  }
+
+ private:
+  __int128 sum_ = 0;
+};
+
+Nanos BestSaving(const WorkloadAdvice& a) {
+  return a.ranked.empty() ? 0 : a.ranked.front().monthly_saving_nanos;
+}
+
+// One plan per (GPU model, pool) with two or more workloads on it.
+std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<WorkloadAdvice>& advice,
+                                                        const RightsizeOptions& o) {
+  std::map<std::pair<std::string, std::string>, rightsizing::ConsolidationInput> groups;
+  for (const WorkloadAdvice& a : advice) {
+    const rightsizing::WorkloadUsage& u = a.summary.usage;
+    if (u.gpus_held_ppd <= 0 || u.gpu_memory_bytes <= 0 || u.hourly_price_nanos <= 0) continue;
+    rightsizing::ConsolidationInput& in = groups[{u.gpu_model, u.pool}];
+    in.gpu_model = u.gpu_model;
+    in.pool = u.pool;
+    in.gpu_memory_bytes = u.gpu_memory_bytes;
+    // The cheapest price any of them pays: the saving claimed is never more than is paid.
+    in.hourly_price_nanos = in.hourly_price_nanos == 0
+                                ? u.hourly_price_nanos
+                                : std::min(in.hourly_price_nanos, u.hourly_price_nanos);
+    in.workloads.push_back({u.workload, u.memory_peak_bytes,
+                            ComputeAt(u, o.summary.compute_percentile), u.gpus_held_ppd});
+  }
+  rightsizing::ConsolidationOptions options = o.consolidate;
+  options.memory_headroom = o.recommend.memory_headroom;
+  std::vector<rightsizing::ConsolidationPlan> plans;
+  for (const auto& [key, in] : groups) {
+    if (in.workloads.size() < 2) continue;
+    rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(in, options);
+    if (!plan.moves.empty() && plan.monthly_saving_nanos > 0) plans.push_back(std::move(plan));
+  }
+  std::stable_sort(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
+    return a.monthly_saving_nanos > b.monthly_saving_nanos;
+  });
+  return plans;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<rightsizing::ModelPrice>> ModelsByClass(
+    const cost::Catalog& catalog) {
+  std::map<std::string, std::vector<rightsizing::ModelPrice>> out;
+  for (const cost::PriceEntry& e : catalog.entries) {
+    if (!e.region.empty()) continue;
+    const Bytes memory = cost::GpuModelMemory(e.gpu_model);
+    if (memory == 0) continue;
+    std::vector<rightsizing::ModelPrice>& models = out[e.pricing_class];
+    const bool listed = std::any_of(models.begin(), models.end(),
+                                    [&](const auto& m) { return m.gpu_model == e.gpu_model; });
+    if (!listed) models.push_back({e.gpu_model, memory, e.hourly_nanos});
+  }
+  for (auto& [cls, models] : out)
+    std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.hourly_price_nanos, a.gpu_model) <
+             std::tie(b.hourly_price_nanos, b.gpu_model);
+    });
+  return out;
+}
+
+double ComputeAt(const rightsizing::WorkloadUsage& usage, rightsizing::Percentile p) {
+  switch (p) {
+    case rightsizing::Percentile::kP50:
+      return usage.compute_p50;
+    case rightsizing::Percentile::kP95:
+      return usage.compute_p95;
+    case rightsizing::Percentile::kP99:
+      return usage.compute_p99;
+  }
+  return usage.compute_p95;
+}
+
+std::string FormatGpus(SharePpd ppd) {
+  if (ppd % kWholeGpu == 0) {
+    const SharePpd n = ppd / kWholeGpu;
+    return fmt::format("{} GPU{}", n, n == 1 ? "" : "s");
+  }
+  return fmt::format("{:.3g} GPU", static_cast<double>(ppd) / static_cast<double>(kWholeGpu));
+}
+
+Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
+                                      std::span<const UsageRow> usage,
+                                      const RightsizeOptions& options) {
+  auto summaries = SummarizeWorkloads(devices, usage, options.summary);
+  if (!summaries) return summaries.error();
+  RightsizePlan plan;
+  for (WorkloadSummary& s : *summaries) {
+    if (!options.workload.empty() && s.usage.workload != options.workload) continue;
+    if (s.usage.gpus_held_ppd <= 0) continue;  // holds no GPU (a device plugin): nothing to size
+    WorkloadAdvice a;
+    a.ranked = rightsizing::Recommend(s.usage, options.recommend);
+    a.summary = std::move(s);
+    plan.workloads.push_back(std::move(a));
+  }
+  if (!options.workload.empty() && plan.workloads.empty())
+    return InvalidArgument(fmt::format(
+        "workload: '{}' has no GPU rows in the window (expected NAMESPACE/KIND/NAME as the "
+        "report's controller key, e.g. ml/Deployment/train)",
+        options.workload));
+  std::stable_sort(plan.workloads.begin(), plan.workloads.end(),
+                   [](const WorkloadAdvice& a, const WorkloadAdvice& b) {
+                     return std::make_tuple(-BestSaving(a), a.summary.usage.workload) <
+                            std::make_tuple(-BestSaving(b), b.summary.usage.workload);
+                   });
+  plan.consolidation = Consolidate(plan.workloads, options);
+
+  std::set<std::string> moved;
+  SavingSum plans_sum;
+  for (const auto& p : plan.consolidation) {
+    plans_sum.Add(p.monthly_saving_nanos);
+    for (const rightsizing::Move& m : p.moves) moved.insert(m.workload);
+  }
+  SavingSum own;
+  for (const WorkloadAdvice& a : plan.workloads) {
+    own.Add(BestSaving(a));
+    if (!moved.count(a.summary.usage.workload)) plans_sum.Add(BestSaving(a));
+  }
+  auto by_actions = own.Value("total of the workloads' savings");
+  if (!by_actions) return by_actions.error();
+  auto by_plans = plans_sum.Value("total of the consolidation plans' savings");
+  if (!by_plans) return by_plans.error();
+  if (!plan.consolidation.empty() && *by_plans > *by_actions) {
+    plan.total_monthly_saving_nanos = *by_plans;
+    plan.total_basis = fmt::format(
+        "the consolidation plans, plus the best action of the {} workloads they do "
+        "not move",
+        plan.workloads.size() - moved.size());
+  } else {
+    plan.total_monthly_saving_nanos = *by_actions;
+    plan.total_basis = "each workload's best action";
+  }
+  return plan;
+}
+
+}  // namespace gpuledger::recommendations

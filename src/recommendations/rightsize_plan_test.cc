@@ -1,0 +1,107 @@
+#include "recommendations/rightsize_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuledger::recommendations {
+namespace {
+
+constexpr Micros kH = kMicrosPerHour;
+constexpr Nanos kHourly = 4'000'000'000;  // $4 per GPU-hour
+constexpr Bytes kCard = 80LL * 1000 * 1000 * 1000;
+constexpr Nanos kMonth = 730;
+
+// `workloads` Deployments, each alone on a whole A100-80GB for 24 hours at 10% compute and
+// 5 GB of memory: each fits a 1g.10gb, and together they fit one card.
+struct SmallOnes {
+  std::vector<DeviceHour> devices;
+  std::vector<UsageRow> usage;
+  explicit SmallOnes(int workloads) {
+    for (int h = 0; h < 24; ++h)
+      for (int w = 0; w < workloads; ++w) {
+        const std::string gpu = "GPU-" + std::to_string(w);
+        DeviceHour d;
+        d.hour_us = h * kH;
+        d.node = "node-a";
+        d.gpu = GpuUuid{gpu};
+        d.gpu_model = "A100-80GB";
+        d.pricing_class = "on-demand";
+        d.price_nanos = kHourly;
+        d.metered_us = kH;
+        d.memory_total_bytes = kCard;
+        devices.push_back(d);
+        UsageRow u;
+        u.hour_us = h * kH;
+        u.gpu = GpuUuid{gpu};
+        const std::string name = "svc-" + std::to_string(w);
+        u.consumer.ref = {"ml", name + "-0", PodUid{name + "-uid"}, "main"};
+        u.consumer.owner_kind = "Deployment";
+        u.consumer.owner_name = name;
+        u.node = "node-a";
+        u.gpu_model = "A100-80GB";
+        u.allocated_us = kH;
+        u.compute_us = kH / 10;
+        u.peak_memory_bytes = 5'000'000'000;
+        u.histogram.compute[1] = 60;  // every cycle in the bucket up to 1/7
+        u.histogram.memory[0] = 60;
+        usage.push_back(u);
+      }
+  }
+};
+
+TEST(RightsizePlan, TheTotalNeverCountsAGpuTwice) {
+  SmallOnes two(2);
+  auto plan = PlanRightsizing(two.devices, two.usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->workloads.size(), 2u);
+  // Each alone: a 1g.10gb (1/7 of the card) instead of the card, 6/7 x $4 x 730 h each.
+  const Nanos each = (6 * kHourly * kMonth + 3) / 7;  // rounded half up once
+  for (const WorkloadAdvice& a : plan->workloads) {
+    EXPECT_EQ(rightsizing::ActionName(a.ranked[0].action), "mig-profile");
+    EXPECT_EQ(a.ranked[0].target, "1g.10gb");
+    EXPECT_EQ(a.ranked[0].monthly_saving_nanos, each);
+  }
+  // Together they fit one card: the plan frees one GPU, $2,920 a month.
+  ASSERT_EQ(plan->consolidation.size(), 1u);
+  EXPECT_EQ(plan->consolidation[0].gpus_after, 1);
+  EXPECT_EQ(plan->consolidation[0].monthly_saving_nanos, kHourly * kMonth);
+  EXPECT_TRUE(plan->consolidation[0].optimal);
+  // The two are alternatives for the same GPUs: the larger, 2 x 6/7 of a card, is the total,
+  // never their sum.
+  EXPECT_EQ(plan->total_monthly_saving_nanos, 2 * each);
+  EXPECT_EQ(plan->total_basis, "each workload's best action");
+}
+
+TEST(RightsizePlan, ANamedWorkloadAloneAndAnUnknownOneIsAnError) {
+  SmallOnes three(3);
+  RightsizeOptions o;
+  o.workload = "ml/Deployment/svc-1";
+  auto one = PlanRightsizing(three.devices, three.usage, o);
+  ASSERT_TRUE(one) << one.error().message;
+  ASSERT_EQ(one->workloads.size(), 1u);
+  EXPECT_EQ(one->workloads[0].summary.usage.workload, "ml/Deployment/svc-1");
+  o.workload = "ml/Deployment/nope";
+  auto none = PlanRightsizing(three.devices, three.usage, o);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(none.error().message.rfind("workload: 'ml/Deployment/nope'", 0), 0u)
+      << none.error().message;
+}
+
+TEST(RightsizePlan, GpusHeldReadAsPeopleSayThem) {
+  EXPECT_EQ(FormatGpus(8 * kWholeGpu), "8 GPUs");
+  EXPECT_EQ(FormatGpus(kWholeGpu), "1 GPU");
+  EXPECT_EQ(FormatGpus(kWholeGpu / 4), "0.25 GPU");
+}
+
+TEST(RightsizePlan, CandidateModelsComeFromTheCatalogCheapestFirst) {
+  const auto models = ModelsByClass(cost::DefaultCatalog());
+  ASSERT_TRUE(models.count("on-demand"));
+  const auto& on_demand = models.at("on-demand");
+  ASSERT_GE(on_demand.size(), 3u);
+  for (std::size_t i = 1; i < on_demand.size(); ++i)
+    EXPECT_LE(on_demand[i - 1].hourly_price_nanos, on_demand[i].hourly_price_nanos);
+  for (const auto& m : on_demand) EXPECT_GT(m.memory_bytes, 0) << m.gpu_model;
+}
+
+}  // namespace
+}  // namespace gpuledger::recommendations
