@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "recommendations/rightsize_plan.h"
 #include "rightsizing/recommend.h"
 
@@ -150,6 +153,71 @@ TEST(WindowSummary, WindowNamespaceAndHostConsumersAreFiltered) {
   auto s = *SummarizeWorkloads(job.devices, job.usage, o);
   ASSERT_EQ(s.size(), 1u);  // the host consumer is left out
   EXPECT_EQ(s[0].usage.hours_observed, 8.0);
+}
+
+}  // namespace
+}  // namespace gpuledger::recommendations
+
+namespace gpuledger::recommendations {
+namespace {
+
+// Issue 30: percentiles from hourly histograms merged over a window equal those of the raw
+// per-cycle observations within one bucket, on random data. Each cycle's share is bucketed as
+// the agent's collector does (Prometheus `le`: the first bound at or above it, else +Inf),
+// hours are summed into ledger rows, some hours are missing (missed scrapes, restarts), and the
+// window summary merges them. Every hour keeps at least half its cycles above 5% of a GPU, so
+// every hour counts as busy and the raw comparison is over the same cycles.
+TEST(WindowSummary, MergedHourlyHistogramsGiveTheRawPercentilesBucket) {
+  std::mt19937_64 rng(20261205);
+  const auto bucket_of = [](double share) {
+    std::size_t i = 0;
+    while (i + 1 < kComputeShareBounds.size() && share > kComputeShareBounds[i]) ++i;
+    return static_cast<int>(i);
+  };
+  for (int trial = 0; trial < 200; ++trial) {
+    std::uniform_int_distribution<int> hours_dist(1, 72), cycles_dist(30, 60);
+    std::uniform_real_distribution<double> busy(0.0501, 1.0), idle(0.0, 0.05), coin(0.0, 1.0);
+    const int hours = hours_dist(rng);
+    const double idle_fraction = coin(rng) * 0.5;
+    std::vector<DeviceHour> devices;
+    std::vector<UsageRow> usage;
+    std::vector<double> raw;
+    for (int h = 0; h < hours; ++h) {
+      if (coin(rng) < 0.1) continue;  // an hour nobody recorded
+      devices.push_back(Device(h * kH, "GPU-0"));
+      UsageRow u = Row(h * kH, "GPU-0", "train-0", 0, 10 * kGiB);
+      const int cycles = cycles_dist(rng);
+      double sum = 0;
+      for (int c = 0; c < cycles; ++c) {
+        const double share = c < cycles / 2 || coin(rng) >= idle_fraction ? busy(rng) : idle(rng);
+        raw.push_back(share);
+        sum += share;
+        ++u.histogram.compute[static_cast<std::size_t>(bucket_of(share))];
+      }
+      u.compute_us = static_cast<GpuMicros>(sum / cycles * kH);
+      usage.push_back(u);
+    }
+    if (raw.empty()) continue;
+    std::sort(raw.begin(), raw.end());
+    for (const auto& [p, percent] : {std::pair{rightsizing::Percentile::kP50, 50},
+                                     {rightsizing::Percentile::kP95, 95},
+                                     {rightsizing::Percentile::kP99, 99}}) {
+      SummaryOptions o;
+      o.compute_percentile = p;
+      auto s = *SummarizeWorkloads(devices, usage, o);
+      ASSERT_EQ(s.size(), 1u);
+      const double merged = p == rightsizing::Percentile::kP50   ? s[0].usage.compute_p50
+                            : p == rightsizing::Percentile::kP95 ? s[0].usage.compute_p95
+                                                                 : s[0].usage.compute_p99;
+      // Nearest rank: the ceil(p x n)-th smallest observation.
+      const std::size_t rank = (static_cast<std::size_t>(percent) * raw.size() + 99) / 100;
+      const int raw_bucket = bucket_of(raw[std::max<std::size_t>(rank, 1) - 1]);
+      const int merged_bucket = bucket_of(merged);
+      EXPECT_LE(std::abs(raw_bucket - merged_bucket), 1) << "trial " << trial << " p" << percent;
+      EXPECT_EQ(merged, kComputeShareBounds[static_cast<std::size_t>(raw_bucket)])
+          << "trial " << trial << " p" << percent << ": the bucket's upper bound exactly";
+    }
+  }
 }
 
 }  // namespace
