@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
@@ -322,6 +324,76 @@ TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
     EXPECT_EQ(bad.code, 2) << flag << ": " << bad.err;
     EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
   }
+}
+
+// Issue 30: consolidation on a known set through the CLI is optimal, or within one GPU of a
+// brute-force optimum computed here from the scenario alone: six workloads alone on A100-80GBs,
+// each sized as the agent buckets it (compute: the upper bound of its share's MIG-seventh
+// bucket; memory: its bytes x 1.2 headroom, of the 80 GiB card).
+TEST_F(CliTest, RightsizeConsolidatesAKnownSetWithinOneGpuOfTheOptimum) {
+  struct Item {
+    const char* name;
+    double duty;
+    int memory_gib;
+  };
+  const Item items[] = {{"w1", 0.10, 20}, {"w2", 0.20, 30}, {"w3", 0.32, 10},
+                        {"w4", 0.10, 40}, {"w5", 0.20, 15}, {"w6", 0.35, 25}};
+  std::string yaml =
+      "name: consolidation\nstart: \"2026-11-23T00:00:00Z\"\nduration: 24h\nnodes:\n"
+      "  - {name: a100-pool, gpu_model: A100-80GB, gpus: 6, sharing: exclusive, "
+      "pricing_class: on-demand}\nworkloads:\n";
+  for (const Item& i : items)
+    yaml += fmt::format(
+        "  - {{namespace: ml, name: {}, gpus: 1, compute: {{profile: constant, duty: {}}}, "
+        "memory: {{bytes: {}GiB}}}}\n",
+        i.name, i.duty, i.memory_gib);
+  ASSERT_TRUE(WriteFile(Path("s.yaml"), yaml).ok());
+  ASSERT_EQ(Run("demo --no-serve --scenario " + Path("s.yaml") + " --out " + Path("d")).code, 0);
+  Output o = Run("rightsize --db " + Path("d/gpuledger.db") + " --window all --format json");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(o.out);
+
+  // The brute-force optimum: every partition of the six into cards, a card holding at most one
+  // GPU of compute and of memory.
+  std::vector<std::pair<double, double>> size;  // (compute, memory) as fractions of a card
+  for (const Item& i : items) {
+    const double sevenths = std::ceil(i.duty * 7);  // the bucket's upper bound, 1/7 .. 4/7
+    size.emplace_back(sevenths / 7, i.memory_gib * 1.2 / 80);
+  }
+  int optimum = static_cast<int>(size.size());
+  std::vector<int> bin_of(size.size(), 0);
+  std::function<void(std::size_t, int)> place = [&](std::size_t k, int bins) {
+    if (bins >= optimum) return;
+    if (k == size.size()) {
+      optimum = bins;
+      return;
+    }
+    for (int b = 0; b <= bins && b < static_cast<int>(size.size()); ++b) {
+      double compute = size[k].first, memory = size[k].second;
+      for (std::size_t j = 0; j < k; ++j)
+        if (bin_of[j] == b) compute += size[j].first, memory += size[j].second;
+      if (compute > 1 + 1e-9 || memory > 1 + 1e-9) continue;
+      bin_of[k] = b;
+      place(k + 1, std::max(bins, b + 1));
+    }
+  };
+  place(0, 0);
+  EXPECT_EQ(optimum, 3);  // memory alone needs 2.1 cards
+
+  ASSERT_EQ(doc["consolidation"].size(), 1u) << o.out;
+  const auto& plan = doc["consolidation"][0];
+  EXPECT_EQ(plan["gpu_model"], "A100-80GB");
+  EXPECT_EQ(plan["gpus_now"], 6.0);
+  EXPECT_EQ(plan["moves"].size(), 6u);
+  EXPECT_LE(plan["gpus_after"].get<int>(), optimum + 1);
+  EXPECT_GE(plan["gpus_after"].get<int>(), optimum);
+  if (plan["optimal"].get<bool>()) EXPECT_EQ(plan["gpus_after"].get<int>(), optimum);
+  // The saving: the GPUs freed at the cheapest price any of them pays, x 730 h.
+  Nanos price = INT64_MAX;
+  for (const auto& r : doc["recommendations"])
+    price = std::min(price, r["gpu_hourly_price_nanos"].get<Nanos>());
+  EXPECT_EQ(plan["monthly_saving_nanos"].get<Nanos>(),
+            (6 - plan["gpus_after"].get<Nanos>()) * price * 730);
 }
 
 TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
