@@ -40,6 +40,8 @@ json RecommendationJson(const WorkloadAdvice& a) {
           {"gpus_held_ppd", a.summary.usage.gpus_held_ppd},
           {"recommended_ppd", best.recommended_ppd},
           {"gpu_hourly_price_nanos", a.summary.usage.hourly_price_nanos},
+          {"memory_peak_bytes", a.summary.usage.memory_peak_bytes},
+          {"gpus_used", a.summary.usage.gpus_used},
           {"current_hourly_nanos", best.current_hourly_nanos},
           {"recommended_hourly_nanos", best.recommended_hourly_nanos},
           {"confidence", best.confidence},

@@ -5,7 +5,7 @@
 //    "recommendations": [{"workload", "namespace", "pricing_class", "action", "gpu_model",
 //        "current_gpu_model", "from", "to",
 //        "monthly_saving_nanos", "gpus_held_ppd", "recommended_ppd", "gpu_hourly_price_nanos",
-//        "current_hourly_nanos", "recommended_hourly_nanos",
+//        "memory_peak_bytes", "gpus_used", "current_hourly_nanos", "recommended_hourly_nanos",
 //        "confidence", "reasons": [...], "utilization", "compute_basis", "memory_basis",
 //        "alternatives": [{"action", "gpu_model", "to", "monthly_saving_nanos"}]}],
 //    "consolidation": [{"gpu_model", "pool", "gpus_now", "gpus_now_ppd", "gpus_after",

@@ -5,6 +5,28 @@
 #include "sim/sim_util.h"
 
 namespace gpuledger::sim {
+namespace {
+
+// ∫ of a series over [t0, t1): its values held until the next offset, repeating every period.
+double SeriesIntegral(const Series& s, Micros t0, Micros t1) {
+  auto f = [&](Micros t) {
+    Micros q = t / s.period_us, r = t % s.period_us;
+    auto it = std::upper_bound(s.offset_us.begin(), s.offset_us.end(), r);
+    std::size_t i = static_cast<std::size_t>(it - s.offset_us.begin()) - 1;
+    return static_cast<double>(q) * s.prefix.back() + s.prefix[i] +
+           s.value[i] * static_cast<double>(r - s.offset_us[i]);
+  };
+  return f(t1) - f(t0);
+}
+
+// The series' value held at `t`.
+double SeriesAt(const Series& s, Micros t) {
+  const Micros r = t % s.period_us;
+  auto it = std::upper_bound(s.offset_us.begin(), s.offset_us.end(), r);
+  return s.value[static_cast<std::size_t>(it - s.offset_us.begin()) - 1];
+}
+
+}  // namespace
 
 // ∫ of the profile's demand (fraction x µs) over [t0, t1), times relative to the actor's start.
 double ProfileIntegral(const ComputeProfile& c, std::uint64_t seed, Micros t0, Micros t1) {
@@ -35,23 +57,15 @@ double ProfileIntegral(const ComputeProfile& c, std::uint64_t seed, Micros t0, M
       }
       return sum;
     }
-    case ProfileKind::kSeries: {
-      const Series& s = *c.series;
-      auto f = [&](Micros t) {
-        Micros q = t / s.period_us, r = t % s.period_us;
-        auto it = std::upper_bound(s.offset_us.begin(), s.offset_us.end(), r);
-        std::size_t i = static_cast<std::size_t>(it - s.offset_us.begin()) - 1;
-        return static_cast<double>(q) * s.prefix.back() + s.prefix[i] +
-               s.value[i] * static_cast<double>(r - s.offset_us[i]);
-      };
-      return f(t1) - f(t0);
-    }
+    case ProfileKind::kSeries:
+      return SeriesIntegral(*c.series, t0, t1);
   }
   return 0;
 }
 
 // ∫ memory (bytes x µs) over [t0, t1), relative to the actor's start.
 double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
+  if (m.series) return SeriesIntegral(*m.series, t0, t1);
   if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes) * (t1 - t0);
   double rise = static_cast<double>(m.peak_bytes - m.bytes);
   double p = static_cast<double>(m.period_us);
@@ -66,6 +80,7 @@ double MemoryIntegral(const MemoryProfile& m, Micros t0, Micros t1) {
 
 // Memory held at `t` (relative to the actor's start): the sawtooth's value, not an average.
 double MemoryAt(const MemoryProfile& m, Micros t) {
+  if (m.series) return SeriesAt(*m.series, t);
   if (m.peak_bytes == 0 || m.period_us <= 0) return static_cast<double>(m.bytes);
   double r = static_cast<double>(t % m.period_us) / static_cast<double>(m.period_us);
   return static_cast<double>(m.bytes) + static_cast<double>(m.peak_bytes - m.bytes) * r;

@@ -21,6 +21,7 @@ namespace {
 using scenario::Join;
 using scenario::LoadSeries;
 using scenario::Parser;
+using scenario::SeriesUnit;
 using scenario::StripMe;
 
 // MIG profiles per GPU family (NVIDIA mig-parted config-default.yaml, via
@@ -99,7 +100,7 @@ ComputeProfile ParseCompute(Parser& p, const YAML::Node& c, const std::string& p
   } else if (kind == "series") {
     only({"file", "column", "time_column", "scale", "where"});
     out.kind = ProfileKind::kSeries;
-    LoadSeries(p, c, path, out);
+    out.series = LoadSeries(p, c, path, SeriesUnit::kPercent);
   } else {
     p.Fail(c["profile"], path + ".profile",
            fmt::format("expected one of idle, constant, periodic, bursty, series, got '{}'", kind));
@@ -124,7 +125,16 @@ MemoryProfile ParseMemory(Parser& p, const YAML::Node& m, const std::string& pat
   MemoryProfile out;
   if (!m.IsDefined() || m.IsNull()) return out;
   if (!p.IsMap(m, path)) return out;
-  p.CheckKeys(m, path, {"bytes", "peak", "period"});
+  p.CheckKeys(m, path, {"bytes", "peak", "period", "series"});
+  if (m["series"].IsDefined()) {
+    if (m["bytes"].IsDefined() || m["peak"].IsDefined() || m["period"].IsDefined())
+      p.Fail(m, path, "series replaces bytes, peak and period: give one or the other");
+    else if (p.IsMap(m["series"], path + ".series")) {
+      p.CheckKeys(m["series"], path + ".series", {"file", "column", "time_column", "scale", "where"});
+      out.series = LoadSeries(p, m["series"], path + ".series", SeriesUnit::kBytes);
+    }
+    return out;
+  }
   out.bytes = p.Size(m["bytes"], path + ".bytes", 0);
   out.peak_bytes = p.Size(m["peak"], path + ".peak", 0);
   out.period_us = p.Duration(m["period"], path + ".period", 0);

@@ -22,8 +22,9 @@ namespace gpuledger::sim {
 // at parse time. Offsets are relative to the first sample; the series repeats after period_us.
 struct Series {
   std::vector<Micros> offset_us;  // ascending, offset_us[0] == 0
-  std::vector<double> value;      // fraction in [0, 1], holds until the next offset
-  std::vector<double> prefix;     // prefix[i] = ∫ over [0, offset_us[i]) (fraction x µs)
+  std::vector<double> value;      // holds until the next offset: a fraction in [0, 1] (compute)
+                                  // or bytes (memory)
+  std::vector<double> prefix;     // prefix[i] = ∫ over [0, offset_us[i]) (value x µs)
   Micros period_us = 0;           // last offset + the median sample spacing
 };
 
@@ -51,11 +52,13 @@ struct EfficiencyProfile {
   double dram_active = 0.4;    // DRAM bandwidth used / peak, per unit of busy time
 };
 
-// Memory held on each device while running: bytes, or a sawtooth from bytes to peak over period.
+// Memory held on each device while running: bytes, a sawtooth from bytes to peak over period,
+// or a series of bytes from a CSV (a real trace's memory, held between samples).
 struct MemoryProfile {
   Bytes bytes = 0;
   Bytes peak_bytes = 0;  // 0: constant
   Micros period_us = 0;
+  std::shared_ptr<const Series> series;  // when set, bytes/peak/period are unused
 };
 
 struct HostProcessSpec {

@@ -192,8 +192,14 @@ std::string StripMe(std::string_view profile);
 // file cannot inflate into all memory). Errors name the path.
 Result<std::string> ReadDataFile(const std::string& path);
 
-// The "series" compute profile at `path` (node `c`): reads its CSV and fills out.series.
-void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, ComputeProfile& out);
+// What a series' value column holds: percent of the unit (compute; duty = value/100 x scale,
+// clamped to [0, 1]) or bytes (memory; value x scale, at least 0).
+enum class SeriesUnit { kPercent, kBytes };
+
+// The series at `path` (node `c`: file, column, time_column, scale, where): reads its CSV.
+// Null when `p` failed.
+std::shared_ptr<const Series> LoadSeries(Parser& p, const YAML::Node& c, const std::string& path,
+                                         SeriesUnit unit);
 
 // Places every workload's pods on the scenario's nodes (explicit placements first, then first
 // fit, time-aware); a workload that does not fit fails `p` naming its line.

@@ -1,6 +1,13 @@
 #include "sim/scenario.h"
 #include "test_paths.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "io/file_util.h"
+#include "sim/profiles.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -155,6 +162,37 @@ TEST(ParseScenario, SeriesFromGenAiTrace) {
   auto& s = *sc->workloads[0].compute.series;
   EXPECT_GT(s.offset_us.size(), 1000u);
   EXPECT_GT(s.period_us, 20 * kMicrosPerHour);
+}
+
+// Issue 30: a memory series (bytes per timestamp, held until the next) replays a real trace's
+// memory; it replaces bytes/peak/period.
+TEST(ParseScenario, MemorySeriesHoldsEachSampleInBytes) {
+  const std::string file = std::filesystem::temp_directory_path() /
+                           ("gpuledger-memseries-" + std::to_string(::getpid()) + ".csv");
+  ASSERT_TRUE(
+      WriteFile(file, "timestamp,value,pod\n100,1000,a\n160,5000,a\n100,7,b\n220,3000,a\n").ok());
+  auto sc = ParseScenario(std::string(kHead) +
+                              "workloads:\n  - namespace: a\n    name: w\n"
+                              "    memory: {series: {file: " +
+                              file + ", where: {pod: a}}}\n",
+                          "x.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.error().message;
+  const MemoryProfile& m = sc->workloads[0].memory;
+  ASSERT_TRUE(m.series);
+  EXPECT_EQ(MemoryAt(m, 0), 1000);
+  EXPECT_EQ(MemoryAt(m, 59 * kMicrosPerSecond), 1000);
+  EXPECT_EQ(MemoryAt(m, 60 * kMicrosPerSecond), 5000);
+  EXPECT_EQ(MemoryAt(m, 150 * kMicrosPerSecond), 3000);
+  // 60 s at 1000 then 60 s at 5000 bytes.
+  EXPECT_EQ(MemoryIntegral(m, 0, 120 * kMicrosPerSecond), 360'000.0 * kMicrosPerSecond);
+  auto both = ParseScenario(std::string(kHead) +
+                                "workloads:\n  - namespace: a\n    name: w\n"
+                                "    memory: {bytes: 1GiB, series: {file: " +
+                                file + "}}\n",
+                            "x.yaml");
+  ASSERT_FALSE(both.ok());
+  EXPECT_THAT(both.error().message, HasSubstr("series replaces bytes"));
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -20,24 +20,25 @@ Result<std::string> ReadDataFile(const std::string& path) {
   return inflated;
 }
 
-void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, ComputeProfile& out) {
+std::shared_ptr<const Series> LoadSeries(Parser& p, const YAML::Node& c, const std::string& path,
+                                         SeriesUnit unit) {
   std::string file = p.RequiredStr(c, "file", path);
   std::string column = p.Str(c["column"], path + ".column", "value");
   std::string time_column = p.Str(c["time_column"], path + ".time_column", "");
   double scale = p.Number(c["scale"], path + ".scale", 0, 1e9, 1.0);
   std::map<std::string, std::string> where = p.Labels(c["where"], path + ".where");
-  if (p.failed()) return;
+  if (p.failed()) return nullptr;
   std::string full =
       (file.starts_with("/") || p.base_dir().empty()) ? file : p.base_dir() + "/" + file;
   auto text = ReadDataFile(full);
   if (!text.ok()) {
     p.Fail(c["file"], path + ".file", text.error().message);
-    return;
+    return nullptr;
   }
   auto records = ParseCsv(*text, full);
   if (!records.ok()) {
     p.Fail(c["file"], path + ".file", records.error().message);
-    return;
+    return nullptr;
   }
   // Cells as written, but for the spaces some exporters pad them with.
   auto cell = [](const CsvRecord& r, int i) { return Trim(r.fields[i].value); };
@@ -62,7 +63,7 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
     for (const std::string& h : header) columns += (columns.empty() ? "" : ",") + h;
     p.Fail(c, path,
            fmt::format("{}: header lacks the value, time or where columns ({})", full, columns));
-    return;
+    return nullptr;
   }
   std::vector<std::pair<double, double>> rows;  // (seconds, value)
   for (std::size_t r = 1; r < records->size(); ++r) {
@@ -81,20 +82,21 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
       p.Fail(c, path,
              fmt::format("{}:{}: expected numbers in columns {} and {}", full, record.line,
                          header[tcol], header[vcol]));
-      return;
+      return nullptr;
     }
     rows.emplace_back(t, v);
   }
   if (rows.empty()) {
     p.Fail(c, path, fmt::format("{}: no rows match", full));
-    return;
+    return nullptr;
   }
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
   auto s = std::make_shared<Series>();
   double t0 = rows.front().first;
   for (auto& [t, v] : rows) {
     Micros off = static_cast<Micros>(std::llround((t - t0) * 1e6));
-    double frac = std::clamp(v / 100.0 * scale, 0.0, 1.0);
+    const double frac = unit == SeriesUnit::kPercent ? std::clamp(v / 100.0 * scale, 0.0, 1.0)
+                                                     : std::max(v * scale, 0.0);
     if (!s->offset_us.empty() && s->offset_us.back() == off) {
       s->value.back() = frac;  // duplicate timestamp: the later row wins
       continue;
@@ -117,7 +119,7 @@ void LoadSeries(Parser& p, const YAML::Node& c, const std::string& path, Compute
     Micros next = i + 1 < s->offset_us.size() ? s->offset_us[i + 1] : s->period_us;
     s->prefix[i + 1] = s->prefix[i] + s->value[i] * static_cast<double>(next - s->offset_us[i]);
   }
-  out.series = std::move(s);
+  return s;
 }
 
 }  // namespace gpuledger::sim::scenario
