@@ -29,6 +29,9 @@ struct Work {
   bool mps_server = false;   // it runs the device's MPS server
   bool declared = false;     // a grant declared its share (fractional, MPS active threads)
   Bytes process_bytes = 0;   // Σ memory of its processes here (the MPS split's fallback)
+  GpuMicros kernel_us = 0;   // Σ its processes' published kernel time here
+  int publishing = 0;        // its processes here that published kernel time
+  int silent = 0;            // and those that did not
   std::set<std::string> process_units;  // base ids of the units its processes ran on
   std::set<std::string> rules;
   std::set<std::string> activity_rules;
@@ -184,6 +187,12 @@ class GpuAttributor {
       w.has_process = true;
       w.process_units.insert(std::string(BaseDeviceId(p.device.value)));
       w.process_bytes += std::max<Bytes>(0, p.used_memory_bytes);
+      if (p.kernel_busy_us) {
+        ++w.publishing;
+        w.kernel_us += std::max<GpuMicros>(0, *p.kernel_busy_us);
+      } else {
+        ++w.silent;
+      }
       if (p.sm_busy_us) {
         w.has_samples = true;
         w.sm_weight += std::max<GpuMicros>(0, *p.sm_busy_us);
@@ -206,6 +215,65 @@ class GpuAttributor {
     for (auto& [ref, w] : work_)
       if (in_unit(w) && w.has_process) present.push_back(&w);
     if (present.empty()) return false;
+    SplitByEstimate(busy, present, device_measured, multi_rule, single_rule);
+    return true;
+  }
+
+  // Whole GPUs: consumers whose every process published its kernel time are measured by it
+  // (issue 31). All of them publishing: the busy time by kernel time (under MPS their kernels
+  // overlap and may sum above it: by it all the same). Some: each publisher gets its kernel
+  // time (scaled down to the busy time when they claim more), and the others share what is
+  // left by the usual rules. Nobody: the usual rules.
+  bool SplitBusyWithKernelTime(GpuMicros busy, bool device_measured, std::string_view multi_rule) {
+    std::vector<Work*> publishers, rest;
+    for (auto& [ref, w] : work_) {
+      if (!w.has_process) continue;
+      (w.silent == 0 && w.publishing > 0 ? publishers : rest).push_back(&w);
+    }
+    if (publishers.empty() && rest.empty()) return false;
+    GpuMicros claimed = 0;
+    for (const Work* w : publishers) claimed += w->kernel_us;
+    if (publishers.empty() || claimed == 0) {
+      SplitByEstimate(busy, rest.empty() ? publishers : rest, device_measured, multi_rule,
+                      "device-activity");
+      return true;
+    }
+    std::vector<std::uint64_t> weights;
+    for (const Work* w : publishers) weights.push_back(static_cast<std::uint64_t>(w->kernel_us));
+    if (rest.empty() || claimed >= busy) {
+      Give(busy, publishers, weights, Quality::kMeasured, "kernel-time");
+      for (Work* w : rest) {  // the publishers' kernels filled the busy time: nothing is left
+        w->usage.compute_quality = Combine(w->usage.compute_quality, Quality::kEstimated);
+        w->rules.insert("kernel-time-remainder");
+      }
+      return true;
+    }
+    Give(claimed, publishers, weights, Quality::kMeasured, "kernel-time");
+    if (rest.size() == 1) {  // it takes what is left, as measured as the device's busy time
+      Give(busy - claimed, rest, {1}, device_measured ? Quality::kMeasured : Quality::kEstimated,
+           "kernel-time-remainder");
+    } else {
+      SplitByEstimate(busy - claimed, rest, device_measured, multi_rule, "kernel-time-remainder");
+      for (Work* w : rest) w->rules.insert("kernel-time-remainder");
+    }
+    return true;
+  }
+
+  // `busy` to `to` by integer `weights` exactly (Apportion), with the quality and rule.
+  static void Give(GpuMicros busy, const std::vector<Work*>& to, std::vector<std::uint64_t> weights,
+                   Quality quality, std::string_view rule) {
+    weights.push_back(0);  // nothing left over: the bucket Apportion needs last
+    auto parts = Apportion(busy, weights);
+    for (std::size_t i = 0; i < to.size(); ++i) {
+      to[i]->usage.compute_us += parts[i];
+      to[i]->usage.compute_quality = Combine(to[i]->usage.compute_quality, quality);
+      to[i]->rules.insert(std::string(rule));
+    }
+  }
+
+  // The NVML estimate: per-process samples, else one consumer takes all, else allocation.
+  void SplitByEstimate(GpuMicros busy, const std::vector<Work*>& present, bool device_measured,
+                       std::string_view multi_rule, std::string_view single_rule) {
     std::vector<std::uint64_t> weights;
     bool samples = std::any_of(present.begin(), present.end(),
                                [](const Work* w) { return w->has_samples && w->sm_weight > 0; });
@@ -241,14 +309,7 @@ class GpuAttributor {
         if (mps) rule = "mps-even-share";
       }
     }
-    weights.push_back(0);  // nothing left over: the bucket Apportion needs last
-    auto parts = Apportion(busy, weights);
-    for (std::size_t i = 0; i < present.size(); ++i) {
-      present[i]->usage.compute_us += parts[i];
-      present[i]->usage.compute_quality = Combine(present[i]->usage.compute_quality, quality);
-      present[i]->rules.insert(std::string(rule));
-    }
-    return true;
+    Give(busy, present, std::move(weights), quality, rule);
   }
 
   // Consumers that hold a grant but ran nothing used nothing: a measured zero when the device
@@ -283,9 +344,7 @@ class GpuAttributor {
     bool observed = have_busy || any_samples;
     std::string_view multi =
         gpu_.sharing == SharingMode::kMps ? "mps-thread-share" : "allocation-share";
-    if (busy > 0 && !SplitBusy(
-                        busy, [](const Work&) { return true; }, have_busy, multi))
-      out_.unattributed_us += busy;
+    if (busy > 0 && !SplitBusyWithKernelTime(busy, have_busy, multi)) out_.unattributed_us += busy;
     if (busy == 0) {
       for (auto& [ref, w] : work_) {
         if (!w.has_process) continue;
@@ -514,6 +573,9 @@ std::string_view ExplainComputeRule(std::string_view rule) {
   if (rule == "allocation-share")
     return "several consumers without per-process samples: the device's busy time by allocation";
   if (rule == "no-signal") return "no busy signal and no samples: the grant alone";
+  if (rule == "kernel-time-remainder")
+    return "processes that publish no kernel time beside some that do: what the device's busy "
+           "time leaves after the publishers' kernels, by NVML's estimate";
   return "";
 }
 

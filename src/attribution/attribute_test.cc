@@ -334,3 +334,78 @@ TEST(BaseDeviceId, ReplicaForms) {
 
 }  // namespace
 }  // namespace gpuledger::attribution
+
+namespace gpuledger::attribution {
+namespace {
+
+// Three time-sliced pods with NVML samples that are 2x off (as measured on an H200, run 2), and
+// `published[i]` kernel time (unset: the pod publishes none).
+NodeSnapshot KernelTimeNode(SharingMode mode,
+                            const std::vector<std::optional<GpuMicros>>& published,
+                            GpuMicros device_busy) {
+  NodeSnapshot s = OneGpu(mode, 4);
+  const GpuMicros wrong_samples[] = {kDt / 2, kDt / 20, kDt / 10};
+  for (std::size_t i = 0; i < published.size(); ++i) {
+    auto ref = Pod("k" + std::to_string(i));
+    s.grants.push_back(Grant{ref, "GPU-a::" + std::to_string(i), "nvidia.com/gpu", {}, ""});
+    ProcessObservation p{
+        200 + static_cast<int>(i), GpuUuid{"GPU-a"}, ref, "", kGiB, wrong_samples[i % 3], ""};
+    p.kernel_busy_us = published[i];
+    s.processes.push_back(p);
+  }
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, device_busy, 3 * kGiB, 1000});
+  return s;
+}
+
+// Issue 31: when every process publishes its kernel time, the device's busy time is split by
+// it and measured, whatever NVML's samples said.
+TEST(Attribute, EveryProcessPublishingSplitsTheBusyTimeByKernelTime) {
+  const GpuMicros busy = 36 * kMicrosPerSecond;
+  auto out = Attribute(
+      KernelTimeNode(SharingMode::kTimeSlicing,
+                     {12 * kMicrosPerSecond, 18 * kMicrosPerSecond, 6 * kMicrosPerSecond}, busy));
+  const DeviceUsage& u = out[0];
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  const GpuMicros want[] = {12 * kMicrosPerSecond, 18 * kMicrosPerSecond, 6 * kMicrosPerSecond};
+  for (int i = 0; i < 3; ++i) {
+    const ConsumerUsage* c = Find(u, "k" + std::to_string(i));
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->compute_us, want[i]);
+    EXPECT_EQ(c->compute_quality, Quality::kMeasured);
+    EXPECT_EQ(c->compute_rule, "kernel-time");
+  }
+}
+
+// Some publish: they get their kernel time; the silent one the rest of the busy time.
+TEST(Attribute, PartialKernelTimeGivesTheRemainderToTheSilent) {
+  const GpuMicros busy = 40 * kMicrosPerSecond;
+  auto out =
+      Attribute(KernelTimeNode(SharingMode::kTimeSlicing,
+                               {12 * kMicrosPerSecond, std::nullopt, 6 * kMicrosPerSecond}, busy));
+  const DeviceUsage& u = out[0];
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  EXPECT_EQ(Find(u, "k0")->compute_us, 12 * kMicrosPerSecond);
+  EXPECT_EQ(Find(u, "k2")->compute_us, 6 * kMicrosPerSecond);
+  EXPECT_EQ(Find(u, "k0")->compute_rule, "kernel-time");
+  EXPECT_EQ(Find(u, "k1")->compute_us, 22 * kMicrosPerSecond);
+  EXPECT_EQ(Find(u, "k1")->compute_rule, "kernel-time-remainder");
+  EXPECT_EQ(Find(u, "k1")->compute_quality, Quality::kMeasured);  // busy minus measured claims
+  EXPECT_FALSE(ExplainComputeRule("kernel-time-remainder").empty());
+}
+
+// MPS clients run concurrently: their kernel time sums above the device's busy time, which is
+// split by it all the same, exactly.
+TEST(Attribute, OverlappingMpsKernelTimeIsScaledToTheBusyTime) {
+  const GpuMicros busy = 30 * kMicrosPerSecond;
+  auto out = Attribute(
+      KernelTimeNode(SharingMode::kMps,
+                     {30 * kMicrosPerSecond, 15 * kMicrosPerSecond, 15 * kMicrosPerSecond}, busy));
+  const DeviceUsage& u = out[0];
+  ASSERT_TRUE(CheckConservation(u).ok()) << CheckConservation(u).error().message;
+  EXPECT_EQ(Find(u, "k0")->compute_us, 15 * kMicrosPerSecond);
+  EXPECT_EQ(Find(u, "k1")->compute_us + Find(u, "k2")->compute_us, 15 * kMicrosPerSecond);
+  EXPECT_EQ(u.busy_us, busy);
+}
+
+}  // namespace
+}  // namespace gpuledger::attribution

@@ -76,6 +76,8 @@ NodeSnapshot RandomSnapshot(std::mt19937_64& rng) {
         o.consumer = ref;
       o.used_memory_bytes = static_cast<Bytes>(rng() % (20 * kGiB));
       if (pick(2)) o.sm_busy_us = static_cast<GpuMicros>(rng() % (dt + 1));
+      // Kernel time (issue 31), claims above the interval included (MPS overlap, a liar).
+      if (pick(3) == 0) o.kernel_busy_us = static_cast<GpuMicros>(rng() % (2 * dt + 1));
       s.processes.push_back(o);
     }
   }

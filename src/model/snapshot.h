@@ -86,6 +86,9 @@ struct ProcessObservation {
   // NVML listed it among the device's MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3):
   // the device runs an MPS server.
   bool mps_client = false;
+  // The process's own kernel time on `device` over the interval (the union of its kernels, from
+  // the in-process tracer's file, sources/kerneltime/), when it publishes one the agent accepted.
+  std::optional<GpuMicros> kernel_busy_us;
 };
 
 // Device-level signals for a physical GPU or a MIG instance, integrated over the interval.
