@@ -44,13 +44,14 @@ HistogramData MemoryBuckets(Bytes card_bytes) {
 
 Collector::Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
                      kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime,
-                     const Clock& clock)
+                     const Clock& clock, kerneltime::KernelTimeReader* kernel_time)
     : options_(std::move(options)),
       gpus_(gpus),
       procs_(procs),
       kubelet_(kubelet),
       runtime_(runtime),
       clock_(clock),
+      kernel_time_(kernel_time),
       findings_(options_.policy, options_.node, options_.series_ttl_us) {
   counters_.cycle_seconds =
       Buckets({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
@@ -145,6 +146,7 @@ void Collector::Cycle() {
     }
     join.unknown_containers += stats.unknown_containers;
     join.vanished_processes += stats.vanished_processes;
+    if (kernel_time_ != nullptr) kernel_time_->Annotate(snap.processes);
     usage = attribution::Attribute(snap);
     for (const auto& u : usage) {
       // Conservation is an invariant of attribution: a violation is a bug, loudly.

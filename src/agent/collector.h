@@ -3,9 +3,9 @@
 // processes behind them and (when present) the kubelet and CRI views, builds an immutable
 // NodeSnapshot, attributes it and adds the result to monotonic counters. /metrics renders
 // those counters on demand, at most once per cycle however many scrapers ask: no NVML, kubelet
-// or CRI call is ever on the scrape path, so a hung driver cannot stall a scrape. A cycle applies its results under a lock held for
-// microseconds; a rendering holds it for a few milliseconds, so a scrape can delay a cycle by
-// that much, never the other way round.
+// or CRI call is ever on the scrape path, so a hung driver cannot stall a scrape. A cycle applies
+// its results under a lock held for microseconds; a rendering holds it for a few milliseconds, so a
+// scrape can delay a cycle by that much, never the other way round.
 //
 // Why not render every cycle, as design section 6 first said: with 200 containers the
 // exposition is ~1.7 MB (two histograms per container); rendering and gzipping it cost
@@ -30,6 +30,7 @@
 #include "prometheus/exposition_writer.h"
 #include "sources/cri/runtime.h"
 #include "sources/gpu_source.h"
+#include "sources/kerneltime/kernel_time_reader.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/procfs/proc_source.h"
 
@@ -59,8 +60,11 @@ class Collector {
   // step neither drops series nor fakes an outage. Metered lengths come from the GPU source's
   // intervals (monotonic too); a wall step it reports is counted in
   // gpuledger_agent_clock_jumps_total.
+  // `kernel_time` (may be null): the in-process tracers' files, which give a process its own
+  // kernel time each cycle (sources/kerneltime/kernel_time_reader.h).
   Collector(CollectorOptions options, sources::GpuSource& gpus, procfs::ProcSource& procs,
-            kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime, const Clock& clock);
+            kubelet::PodResourcesClient* kubelet, cri::RuntimeClient* runtime, const Clock& clock,
+            kerneltime::KernelTimeReader* kernel_time = nullptr);
 
   void Cycle();
 
@@ -161,6 +165,7 @@ class Collector {
   kubelet::PodResourcesClient* kubelet_;
   cri::RuntimeClient* runtime_;
   const Clock& clock_;
+  kerneltime::KernelTimeReader* kernel_time_;
 
   KubeView kube_;
   guardrails::FindingTracker findings_;

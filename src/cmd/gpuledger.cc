@@ -104,6 +104,10 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--interval", agent.interval, "collection interval")->capture_default_str();
   agent_cmd->add_option("--nvml-timeout", agent.nvml_timeout, "deadline of one NVML call")
       ->capture_default_str();
+  agent_cmd
+      ->add_option("--kernel-time-dir", agent.kernel_time_dir,
+                   "where in-process kernel-time tracers publish (under --host-root; empty: off)")
+      ->capture_default_str();
   agent_cmd->add_option(
       "--dcgm-exporter", agent.dcgm_exporter,
       "dcgm-exporter's metrics URL, e.g. http://localhost:9400/metrics: SM/tensor/DRAM "

@@ -20,6 +20,7 @@
 #include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
 #include "sources/dcgm/dcgm_source.h"
+#include "sources/kerneltime/kernel_time_reader.h"
 #include "sources/kubelet/pod_resources.h"
 #include "sources/nvml/nvml_source.h"
 #include "sources/procfs/proc_source.h"
@@ -96,7 +97,11 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
   agent::CollectorOptions options;
   options.node = f.node_name;
   options.policy = std::move(policy);
-  agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), clock);
+  std::unique_ptr<kerneltime::KernelTimeReader> kernel_time;
+  if (!f.kernel_time_dir.empty())
+    kernel_time = std::make_unique<kerneltime::KernelTimeReader>(*files, f.kernel_time_dir);
+  agent::Collector collector(options, *gpus, procs, kubelet.get(), runtime.get(), clock,
+                             kernel_time.get());
   collector.Cycle();  // baseline: the first /metrics already has the device list
 
   auto http = agent::HttpEndpoint::Bind(f.listen, collector, 3 * *interval + 10 * kMicrosPerSecond);

@@ -21,6 +21,9 @@ struct AgentFlags {
   // Guardrail policy YAML (docs/guardrails-policy.md): what is detected, thresholds, tolerance
   // windows, namespace exemptions. Empty: the defaults.
   std::string policy;
+  // Where the in-process kernel-time tracers publish (issue 31, docs/agent.md), under
+  // --host-root. Empty: not read.
+  std::string kernel_time_dir = "/run/gpuledger/kerneltime";
 };
 
 // Starts in order — host files, NVML (wrapped by dcgm-exporter when given), kubelet, CRI,

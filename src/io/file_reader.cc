@@ -66,8 +66,15 @@ class PosixFileReader final : public FileReader {
     auto normalized = Normalize(path);
     if (!normalized) return normalized.error();
     const std::string resolved = root_ + *normalized;
-    const int fd = ::open(resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    // Non-blocking, and regular files only: some of what the agent reads sits in directories a
+    // tenant can write (the kernel-time files), where a FIFO would block the cycle forever.
+    const int fd = ::open(resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) return ErrnoError(resolved, "cannot open", errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return InvalidArgument(fmt::format("{}: not a regular file", resolved));
+    }
     // /proc files report size 0: read until EOF rather than trusting fstat.
     std::string content;
     char buf[16384];
@@ -75,6 +82,11 @@ class PosixFileReader final : public FileReader {
       const ssize_t n = ::read(fd, buf, sizeof(buf));
       if (n > 0) {
         content.append(buf, static_cast<std::size_t>(n));
+        if (content.size() > kMaxReadBytes) {
+          ::close(fd);
+          return InvalidArgument(
+              fmt::format("{}: larger than {} bytes, not read", resolved, kMaxReadBytes));
+        }
         continue;
       }
       if (n == 0) break;

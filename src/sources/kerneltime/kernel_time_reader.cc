@@ -1,0 +1,67 @@
+#include "sources/kerneltime/kernel_time_reader.h"
+
+#include <algorithm>
+
+#include "sources/kerneltime/publication.h"
+
+namespace gpuledger::kerneltime {
+namespace {
+
+// A pod UID as the kubelet writes it: hex digits and dashes (never a path of its own).
+bool IsPodUid(const std::string& uid) {
+  return !uid.empty() && uid.size() <= 64 && std::all_of(uid.begin(), uid.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == '-' ||
+           c == '_';
+  });
+}
+
+}  // namespace
+
+void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
+  std::map<Key, Last> seen;
+  for (ProcessObservation& p : processes) {
+    if (!p.consumer || !IsPodUid(p.consumer->pod_uid.value) || p.pid <= 0) continue;
+    const std::string path = dir_ + "/" + p.consumer->pod_uid.value + "/" + std::to_string(p.pid);
+    const Key key{p.consumer->pod_uid.value, p.pid, p.device.value};
+    // A cycle without a reading keeps the last one, so the next is not a new baseline.
+    if (auto it = last_.find(key); it != last_.end()) seen[key] = it->second;
+    Result<Publication> pub = Unavailable("not read");
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto bytes = files_.Read(path);
+      if (!bytes) {
+        pub = bytes.error();
+        break;
+      }
+      pub = DecodePublication(*bytes, path);
+      if (pub || pub.error().code != ErrorCode::kUnavailable) break;
+    }
+    if (!pub) {
+      if (pub.error().code != ErrorCode::kNotFound) ++stats_.files_refused;
+      continue;
+    }
+    if (pub->pid != p.pid) {
+      ++stats_.files_refused;
+      continue;
+    }
+    ++stats_.files_read;
+    if ((pub->flags & (kDisabled | kStoodAside)) != 0) {
+      ++stats_.tracers_off;
+      continue;
+    }
+    auto device = std::find_if(pub->devices.begin(), pub->devices.end(),
+                               [&](const DeviceKernelTime& d) { return d.uuid == p.device.value; });
+    if (device == pub->devices.end()) continue;
+    const Last now{pub->started_unix_ns, device->busy_ns};
+    if (auto it = last_.find(key); it != last_.end() &&
+                                   it->second.started_unix_ns == now.started_unix_ns &&
+                                   it->second.busy_ns <= now.busy_ns) {
+      // µs of each cumulative reading, so no rounding accumulates.
+      p.kernel_busy_us = static_cast<GpuMicros>(now.busy_ns / 1000) -
+                         static_cast<GpuMicros>(it->second.busy_ns / 1000);
+    }
+    seen[key] = now;
+  }
+  last_ = std::move(seen);
+}
+
+}  // namespace gpuledger::kerneltime

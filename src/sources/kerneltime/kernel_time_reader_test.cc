@@ -1,0 +1,98 @@
+#include "sources/kerneltime/kernel_time_reader.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+
+#include "io/file_util.h"
+#include "sources/kerneltime/publication.h"
+#include "temp_dir.h"
+
+namespace gpuledger::kerneltime {
+namespace {
+
+constexpr const char* kUid = "0a1b2c3d-0000-4a4a-8b8b-123456789abc";
+constexpr const char* kGpu = "GPU-2d0c5d1e-8a3a-4bfb-a7f9-36a0e3e8e1c5";
+
+// A host root holding the tracers' directory, and the processes NVML listed.
+class KernelTimeReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(root_.path() / "run/gpuledger/kerneltime" / kUid);
+    files_ = MakePosixFileReader(root_.path().string());
+    reader_ = std::make_unique<KernelTimeReader>(*files_);
+  }
+
+  // What the tracer of `pid` publishes: `busy_ns` on kGpu.
+  void Publish(int pid, std::uint64_t busy_ns, std::int64_t started = 1, std::uint32_t flags = 0,
+               int claimed_pid = 0) {
+    Publication p;
+    p.pid = claimed_pid != 0 ? claimed_pid : pid;
+    p.started_unix_ns = started;
+    p.flags = flags;
+    p.devices.push_back({kGpu, busy_ns, 10, 0});
+    p.devices.push_back({"GPU-other", 999'999'999'999, 10, 0});
+    FileLayout f{};
+    WritePublication(p, f);
+    ASSERT_TRUE(
+        WriteFile(Path(pid), std::string(reinterpret_cast<const char*>(&f), sizeof f)).ok());
+  }
+
+  std::string Path(int pid) const {
+    return (root_.path() / "run/gpuledger/kerneltime" / kUid / std::to_string(pid)).string();
+  }
+
+  // One cycle over processes `pids` of the pod on kGpu: each one's kernel time, -1 for none.
+  std::vector<GpuMicros> Cycle(const std::vector<int>& pids) {
+    std::vector<ProcessObservation> procs;
+    for (int pid : pids) {
+      ProcessObservation p;
+      p.pid = pid;
+      p.device = GpuUuid{kGpu};
+      p.consumer = ConsumerRef{"ml", "train-0", PodUid{kUid}, "main"};
+      procs.push_back(p);
+    }
+    reader_->Annotate(procs);
+    std::vector<GpuMicros> out;
+    for (const auto& p : procs) out.push_back(p.kernel_busy_us.value_or(-1));
+    return out;
+  }
+
+  testing::TempDir root_{"gpuledger-kerneltime-reader"};
+  std::unique_ptr<FileReader> files_;
+  std::unique_ptr<KernelTimeReader> reader_;
+};
+
+TEST_F(KernelTimeReaderTest, TheKernelTimeSinceTheLastCycleAfterABaseline) {
+  Publish(100, 5'000'000'500);
+  EXPECT_EQ(Cycle({100}), std::vector<GpuMicros>{-1});  // baseline
+  Publish(100, 6'500'001'000);
+  EXPECT_EQ(Cycle({100}), std::vector<GpuMicros>{1'500'001});  // µs of each reading: no drift
+  EXPECT_EQ(Cycle({100}), std::vector<GpuMicros>{0});
+  // The tracer restarted (the process re-exec'd): a new baseline, never a negative delta.
+  Publish(100, 10, /*started=*/2);
+  EXPECT_EQ(Cycle({100}), std::vector<GpuMicros>{-1});
+  EXPECT_EQ(reader_->stats().files_read, 4u);
+}
+
+TEST_F(KernelTimeReaderTest, FilesThatDoNotBelongGiveNothing) {
+  Publish(200, 1'000'000'000, 1, 0, /*claimed_pid=*/201);  // names another process
+  Publish(300, 1'000'000'000, 1, kStoodAside);             // a profiler holds CUPTI
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(Cycle({200, 300, 400}), (std::vector<GpuMicros>{-1, -1, -1}));
+  EXPECT_EQ(reader_->stats().files_refused, 2u);  // 400 has no file: not a refusal
+  EXPECT_EQ(reader_->stats().tracers_off, 2u);
+  // A torn file (a write under way, three reads in a row) and a FIFO a tenant put there.
+  Publish(500, 1);
+  std::string bytes = *ReadFile(Path(500));
+  bytes[sizeof(FileLayout) - 1] ^= 1;  // seq_end differs from seq_begin
+  ASSERT_TRUE(WriteFile(Path(500), bytes).ok());
+  ASSERT_EQ(::mkfifo(Path(600).c_str(), 0600), 0);
+  EXPECT_EQ(Cycle({500, 600}), (std::vector<GpuMicros>{-1, -1}));  // and it did not block
+  EXPECT_EQ(reader_->stats().files_refused, 4u);
+}
+
+}  // namespace
+}  // namespace gpuledger::kerneltime
