@@ -146,8 +146,26 @@ void Collector::Cycle() {
     }
     join.unknown_containers += stats.unknown_containers;
     join.vanished_processes += stats.vanished_processes;
-    if (kernel_time_ != nullptr) kernel_time_->Annotate(snap.processes);
+    // A claim NVML contradicts (an open kernel-time-mismatch) is not believed: attribution
+    // splits that consumer's share by the NVML estimate, and the detector below still sees the
+    // claim, so the finding stays open while the lie goes on.
+    std::vector<std::pair<std::size_t, GpuMicros>> withheld;
+    if (kernel_time_ != nullptr) {
+      kernel_time_->Annotate(snap.processes);
+      std::set<std::pair<ConsumerRef, std::string>> doubted;
+      for (const Finding& f : findings_.Current())
+        if (f.kind == FindingKind::kKernelTimeMismatch && !f.resolved_us)
+          doubted.insert({f.subject, f.gpu_uuid});
+      for (std::size_t i = 0; i < snap.processes.size(); ++i) {
+        ProcessObservation& p = snap.processes[i];
+        if (p.consumer && p.kernel_busy_us && doubted.count({*p.consumer, p.device.value})) {
+          withheld.emplace_back(i, *p.kernel_busy_us);
+          p.kernel_busy_us.reset();
+        }
+      }
+    }
     usage = attribution::Attribute(snap);
+    for (const auto& [i, claim] : withheld) snap.processes[i].kernel_busy_us = claim;
     for (const auto& u : usage) {
       // Conservation is an invariant of attribution: a violation is a bug, loudly.
       Status st = attribution::CheckConservation(u);

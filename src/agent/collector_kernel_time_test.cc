@@ -44,11 +44,12 @@ struct Outcome {
   std::map<std::string, double> compute_s;    // per pod, from the exposition
   std::map<std::string, std::string> source;  // per pod, compute_source
   std::map<std::string, double> truth_s;
+  std::set<std::string> mismatched;  // pods with an open kernel-time-mismatch finding
 };
 
 // Runs the scenario with the pods of the workloads in `publishing` publishing their true kernel
 // time.
-Outcome RunNode(const std::set<std::string>& publishing) {
+Outcome RunNode(const std::set<std::string>& publishing, const std::string& liar = "") {
   auto scenario = sim::ParseScenario(kScenario, "kt.yaml");
   EXPECT_TRUE(scenario.ok()) << scenario.error().message;
   sim::Simulator simulator(*scenario, 60 * kS);
@@ -67,7 +68,10 @@ Outcome RunNode(const std::set<std::string>& publishing) {
       kerneltime::Publication pub;
       pub.pid = p.pid;
       pub.started_unix_ns = 1;
-      const double truth_us = simulator.truth().at(*p.consumer).compute_gpu_us;
+      // A liar claims it ran nothing, so that its time is split among the others.
+      const double truth_us = p.consumer->pod.substr(0, 1) == liar
+                                  ? 0
+                                  : simulator.truth().at(*p.consumer).compute_gpu_us;
       pub.devices.push_back({p.device.value, static_cast<std::uint64_t>(truth_us * 1000), 1, 0});
       kerneltime::FileLayout f{};
       kerneltime::WritePublication(pub, f);
@@ -93,6 +97,9 @@ Outcome RunNode(const std::set<std::string>& publishing) {
     if (pod.empty() || pod.find("nvidia") != std::string::npos) continue;
     if (s.name == "gpuledger_container_compute_gpu_seconds_total") o.compute_s[pod] = s.value;
     if (s.name == "gpuledger_container_attribution_info") o.source[pod] = source;
+    for (const auto& [k, v] : s.labels)
+      if (s.name == "gpuledger_finding" && k == "kind" && v == "kernel-time-mismatch")
+        o.mismatched.insert(pod);
   }
   for (const auto& [ref, t] : simulator.truth()) o.truth_s[ref.pod] = t.compute_gpu_us / 1e6;
   return o;
@@ -123,6 +130,18 @@ TEST(CollectorKernelTime, PublishedKernelTimeMakesTimeSlicedComputeExact) {
               silent ? "measured:kernel-time-remainder" : "measured:kernel-time")
         << pod;
     EXPECT_NEAR(partial.compute_s.at(pod), truth, 120) << pod;
+  }
+
+  // c claims no kernel time while NVML sees it run: for the five-minute tolerance its time goes
+  // to a and b, then the finding opens and c falls back to the estimate of what is left.
+  const Outcome lied = RunNode({"a", "b", "c"}, "c");
+  for (const auto& [pod, truth] : lied.truth_s) {
+    const bool liar = pod.rfind("c", 0) == 0;
+    EXPECT_EQ(lied.mismatched.count(pod), liar ? 1u : 0u) << pod;
+    EXPECT_EQ(lied.source.at(pod), liar ? "measured:kernel-time-remainder" : "measured:kernel-time")
+        << pod;
+    // At most the tolerance's six cycles of c's time went elsewhere.
+    EXPECT_NEAR(lied.compute_s.at(pod), truth, 6 * 60) << pod;
   }
 }
 

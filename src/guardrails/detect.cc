@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "model/compute_band.h"
 #include "model/device_id.h"
 
 namespace gpuledger::guardrails {
@@ -167,6 +169,29 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
   }
 
   const Micros dt = snapshot.duration_us();
+  // kernel-time-mismatch (issue 31): published kernel time is a claim. NVML's per-process
+  // samples are off by up to MeasuredComputeBand("process-samples") on a real GPU (2.11x the
+  // truth at worst), so a consumer is accused only when NVML saw it busy beyond that band plus
+  // the isolation margin, for the isolation tolerance (five minutes by default).
+  if (dt > 0) {
+    std::map<std::pair<ConsumerRef, std::string>, std::pair<GpuMicros, GpuMicros>> claims;
+    for (const ProcessObservation& p : snapshot.processes) {
+      if (!p.consumer || !p.kernel_busy_us || !p.sm_busy_us) continue;
+      auto& [nvml, kernel] = claims[{*p.consumer, p.device.value}];
+      nvml += std::max<GpuMicros>(0, *p.sm_busy_us);
+      kernel += std::max<GpuMicros>(0, *p.kernel_busy_us);
+    }
+    const double band = MeasuredComputeBand("process-samples").value_or(1.11);
+    for (const auto& [key, sums] : claims) {
+      const auto [nvml, kernel] = sums;
+      const double bound = (1 + band) * static_cast<double>(kernel) +
+                           policy.isolation_compute_margin * static_cast<double>(dt);
+      if (static_cast<double>(nvml) > bound)
+        observe(FindingKind::kKernelTimeMismatch, key.first, key.second,
+                fmt::format("nvml_busy_us={} kernel_busy_us={} band={:g}", nvml, kernel, band),
+                static_cast<double>(nvml) / static_cast<double>(std::max<GpuMicros>(kernel, 1)));
+    }
+  }
   for (const DeviceUsage& u : usage) {
     auto gpu = node.gpu_by_uuid.find(u.gpu.value);
     if (gpu == node.gpu_by_uuid.end()) continue;
@@ -253,6 +278,7 @@ Micros FindingTracker::Tolerance(FindingKind kind) const {
   switch (kind) {
     case FindingKind::kIsolationBreach:
     case FindingKind::kMemoryOversubscribed:
+    case FindingKind::kKernelTimeMismatch:
       return policy_.isolation_tolerance_us;
     case FindingKind::kStaleGrant:
       return policy_.stale_grant_tolerance_us;

@@ -186,6 +186,28 @@ TEST(Observe, IsolationBreachesOfADeclaredMemoryCapAndComputeShare) {
             "compute_share=0.200 declared_share=0.100 source=env:CUDA_DEVICE_SM_LIMIT");
 }
 
+// Issue 31: published kernel time is a claim. Within NVML's measured band (2.11x at worst per
+// run on an H200) nobody is accused; a pod that publishes far less than NVML saw it run is.
+TEST(Observe, KernelTimeFarBelowWhatNvmlSawIsAMismatch) {
+  NodeSnapshot s = TimeSlicedNode();
+  AddPod(s, Pod("honest"), kGpu0.value + "::0", 10, kGiB, kGpu0.value);
+  AddPod(s, Pod("liar"), kGpu0.value + "::1", 11, kGiB, kGpu0.value);
+  AddPod(s, Pod("quiet"), kGpu0.value + "::2", 12, kGiB, kGpu0.value);
+  s.processes[0].sm_busy_us = kCycle * 4 / 10;  // NVML's windows: 2x its true 20%
+  s.processes[0].kernel_busy_us = kCycle * 2 / 10;
+  s.processes[1].sm_busy_us = kCycle * 4 / 10;  // busy 40% by NVML, claims 1%
+  s.processes[1].kernel_busy_us = kCycle / 100;
+  s.processes[2].sm_busy_us = kCycle / 10;  // publishes nothing: nothing to check
+  Signal(s, kGpu0, 3 * kGiB);
+  s.signals[0].busy_us = kCycle * 7 / 10;
+  auto obs = ObserveOn(s);
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].kind, FindingKind::kKernelTimeMismatch);
+  EXPECT_EQ(obs[0].subject, Pod("liar"));
+  EXPECT_EQ(obs[0].evidence, "nvml_busy_us=400000 kernel_busy_us=10000 band=1.11");
+  EXPECT_EQ(ToString(FindingKind::kKernelTimeMismatch), "kernel-time-mismatch");
+}
+
 TEST(Observe, AGrantOfATerminatedPod) {
   NodeSnapshot s = CleanNode();
   s.terminal_grants.push_back(Grant{Pod("done"), kGpu1.value + "::3", "nvidia.com/gpu"});

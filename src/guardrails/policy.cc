@@ -49,6 +49,7 @@ Policy DefaultPolicy() {
   set(FindingKind::kIdleAllocation, Action::kReport, Severity::kInfo);
   set(FindingKind::kPodSetsVisibleDevices, Action::kWarn, Severity::kWarning);
   set(FindingKind::kPrivilegedWithoutRequest, Action::kWarn, Severity::kCritical);
+  set(FindingKind::kKernelTimeMismatch, Action::kWarn, Severity::kWarning);
   return p;
 }
 

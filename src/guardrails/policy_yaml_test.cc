@@ -171,7 +171,8 @@ TEST(ParsePolicyYaml, KindsActionsAndSeverities) {
   EXPECT_EQ(ErrorOf("kinds:\n  unallocated-acess: {action: warn}\n"),
             "policy.yaml:2: kinds: expected a finding kind (unallocated-access, unmanaged-process, "
             "visible-devices-override, memory-oversubscribed, isolation-breach, stale-grant, "
-            "idle-allocation, pod-sets-visible-devices or privileged-without-gpu-request), got "
+            "idle-allocation, pod-sets-visible-devices, privileged-without-gpu-request or "
+            "kernel-time-mismatch), got "
             "'unallocated-acess'");
   EXPECT_EQ(ErrorOf("kinds:\n  unallocated-access:\n    action: deny\n"),
             "policy.yaml:3: kinds.unallocated-access.action: expected off, report or warn (deny "
@@ -245,8 +246,8 @@ TEST(ParsePolicyYaml, Exemptions) {
   EXPECT_EQ(ErrorOf("exemptions:\n  - namespace: a\n    kinds: [stale-grant, idle]\n"),
             "policy.yaml:3: exemptions[0].kinds[1]: expected a finding kind (unallocated-access, "
             "unmanaged-process, visible-devices-override, memory-oversubscribed, isolation-breach, "
-            "stale-grant, idle-allocation, pod-sets-visible-devices or "
-            "privileged-without-gpu-request), got 'idle'");
+            "stale-grant, idle-allocation, pod-sets-visible-devices, "
+            "privileged-without-gpu-request or kernel-time-mismatch), got 'idle'");
   EXPECT_EQ(ErrorOf("exemptions:\n  - namespace: a\n    kinds: stale-grant\n"),
             "policy.yaml:3: exemptions[0].kinds: expected a list of finding kinds, got "
             "'stale-grant'");

@@ -94,6 +94,12 @@ std::string Summary(const PricedFinding& p) {
     case FindingKind::kIdleAllocation:
       return fmt::format("{} held {} GPU-hours of {} idle for {} h: {}", who, gpu_hours, f.gpu_uuid,
                          EvidenceValue(f.evidence, "hours"), cost);
+    case FindingKind::kKernelTimeMismatch:
+      return fmt::format(
+          "{} published {} µs of kernel time on {} where NVML saw {} µs busy in one cycle; its "
+          "compute falls back to NVML's estimate",
+          who, EvidenceValue(f.evidence, "kernel_busy_us"), f.gpu_uuid,
+          EvidenceValue(f.evidence, "nvml_busy_us"));
     default:
       return fmt::format("{}: {} on {}", ToString(f.kind), who, f.gpu_uuid);
   }

@@ -16,6 +16,7 @@ constexpr std::array<std::pair<FindingKind, std::string_view>, kFindingKinds> kK
     {FindingKind::kIdleAllocation, "idle-allocation"},
     {FindingKind::kPodSetsVisibleDevices, "pod-sets-visible-devices"},
     {FindingKind::kPrivilegedWithoutRequest, "privileged-without-gpu-request"},
+    {FindingKind::kKernelTimeMismatch, "kernel-time-mismatch"},
 }};
 
 constexpr std::array<std::pair<Severity, std::string_view>, 3> kSeverities = {{

@@ -29,8 +29,11 @@ enum class FindingKind {
   // Admission kinds (webhook).
   kPodSetsVisibleDevices,     // a pod sets NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES
   kPrivilegedWithoutRequest,  // privileged (sees every device) and requests no GPU
+  // Runtime kind (agent), appended so the others keep their index: a process whose published
+  // kernel time is far below what NVML saw it run (issue 31), sustained.
+  kKernelTimeMismatch,
 };
-inline constexpr int kFindingKinds = 9;
+inline constexpr int kFindingKinds = 10;
 
 // "unallocated-access", "unmanaged-process", "visible-devices-override",
 // "memory-oversubscribed", "isolation-breach", "stale-grant", "idle-allocation",

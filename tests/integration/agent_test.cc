@@ -338,7 +338,8 @@ TEST_F(AgentTest, ACleanNodeHasNoFindings) {
   RunFor(1.5);
   Metrics m = Scrape();
   EXPECT_EQ(m.by_name.count("gpuledger_finding"), 0u);
-  ASSERT_EQ(m.by_name["gpuledger_findings_total"].size(), 6u);
+  ASSERT_EQ(m.by_name["gpuledger_findings_total"].size(),
+            7u);  // every runtime kind, kernel-time-mismatch included
   EXPECT_EQ(m.Sum("gpuledger_findings_total"), 0);
 }
 
