@@ -5,7 +5,8 @@
 // which attribution then splits the device's busy time by.
 //
 // A file counts only for a process NVML lists on that device in that pod: its path is built from
-// the pod the process's cgroup names and the PID NVML gives, the file must name that PID again,
+// the pod the process's cgroup names and the PID NVML gives as the container's PID namespace
+// numbers it (/proc/<pid>/status; the tracer inside knows no other), the file must name it again,
 // and only its record for the process's own device is read. What a tenant writes into its own
 // directory is still its claim (guardrails check it against NVML; a later slice). A file that
 // is absent, torn three times in a row, of another format, or from a tracer that disabled itself
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -32,6 +34,10 @@ struct ReaderStats {
   std::uint64_t files_refused = 0;  // another format, another PID, or torn three times
   std::uint64_t tracers_off = 0;    // the tracer disabled itself or stood aside
 };
+
+// The PID a process has in its innermost PID namespace (the last of /proc/<pid>/status's
+// "NSpid:" line), which is what its tracer calls itself; `host_pid` when the line is absent.
+int NamespacePid(std::string_view status, int host_pid);
 
 class KernelTimeReader {
  public:

@@ -94,5 +94,19 @@ TEST_F(KernelTimeReaderTest, FilesThatDoNotBelongGiveNothing) {
   EXPECT_EQ(reader_->stats().files_refused, 4u);
 }
 
+// In a container the tracer knows itself by its PID in the pod's namespace: the agent maps the
+// host PID NVML gives through /proc/<pid>/status's NSpid line.
+TEST_F(KernelTimeReaderTest, AContainersOwnPidNamesItsFile) {
+  EXPECT_EQ(NamespacePid("Name:\tpython3\nNSpid:\t4242\t17\nPPid:\t1\n", 4242), 17);
+  EXPECT_EQ(NamespacePid("Name:\tpython3\nNSpid:\t4242\n", 4242), 4242);
+  EXPECT_EQ(NamespacePid("Name:\tpython3\n", 4242), 4242);  // an old kernel: the host's
+  std::filesystem::create_directories(root_.path() / "proc/4242");
+  ASSERT_TRUE(WriteFile((root_.path() / "proc/4242/status").string(), "NSpid:\t4242\t17\n").ok());
+  Publish(17, 1'000'000);
+  Cycle({4242});  // the baseline, from the file of PID 17
+  Publish(17, 3'000'000);
+  EXPECT_EQ(Cycle({4242}), std::vector<GpuMicros>{2'000});
+}
+
 }  // namespace
 }  // namespace gpuledger::kerneltime

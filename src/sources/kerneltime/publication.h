@@ -1,7 +1,8 @@
 #pragma once
 // The kernel-time file: what the in-process tracer (libgpuledger-kerneltime.so) publishes for
 // the agent, one small fixed-layout file per process (for example
-// /run/gpuledger/kerneltime/<pod-uid>/<pid>), rewritten in place (issue 31).
+// /run/gpuledger/kerneltime/<pod-uid>/<pid>, the PID as the process sees itself in its
+// container), rewritten in place (issue 31).
 //
 // Layout, version 1, native byte order (writer and reader share the node): a header, 16 device
 // records of 128 bytes, and a closing sequence number. Lock-free for the reader:
