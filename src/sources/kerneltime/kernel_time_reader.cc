@@ -1,9 +1,9 @@
 #include "sources/kerneltime/kernel_time_reader.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "sources/kerneltime/publication.h"
+#include "sources/procfs/proc_source.h"
 
 namespace gpuledger::kerneltime {
 namespace {
@@ -18,32 +18,13 @@ bool IsPodUid(const std::string& uid) {
 
 }  // namespace
 
-int NamespacePid(std::string_view status, int host_pid) {
-  std::size_t at = 0;
-  while (at < status.size()) {
-    std::size_t end = status.find('\n', at);
-    if (end == std::string_view::npos) end = status.size();
-    std::string_view line = status.substr(at, end - at);
-    at = end + 1;
-    if (!line.starts_with("NSpid:")) continue;
-    // "NSpid:\t4242\t17": the host's view first, the innermost namespace's last.
-    const auto last = line.find_last_of(" \t");
-    int pid = 0;
-    const std::string_view digits = line.substr(last + 1);
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-    if (ec == std::errc() && ptr == digits.data() + digits.size() && pid > 0) return pid;
-    return host_pid;
-  }
-  return host_pid;
-}
-
 void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
   std::map<Key, Last> seen;
   for (ProcessObservation& p : processes) {
     if (!p.consumer || !IsPodUid(p.consumer->pod_uid.value) || p.pid <= 0) continue;
     // The tracer knows itself by its PID in the container's namespace: the file is named by it.
     auto status = files_.Read("/proc/" + std::to_string(p.pid) + "/status");
-    const int own_pid = status ? NamespacePid(*status, p.pid) : p.pid;
+    const int own_pid = status ? procfs::ParseStatusNamespacePid(*status, p.pid) : p.pid;
     const std::string path = dir_ + "/" + p.consumer->pod_uid.value + "/" + std::to_string(own_pid);
     const Key key{p.consumer->pod_uid.value, p.pid, p.device.value};
     // A cycle without a reading keeps the last one, so the next is not a new baseline.

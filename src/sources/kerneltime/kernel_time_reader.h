@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -34,10 +33,6 @@ struct ReaderStats {
   std::uint64_t files_refused = 0;  // another format, another PID, or torn three times
   std::uint64_t tracers_off = 0;    // the tracer disabled itself or stood aside
 };
-
-// The PID a process has in its innermost PID namespace (the last of /proc/<pid>/status's
-// "NSpid:" line), which is what its tracer calls itself; `host_pid` when the line is absent.
-int NamespacePid(std::string_view status, int host_pid);
 
 class KernelTimeReader {
  public:

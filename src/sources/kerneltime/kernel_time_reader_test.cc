@@ -8,6 +8,7 @@
 
 #include "io/file_util.h"
 #include "sources/kerneltime/publication.h"
+#include "sources/procfs/proc_source.h"
 #include "temp_dir.h"
 
 namespace gpuledger::kerneltime {
@@ -97,9 +98,11 @@ TEST_F(KernelTimeReaderTest, FilesThatDoNotBelongGiveNothing) {
 // In a container the tracer knows itself by its PID in the pod's namespace: the agent maps the
 // host PID NVML gives through /proc/<pid>/status's NSpid line.
 TEST_F(KernelTimeReaderTest, AContainersOwnPidNamesItsFile) {
-  EXPECT_EQ(NamespacePid("Name:\tpython3\nNSpid:\t4242\t17\nPPid:\t1\n", 4242), 17);
-  EXPECT_EQ(NamespacePid("Name:\tpython3\nNSpid:\t4242\n", 4242), 4242);
-  EXPECT_EQ(NamespacePid("Name:\tpython3\n", 4242), 4242);  // an old kernel: the host's
+  EXPECT_EQ(procfs::ParseStatusNamespacePid("Name:\tpython3\nNSpid:\t4242\t17\nPPid:\t1\n", 4242),
+            17);
+  EXPECT_EQ(procfs::ParseStatusNamespacePid("Name:\tpython3\nNSpid:\t4242\n", 4242), 4242);
+  EXPECT_EQ(procfs::ParseStatusNamespacePid("Name:\tpython3\n", 4242),
+            4242);  // an old kernel: the host's
   std::filesystem::create_directories(root_.path() / "proc/4242");
   ASSERT_TRUE(WriteFile((root_.path() / "proc/4242/status").string(), "NSpid:\t4242\t17\n").ok());
   Publish(17, 1'000'000);

@@ -21,6 +21,23 @@ std::optional<int> ParseUid(std::string_view text) {
   return static_cast<int>(value);
 }
 
+// The value of the "<key>" line of /proc/<pid>/status content ("Uid:\t1000\t1000..."), its
+// leading blanks dropped; nullopt when there is none.
+std::optional<std::string_view> StatusValue(std::string_view status, std::string_view key) {
+  std::size_t pos = 0;
+  while (pos < status.size()) {
+    std::size_t end = status.find('\n', pos);
+    if (end == std::string_view::npos) end = status.size();
+    std::string_view line = status.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.starts_with(key)) continue;
+    line.remove_prefix(key.size());
+    const std::size_t first = line.find_first_not_of(" \t");
+    return first == std::string_view::npos ? std::string_view{} : line.substr(first);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> EnvironValue(std::string_view environ_content, std::string_view name) {
@@ -129,22 +146,17 @@ SharingEnv ParseSharingEnv(std::string_view environ_content) {
 }
 
 Result<int> ParseStatusRealUid(std::string_view status_content) {
-  std::size_t pos = 0;
-  while (pos < status_content.size()) {
-    std::size_t end = status_content.find('\n', pos);
-    if (end == std::string_view::npos) end = status_content.size();
-    std::string_view line = status_content.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.starts_with("Uid:")) continue;
-    line.remove_prefix(4);
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos) break;
-    line.remove_prefix(first);
-    const std::size_t stop = line.find_first_of(" \t");
-    if (auto uid = ParseUid(line.substr(0, stop))) return *uid;
-    break;
-  }
+  if (auto value = StatusValue(status_content, "Uid:"); value && !value->empty())
+    if (auto uid = ParseUid(value->substr(0, value->find_first_of(" \t")))) return *uid;
   return IoError("status: no valid \"Uid:\" line");
+}
+
+int ParseStatusNamespacePid(std::string_view status_content, int host_pid) {
+  auto value = StatusValue(status_content, "NSpid:");
+  if (!value || value->empty()) return host_pid;
+  // "4242\t17": the host's view first, the innermost namespace's last.
+  auto pid = ParseUid(value->substr(value->find_last_of(" \t") + 1));
+  return pid && *pid > 0 ? *pid : host_pid;
 }
 
 std::unordered_map<int, std::string> ParsePasswd(std::string_view passwd_content) {

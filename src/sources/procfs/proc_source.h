@@ -92,6 +92,11 @@ SharingEnv ParseSharingEnv(std::string_view environ_content);
 // The real uid (first field of the "Uid:" line) of /proc/<pid>/status content.
 Result<int> ParseStatusRealUid(std::string_view status_content);
 
+// The PID a process has in its innermost PID namespace (the last field of the "NSpid:" line of
+// /proc/<pid>/status), which is what a program inside a container calls itself; `host_pid` when
+// the line is absent (kernels before 4.1) or unreadable.
+int ParseStatusNamespacePid(std::string_view status_content, int host_pid);
+
 // uid -> user name from /etc/passwd content; malformed lines are skipped, the first entry for a
 // uid wins.
 std::unordered_map<int, std::string> ParsePasswd(std::string_view passwd_content);
