@@ -184,6 +184,7 @@ void Collector::Cycle() {
   for (const auto& [source, up] : pending_up_) counters_.source_up[source] = up;
   pending_faults_.clear();
   pending_up_.clear();
+  if (kernel_time_ != nullptr) counters_.kernel_time = kernel_time_->stats();
   counters_.join_totals.unknown_containers += join.unknown_containers;
   counters_.join_totals.vanished_processes += join.vanished_processes;
   counters_.findings = findings_.Current();

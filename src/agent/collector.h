@@ -135,6 +135,7 @@ class Collector {
     std::map<std::string, bool> source_up;
     prometheus::HistogramData cycle_seconds;
     JoinStats join_totals;
+    std::optional<kerneltime::ReaderStats> kernel_time;  // when the reader is on
     // Open findings and those resolved within series_ttl_us; opened since start, per kind.
     std::vector<Finding> findings;
     std::map<FindingKind, std::int64_t> findings_opened;

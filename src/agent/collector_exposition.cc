@@ -271,6 +271,18 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
            c.join_totals.unknown_containers);
   w.Sample("gpuledger_agent_unresolved_processes_total", {{"reason", "vanished"}},
            c.join_totals.vanished_processes);
+  if (c.kernel_time) {
+    // The kernel-time reader (issue 31): files read whole, refused, and tracers that are off.
+    w.Family("gpuledger_agent_kernel_time_files_total",
+             "Kernel-time files of in-process tracers, by what the agent made of them.",
+             MetricType::kCounter);
+    w.Sample("gpuledger_agent_kernel_time_files_total", {{"result", "read"}},
+             static_cast<double>(c.kernel_time->files_read));
+    w.Sample("gpuledger_agent_kernel_time_files_total", {{"result", "refused"}},
+             static_cast<double>(c.kernel_time->files_refused));
+    w.Sample("gpuledger_agent_kernel_time_files_total", {{"result", "tracer_off"}},
+             static_cast<double>(c.kernel_time->tracers_off));
+  }
   w.Family("gpuledger_agent_clock_jumps_total",
            "Steps of the wall clock beyond 1 s (NTP step, VM resume). Metered time is "
            "monotonic: a step is counted here, never metered.",

@@ -45,6 +45,7 @@ struct Outcome {
   std::map<std::string, std::string> source;  // per pod, compute_source
   std::map<std::string, double> truth_s;
   std::set<std::string> mismatched;  // pods with an open kernel-time-mismatch finding
+  double files_read = 0;             // gpuledger_agent_kernel_time_files_total{result="read"}
 };
 
 // Runs the scenario with the pods of the workloads in `publishing` publishing their true kernel
@@ -102,6 +103,10 @@ Outcome RunNode(const std::set<std::string>& publishing, const std::string& liar
         o.mismatched.insert(pod);
   }
   for (const auto& [ref, t] : simulator.truth()) o.truth_s[ref.pod] = t.compute_gpu_us / 1e6;
+  for (const auto& s : parsed->samples)
+    if (s.name == "gpuledger_agent_kernel_time_files_total" && s.labels.size() == 1 &&
+        s.labels[0].second == "read")
+      o.files_read = s.value;
   return o;
 }
 
@@ -121,6 +126,8 @@ TEST(CollectorKernelTime, PublishedKernelTimeMakesTimeSlicedComputeExact) {
   std::cout << "[ kernel-time ] NVML estimate worst " << worst_estimate * 100
             << "% off; kernel time within the first cycle\n";
   EXPECT_GT(worst_estimate, 0.05);  // the aliasing the tracer is for
+  EXPECT_EQ(estimated.files_read, 0);
+  EXPECT_EQ(measured.files_read, 3 * 120);  // three pods, 120 one-minute cycles
 
   // c publishes nothing: a and b keep their kernel time, c gets what the busy time leaves.
   const Outcome partial = RunNode({"a", "b"});
