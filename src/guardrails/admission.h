@@ -38,6 +38,10 @@ struct AdmissionContainer {
   // Every resource of requests and limits as (name, quantity as written), GPU or not: which
   // names are GPUs is decided here (IsGpuResource), not by the reader.
   std::vector<std::pair<std::string, std::string>> resources;
+  // Whether the object has an `env` / `volumeMounts` list at all (a JSONPatch adds to a list
+  // that exists and creates one that does not).
+  bool has_env_list = false;
+  bool has_volume_mounts = false;
 };
 
 struct AdmissionPod {
@@ -46,6 +50,7 @@ struct AdmissionPod {
   std::map<std::string, std::string> labels;
   std::vector<AdmissionContainer> containers;
   int resource_claims = 0;  // spec.resourceClaims (DRA): each counts as a GPU request
+  bool has_volumes = false;  // spec.volumes exists
 };
 
 struct AdmissionVerdict {

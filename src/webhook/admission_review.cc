@@ -90,6 +90,7 @@ bool Resources(Reader& r, const json& container, const std::string& path, Admiss
 bool Env(Reader& r, const json& container, const std::string& path, AdmissionContainer& c) {
   const json* env = Reader::Optional(container, "env");
   if (!r.Array(env, path + ".env")) return false;
+  c.has_env_list = env != nullptr;
   if (env == nullptr) return true;
   for (std::size_t i = 0; i < env->size(); ++i) {
     const json& entry = (*env)[i];
@@ -120,6 +121,9 @@ bool Container(Reader& r, const json& container, const std::string& path, Contai
   const json* name = r.Required(container, "name", path + ".name");
   if (name == nullptr || !r.String(name, path + ".name", c.name)) return false;
   if (!Env(r, container, path, c) || !Resources(r, container, path, c)) return false;
+  const json* mounts = Reader::Optional(container, "volumeMounts");
+  if (!r.Array(mounts, path + ".volumeMounts")) return false;
+  c.has_volume_mounts = mounts != nullptr;
   const json* security = Reader::Optional(container, "securityContext");
   if (!r.Object(security, path + ".securityContext")) return false;
   if (security != nullptr) {
@@ -175,6 +179,9 @@ bool Pod(Reader& r, const json& request, AdmissionPod& pod) {
   const json* claims = Reader::Optional(*spec, "resourceClaims");
   if (!r.Array(claims, path + ".spec.resourceClaims")) return false;
   pod.resource_claims = claims == nullptr ? 0 : static_cast<int>(claims->size());
+  const json* volumes = Reader::Optional(*spec, "volumes");
+  if (!r.Array(volumes, path + ".spec.volumes")) return false;
+  pod.has_volumes = volumes != nullptr;
   return true;
 }
 
