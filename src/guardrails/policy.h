@@ -11,6 +11,7 @@
 
 #include <array>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,16 @@ struct Exemption {
   std::map<std::string, std::string> labels;
   std::vector<FindingKind> kinds;
   int line = 0;  // where the policy file declared it, for messages
+};
+
+// The mutating webhook's injection of the in-process kernel-time tracer (issue 31,
+// webhook/kernel_time_patch.h): off unless the policy turns it on.
+struct KernelTimeInjection {
+  bool inject = false;
+  std::set<std::string> namespaces;                       // every pod of these opts in
+  std::string label = "gpuledger.io/kernel-time";         // or a pod labelled <label>=enabled
+  std::string library_dir = "/opt/gpuledger/lib";         // on the node, from the DaemonSet
+  std::string publish_dir = "/run/gpuledger/kerneltime";  // on the node: the agent's dir
 };
 
 struct Policy {
@@ -68,6 +79,7 @@ struct Policy {
   // HTTP errors either way; the API server then applies the webhook configuration's
   // failurePolicy.
   bool webhook_fail_open = true;
+  KernelTimeInjection kernel_time;  // webhook.kernel_time
 
   // Kubernetes Events: one per finding (deduplicated: a finding that is still open is not
   // re-announced for event_repeat_us), at most events_per_minute in all.

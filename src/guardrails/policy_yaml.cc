@@ -313,13 +313,56 @@ class Parser {
   bool Webhook(const YAML::Node& node, int line) {
     return Mapping(node, line, "webhook",
                    [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+                     if (key == "kernel_time") return KernelTime(v, value_line);
                      if (key != "failure")
-                       return Reject(key_line, "webhook", "failure", fmt::format("'{}'", key));
+                       return Reject(key_line, "webhook", "failure or kernel_time",
+                                     fmt::format("'{}'", key));
                      const std::string text = v.IsScalar() ? v.Scalar() : "";
                      if (text != "open" && text != "closed")
                        return Reject(value_line, "webhook.failure", "open or closed", Got(v));
                      policy_.webhook_fail_open = text == "open";
                      return true;
+                   });
+  }
+
+  // webhook.kernel_time: {inject, namespaces, label, library_dir, publish_dir} (issue 31).
+  bool KernelTime(const YAML::Node& node, int line) {
+    KernelTimeInjection& k = policy_.kernel_time;
+    const std::string path = "webhook.kernel_time";
+    return Mapping(node, line, path,
+                   [&](const std::string& key, const YAML::Node& v, int key_line, int value_line) {
+                     const std::string at = path + "." + key;
+                     if (key == "inject") {
+                       const std::string text = v.IsScalar() ? v.Scalar() : "";
+                       if (text != "true" && text != "false")
+                         return Reject(value_line, at, "true or false", Got(v));
+                       k.inject = text == "true";
+                       return true;
+                     }
+                     if (key == "namespaces") {
+                       if (!v.IsSequence())
+                         return Reject(value_line, at, "a list of namespaces", Got(v));
+                       for (std::size_t i = 0; i < v.size(); ++i) {
+                         std::string ns;
+                         if (!Text(v[i], Line(v[i], value_line), fmt::format("{}[{}]", at, i),
+                                   "a namespace", ns))
+                           return false;
+                         k.namespaces.insert(ns);
+                       }
+                       return true;
+                     }
+                     if (key == "label") return Text(v, value_line, at, "a label key", k.label);
+                     if (key == "library_dir" || key == "publish_dir") {
+                       std::string& dir = key == "library_dir" ? k.library_dir : k.publish_dir;
+                       if (!Text(v, value_line, at, "an absolute path on the node", dir))
+                         return false;
+                       if (dir.front() != '/' || dir.find("..") != std::string::npos)
+                         return Reject(value_line, at, "an absolute path on the node", Got(v));
+                       return true;
+                     }
+                     return Reject(key_line, path,
+                                   "inject, namespaces, label, library_dir or publish_dir",
+                                   fmt::format("'{}'", key));
                    });
   }
 

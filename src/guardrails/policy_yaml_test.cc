@@ -160,7 +160,7 @@ TEST(ParsePolicyYaml, UnknownKeysAtEveryLevel) {
   EXPECT_EQ(ErrorOf("exemptions:\n  - namespace: a\n    pod: b\n"),
             "policy.yaml:3: exemptions[0]: expected namespace, labels or kinds, got 'pod'");
   EXPECT_EQ(ErrorOf("webhook:\n  failurePolicy: Ignore\n"),
-            "policy.yaml:2: webhook: expected failure, got 'failurePolicy'");
+            "policy.yaml:2: webhook: expected failure or kernel_time, got 'failurePolicy'");
   EXPECT_EQ(ErrorOf("events:\n  burst: 3\n"),
             "policy.yaml:2: events: expected repeat or per_minute, got 'burst'");
   EXPECT_EQ(ErrorOf("events:\n  repeat: 1h\n  repeat: 2h\n"),
@@ -234,6 +234,25 @@ TEST(ParsePolicyYaml, DurationsAndTheWebhook) {
   ASSERT_TRUE(open) << open.error().message;
   EXPECT_TRUE(open->webhook_fail_open);
   EXPECT_EQ(open->stale_grant_tolerance_us, 90 * 60 * kMicrosPerSecond);
+}
+
+// Issue 31: the mutating webhook injects the kernel-time tracer only when the policy says so.
+TEST(ParsePolicyYaml, KernelTimeInjection) {
+  EXPECT_FALSE(DefaultPolicy().kernel_time.inject);
+  auto p = ParsePolicyYaml(
+      "webhook:\n  kernel_time:\n    inject: true\n    namespaces: [ml, research]\n"
+      "    library_dir: /var/lib/gpuledger\n",
+      "p");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_TRUE(p->kernel_time.inject);
+  EXPECT_EQ(p->kernel_time.namespaces, (std::set<std::string>{"ml", "research"}));
+  EXPECT_EQ(p->kernel_time.library_dir, "/var/lib/gpuledger");
+  EXPECT_EQ(p->kernel_time.publish_dir, "/run/gpuledger/kerneltime");
+  EXPECT_EQ(ErrorOf("webhook:\n  kernel_time:\n    inject: yes please\n"),
+            "policy.yaml:3: webhook.kernel_time.inject: expected true or false, got 'yes please'");
+  EXPECT_EQ(ErrorOf("webhook:\n  kernel_time:\n    publish_dir: ../tmp\n"),
+            "policy.yaml:3: webhook.kernel_time.publish_dir: expected an absolute path on the "
+            "node, got '../tmp'");
 }
 
 TEST(ParsePolicyYaml, Exemptions) {

@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
+#include "webhook/kernel_time_patch.h"
 
 namespace gpuledger::webhook {
 namespace {
@@ -231,6 +233,7 @@ Result<ReviewRequest> Parse(std::string_view body) {
   out.judge = group.empty() && object_kind == "Pod" &&
               (sub_resource.empty() || sub_resource == "ephemeralcontainers") &&
               (operation == "CREATE" || operation == "UPDATE");
+  out.create = operation == "CREATE";
   if (!out.judge) return out;
   Reader pod_reader;
   AdmissionPod pod;
@@ -303,6 +306,33 @@ ReviewAnswer AnswerReview(std::string_view body, const guardrails::Policy& polic
                    : !decision.warnings.empty() ? Verdict::kWarned
                                                 : Verdict::kAllowed;
   answer.body = SerializeAdmissionResponse(request->uid, decision);
+  return answer;
+}
+
+ReviewAnswer AnswerMutation(std::string_view body, const guardrails::Policy& policy) {
+  ReviewAnswer answer;
+  auto request = ParseAdmissionReview(body);
+  if (!request) {
+    answer.http_status = 400;
+    answer.content_type = "text/plain";
+    answer.body = "invalid AdmissionReview: " + request.error().message + "\n";
+    answer.verdict = Verdict::kInvalid;
+    return answer;
+  }
+  json response = {{"uid", request->uid}, {"allowed", true}};
+  if (request->pod && request->create) {
+    if (auto patch = KernelTimePatch(*request->pod, policy.kernel_time)) {
+      std::string encoded(4 * ((patch->size() + 2) / 3) + 1, '\0');
+      const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                                    reinterpret_cast<const unsigned char*>(patch->data()),
+                                    static_cast<int>(patch->size()));
+      encoded.resize(static_cast<std::size_t>(n));
+      response["patchType"] = "JSONPatch";
+      response["patch"] = encoded;
+    }
+  }
+  answer.body = JsonText(
+      json{{"apiVersion", kApiVersion}, {"kind", "AdmissionReview"}, {"response", response}});
   return answer;
 }
 

@@ -18,6 +18,7 @@ namespace gpuledger::webhook {
 struct ReviewRequest {
   std::string uid;
   bool judge = false;
+  bool create = false;  // a CREATE (the only operation a pod's containers can be patched in)
   std::optional<guardrails::AdmissionPod> pod;  // when judge and the object could be read
   std::string unreadable;  // when judge and not: why, naming the field ("request.object...")
 };
@@ -47,5 +48,11 @@ struct ReviewAnswer {
 // The whole exchange: parse, judge under `policy` (or apply webhook_fail_open to an unreadable
 // pod), serialize.
 ReviewAnswer AnswerReview(std::string_view body, const guardrails::Policy& policy);
+
+// The mutating exchange (/mutate, issue 31): a pod CREATE that opted in to the kernel-time
+// tracer (policy.kernel_time) is admitted with the JSONPatch that injects it
+// (webhook/kernel_time_patch.h); everything else is admitted unchanged. It never denies:
+// judging is /validate's. An invalid review is a 400 as there.
+ReviewAnswer AnswerMutation(std::string_view body, const guardrails::Policy& policy);
 
 }  // namespace gpuledger::webhook

@@ -41,7 +41,8 @@ void AddToList(json& patch, const std::string& path, bool exists, const json& it
 }  // namespace
 
 std::optional<std::string> KernelTimePatch(const guardrails::AdmissionPod& pod,
-                                           const KernelTimeInjection& injection) {
+                                           const guardrails::KernelTimeInjection& injection) {
+  if (!injection.inject) return std::nullopt;
   const auto label = pod.labels.find(injection.label);
   const bool opted_in = injection.namespaces.count(pod.namespace_name) > 0 ||
                         (label != pod.labels.end() && label->second == "enabled");

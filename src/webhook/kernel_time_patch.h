@@ -1,8 +1,8 @@
 #pragma once
 // The mutating half of the webhook (issue 31): the JSONPatch (RFC 6902) that injects the
 // in-process kernel-time tracer into a pod's GPU containers, for pods that opted in. Pure apart
-// from JSON: the parsed pod in, the patch text out. Not yet served (a /mutate route and the
-// policy switch come next); docs/agent.md "--kernel-time-dir".
+// from JSON: the parsed pod in, the patch text out; served at /mutate (webhook_server.h) when the
+// policy's webhook.kernel_time.inject is on (docs/webhook.md).
 //
 // What it adds, to each regular container that requests a GPU (every regular container when
 // the pod has DRA resource claims) and does not set CUDA_INJECTION64_PATH itself (a profiler,
@@ -16,22 +16,16 @@
 //   volumes  hostPath <library_dir> (Directory) and <publish_dir> (DirectoryOrCreate)
 
 #include <optional>
-#include <set>
 #include <string>
 
 #include "guardrails/admission.h"
+#include "guardrails/policy.h"
 
 namespace gpuledger::webhook {
 
-struct KernelTimeInjection {
-  std::set<std::string> namespaces;                       // every pod of these opts in
-  std::string label = "gpuledger.io/kernel-time";         // or a pod labelled <label>=enabled
-  std::string library_dir = "/opt/gpuledger/lib";         // on the node, from the DaemonSet
-  std::string publish_dir = "/run/gpuledger/kerneltime";  // on the node: the agent's dir
-};
-
-// The patch as JSON text, or nullopt when the pod did not opt in or has no container to inject.
+// The patch as JSON text, or nullopt when injection is off, the pod did not opt in, or it has no
+// container to inject.
 std::optional<std::string> KernelTimePatch(const guardrails::AdmissionPod& pod,
-                                           const KernelTimeInjection& injection);
+                                           const guardrails::KernelTimeInjection& injection);
 
 }  // namespace gpuledger::webhook

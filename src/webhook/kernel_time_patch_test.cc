@@ -51,7 +51,8 @@ guardrails::AdmissionPod Parsed(const json& pod) {
 }
 
 TEST(KernelTimePatch, InjectsTheTracerIntoOptedInGpuContainersOnly) {
-  KernelTimeInjection injection;
+  guardrails::KernelTimeInjection injection;
+  injection.inject = true;
   injection.namespaces = {"ml"};
   for (bool with_volumes : {false, true}) {
     const json pod = PodObject(with_volumes);
@@ -78,7 +79,8 @@ TEST(KernelTimePatch, InjectsTheTracerIntoOptedInGpuContainersOnly) {
 }
 
 TEST(KernelTimePatch, OnlyOptedInPodsAreTouched) {
-  KernelTimeInjection injection;  // no namespace opted in
+  guardrails::KernelTimeInjection injection;  // no namespace opted in
+  injection.inject = true;
   const json pod = PodObject(false);
   EXPECT_FALSE(KernelTimePatch(Parsed(pod), injection));
   json labelled = pod;
@@ -86,6 +88,9 @@ TEST(KernelTimePatch, OnlyOptedInPodsAreTouched) {
   EXPECT_TRUE(KernelTimePatch(Parsed(labelled), injection));
   labelled["metadata"]["labels"]["gpuledger.io/kernel-time"] = "no";
   EXPECT_FALSE(KernelTimePatch(Parsed(labelled), injection));
+  injection.inject = false;  // the policy's switch: off by default
+  injection.namespaces = {"ml"};
+  EXPECT_FALSE(KernelTimePatch(Parsed(pod), injection));
 }
 
 }  // namespace

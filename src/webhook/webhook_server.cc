@@ -123,11 +123,24 @@ struct WebhookServer::Impl {
   }
 
   http::Response Handle(const http::Request& req) {
+    if (req.path == "/mutate") {
+      if (req.method != "POST") {
+        http::Response r = http::TextResponse(405, "/mutate answers POST");
+        r.headers.emplace_back("Allow", "POST");
+        return r;
+      }
+      ReviewAnswer answer = AnswerMutation(req.body, policy);
+      http::Response r;
+      r.status = answer.http_status;
+      r.content_type = answer.content_type;
+      r.body = std::move(answer.body);
+      return r;
+    }
     const bool review = req.path == "/validate";
     const bool read = req.path == "/healthz" || req.path == "/metrics";
     if (!review && !read)
       return http::TextResponse(404, fmt::format("no endpoint {}: the webhook serves /validate, "
-                                                 "/healthz and /metrics",
+                                                 "/mutate, /healthz and /metrics",
                                                  req.path));
     const char* allowed = review ? "POST" : "GET, HEAD";
     if (review ? req.method != "POST" : (req.method != "GET" && req.method != "HEAD")) {

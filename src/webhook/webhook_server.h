@@ -1,6 +1,7 @@
 #pragma once
 // The validating admission webhook's HTTPS listener (docs/webhook.md):
 //   POST /validate  an AdmissionReview v1 in, its answer out (webhook/admission_review.h)
+//   POST /mutate    the same in; opted-in pods get the kernel-time tracer injected (issue 31)
 //   GET  /healthz   "ok"
 //   GET  /metrics   the counters below, Prometheus text
 // TLS 1.2 at least (the API server speaks 1.2 and 1.3). The certificate and key are read once,

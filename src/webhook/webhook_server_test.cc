@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -246,6 +247,44 @@ TEST_F(WebhookServerTest, StalledHandshakesDoNotStarveTheProbeOrTheReviews) {
   ASSERT_TRUE(review);
   EXPECT_EQ(review->status, 400);  // answered (an empty review is invalid), not queued
   for (int fd : stalled) ::close(fd);
+}
+
+// Issue 31: /mutate admits every pod, and gives a pod of an opted-in namespace the patch that
+// injects the kernel-time tracer (base64 JSONPatch, as admission v1 wants it).
+TEST_F(WebhookServerTest, MutateInjectsTheKernelTimeTracerIntoOptedInPods) {
+  guardrails::Policy policy = guardrails::DefaultPolicy();
+  policy.kernel_time.inject = true;
+  policy.kernel_time.namespaces = {"team-a"};
+  Start(policy);
+  auto client = Client();
+  auto res = client->Post("/mutate", ReviewBody("u-m", "HOME"), "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json response = json::parse(res->body)["response"];
+  EXPECT_EQ(response["uid"], "u-m");
+  EXPECT_EQ(response["allowed"], true);
+  EXPECT_EQ(response["patchType"], "JSONPatch");
+  const std::string encoded = response["patch"];
+  std::string decoded(encoded.size(), '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                reinterpret_cast<const unsigned char*>(encoded.data()),
+                                static_cast<int>(encoded.size()));
+  ASSERT_GT(n, 0);
+  decoded.resize(static_cast<std::size_t>(n));
+  while (!decoded.empty() && decoded.back() == '\0') decoded.pop_back();  // base64 padding
+  const json patch = json::parse(decoded);
+  ASSERT_TRUE(patch.is_array());
+  EXPECT_EQ(patch[0]["path"], "/spec/containers/0/env/-");
+  EXPECT_EQ(patch[0]["value"]["name"], "CUDA_INJECTION64_PATH");
+  // Another namespace: admitted as it is.
+  policy.kernel_time.namespaces = {"team-b"};
+  TearDown();
+  server_.reset();
+  Start(policy);
+  client = Client();
+  res = client->Post("/mutate", ReviewBody("u-n", "HOME"), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["response"], (json{{"uid", "u-n"}, {"allowed", true}}));
 }
 
 }  // namespace
