@@ -277,18 +277,25 @@ std::string_view ToString(Verdict verdict) {
   return "invalid";
 }
 
+namespace {
+
+// No uid to answer to: an HTTP error, and the API server applies the webhook configuration's
+// failurePolicy.
+ReviewAnswer InvalidReview(const Error& error) {
+  ReviewAnswer answer;
+  answer.http_status = 400;
+  answer.content_type = "text/plain";
+  answer.body = "invalid AdmissionReview: " + error.message + "\n";
+  answer.verdict = Verdict::kInvalid;
+  return answer;
+}
+
+}  // namespace
+
 ReviewAnswer AnswerReview(std::string_view body, const guardrails::Policy& policy) {
   ReviewAnswer answer;
   auto request = ParseAdmissionReview(body);
-  if (!request) {
-    // No uid to answer to: an HTTP error, and the API server applies the webhook
-    // configuration's failurePolicy.
-    answer.http_status = 400;
-    answer.content_type = "text/plain";
-    answer.body = "invalid AdmissionReview: " + request.error().message + "\n";
-    answer.verdict = Verdict::kInvalid;
-    return answer;
-  }
+  if (!request) return InvalidReview(request.error());
   guardrails::AdmissionVerdict& decision = answer.decision;
   if (request->pod) {
     decision = guardrails::Judge(*request->pod, policy);
@@ -312,13 +319,7 @@ ReviewAnswer AnswerReview(std::string_view body, const guardrails::Policy& polic
 ReviewAnswer AnswerMutation(std::string_view body, const guardrails::Policy& policy) {
   ReviewAnswer answer;
   auto request = ParseAdmissionReview(body);
-  if (!request) {
-    answer.http_status = 400;
-    answer.content_type = "text/plain";
-    answer.body = "invalid AdmissionReview: " + request.error().message + "\n";
-    answer.verdict = Verdict::kInvalid;
-    return answer;
-  }
+  if (!request) return InvalidReview(request.error());
   json response = {{"uid", request->uid}, {"allowed", true}};
   if (request->pod && request->create) {
     if (auto patch = KernelTimePatch(*request->pod, policy.kernel_time)) {
