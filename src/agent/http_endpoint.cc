@@ -8,6 +8,7 @@ namespace gpuledger::agent {
 
 struct HttpEndpoint::Impl {
   std::unique_ptr<http::Server> http;
+  std::shared_ptr<const http::ServerStats> stats;  // set once bound; read by /metrics
 };
 
 HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -16,7 +17,8 @@ HttpEndpoint::~HttpEndpoint() { Stop(); }
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& listen,
                                                          Collector& collector,
                                                          Micros healthy_within_us) {
-  auto handle = [&collector, healthy_within_us](const http::Request& req) {
+  auto impl = std::make_unique<Impl>();
+  auto handle = [&collector, healthy_within_us, self = impl.get()](const http::Request& req) {
     if (req.method != "GET" && req.method != "HEAD") {
       http::Response r = http::TextResponse(405, "the agent answers GET only");
       r.headers.emplace_back("Allow", "GET, HEAD");
@@ -27,6 +29,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
       http::Response r;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       r.body = collector.Exposition()->text;
+      if (self->stats) r.body += http::RenderStats(*self->stats, "gpuledger_agent");
       return r;
     }
     if (req.path == "/healthz") {
@@ -42,7 +45,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
   options.probe_paths = {"/healthz"};  // liveness never queues behind a scrape
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();
-  auto impl = std::make_unique<Impl>();
+  impl->stats = (*http)->stats();
   impl->http = std::move(*http);
   return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(impl)));
 }

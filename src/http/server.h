@@ -27,6 +27,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/units.h"
@@ -66,6 +67,11 @@ struct ServerStats {
   std::atomic<std::uint64_t> requests_answered{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};  // old protocols, plain HTTP, resets
 };
+
+// The counters in the Prometheus text format, as <prefix>_http_connections_total,
+// ..._connections_evicted_total, ..._requests_timed_out_total, ..._requests_refused_total
+// (prefix "gpuledger_server" for the API, "gpuledger_agent" for the agent).
+std::string RenderStats(const ServerStats& stats, std::string_view prefix);
 
 class Server {
  public:

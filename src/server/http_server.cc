@@ -15,28 +15,6 @@ http::Response ToResponse(ApiResponse r) {
   return out;
 }
 
-// The listener's own counters, appended to the API's /metrics.
-std::string RenderStats(const http::ServerStats& s) {
-  return fmt::format(
-      "# HELP gpuledger_server_http_connections_total Connections accepted by the API listener.\n"
-      "# TYPE gpuledger_server_http_connections_total counter\n"
-      "gpuledger_server_http_connections_total {}\n"
-      "# HELP gpuledger_server_http_connections_evicted_total Connections closed at the "
-      "connection cap to make room for a newer one.\n"
-      "# TYPE gpuledger_server_http_connections_evicted_total counter\n"
-      "gpuledger_server_http_connections_evicted_total {}\n"
-      "# HELP gpuledger_server_http_requests_timed_out_total Requests not received whole within "
-      "the request timeout (slow or stalled clients).\n"
-      "# TYPE gpuledger_server_http_requests_timed_out_total counter\n"
-      "gpuledger_server_http_requests_timed_out_total {}\n"
-      "# HELP gpuledger_server_http_requests_refused_total Requests refused as malformed or over "
-      "a size limit.\n"
-      "# TYPE gpuledger_server_http_requests_refused_total counter\n"
-      "gpuledger_server_http_requests_refused_total {}\n",
-      s.connections_accepted.load(), s.connections_evicted.load(), s.requests_timed_out.load(),
-      s.requests_refused.load());
-}
-
 }  // namespace
 
 struct HttpServer::Impl {
@@ -62,7 +40,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
   options.probe_paths = {"/healthz"};  // liveness never queues behind reports
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();
-  api.AddMetrics([stats = (*http)->stats()] { return RenderStats(*stats); });
+  api.AddMetrics(
+      [stats = (*http)->stats()] { return http::RenderStats(*stats, "gpuledger_server"); });
   auto impl = std::make_unique<Impl>();
   impl->http = std::move(*http);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

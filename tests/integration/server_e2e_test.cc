@@ -227,6 +227,16 @@ TEST(ServerE2e, SixtyFourSlowClientsStarveNeitherTheServerNorTheAgent) {
         WaitFor((dir.path() / out).string(), std::regex("http://[^:]+:(\\d+)/"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile((dir.path() / (std::string(out) + ".err")).string());
     EXPECT_LT(HealthzBesideSlowClients(std::stoi(port)), 100ms) << out;
+    // The listener counts what it saw: the 64 slow connections and the probes, at least.
+    httplib::Client client("127.0.0.1", std::stoi(port));
+    auto metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics) << out;
+    const std::string prefix =
+        std::string(out) == "agent.out" ? "gpuledger_agent" : "gpuledger_server";
+    const std::regex accepted(prefix + "_http_connections_total (\\d+)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(metrics->body, m, accepted)) << metrics->body.substr(0, 2000);
+    EXPECT_GE(std::stoi(m[1]), 67) << out;
   }
 }
 
