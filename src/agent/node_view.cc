@@ -179,6 +179,7 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
     if (ident.visible_devices) p.visible_devices = *ident.visible_devices;
     if (ident.cuda_visible_devices) p.cuda_visible_devices = *ident.cuda_visible_devices;
     p.comm = ident.comm;
+    p.namespace_pid = ident.namespace_pid;
     if (ident.container && kube.present) {
       // The innermost container the runtime knows (nested ones first, e.g. docker-in-docker
       // where the runtime ran the inner one, else the outermost).

@@ -89,6 +89,9 @@ struct ProcessObservation {
   // The process's own kernel time on `device` over the interval (the union of its kernels, from
   // the in-process tracer's file, sources/kerneltime/), when it publishes one the agent accepted.
   std::optional<GpuMicros> kernel_busy_us;
+  // Its PID in its innermost PID namespace (the container's; /proc/<pid>/status NSpid), which
+  // is what a program inside calls itself; 0 when unknown (then `pid`).
+  int namespace_pid = 0;
 };
 
 // Device-level signals for a physical GPU or a MIG instance, integrated over the interval.

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "sources/kerneltime/publication.h"
-#include "sources/procfs/proc_source.h"
 
 namespace gpuledger::kerneltime {
 namespace {
@@ -23,8 +22,7 @@ void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
   for (ProcessObservation& p : processes) {
     if (!p.consumer || !IsPodUid(p.consumer->pod_uid.value) || p.pid <= 0) continue;
     // The tracer knows itself by its PID in the container's namespace: the file is named by it.
-    auto status = files_.Read("/proc/" + std::to_string(p.pid) + "/status");
-    const int own_pid = status ? procfs::ParseStatusNamespacePid(*status, p.pid) : p.pid;
+    const int own_pid = p.namespace_pid > 0 ? p.namespace_pid : p.pid;
     const std::string path = dir_ + "/" + p.consumer->pod_uid.value + "/" + std::to_string(own_pid);
     const Key key{p.consumer->pod_uid.value, p.pid, p.device.value};
     // A cycle without a reading keeps the last one, so the next is not a new baseline.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "io/file_util.h"
@@ -46,11 +47,15 @@ class KernelTimeReaderTest : public ::testing::Test {
   }
 
   // One cycle over processes `pids` of the pod on kGpu: each one's kernel time, -1 for none.
-  std::vector<GpuMicros> Cycle(const std::vector<int>& pids) {
+  // `namespace_pids`: host PID -> its PID in its container, as procfs gives it (NSpid).
+  std::vector<GpuMicros> Cycle(const std::vector<int>& pids,
+                               const std::map<int, int>& namespace_pids = {}) {
     std::vector<ProcessObservation> procs;
     for (int pid : pids) {
       ProcessObservation p;
       p.pid = pid;
+      if (auto ns = namespace_pids.find(pid); ns != namespace_pids.end())
+        p.namespace_pid = ns->second;
       p.device = GpuUuid{kGpu};
       p.consumer = ConsumerRef{"ml", "train-0", PodUid{kUid}, "main"};
       procs.push_back(p);
@@ -103,12 +108,11 @@ TEST_F(KernelTimeReaderTest, AContainersOwnPidNamesItsFile) {
   EXPECT_EQ(procfs::ParseStatusNamespacePid("Name:\tpython3\nNSpid:\t4242\n", 4242), 4242);
   EXPECT_EQ(procfs::ParseStatusNamespacePid("Name:\tpython3\n", 4242),
             4242);  // an old kernel: the host's
-  std::filesystem::create_directories(root_.path() / "proc/4242");
-  ASSERT_TRUE(WriteFile((root_.path() / "proc/4242/status").string(), "NSpid:\t4242\t17\n").ok());
+  const int ns = procfs::ParseStatusNamespacePid("NSpid:\t4242\t17\n", 4242);
   Publish(17, 1'000'000);
-  Cycle({4242});  // the baseline, from the file of PID 17
+  Cycle({4242}, {{4242, ns}});  // the baseline, from the file of PID 17
   Publish(17, 3'000'000);
-  EXPECT_EQ(Cycle({4242}), std::vector<GpuMicros>{2'000});
+  EXPECT_EQ(Cycle({4242}, {{4242, ns}}), std::vector<GpuMicros>{2'000});
 }
 
 }  // namespace

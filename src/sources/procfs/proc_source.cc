@@ -54,6 +54,7 @@ Result<ProcessIdentity> ProcSource::InspectUncached(int pid, const std::string& 
                                uid.error().message));
   }
   id.uid = *uid;
+  id.namespace_pid = ParseStatusNamespacePid(*status, pid);
   id.user = UserName(id.uid);
 
   auto comm = ReadProcFile(files_, pid, "comm");

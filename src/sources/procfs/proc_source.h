@@ -105,6 +105,7 @@ struct ProcessIdentity {
   int pid = 0;
   std::optional<CgroupRef> container;          // unset: in no container
   int uid = -1;                                // real uid from /proc/<pid>/status
+  int namespace_pid = 0;                       // its PID in its own namespace (NSpid)
   std::string user;                            // from <host-root>/etc/passwd, or the uid as text
   std::string unit;                            // systemd unit, or empty
   std::string comm;                            // /proc/<pid>/comm

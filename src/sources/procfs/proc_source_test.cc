@@ -44,7 +44,8 @@ class ProcSourceTest : public ::testing::Test {
     const std::string dir = "proc/" + std::to_string(pid) + "/";
     Write(dir + "cgroup", cgroup);
     Write(dir + "status", "Name:\t" + comm + "\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t" +
-                              std::to_string(uid) + "\t0\t0\t0\nGid:\t0\t0\t0\t0\n");
+                              std::to_string(uid) + "\t0\t0\t0\nGid:\t0\t0\t0\t0\nNSpid:\t" +
+                              std::to_string(pid) + "\t7\n");
     Write(dir + "comm", comm + "\n");
     Write(dir + "environ", environ);
   }
@@ -70,6 +71,7 @@ TEST_F(ProcSourceTest, InspectsAPodProcess) {
   EXPECT_EQ(id->container->pod_uid, "1b2c3d4e-0000-4a4a-8b8b-123456789abc");
   EXPECT_EQ(id->container->runtime, "containerd");
   EXPECT_EQ(id->uid, 1000);
+  EXPECT_EQ(id->namespace_pid, 7);  // the PID it has in its container (issue 31)
   EXPECT_EQ(id->user, "alice");
   EXPECT_EQ(id->comm, "python3");
   EXPECT_EQ(id->visible_devices, "GPU-abc");
