@@ -46,7 +46,8 @@ std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<Worklo
                                 ? u.hourly_price_nanos
                                 : std::min(in.hourly_price_nanos, u.hourly_price_nanos);
     in.workloads.push_back({u.workload, u.memory_peak_bytes,
-                            ComputeAt(u, o.summary.compute_percentile), u.gpus_held_ppd});
+                            rightsizing::ComputeAt(u, o.summary.compute_percentile),
+                            u.gpus_held_ppd});
   }
   rightsizing::ConsolidationOptions options = o.consolidate;
   options.memory_headroom = o.recommend.memory_headroom;
@@ -82,18 +83,6 @@ std::map<std::string, std::vector<rightsizing::ModelPrice>> ModelsByClass(
              std::tie(b.hourly_price_nanos, b.gpu_model);
     });
   return out;
-}
-
-double ComputeAt(const rightsizing::WorkloadUsage& usage, rightsizing::Percentile p) {
-  switch (p) {
-    case rightsizing::Percentile::kP50:
-      return usage.compute_p50;
-    case rightsizing::Percentile::kP95:
-      return usage.compute_p95;
-    case rightsizing::Percentile::kP99:
-      return usage.compute_p99;
-  }
-  return usage.compute_p95;
 }
 
 std::string FormatGpus(SharePpd ppd) {

@@ -60,9 +60,6 @@ Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
 std::map<std::string, std::vector<rightsizing::ModelPrice>> ModelsByClass(
     const cost::Catalog& catalog);
 
-// The compute share a workload is sized by: its p50, p95 or p99.
-double ComputeAt(const rightsizing::WorkloadUsage& usage, rightsizing::Percentile p);
-
 // "8 GPUs", "1 GPU", "0.25 GPU": a share held, as the table and the JSON's "from" say it.
 std::string FormatGpus(SharePpd ppd);
 

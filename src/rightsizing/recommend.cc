@@ -21,18 +21,6 @@ __int128 FloorDiv(__int128 n, __int128 d) {
 // n / d rounded half up (toward +infinity on a tie), d > 0.
 Nanos RoundHalfUp(__int128 n, __int128 d) { return static_cast<Nanos>(FloorDiv(2 * n + d, 2 * d)); }
 
-double Pick(const WorkloadUsage& u, Percentile p) {
-  switch (p) {
-    case Percentile::kP50:
-      return u.compute_p50;
-    case Percentile::kP99:
-      return u.compute_p99;
-    case Percentile::kP95:
-      break;
-  }
-  return u.compute_p95;
-}
-
 std::string_view PercentileName(Percentile p) {
   switch (p) {
     case Percentile::kP50:
@@ -52,6 +40,18 @@ std::string Gpus(SharePpd ppd) {
 }
 
 }  // namespace
+
+double ComputeAt(const WorkloadUsage& u, Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return u.compute_p50;
+    case Percentile::kP99:
+      return u.compute_p99;
+    case Percentile::kP95:
+      break;
+  }
+  return u.compute_p95;
+}
 
 std::string_view ActionName(Action action) {
   switch (action) {
@@ -91,7 +91,7 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
   const std::string confidence = Confidence(days, u.coverage, o);
   const Nanos current_hourly = HourlyCost(u.gpus_held_ppd, u.hourly_price_nanos);
   const std::string pct_name(PercentileName(o.compute_percentile));
-  const double compute = std::clamp(Pick(u, o.compute_percentile), 0.0, 1.0);
+  const double compute = std::clamp(ComputeAt(u, o.compute_percentile), 0.0, 1.0);
   const Bytes memory_seen = o.use_p99_memory ? u.memory_p99_bytes : u.memory_peak_bytes;
   const std::string memory_name = o.use_p99_memory ? "p99" : "peak";
   const Bytes memory_needed = WithHeadroom(memory_seen, o.memory_headroom);

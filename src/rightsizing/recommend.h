@@ -64,6 +64,8 @@ struct WorkloadUsage {
 };
 
 enum class Percentile { kP50, kP95, kP99 };
+// The compute share `usage` is sized by: its p50, p95 or p99.
+double ComputeAt(const WorkloadUsage& usage, Percentile p);
 
 struct RightsizingOptions {
   double memory_headroom = 1.2;  // room given above the memory peak
