@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "billing/ledger_reads.h"
 #include "cli/format.h"
 #include "cli/open_ledger.h"
 #include "cli/server_client.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
+#include "ledger/reports.h"
 #include "report/report_json.h"
 #include "report/window.h"
 
@@ -28,12 +28,14 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   if (!extent) return extent.error();
   auto range = report::ResolveWindow(o.window, *extent);
   if (!range) return InvalidArgument("--" + range.error().message);
-  // Reconciled node-days at their bill (billing/ledger_reads.h).
-  auto devices = billing::ReadPricedDeviceHours(store, *range);
-  if (!devices) return devices.error();
-  auto usage = store.ReadUsage(*range);
-  if (!usage) return usage.error();
-  return report::BuildReport(*devices, *usage, *by, *policy, *idle, range->from_us, range->to_us);
+  ledger::ReportQuery query;
+  query.window = *range;
+  query.group_by = std::move(*by);
+  query.policy = *policy;
+  query.idle = std::move(*idle);
+  auto reports = ledger::ReadReports(store, query);
+  if (!reports) return reports.error();
+  return std::move(reports->front());
 }
 
 namespace {

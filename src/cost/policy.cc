@@ -63,7 +63,7 @@ bool AllZero(std::span<const std::uint64_t> w) {
 
 // Weights of one simple (non-hybrid) policy: consumers first, then unattributed, then idle.
 std::vector<std::uint64_t> PolicyWeights(PolicyKind kind, const DeviceHour& device,
-                                         std::span<const UsageRow> usage) {
+                                         std::span<const ConsumerWeights> usage) {
   std::vector<std::uint64_t> w;
   w.reserve(usage.size() + 2);
   switch (kind) {
@@ -98,7 +98,7 @@ std::vector<std::uint64_t> PolicyWeights(PolicyKind kind, const DeviceHour& devi
 
 // Consumer-only weights used to share the idle part: the policy's own, normalised over the
 // consumers alone (so that tiny memory users are not rounded away next to a large idle part).
-std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const UsageRow> usage) {
+std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const ConsumerWeights> usage) {
   std::vector<std::uint64_t> w;
   w.reserve(usage.size());
   switch (kind) {
@@ -120,8 +120,8 @@ std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const UsageRo
 // `share`, the idle part moved onto the consumers by `weights` (by allocation when those are
 // all zero; it stays idle when the consumers have no weight at all).
 DeviceHourCost FromShares(const std::vector<std::int64_t>& shares,
-                          std::vector<std::uint64_t> weights, std::span<const UsageRow> usage,
-                          const IdleHandling& idle) {
+                          std::vector<std::uint64_t> weights,
+                          std::span<const ConsumerWeights> usage, const IdleHandling& idle) {
   DeviceHourCost cost;
   cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
   cost.unattributed = shares[usage.size()];
@@ -139,13 +139,13 @@ DeviceHourCost FromShares(const std::vector<std::int64_t>& shares,
 
 // Splits a non-negative amount by one simple policy and the idle handling.
 DeviceHourCost SplitSimple(Nanos amount, PolicyKind kind, const DeviceHour& device,
-                           std::span<const UsageRow> usage, const IdleHandling& idle) {
+                           std::span<const ConsumerWeights> usage, const IdleHandling& idle) {
   auto weights = PolicyWeights(kind, device, usage);
   return FromShares(Apportion(amount, weights), ShareWeights(kind, usage), usage, idle);
 }
 
 DeviceHourCost SplitNonNegative(Nanos price, const DeviceHour& device,
-                                std::span<const UsageRow> usage, const Policy& policy,
+                                std::span<const ConsumerWeights> usage, const Policy& policy,
                                 const IdleHandling& idle) {
   if (policy.kind != PolicyKind::kHybrid) {
     return SplitSimple(price, policy.kind, device, usage, idle);
@@ -236,8 +236,9 @@ std::string ToString(const IdleHandling& idle) {
 namespace {
 
 // The policy split of `price` (any sign).
-DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device, std::span<const UsageRow> usage,
-                             const Policy& policy, const IdleHandling& idle) {
+DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device,
+                             std::span<const ConsumerWeights> usage, const Policy& policy,
+                             const IdleHandling& idle) {
   if (price >= 0) return SplitNonNegative(price, device, usage, policy, idle);
   // A negative price (a credit) is split as its magnitude and negated, so the parts still sum
   // to it exactly. INT64_MIN has no magnitude in int64: split it in two halves.
@@ -262,8 +263,8 @@ DeviceHourCost SplitByPolicy(Nanos price, const DeviceHour& device, std::span<co
 // The electricity part (>= 0) by measured energy: consumers' energy_mj, then the device's
 // unattributed and idle energy. Idle handling `share` spreads the idle part by the consumers'
 // energy (by allocation when they used none; it stays idle with no consumer weight at all).
-DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device, std::span<const UsageRow> usage,
-                           const IdleHandling& idle) {
+DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device,
+                           std::span<const ConsumerWeights> usage, const IdleHandling& idle) {
   auto mj = [](MilliJoules v) { return v > 0 ? static_cast<std::uint64_t>(v) : 0; };
   std::vector<std::uint64_t> w;
   w.reserve(usage.size() + 2);
@@ -277,7 +278,7 @@ DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device, std::span<con
 
 }  // namespace
 
-DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
+DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const ConsumerWeights> usage,
                                const Policy& policy, const IdleHandling& idle) {
   const Nanos price = device.price_nanos;
   const Nanos energy = device.energy_price_nanos;
@@ -290,6 +291,14 @@ DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRo
   cost.idle += e.idle;
   cost.unattributed += e.unattributed;
   return cost;
+}
+
+DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
+                               const Policy& policy, const IdleHandling& idle) {
+  std::vector<ConsumerWeights> weights;
+  weights.reserve(usage.size());
+  for (const UsageRow& row : usage) weights.push_back(WeightsOf(row));
+  return SplitDeviceHour(device, weights, policy, idle);
 }
 
 KibSeconds MemoryCapacityKibSeconds(Bytes memory_total_bytes, GpuMicros metered_us) {

@@ -60,6 +60,20 @@ struct DeviceHourCost {
 DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const UsageRow> usage,
                                const Policy& policy, const IdleHandling& idle);
 
+// The four figures of a usage row the split weighs: SplitDeviceHour over these is the split
+// over the rows they came from, for readers that keep rows in a compact form of their own.
+struct ConsumerWeights {
+  GpuMicros allocated_us = 0;
+  GpuMicros compute_us = 0;
+  KibSeconds memory_kib_s = 0;
+  MilliJoules energy_mj = 0;
+};
+inline ConsumerWeights WeightsOf(const UsageRow& row) {
+  return {row.allocated_us, row.compute_us, row.memory_kib_s, row.energy_mj};
+}
+DeviceHourCost SplitDeviceHour(const DeviceHour& device, std::span<const ConsumerWeights> usage,
+                               const Policy& policy, const IdleHandling& idle);
+
 // What a device's memory could have held over its metered time: memory_total_bytes x
 // metered_us in KiB-s, rounded to the nearest (half up); 0 for non-positive inputs, INT64_MAX
 // past the int64 range. The idle memory-time is this less what consumers and the unattributed

@@ -122,7 +122,7 @@ TEST(SplitDeviceHour, ShareWithoutAnyWeightStaysIdle) {
   EXPECT_EQ(c.consumers, (std::vector<Nanos>{0, 0}));
   EXPECT_EQ(c.idle, 5 * kDollar);
   // No consumer at all.
-  c = SplitDeviceHour(d, {}, Allocation(), kShare);
+  c = SplitDeviceHour(d, std::span<const UsageRow>{}, Allocation(), kShare);
   EXPECT_TRUE(c.consumers.empty());
   EXPECT_EQ(c.idle, 5 * kDollar);
 }

@@ -15,14 +15,6 @@ namespace {
 
 constexpr std::string_view kUnlabelled = "unlabelled";
 
-// Memory-time sums saturate rather than wrap: a year of a 141 GB GPU is 4.3e15 KiB-s, so the
-// idle row of a report over a year of thousands of GPUs comes within reach of int64.
-KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b) {
-  KibSeconds sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? INT64_MAX : INT64_MIN;
-}
-
 struct DimName {
   std::string_view name;
   Dimension::Kind kind;
@@ -167,69 +159,83 @@ namespace {
 // The sum of the magnitudes of one field over a window. Every figure of a report sums a subset
 // of the window's values of one field (a row's cost is a part of device prices, its time a part
 // of metered time), so when this fits in 64 bits, no figure can wrap.
-class MagnitudeSum {
- public:
-  void Add(std::int64_t v) { sum_ += v < 0 ? -static_cast<__int128>(v) : v; }
-  bool Fits() const { return sum_ <= INT64_MAX; }
+void AddMagnitude(__int128& sum, std::int64_t v) { sum += v < 0 ? -static_cast<__int128>(v) : v; }
 
- private:
-  __int128 sum_ = 0;
-};
+}  // namespace
 
-Status CheckSumsFit(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
-                    Micros from_us, Micros to_us) {
-  MagnitudeSum cost, metered, unmetered, unallocated, busy, idle, unattributed, idle_energy,
-      unattributed_energy;
-  for (const DeviceHour& d : devices) {
-    if (d.hour_us < from_us || d.hour_us >= to_us) continue;
-    cost.Add(d.price_nanos);
-    metered.Add(d.metered_us);
-    unmetered.Add(d.unmetered_us);
-    unallocated.Add(d.unallocated_us);
-    busy.Add(d.busy_us);
-    idle.Add(d.idle_us);
-    unattributed.Add(d.unattributed_us);
-    idle_energy.Add(d.idle_energy_mj);
-    unattributed_energy.Add(d.unattributed_energy_mj);
-  }
-  MagnitudeSum allocated, compute, energy, sm_active, sm_occupancy, tensor, dram;
-  for (const UsageRow& u : usage) {
-    if (u.hour_us < from_us || u.hour_us >= to_us) continue;
-    allocated.Add(u.allocated_us);
-    compute.Add(u.compute_us);
-    energy.Add(u.energy_mj);
-    sm_active.Add(u.activity.sm_active_us);
-    sm_occupancy.Add(u.activity.sm_occupancy_us);
-    tensor.Add(u.activity.tensor_active_us);
-    dram.Add(u.activity.dram_active_us);
-  }
-  const std::pair<const MagnitudeSum&, const char*> checks[] = {
-      {cost, "device cost (past 9,223,372,036.854775807 in the currency)"},
-      {metered, "metered GPU time"},
-      {unmetered, "unmetered GPU time"},
-      {unallocated, "unallocated GPU time"},
-      {busy, "busy GPU time"},
-      {idle, "idle GPU time"},
-      {unattributed, "unattributed GPU time"},
-      {idle_energy, "idle energy"},
-      {unattributed_energy, "unattributed energy"},
-      {allocated, "allocated GPU time"},
-      {compute, "compute GPU time"},
-      {energy, "energy"},
-      {sm_active, "SM-active time"},
-      {sm_occupancy, "SM-occupancy time"},
-      {tensor, "tensor-active time"},
-      {dram, "DRAM-active time"}};
-  for (const auto& [sum, what] : checks)
-    if (!sum.Fits())
-      return InvalidArgument(fmt::format(
-          "window: the {} of this window does not fit in 64 bits and cannot be reported exactly; "
-          "report a shorter window",
-          what));
+void SumCheck::AddDevice(const DeviceHour& d) {
+  const std::int64_t values[kDeviceSums] = {
+      d.price_nanos, d.metered_us,      d.unmetered_us,   d.unallocated_us,        d.busy_us,
+      d.idle_us,     d.unattributed_us, d.idle_energy_mj, d.unattributed_energy_mj};
+  for (int i = 0; i < kDeviceSums; ++i) AddMagnitude(device_[i], values[i]);
+}
+
+void SumCheck::AddUsage(const cost::ConsumerWeights& w, const Activity& a) {
+  const std::int64_t values[kUsageSums] = {w.allocated_us,  w.compute_us,      w.energy_mj,
+                                           a.sm_active_us,  a.sm_occupancy_us, a.tensor_active_us,
+                                           a.dram_active_us};
+  for (int i = 0; i < kUsageSums; ++i) AddMagnitude(usage_[i], values[i]);
+}
+
+Status SumCheck::Check() const {
+  static constexpr const char* kDeviceWhat[kDeviceSums] = {
+      "device cost (past 9,223,372,036.854775807 in the currency)",
+      "metered GPU time",
+      "unmetered GPU time",
+      "unallocated GPU time",
+      "busy GPU time",
+      "idle GPU time",
+      "unattributed GPU time",
+      "idle energy",
+      "unattributed energy"};
+  static constexpr const char* kUsageWhat[kUsageSums] = {
+      "allocated GPU time", "compute GPU time",   "energy",          "SM-active time",
+      "SM-occupancy time",  "tensor-active time", "DRAM-active time"};
+  auto fail = [](const char* what) {
+    return InvalidArgument(fmt::format(
+        "window: the {} of this window does not fit in 64 bits and cannot be reported exactly; "
+        "report a shorter window",
+        what));
+  };
+  for (int i = 0; i < kDeviceSums; ++i)
+    if (device_[i] > INT64_MAX) return fail(kDeviceWhat[i]);
+  for (int i = 0; i < kUsageSums; ++i)
+    if (usage_[i] > INT64_MAX) return fail(kUsageWhat[i]);
   return Status::Ok();
 }
 
+KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b) {
+  KibSeconds sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? INT64_MAX : INT64_MIN;
+}
+
+namespace {
+
+Status CheckSumsFit(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
+                    Micros from_us, Micros to_us) {
+  SumCheck sums;
+  for (const DeviceHour& d : devices)
+    if (d.hour_us >= from_us && d.hour_us < to_us) sums.AddDevice(d);
+  for (const UsageRow& u : usage)
+    if (u.hour_us >= from_us && u.hour_us < to_us) sums.AddUsage(cost::WeightsOf(u), u.activity);
+  return sums.Check();
+}
+
 }  // namespace
+
+UsageRow PlatformIdleRow(const std::string& namespace_name, const std::string& node,
+                         const std::string& gpu_model, const GpuUuid& gpu, SharingMode sharing) {
+  UsageRow platform;
+  platform.consumer.ref = ConsumerRef{namespace_name, "__idle__", PodUid{}, ""};
+  platform.consumer.owner_kind = "Idle";
+  platform.consumer.owner_name = "__idle__";
+  platform.node = node;
+  platform.gpu_model = gpu_model;
+  platform.gpu = gpu;
+  platform.sharing = sharing;
+  return platform;
+}
 
 Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const UsageRow> usage,
                            const std::vector<Dimension>& group_by, const cost::Policy& policy,
@@ -294,14 +300,8 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
     idle_f.cost_nanos = split.idle;
     if (idle.kind == cost::IdleHandling::Kind::kNamespace && split.idle != 0) {
       // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
-      UsageRow platform;
-      platform.consumer.ref = ConsumerRef{idle.namespace_name, "__idle__", PodUid{}, ""};
-      platform.consumer.owner_kind = "Idle";
-      platform.consumer.owner_name = "__idle__";
-      platform.node = d.node;
-      platform.gpu_model = d.gpu_model;
-      platform.gpu = d.gpu;
-      platform.sharing = d.sharing;
+      UsageRow platform =
+          PlatformIdleRow(idle.namespace_name, d.node, d.gpu_model, d.gpu, d.sharing);
       if (auto it = namespace_labels.find(idle.namespace_name); it != namespace_labels.end())
         platform.consumer.namespace_labels = it->second;
       rows[KeyOf(platform, group_by)].cost_nanos += split.idle;

@@ -100,6 +100,31 @@ struct Report {
   Totals total;
 };
 
+// The sums a report over some rows takes, checked to fit in 64 bits: BuildReport's own check,
+// for readers that keep rows their own way (ledger/snapshot.h). Add every row of the window.
+class SumCheck {
+ public:
+  void AddDevice(const DeviceHour& device);
+  void AddUsage(const cost::ConsumerWeights& weights, const Activity& activity);
+  // kInvalidArgument naming the first quantity that does not fit.
+  Status Check() const;
+
+ private:
+  static constexpr int kDeviceSums = 9;
+  static constexpr int kUsageSums = 7;
+  __int128 device_[kDeviceSums] = {};
+  __int128 usage_[kUsageSums] = {};
+};
+
+// Memory-time sums saturate rather than wrap: a year of a 141 GB GPU is 4.3e15 KiB-s, so the
+// idle row of a report over a year of thousands of GPUs comes within reach of int64.
+KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b);
+
+// The row idle handling namespace:NS charges a device's idle cost to, for its key: consumer
+// NS/__idle__, owner Idle/__idle__, on that device (no labels: the caller adds NS's).
+UsageRow PlatformIdleRow(const std::string& namespace_name, const std::string& node,
+                         const std::string& gpu_model, const GpuUuid& gpu, SharingMode sharing);
+
 // Rows outside [from_us, to_us) are ignored. `usage` rows whose (hour, gpu) has no device row
 // are ignored too (a device-hour is the unit of price). Every figure is exact: a window whose
 // sums would not fit in 64 bits (a cost past 9,223,372,036.854775807 in the currency, a time

@@ -10,12 +10,13 @@
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
+#include "ledger/filter.h"
+#include "ledger/reports.h"
 #include "recommendations/rightsize_json.h"
 #include "recommendations/rightsize_ledger.h"
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
-#include "server/filter.h"
 
 namespace gpuledger::server {
 namespace {
@@ -146,33 +147,32 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
   if (step <= 0) return JsonError(400, "parameter 'window': the ledger is empty");
   if ((in->window.to_us - in->window.from_us) / step > 1000)
     return JsonError(400, "parameter 'step': more than 1000 steps in the window");
-  auto filter = ParseFilter(Get(p, "filter", ""));
+  auto filter = ledger::ParseFilter(Get(p, "filter", ""));
   if (!filter) return JsonError(400, "parameter 'filter': " + filter.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store, in->window);
-  if (!devices) return FromError(devices.error());
-  auto usage = store.ReadUsage(in->window);
-  if (!usage) return FromError(usage.error());
+  ledger::ReportQuery query;
+  query.window = in->window;
+  query.group_by = in->by;
+  query.policy = in->policy;
+  query.idle = in->idle;
+  query.step = step;
+  query.filter = *filter;
+  auto reports = ledger::ReadReports(store, query);
+  if (!reports) {
+    if (reports.error().code == ErrorCode::kInvalidArgument)
+      return JsonError(400, "parameter " + reports.error().message);
+    return FromError(reports.error());
+  }
   json data = json::array();
-  for (Micros t = in->window.from_us; t < in->window.to_us; t += step) {
-    const Micros end = std::min(t + step, in->window.to_us);
-    auto built = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, t, end);
-    if (!built) return JsonError(400, "parameter " + built.error().message);
-    const report::Report& r = *built;
-    // Filters select consumers after pricing, so each consumer's cost is what it is in the
-    // whole cluster; idle and unattributed stay whole-window figures.
-    std::set<std::string> keep;
-    if (!filter->empty()) {
-      for (const UsageRow& u : *usage)
-        if (u.hour_us >= t && u.hour_us < end && Matches(*filter, u))
-          keep.insert(report::KeyOf(u, in->by));
-    }
+  for (const report::Report& r : *reports) {
+    // A filter selects consumers after pricing (each one's cost is what it is in the whole
+    // cluster); idle and unattributed belong to no consumer, so a filtered answer has none.
     json set = json::object();
     for (const auto& row : r.rows)
-      if (filter->empty() || keep.count(row.key))
-        set[row.key] = AllocationEntry(row.key, row.figures, t, end, &row);
+      set[row.key] = AllocationEntry(row.key, row.figures, r.from_us, r.to_us, &row);
     if (filter->empty()) {
-      set["__idle__"] = AllocationEntry("__idle__", r.idle, t, end);
-      set["__unattributed__"] = AllocationEntry("__unattributed__", r.unattributed, t, end);
+      set["__idle__"] = AllocationEntry("__idle__", r.idle, r.from_us, r.to_us);
+      set["__unattributed__"] =
+          AllocationEntry("__unattributed__", r.unattributed, r.from_us, r.to_us);
     }
     data.push_back(std::move(set));
   }
@@ -186,14 +186,18 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
                      fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
   auto in = ParseReportParams(store, p, "namespace");
   if (!in) return FromError(in.error());
-  auto devices = billing::ReadPricedDeviceHours(store, in->window);
-  if (!devices) return FromError(devices.error());
-  auto usage = store.ReadUsage(in->window);
-  if (!usage) return FromError(usage.error());
-  auto r = report::BuildReport(*devices, *usage, in->by, in->policy, in->idle, in->window.from_us,
-                               in->window.to_us);
-  if (!r) return JsonError(400, "parameter " + r.error().message);
-  return {200, "application/json", report::ReportToJson(*r)};
+  ledger::ReportQuery query;
+  query.window = in->window;
+  query.group_by = in->by;
+  query.policy = in->policy;
+  query.idle = in->idle;
+  auto reports = ledger::ReadReports(store, query);
+  if (!reports) {
+    if (reports.error().code == ErrorCode::kInvalidArgument)
+      return JsonError(400, "parameter " + reports.error().message);
+    return FromError(reports.error());
+  }
+  return {200, "application/json", report::ReportToJson(reports->front())};
 }
 
 ApiResponse Recommendations(store::LedgerStore& store, const Params& p,

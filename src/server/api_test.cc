@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cost/catalog.h"
+#include "ledger/filter.h"
 #include "report/report_json.h"
-#include "server/filter.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"

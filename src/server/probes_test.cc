@@ -60,7 +60,7 @@ class Gate {
   bool entered_ = false, released_ = false;
 };
 
-// The real SQLite ledger, with ReadUsage held at the gate.
+// The real SQLite ledger, with its report reads (ReadUsage, Scan) held at the gate.
 class HeldStore : public store::LedgerStore {
  public:
   HeldStore(std::unique_ptr<store::LedgerStore> real, Gate& gate)
@@ -72,6 +72,10 @@ class HeldStore : public store::LedgerStore {
   Result<std::vector<UsageRow>> ReadUsage(const TimeRange& r) override {
     gate_.Enter();
     return real_->ReadUsage(r);
+  }
+  Status Scan(const TimeRange& r, store::LedgerScan& scan) override {
+    gate_.Enter();
+    return real_->Scan(r, scan);
   }
   Result<TimeRange> Extent() override { return real_->Extent(); }
   Status PutMeta(const std::string& k, const std::string& v) override {

@@ -34,6 +34,26 @@ struct FindingQuery {
   std::string node;                      // "" any (with open_only: one node's open findings)
 };
 
+// A range of the ledger read as a stream, for readers that keep a compact copy of their own
+// (the read service, ledger/). LedgerStore::Scan calls, in this order and from one read
+// snapshot: OnReconciliation for the days starting in the range; OnPodLabel and
+// OnNamespaceLabel for the consumers of the range's usage rows; OnDeviceHour in (hour, gpu)
+// order; OnUsage in hour order, without labels (the label callbacks carry them). A failed
+// callback stops the scan and Scan returns its error. The rows passed are valid only during
+// the call.
+class LedgerScan {
+ public:
+  virtual ~LedgerScan() = default;
+  virtual Status OnReconciliation(const Reconciliation& reconciliation) = 0;
+  virtual Status OnPodLabel(const std::string& namespace_name, const std::string& pod,
+                            const std::string& pod_uid, const std::string& key,
+                            const std::string& value) = 0;
+  virtual Status OnNamespaceLabel(const std::string& namespace_name, const std::string& key,
+                                  const std::string& value) = 0;
+  virtual Status OnDeviceHour(const DeviceHour& device) = 0;
+  virtual Status OnUsage(const UsageRow& usage) = 0;
+};
+
 class LedgerStore {
  public:
   virtual ~LedgerStore() = default;
@@ -47,6 +67,8 @@ class LedgerStore {
   virtual Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) = 0;
   // Usage rows with their consumer info (owner, pod labels, namespace labels) filled in.
   virtual Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) = 0;
+  // Everything of `range` a report needs, streamed from one read snapshot (LedgerScan).
+  virtual Status Scan(const TimeRange& range, LedgerScan& scan) = 0;
   // [first hour, last hour + 1h) over everything stored; nullopt-like {0,0} when empty.
   virtual Result<TimeRange> Extent() = 0;
 

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -110,6 +111,7 @@ class PostgresLedger final : public LedgerStore {
   Status WriteHours(std::span<const LedgerHour> hours) override;
   Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
   Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
+  Status Scan(const TimeRange& range, LedgerScan& scan) override;
   Result<TimeRange> Extent() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
@@ -121,6 +123,10 @@ class PostgresLedger final : public LedgerStore {
 
  private:
   Status WriteLabels(std::span<const LedgerHour> hours);
+  // Runs `sql` through a cursor inside the caller's transaction, `on_row` for each row, a batch
+  // at a time: a month of a large cluster is never held as one result.
+  Status ForEachRow(std::string_view what, const std::string& sql, const PgParams& params,
+                    const std::function<Status(RowReader&)>& on_row);
   Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
                std::string_view what) const;
   Error BadColumn(std::string_view table, int col) const;
@@ -382,6 +388,91 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
   }
   if (Status s = txn->Commit(); !s) return s;
   return out;
+}
+
+Status PostgresLedger::ForEachRow(std::string_view what, const std::string& sql,
+                                  const PgParams& params,
+                                  const std::function<Status(RowReader&)>& on_row) {
+  constexpr int kBatchRows = 20000;
+  auto declared = conn_->Exec(what, "DECLARE scan_rows NO SCROLL CURSOR FOR " + sql, params);
+  if (!declared) return declared.status();
+  for (;;) {
+    auto r = conn_->Exec(what, fmt::format("FETCH FORWARD {} FROM scan_rows", kBatchRows));
+    if (!r) return r.status();
+    for (int i = 0; i < r->rows(); ++i) {
+      RowReader q(*r, i);
+      if (Status s = on_row(q); !s) return s;
+    }
+    if (r->rows() < kBatchRows) break;
+  }
+  auto closed = conn_->Exec(what, "CLOSE scan_rows");
+  return closed ? Status::Ok() : closed.status();
+}
+
+Status PostgresLedger::Scan(const TimeRange& range, LedgerScan& scan) {
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto txn = PgTxn::Begin(*conn_, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  if (!txn) return txn.status();
+  PgParams p;
+  p.Add(range.from_us).Add(range.to_us);
+  Status read = ForEachRow(
+      "read reconciliations",
+      fmt::format("SELECT {} FROM reconciliations WHERE day_us >= $1 AND day_us < $2 ORDER BY "
+                  "day_us, node",
+                  kReconciliationColumns),
+      p, [&](RowReader& q) -> Status {
+        Reconciliation r = DecodeReconciliation(q);
+        if (q.bad_col() >= 0) return BadColumn("reconciliations", q.bad_col());
+        return scan.OnReconciliation(r);
+      });
+  if (!read) return read;
+  read = ForEachRow("read pod_labels",
+                    "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels AS l "
+                    "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
+                    "      WHERE hour_us >= $1 AND hour_us < $2) AS p "
+                    "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = p.pod_uid",
+                    p, [&](RowReader& q) {
+                      return scan.OnPodLabel(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4));
+                    });
+  if (!read) return read;
+  read = ForEachRow(
+      "read namespace_labels",
+      "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
+      "(SELECT DISTINCT namespace FROM usage_hours "
+      " WHERE hour_us >= $1 AND hour_us < $2)",
+      p, [&](RowReader& q) { return scan.OnNamespaceLabel(q.Text(0), q.Text(1), q.Text(2)); });
+  if (!read) return read;
+  DeviceHour d;
+  read =
+      ForEachRow("read device_hours",
+                 fmt::format("SELECT {} FROM device_hours WHERE hour_us >= $1 AND "
+                             "hour_us < $2 ORDER BY hour_us, gpu_uuid",
+                             kDeviceColumns),
+                 p, [&](RowReader& q) -> Status {
+                   std::string what;
+                   const bool decoded = DecodeDeviceHour(q, d, &what);
+                   if (q.bad_col() >= 0) return BadColumn("device_hours", q.bad_col());
+                   if (!decoded)
+                     return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
+                   return scan.OnDeviceHour(d);
+                 });
+  if (!read) return read;
+  UsageRow u;
+  read =
+      ForEachRow("read usage_hours",
+                 fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= $1 AND "
+                             "hour_us < $2 ORDER BY hour_us",
+                             kUsageColumns),
+                 p, [&](RowReader& q) -> Status {
+                   std::string what;
+                   const bool decoded = DecodeUsageRow(q, u, &what);
+                   if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
+                   if (!decoded)
+                     return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
+                   return scan.OnUsage(u);
+                 });
+  if (!read) return read;
+  return txn->Commit();
 }
 
 Result<TimeRange> PostgresLedger::Extent() {

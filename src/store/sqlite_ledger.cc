@@ -38,6 +38,7 @@ class SqliteLedger final : public LedgerStore {
   Status WriteHours(std::span<const LedgerHour> hours) override;
   Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
   Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
+  Status Scan(const TimeRange& range, LedgerScan& scan) override;
   Result<TimeRange> Extent() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
@@ -51,6 +52,8 @@ class SqliteLedger final : public LedgerStore {
   Status CheckWritable() const;
   Status WriteHour(const LedgerHour& hour);
   Status WriteLabels(std::span<const LedgerHour> hours);
+  // The pod and namespace labels of the consumers of `range`'s usage rows, row by row.
+  Status ReadLabels(const TimeRange& range, LedgerScan& scan);
   Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
                std::string_view what) const;
 
@@ -306,32 +309,50 @@ Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& r
   return out;
 }
 
-Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
-  // One read transaction: rows and labels come from the same snapshot.
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
-  if (!txn) return txn.status();
-
-  LabelTables labels;
+Status SqliteLedger::ReadLabels(const TimeRange& range, LedgerScan& scan) {
   {
     SqliteStmt& q = read_pod_labels_;
     q.Bind(1, range.from_us);
     q.Bind(2, range.to_us);
-    Status read = q.ForEachRow([&] {
-      labels.AddPod(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4));
-      return Status::Ok();
-    });
+    Status read = q.ForEachRow(
+        [&] { return scan.OnPodLabel(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4)); });
     if (!read) return read;
   }
-  {
-    SqliteStmt& q = read_namespace_labels_;
-    q.Bind(1, range.from_us);
-    q.Bind(2, range.to_us);
-    Status read = q.ForEachRow([&] {
-      labels.AddNamespace(q.Text(0), q.Text(1), q.Text(2));
-      return Status::Ok();
-    });
-    if (!read) return read;
+  SqliteStmt& q = read_namespace_labels_;
+  q.Bind(1, range.from_us);
+  q.Bind(2, range.to_us);
+  return q.ForEachRow([&] { return scan.OnNamespaceLabel(q.Text(0), q.Text(1), q.Text(2)); });
+}
+
+namespace {
+
+// Collects a scan's labels into LabelTables (ReadUsage attaches them to its rows).
+class LabelCollector final : public LedgerScan {
+ public:
+  LabelTables labels;
+  Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
+  Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
+                    const std::string& key, const std::string& value) override {
+    labels.AddPod(ns, pod, uid, key, value);
+    return Status::Ok();
   }
+  Status OnNamespaceLabel(const std::string& ns, const std::string& key,
+                          const std::string& value) override {
+    labels.AddNamespace(ns, key, value);
+    return Status::Ok();
+  }
+  Status OnDeviceHour(const DeviceHour&) override { return Status::Ok(); }
+  Status OnUsage(const UsageRow&) override { return Status::Ok(); }
+};
+
+}  // namespace
+
+Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
+  // One read transaction: rows and labels come from the same snapshot.
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
+  if (!txn) return txn.status();
+  LabelCollector collected;
+  if (Status s = ReadLabels(range, collected); !s) return s;
 
   std::vector<UsageRow> out;
   SqliteStmt& q = read_usage_;
@@ -342,13 +363,49 @@ Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
     if (std::string what; !DecodeUsageRow(q, u, &what)) {
       return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
     }
-    labels.Attach(u);
+    collected.labels.Attach(u);
     out.push_back(std::move(u));
     return Status::Ok();
   });
   if (!read) return read;
   if (Status s = txn->Commit(); !s) return s;
   return out;
+}
+
+Status SqliteLedger::Scan(const TimeRange& range, LedgerScan& scan) {
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
+  if (!txn) return txn.status();
+  {
+    SqliteStmt& q = read_reconciliations_;
+    q.Bind(1, range.from_us);
+    q.Bind(2, range.to_us);
+    Status read = q.ForEachRow([&] { return scan.OnReconciliation(DecodeReconciliation(q)); });
+    if (!read) return read;
+  }
+  if (Status s = ReadLabels(range, scan); !s) return s;
+  {
+    SqliteStmt& q = read_devices_;
+    q.Bind(1, range.from_us);
+    q.Bind(2, range.to_us);
+    DeviceHour d;  // reused: its strings keep their capacity from row to row
+    Status read = q.ForEachRow([&]() -> Status {
+      if (std::string what; !DecodeDeviceHour(q, d, &what))
+        return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
+      return scan.OnDeviceHour(d);
+    });
+    if (!read) return read;
+  }
+  SqliteStmt& q = read_usage_;
+  q.Bind(1, range.from_us);
+  q.Bind(2, range.to_us);
+  UsageRow u;
+  Status read = q.ForEachRow([&]() -> Status {
+    if (std::string what; !DecodeUsageRow(q, u, &what))
+      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
+    return scan.OnUsage(u);
+  });
+  if (!read) return read;
+  return txn->Commit();
 }
 
 Result<TimeRange> SqliteLedger::Extent() {

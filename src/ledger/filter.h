@@ -13,7 +13,7 @@
 #include "common/result.h"
 #include "model/ledger.h"
 
-namespace gpuledger::server {
+namespace gpuledger::ledger {
 
 struct FilterClause {
   std::string field;      // "namespace", "label", ...
@@ -26,4 +26,4 @@ using Filter = std::vector<FilterClause>;
 Result<Filter> ParseFilter(std::string_view text);
 bool Matches(const Filter& filter, const UsageRow& row);
 
-}  // namespace gpuledger::server
+}  // namespace gpuledger::ledger

@@ -1,4 +1,4 @@
-#include "server/filter.h"
+#include "ledger/filter.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 
 #include "common/strings.h"
 
-namespace gpuledger::server {
+namespace gpuledger::ledger {
 namespace {
 
 constexpr std::string_view kFields[] = {"namespace", "node",           "pod",
@@ -96,4 +96,4 @@ bool Matches(const Filter& filter, const UsageRow& row) {
   return true;
 }
 
-}  // namespace gpuledger::server
+}  // namespace gpuledger::ledger

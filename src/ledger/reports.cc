@@ -1,0 +1,322 @@
+#include "ledger/reports.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "model/usage.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+// A set of rule ids (Snapshot::rules()); 0, the empty rule, is never added.
+class RuleSet {
+ public:
+  void Add(std::uint16_t id) {
+    if (id == 0) return;
+    if (id < 64) {
+      mask_ |= std::uint64_t{1} << id;
+      return;
+    }
+    if (std::find(more_.begin(), more_.end(), id) == more_.end()) more_.push_back(id);
+  }
+  // The text MergeRules gives for these rules merged in any order: one rule as it is, several
+  // as the sorted union of their '+'-separated parts.
+  std::string Text(const std::vector<std::string>& rules) const {
+    std::vector<std::uint16_t> ids = more_;
+    for (int i = 1; i < 64; ++i)
+      if (mask_ & (std::uint64_t{1} << i)) ids.push_back(static_cast<std::uint16_t>(i));
+    if (ids.empty()) return {};
+    if (ids.size() == 1) return rules[ids[0]];
+    std::string merged;
+    for (std::uint16_t id : ids) merged = MergeRules(merged, rules[id]);
+    return merged;
+  }
+
+ private:
+  std::uint64_t mask_ = 0;
+  std::vector<std::uint16_t> more_;
+};
+
+// One report row being summed (report::Figures without its strings).
+struct Acc {
+  bool present = false;
+  GpuMicros allocated_us = 0;
+  GpuMicros compute_us = 0;
+  KibSeconds memory_kib_s = 0;
+  MilliJoules energy_mj = 0;
+  Nanos cost_nanos = 0;
+  Quality quality = Quality::kNone;
+  RuleSet compute_rule;
+  Activity activity;
+  GpuMicros activity_allocated_us = 0;
+  GpuMicros activity_compute_us = 0;
+  Quality activity_quality = Quality::kNone;
+  RuleSet activity_rule;
+  KibSeconds granted_memory_kib_s = 0;
+  RuleSet share_source;
+
+  report::Figures ToFigures(const std::vector<std::string>& rules) const {
+    report::Figures f;
+    f.allocated_gpu_us = allocated_us;
+    f.compute_gpu_us = compute_us;
+    f.memory_kib_s = memory_kib_s;
+    f.energy_mj = energy_mj;
+    f.cost_nanos = cost_nanos;
+    f.quality = quality;
+    f.compute_rule = compute_rule.Text(rules);
+    f.activity = activity;
+    f.activity_allocated_gpu_us = activity_allocated_us;
+    f.activity_compute_gpu_us = activity_compute_us;
+    f.activity_quality = activity_quality;
+    f.activity_rule = activity_rule.Text(rules);
+    f.granted_memory_kib_s = granted_memory_kib_s;
+    f.share_source = share_source.Text(rules);
+    return f;
+  }
+};
+
+// One step's report being built.
+struct Bucket {
+  std::vector<Acc> rows;  // by key id
+  report::Report report;
+  std::set<std::string> unpriced;
+  bool idle_namespace_seen = false;  // a row of the idle namespace is in this step
+};
+
+bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filter) {
+  using Kind = report::Dimension::Kind;
+  for (const auto& d : dims)
+    if (d.kind == Kind::kNode || d.kind == Kind::kGpuModel || d.kind == Kind::kDevice ||
+        d.kind == Kind::kSharingMode)
+      return false;
+  for (const auto& c : filter)
+    if (c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode") return false;
+  return true;
+}
+
+// Report keys as ids, memoised by what a key depends on.
+class Keys {
+ public:
+  Keys(const Snapshot& s, const ReportQuery& q)
+      : s_(s), q_(q), consumer_only_(ConsumerOnly(q.group_by, q.filter)) {
+    if (consumer_only_) by_consumer_.assign(s.consumers().size(), kUnknown);
+  }
+
+  // The key id of usage row i, or -1 when the filter leaves it out.
+  std::int32_t Of(std::size_t i) {
+    const std::uint32_t consumer = s_.usage().consumer[i];
+    if (consumer_only_) {
+      std::int32_t& id = by_consumer_[consumer];
+      if (id == kUnknown) id = Compute(i);
+      return id;
+    }
+    const std::uint64_t pair =
+        (static_cast<std::uint64_t>(consumer) << 32) | s_.usage().placement[i];
+    auto [it, fresh] = by_pair_.try_emplace(pair, kUnknown);
+    if (fresh) it->second = Compute(i);
+    return it->second;
+  }
+
+  // The key of the platform namespace's row on device d (idle handling namespace:NS), or -1
+  // when the filter leaves it out.
+  std::int32_t PlatformOf(std::size_t d, bool with_labels) {
+    const std::uint64_t memo =
+        (static_cast<std::uint64_t>(s_.devices()[d].placement) << 1) | (with_labels ? 1 : 0);
+    auto [it, fresh] = platform_.try_emplace(memo, 0);
+    if (!fresh) return it->second;
+    const Placement& p = s_.placements()[s_.devices()[d].placement];
+    UsageRow platform =
+        report::PlatformIdleRow(q_.idle.namespace_name, p.node, p.gpu_model, p.gpu, p.sharing);
+    if (with_labels)
+      if (auto it2 = s_.namespace_labels().find(q_.idle.namespace_name);
+          it2 != s_.namespace_labels().end())
+        platform.consumer.namespace_labels = it2->second;
+    it->second = !q_.filter.empty() && !Matches(q_.filter, platform)
+                     ? -1
+                     : static_cast<std::int32_t>(Intern(report::KeyOf(platform, q_.group_by)));
+    return it->second;
+  }
+
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  static constexpr std::int32_t kUnknown = -2;
+
+  std::int32_t Compute(std::size_t i) {
+    const UsageRow row = s_.RowOf(i);
+    if (!q_.filter.empty() && !Matches(q_.filter, row)) return -1;
+    return static_cast<std::int32_t>(Intern(report::KeyOf(row, q_.group_by)));
+  }
+
+  std::uint32_t Intern(std::string key) {
+    auto [it, added] = ids_.try_emplace(std::move(key), static_cast<std::uint32_t>(names_.size()));
+    if (added) names_.push_back(it->first);
+    return it->second;
+  }
+
+  const Snapshot& s_;
+  const ReportQuery& q_;
+  const bool consumer_only_;
+  std::vector<std::int32_t> by_consumer_;
+  std::unordered_map<std::uint64_t, std::int32_t> by_pair_;
+  std::unordered_map<std::uint64_t, std::int32_t> platform_;
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::vector<std::string> names_;
+};
+
+void AddRow(Acc& a, const UsageColumns& u, std::size_t i, Nanos cost, Bytes memory_total) {
+  const cost::ConsumerWeights& w = u.weights[i];
+  a.present = true;
+  a.allocated_us += w.allocated_us;
+  a.compute_us += w.compute_us;
+  a.memory_kib_s = report::AddKibSeconds(a.memory_kib_s, w.memory_kib_s);
+  a.energy_mj += w.energy_mj;
+  a.cost_nanos += cost;
+  a.quality = Combine(a.quality, u.compute_quality[i]);
+  a.compute_rule.Add(u.compute_rule[i]);
+  a.activity += u.activity[i];
+  if (u.activity_quality[i] != Quality::kNone) {
+    a.activity_allocated_us += w.allocated_us;
+    a.activity_compute_us += w.compute_us;
+    a.activity_quality = Combine(a.activity_quality, u.activity_quality[i]);
+    a.activity_rule.Add(u.activity_rule[i]);
+  }
+  a.granted_memory_kib_s = report::AddKibSeconds(
+      a.granted_memory_kib_s, cost::MemoryCapacityKibSeconds(memory_total, w.allocated_us));
+  a.share_source.Add(u.share_source[i]);
+}
+
+// The window's sums, checked as report::BuildReport checks them (only when the snapshot's
+// whole sums do not fit, so a window's may not).
+Status CheckSums(const Snapshot& s, std::size_t first, std::size_t last) {
+  report::SumCheck sums;
+  DeviceHour d;
+  for (std::size_t k = first; k < last; ++k) {
+    s.FillDeviceNumbers(k, d);
+    sums.AddDevice(d);
+    for (std::uint32_t i = s.first_usage()[k]; i < s.first_usage()[k + 1]; ++i)
+      sums.AddUsage(s.usage().weights[i], s.usage().activity[i]);
+  }
+  return sums.Check();
+}
+
+}  // namespace
+
+Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const ReportQuery& q) {
+  const Micros from = q.window.from_us;
+  const Micros to = std::max(q.window.to_us, from);
+  const Micros step = q.step > 0 ? q.step : std::max<Micros>(to - from, 1);
+  std::vector<Bucket> buckets;
+  for (Micros t = from; t < to || buckets.empty(); t += step) {
+    Bucket b;
+    b.report.from_us = t;
+    b.report.to_us = q.step > 0 ? std::min(t + step, to) : to;
+    b.report.group_by = q.group_by;
+    b.report.policy = q.policy;
+    b.report.idle_handling = q.idle;
+    buckets.push_back(std::move(b));
+    if (to <= from) break;
+  }
+  if (!s.sums_fit())
+    for (const Bucket& b : buckets) {
+      const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
+      if (Status fits = CheckSums(s, first, last); !fits.ok()) return fits.error();
+    }
+
+  const UsageColumns& u = s.usage();
+  const bool namespace_idle = q.idle.kind == cost::IdleHandling::Kind::kNamespace;
+  if (namespace_idle) {
+    // The platform row carries the idle namespace's labels when a row of it is in the step
+    // (report::BuildReport takes namespace labels from the step's rows).
+    std::vector<bool> is_idle_namespace(s.consumers().size());
+    for (std::size_t c = 0; c < s.consumers().size(); ++c)
+      is_idle_namespace[c] = s.consumers()[c].ref.namespace_name == q.idle.namespace_name &&
+                             !s.consumers()[c].namespace_labels.empty();
+    for (Bucket& b : buckets) {
+      const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
+      for (std::uint32_t i = s.first_usage()[first];
+           i < s.first_usage()[last] && !b.idle_namespace_seen; ++i)
+        b.idle_namespace_seen = is_idle_namespace[u.consumer[i]];
+    }
+  }
+
+  Keys keys(s, q);
+  DeviceHour device;
+  const auto [first, last] = s.DeviceRange(from, to);
+  for (std::size_t d = first; d < last; ++d) {
+    const DeviceFigures& f = s.devices()[d];
+    Bucket& b = buckets[static_cast<std::size_t>((f.hour_us - from) / step)];
+    s.FillDeviceNumbers(d, device);
+    const std::uint32_t row_first = s.first_usage()[d];
+    const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
+    const cost::DeviceHourCost split = cost::SplitDeviceHour(
+        device, std::span(u.weights.data() + row_first, row_count), q.policy, q.idle);
+    for (std::uint32_t k = 0; k < row_count; ++k) {
+      const std::int32_t key = keys.Of(row_first + k);
+      if (key < 0) continue;
+      if (b.rows.size() <= static_cast<std::size_t>(key)) b.rows.resize(keys.names().size());
+      AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k],
+             f.memory_total_bytes);
+    }
+    report::Figures idle_f;
+    idle_f.allocated_gpu_us = f.unallocated_us;
+    idle_f.compute_gpu_us = f.idle_us;
+    idle_f.memory_kib_s = f.unused_memory_kib_s;
+    idle_f.energy_mj = f.idle_energy_mj;
+    idle_f.cost_nanos = split.idle;
+    if (namespace_idle && split.idle != 0) {
+      // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
+      if (const std::int32_t key = keys.PlatformOf(d, b.idle_namespace_seen); key >= 0) {
+        if (b.rows.size() <= static_cast<std::size_t>(key)) b.rows.resize(keys.names().size());
+        b.rows[static_cast<std::size_t>(key)].present = true;
+        b.rows[static_cast<std::size_t>(key)].cost_nanos += split.idle;
+      }
+      idle_f.cost_nanos = 0;
+    }
+    b.report.idle.Add(idle_f);
+    report::Figures unattributed_f;
+    unattributed_f.compute_gpu_us = f.unattributed_us;
+    unattributed_f.memory_kib_s = f.unattributed_memory_kib_s;
+    unattributed_f.energy_mj = f.unattributed_energy_mj;
+    unattributed_f.cost_nanos = split.unattributed;
+    b.report.unattributed.Add(unattributed_f);
+    report::Totals& t = b.report.total;
+    t.device_cost_nanos += f.price_nanos;
+    t.metered_us += f.metered_us;
+    t.unmetered_us += f.unmetered_us;
+    t.busy_us += f.busy_us;
+    t.device_hours += 1;
+    if (f.price_state == PriceState::kUnpriced)
+      b.unpriced.insert(s.placements()[f.placement].gpu_model);
+  }
+
+  std::vector<report::Report> out;
+  out.reserve(buckets.size());
+  for (Bucket& b : buckets) {
+    report::Report& r = b.report;
+    for (std::size_t key = 0; key < b.rows.size(); ++key) {
+      if (!b.rows[key].present) continue;
+      report::Figures f = b.rows[key].ToFigures(s.rules());
+      r.rows.push_back(
+          report::Row{keys.names()[key], f, utilization::Classify(report::UtilizationInputs(f))});
+    }
+    std::sort(r.rows.begin(), r.rows.end(), [](const report::Row& a, const report::Row& b2) {
+      return std::tie(b2.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b2.key);
+    });
+    r.total.unpriced_models.assign(b.unpriced.begin(), b.unpriced.end());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
+                                                const ReportQuery& query) {
+  auto snapshot = Snapshot::Load(store, query.window);
+  if (!snapshot) return snapshot.error();
+  return BuildReports(**snapshot, query);
+}
+
+}  // namespace gpuledger::ledger

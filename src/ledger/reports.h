@@ -1,0 +1,42 @@
+#pragma once
+// Chargeback reports over a Snapshot: one pass over its columns for any number of steps, each
+// report equal, integer for integer, to report::BuildReport over the same priced rows (a
+// property test checks it on random ledgers).
+
+#include <vector>
+
+#include "common/result.h"
+#include "common/time_range.h"
+#include "cost/policy.h"
+#include "ledger/filter.h"
+#include "ledger/snapshot.h"
+#include "report/report.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::ledger {
+
+struct ReportQuery {
+  TimeRange window;
+  std::vector<report::Dimension> group_by;
+  cost::Policy policy;
+  cost::IdleHandling idle;
+  // > 0: one report per step from window.from_us (the last one may be shorter), as if each
+  // were asked for alone; 0: one report over the window.
+  Micros step = 0;
+  // Only the consumers it matches get rows (their cost is what it is in the whole cluster:
+  // every device-hour is still split over all of its consumers). Idle, unattributed and the
+  // totals are the whole window's; an edge that filters decides whether to show them.
+  Filter filter;
+};
+
+// kInvalidArgument for a window whose sums do not fit in 64 bits (report::BuildReport's).
+// The snapshot must cover query.window.
+Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot,
+                                                 const ReportQuery& query);
+
+// The window's snapshot read from `store`, then BuildReports: for a reader that keeps no
+// snapshot between queries (the CLI).
+Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
+                                                const ReportQuery& query);
+
+}  // namespace gpuledger::ledger

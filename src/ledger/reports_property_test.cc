@@ -1,0 +1,203 @@
+// The read service's reports against the plain computation (report::BuildReport over the rows
+// the store reads back, priced as billed), integer for integer, on random ledgers in SQLite and
+// PostgreSQL: every policy and idle handling, groupings, steps, windows and filters.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "billing/ledger_reads.h"
+#include "ledger/reports.h"
+#include "report/report_json.h"
+#include "store/ledger_store.h"
+#include "store_test_env/store_test_env.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using store::testing::Hour;
+using store::testing::MakeTestLedger;
+using store::testing::StoreKind;
+using store::testing::StoreKindName;
+
+const char* const kRules[] = {"", "process-samples", "mps-thread-share", "device-activity",
+                              "process-samples+device-activity"};
+const char* const kNamespaces[] = {"ml", "web", "platform", "research"};
+
+// A random ledger: `hours` hours of a few GPUs on two nodes, every sharing mode, consumers
+// with pod and namespace labels, credits and unpriced hours, electricity parts, and bills for
+// some node-days.
+struct RandomLedger {
+  std::vector<LedgerHour> hours;
+  std::vector<Reconciliation> reconciliations;
+};
+
+RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours) {
+  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  RandomLedger out;
+  const int gpus = 1 + below(5);
+  for (int h = 0; h < hours; ++h) {
+    for (int g = 0; g < gpus; ++g) {
+      if (below(8) == 0) continue;  // a device-hour nobody recorded
+      LedgerHour lh;
+      DeviceHour& d = lh.device;
+      d.hour_us = Hour(h);
+      d.cluster = "c";
+      d.node = g % 2 == 0 ? "node-a" : "node-b";
+      d.gpu = GpuUuid("GPU-" + std::to_string(g));
+      d.gpu_model = g == 3 ? "NVIDIA L4" : "NVIDIA H100";
+      d.sharing = static_cast<SharingMode>(g % 6);
+      d.pricing_class = "on-demand";
+      d.price_state = below(20) == 0 ? PriceState::kUnpriced : PriceState::kPriced;
+      d.price_nanos = d.price_state == PriceState::kUnpriced ? 0
+                      : below(25) == 0                       ? -below(1'000'000)
+                                                             : below(4'000'000'000);
+      d.energy_price_nanos = below(3) == 0 && d.price_nanos > 0 ? d.price_nanos / 5 : 0;
+      d.metered_us = below(5) == 0 ? below(static_cast<int>(kMicrosPerHour)) : kMicrosPerHour;
+      d.unmetered_us = kMicrosPerHour - d.metered_us;
+      d.memory_total_bytes = (below(2) == 0 ? 80LL : 24LL) << 30;
+      const int consumers = below(4);
+      GpuMicros allocated = 0;
+      GpuMicros compute = 0;
+      for (int c = 0; c < consumers; ++c) {
+        UsageRow u;
+        u.hour_us = d.hour_us;
+        u.gpu = d.gpu;
+        const int ns = below(4);
+        const int pod = below(6);
+        u.consumer.ref = ConsumerRef{kNamespaces[ns], "pod-" + std::to_string(pod),
+                                     PodUid("uid-" + std::to_string(pod)), "c" + std::to_string(c)};
+        u.consumer.owner_kind = below(2) == 0 ? "Deployment" : "";
+        u.consumer.owner_name = u.consumer.owner_kind.empty() ? "" : "dep-" + std::to_string(pod);
+        if (pod % 3 != 0) u.consumer.labels = {{"team", pod % 2 == 0 ? "alpha" : "beta"}};
+        if (ns != 1) u.consumer.namespace_labels = {{"team", "ns-team-" + std::to_string(ns)}};
+        u.node = d.node;
+        u.gpu_model = d.gpu_model;
+        u.sharing = d.sharing;
+        u.device_id = d.gpu.value + "/" + std::to_string(c);
+        u.allocated_us = below(static_cast<int>(d.metered_us / 4 + 1));
+        u.compute_us = below(static_cast<int>(u.allocated_us + 1));
+        u.memory_kib_s = below(2) == 0 ? 0 : below(1'000'000'000);
+        u.peak_memory_bytes = 1 << 20;
+        u.energy_mj = below(3) == 0 ? 0 : below(1'000'000);
+        u.compute_quality = static_cast<Quality>(below(4));
+        u.memory_quality = Quality::kMeasured;
+        u.compute_rule = kRules[below(5)];
+        if (below(2) == 0) {
+          u.activity = Activity{u.compute_us / 2, u.compute_us / 3, u.compute_us / 5, 7};
+          u.activity_quality = static_cast<Quality>(below(3));
+          u.activity_rule = kRules[below(5)];
+        }
+        u.share_source = below(4) == 0 ? "annotation" : "";
+        allocated += u.allocated_us;
+        compute += u.compute_us;
+        lh.usage.push_back(std::move(u));
+      }
+      d.unallocated_us = d.metered_us - allocated;
+      d.unattributed_us = below(3) == 0 ? 0 : below(1000);
+      d.busy_us = compute + d.unattributed_us;
+      d.idle_us = d.metered_us - d.busy_us;
+      d.unattributed_memory_kib_s = below(1'000'000);
+      d.idle_energy_mj = below(100'000);
+      d.unattributed_energy_mj = below(100'000);
+      d.energy_mj = d.idle_energy_mj + d.unattributed_energy_mj;
+      out.hours.push_back(std::move(lh));
+    }
+  }
+  for (int day = 0; day * 24 < hours; ++day)
+    for (const char* node : {"node-a", "node-b"})
+      if (below(2) == 0) {
+        Reconciliation r;
+        r.node = node;
+        r.day_us = DayStart(Hour(day * 24));
+        r.billed_nanos = below(10) == 0 ? -below(1000) : below(2'000'000'000);
+        r.factor = "1/1";
+        r.currency = "USD";
+        r.bill_file = "bill.csv";
+        out.reconciliations.push_back(r);
+      }
+  return out;
+}
+
+// The plain computation: priced device-hours and usage read back, one BuildReport per step,
+// rows kept when their key's first level is a namespace the filter's clause names.
+std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQuery& q,
+                                      const std::string& only_namespace) {
+  auto devices = billing::ReadPricedDeviceHours(store, q.window);
+  EXPECT_TRUE(devices.ok());
+  auto usage = store.ReadUsage(q.window);
+  EXPECT_TRUE(usage.ok());
+  std::vector<std::string> out;
+  const Micros step = q.step > 0 ? q.step : q.window.to_us - q.window.from_us;
+  for (Micros t = q.window.from_us; t < q.window.to_us; t += step) {
+    auto r = report::BuildReport(*devices, *usage, q.group_by, q.policy, q.idle, t,
+                                 std::min(t + step, q.window.to_us));
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    if (!only_namespace.empty())
+      std::erase_if(r->rows, [&](const report::Row& row) {
+        return !row.key.starts_with(only_namespace + "/") && row.key != only_namespace;
+      });
+    out.push_back(report::ReportToJson(*r));
+  }
+  return out;
+}
+
+class ReportsProperty : public ::testing::TestWithParam<StoreKind> {};
+
+TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  std::mt19937_64 rng(20261205);
+  const int hours = 60;
+  const RandomLedger random = MakeRandomLedger(rng, hours);
+  ASSERT_TRUE((*store)->WriteHours(random.hours).ok());
+  ASSERT_TRUE((*store)->WriteReconciliations(random.reconciliations).ok());
+
+  const char* const policies[] = {"allocation", "compute", "memory", "hybrid:0.35"};
+  const char* const idles[] = {"keep", "share", "namespace:platform", "namespace:ml"};
+  const char* const groupings[] = {
+      "namespace", "label:team", "controller",       "node,gpu_model",
+      "device",    "container",  "pod,sharing_mode", "namespace,label:team"};
+  int compared = 0;
+  int rows_seen = 0;
+  for (int trial = 0; trial < 48; ++trial) {
+    ReportQuery q;
+    q.policy = *cost::ParsePolicy(policies[trial % 4]);
+    q.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 4]);
+    const std::string by = groupings[trial % 8];
+    q.group_by = *report::ParseGroupBy(by);
+    const int from = static_cast<int>(rng() % 30);
+    const int to = from + 1 + static_cast<int>(rng() % (hours - from));
+    q.window = {Hour(from), Hour(to)};
+    q.step = trial % 3 == 0 ? 0 : (1 + static_cast<Micros>(rng() % 12)) * kMicrosPerHour;
+    std::string only_namespace;
+    if (by.starts_with("namespace") && trial % 2 == 0) {
+      only_namespace = kNamespaces[trial % 4];
+      q.filter = *ParseFilter("namespace:\"" + only_namespace + "\"");
+    }
+    auto ours = ReadReports(**store, q);
+    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    const std::vector<std::string> plain = PlainReports(**store, q, only_namespace);
+    ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(report::ReportToJson((*ours)[i]), plain[i])
+          << "trial " << trial << " step " << i << " by " << by << " policy " << policies[trial % 4]
+          << " idle " << idles[(trial / 4) % 4];
+      ++compared;
+      rows_seen += static_cast<int>((*ours)[i].rows.size());
+    }
+  }
+  EXPECT_GT(compared, 48);
+  EXPECT_GT(rows_seen, 500);  // the reports compared are not empty ones
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, ReportsProperty,
+                         ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres),
+                         [](const auto& info) { return StoreKindName(info.param); });
+
+}  // namespace
+}  // namespace gpuledger::ledger

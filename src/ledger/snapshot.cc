@@ -1,0 +1,317 @@
+#include "ledger/snapshot.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "report/reconciled_prices.h"
+#include "report/report.h"
+
+namespace gpuledger::ledger {
+
+using LabelMap = std::map<std::string, std::string>;
+
+// Builds a Snapshot from a store scan. Strings are interned as they stream past; a usage row
+// finds its device-hour through the hour's GPUs (rows come in hour order).
+class SnapshotLoader final : public store::LedgerScan {
+ public:
+  explicit SnapshotLoader(Snapshot& s) : s_(s) { s_.rules_.push_back(""); }
+
+  Status OnReconciliation(const Reconciliation& r) override {
+    reconciliations_.push_back(r);
+    return Status::Ok();
+  }
+  Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
+                    const std::string& key, const std::string& value) override {
+    pod_labels_[{ns, pod, uid}][key] = value;
+    return Status::Ok();
+  }
+  Status OnNamespaceLabel(const std::string& ns, const std::string& key,
+                          const std::string& value) override {
+    s_.namespace_labels_[ns][key] = value;
+    return Status::Ok();
+  }
+
+  Status OnDeviceHour(const DeviceHour& d) override {
+    DeviceFigures f;
+    f.hour_us = d.hour_us;
+    f.placement = PlacementOf(d.cluster, d.node, d.gpu_model, d.gpu, d.sharing, d.pricing_class);
+    f.price_state = d.price_state;
+    f.price_nanos = d.price_nanos;
+    f.energy_price_nanos = d.energy_price_nanos;
+    f.metered_us = d.metered_us;
+    f.unmetered_us = d.unmetered_us;
+    f.unallocated_us = d.unallocated_us;
+    f.busy_us = d.busy_us;
+    f.idle_us = d.idle_us;
+    f.unattributed_us = d.unattributed_us;
+    f.memory_total_bytes = d.memory_total_bytes;
+    f.unattributed_memory_kib_s = d.unattributed_memory_kib_s;
+    f.energy_mj = d.energy_mj;
+    f.idle_energy_mj = d.idle_energy_mj;
+    f.unattributed_energy_mj = d.unattributed_energy_mj;
+    s_.devices_.push_back(f);
+    sums_.AddDevice(d);
+    return Status::Ok();
+  }
+
+  Status OnUsage(const UsageRow& u) override {
+    if (u.hour_us != hour_us_ || !hour_started_) {
+      FlushHour();
+      StartHour(u.hour_us);
+    }
+    auto device = hour_gpus_.find(u.gpu.value);
+    if (device == hour_gpus_.end()) return Status::Ok();  // no device-hour: not reported
+    const DeviceFigures& d = s_.devices_[device->second];
+    const Placement& dp = s_.placements_[d.placement];
+    Pending p;
+    p.device = device->second;
+    p.placement =
+        u.node == dp.node && u.gpu_model == dp.gpu_model && u.sharing == dp.sharing
+            ? d.placement
+            : PlacementOf(dp.cluster, u.node, u.gpu_model, u.gpu, u.sharing, dp.pricing_class);
+    p.consumer = ConsumerOf(u.consumer);
+    p.weights = cost::WeightsOf(u);
+    p.activity = u.activity;
+    p.compute_quality = u.compute_quality;
+    p.activity_quality = u.activity_quality;
+    p.compute_rule = RuleOf(u.compute_rule);
+    p.activity_rule = RuleOf(u.activity_rule);
+    p.share_source = RuleOf(u.share_source);
+    hour_rows_.push_back(p);
+    sums_.AddUsage(p.weights, p.activity);
+    return Status::Ok();
+  }
+
+  Status Finish() {
+    FlushHour();
+    AttachLabels();
+    Status fits = sums_.Check();
+    s_.sums_fit_ = fits.ok();
+    s_.first_usage_.assign(s_.devices_.size() + 1, 0);
+    // Rows are appended grouped by device in device order: offsets by counting.
+    for (std::uint32_t device : row_device_) ++s_.first_usage_[device + 1];
+    for (std::size_t d = 0; d < s_.devices_.size(); ++d)
+      s_.first_usage_[d + 1] += s_.first_usage_[d];
+    row_device_.clear();
+    row_device_.shrink_to_fit();
+    ComputeUnusedMemory();
+    ApplyReconciliations();
+    return Status::Ok();
+  }
+
+ private:
+  struct Pending {
+    std::uint32_t device = 0;
+    std::uint32_t placement = 0;
+    std::uint32_t consumer = 0;
+    cost::ConsumerWeights weights;
+    Activity activity;
+    Quality compute_quality = Quality::kNone;
+    Quality activity_quality = Quality::kNone;
+    std::uint16_t compute_rule = 0;
+    std::uint16_t activity_rule = 0;
+    std::uint16_t share_source = 0;
+  };
+
+  std::uint32_t PlacementOf(const std::string& cluster, const std::string& node,
+                            const std::string& model, const GpuUuid& gpu, SharingMode sharing,
+                            const std::string& pricing_class) {
+    // A GPU keeps its placement from hour to hour: compare with its last one before hashing.
+    auto [last, fresh] = last_placement_.try_emplace(gpu.value, 0);
+    if (!fresh) {
+      const Placement& p = s_.placements_[last->second];
+      if (p.node == node && p.gpu_model == model && p.sharing == sharing && p.cluster == cluster &&
+          p.pricing_class == pricing_class)
+        return last->second;
+    }
+    Placement p{cluster, node, model, gpu, sharing, pricing_class};
+    auto [it, added] =
+        placement_ids_.try_emplace(p, static_cast<std::uint32_t>(s_.placements_.size()));
+    if (added) s_.placements_.push_back(std::move(p));
+    last->second = it->second;
+    return it->second;
+  }
+
+  std::uint32_t ConsumerOf(const ConsumerInfo& c) {
+    key_.clear();
+    for (const std::string* part : {&c.ref.namespace_name, &c.ref.pod, &c.ref.pod_uid.value,
+                                    &c.ref.container, &c.owner_kind, &c.owner_name}) {
+      key_ += *part;
+      key_ += '\x1f';
+    }
+    auto [it, added] =
+        consumer_ids_.try_emplace(key_, static_cast<std::uint32_t>(s_.consumers_.size()));
+    if (added) {
+      ConsumerInfo info;
+      info.ref = c.ref;
+      info.owner_kind = c.owner_kind;
+      info.owner_name = c.owner_name;
+      s_.consumers_.push_back(std::move(info));
+    }
+    return it->second;
+  }
+
+  std::uint16_t RuleOf(const std::string& rule) {
+    if (rule.empty()) return 0;
+    auto [it, added] = rule_ids_.try_emplace(rule, static_cast<std::uint16_t>(s_.rules_.size()));
+    if (added) s_.rules_.push_back(rule);
+    return it->second;
+  }
+
+  void StartHour(Micros hour_us) {
+    hour_started_ = true;
+    hour_us_ = hour_us;
+    hour_gpus_.clear();
+    // Devices are in hour order: move the cursor to this hour and index its GPUs.
+    while (cursor_ < s_.devices_.size() && s_.devices_[cursor_].hour_us < hour_us) ++cursor_;
+    for (std::size_t d = cursor_; d < s_.devices_.size() && s_.devices_[d].hour_us == hour_us; ++d)
+      hour_gpus_.emplace(s_.placements_[s_.devices_[d].placement].gpu.value,
+                         static_cast<std::uint32_t>(d));
+  }
+
+  // Appends the hour's rows grouped by device-hour, each device's rows in the store's order.
+  void FlushHour() {
+    std::stable_sort(hour_rows_.begin(), hour_rows_.end(),
+                     [](const Pending& a, const Pending& b) { return a.device < b.device; });
+    UsageColumns& u = s_.usage_;
+    for (const Pending& p : hour_rows_) {
+      row_device_.push_back(p.device);
+      u.weights.push_back(p.weights);
+      u.activity.push_back(p.activity);
+      u.consumer.push_back(p.consumer);
+      u.placement.push_back(p.placement);
+      u.compute_quality.push_back(p.compute_quality);
+      u.activity_quality.push_back(p.activity_quality);
+      u.compute_rule.push_back(p.compute_rule);
+      u.activity_rule.push_back(p.activity_rule);
+      u.share_source.push_back(p.share_source);
+    }
+    hour_rows_.clear();
+  }
+
+  void AttachLabels() {
+    for (ConsumerInfo& c : s_.consumers_) {
+      if (auto it = pod_labels_.find({c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value});
+          it != pod_labels_.end())
+        c.labels = it->second;
+      if (auto it = s_.namespace_labels_.find(c.ref.namespace_name);
+          it != s_.namespace_labels_.end())
+        c.namespace_labels = it->second;
+    }
+  }
+
+  // As the report computes it: capacity less the unattributed and the rows' memory-time,
+  // summed saturating in row order.
+  void ComputeUnusedMemory() {
+    for (std::size_t d = 0; d < s_.devices_.size(); ++d) {
+      DeviceFigures& f = s_.devices_[d];
+      const KibSeconds capacity =
+          cost::MemoryCapacityKibSeconds(f.memory_total_bytes, f.metered_us);
+      KibSeconds used = f.unattributed_memory_kib_s;
+      for (std::uint32_t i = s_.first_usage_[d]; i < s_.first_usage_[d + 1]; ++i)
+        used = report::AddKibSeconds(used, s_.usage_.weights[i].memory_kib_s);
+      f.unused_memory_kib_s = static_cast<KibSeconds>(
+          std::clamp<__int128>(static_cast<__int128>(capacity) - used, 0, INT64_MAX));
+    }
+  }
+
+  // Each reconciled node-day's device-hours at their shares of the bill, in device order (as
+  // report::ApplyReconciliations does over the same rows).
+  void ApplyReconciliations() {
+    std::vector<std::size_t> indexes;
+    std::vector<DeviceHour> node_day;
+    for (const Reconciliation& r : reconciliations_) {
+      indexes.clear();
+      node_day.clear();
+      const auto [first, last] = s_.DeviceRange(r.day_us, r.day_us + kMicrosPerDay);
+      for (std::size_t d = first; d < last; ++d) {
+        const DeviceFigures& f = s_.devices_[d];
+        if (s_.placements_[f.placement].node != r.node) continue;
+        indexes.push_back(d);
+        DeviceHour h;
+        h.price_nanos = f.price_nanos;
+        h.metered_us = f.metered_us;
+        node_day.push_back(h);
+      }
+      const std::vector<Nanos> shares = report::ScaleToBill(r.billed_nanos, node_day);
+      for (std::size_t k = 0; k < indexes.size(); ++k)
+        s_.devices_[indexes[k]].price_nanos = shares[k];
+    }
+  }
+
+  struct PlacementHash {
+    std::size_t operator()(const Placement& p) const {
+      return std::hash<std::string>()(p.gpu.value) ^ (std::hash<std::string>()(p.node) << 1);
+    }
+  };
+
+  Snapshot& s_;
+  std::vector<Reconciliation> reconciliations_;
+  std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pod_labels_;
+  std::unordered_map<std::string, std::uint32_t> last_placement_;
+  std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
+  std::unordered_map<std::string, std::uint32_t> consumer_ids_;
+  std::unordered_map<std::string, std::uint16_t> rule_ids_;
+  std::string key_;
+  bool hour_started_ = false;
+  Micros hour_us_ = 0;
+  std::size_t cursor_ = 0;
+  std::unordered_map<std::string, std::uint32_t> hour_gpus_;
+  std::vector<Pending> hour_rows_;
+  std::vector<std::uint32_t> row_device_;
+  report::SumCheck sums_;
+};
+
+Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store,
+                                                       const TimeRange& range) {
+  auto snapshot = std::make_shared<Snapshot>();
+  snapshot->range_ = report::WholeDays(range.from_us, range.to_us);
+  SnapshotLoader loader(*snapshot);
+  if (Status s = store.Scan(snapshot->range_, loader); !s) return s.error();
+  if (Status s = loader.Finish(); !s) return s.error();
+  return std::shared_ptr<const Snapshot>(std::move(snapshot));
+}
+
+std::pair<std::size_t, std::size_t> Snapshot::DeviceRange(Micros from_us, Micros to_us) const {
+  auto by_hour = [](const DeviceFigures& d, Micros t) { return d.hour_us < t; };
+  const auto first = std::lower_bound(devices_.begin(), devices_.end(), from_us, by_hour);
+  const auto last = std::lower_bound(first, devices_.end(), to_us, by_hour);
+  return {static_cast<std::size_t>(first - devices_.begin()),
+          static_cast<std::size_t>(last - devices_.begin())};
+}
+
+void Snapshot::FillDeviceNumbers(std::size_t d, DeviceHour& out) const {
+  const DeviceFigures& f = devices_[d];
+  out.hour_us = f.hour_us;
+  out.sharing = placements_[f.placement].sharing;
+  out.price_state = f.price_state;
+  out.price_nanos = f.price_nanos;
+  out.energy_price_nanos = f.energy_price_nanos;
+  out.metered_us = f.metered_us;
+  out.unmetered_us = f.unmetered_us;
+  out.unallocated_us = f.unallocated_us;
+  out.busy_us = f.busy_us;
+  out.idle_us = f.idle_us;
+  out.unattributed_us = f.unattributed_us;
+  out.memory_total_bytes = f.memory_total_bytes;
+  out.unattributed_memory_kib_s = f.unattributed_memory_kib_s;
+  out.energy_mj = f.energy_mj;
+  out.idle_energy_mj = f.idle_energy_mj;
+  out.unattributed_energy_mj = f.unattributed_energy_mj;
+}
+
+UsageRow Snapshot::RowOf(std::size_t i) const {
+  UsageRow u;
+  const Placement& p = placements_[usage_.placement[i]];
+  u.consumer = consumers_[usage_.consumer[i]];
+  u.node = p.node;
+  u.gpu_model = p.gpu_model;
+  u.gpu = p.gpu;
+  u.sharing = p.sharing;
+  return u;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,113 @@
+#pragma once
+// A ledger range held in memory as columns (issue 32): what every report, allocation and device
+// read needs, read once from one store snapshot and priced as billed. Strings are kept once in
+// dictionaries (consumers, placements, rules); the rows hold integers. Immutable once loaded,
+// so any number of readers share it.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/time_range.h"
+#include "cost/policy.h"
+#include "model/ledger.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::ledger {
+
+// Where a row was: what a grouping or filter by node, model, device or mode reads.
+struct Placement {
+  std::string cluster;
+  std::string node;
+  std::string gpu_model;
+  GpuUuid gpu;
+  SharingMode sharing = SharingMode::kExclusive;
+  std::string pricing_class;
+  auto operator<=>(const Placement&) const = default;
+};
+
+// A device-hour's numbers (DeviceHour without its strings); prices already reconciled.
+struct DeviceFigures {
+  Micros hour_us = 0;
+  std::uint32_t placement = 0;
+  PriceState price_state = PriceState::kPriced;
+  Nanos price_nanos = 0;
+  Nanos energy_price_nanos = 0;
+  GpuMicros metered_us = 0;
+  GpuMicros unmetered_us = 0;
+  GpuMicros unallocated_us = 0;
+  GpuMicros busy_us = 0;
+  GpuMicros idle_us = 0;
+  GpuMicros unattributed_us = 0;
+  Bytes memory_total_bytes = 0;
+  KibSeconds unattributed_memory_kib_s = 0;
+  MilliJoules energy_mj = 0;
+  MilliJoules idle_energy_mj = 0;
+  MilliJoules unattributed_energy_mj = 0;
+  // What the device's memory could have held less what its rows and the unattributed bucket
+  // held, clamped to [0, INT64_MAX] (the report's idle memory-time).
+  KibSeconds unused_memory_kib_s = 0;
+};
+
+// The usage rows as columns, grouped by device-hour: the rows of device d are
+// [first_usage[d], first_usage[d + 1]), in the store's order.
+struct UsageColumns {
+  std::vector<cost::ConsumerWeights> weights;
+  std::vector<Activity> activity;
+  std::vector<std::uint32_t> consumer;   // Snapshot::consumers()
+  std::vector<std::uint32_t> placement;  // Snapshot::placements()
+  std::vector<Quality> compute_quality;
+  std::vector<Quality> activity_quality;
+  std::vector<std::uint16_t> compute_rule;  // Snapshot::rules(); 0 is ""
+  std::vector<std::uint16_t> activity_rule;
+  std::vector<std::uint16_t> share_source;
+  std::size_t size() const { return consumer.size(); }
+};
+
+class Snapshot {
+ public:
+  // Reads `range` widened to whole UTC days (a bill scales whole node-days) from one store
+  // snapshot: reconciled node-days at their bill (report/reconciled_prices.h). Usage rows whose
+  // device-hour is missing are left out, as reports leave them out.
+  static Result<std::shared_ptr<const Snapshot>> Load(store::LedgerStore& store,
+                                                      const TimeRange& range);
+
+  const TimeRange& range() const { return range_; }
+  const std::vector<DeviceFigures>& devices() const { return devices_; }
+  const std::vector<std::uint32_t>& first_usage() const { return first_usage_; }
+  const UsageColumns& usage() const { return usage_; }
+  const std::vector<ConsumerInfo>& consumers() const { return consumers_; }  // labels attached
+  const std::vector<Placement>& placements() const { return placements_; }
+  const std::vector<std::string>& rules() const { return rules_; }
+  // Namespace labels by namespace, for the namespaces of the snapshot's rows.
+  const std::map<std::string, std::map<std::string, std::string>>& namespace_labels() const {
+    return namespace_labels_;
+  }
+  // Whether every sum a report over any window of this snapshot takes fits in 64 bits.
+  bool sums_fit() const { return sums_fit_; }
+  // The devices of hours [from_us, to_us): an index range into devices().
+  std::pair<std::size_t, std::size_t> DeviceRange(Micros from_us, Micros to_us) const;
+
+  // Device d's numbers (and sharing mode) into a DeviceHour, e.g. to split its price; its
+  // strings are left as they are (the placement has them).
+  void FillDeviceNumbers(std::size_t d, DeviceHour& out) const;
+  // Usage row i as a UsageRow with its consumer and placement (for keys and filters).
+  UsageRow RowOf(std::size_t i) const;
+
+ private:
+  friend class SnapshotLoader;
+  TimeRange range_;
+  std::vector<DeviceFigures> devices_;
+  std::vector<std::uint32_t> first_usage_;
+  UsageColumns usage_;
+  std::vector<ConsumerInfo> consumers_;
+  std::vector<Placement> placements_;
+  std::vector<std::string> rules_;
+  std::map<std::string, std::map<std::string, std::string>> namespace_labels_;
+  bool sums_fit_ = true;
+};
+
+}  // namespace gpuledger::ledger
