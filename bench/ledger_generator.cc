@@ -55,7 +55,10 @@ struct Mode {
   Quality quality;
   const char* rule;
 };
+// Half the nodes exclusive (most clusters), the rest one mode each.
 constexpr Mode kModes[] = {{SharingMode::kExclusive, 1, Quality::kMeasured, ""},
+                           {SharingMode::kExclusive, 1, Quality::kMeasured, ""},
+                           {SharingMode::kExclusive, 1, Quality::kMeasured, ""},
                            {SharingMode::kExclusive, 1, Quality::kMeasured, ""},
                            {SharingMode::kExclusive, 1, Quality::kMeasured, ""},
                            {SharingMode::kTimeSlicing, 4, Quality::kEstimated, "process-samples"},

@@ -127,7 +127,7 @@ ApiResponse FromError(const Error& e) {
   return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
 }
 
-ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
+ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"});
       !u.empty())
     return JsonError(
@@ -156,7 +156,7 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
   query.idle = in->idle;
   query.step = step;
   query.filter = *filter;
-  auto reports = ledger::ReadReports(store, query);
+  auto reports = reads.Reports(store, query);
   if (!reports) {
     if (reports.error().code == ErrorCode::kInvalidArgument)
       return JsonError(400, "parameter " + reports.error().message);
@@ -180,7 +180,7 @@ ApiResponse Allocation(store::LedgerStore& store, const Params& p) {
           JsonText(json{{"code", 200}, {"status", "success"}, {"data", data}}) + "\n"};
 }
 
-ApiResponse Report(store::LedgerStore& store, const Params& p) {
+ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
     return JsonError(400,
                      fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
@@ -191,7 +191,7 @@ ApiResponse Report(store::LedgerStore& store, const Params& p) {
   query.group_by = in->by;
   query.policy = in->policy;
   query.idle = in->idle;
-  auto reports = ledger::ReadReports(store, query);
+  auto reports = reads.Reports(store, query);
   if (!reports) {
     if (reports.error().code == ErrorCode::kInvalidArgument)
       return JsonError(400, "parameter " + reports.error().message);
@@ -370,10 +370,14 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
     if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
     return Recommendations(**store, params, catalog_);
   }
+  if (path == "/api/v1/allocation" || path == "/api/v1/report") {
+    auto store = pool_.Borrow();
+    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
+    return path == "/api/v1/report" ? Report(**store, reads_, params)
+                                    : Allocation(**store, reads_, params);
+  }
   using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
-  Endpoint endpoint = path == "/api/v1/allocation"     ? &Allocation
-                      : path == "/api/v1/report"       ? &Report
-                      : path == "/api/v1/devices"      ? &Devices
+  Endpoint endpoint = path == "/api/v1/devices"        ? &Devices
                       : path == "/api/v1/export/focus" ? &ExportFocus
                                                        : nullptr;
   if (endpoint == nullptr) return JsonError(404, fmt::format("no endpoint {}", path));
@@ -416,6 +420,17 @@ ApiResponse Api::Metrics() {
     out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n",
                        extent->to_us / kMicrosPerSecond);
   }
+  const ledger::ReadServiceStats reads = reads_.stats();
+  out +=
+      "# HELP gpuledger_server_report_snapshots_total Reports and allocations by where their rows "
+      "came from: the kept snapshot (hit), the kept snapshot after loading it (load), or a "
+      "window outside it read alone (direct).\n"
+      "# TYPE gpuledger_server_report_snapshots_total counter\n";
+  out += fmt::format(
+      "gpuledger_server_report_snapshots_total{{result=\"hit\"}} {}\n"
+      "gpuledger_server_report_snapshots_total{{result=\"load\"}} {}\n"
+      "gpuledger_server_report_snapshots_total{{result=\"direct\"}} {}\n",
+      reads.cache_hits, reads.cache_loads, reads.direct_reads);
   for (const auto& render : extra) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};
 }

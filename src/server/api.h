@@ -39,6 +39,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
+#include "ledger/read_service.h"
 #include "server/connection_pool.h"
 #include "store/ledger_store.h"
 
@@ -75,6 +76,7 @@ class Api {
   ApiResponse Metrics();
 
   ConnectionPool pool_;
+  ledger::ReadService reads_;  // reports and allocations, from a kept snapshot
   std::string token_;
   const guardrails::Policy policy_;
   const cost::Catalog catalog_;

@@ -78,6 +78,7 @@ class HeldStore : public store::LedgerStore {
     return real_->Scan(r, scan);
   }
   Result<TimeRange> Extent() override { return real_->Extent(); }
+  Result<std::int64_t> Generation() override { return real_->Generation(); }
   Status PutMeta(const std::string& k, const std::string& v) override {
     return real_->PutMeta(k, v);
   }

@@ -69,6 +69,9 @@ class LedgerStore {
   virtual Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) = 0;
   // Everything of `range` a report needs, streamed from one read snapshot (LedgerScan).
   virtual Status Scan(const TimeRange& range, LedgerScan& scan) = 0;
+  // A number that changes with every committed write of hours or reconciliations (0 before
+  // the first): a reader that keeps a copy (ledger/read_service.h) knows when it is stale.
+  virtual Result<std::int64_t> Generation() = 0;
   // [first hour, last hour + 1h) over everything stored; nullopt-like {0,0} when empty.
   virtual Result<TimeRange> Extent() = 0;
 

@@ -113,6 +113,7 @@ class PostgresLedger final : public LedgerStore {
   Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
   Status Scan(const TimeRange& range, LedgerScan& scan) override;
   Result<TimeRange> Extent() override;
+  Result<std::int64_t> Generation() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
   Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
@@ -123,6 +124,8 @@ class PostgresLedger final : public LedgerStore {
 
  private:
   Status WriteLabels(std::span<const LedgerHour> hours);
+  // Counts one more change of what reports read (inside the writer's transaction).
+  Status BumpGeneration();
   // Runs `sql` through a cursor inside the caller's transaction, `on_row` for each row, a batch
   // at a time: a month of a large cluster is never held as one result.
   Status ForEachRow(std::string_view what, const std::string& sql, const PgParams& params,
@@ -238,6 +241,7 @@ Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
     }
   }
   if (Status s = WriteLabels(hours); !s) return s;
+  if (Status s = BumpGeneration(); !s) return s;
   return txn->Commit();
 }
 
@@ -490,8 +494,27 @@ Result<TimeRange> PostgresLedger::Extent() {
   return extent;
 }
 
+Status PostgresLedger::BumpGeneration() {
+  auto r = conn_->Exec("write ledger generation",
+                       fmt::format("INSERT INTO meta (key, value) VALUES ('{}', '1') ON CONFLICT "
+                                   "(key) DO UPDATE SET value = (meta.value::bigint + 1)::text",
+                                   kGenerationKey));
+  return r ? Status::Ok() : r.status();
+}
+
+Result<std::int64_t> PostgresLedger::Generation() {
+  if (Status s = conn_->Ensure(); !s) return s;
+  auto r =
+      conn_->Exec("read ledger generation",
+                  fmt::format("SELECT value::bigint FROM meta WHERE key = '{}'", kGenerationKey));
+  if (!r) return r.error();
+  std::int64_t generation = 0;
+  if (r->rows() == 1 && !r->Int(0, 0, generation)) return BadColumn("meta", 0);
+  return generation;
+}
+
 Status PostgresLedger::PutMeta(const std::string& key, const std::string& value) {
-  if (key == kSchemaVersionKey) {
+  if (IsStoreOwnedMetaKey(key)) {
     return InvalidArgument(
         fmt::format("{}: meta key '{}' is owned by the store", conn_->server(), key));
   }
@@ -508,10 +531,10 @@ Status PostgresLedger::PutMeta(const std::string& key, const std::string& value)
 Status PostgresLedger::UpdateMeta(
     const std::map<std::string, std::optional<std::string>>& changes) {
   if (changes.empty()) return Status::Ok();
-  if (changes.contains(std::string(kSchemaVersionKey))) {
-    return InvalidArgument(
-        fmt::format("{}: meta key '{}' is owned by the store", conn_->server(), kSchemaVersionKey));
-  }
+  for (const auto& [key, value] : changes)
+    if (IsStoreOwnedMetaKey(key))
+      return InvalidArgument(
+          fmt::format("{}: meta key '{}' is owned by the store", conn_->server(), key));
   if (Status s = conn_->Ensure(); !s) return s;
   auto txn = PgTxn::Begin(*conn_);
   if (!txn) return txn.status();
@@ -576,6 +599,7 @@ Status PostgresLedger::WriteReconciliations(std::span<const Reconciliation> reco
     auto r = conn_->Exec("write reconciliations", sql, p);
     if (!r) return r.status();  // ~PgTxn rolls back
   }
+  if (Status s = BumpGeneration(); !s) return s;
   return txn->Commit();
 }
 

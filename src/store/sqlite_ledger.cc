@@ -40,6 +40,7 @@ class SqliteLedger final : public LedgerStore {
   Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
   Status Scan(const TimeRange& range, LedgerScan& scan) override;
   Result<TimeRange> Extent() override;
+  Result<std::int64_t> Generation() override;
   Status PutMeta(const std::string& key, const std::string& value) override;
   Result<std::map<std::string, std::string>> ReadMeta() override;
   Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
@@ -74,6 +75,8 @@ class SqliteLedger final : public LedgerStore {
   SqliteStmt upsert_reconciliation_;
   SqliteStmt read_reconciliations_;
   SqliteStmt upsert_finding_;
+  SqliteStmt bump_generation_;
+  SqliteStmt read_generation_;
 };
 
 Status SqliteLedger::Prepare() {
@@ -87,7 +90,7 @@ Status SqliteLedger::Prepare() {
   const std::string usage_values =
       "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,"
       "?25,?26,?27,?28";
-  const std::array<Spec, 16> specs = {{
+  const std::array<Spec, 18> specs = {{
       {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
        "delete usage_hours"},
       {&upsert_device_,
@@ -127,6 +130,13 @@ Status SqliteLedger::Prepare() {
        "(SELECT DISTINCT namespace FROM usage_hours WHERE hour_us >= ?1 AND hour_us < ?2)",
        "read namespace_labels"},
       {&extent_, "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours", "read extent"},
+      {&bump_generation_,
+       fmt::format("INSERT INTO meta (key, value) VALUES ('{}', '1') ON CONFLICT (key) DO "
+                   "UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+                   kGenerationKey),
+       "write ledger generation"},
+      {&read_generation_, fmt::format("SELECT value FROM meta WHERE key = '{}'", kGenerationKey),
+       "read ledger generation"},
       {&put_meta_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", "write meta"},
       {&read_meta_, "SELECT key, value FROM meta ORDER BY key", "read meta"},
       {&upsert_reconciliation_,
@@ -182,6 +192,7 @@ Status SqliteLedger::WriteHours(std::span<const LedgerHour> hours) {
     if (Status s = WriteHour(hour); !s) return s;  // ~SqliteTxn rolls back
   }
   if (Status s = WriteLabels(hours); !s) return s;
+  if (Status s = bump_generation_.Run(); !s) return s;
   return txn->Commit();
 }
 
@@ -420,8 +431,18 @@ Result<TimeRange> SqliteLedger::Extent() {
   return extent;
 }
 
+Result<std::int64_t> SqliteLedger::Generation() {
+  std::int64_t generation = 0;
+  Status read = read_generation_.ForEachRow([&] {
+    generation = std::stoll(read_generation_.Text(0));
+    return Status::Ok();
+  });
+  if (!read) return read.error();
+  return generation;
+}
+
 Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
-  if (key == kSchemaVersionKey) {
+  if (IsStoreOwnedMetaKey(key)) {
     return InvalidArgument(
         fmt::format("sqlite {}: meta key '{}' is owned by the store", db_->path(), key));
   }
@@ -433,10 +454,10 @@ Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
 
 Status SqliteLedger::UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) {
   if (changes.empty()) return Status::Ok();
-  if (changes.contains(std::string(kSchemaVersionKey))) {
-    return InvalidArgument(fmt::format("sqlite {}: meta key '{}' is owned by the store",
-                                       db_->path(), kSchemaVersionKey));
-  }
+  for (const auto& [key, value] : changes)
+    if (IsStoreOwnedMetaKey(key))
+      return InvalidArgument(
+          fmt::format("sqlite {}: meta key '{}' is owned by the store", db_->path(), key));
   if (Status s = CheckWritable(); !s) return s;
   auto erase = db_->Prepare("DELETE FROM meta WHERE key = ?1", "delete meta");
   if (!erase) return erase.status();
@@ -486,6 +507,7 @@ Status SqliteLedger::WriteReconciliations(std::span<const Reconciliation> reconc
     q.Bind(9, r.imported_at_us);
     if (Status s = q.Run(); !s) return s;  // ~SqliteTxn rolls back
   }
+  if (Status s = bump_generation_.Run(); !s) return s;
   return txn->Commit();
 }
 

@@ -13,6 +13,12 @@ namespace gpuledger::store {
 
 inline constexpr std::int64_t kSchemaVersion = 7;  // the PostgreSQL ledger's too
 inline constexpr std::string_view kSchemaVersionKey = "schema_version";  // in `meta`
+// Counts the transactions that changed what reports read (hours, reconciliations); in `meta`.
+inline constexpr std::string_view kGenerationKey = "ledger_generation";
+// The meta keys the store owns and PutMeta/UpdateMeta refuse (the PostgreSQL ledger's too).
+inline bool IsStoreOwnedMetaKey(std::string_view key) {
+  return key == kSchemaVersionKey || key == kGenerationKey;
+}
 
 // Busy timeout, foreign keys off, and (read-write) WAL with synchronous=NORMAL.
 Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options);

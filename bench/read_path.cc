@@ -1,0 +1,136 @@
+// The read path over a large ledger (issue 32), in one process: loading the kept snapshot
+// (what the server does once per ledger generation), then each report and allocation answered
+// from it (warm), the peak memory, and the machine's memory-bandwidth floor for the scan: the
+// bytes of the columns a report reads divided by the bandwidth of summing a large array here.
+// Cold figures of a fresh process are the CLI's (bench/read_path.sh times them).
+//
+// Usage: read_path --db SPEC [--repeat 5]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "ledger/reports.h"
+#include "ledger/snapshot.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+double PeakRssMib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Bytes per second of summing a 512 MiB array of int64 (best of three): what one core of this
+// machine streams from memory.
+double SumBandwidth() {
+  std::vector<std::int64_t> data(64 << 20, 1);
+  double best = 0;
+  for (int run = 0; run < 3; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::int64_t sum = std::accumulate(data.begin(), data.end(), std::int64_t{0});
+    const double s = Seconds(t0);
+    if (sum != static_cast<std::int64_t>(data.size())) return 0;
+    best = std::max(best, static_cast<double>(data.size() * sizeof(std::int64_t)) / s);
+  }
+  return best;
+}
+
+// The bytes a report reads: every column of every usage row and every device figure.
+double ScanBytes(const ledger::Snapshot& s) {
+  const ledger::UsageColumns& u = s.usage();
+  const double per_row = sizeof(cost::ConsumerWeights) + sizeof(Activity) +
+                         2 * sizeof(std::uint32_t) + 2 * sizeof(Quality) +
+                         3 * sizeof(std::uint16_t);
+  return per_row * static_cast<double>(u.size()) +
+         static_cast<double>(s.devices().size() * (sizeof(ledger::DeviceFigures) + 4));
+}
+
+}  // namespace
+}  // namespace gpuledger
+
+int main(int argc, char** argv) {
+  using namespace gpuledger;
+  CLI::App app{"time the ledger read path: snapshot load and warm reports"};
+  std::string db;
+  int repeat = 5;
+  app.add_option("--db", db, "ledger: a path, sqlite:PATH or postgres://URL")->required();
+  app.add_option("--repeat", repeat, "warm runs per query (the median is printed)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto store = store::OpenLedger(db);
+  if (!store) {
+    fmt::print(stderr, "error: {}\n", store.error().message);
+    return 1;
+  }
+  auto extent = (*store)->Extent();
+  if (!extent) {
+    fmt::print(stderr, "error: {}\n", extent.error().message);
+    return 1;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto snapshot = ledger::Snapshot::Load(**store, *extent);
+  if (!snapshot) {
+    fmt::print(stderr, "error: {}\n", snapshot.error().message);
+    return 1;
+  }
+  const double load_s = Seconds(t0);
+  const ledger::Snapshot& s = **snapshot;
+  fmt::print(
+      "snapshot: {} device-hours, {} usage rows, {} consumers; load {:.2f} s, peak RSS "
+      "{:.0f} MiB\n",
+      s.devices().size(), s.usage().size(), s.consumers().size(), load_s, PeakRssMib());
+
+  const double bandwidth = SumBandwidth();
+  const double floor_s = ScanBytes(s) / bandwidth;
+  fmt::print("memory floor: {:.0f} MiB of columns at {:.1f} GB/s (one core) = {:.3f} s\n",
+             ScanBytes(s) / (1 << 20), bandwidth / 1e9, floor_s);
+
+  struct Query {
+    const char* name;
+    const char* by;
+    Micros step;
+  };
+  const Query queries[] = {{"report --by namespace", "namespace", 0},
+                           {"report --by label:team", "label:team", 0},
+                           {"report --by controller", "controller", 0},
+                           {"allocation aggregate=namespace step=1d", "namespace", kMicrosPerDay}};
+  for (const Query& q : queries) {
+    ledger::ReportQuery query;
+    query.window = *extent;
+    query.group_by = *report::ParseGroupBy(q.by);
+    query.step = q.step;
+    std::vector<double> runs;
+    std::size_t rows = 0;
+    for (int i = 0; i < repeat; ++i) {
+      const auto t1 = std::chrono::steady_clock::now();
+      auto reports = ledger::BuildReports(s, query);
+      runs.push_back(Seconds(t1));
+      if (!reports) {
+        fmt::print(stderr, "error: {}\n", reports.error().message);
+        return 1;
+      }
+      rows = reports->front().rows.size();
+    }
+    std::sort(runs.begin(), runs.end());
+    const double median = runs[runs.size() / 2];
+    fmt::print("warm {:<42} {:>8.3f} s  ({} rows, {:.1f}x the memory floor)\n", q.name, median,
+               rows, median / floor_s);
+  }
+  fmt::print("peak RSS {:.0f} MiB\n", PeakRssMib());
+  return 0;
+}

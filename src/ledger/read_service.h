@@ -1,0 +1,51 @@
+#pragma once
+// The one place a long-running reader (the server) answers reports from (issue 32). It keeps
+// the snapshot of the ledger's last `cached_days` days for as long as the ledger's generation
+// stays the same, so a report over them is a scan of memory; a window reaching further back is
+// read from the store for that query alone. Thread-safe; one load at a time.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/result.h"
+#include "ledger/reports.h"
+#include "ledger/snapshot.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::ledger {
+
+struct ReadServiceOptions {
+  int cached_days = 35;  // a 30-day window with room; at 10,000 GPUs about 1 GiB
+};
+
+struct ReadServiceStats {
+  std::int64_t cache_hits = 0;    // answered from the kept snapshot
+  std::int64_t cache_loads = 0;   // the kept snapshot (re)loaded: first use or a new generation
+  std::int64_t direct_reads = 0;  // windows outside the kept days, read for one query
+};
+
+class ReadService {
+ public:
+  explicit ReadService(ReadServiceOptions options = {}) : options_(options) {}
+
+  Result<std::vector<report::Report>> Reports(store::LedgerStore& store, const ReportQuery& query);
+  // A snapshot covering `window` at the ledger's current generation.
+  Result<std::shared_ptr<const Snapshot>> SnapshotFor(store::LedgerStore& store,
+                                                      const TimeRange& window);
+  ReadServiceStats stats() const;
+
+ private:
+  const ReadServiceOptions options_;
+  std::mutex mu_;  // held while a snapshot loads; stats() never waits for it
+  std::shared_ptr<const Snapshot> kept_;
+  std::int64_t kept_generation_ = -1;
+  TimeRange kept_extent_;
+  std::atomic<std::int64_t> cache_hits_ = 0;
+  std::atomic<std::int64_t> cache_loads_ = 0;
+  std::atomic<std::int64_t> direct_reads_ = 0;
+};
+
+}  // namespace gpuledger::ledger
