@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -45,6 +46,38 @@ TEST(Apportion, RandomSumsAreExactAndEachShareIsFloorOrCeil) {
       auto floor = static_cast<std::int64_t>(static_cast<unsigned __int128>(total) * w[i] / wsum);
       ASSERT_TRUE(s[i] == floor || s[i] == floor + 1);
     }
+  }
+}
+
+// The leftover units go where a stable sort of the remainders (descending) puts them, whether
+// the weights are few (picked one by one) or many (sorted): the rule the ledger's exact
+// figures were always computed by.
+TEST(Apportion, LeftoversFollowTheStableSortOfRemainders) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::size_t n = 1 + rng() % (trial % 2 == 0 ? 6 : 80);
+    std::vector<std::uint64_t> w(n);
+    // Few distinct weights, so equal remainders (ties) are common.
+    for (auto& x : w) x = rng() % 4 == 0 ? 0 : 1 + rng() % 5;
+    const auto total = static_cast<std::int64_t>(rng() % 1000);
+    unsigned __int128 wsum = 0;
+    for (auto x : w) wsum += x;
+    if (wsum == 0) continue;
+    std::vector<std::int64_t> expected(n);
+    std::vector<unsigned __int128> remainder(n);
+    std::int64_t given = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned __int128 product = static_cast<unsigned __int128>(total) * w[i];
+      expected[i] = static_cast<std::int64_t>(product / wsum);
+      remainder[i] = product % wsum;
+      given += expected[i];
+    }
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+    for (std::int64_t k = 0; k < total - given; ++k) ++expected[order[static_cast<std::size_t>(k)]];
+    ASSERT_EQ(Apportion(total, w), expected) << "trial " << trial;
   }
 }
 

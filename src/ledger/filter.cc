@@ -13,8 +13,7 @@ constexpr std::string_view kFields[] = {"namespace", "node",           "pod",
                                         "container", "controllerKind", "controllerName",
                                         "gpu_model", "sharing_mode"};
 
-std::string FieldValue(const FilterClause& c, const UsageRow& row) {
-  const ConsumerInfo& info = row.consumer;
+std::string FieldValue(const FilterClause& c, const ConsumerInfo& info, const report::Placed& row) {
   if (c.field == "namespace") return info.ref.namespace_name;
   if (c.field == "node") return row.node;
   if (c.field == "pod") return info.ref.pod;
@@ -88,8 +87,13 @@ Result<Filter> ParseFilter(std::string_view text) {
 }
 
 bool Matches(const Filter& filter, const UsageRow& row) {
+  return Matches(filter, row.consumer,
+                 report::Placed{row.node, row.gpu_model, row.gpu, row.sharing});
+}
+
+bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed) {
   for (const FilterClause& c : filter) {
-    const std::string v = FieldValue(c, row);
+    const std::string v = FieldValue(c, consumer, placed);
     const bool in = std::find(c.values.begin(), c.values.end(), v) != c.values.end();
     if (in == c.negate) return false;
   }

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "model/ledger.h"
+#include "report/report.h"
 
 namespace gpuledger::ledger {
 
@@ -25,5 +26,6 @@ using Filter = std::vector<FilterClause>;
 
 Result<Filter> ParseFilter(std::string_view text);
 bool Matches(const Filter& filter, const UsageRow& row);
+bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed);
 
 }  // namespace gpuledger::ledger

@@ -146,9 +146,11 @@ class Keys {
   static constexpr std::int32_t kUnknown = -2;
 
   std::int32_t Compute(std::size_t i) {
-    const UsageRow row = s_.RowOf(i);
-    if (!q_.filter.empty() && !Matches(q_.filter, row)) return -1;
-    return static_cast<std::int32_t>(Intern(report::KeyOf(row, q_.group_by)));
+    const ConsumerInfo& consumer = s_.consumers()[s_.usage().consumer[i]];
+    const Placement& p = s_.placements()[s_.usage().placement[i]];
+    const report::Placed placed{p.node, p.gpu_model, p.gpu, p.sharing};
+    if (!q_.filter.empty() && !Matches(q_.filter, consumer, placed)) return -1;
+    return static_cast<std::int32_t>(Intern(report::KeyOf(consumer, placed, q_.group_by)));
   }
 
   std::uint32_t Intern(std::string key) {
@@ -261,12 +263,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k],
              f.memory_total_bytes);
     }
-    report::Figures idle_f;
-    idle_f.allocated_gpu_us = f.unallocated_us;
-    idle_f.compute_gpu_us = f.idle_us;
-    idle_f.memory_kib_s = f.unused_memory_kib_s;
-    idle_f.energy_mj = f.idle_energy_mj;
-    idle_f.cost_nanos = split.idle;
+    Nanos idle_cost = split.idle;
     if (namespace_idle && split.idle != 0) {
       // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
       if (const std::int32_t key = keys.PlatformOf(d, b.idle_namespace_seen); key >= 0) {
@@ -274,15 +271,21 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
         b.rows[static_cast<std::size_t>(key)].present = true;
         b.rows[static_cast<std::size_t>(key)].cost_nanos += split.idle;
       }
-      idle_f.cost_nanos = 0;
+      idle_cost = 0;
     }
-    b.report.idle.Add(idle_f);
-    report::Figures unattributed_f;
-    unattributed_f.compute_gpu_us = f.unattributed_us;
-    unattributed_f.memory_kib_s = f.unattributed_memory_kib_s;
-    unattributed_f.energy_mj = f.unattributed_energy_mj;
-    unattributed_f.cost_nanos = split.unattributed;
-    b.report.unattributed.Add(unattributed_f);
+    // Idle and unattributed carry no quality, rules or activity: their numbers only.
+    report::Figures& idle = b.report.idle;
+    idle.allocated_gpu_us += f.unallocated_us;
+    idle.compute_gpu_us += f.idle_us;
+    idle.memory_kib_s = report::AddKibSeconds(idle.memory_kib_s, f.unused_memory_kib_s);
+    idle.energy_mj += f.idle_energy_mj;
+    idle.cost_nanos += idle_cost;
+    report::Figures& unattributed = b.report.unattributed;
+    unattributed.compute_gpu_us += f.unattributed_us;
+    unattributed.memory_kib_s =
+        report::AddKibSeconds(unattributed.memory_kib_s, f.unattributed_memory_kib_s);
+    unattributed.energy_mj += f.unattributed_energy_mj;
+    unattributed.cost_nanos += split.unattributed;
     report::Totals& t = b.report.total;
     t.device_cost_nanos += f.price_nanos;
     t.metered_us += f.metered_us;

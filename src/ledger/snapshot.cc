@@ -303,15 +303,4 @@ void Snapshot::FillDeviceNumbers(std::size_t d, DeviceHour& out) const {
   out.unattributed_energy_mj = f.unattributed_energy_mj;
 }
 
-UsageRow Snapshot::RowOf(std::size_t i) const {
-  UsageRow u;
-  const Placement& p = placements_[usage_.placement[i]];
-  u.consumer = consumers_[usage_.consumer[i]];
-  u.node = p.node;
-  u.gpu_model = p.gpu_model;
-  u.gpu = p.gpu;
-  u.sharing = p.sharing;
-  return u;
-}
-
 }  // namespace gpuledger::ledger

@@ -94,8 +94,6 @@ class Snapshot {
   // Device d's numbers (and sharing mode) into a DeviceHour, e.g. to split its price; its
   // strings are left as they are (the placement has them).
   void FillDeviceNumbers(std::size_t d, DeviceHour& out) const;
-  // Usage row i as a UsageRow with its consumer and placement (for keys and filters).
-  UsageRow RowOf(std::size_t i) const;
 
  private:
   friend class SnapshotLoader;

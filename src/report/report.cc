@@ -30,8 +30,7 @@ constexpr DimName kDimNames[] = {
     {"sharing_mode", Dimension::Kind::kSharingMode},
 };
 
-std::string Level(const UsageRow& row, const Dimension& d) {
-  const ConsumerInfo& c = row.consumer;
+std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d) {
   switch (d.kind) {
     case Dimension::Kind::kNamespace:
       return c.ref.namespace_name;
@@ -100,13 +99,18 @@ std::string ToString(const std::vector<Dimension>& dims) {
   return out;
 }
 
-std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
+std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
+                  const std::vector<Dimension>& dims) {
   std::string key;
   for (const auto& d : dims) {
     if (!key.empty()) key += "/";
-    key += Level(row, d);
+    key += Level(consumer, placed, d);
   }
   return key;
+}
+
+std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
+  return KeyOf(row.consumer, Placed{row.node, row.gpu_model, row.gpu, row.sharing}, dims);
 }
 
 void Figures::Add(const Figures& o) {

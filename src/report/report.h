@@ -42,6 +42,16 @@ std::string ToString(const std::vector<Dimension>& dims);
 // The key value a usage row has for a grouping; levels joined by '/'. A missing label is
 // "unlabelled"; a pod label wins over its namespace's label of the same key.
 std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims);
+// Where a row was, as a key reads it (a UsageRow's node, model, GPU and mode).
+struct Placed {
+  const std::string& node;
+  const std::string& gpu_model;
+  const GpuUuid& gpu;
+  SharingMode sharing;
+};
+// The same key for a consumer placed so, without a UsageRow.
+std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
+                  const std::vector<Dimension>& dims);
 
 struct Figures {
   GpuMicros allocated_gpu_us = 0;
