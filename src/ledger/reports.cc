@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -21,6 +22,10 @@ class RuleSet {
       return;
     }
     if (std::find(more_.begin(), more_.end(), id) == more_.end()) more_.push_back(id);
+  }
+  void Merge(const RuleSet& o) {
+    mask_ |= o.mask_;
+    for (std::uint16_t id : o.more_) Add(id);
   }
   // The text MergeRules gives for these rules merged in any order: one rule as it is, several
   // as the sorted union of their '+'-separated parts.
@@ -58,6 +63,26 @@ struct Acc {
   KibSeconds granted_memory_kib_s = 0;
   RuleSet share_source;
 
+  // Sums another part's rows of the same key (memory-time saturating, as Figures::Add).
+  void Merge(const Acc& o) {
+    if (!o.present) return;
+    present = true;
+    allocated_us += o.allocated_us;
+    compute_us += o.compute_us;
+    memory_kib_s = report::AddKibSeconds(memory_kib_s, o.memory_kib_s);
+    energy_mj += o.energy_mj;
+    cost_nanos += o.cost_nanos;
+    quality = Combine(quality, o.quality);
+    compute_rule.Merge(o.compute_rule);
+    activity += o.activity;
+    activity_allocated_us += o.activity_allocated_us;
+    activity_compute_us += o.activity_compute_us;
+    activity_quality = Combine(activity_quality, o.activity_quality);
+    activity_rule.Merge(o.activity_rule);
+    granted_memory_kib_s = report::AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
+    share_source.Merge(o.share_source);
+  }
+
   report::Figures ToFigures(const std::vector<std::string>& rules) const {
     report::Figures f;
     f.allocated_gpu_us = allocated_us;
@@ -80,10 +105,48 @@ struct Acc {
 
 // One step's report being built.
 struct Bucket {
-  std::vector<Acc> rows;  // by key id
   report::Report report;
-  std::set<std::string> unpriced;
   bool idle_namespace_seen = false;  // a row of the idle namespace is in this step
+};
+
+// A worker's sums for one step.
+struct Sums {
+  std::vector<Acc> rows;  // by key id; empty until the worker meets a device of the step
+  report::Figures idle;
+  report::Figures unattributed;
+  report::Totals total;
+  std::set<std::string> unpriced;
+
+  // Idle and unattributed carry no quality, rules or activity: their numbers only.
+  void AddDevice(const DeviceFigures& f, Nanos idle_cost, Nanos unattributed_cost) {
+    idle.allocated_gpu_us += f.unallocated_us;
+    idle.compute_gpu_us += f.idle_us;
+    idle.memory_kib_s = report::AddKibSeconds(idle.memory_kib_s, f.unused_memory_kib_s);
+    idle.energy_mj += f.idle_energy_mj;
+    idle.cost_nanos += idle_cost;
+    unattributed.compute_gpu_us += f.unattributed_us;
+    unattributed.memory_kib_s =
+        report::AddKibSeconds(unattributed.memory_kib_s, f.unattributed_memory_kib_s);
+    unattributed.energy_mj += f.unattributed_energy_mj;
+    unattributed.cost_nanos += unattributed_cost;
+    total.device_cost_nanos += f.price_nanos;
+    total.metered_us += f.metered_us;
+    total.unmetered_us += f.unmetered_us;
+    total.busy_us += f.busy_us;
+    total.device_hours += 1;
+  }
+
+  void Merge(const Sums& o) {
+    for (std::size_t k = 0; k < o.rows.size(); ++k) rows[k].Merge(o.rows[k]);
+    idle.Add(o.idle);
+    unattributed.Add(o.unattributed);
+    total.device_cost_nanos += o.total.device_cost_nanos;
+    total.metered_us += o.total.metered_us;
+    total.unmetered_us += o.total.unmetered_us;
+    total.busy_us += o.total.busy_us;
+    total.device_hours += o.total.device_hours;
+    unpriced.insert(o.unpriced.begin(), o.unpriced.end());
+  }
 };
 
 bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filter) {
@@ -207,7 +270,8 @@ Status CheckSums(const Snapshot& s, std::size_t first, std::size_t last) {
 
 }  // namespace
 
-Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const ReportQuery& q) {
+Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const ReportQuery& q,
+                                                 const Parallelism& parallelism) {
   const Micros from = q.window.from_us;
   const Micros to = std::max(q.window.to_us, from);
   const Micros step = q.step > 0 ? q.step : std::max<Micros>(to - from, 1);
@@ -245,71 +309,91 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     }
   }
 
+  // In order: each row's key (memoised; -1 where the filter leaves it out), and when idle goes
+  // to a namespace, each device's platform key.
   Keys keys(s, q);
-  DeviceHour device;
   const auto [first, last] = s.DeviceRange(from, to);
-  for (std::size_t d = first; d < last; ++d) {
-    const DeviceFigures& f = s.devices()[d];
-    Bucket& b = buckets[static_cast<std::size_t>((f.hour_us - from) / step)];
-    s.FillDeviceNumbers(d, device);
-    const std::uint32_t row_first = s.first_usage()[d];
-    const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
-    const cost::DeviceHourCost split = cost::SplitDeviceHour(
-        device, std::span(u.weights.data() + row_first, row_count), q.policy, q.idle);
-    for (std::uint32_t k = 0; k < row_count; ++k) {
-      const std::int32_t key = keys.Of(row_first + k);
-      if (key < 0) continue;
-      if (b.rows.size() <= static_cast<std::size_t>(key)) b.rows.resize(keys.names().size());
-      AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k],
-             f.memory_total_bytes);
-    }
-    Nanos idle_cost = split.idle;
-    if (namespace_idle && split.idle != 0) {
-      // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
-      if (const std::int32_t key = keys.PlatformOf(d, b.idle_namespace_seen); key >= 0) {
-        if (b.rows.size() <= static_cast<std::size_t>(key)) b.rows.resize(keys.names().size());
-        b.rows[static_cast<std::size_t>(key)].present = true;
-        b.rows[static_cast<std::size_t>(key)].cost_nanos += split.idle;
+  const std::uint32_t row_base = s.first_usage()[first];
+  std::vector<std::int32_t> row_key(s.first_usage()[last] - row_base);
+  for (std::size_t i = 0; i < row_key.size(); ++i) row_key[i] = keys.Of(row_base + i);
+  auto bucket_of = [&](std::size_t d) {
+    return static_cast<std::size_t>((s.devices()[d].hour_us - from) / step);
+  };
+  std::vector<std::int32_t> platform_key;
+  if (namespace_idle) {
+    platform_key.resize(last - first);
+    for (std::size_t d = first; d < last; ++d)
+      platform_key[d - first] = keys.PlatformOf(d, buckets[bucket_of(d)].idle_namespace_seen);
+  }
+  const std::size_t key_count = keys.names().size();
+
+  // The devices in contiguous parts, a worker each with sums of its own, merged in device order.
+  auto sum_part = [&](std::size_t part_first, std::size_t part_last, std::vector<Sums>& sums) {
+    sums.resize(buckets.size());
+    DeviceHour device;
+    for (std::size_t d = part_first; d < part_last; ++d) {
+      const DeviceFigures& f = s.devices()[d];
+      Sums& b = sums[bucket_of(d)];
+      if (b.rows.empty()) b.rows.resize(key_count);
+      s.FillDeviceNumbers(d, device);
+      const std::uint32_t row_first = s.first_usage()[d];
+      const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
+      const cost::DeviceHourCost split = cost::SplitDeviceHour(
+          device, std::span(u.weights.data() + row_first, row_count), q.policy, q.idle);
+      for (std::uint32_t k = 0; k < row_count; ++k) {
+        const std::int32_t key = row_key[row_first + k - row_base];
+        if (key >= 0)
+          AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k],
+                 f.memory_total_bytes);
       }
-      idle_cost = 0;
+      Nanos idle_cost = split.idle;
+      if (namespace_idle && split.idle != 0) {
+        // The platform namespace pays for idle capacity; idle keeps its time, not its cost.
+        if (const std::int32_t key = platform_key[d - first]; key >= 0) {
+          b.rows[static_cast<std::size_t>(key)].present = true;
+          b.rows[static_cast<std::size_t>(key)].cost_nanos += split.idle;
+        }
+        idle_cost = 0;
+      }
+      b.AddDevice(f, idle_cost, split.unattributed);
+      if (f.price_state == PriceState::kUnpriced)
+        b.unpriced.insert(s.placements()[f.placement].gpu_model);
     }
-    // Idle and unattributed carry no quality, rules or activity: their numbers only.
-    report::Figures& idle = b.report.idle;
-    idle.allocated_gpu_us += f.unallocated_us;
-    idle.compute_gpu_us += f.idle_us;
-    idle.memory_kib_s = report::AddKibSeconds(idle.memory_kib_s, f.unused_memory_kib_s);
-    idle.energy_mj += f.idle_energy_mj;
-    idle.cost_nanos += idle_cost;
-    report::Figures& unattributed = b.report.unattributed;
-    unattributed.compute_gpu_us += f.unattributed_us;
-    unattributed.memory_kib_s =
-        report::AddKibSeconds(unattributed.memory_kib_s, f.unattributed_memory_kib_s);
-    unattributed.energy_mj += f.unattributed_energy_mj;
-    unattributed.cost_nanos += split.unattributed;
-    report::Totals& t = b.report.total;
-    t.device_cost_nanos += f.price_nanos;
-    t.metered_us += f.metered_us;
-    t.unmetered_us += f.unmetered_us;
-    t.busy_us += f.busy_us;
-    t.device_hours += 1;
-    if (f.price_state == PriceState::kUnpriced)
-      b.unpriced.insert(s.placements()[f.placement].gpu_model);
+  };
+  const std::size_t devices = last - first;
+  const std::size_t workers = std::clamp<std::size_t>(
+      devices / std::max<std::size_t>(parallelism.devices_per_worker, 1), 1,
+      std::clamp(std::thread::hardware_concurrency(), 1u, std::max(parallelism.max_workers, 1u)));
+  std::vector<std::vector<Sums>> parts(workers);
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t w = 1; w < workers; ++w)
+      threads.emplace_back([&, w] {
+        sum_part(first + devices * w / workers, first + devices * (w + 1) / workers, parts[w]);
+      });
+    sum_part(first, first + devices / workers, parts[0]);
   }
 
   std::vector<report::Report> out;
   out.reserve(buckets.size());
-  for (Bucket& b : buckets) {
-    report::Report& r = b.report;
-    for (std::size_t key = 0; key < b.rows.size(); ++key) {
-      if (!b.rows[key].present) continue;
-      report::Figures f = b.rows[key].ToFigures(s.rules());
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    Sums total;
+    total.rows.resize(key_count);
+    for (const std::vector<Sums>& part : parts) total.Merge(part[i]);
+    report::Report& r = buckets[i].report;
+    r.idle = total.idle;
+    r.unattributed = total.unattributed;
+    r.total = total.total;
+    for (std::size_t key = 0; key < key_count; ++key) {
+      if (!total.rows[key].present) continue;
+      report::Figures f = total.rows[key].ToFigures(s.rules());
       r.rows.push_back(
           report::Row{keys.names()[key], f, utilization::Classify(report::UtilizationInputs(f))});
     }
     std::sort(r.rows.begin(), r.rows.end(), [](const report::Row& a, const report::Row& b2) {
       return std::tie(b2.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b2.key);
     });
-    r.total.unpriced_models.assign(b.unpriced.begin(), b.unpriced.end());
+    r.total.unpriced_models.assign(total.unpriced.begin(), total.unpriced.end());
     out.push_back(std::move(r));
   }
   return out;

@@ -29,10 +29,17 @@ struct ReportQuery {
   Filter filter;
 };
 
+// How many threads sum a report: one per `devices_per_worker` devices of the window, at most
+// `max_workers` (and the machine's cores). The answer is the same for any of them.
+struct Parallelism {
+  std::size_t devices_per_worker = 50'000;  // below that a thread costs more than it saves
+  unsigned max_workers = 4;
+};
+
 // kInvalidArgument for a window whose sums do not fit in 64 bits (report::BuildReport's).
 // The snapshot must cover query.window.
-Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot,
-                                                 const ReportQuery& query);
+Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot, const ReportQuery& query,
+                                                 const Parallelism& parallelism = {});
 
 // The window's snapshot read from `store`, then BuildReports: for a reader that keeps no
 // snapshot between queries (the CLI).

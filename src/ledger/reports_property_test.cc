@@ -181,6 +181,15 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     }
     auto ours = ReadReports(**store, q);
     ASSERT_TRUE(ours.ok()) << ours.error().message;
+    // Summed in parts by several threads, the same answer.
+    auto snapshot = Snapshot::Load(**store, q.window);
+    ASSERT_TRUE(snapshot.ok());
+    auto parts =
+        BuildReports(**snapshot, q, Parallelism{.devices_per_worker = 7, .max_workers = 3});
+    ASSERT_TRUE(parts.ok());
+    ASSERT_EQ(parts->size(), ours->size());
+    for (std::size_t i = 0; i < ours->size(); ++i)
+      EXPECT_EQ(report::ReportToJson((*parts)[i]), report::ReportToJson((*ours)[i]));
     const std::vector<std::string> plain = PlainReports(**store, q, only_namespace);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
     for (std::size_t i = 0; i < plain.size(); ++i) {
