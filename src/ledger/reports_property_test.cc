@@ -3,11 +3,13 @@
 // PostgreSQL: every policy and idle handling, groupings, steps, windows and filters.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "billing/ledger_reads.h"
+#include "ledger/devices.h"
 #include "ledger/reports.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
@@ -201,6 +203,26 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     }
   }
   EXPECT_GT(compared, 48);
+
+  // Each GPU's sums over a window: the priced device-hours' sums, GPU by GPU.
+  for (int from = 0; from < hours; from += 17) {
+    const TimeRange window{Hour(from), Hour(std::min(from + 30, hours))};
+    auto snapshot = Snapshot::Load(**store, window);
+    ASSERT_TRUE(snapshot.ok());
+    auto devices = billing::ReadPricedDeviceHours(**store, window);
+    ASSERT_TRUE(devices.ok());
+    std::map<std::string, std::pair<Nanos, GpuMicros>> plain;
+    for (const DeviceHour& d : *devices) {
+      plain[d.gpu.value].first += d.price_nanos;
+      plain[d.gpu.value].second += d.busy_us;
+    }
+    const std::vector<DeviceSummary> summaries = SummarizeDevices(**snapshot, window);
+    ASSERT_EQ(summaries.size(), plain.size());
+    for (const DeviceSummary& summary : summaries) {
+      EXPECT_EQ(summary.cost_nanos, plain[summary.placement.gpu.value].first);
+      EXPECT_EQ(summary.busy_us, plain[summary.placement.gpu.value].second);
+    }
+  }
   EXPECT_GT(rows_seen, 500);  // the reports compared are not empty ones
 }
 

@@ -10,6 +10,7 @@
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
+#include "ledger/devices.h"
 #include "ledger/filter.h"
 #include "ledger/reports.h"
 #include "recommendations/rightsize_json.h"
@@ -256,7 +257,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
   return {200, "application/json", JsonText(out) + "\n"};
 }
 
-ApiResponse Devices(store::LedgerStore& store, const Params& p) {
+ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "policy"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
   auto extent = store.Extent();
@@ -266,45 +267,26 @@ ApiResponse Devices(store::LedgerStore& store, const Params& p) {
   // A device's cost does not depend on the policy, but an unknown one is a mistake to say.
   if (auto policy = cost::ParsePolicy(Get(p, "policy", "allocation")); !policy)
     return JsonError(400, "parameter 'policy': " + policy.error().message);
-  auto devices = billing::ReadPricedDeviceHours(store, *window);
-  if (!devices) return FromError(devices.error());
-  struct Acc {
-    DeviceHour first;
-    GpuMicros metered = 0, unmetered = 0, busy = 0, idle = 0, unattributed = 0, unallocated = 0;
-    MilliJoules energy = 0;
-    Nanos cost = 0;
-  };
-  std::map<std::string, Acc> by_gpu;
-  for (const DeviceHour& d : *devices) {
-    auto [it, fresh] = by_gpu.try_emplace(d.gpu.value);
-    Acc& a = it->second;
-    if (fresh) a.first = d;
-    a.metered += d.metered_us;
-    a.unmetered += d.unmetered_us;
-    a.busy += d.busy_us;
-    a.idle += d.idle_us;
-    a.unattributed += d.unattributed_us;
-    a.unallocated += d.unallocated_us;
-    a.energy += d.energy_mj;
-    a.cost += d.price_nanos;
-  }
+  auto snapshot = reads.SnapshotFor(store, *window);
+  if (!snapshot) return FromError(snapshot.error());
   json out = json::array();
-  for (const auto& [uuid, a] : by_gpu)
-    out.push_back({{"gpu_uuid", uuid},
-                   {"gpu_model", a.first.gpu_model},
-                   {"node", a.first.node},
-                   {"sharing_mode", std::string(ToString(a.first.sharing))},
-                   {"pricing_class", a.first.pricing_class},
-                   {"memory_total_bytes", a.first.memory_total_bytes},
-                   {"metered_us", a.metered},
-                   {"unmetered_us", a.unmetered},
-                   {"busy_us", a.busy},
-                   {"idle_us", a.idle},
-                   {"unattributed_us", a.unattributed},
-                   {"unallocated_us", a.unallocated},
-                   {"energy_mj", a.energy},
-                   {"cost_nanos", a.cost},
-                   {"utilization", a.metered > 0 ? static_cast<double>(a.busy) / a.metered : 0.0}});
+  for (const ledger::DeviceSummary& a : ledger::SummarizeDevices(**snapshot, *window))
+    out.push_back(
+        {{"gpu_uuid", a.placement.gpu.value},
+         {"gpu_model", a.placement.gpu_model},
+         {"node", a.placement.node},
+         {"sharing_mode", std::string(ToString(a.placement.sharing))},
+         {"pricing_class", a.placement.pricing_class},
+         {"memory_total_bytes", a.memory_total_bytes},
+         {"metered_us", a.metered_us},
+         {"unmetered_us", a.unmetered_us},
+         {"busy_us", a.busy_us},
+         {"idle_us", a.idle_us},
+         {"unattributed_us", a.unattributed_us},
+         {"unallocated_us", a.unallocated_us},
+         {"energy_mj", a.energy_mj},
+         {"cost_nanos", a.cost_nanos},
+         {"utilization", a.metered_us > 0 ? static_cast<double>(a.busy_us) / a.metered_us : 0.0}});
   return {200, "application/json",
           JsonText(json{
               {"code", 200},
@@ -360,30 +342,19 @@ ApiResponse Api::Route(const std::string& path, const Params& params,
   if (!token_.empty() &&
       !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_)))
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
-  if (path == "/api/v1/findings") {
-    auto store = pool_.Borrow();
-    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
-    return Findings(**store, params, policy_);
-  }
-  if (path == "/api/v1/recommendations") {
-    auto store = pool_.Borrow();
-    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
-    return Recommendations(**store, params, catalog_);
-  }
-  if (path == "/api/v1/allocation" || path == "/api/v1/report") {
-    auto store = pool_.Borrow();
-    if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
-    return path == "/api/v1/report" ? Report(**store, reads_, params)
-                                    : Allocation(**store, reads_, params);
-  }
-  using Endpoint = ApiResponse (*)(store::LedgerStore&, const Params&);
-  Endpoint endpoint = path == "/api/v1/devices"        ? &Devices
-                      : path == "/api/v1/export/focus" ? &ExportFocus
-                                                       : nullptr;
-  if (endpoint == nullptr) return JsonError(404, fmt::format("no endpoint {}", path));
+  constexpr std::string_view kEndpoints[] = {"/api/v1/allocation",      "/api/v1/report",
+                                             "/api/v1/devices",         "/api/v1/findings",
+                                             "/api/v1/recommendations", "/api/v1/export/focus"};
+  if (std::find(std::begin(kEndpoints), std::end(kEndpoints), path) == std::end(kEndpoints))
+    return JsonError(404, fmt::format("no endpoint {}", path));
   auto store = pool_.Borrow();
   if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
-  return endpoint(**store, params);
+  if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
+  if (path == "/api/v1/report") return Report(**store, reads_, params);
+  if (path == "/api/v1/devices") return Devices(**store, reads_, params);
+  if (path == "/api/v1/findings") return Findings(**store, params, policy_);
+  if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
+  return ExportFocus(**store, params);
 }
 
 ApiResponse Api::Ready() {
