@@ -91,6 +91,7 @@ class RowReader {
  public:
   RowReader(const PgResult& r, int row) : r_(r), row_(row) {}
   std::string Text(int col) { return r_.Text(row_, col); }
+  std::string_view View(int col) { return r_.View(row_, col); }
   std::int64_t Int(int col) {
     std::int64_t v = 0;
     if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;

@@ -77,19 +77,21 @@ inline constexpr std::string_view kReconciliationColumns =
     "node, day_us, modelled_nanos, billed_nanos, factor, factor_ppm, currency, bill_file, "
     "imported_at_us";
 
-// A device-hour from a cursor on a row of kDeviceColumns; `Row` has Int(column) and
-// Text(column). false, with `what` saying which value, for a row this build cannot read.
+// A device-hour from a cursor on a row of kDeviceColumns; `Row` has Int(column), Text(column)
+// and View(column) (valid until the cursor moves). The row's strings are assigned in place, so
+// a row decoded again and again keeps their buffers. false, with `what` saying which value, for a
+// row this build cannot read.
 template <typename Row>
 bool DecodeDeviceHour(Row& q, DeviceHour& d, std::string* what) {
   d.hour_us = q.Int(0);
-  d.gpu = GpuUuid(q.Text(1));
-  d.cluster = q.Text(2);
-  d.node = q.Text(3);
-  d.gpu_model = q.Text(4);
-  const std::string mode = q.Text(5);
+  d.gpu.value.assign(q.View(1));
+  d.cluster.assign(q.View(2));
+  d.node.assign(q.View(3));
+  d.gpu_model.assign(q.View(4));
+  const std::string_view mode = q.View(5);
   auto sharing = ParseSharingMode(mode);
   if (!sharing) {
-    *what = "unknown sharing_mode '" + mode + "'";
+    *what = "unknown sharing_mode '" + std::string(mode) + "'";
     return false;
   }
   d.sharing = *sharing;
@@ -114,34 +116,34 @@ bool DecodeDeviceHour(Row& q, DeviceHour& d, std::string* what) {
 template <typename Row>
 bool DecodeUsageRow(Row& q, UsageRow& u, std::string* what) {
   u.hour_us = q.Int(0);
-  u.gpu = GpuUuid(q.Text(1));
+  u.gpu.value.assign(q.View(1));
   ConsumerRef& c = u.consumer.ref;
-  c.namespace_name = q.Text(2);
-  c.pod = q.Text(3);
-  c.pod_uid = PodUid(q.Text(4));
-  c.container = q.Text(5);
-  u.consumer.owner_kind = q.Text(6);
-  u.consumer.owner_name = q.Text(7);
-  u.node = q.Text(8);
-  u.gpu_model = q.Text(9);
-  const std::string mode = q.Text(10);
-  u.device_id = q.Text(11);
+  c.namespace_name.assign(q.View(2));
+  c.pod.assign(q.View(3));
+  c.pod_uid.value.assign(q.View(4));
+  c.container.assign(q.View(5));
+  u.consumer.owner_kind.assign(q.View(6));
+  u.consumer.owner_name.assign(q.View(7));
+  u.node.assign(q.View(8));
+  u.gpu_model.assign(q.View(9));
+  const std::string_view mode = q.View(10);
+  u.device_id.assign(q.View(11));
   u.allocated_us = q.Int(12);
   u.compute_us = q.Int(13);
   u.memory_kib_s = q.Int(14);
   u.peak_memory_bytes = q.Int(15);
   u.energy_mj = q.Int(16);
-  const std::string compute_quality = q.Text(17);
-  const std::string memory_quality = q.Text(18);
-  u.compute_rule = q.Text(19);
+  const std::string_view compute_quality = q.View(17);
+  const std::string_view memory_quality = q.View(18);
+  u.compute_rule.assign(q.View(19));
   u.activity.sm_active_us = q.Int(20);
   u.activity.sm_occupancy_us = q.Int(21);
   u.activity.tensor_active_us = q.Int(22);
   u.activity.dram_active_us = q.Int(23);
-  const std::string activity_quality = q.Text(24);
-  u.activity_rule = q.Text(25);
-  u.share_source = q.Text(26);
-  const std::string histogram = q.Text(27);
+  const std::string_view activity_quality = q.View(24);
+  u.activity_rule.assign(q.View(25));
+  u.share_source.assign(q.View(26));
+  const std::string_view histogram = q.View(27);
   return DecodeUsageEnums(u, mode, compute_quality, memory_quality, what) &&
          DecodeActivityQuality(u, activity_quality, what) && DecodeHistogram(u, histogram, what);
 }

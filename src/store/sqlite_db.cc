@@ -156,11 +156,13 @@ void SqliteStmt::Reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
-std::string SqliteStmt::Text(int col) const {
+std::string SqliteStmt::Text(int col) const { return std::string(View(col)); }
+
+std::string_view SqliteStmt::View(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return {};
-  return std::string(reinterpret_cast<const char*>(text),
-                     static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  return {reinterpret_cast<const char*>(text),
+          static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))};
 }
 
 Result<SqliteTxn> SqliteTxn::Begin(SqliteDb& db, bool immediate) {

@@ -83,6 +83,9 @@ class SqliteStmt {
   double Real(int col) const { return sqlite3_column_double(stmt_, col); }
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string Text(int col) const;
+  // The column's text without a copy: valid until the statement steps, resets or converts
+  // this column to another type.
+  std::string_view View(int col) const;
 
  private:
   friend class SqliteDb;
