@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build deps clean
+.PHONY: demo test build deps clean bench
 
 demo: build
 	./$(BUILD)/src/cmd/gpuledger demo
@@ -17,6 +17,10 @@ test: build
 build: deps
 	cmake --preset ci -B $(BUILD)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
+bench: build
+	./bench/read_path.sh $(BUILD)
 
 deps:
 	./scripts/install-deps.sh

@@ -173,6 +173,96 @@ std::string ExportRow::ResourceId() const {
   return {};
 }
 
+ExportBuilder::ExportBuilder(ExportRequest request) : request_(std::move(request)) {}
+
+void ExportBuilder::Add(ExportRow row, bool keep_zero) {
+  if (!keep_zero && row.quantity_us == 0 && row.effective_nanos == 0 && row.list_nanos == 0) return;
+  RowKey key{row.period_start_us, static_cast<int>(row.kind),
+             row.namespace_name,  row.owner_kind,
+             row.owner_name,      row.node,
+             row.gpu_model,       row.sharing_mode,
+             row.pricing_class,   row.team};
+  auto [it, inserted] = rows_.try_emplace(std::move(key), row);
+  if (inserted) return;
+  it->second.quantity_us += row.quantity_us;
+  it->second.effective_nanos += row.effective_nanos;
+  it->second.list_nanos += row.list_nanos;
+  it->second.billed_nanos += row.billed_nanos;
+}
+
+void ExportBuilder::AddDeviceHour(const DeviceHour& modelled, const DeviceHour& priced,
+                                  const Reconciliation* rec,
+                                  std::span<const ExportConsumer> consumers,
+                                  std::span<const cost::ConsumerWeights> weights,
+                                  const std::map<std::string, std::string>* platform_labels) {
+  const ExportRequest& request = request_;
+  const bool by_compute = request.policy.kind == cost::PolicyKind::kCompute;
+  const cost::DeviceHourCost list =
+      cost::SplitDeviceHour(modelled, weights, request.policy, request.idle);
+  const cost::DeviceHourCost eff =
+      cost::SplitDeviceHour(priced, weights, request.policy, request.idle);
+
+  ExportRow base;
+  if (request.period == ChargePeriod::kHour) {
+    base.period_start_us = modelled.hour_us;
+    base.period_end_us = modelled.hour_us + kMicrosPerHour;
+  } else {
+    base.period_start_us = std::max(DayStart(modelled.hour_us), request.from_us);
+    base.period_end_us = std::min(DayStart(modelled.hour_us) + kMicrosPerDay, request.to_us);
+  }
+  base.cluster = modelled.cluster.empty() ? request.cluster : modelled.cluster;
+  base.node = modelled.node;
+  base.gpu_model = modelled.gpu_model;
+  base.sharing_mode = std::string(ToString(modelled.sharing));
+  base.pricing_class = modelled.pricing_class;
+  if (rec != nullptr) base.reconciliation_factor = rec->factor;
+  auto billed = [&](Nanos effective_nanos) { return rec != nullptr ? effective_nanos : 0; };
+
+  for (std::size_t k = 0; k < consumers.size(); ++k) {
+    const ConsumerInfo& c = *consumers[k].consumer;
+    ExportRow row = base;
+    row.kind = RowKind::kWorkload;
+    row.namespace_name = c.ref.namespace_name;
+    row.owner_kind = c.owner_kind.empty() ? "Pod" : c.owner_kind;
+    row.owner_name = c.owner_name.empty() ? c.ref.pod : c.owner_name;
+    row.team = Team(c, request.team_label);
+    row.quantity_us = by_compute ? consumers[k].compute_us : consumers[k].allocated_us;
+    row.effective_nanos = eff.consumers[k];
+    row.list_nanos = list.consumers[k];
+    row.billed_nanos = billed(eff.consumers[k]);
+    Add(std::move(row), /*keep_zero=*/true);
+  }
+  ExportRow idle = base;
+  idle.kind = RowKind::kIdle;
+  idle.quantity_us = by_compute ? modelled.idle_us : modelled.unallocated_us;
+  idle.effective_nanos = eff.idle;
+  idle.list_nanos = list.idle;
+  idle.billed_nanos = billed(eff.idle);
+  if (request.idle.kind == cost::IdleHandling::Kind::kNamespace) {
+    // The platform namespace pays for idle capacity (as in the report).
+    idle.namespace_name = request.idle.namespace_name;
+    ConsumerInfo platform;
+    if (platform_labels != nullptr) platform.namespace_labels = *platform_labels;
+    idle.team = Team(platform, request.team_label);
+  }
+  Add(std::move(idle), false);
+  ExportRow unattributed = base;
+  unattributed.kind = RowKind::kUnattributed;
+  unattributed.quantity_us = modelled.unattributed_us;
+  unattributed.effective_nanos = eff.unattributed;
+  unattributed.list_nanos = list.unattributed;
+  unattributed.billed_nanos = billed(eff.unattributed);
+  Add(std::move(unattributed), false);
+}
+
+std::vector<ExportRow> ExportBuilder::Finish() {
+  std::vector<ExportRow> out;
+  out.reserve(rows_.size());
+  for (auto& [key, row] : rows_) out.push_back(std::move(row));
+  rows_.clear();
+  return out;
+}
+
 std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
                                        std::span<const DeviceHour> devices,
                                        std::span<const UsageRow> usage,
@@ -182,109 +272,39 @@ std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
   for (const Reconciliation& r : reconciliations) reconciled[{r.node, r.day_us}] = &r;
 
   using DeviceKey = std::tuple<Micros, std::string>;
-  std::map<DeviceKey, std::vector<UsageRow>> by_device;
+  std::map<DeviceKey, std::vector<const UsageRow*>> by_device;
   std::map<std::string, std::map<std::string, std::string>> namespace_labels;
   for (const UsageRow& u : usage) {
     if (u.hour_us < request.from_us || u.hour_us >= request.to_us) continue;
-    by_device[DeviceKey{u.hour_us, u.gpu.value}].push_back(u);
+    by_device[DeviceKey{u.hour_us, u.gpu.value}].push_back(&u);
     if (!u.consumer.namespace_labels.empty())
       namespace_labels[u.consumer.ref.namespace_name] = u.consumer.namespace_labels;
   }
+  const std::map<std::string, std::string>* platform_labels = nullptr;
+  if (auto it = namespace_labels.find(request.idle.namespace_name); it != namespace_labels.end())
+    platform_labels = &it->second;
 
-  using RowKey = std::tuple<Micros, int, std::string, std::string, std::string, std::string,
-                            std::string, std::string, std::string, std::string>;
-  std::map<RowKey, ExportRow> rows;
-  auto add = [&](ExportRow row, bool keep_zero) {
-    if (!keep_zero && row.quantity_us == 0 && row.effective_nanos == 0 && row.list_nanos == 0)
-      return;
-    RowKey key{row.period_start_us, static_cast<int>(row.kind),
-               row.namespace_name,  row.owner_kind,
-               row.owner_name,      row.node,
-               row.gpu_model,       row.sharing_mode,
-               row.pricing_class,   row.team};
-    auto [it, inserted] = rows.try_emplace(key, row);
-    if (inserted) return;
-    it->second.quantity_us += row.quantity_us;
-    it->second.effective_nanos += row.effective_nanos;
-    it->second.list_nanos += row.list_nanos;
-    it->second.billed_nanos += row.billed_nanos;
-  };
-
-  const bool by_compute = request.policy.kind == cost::PolicyKind::kCompute;
+  ExportBuilder builder(request);
+  std::vector<ExportConsumer> consumers;
+  std::vector<cost::ConsumerWeights> weights;
   for (std::size_t i = 0; i < devices.size(); ++i) {
     const DeviceHour& modelled = devices[i];
-    const DeviceHour& priced = effective[i];
     if (modelled.hour_us < request.from_us || modelled.hour_us >= request.to_us) continue;
-    std::vector<UsageRow> span_rows;
+    consumers.clear();
+    weights.clear();
     if (auto it = by_device.find(DeviceKey{modelled.hour_us, modelled.gpu.value});
         it != by_device.end())
-      span_rows = it->second;
-    cost::DeviceHourCost list =
-        cost::SplitDeviceHour(modelled, span_rows, request.policy, request.idle);
-    cost::DeviceHourCost eff =
-        cost::SplitDeviceHour(priced, span_rows, request.policy, request.idle);
+      for (const UsageRow* u : it->second) {
+        consumers.push_back({&u->consumer, u->allocated_us, u->compute_us});
+        weights.push_back(cost::WeightsOf(*u));
+      }
     const Reconciliation* rec = nullptr;
     if (auto it = reconciled.find({modelled.node, DayStart(modelled.hour_us)});
         it != reconciled.end())
       rec = it->second;
-
-    ExportRow base;
-    if (request.period == ChargePeriod::kHour) {
-      base.period_start_us = modelled.hour_us;
-      base.period_end_us = modelled.hour_us + kMicrosPerHour;
-    } else {
-      base.period_start_us = std::max(DayStart(modelled.hour_us), request.from_us);
-      base.period_end_us = std::min(DayStart(modelled.hour_us) + kMicrosPerDay, request.to_us);
-    }
-    base.cluster = modelled.cluster.empty() ? request.cluster : modelled.cluster;
-    base.node = modelled.node;
-    base.gpu_model = modelled.gpu_model;
-    base.sharing_mode = std::string(ToString(modelled.sharing));
-    base.pricing_class = modelled.pricing_class;
-    if (rec != nullptr) base.reconciliation_factor = rec->factor;
-    auto billed = [&](Nanos effective_nanos) { return rec != nullptr ? effective_nanos : 0; };
-
-    for (std::size_t k = 0; k < span_rows.size(); ++k) {
-      const UsageRow& u = span_rows[k];
-      ExportRow row = base;
-      row.kind = RowKind::kWorkload;
-      row.namespace_name = u.consumer.ref.namespace_name;
-      row.owner_kind = u.consumer.owner_kind.empty() ? "Pod" : u.consumer.owner_kind;
-      row.owner_name = u.consumer.owner_name.empty() ? u.consumer.ref.pod : u.consumer.owner_name;
-      row.team = Team(u.consumer, request.team_label);
-      row.quantity_us = by_compute ? u.compute_us : u.allocated_us;
-      row.effective_nanos = eff.consumers[k];
-      row.list_nanos = list.consumers[k];
-      row.billed_nanos = billed(eff.consumers[k]);
-      add(std::move(row), /*keep_zero=*/true);
-    }
-    ExportRow idle = base;
-    idle.kind = RowKind::kIdle;
-    idle.quantity_us = by_compute ? modelled.idle_us : modelled.unallocated_us;
-    idle.effective_nanos = eff.idle;
-    idle.list_nanos = list.idle;
-    idle.billed_nanos = billed(eff.idle);
-    if (request.idle.kind == cost::IdleHandling::Kind::kNamespace) {
-      // The platform namespace pays for idle capacity (as in the report).
-      idle.namespace_name = request.idle.namespace_name;
-      ConsumerInfo platform;
-      if (auto it = namespace_labels.find(idle.namespace_name); it != namespace_labels.end())
-        platform.namespace_labels = it->second;
-      idle.team = Team(platform, request.team_label);
-    }
-    add(std::move(idle), false);
-    ExportRow unattributed = base;
-    unattributed.kind = RowKind::kUnattributed;
-    unattributed.quantity_us = modelled.unattributed_us;
-    unattributed.effective_nanos = eff.unattributed;
-    unattributed.list_nanos = list.unattributed;
-    unattributed.billed_nanos = billed(eff.unattributed);
-    add(std::move(unattributed), false);
+    builder.AddDeviceHour(modelled, effective[i], rec, consumers, weights, platform_labels);
   }
-  std::vector<ExportRow> out;
-  out.reserve(rows.size());
-  for (auto& [key, row] : rows) out.push_back(std::move(row));
-  return out;
+  return builder.Finish();
 }
 
 std::span<const std::string_view> FocusColumnNames() { return kColumns; }

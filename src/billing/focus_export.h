@@ -12,9 +12,11 @@
 //   row's share of the billed amount (FOCUS: an allocated view must not double count invoices).
 // See docs/focus.md for every column.
 
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/result.h"
@@ -65,6 +67,38 @@ struct ExportRow {
   std::string reconciliation_factor;  // billed/modelled of the node-day, "" when not reconciled
 
   std::string ResourceId() const;  // "ns/Kind/name", "<node>/idle", "<node>/unattributed"
+};
+
+// One consumer of an exported device-hour: who (namespace, owner, pod, labels) and its time.
+struct ExportConsumer {
+  const ConsumerInfo* consumer = nullptr;
+  GpuMicros allocated_us = 0;
+  GpuMicros compute_us = 0;
+};
+
+// Sums export rows device-hour by device-hour: BuildExportRows over rows in memory, the read
+// service (ledger/) over its snapshot. Finish gives them in BuildExportRows' order.
+class ExportBuilder {
+ public:
+  explicit ExportBuilder(ExportRequest request);
+  // A device-hour inside the request's window: as modelled (catalog prices, and the strings
+  // rows are named by) and as priced (reconciled); its node-day's reconciliation or nullptr;
+  // its consumers and their split weights, in the same order; the platform namespace's labels
+  // (idle handling namespace:, nullptr for none).
+  void AddDeviceHour(const DeviceHour& modelled, const DeviceHour& priced,
+                     const Reconciliation* reconciliation,
+                     std::span<const ExportConsumer> consumers,
+                     std::span<const cost::ConsumerWeights> weights,
+                     const std::map<std::string, std::string>* platform_labels);
+  std::vector<ExportRow> Finish();
+
+ private:
+  void Add(ExportRow row, bool keep_zero);
+
+  using RowKey = std::tuple<Micros, int, std::string, std::string, std::string, std::string,
+                            std::string, std::string, std::string, std::string>;
+  const ExportRequest request_;
+  std::map<RowKey, ExportRow> rows_;
 };
 
 // Builds the rows. `devices` carry modelled prices; `reconciliations` are applied here (pass

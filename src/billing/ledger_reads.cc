@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ledger/export_rows.h"
 #include "report/reconciled_prices.h"
 #include "report/window.h"
 
@@ -52,15 +53,10 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
     request.currency = it->second;
   if (auto it = meta->find("cluster"); it != meta->end()) request.cluster = it->second;
 
-  // Whole days, so reconciled node-days scale as a whole; BuildExportRows keeps the window.
-  TimeRange days = report::WholeDays(request.from_us, request.to_us);
-  auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
-  if (!devices) return devices.error();
-  auto usage = store.ReadUsage({request.from_us, request.to_us});
-  if (!usage) return usage.error();
-  auto recs = store.ReadReconciliations({days.from_us, days.to_us});
-  if (!recs) return recs.error();
-  std::vector<ExportRow> rows = BuildExportRows(request, *devices, *usage, *recs);
+  // The read service's snapshot: whole days, so reconciled node-days scale as a whole.
+  auto snapshot = ledger::Snapshot::Load(store, {request.from_us, request.to_us});
+  if (!snapshot) return snapshot.error();
+  std::vector<ExportRow> rows = ledger::BuildExportRows(**snapshot, request);
   return o.format == "focus" ? RenderFocusCsv(request, rows) : RenderPlainCsv(rows);
 }
 

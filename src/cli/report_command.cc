@@ -9,31 +9,25 @@
 #include "cli/server_client.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
+#include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "report/report_json.h"
-#include "report/window.h"
 
 namespace gpuledger::cli {
 
 int ExitCodeFor(const Error& error) { return error.code == ErrorCode::kInvalidArgument ? 2 : 1; }
 
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o) {
-  auto by = report::ParseGroupBy(o.by);
-  if (!by) return by.error();
-  auto policy = cost::ParsePolicy(o.policy);
-  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
-  auto idle = cost::ParseIdleHandling(o.idle);
-  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto range = report::ResolveWindow(o.window, *extent);
-  if (!range) return InvalidArgument("--" + range.error().message);
-  ledger::ReportQuery query;
-  query.window = *range;
-  query.group_by = std::move(*by);
-  query.policy = *policy;
-  query.idle = std::move(*idle);
-  auto reports = ledger::ReadReports(store, query);
+  ledger::ReportRequest request;
+  request.window = o.window;
+  request.group_by = o.by;
+  request.policy = o.policy;
+  request.idle = o.idle;
+  auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
+  if (!query) return query.error();
+  auto reports = ledger::ReadReports(store, *query);
   if (!reports) return reports.error();
   return std::move(reports->front());
 }

@@ -10,7 +10,9 @@
 
 #include "billing/ledger_reads.h"
 #include "ledger/devices.h"
+#include "ledger/export_rows.h"
 #include "ledger/reports.h"
+#include "report/reconciled_prices.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
 #include "store_test_env/store_test_env.h"
@@ -203,6 +205,29 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     }
   }
   EXPECT_GT(compared, 48);
+
+  // Export rows from the snapshot: billing::BuildExportRows' rows over the same ledger.
+  for (int trial = 0; trial < 16; ++trial) {
+    billing::ExportRequest request;
+    const int from = static_cast<int>(rng() % 40);
+    request.from_us = Hour(from);
+    request.to_us = Hour(from + 1 + static_cast<int>(rng() % (hours - from)));
+    request.period = trial % 2 == 0 ? billing::ChargePeriod::kDay : billing::ChargePeriod::kHour;
+    request.policy = *cost::ParsePolicy(policies[trial % 4]);
+    request.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 4]);
+    const TimeRange days = report::WholeDays(request.from_us, request.to_us);
+    auto devices = (*store)->ReadDeviceHours(days);
+    auto usage = (*store)->ReadUsage({request.from_us, request.to_us});
+    auto recs = (*store)->ReadReconciliations(days);
+    ASSERT_TRUE(devices.ok() && usage.ok() && recs.ok());
+    const std::vector<billing::ExportRow> plain =
+        billing::BuildExportRows(request, *devices, *usage, *recs);
+    auto snapshot = Snapshot::Load(**store, {request.from_us, request.to_us});
+    ASSERT_TRUE(snapshot.ok());
+    const std::vector<billing::ExportRow> ours = BuildExportRows(**snapshot, request);
+    EXPECT_GT(plain.size(), 0u);
+    EXPECT_EQ(billing::RenderPlainCsv(ours), billing::RenderPlainCsv(plain)) << "trial " << trial;
+  }
 
   // Each GPU's sums over a window: the priced device-hours' sums, GPU by GPU.
   for (int from = 0; from < hours; from += 17) {

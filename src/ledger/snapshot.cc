@@ -20,7 +20,7 @@ class SnapshotLoader final : public store::LedgerScan {
   explicit SnapshotLoader(Snapshot& s) : s_(s) { s_.rules_.push_back(""); }
 
   Status OnReconciliation(const Reconciliation& r) override {
-    reconciliations_.push_back(r);
+    s_.reconciliations_.push_back(r);
     return Status::Ok();
   }
   Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
@@ -223,7 +223,7 @@ class SnapshotLoader final : public store::LedgerScan {
   void ApplyReconciliations() {
     std::vector<std::size_t> indexes;
     std::vector<DeviceHour> node_day;
-    for (const Reconciliation& r : reconciliations_) {
+    for (const Reconciliation& r : s_.reconciliations_) {
       indexes.clear();
       node_day.clear();
       const auto [first, last] = s_.DeviceRange(r.day_us, r.day_us + kMicrosPerDay);
@@ -237,8 +237,12 @@ class SnapshotLoader final : public store::LedgerScan {
         node_day.push_back(h);
       }
       const std::vector<Nanos> shares = report::ScaleToBill(r.billed_nanos, node_day);
-      for (std::size_t k = 0; k < indexes.size(); ++k)
-        s_.devices_[indexes[k]].price_nanos = shares[k];
+      for (std::size_t k = 0; k < indexes.size(); ++k) {
+        DeviceFigures& f = s_.devices_[indexes[k]];
+        s_.reconciled_[static_cast<std::uint32_t>(indexes[k])] =
+            Snapshot::Reconciled{f.price_nanos, &r};
+        f.price_nanos = shares[k];
+      }
     }
   }
 
@@ -249,7 +253,6 @@ class SnapshotLoader final : public store::LedgerScan {
   };
 
   Snapshot& s_;
-  std::vector<Reconciliation> reconciliations_;
   std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pod_labels_;
   std::unordered_map<std::string, std::uint32_t> last_placement_;
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;

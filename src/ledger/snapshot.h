@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
 #include "common/time_range.h"
 #include "cost/policy.h"
 #include "model/ledger.h"
+#include "model/reconciliation.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::ledger {
@@ -91,6 +93,17 @@ class Snapshot {
   // The devices of hours [from_us, to_us): an index range into devices().
   std::pair<std::size_t, std::size_t> DeviceRange(Micros from_us, Micros to_us) const;
 
+  // A device-hour whose node-day was billed: its price as modelled (the catalog's, before the
+  // bill scaled it) and the bill's reconciliation. nullptr for every other device-hour.
+  struct Reconciled {
+    Nanos modelled_nanos = 0;
+    const Reconciliation* reconciliation = nullptr;
+  };
+  const Reconciled* ReconciledOf(std::size_t d) const {
+    auto it = reconciled_.find(static_cast<std::uint32_t>(d));
+    return it == reconciled_.end() ? nullptr : &it->second;
+  }
+
   // Device d's numbers (and sharing mode) into a DeviceHour, e.g. to split its price; its
   // strings are left as they are (the placement has them).
   void FillDeviceNumbers(std::size_t d, DeviceHour& out) const;
@@ -105,6 +118,8 @@ class Snapshot {
   std::vector<Placement> placements_;
   std::vector<std::string> rules_;
   std::map<std::string, std::map<std::string, std::string>> namespace_labels_;
+  std::vector<Reconciliation> reconciliations_;
+  std::unordered_map<std::uint32_t, Reconciled> reconciled_;
   bool sums_fit_ = true;
 };
 

@@ -77,9 +77,9 @@ Result<std::vector<Dimension>> ParseGroupBy(std::string_view text) {
                            [&](const DimName& n) { return n.name == part; });
     if (it == std::end(kDimNames))
       return InvalidArgument(fmt::format(
-          "--by '{}': unknown grouping '{}' (namespace, label:KEY, controller, node, gpu_model, "
+          "unknown grouping '{}' in '{}' (namespace, label:KEY, controller, node, gpu_model, "
           "device, container, pod, sharing_mode; several joined by commas)",
-          text, part));
+          part, text));
     dims.push_back(Dimension{it->kind, ""});
   }
   return dims;

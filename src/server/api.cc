@@ -11,7 +11,7 @@
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
 #include "ledger/devices.h"
-#include "ledger/filter.h"
+#include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "recommendations/rightsize_json.h"
 #include "recommendations/rightsize_ledger.h"
@@ -96,32 +96,19 @@ ApiResponse JsonError(int status, const std::string& message) {
 
 namespace {
 
-struct ReportInputs {
-  TimeRange window;
-  std::vector<report::Dimension> by;
-  cost::Policy policy;
-  cost::IdleHandling idle;
-};
-
-// Parses the parameters every report endpoint shares; errors name the parameter.
-Result<ReportInputs> ParseReportParams(store::LedgerStore& store, const Params& p,
-                                       const std::string& aggregate_default) {
-  ReportInputs in;
+// The report request every report endpoint shares, from its parameters; errors name the
+// parameter. Reports and allocations answer the same question (ledger/report_request.h).
+Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const Params& p) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  auto window = report::ResolveWindow(Get(p, "window", "all"), *extent);
-  if (!window) return InvalidArgument("parameter 'window': " + window.error().message);
-  in.window = *window;
-  auto by = report::ParseGroupBy(Get(p, "aggregate", aggregate_default));
-  if (!by) return InvalidArgument("parameter 'aggregate': " + by.error().message);
-  in.by = *by;
-  auto policy = cost::ParsePolicy(Get(p, "policy", "allocation"));
-  if (!policy) return InvalidArgument("parameter 'policy': " + policy.error().message);
-  in.policy = *policy;
-  auto idle = cost::ParseIdleHandling(Get(p, "idle", "keep"));
-  if (!idle) return InvalidArgument("parameter 'idle': " + idle.error().message);
-  in.idle = *idle;
-  return in;
+  ledger::ReportRequest request;
+  request.window = Get(p, "window", request.window);
+  request.group_by = Get(p, "aggregate", request.group_by);
+  request.policy = Get(p, "policy", request.policy);
+  request.idle = Get(p, "idle", request.idle);
+  request.step = Get(p, "step", "");
+  request.filter = Get(p, "filter", "");
+  return ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
 }
 
 ApiResponse FromError(const Error& e) {
@@ -134,30 +121,10 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
     return JsonError(
         400,
         fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
-  auto in = ParseReportParams(store, p, "namespace");
-  if (!in) return FromError(in.error());
-  Micros step = in->window.to_us - in->window.from_us;
-  if (auto s = Get(p, "step", ""); !s.empty()) {
-    auto parsed = ParseDuration(s);
-    if (!parsed || *parsed < kMicrosPerHour || *parsed % kMicrosPerHour != 0)
-      return JsonError(
-          400,
-          fmt::format("parameter 'step': '{}' is not a whole number of hours (1h, 1d, 7d)", s));
-    step = *parsed;
-  }
-  if (step <= 0) return JsonError(400, "parameter 'window': the ledger is empty");
-  if ((in->window.to_us - in->window.from_us) / step > 1000)
-    return JsonError(400, "parameter 'step': more than 1000 steps in the window");
-  auto filter = ledger::ParseFilter(Get(p, "filter", ""));
-  if (!filter) return JsonError(400, "parameter 'filter': " + filter.error().message);
-  ledger::ReportQuery query;
-  query.window = in->window;
-  query.group_by = in->by;
-  query.policy = in->policy;
-  query.idle = in->idle;
-  query.step = step;
-  query.filter = *filter;
-  auto reports = reads.Reports(store, query);
+  auto query = ParseReportParams(store, p);
+  if (!query) return FromError(query.error());
+  const bool filtered = !query->filter.empty();
+  auto reports = reads.Reports(store, *query);
   if (!reports) {
     if (reports.error().code == ErrorCode::kInvalidArgument)
       return JsonError(400, "parameter " + reports.error().message);
@@ -170,7 +137,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
     json set = json::object();
     for (const auto& row : r.rows)
       set[row.key] = AllocationEntry(row.key, row.figures, r.from_us, r.to_us, &row);
-    if (filter->empty()) {
+    if (!filtered) {
       set["__idle__"] = AllocationEntry("__idle__", r.idle, r.from_us, r.to_us);
       set["__unattributed__"] =
           AllocationEntry("__unattributed__", r.unattributed, r.from_us, r.to_us);
@@ -185,14 +152,9 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
     return JsonError(400,
                      fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
-  auto in = ParseReportParams(store, p, "namespace");
-  if (!in) return FromError(in.error());
-  ledger::ReportQuery query;
-  query.window = in->window;
-  query.group_by = in->by;
-  query.policy = in->policy;
-  query.idle = in->idle;
-  auto reports = reads.Reports(store, query);
+  auto query = ParseReportParams(store, p);
+  if (!query) return FromError(query.error());
+  auto reports = reads.Reports(store, *query);
   if (!reports) {
     if (reports.error().code == ErrorCode::kInvalidArgument)
       return JsonError(400, "parameter " + reports.error().message);

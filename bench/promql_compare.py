@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The same aggregation by PromQL (issue 32): a ledger's usage rows as the counters a platform
+team would keep in Prometheus -- one series per container and GPU, its allocated GPU-seconds
+summed hour by hour -- loaded into a real Prometheus (promtool backfill) and a real
+VictoriaMetrics (import API), then `sum by (LABEL) (increase(...[WINDOW]))` timed on each,
+cold (first query after start) and warm (best of three). Standard-library Python.
+
+Usage: bench/promql_compare.py LEDGER.db [WORKDIR]
+Prints markdown table rows: figure | time.
+"""
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+METRIC = "gpuledger_bench_allocated_gpu_seconds_total"
+GROUPINGS = [("namespace", "namespace"), ("label:team", "team"), ("controller", "controller")]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_series(db, openmetrics_path, import_path):
+    """Both files in one pass: OpenMetrics (seconds) for promtool, text with ms for VM."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    labels = {}
+    for ns, key, value in con.execute("SELECT namespace, key, value FROM namespace_labels"):
+        if key == "team":
+            labels[ns] = value
+    rows = con.execute(
+        "SELECT namespace, pod, pod_uid, container, owner_kind, owner_name, gpu_uuid, hour_us, "
+        "allocated_us FROM usage_hours ORDER BY namespace, pod, pod_uid, container, gpu_uuid, "
+        "hour_us")
+    first = last = None
+    samples = 0
+    with open(openmetrics_path, "w") as om, open(import_path, "w") as vm:
+        om.write(f"# TYPE {METRIC[:-6]} counter\n")
+        series, total = None, 0
+        for ns, pod, uid, container, kind, owner, gpu, hour_us, allocated_us in rows:
+            key = (ns, pod, uid, container, gpu)
+            if key != series:
+                series, total = key, 0
+            total += allocated_us / 1e6
+            controller = f"{ns}/{kind or 'Pod'}/{owner or pod}"
+            lab = (f'namespace="{ns}",pod="{pod}",container="{container}",gpu="{gpu}",'
+                   f'team="{labels.get(ns, "unlabelled")}",controller="{controller}"')
+            end_s = (hour_us + 3_600_000_000) // 1_000_000
+            om.write(f"{METRIC}{{{lab}}} {total:.6f} {end_s}\n")
+            vm.write(f"{METRIC}{{{lab}}} {total:.6f} {end_s * 1000}\n")
+            first = end_s if first is None else min(first, end_s)
+            last = end_s if last is None else max(last, end_s)
+            samples += 1
+        om.write("# EOF\n")
+    return samples, first, last
+
+
+def wait_ready(url, seconds=600):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            time.sleep(0.5)
+    raise SystemExit(f"not ready: {url}")
+
+
+def timed_query(base, promql, at):
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": promql, "time": at})
+    t0 = time.monotonic()
+    with urllib.request.urlopen(url, timeout=3600) as r:
+        body = json.load(r)
+    took = time.monotonic() - t0
+    if body.get("status") != "success":
+        raise SystemExit(f"query failed: {body}")
+    return took, len(body["data"]["result"])
+
+
+def compare(name, base, window_s, at):
+    for by, label in GROUPINGS:
+        promql = f"sum by ({label}) (increase({METRIC}[{window_s}s]))"
+        cold, groups = timed_query(base, promql, at)
+        warm = min(timed_query(base, promql, at)[0] for _ in range(3))
+        print(f"| {name} `sum by ({label}) (increase(...[30d]))` ({groups} groups) | "
+              f"{cold:.2f} s cold, {warm:.2f} s warm |")
+
+
+def main():
+    db = sys.argv[1]
+    work = sys.argv[2] if len(sys.argv) > 2 else "/var/tmp/gpuledger-promql"
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    om, vm_text = os.path.join(work, "series.om"), os.path.join(work, "series.prom")
+    t0 = time.monotonic()
+    samples, first, last = write_series(db, om, vm_text)
+    print(f"<!-- {samples} samples written in {time.monotonic() - t0:.0f} s -->", flush=True)
+    window_s, at = last - first + 3600, last
+
+    prom_data = os.path.join(work, "prom-data")
+    t0 = time.monotonic()
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, prom_data],
+                   check=True, stdout=subprocess.DEVNULL)
+    print(f"<!-- promtool backfill {time.monotonic() - t0:.0f} s -->", flush=True)
+    port = free_port()
+    with open(os.path.join(work, "prometheus.yml"), "w") as f:
+        f.write("global: {scrape_interval: 1h}\n")
+    prom = subprocess.Popen(
+        ["prometheus", f"--config.file={work}/prometheus.yml",
+         f"--storage.tsdb.path={prom_data}", "--storage.tsdb.retention.time=100y",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+         "--query.timeout=1h", "--query.max-samples=1000000000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}/-/ready")
+        compare("Prometheus 2.42", f"http://127.0.0.1:{port}", window_s, at)
+    finally:
+        prom.terminate()
+        prom.wait()
+
+    port = free_port()
+    vm = subprocess.Popen(
+        ["victoria-metrics", f"-storageDataPath={work}/vm-data", "-retentionPeriod=100y",
+         f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=WARN", "-search.latencyOffset=0s",
+         "-search.maxSamplesPerQuery=1000000000", "-search.maxUniqueTimeseries=100000000",
+         "-search.maxQueryDuration=1h"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(f"{base}/health")
+        t0 = time.monotonic()
+        with open(vm_text, "rb") as f:
+            req = urllib.request.Request(f"{base}/api/v1/import/prometheus", data=f, method="POST")
+            req.add_header("Content-Length", str(os.path.getsize(vm_text)))
+            urllib.request.urlopen(req, timeout=3600).read()
+        urllib.request.urlopen(f"{base}/internal/force_flush", timeout=600).read()
+        print(f"<!-- VictoriaMetrics import {time.monotonic() - t0:.0f} s -->", flush=True)
+        compare("VictoriaMetrics", base, window_s, at)
+    finally:
+        vm.terminate()
+        vm.wait()
+
+
+if __name__ == "__main__":
+    main()

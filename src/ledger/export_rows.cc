@@ -1,0 +1,49 @@
+#include "ledger/export_rows.h"
+
+namespace gpuledger::ledger {
+
+std::vector<billing::ExportRow> BuildExportRows(const Snapshot& s,
+                                                const billing::ExportRequest& request) {
+  const auto [first, last] = s.DeviceRange(request.from_us, request.to_us);
+  const UsageColumns& u = s.usage();
+  // The platform namespace's labels, when a row of it in the window has some (as
+  // billing::BuildExportRows takes them from the window's rows).
+  const std::map<std::string, std::string>* platform_labels = nullptr;
+  if (request.idle.kind == cost::IdleHandling::Kind::kNamespace)
+    for (std::uint32_t i = s.first_usage()[first]; i < s.first_usage()[last]; ++i) {
+      const ConsumerInfo& c = s.consumers()[u.consumer[i]];
+      if (c.ref.namespace_name == request.idle.namespace_name && !c.namespace_labels.empty()) {
+        platform_labels = &s.namespace_labels().at(c.ref.namespace_name);
+        break;
+      }
+    }
+
+  billing::ExportBuilder builder(request);
+  DeviceHour modelled;
+  DeviceHour priced;
+  std::vector<billing::ExportConsumer> consumers;
+  for (std::size_t d = first; d < last; ++d) {
+    const Placement& p = s.placements()[s.devices()[d].placement];
+    s.FillDeviceNumbers(d, priced);
+    priced.cluster = p.cluster;
+    priced.node = p.node;
+    priced.gpu = p.gpu;
+    priced.gpu_model = p.gpu_model;
+    priced.pricing_class = p.pricing_class;
+    modelled = priced;
+    const Snapshot::Reconciled* reconciled = s.ReconciledOf(d);
+    if (reconciled != nullptr) modelled.price_nanos = reconciled->modelled_nanos;
+    const std::uint32_t row_first = s.first_usage()[d];
+    const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
+    consumers.clear();
+    for (std::uint32_t i = row_first; i < row_first + row_count; ++i)
+      consumers.push_back(
+          {&s.consumers()[u.consumer[i]], u.weights[i].allocated_us, u.weights[i].compute_us});
+    builder.AddDeviceHour(modelled, priced,
+                          reconciled != nullptr ? reconciled->reconciliation : nullptr, consumers,
+                          std::span(u.weights.data() + row_first, row_count), platform_labels);
+  }
+  return builder.Finish();
+}
+
+}  // namespace gpuledger::ledger

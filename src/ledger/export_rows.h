@@ -1,0 +1,16 @@
+#pragma once
+// FOCUS and plain-CSV export rows over a Snapshot: billing::BuildExportRows' rows (the same
+// ExportBuilder, device-hour by device-hour) without reading the window's rows again.
+
+#include <vector>
+
+#include "billing/focus_export.h"
+#include "ledger/snapshot.h"
+
+namespace gpuledger::ledger {
+
+// The snapshot must cover [request.from_us, request.to_us).
+std::vector<billing::ExportRow> BuildExportRows(const Snapshot& snapshot,
+                                                const billing::ExportRequest& request);
+
+}  // namespace gpuledger::ledger

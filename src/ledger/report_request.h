@@ -1,0 +1,42 @@
+#pragma once
+// A report as a user asks for it — the CLI's flags and the API's parameters name the same
+// fields — checked once and resolved against the ledger into a ReportQuery. The edges only say
+// what their users call each field; errors name the field that way.
+
+#include <string>
+
+#include "common/result.h"
+#include "common/time_range.h"
+#include "ledger/reports.h"
+
+namespace gpuledger::ledger {
+
+struct ReportRequest {
+  std::string window = "all";  // report::ResolveWindow's forms
+  std::string group_by = "namespace";
+  std::string policy = "allocation";
+  std::string idle = "keep";
+  std::string step;    // "" one report; else a whole number of hours (1h, 1d, 7d)
+  std::string filter;  // "" every consumer; else ledger/filter.h's language
+};
+
+// What an edge calls each field in an error: "--by", "parameter 'aggregate'", ...
+struct FieldNames {
+  std::string window;
+  std::string group_by;
+  std::string policy;
+  std::string idle;
+  std::string step;
+  std::string filter;
+};
+const FieldNames& FlagNames();       // the CLI: --window, --by, --policy, --idle, --step, --filter
+const FieldNames& ParameterNames();  // the API: parameter 'window', parameter 'aggregate', ...
+
+inline constexpr int kMaxSteps = 1000;
+
+// kInvalidArgument "<field name>: <what is wrong>" for the first bad field; a step on an empty
+// ledger or more than kMaxSteps steps are errors of the step (window for an empty ledger).
+Result<ReportQuery> ParseReportRequest(const ReportRequest& request, const TimeRange& extent,
+                                       const FieldNames& names);
+
+}  // namespace gpuledger::ledger
