@@ -5,8 +5,10 @@ summed hour by hour -- loaded into a real Prometheus (promtool backfill) and a r
 VictoriaMetrics (import API), then `sum by (LABEL) (increase(...[WINDOW]))` timed on each,
 cold (first query after start) and warm (best of three). Standard-library Python.
 
-Usage: bench/promql_compare.py LEDGER.db [WORKDIR]
-Prints markdown table rows: figure | time.
+Usage: bench/promql_compare.py LEDGER.db [WORKDIR] [--skip-prometheus]
+Prints markdown table rows: figure | time. VictoriaMetrics runs with its result cache off, so
+every query is computed (as each of ours is); promtool's backfill takes minutes per million
+samples, hence --skip-prometheus for the largest ledgers.
 """
 import json
 import os
@@ -96,8 +98,10 @@ def compare(name, base, window_s, at):
 
 
 def main():
-    db = sys.argv[1]
-    work = sys.argv[2] if len(sys.argv) > 2 else "/var/tmp/gpuledger-promql"
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    skip_prometheus = "--skip-prometheus" in sys.argv
+    db = args[0]
+    work = args[1] if len(args) > 1 else "/var/tmp/gpuledger-promql"
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     om, vm_text = os.path.join(work, "series.om"), os.path.join(work, "series.prom")
@@ -106,6 +110,12 @@ def main():
     print(f"<!-- {samples} samples written in {time.monotonic() - t0:.0f} s -->", flush=True)
     window_s, at = last - first + 3600, last
 
+    if not skip_prometheus:
+        run_prometheus(work, om, window_s, at)
+    run_victoria_metrics(work, vm_text, window_s, at)
+
+
+def run_prometheus(work, om, window_s, at):
     prom_data = os.path.join(work, "prom-data")
     t0 = time.monotonic()
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, prom_data],
@@ -127,12 +137,15 @@ def main():
         prom.terminate()
         prom.wait()
 
+
+
+def run_victoria_metrics(work, vm_text, window_s, at):
     port = free_port()
     vm = subprocess.Popen(
         ["victoria-metrics", f"-storageDataPath={work}/vm-data", "-retentionPeriod=100y",
          f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=WARN", "-search.latencyOffset=0s",
          "-search.maxSamplesPerQuery=1000000000", "-search.maxUniqueTimeseries=100000000",
-         "-search.maxQueryDuration=1h"],
+         "-search.maxQueryDuration=1h", "-search.disableCache"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"

@@ -101,6 +101,34 @@ TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
   EXPECT_EQ(k["data"][0].size(), 2u);  // web/api-0, web/api-1
 }
 
+// A filter selects consumers before they are summed: a team's row holds only its matching
+// consumers, each at its whole-cluster cost (issue 32; a group was kept whole when any of its
+// rows matched).
+TEST_F(ApiTest, FilterSumsOnlyTheMatchingConsumersOfAGroup) {
+  json all = Get("/api/v1/allocation", {{"aggregate", "label:team"}});
+  json pods = Get("/api/v1/allocation", {{"aggregate", "pod"}});
+  json some = Get("/api/v1/allocation",
+                  {{"aggregate", "label:team"}, {"filter", "pod:\"api-0\""}});
+  ASSERT_EQ(some["data"][0].size(), 1u) << some.dump();
+  // web/api-0 carries the pod label team=search, like api-1: the search row is api-0's part.
+  EXPECT_EQ(some["data"][0]["search"]["cost_nanos"], pods["data"][0]["web/api-0"]["cost_nanos"]);
+  EXPECT_LT(some["data"][0]["search"]["cost_nanos"].get<std::int64_t>(),
+            all["data"][0]["search"]["cost_nanos"].get<std::int64_t>());
+}
+
+// Reports come from the snapshot the API keeps while the ledger does not change.
+TEST_F(ApiTest, ReportsShareOneSnapshotUntilTheLedgerChanges) {
+  Get("/api/v1/report", {{"aggregate", "namespace"}});
+  Get("/api/v1/allocation", {{"aggregate", "pod"}, {"step", "1d"}});
+  Get("/api/v1/devices", {});
+  ApiResponse m = api_->Handle("/metrics", {}, "");
+  EXPECT_NE(m.body.find("gpuledger_server_report_snapshots_total{result=\"load\"} 1"),
+            std::string::npos)
+      << m.body;
+  EXPECT_NE(m.body.find("gpuledger_server_report_snapshots_total{result=\"hit\"} 2"),
+            std::string::npos);
+}
+
 TEST_F(ApiTest, ErrorsNameTheParameter) {
   json a = Get("/api/v1/allocation", {{"windw", "7d"}}, 400);
   EXPECT_NE(a["error"].get<std::string>().find("'windw'"), std::string::npos);
