@@ -1,6 +1,7 @@
 #include "ledger/reports.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -8,6 +9,7 @@
 #include <unordered_map>
 
 #include "model/usage.h"
+#include "report/reconciled_prices.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -148,6 +150,13 @@ struct Sums {
     unpriced.insert(o.unpriced.begin(), o.unpriced.end());
   }
 };
+
+// Cost descending, then key: report::BuildReport's order.
+void SortRows(std::vector<report::Row>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const report::Row& a, const report::Row& b) {
+    return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
+  });
+}
 
 bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filter) {
   using Kind = report::Dimension::Kind;
@@ -390,20 +399,107 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       r.rows.push_back(
           report::Row{keys.names()[key], f, utilization::Classify(report::UtilizationInputs(f))});
     }
-    std::sort(r.rows.begin(), r.rows.end(), [](const report::Row& a, const report::Row& b2) {
-      return std::tie(b2.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b2.key);
-    });
+    SortRows(r.rows);
     r.total.unpriced_models.assign(total.unpriced.begin(), total.unpriced.end());
     out.push_back(std::move(r));
   }
   return out;
 }
 
+namespace {
+
+// Reports built a part of the window at a time, summed into the window's.
+class MergedReports {
+ public:
+  void Add(std::vector<report::Report> part) {
+    if (reports_.empty()) {
+      rows_.resize(part.size());
+      unpriced_.resize(part.size());
+      for (report::Report& r : part) {
+        report::Report empty;
+        empty.from_us = r.from_us;
+        empty.to_us = r.to_us;
+        empty.group_by = std::move(r.group_by);
+        empty.policy = r.policy;
+        empty.idle_handling = std::move(r.idle_handling);
+        reports_.push_back(std::move(empty));
+      }
+    }
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      report::Report& into = reports_[i];
+      const report::Report& r = part[i];
+      for (const report::Row& row : r.rows) rows_[i][row.key].Add(row.figures);
+      into.idle.Add(r.idle);
+      into.unattributed.Add(r.unattributed);
+      into.total.device_cost_nanos += r.total.device_cost_nanos;
+      into.total.metered_us += r.total.metered_us;
+      into.total.unmetered_us += r.total.unmetered_us;
+      into.total.busy_us += r.total.busy_us;
+      into.total.device_hours += r.total.device_hours;
+      unpriced_[i].insert(r.total.unpriced_models.begin(), r.total.unpriced_models.end());
+    }
+  }
+
+  std::vector<report::Report> Finish() {
+    for (std::size_t i = 0; i < reports_.size(); ++i) {
+      report::Report& r = reports_[i];
+      for (auto& [key, f] : rows_[i])
+        r.rows.push_back(report::Row{key, f, utilization::Classify(report::UtilizationInputs(f))});
+      SortRows(r.rows);
+      r.total.unpriced_models.assign(unpriced_[i].begin(), unpriced_[i].end());
+    }
+    return std::move(reports_);
+  }
+
+ private:
+  std::vector<report::Report> reports_;
+  std::vector<std::map<std::string, report::Figures>> rows_;
+  std::vector<std::set<std::string>> unpriced_;
+};
+
+// Days a reader without a snapshot holds at once.
+constexpr Micros kPartDays = 1;
+
+}  // namespace
+
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
                                                 const ReportQuery& query) {
-  auto snapshot = Snapshot::Load(store, query.window);
-  if (!snapshot) return snapshot.error();
-  return BuildReports(**snapshot, query);
+  auto whole = [&]() -> Result<std::vector<report::Report>> {
+    auto snapshot = Snapshot::Load(store, query.window);
+    if (!snapshot) return snapshot.error();
+    return BuildReports(**snapshot, query);
+  };
+  // The platform row's labels depend on the idle namespace having a row anywhere in the step:
+  // read such a report whole rather than a day at a time.
+  const bool platform_labels =
+      query.idle.kind == cost::IdleHandling::Kind::kNamespace &&
+      std::any_of(query.group_by.begin(), query.group_by.end(), [](const report::Dimension& d) {
+        return d.kind == report::Dimension::Kind::kLabel;
+      });
+  const TimeRange days = report::WholeDays(query.window.from_us, query.window.to_us);
+  const Micros part = kPartDays * kMicrosPerDay;
+  if (platform_labels || days.to_us - days.from_us <= part) return whole();
+
+  auto generation = store.Generation();
+  if (!generation) return generation.error();
+  MergedReports merged;
+  report::SumCheck sums;
+  for (Micros t = days.from_us; t < days.to_us; t += part) {
+    // Every part is built with the whole query (its window and steps), so steps line up.
+    auto snapshot = Snapshot::Load(
+        store, {std::max(t, query.window.from_us), std::min(t + part, query.window.to_us)});
+    if (!snapshot) return snapshot.error();
+    sums.Merge((*snapshot)->sums());
+    auto reports = BuildReports(**snapshot, query);
+    if (!reports) return reports.error();
+    merged.Add(std::move(*reports));
+  }
+  // A write between the parts, or sums that might not fit: the window read whole, in one
+  // snapshot, decides (and names what does not fit).
+  auto after = store.Generation();
+  if (!after) return after.error();
+  if (*after != *generation || !sums.Check().ok()) return whole();
+  return merged.Finish();
 }
 
 }  // namespace gpuledger::ledger

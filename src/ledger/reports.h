@@ -41,8 +41,11 @@ struct Parallelism {
 Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot, const ReportQuery& query,
                                                  const Parallelism& parallelism = {});
 
-// The window's snapshot read from `store`, then BuildReports: for a reader that keeps no
-// snapshot between queries (the CLI).
+// BuildReports for a reader that keeps no snapshot between queries (the CLI): the window is
+// read and summed a day at a time, so it holds one day of the ledger, not the window. The
+// same answer as BuildReports over the window's snapshot: when the ledger changed while the
+// days were read, or the sums may not fit, the window is read again whole, in one snapshot
+// (so is a report that charges idle to a namespace and groups by a label).
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
                                                 const ReportQuery& query);
 

@@ -88,8 +88,8 @@ class SnapshotLoader final : public store::LedgerScan {
   Status Finish() {
     FlushHour();
     AttachLabels();
-    Status fits = sums_.Check();
-    s_.sums_fit_ = fits.ok();
+    s_.sums_fit_ = sums_.Check().ok();
+    s_.sums_ = sums_;
     s_.first_usage_.assign(s_.devices_.size() + 1, 0);
     // Rows are appended grouped by device in device order: offsets by counting.
     for (std::uint32_t device : row_device_) ++s_.first_usage_[device + 1];

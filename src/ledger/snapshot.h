@@ -16,6 +16,7 @@
 #include "cost/policy.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
+#include "report/report.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::ledger {
@@ -90,6 +91,8 @@ class Snapshot {
   }
   // Whether every sum a report over any window of this snapshot takes fits in 64 bits.
   bool sums_fit() const { return sums_fit_; }
+  // The magnitude sums of every row of the snapshot (report::SumCheck).
+  const report::SumCheck& sums() const { return sums_; }
   // The devices of hours [from_us, to_us): an index range into devices().
   std::pair<std::size_t, std::size_t> DeviceRange(Micros from_us, Micros to_us) const;
 
@@ -120,6 +123,7 @@ class Snapshot {
   std::map<std::string, std::map<std::string, std::string>> namespace_labels_;
   std::vector<Reconciliation> reconciliations_;
   std::unordered_map<std::uint32_t, Reconciled> reconciled_;
+  report::SumCheck sums_;
   bool sums_fit_ = true;
 };
 

@@ -181,6 +181,11 @@ void SumCheck::AddUsage(const cost::ConsumerWeights& w, const Activity& a) {
   for (int i = 0; i < kUsageSums; ++i) AddMagnitude(usage_[i], values[i]);
 }
 
+void SumCheck::Merge(const SumCheck& other) {
+  for (int i = 0; i < kDeviceSums; ++i) device_[i] += other.device_[i];
+  for (int i = 0; i < kUsageSums; ++i) usage_[i] += other.usage_[i];
+}
+
 Status SumCheck::Check() const {
   static constexpr const char* kDeviceWhat[kDeviceSums] = {
       "device cost (past 9,223,372,036.854775807 in the currency)",

@@ -116,6 +116,7 @@ class SumCheck {
  public:
   void AddDevice(const DeviceHour& device);
   void AddUsage(const cost::ConsumerWeights& weights, const Activity& activity);
+  void Merge(const SumCheck& other);  // the sums of both sets of rows
   // kInvalidArgument naming the first quantity that does not fit.
   Status Check() const;
 
