@@ -17,7 +17,8 @@ namespace gpuledger::cli {
 
 int ExitCodeFor(const Error& error) { return error.code == ErrorCode::kInvalidArgument ? 2 : 1; }
 
-Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o) {
+Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
+                                            const store::StoreOpener& open_more) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
   ledger::ReportRequest request;
@@ -27,7 +28,7 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   request.idle = o.idle;
   auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
   if (!query) return query.error();
-  auto reports = ledger::ReadReports(store, *query);
+  auto reports = ledger::ReadReports(store, *query, open_more);
   if (!reports) return reports.error();
   return std::move(reports->front());
 }
@@ -70,7 +71,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  auto r = BuildReportFromStore(**store, o);
+  auto r = BuildReportFromStore(**store, o, [&] { return OpenExistingLedger("--db", o.db); });
   if (!r) {
     err << "error: " << r.error().message << "\n";
     return ExitCodeFor(r.error());

@@ -21,8 +21,10 @@ struct ReportOptions {
   std::string format = "table";
 };
 
-// Builds the report from an open store. Errors are bad input (exit 2) or I/O (exit 1).
-Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o);
+// Builds the report from an open store (`open_more`: connections of its own for readers of
+// more days at once). Errors are bad input (exit 2) or I/O (exit 1).
+Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
+                                            const store::StoreOpener& open_more = {});
 
 // Returns the process exit code: 0 ok, 1 failure, 2 bad input.
 int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);

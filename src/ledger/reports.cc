@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -321,7 +323,10 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
   // In order: each row's key (memoised; -1 where the filter leaves it out), and when idle goes
   // to a namespace, each device's platform key.
   Keys keys(s, q);
-  const auto [first, last] = s.DeviceRange(from, to);
+  // Named, not bound: the workers below capture them.
+  const std::pair<std::size_t, std::size_t> range = s.DeviceRange(from, to);
+  const std::size_t first = range.first;
+  const std::size_t last = range.second;
   const std::uint32_t row_base = s.first_usage()[first];
   std::vector<std::int32_t> row_key(s.first_usage()[last] - row_base);
   for (std::size_t i = 0; i < row_key.size(); ++i) row_key[i] = keys.Of(row_base + i);
@@ -462,8 +467,8 @@ constexpr Micros kPartDays = 1;
 
 }  // namespace
 
-Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
-                                                const ReportQuery& query) {
+Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
+                                                const store::StoreOpener& open_more) {
   auto whole = [&]() -> Result<std::vector<report::Report>> {
     auto snapshot = Snapshot::Load(store, query.window);
     if (!snapshot) return snapshot.error();
@@ -482,18 +487,56 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
 
   auto generation = store.Generation();
   if (!generation) return generation.error();
+  std::vector<TimeRange> parts;
+  for (Micros t = days.from_us; t < days.to_us; t += part)
+    parts.push_back({std::max(t, query.window.from_us), std::min(t + part, query.window.to_us)});
+
+  // Each reader takes every n-th day; the parts are added in day order as they come.
+  std::vector<store::LedgerStore*> readers = {&store};
+  std::vector<std::unique_ptr<store::LedgerStore>> opened;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  while (open_more && readers.size() < std::min(cores, parts.size())) {
+    auto more = open_more();
+    if (!more) break;
+    opened.push_back(std::move(*more));
+    readers.push_back(opened.back().get());
+  }
+  const Parallelism each{.max_workers = readers.size() > 1 ? 1u : 4u};
+  std::mutex mu;
+  std::map<std::size_t, std::vector<report::Report>> done;  // parts not yet added, by index
+  std::size_t next = 0;
   MergedReports merged;
   report::SumCheck sums;
-  for (Micros t = days.from_us; t < days.to_us; t += part) {
-    // Every part is built with the whole query (its window and steps), so steps line up.
-    auto snapshot = Snapshot::Load(
-        store, {std::max(t, query.window.from_us), std::min(t + part, query.window.to_us)});
-    if (!snapshot) return snapshot.error();
-    sums.Merge((*snapshot)->sums());
-    auto reports = BuildReports(**snapshot, query);
-    if (!reports) return reports.error();
-    merged.Add(std::move(*reports));
+  std::optional<Error> failed;
+  auto read = [&](std::size_t reader) {
+    for (std::size_t i = reader; i < parts.size(); i += readers.size()) {
+      {
+        std::lock_guard lock(mu);
+        if (failed) return;
+      }
+      auto snapshot = Snapshot::Load(*readers[reader], parts[i]);
+      Result<std::vector<report::Report>> reports =
+          snapshot ? BuildReports(**snapshot, query, each) : snapshot.error();
+      std::lock_guard lock(mu);
+      if (!reports) {
+        if (!failed) failed = reports.error();
+        return;
+      }
+      sums.Merge((*snapshot)->sums());
+      done.emplace(i, std::move(*reports));
+      for (auto it = done.find(next); it != done.end(); it = done.find(next)) {
+        merged.Add(std::move(it->second));
+        done.erase(it);
+        ++next;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t r = 1; r < readers.size(); ++r) threads.emplace_back(read, r);
+    read(0);
   }
+  if (failed) return *failed;
   // A write between the parts, or sums that might not fit: the window read whole, in one
   // snapshot, decides (and names what does not fit).
   auto after = store.Generation();

@@ -45,8 +45,9 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot, const
 // read and summed a day at a time, so it holds one day of the ledger, not the window. The
 // same answer as BuildReports over the window's snapshot: when the ledger changed while the
 // days were read, or the sums may not fit, the window is read again whole, in one snapshot
-// (so is a report that charges idle to a namespace and groups by a label).
-Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store,
-                                                const ReportQuery& query);
+// (so is a report that charges idle to a namespace and groups by a label). With `open_more`,
+// a connection of its own per core reads days in parallel (if one cannot be opened, fewer do).
+Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
+                                                const store::StoreOpener& open_more = {});
 
 }  // namespace gpuledger::ledger

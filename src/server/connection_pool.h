@@ -18,7 +18,7 @@
 
 namespace gpuledger::server {
 
-using StoreOpener = std::function<Result<std::unique_ptr<store::LedgerStore>>()>;
+using StoreOpener = store::StoreOpener;
 
 class ConnectionPool {
  public:

@@ -3,6 +3,7 @@
 // idempotent: writing a LedgerHour replaces every row of that (hour, gpu), so a re-ingest replaces,
 // never adds. Thread-compatible: one writer at a time.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +117,9 @@ class LedgerStore {
     return std::vector<Finding>{};
   }
 };
+
+// Opens one more connection to the same ledger (a pool, a reader working in parallel).
+using StoreOpener = std::function<Result<std::unique_ptr<LedgerStore>>()>;
 
 struct SqliteLedgerOptions {
   // Opens the file read-only (a reporting process beside the writer): writes fail with the path,
