@@ -20,10 +20,16 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   // it is (one extra load later), never newer.
   auto generation = store.Generation();
   if (!generation) return generation.error();
-  std::lock_guard lock(mu_);
-  if (kept_ && kept_generation_ == *generation && Covers(*kept_, kept_extent_, window)) {
-    ++cache_hits_;
-    return kept_;
+  auto kept = [&]() -> std::shared_ptr<const Snapshot> {
+    if (kept_ && kept_generation_ == *generation && Covers(*kept_, kept_extent_, window)) {
+      ++cache_hits_;
+      return kept_;
+    }
+    return nullptr;
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (auto hit = kept()) return hit;
   }
   auto extent = store.Extent();
   if (!extent) return extent.error();
@@ -31,9 +37,12 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
       std::max(extent->from_us, extent->to_us - options_.cached_days * kMicrosPerDay),
       extent->to_us};
   if (window.from_us < keep.from_us && window.to_us > extent->from_us) {
+    // Outside the lock: reports from the kept snapshot do not wait for this one.
     ++direct_reads_;
     return Snapshot::Load(store, window);
   }
+  std::lock_guard lock(mu_);
+  if (auto hit = kept()) return hit;  // loaded by another request meanwhile
   auto loaded = Snapshot::Load(store, keep);
   if (!loaded) return loaded.error();
   kept_ = *loaded;

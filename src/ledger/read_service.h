@@ -2,7 +2,8 @@
 // The one place a long-running reader (the server) answers reports from (issue 32). It keeps
 // the snapshot of the ledger's last `cached_days` days for as long as the ledger's generation
 // stays the same, so a report over them is a scan of memory; a window reaching further back is
-// read from the store for that query alone. Thread-safe; one load at a time.
+// read from the store for that query alone. Thread-safe; one load of the kept snapshot at a
+// time (a window read alone holds up no one).
 
 #include <atomic>
 #include <cstdint>
@@ -39,7 +40,7 @@ class ReadService {
 
  private:
   const ReadServiceOptions options_;
-  std::mutex mu_;  // held while a snapshot loads; stats() never waits for it
+  std::mutex mu_;  // held while the kept snapshot loads; stats() never waits for it
   std::shared_ptr<const Snapshot> kept_;
   std::int64_t kept_generation_ = -1;
   TimeRange kept_extent_;
