@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "report/reconciled_prices.h"
+#include "billing/reconciled_prices.h"
 
 namespace gpuledger::billing {
 namespace {
@@ -32,7 +32,7 @@ Nanos Sum(const std::vector<Nanos>& v) { return std::accumulate(v.begin(), v.end
 TEST(ScaleToBill, ModelledHundredBilledNinety) {
   std::vector<DeviceHour> day = {Device("n", 0, 50 * kDollar), Device("n", 1, 30 * kDollar),
                                  Device("n", 2, 20 * kDollar)};
-  std::vector<Nanos> shares = report::ScaleToBill(90 * kDollar, day);
+  std::vector<Nanos> shares = ScaleToBill(90 * kDollar, day);
   EXPECT_EQ(shares, (std::vector<Nanos>{45 * kDollar, 27 * kDollar, 18 * kDollar}));
   EXPECT_EQ(Sum(shares), 90 * kDollar);
 }
@@ -43,21 +43,20 @@ TEST(ScaleToBill, ModelledHundredBilledNinety) {
 TEST(ScaleToBill, UnevenSplitIsExactByLargestRemainder) {
   std::vector<DeviceHour> day = {Device("n", 0, kDollar), Device("n", 1, kDollar),
                                  Device("n", 2, kDollar)};
-  EXPECT_EQ(report::ScaleToBill(100, day), (std::vector<Nanos>{34, 33, 33}));
+  EXPECT_EQ(ScaleToBill(100, day), (std::vector<Nanos>{34, 33, 33}));
   // $90 billed over modelled $1 + $1 + $2 ($4): exact shares 22.5, 22.5, 45 dollars.
   day[2].price_nanos = 2 * kDollar;
-  EXPECT_EQ(report::ScaleToBill(90 * kDollar, day),
+  EXPECT_EQ(ScaleToBill(90 * kDollar, day),
             (std::vector<Nanos>{22'500'000'000, 22'500'000'000, 45 * kDollar}));
   // $1 over three equal: 333333334 + 333333333 + 333333333 nanos.
   day[2].price_nanos = kDollar;
-  EXPECT_EQ(report::ScaleToBill(kDollar, day),
-            (std::vector<Nanos>{333'333'334, 333'333'333, 333'333'333}));
+  EXPECT_EQ(ScaleToBill(kDollar, day), (std::vector<Nanos>{333'333'334, 333'333'333, 333'333'333}));
 }
 
 TEST(ScaleToBill, ZeroModelFallsBackToMeteredTime) {
   std::vector<DeviceHour> day = {Device("n", 0, 0), Device("n", 1, 0)};
   day[1].metered_us = 3 * day[0].metered_us;
-  EXPECT_EQ(report::ScaleToBill(100, day), (std::vector<Nanos>{25, 75}));
+  EXPECT_EQ(ScaleToBill(100, day), (std::vector<Nanos>{25, 75}));
 }
 
 TEST(ApplyReconciliations, ScalesOnlyTheReconciledNodeDay) {
@@ -68,7 +67,7 @@ TEST(ApplyReconciliations, ScalesOnlyTheReconciledNodeDay) {
   r.node = "a";
   r.day_us = kDay0;
   r.billed_nanos = 90 * kDollar;
-  auto priced = report::ApplyReconciliations(devices, std::vector<Reconciliation>{r});
+  auto priced = ApplyReconciliations(devices, std::vector<Reconciliation>{r});
   EXPECT_EQ(priced[0].price_nanos, 54 * kDollar);
   EXPECT_EQ(priced[1].price_nanos, 36 * kDollar);
   EXPECT_EQ(priced[2].price_nanos, 10 * kDollar);

@@ -6,11 +6,11 @@
 #include <map>
 #include <tuple>
 
+#include "billing/reconciled_prices.h"
 #include "common/csv.h"
 #include "common/money.h"
 #include "common/time_range.h"
 #include "common/time_util.h"
-#include "report/reconciled_prices.h"
 
 namespace gpuledger::billing {
 namespace {
@@ -267,7 +267,7 @@ std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
                                        std::span<const DeviceHour> devices,
                                        std::span<const UsageRow> usage,
                                        std::span<const Reconciliation> reconciliations) {
-  std::vector<DeviceHour> effective = report::ApplyReconciliations(devices, reconciliations);
+  std::vector<DeviceHour> effective = ApplyReconciliations(devices, reconciliations);
   std::map<std::tuple<std::string, Micros>, const Reconciliation*> reconciled;
   for (const Reconciliation& r : reconciliations) reconciled[{r.node, r.day_us}] = &r;
 

@@ -4,22 +4,22 @@
 
 #include <algorithm>
 
+#include "billing/reconciled_prices.h"
 #include "ledger/export_rows.h"
-#include "report/reconciled_prices.h"
 #include "report/window.h"
 
 namespace gpuledger::billing {
 
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
                                                       const TimeRange& range) {
-  auto recs = store.ReadReconciliations({report::WholeDays(range.from_us, range.to_us).from_us,
-                                         report::WholeDays(range.from_us, range.to_us).to_us});
+  auto recs = store.ReadReconciliations(
+      {WholeDays(range.from_us, range.to_us).from_us, WholeDays(range.from_us, range.to_us).to_us});
   if (!recs) return recs.error();
   if (recs->empty()) return store.ReadDeviceHours(range);
-  TimeRange days = report::WholeDays(range.from_us, range.to_us);
+  TimeRange days = WholeDays(range.from_us, range.to_us);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
-  std::vector<DeviceHour> priced = report::ApplyReconciliations(*devices, *recs);
+  std::vector<DeviceHour> priced = ApplyReconciliations(*devices, *recs);
   std::erase_if(priced, [&](const DeviceHour& d) {
     return d.hour_us < range.from_us || d.hour_us >= range.to_us;
   });
@@ -71,7 +71,7 @@ Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view c
     from = std::min(from, l.start_us);
     to = std::max(to, l.end_us);
   }
-  TimeRange days = report::WholeDays(from, to);
+  TimeRange days = WholeDays(from, to);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
   auto meta = store.ReadMeta();

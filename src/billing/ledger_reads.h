@@ -2,7 +2,7 @@
 // The billing services over a ledger store: the one place billing meets storage. The CLI
 // (`gpuledger report|export|reconcile`) and the server (/api/v1/export/focus, reports) call
 // these; everything they compute is in the pure functions of bill.h, focus_export.h and
-// report/reconciled_prices.h.
+// billing/reconciled_prices.h.
 
 #include <string>
 #include <vector>

@@ -10,8 +10,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "billing/reconciled_prices.h"
 #include "model/usage.h"
-#include "report/reconciled_prices.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -481,7 +481,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       std::any_of(query.group_by.begin(), query.group_by.end(), [](const report::Dimension& d) {
         return d.kind == report::Dimension::Kind::kLabel;
       });
-  const TimeRange days = report::WholeDays(query.window.from_us, query.window.to_us);
+  const TimeRange days = billing::WholeDays(query.window.from_us, query.window.to_us);
   const Micros part = kPartDays * kMicrosPerDay;
   if (platform_labels || days.to_us - days.from_us <= part) return whole();
 

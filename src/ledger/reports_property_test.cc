@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "billing/ledger_reads.h"
+#include "billing/reconciled_prices.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"
 #include "ledger/reports.h"
-#include "report/reconciled_prices.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
 #include "store_test_env/store_test_env.h"
@@ -217,7 +217,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     request.period = trial % 2 == 0 ? billing::ChargePeriod::kDay : billing::ChargePeriod::kHour;
     request.policy = *cost::ParsePolicy(policies[trial % 4]);
     request.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 4]);
-    const TimeRange days = report::WholeDays(request.from_us, request.to_us);
+    const TimeRange days = billing::WholeDays(request.from_us, request.to_us);
     auto devices = (*store)->ReadDeviceHours(days);
     auto usage = (*store)->ReadUsage({request.from_us, request.to_us});
     auto recs = (*store)->ReadReconciliations(days);

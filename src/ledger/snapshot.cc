@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report/reconciled_prices.h"
+#include "billing/reconciled_prices.h"
 #include "report/report.h"
 
 namespace gpuledger::ledger {
@@ -219,7 +219,7 @@ class SnapshotLoader final : public store::LedgerScan {
   }
 
   // Each reconciled node-day's device-hours at their shares of the bill, in device order (as
-  // report::ApplyReconciliations does over the same rows).
+  // billing::ApplyReconciliations does over the same rows).
   void ApplyReconciliations() {
     std::vector<std::size_t> indexes;
     std::vector<DeviceHour> node_day;
@@ -236,7 +236,7 @@ class SnapshotLoader final : public store::LedgerScan {
         h.metered_us = f.metered_us;
         node_day.push_back(h);
       }
-      const std::vector<Nanos> shares = report::ScaleToBill(r.billed_nanos, node_day);
+      const std::vector<Nanos> shares = billing::ScaleToBill(r.billed_nanos, node_day);
       for (std::size_t k = 0; k < indexes.size(); ++k) {
         DeviceFigures& f = s_.devices_[indexes[k]];
         s_.reconciled_[static_cast<std::uint32_t>(indexes[k])] =
@@ -271,7 +271,7 @@ class SnapshotLoader final : public store::LedgerScan {
 Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store,
                                                        const TimeRange& range) {
   auto snapshot = std::make_shared<Snapshot>();
-  snapshot->range_ = report::WholeDays(range.from_us, range.to_us);
+  snapshot->range_ = billing::WholeDays(range.from_us, range.to_us);
   SnapshotLoader loader(*snapshot);
   if (Status s = store.Scan(snapshot->range_, loader); !s) return s.error();
   if (Status s = loader.Finish(); !s) return s.error();

@@ -73,7 +73,7 @@ struct UsageColumns {
 class Snapshot {
  public:
   // Reads `range` widened to whole UTC days (a bill scales whole node-days) from one store
-  // snapshot: reconciled node-days at their bill (report/reconciled_prices.h). Usage rows whose
+  // snapshot: reconciled node-days at their bill (billing/reconciled_prices.h). Usage rows whose
   // device-hour is missing are left out, as reports leave them out.
   static Result<std::shared_ptr<const Snapshot>> Load(store::LedgerStore& store,
                                                       const TimeRange& range);

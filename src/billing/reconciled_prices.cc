@@ -1,4 +1,4 @@
-#include "report/reconciled_prices.h"
+#include "billing/reconciled_prices.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "common/apportion.h"
 
-namespace gpuledger::report {
+namespace gpuledger::billing {
 
 TimeRange WholeDays(Micros from_us, Micros to_us) {
   TimeRange r{DayStart(from_us), to_us};
@@ -65,4 +65,4 @@ std::vector<DeviceHour> ApplyReconciliations(std::span<const DeviceHour> devices
   return out;
 }
 
-}  // namespace gpuledger::report
+}  // namespace gpuledger::billing

@@ -14,7 +14,7 @@
 #include "model/ledger.h"
 #include "model/reconciliation.h"
 
-namespace gpuledger::report {
+namespace gpuledger::billing {
 
 // [from_us, to_us) widened to whole UTC days. A reconciliation scales a whole node-day, so
 // callers read device-hours over the widened range, apply, then keep their own window.
@@ -30,4 +30,4 @@ std::vector<Nanos> ScaleToBill(Nanos billed_nanos, std::span<const DeviceHour> n
 std::vector<DeviceHour> ApplyReconciliations(std::span<const DeviceHour> devices,
                                              std::span<const Reconciliation> reconciliations);
 
-}  // namespace gpuledger::report
+}  // namespace gpuledger::billing
