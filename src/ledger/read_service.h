@@ -19,7 +19,7 @@
 namespace gpuledger::ledger {
 
 struct ReadServiceOptions {
-  int cached_days = 35;  // a 30-day window with room; at 10,000 GPUs about 1 GiB
+  int cached_days = 35;  // a 30-day window with room; at 10,000 GPUs about 3.4 GiB
 };
 
 struct ReadServiceStats {
