@@ -144,11 +144,7 @@ struct Sums {
     for (std::size_t k = 0; k < o.rows.size(); ++k) rows[k].Merge(o.rows[k]);
     idle.Add(o.idle);
     unattributed.Add(o.unattributed);
-    total.device_cost_nanos += o.total.device_cost_nanos;
-    total.metered_us += o.total.metered_us;
-    total.unmetered_us += o.total.unmetered_us;
-    total.busy_us += o.total.busy_us;
-    total.device_hours += o.total.device_hours;
+    total.AddSums(o.total);
     unpriced.insert(o.unpriced.begin(), o.unpriced.end());
   }
 };
@@ -436,11 +432,7 @@ class MergedReports {
       for (const report::Row& row : r.rows) rows_[i][row.key].Add(row.figures);
       into.idle.Add(r.idle);
       into.unattributed.Add(r.unattributed);
-      into.total.device_cost_nanos += r.total.device_cost_nanos;
-      into.total.metered_us += r.total.metered_us;
-      into.total.unmetered_us += r.total.unmetered_us;
-      into.total.busy_us += r.total.busy_us;
-      into.total.device_hours += r.total.device_hours;
+      into.total.AddSums(r.total);
       unpriced_[i].insert(r.total.unpriced_models.begin(), r.total.unpriced_models.end());
     }
   }

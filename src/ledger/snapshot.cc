@@ -53,7 +53,7 @@ class SnapshotLoader final : public store::LedgerScan {
     f.idle_energy_mj = d.idle_energy_mj;
     f.unattributed_energy_mj = d.unattributed_energy_mj;
     s_.devices_.push_back(f);
-    sums_.AddDevice(d);
+    s_.sums_.AddDevice(d);
     return Status::Ok();
   }
 
@@ -81,22 +81,18 @@ class SnapshotLoader final : public store::LedgerScan {
     p.activity_rule = RuleOf(u.activity_rule);
     p.share_source = RuleOf(u.share_source);
     hour_rows_.push_back(p);
-    sums_.AddUsage(p.weights, p.activity);
+    s_.sums_.AddUsage(p.weights, p.activity);
     return Status::Ok();
   }
 
   Status Finish() {
     FlushHour();
     AttachLabels();
-    s_.sums_fit_ = sums_.Check().ok();
-    s_.sums_ = sums_;
-    s_.first_usage_.assign(s_.devices_.size() + 1, 0);
-    // Rows are appended grouped by device in device order: offsets by counting.
-    for (std::uint32_t device : row_device_) ++s_.first_usage_[device + 1];
+    // Rows were appended grouped by device in device order, each counted at its device + 1:
+    // the counts summed are the offsets.
+    SizeRowCounts();
     for (std::size_t d = 0; d < s_.devices_.size(); ++d)
       s_.first_usage_[d + 1] += s_.first_usage_[d];
-    row_device_.clear();
-    row_device_.shrink_to_fit();
     ComputeUnusedMemory();
     ApplyReconciliations();
     return Status::Ok();
@@ -172,13 +168,20 @@ class SnapshotLoader final : public store::LedgerScan {
                          static_cast<std::uint32_t>(d));
   }
 
+  // The per-device row counts, sized once every device is in (they all come before the rows).
+  void SizeRowCounts() {
+    if (s_.first_usage_.size() != s_.devices_.size() + 1)
+      s_.first_usage_.assign(s_.devices_.size() + 1, 0);
+  }
+
   // Appends the hour's rows grouped by device-hour, each device's rows in the store's order.
   void FlushHour() {
     std::stable_sort(hour_rows_.begin(), hour_rows_.end(),
                      [](const Pending& a, const Pending& b) { return a.device < b.device; });
     UsageColumns& u = s_.usage_;
+    SizeRowCounts();
     for (const Pending& p : hour_rows_) {
-      row_device_.push_back(p.device);
+      ++s_.first_usage_[p.device + 1];
       u.weights.push_back(p.weights);
       u.activity.push_back(p.activity);
       u.consumer.push_back(p.consumer);
@@ -264,8 +267,6 @@ class SnapshotLoader final : public store::LedgerScan {
   std::size_t cursor_ = 0;
   std::unordered_map<std::string, std::uint32_t> hour_gpus_;
   std::vector<Pending> hour_rows_;
-  std::vector<std::uint32_t> row_device_;
-  report::SumCheck sums_;
 };
 
 Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store,

@@ -90,7 +90,7 @@ class Snapshot {
     return namespace_labels_;
   }
   // Whether every sum a report over any window of this snapshot takes fits in 64 bits.
-  bool sums_fit() const { return sums_fit_; }
+  bool sums_fit() const { return sums_.Check().ok(); }
   // The magnitude sums of every row of the snapshot (report::SumCheck).
   const report::SumCheck& sums() const { return sums_; }
   // The devices of hours [from_us, to_us): an index range into devices().
@@ -124,7 +124,6 @@ class Snapshot {
   std::vector<Reconciliation> reconciliations_;
   std::unordered_map<std::uint32_t, Reconciled> reconciled_;
   report::SumCheck sums_;
-  bool sums_fit_ = true;
 };
 
 }  // namespace gpuledger::ledger

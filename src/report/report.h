@@ -96,6 +96,14 @@ struct Totals {
   GpuMicros busy_us = 0;
   int device_hours = 0;
   std::vector<std::string> unpriced_models;  // models whose device-hours carried no price
+  // Adds another part's sums; unpriced_models is left to the caller (who keeps a set).
+  void AddSums(const Totals& other) {
+    device_cost_nanos += other.device_cost_nanos;
+    metered_us += other.metered_us;
+    unmetered_us += other.unmetered_us;
+    busy_us += other.busy_us;
+    device_hours += other.device_hours;
+  }
 };
 
 struct Report {

@@ -115,6 +115,13 @@ ApiResponse FromError(const Error& e) {
   return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
 }
 
+// A report that could not be built: a window whose sums do not fit ("window: ...") is the
+// request's fault, anything else the ledger's.
+ApiResponse ReportError(const Error& e) {
+  if (e.code == ErrorCode::kInvalidArgument) return JsonError(400, "parameter " + e.message);
+  return FromError(e);
+}
+
 ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"});
       !u.empty())
@@ -125,11 +132,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   if (!query) return FromError(query.error());
   const bool filtered = !query->filter.empty();
   auto reports = reads.Reports(store, *query);
-  if (!reports) {
-    if (reports.error().code == ErrorCode::kInvalidArgument)
-      return JsonError(400, "parameter " + reports.error().message);
-    return FromError(reports.error());
-  }
+  if (!reports) return ReportError(reports.error());
   json data = json::array();
   for (const report::Report& r : *reports) {
     // A filter selects consumers after pricing (each one's cost is what it is in the whole
@@ -155,11 +158,7 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   auto reports = reads.Reports(store, *query);
-  if (!reports) {
-    if (reports.error().code == ErrorCode::kInvalidArgument)
-      return JsonError(400, "parameter " + reports.error().message);
-    return FromError(reports.error());
-  }
+  if (!reports) return ReportError(reports.error());
   return {200, "application/json", report::ReportToJson(reports->front())};
 }
 
