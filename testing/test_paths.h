@@ -11,5 +11,10 @@ extern const char* const kSharedData;    // ../shared/data beside it; tests skip
 extern const char* const kGpuledgerBin;  // the built gpuledger binary
 extern const char* const kNvmlStandin;   // the NVML stand-in library ("" when not built)
 extern const char* const kSimNodeBin;    // the gpuledger-sim-node tool ("" when not built)
+// libgpuledger-kerneltime.so and the CUPTI and CUDA driver stand-ins it is tested with
+// (testing/cupti_standin/; "" when not built).
+extern const char* const kKernelTimeLib;
+extern const char* const kCuptiStandin;
+extern const char* const kCudaStandin;
 
 }  // namespace gpuledger::test_paths

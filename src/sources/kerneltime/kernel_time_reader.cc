@@ -15,6 +15,16 @@ bool IsPodUid(const std::string& uid) {
   });
 }
 
+// The tracer names a device through the CUDA driver, which gives 16 bytes and no word on MIG:
+// its "GPU-"/"MIG-" prefix is a best guess (cupti_abi.h), so a record matches NVML's device by
+// the bytes alone. GPU and MIG UUIDs are drawn from one space: the bytes never name two devices.
+bool SameDevice(const std::string& published, const std::string& nvml) {
+  auto bytes = [](const std::string& uuid) {
+    return uuid.rfind("GPU-", 0) == 0 || uuid.rfind("MIG-", 0) == 0 ? uuid.substr(4) : uuid;
+  };
+  return published == nvml || bytes(published) == bytes(nvml);
+}
+
 }  // namespace
 
 void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
@@ -50,8 +60,9 @@ void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
       ++stats_.tracers_off;
       continue;
     }
-    auto device = std::find_if(pub->devices.begin(), pub->devices.end(),
-                               [&](const DeviceKernelTime& d) { return d.uuid == p.device.value; });
+    auto device =
+        std::find_if(pub->devices.begin(), pub->devices.end(),
+                     [&](const DeviceKernelTime& d) { return SameDevice(d.uuid, p.device.value); });
     if (device == pub->devices.end()) continue;
     const Last now{pub->started_unix_ns, device->busy_ns};
     if (auto it = last_.find(key); it != last_.end() &&

@@ -29,12 +29,12 @@ class KernelTimeReaderTest : public ::testing::Test {
 
   // What the tracer of `pid` publishes: `busy_ns` on kGpu.
   void Publish(int pid, std::uint64_t busy_ns, std::int64_t started = 1, std::uint32_t flags = 0,
-               int claimed_pid = 0) {
+               int claimed_pid = 0, const std::string& uuid = kGpu) {
     Publication p;
     p.pid = claimed_pid != 0 ? claimed_pid : pid;
     p.started_unix_ns = started;
     p.flags = flags;
-    p.devices.push_back({kGpu, busy_ns, 10, 0});
+    p.devices.push_back({uuid, busy_ns, 10, 0});
     p.devices.push_back({"GPU-other", 999'999'999'999, 10, 0});
     FileLayout f{};
     WritePublication(p, f);
@@ -49,14 +49,15 @@ class KernelTimeReaderTest : public ::testing::Test {
   // One cycle over processes `pids` of the pod on kGpu: each one's kernel time, -1 for none.
   // `namespace_pids`: host PID -> its PID in its container, as procfs gives it (NSpid).
   std::vector<GpuMicros> Cycle(const std::vector<int>& pids,
-                               const std::map<int, int>& namespace_pids = {}) {
+                               const std::map<int, int>& namespace_pids = {},
+                               const std::string& device = kGpu) {
     std::vector<ProcessObservation> procs;
     for (int pid : pids) {
       ProcessObservation p;
       p.pid = pid;
       if (auto ns = namespace_pids.find(pid); ns != namespace_pids.end())
         p.namespace_pid = ns->second;
-      p.device = GpuUuid{kGpu};
+      p.device = GpuUuid{device};
       p.consumer = ConsumerRef{"ml", "train-0", PodUid{kUid}, "main"};
       procs.push_back(p);
     }
@@ -113,6 +114,21 @@ TEST_F(KernelTimeReaderTest, AContainersOwnPidNamesItsFile) {
   Cycle({4242}, {{4242, ns}});  // the baseline, from the file of PID 17
   Publish(17, 3'000'000);
   EXPECT_EQ(Cycle({4242}, {{4242, ns}}), std::vector<GpuMicros>{2'000});
+}
+
+// The tracer names a device by the driver's 16 bytes and guesses the prefix: a MIG instance it
+// took for a GPU still matches NVML's "MIG-" UUID, and no other device does.
+TEST_F(KernelTimeReaderTest, ADeviceMatchesByItsUuidsBytesWhateverItsPrefix) {
+  const std::string mig = "MIG-5c89f1a3-7f1e-5b57-9a47-6f1c4b2e0d11";
+  const std::string guessed = "GPU-5c89f1a3-7f1e-5b57-9a47-6f1c4b2e0d11";
+  Publish(700, 1'000'000, 1, 0, 0, guessed);
+  Cycle({700}, {}, mig);
+  Publish(700, 4'000'000, 1, 0, 0, guessed);
+  EXPECT_EQ(Cycle({700}, {}, mig), std::vector<GpuMicros>{3'000});
+  const std::string other = "MIG-5c89f1a3-7f1e-5b57-9a47-6f1c4b2e0d12";
+  Cycle({700}, {}, other);
+  Publish(700, 5'000'000, 1, 0, 0, guessed);
+  EXPECT_EQ(Cycle({700}, {}, other), std::vector<GpuMicros>{-1});  // never a baseline
 }
 
 }  // namespace
