@@ -5,6 +5,7 @@
 
 #include "io/file_util.h"
 #include "k8s/api_transport.h"
+#include "k8s/exec_credential.h"
 
 namespace gpuledger::k8s {
 namespace {
@@ -114,9 +115,23 @@ class CurlTransport : public ApiTransport {
   }
 
  private:
-  // A GET, or with `post_body` a POST of that JSON.
+  // A GET, or with `post_body` a POST of that JSON. A credential from an exec plugin that the
+  // server refuses (401) is fetched again once, as kubectl does: it may have been revoked or
+  // have expired early.
   Status Perform(const std::string& target, StreamState& state, long timeout_s,
                  CURLcode* code_out = nullptr, const std::string* post_body = nullptr) {
+    for (int attempt = 0;; ++attempt) {
+      state.body->clear();
+      Status st = PerformOnce(target, state, timeout_s, code_out, post_body);
+      long status = 0;
+      curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &status);
+      if (!st.ok() || status != 401 || !config_.exec_credentials || attempt > 0) return st;
+      config_.exec_credentials->Invalidate();
+    }
+  }
+
+  Status PerformOnce(const std::string& target, StreamState& state, long timeout_s,
+                     CURLcode* code_out, const std::string* post_body) {
     CURL* h = handle_.get();
     if (h == nullptr) {
       return Internal("curl_easy_init failed");
@@ -151,9 +166,21 @@ class CurlTransport : public ApiTransport {
       ca = {config_.ca_pem.data(), config_.ca_pem.size(), CURL_BLOB_NOCOPY};
       curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
     }
-    if (!config_.client_cert_pem.empty()) {
-      cert = {config_.client_cert_pem.data(), config_.client_cert_pem.size(), CURL_BLOB_NOCOPY};
-      key = {config_.client_key_pem.data(), config_.client_key_pem.size(), CURL_BLOB_NOCOPY};
+    // Credentials: the kubeconfig's, or what its exec plugin hands out (kept alive until the
+    // transfer ends: curl reads the blobs in place).
+    ExecCredential exec;
+    if (config_.exec_credentials) {
+      auto fetched = config_.exec_credentials->Get();
+      if (!fetched) return fetched.error();
+      exec = std::move(*fetched);
+    }
+    const std::string& cert_pem =
+        exec.client_cert_pem.empty() ? config_.client_cert_pem : exec.client_cert_pem;
+    const std::string& key_pem =
+        exec.client_cert_pem.empty() ? config_.client_key_pem : exec.client_key_pem;
+    if (!cert_pem.empty()) {
+      cert = {const_cast<char*>(cert_pem.data()), cert_pem.size(), CURL_BLOB_NOCOPY};
+      key = {const_cast<char*>(key_pem.data()), key_pem.size(), CURL_BLOB_NOCOPY};
       curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
       curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
@@ -174,6 +201,7 @@ class CurlTransport : public ApiTransport {
       }
       token = *t;
     }
+    if (!exec.token.empty()) token = exec.token;
     while (!token.empty() &&
            (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
       token.pop_back();

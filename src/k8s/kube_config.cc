@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 
 #include "io/file_util.h"
 #include "io/yaml_document.h"
+#include "k8s/exec_credential.h"
 
 namespace gpuledger::k8s {
 namespace {
@@ -130,9 +133,7 @@ class KubeconfigParser {
     const std::string uprefix = fmt::format("users[{}].user", user_name);
     YAML::Node user = (*user_entry)["user"];
     if (user && user.IsMap() && user["exec"]) {
-      return Fail(uprefix + ".exec",
-                  "exec credential plugins are not supported; use a token, a client "
-                  "certificate, or run in-cluster");
+      return ParseExec(user["exec"], uprefix + ".exec", user, config);
     }
     if (user && user.IsMap() && user["auth-provider"]) {
       return Fail(uprefix + ".auth-provider", "auth-provider plugins are not supported");
@@ -169,6 +170,57 @@ class KubeconfigParser {
   }
 
  private:
+  // users[].user.exec: a credential plugin, alone (kubectl refuses it beside a token or a
+  // client certificate too).
+  Result<ApiServerConfig> ParseExec(const YAML::Node& exec, const std::string& prefix,
+                                    const YAML::Node& user, ApiServerConfig config) const {
+    for (const char* other : {"token", "tokenFile", "client-certificate", "client-certificate-data",
+                              "username", "auth-provider"})
+      if (user[other])
+        return Fail(prefix, fmt::format("given beside {}: use one way to log in", other));
+    ExecPlugin plugin;
+    plugin.source = fmt::format("kubeconfig {}: {}", path_, prefix);
+    plugin.api_version = Str(exec, "apiVersion");
+    if (plugin.api_version != "client.authentication.k8s.io/v1" &&
+        plugin.api_version != "client.authentication.k8s.io/v1beta1")
+      return Fail(prefix + ".apiVersion",
+                  fmt::format("'{}': expected client.authentication.k8s.io/v1 or /v1beta1",
+                              plugin.api_version));
+    std::string command = Str(exec, "command");
+    if (command.empty()) return Fail(prefix + ".command", "missing");
+    // As kubectl: a relative path with a slash is the kubeconfig's folder's; a bare name is
+    // looked up in PATH.
+    if (command.find('/') != std::string::npos)
+      command = std::filesystem::path(Resolve(command)).lexically_normal().string();
+    plugin.argv.push_back(command);
+    if (const YAML::Node args = exec["args"]; args && !args.IsNull()) {
+      if (!args.IsSequence()) return Fail(prefix + ".args", "expected a list of strings");
+      for (const auto& a : args) plugin.argv.push_back(a.as<std::string>());
+    }
+    if (const YAML::Node env = exec["env"]; env && !env.IsNull()) {
+      if (!env.IsSequence()) return Fail(prefix + ".env", "expected a list of {name, value}");
+      for (const auto& e : env) {
+        const std::string name = Str(e, "name");
+        if (name.empty()) return Fail(prefix + ".env", "an entry without a name");
+        plugin.env.emplace_back(name, Str(e, "value"));
+      }
+    }
+    plugin.install_hint = Str(exec, "installHint");
+    plugin.provide_cluster_info = Str(exec, "provideClusterInfo") == "true";
+    const std::string mode = Str(exec, "interactiveMode");
+    if (mode == "Always")
+      return Fail(prefix + ".interactiveMode",
+                  "Always: the plugin needs a terminal, and gpuledger runs it without one (use a "
+                  "plugin mode that can log in unattended, or a token)");
+    if (!mode.empty() && mode != "Never" && mode != "IfAvailable")
+      return Fail(prefix + ".interactiveMode",
+                  fmt::format("'{}': expected Never, IfAvailable or Always", mode));
+    config.exec_credentials = std::make_shared<ExecCredentialCache>(
+        std::move(plugin),
+        ExecClusterInfo{config.server, config.ca_pem, config.insecure_skip_tls_verify});
+    return config;
+  }
+
   std::string path_;
   std::string base_dir_;
 };
@@ -209,6 +261,22 @@ Result<std::string> DecodeBase64(std::string_view text) {
   }
   if (bits >= 6) {
     return InvalidArgument("base64: truncated");
+  }
+  return out;
+}
+
+std::string EncodeBase64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < 3; ++k)
+      v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
+    for (std::size_t k = 0; k < 4; ++k)
+      out.push_back(k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 0x3F] : '=');
   }
   return out;
 }

@@ -132,8 +132,10 @@ clusters: [{name: k, cluster: {server: "https://k:6443"}}]
        "kubeconfig /home/a/.kube/config: users[u].user.client-certificate: cannot read "
        "/nonexistent/c.crt"},
       {"users: [{name: u, user: {exec: {command: aws}}}]",
-       "kubeconfig /home/a/.kube/config: users[u].user.exec: exec credential plugins are not "
-       "supported"},
+       "kubeconfig /home/a/.kube/config: users[u].user.exec.apiVersion: '': expected "
+       "client.authentication.k8s.io/v1 or /v1beta1"},
+      {"users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1}}}]",
+       "kubeconfig /home/a/.kube/config: users[u].user.exec.command: missing"},
       {"users: [{name: other, user: {token: x}}]",
        "kubeconfig /home/a/.kube/config: users[u]: no such user"},
   };
