@@ -11,6 +11,7 @@ struct AuditOptions {
   std::string db;
   std::string server;        // http://host:port of a running `gpuledger server`, instead of --db
   std::string token_file;    // bearer token for --server
+  std::string ca_file;       // CA bundle for an https:// --server
   std::string kind;          // empty: every kind
   std::string since = "7d";  // as `report --window`
   std::string namespace_name;

@@ -14,6 +14,7 @@ struct ReportOptions {
   std::string db;
   std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
   std::string token_file;  // bearer token for --server
+  std::string ca_file;     // CA bundle for an https:// --server
   std::string window = "all";
   std::string by = "namespace";
   std::string policy = "allocation";

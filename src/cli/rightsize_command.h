@@ -12,6 +12,7 @@ struct RightsizeOptions {
   std::string db;
   std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
   std::string token_file;  // bearer token for --server
+  std::string ca_file;     // CA bundle for an https:// --server
   std::string catalog;     // prices of the models a workload could move to; built-in when empty
   std::string window = "7d";
   std::string namespace_name;

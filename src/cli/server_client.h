@@ -1,6 +1,7 @@
 #pragma once
 // GETs of a running `gpuledger server`'s API for the commands that read one (`report
-// --server`, `audit --server`): one place for the URL, the bearer token and the error mapping.
+// --server`, `audit --server`, `rightsize --server`): one place for the URL, the credentials and
+// the error mapping, over the one HTTP client (http/client.h).
 
 #include <string>
 #include <utility>
@@ -10,12 +11,17 @@
 
 namespace gpuledger::cli {
 
-// GET `server` + `path` with `params` (and "Authorization: Bearer <token>" from `token_file`
-// when given). The body of a 200; kInvalidArgument for a bad URL, token file or a 400 (the
-// server's JSON error names the parameter), kUnavailable for the rest; messages start with
-// "--server <url>".
-Result<std::string> GetFromServer(const std::string& server, const std::string& token_file,
-                                  const std::string& path,
+// The --server, --token-file and --ca-file flags of a reading command.
+struct ServerAccess {
+  std::string url;         // http[s]://HOST[:PORT][/PREFIX]
+  std::string token_file;  // "Authorization: Bearer <it>"; re-read on every request
+  std::string ca_file;     // PEM bundle for an https:// server; "": the system's CAs
+};
+
+// GET `server.url` + `path` with `params`. The body of a 200; kInvalidArgument for a bad URL,
+// token file or a 400 (the server's JSON error names the parameter), kUnavailable for the rest
+// (what was tried and why it failed); messages start with "--server <url>".
+Result<std::string> GetFromServer(const ServerAccess& server, const std::string& path,
                                   const std::vector<std::pair<std::string, std::string>>& params);
 
 }  // namespace gpuledger::cli

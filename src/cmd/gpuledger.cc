@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
   auto* report_cmd = app.add_subcommand("report", "chargeback report from a ledger");
   report_cmd->add_option("--db", report.db, "ledger: an SQLite file or postgres://URL");
   report_cmd->add_option("--server", report.server,
-                         "read from a running server (http://HOST:PORT)");
+                         "read from a running server (http[s]://HOST[:PORT])");
   report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
+  report_cmd->add_option("--ca-file", report.ca_file, "CA bundle (PEM) for an https:// --server");
   report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")
       ->capture_default_str();
   report_cmd
@@ -137,6 +138,14 @@ int main(int argc, char** argv) {
   server_cmd->add_flag(
       "--dcgm-from-prometheus", server.dcgm_from_prometheus,
       "prometheus=URL: fill rows without activity from dcgm-exporter's series there");
+  server_cmd->add_option("--prometheus-token-file", server.prometheus_auth.bearer_token_file,
+                         "prometheus=URL: bearer token, re-read on every query");
+  server_cmd->add_option("--prometheus-user", server.prometheus_auth.basic_user,
+                         "prometheus=URL: basic-auth user (with --prometheus-password-file)");
+  server_cmd->add_option("--prometheus-password-file", server.prometheus_auth.basic_password_file,
+                         "prometheus=URL: basic-auth password");
+  server_cmd->add_option("--prometheus-ca-file", server.prometheus_auth.ca_file,
+                         "prometheus=URL: CA bundle (PEM) for https://");
   server_cmd->add_option("--cluster", server.cluster,
                          "cluster name for new rows (default: the ledger's, else \"default\")");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
@@ -186,8 +195,9 @@ int main(int argc, char** argv) {
   auto* audit_cmd = app.add_subcommand("audit", "guardrail findings with their evidence and cost");
   audit_cmd->add_option("--db", audit.db, "ledger: sqlite:PATH, a path, or postgres://URL");
   audit_cmd->add_option("--server", audit.server,
-                        "a running server, http://HOST:PORT, instead of --db");
+                        "a running server, http[s]://HOST[:PORT], instead of --db");
   audit_cmd->add_option("--token-file", audit.token_file, "bearer token for --server");
+  audit_cmd->add_option("--ca-file", audit.ca_file, "CA bundle (PEM) for an https:// --server");
   audit_cmd->add_option("--kind", audit.kind,
                         "only this kind (unallocated-access, stale-grant, ...)");
   audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")
@@ -205,8 +215,10 @@ int main(int argc, char** argv) {
       "rightsize", "what each workload could run on instead, with the monthly saving");
   rightsize_cmd->add_option("--db", rightsize.db, "ledger: sqlite:PATH, a path, or postgres://URL");
   rightsize_cmd->add_option("--server", rightsize.server,
-                            "a running server, http://HOST:PORT, instead of --db");
+                            "a running server, http[s]://HOST[:PORT], instead of --db");
   rightsize_cmd->add_option("--token-file", rightsize.token_file, "bearer token for --server");
+  rightsize_cmd->add_option("--ca-file", rightsize.ca_file,
+                            "CA bundle (PEM) for an https:// --server");
   rightsize_cmd->add_option("--catalog", rightsize.catalog,
                             "prices YAML for the models a workload could move to (--db)");
   rightsize_cmd->add_option("--window", rightsize.window, "window: 7d | 24h | all | START,END")

@@ -150,7 +150,7 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerFlag
                                                                 std::ostream& err, int& rc) {
   rc = 2;
   const std::string url = o.source.substr(std::string_view("prometheus=").size());
-  auto client = ingest::PrometheusClient::Create(url);
+  auto client = ingest::PrometheusClient::Create(url, o.prometheus_auth);
   if (!client) {
     err << "error: --source: " << client.error().message << "\n";
     return nullptr;

@@ -12,6 +12,8 @@
 #include <ostream>
 #include <string>
 
+#include "http/client.h"
+
 namespace gpuledger::cmd {
 
 struct ServerFlags {
@@ -25,6 +27,8 @@ struct ServerFlags {
   // prometheus=URL: fill rows without activity from dcgm-exporter's hourly averages in the same
   // Prometheus (ingest::FillActivityFromPrometheusDcgm, docs/ingest.md).
   bool dcgm_from_prometheus = false;
+  // prometheus=URL: what a managed Prometheus, Thanos or Mimir behind a gateway wants.
+  http::ClientAuth prometheus_auth;
   std::string cluster;  // empty: the ledger's meta "cluster", else "default"
   std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";

@@ -6,9 +6,9 @@
 #include <map>
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "http/client.h"
 #include "ingest/finding_ingest.h"
 
 #include "ingest/counter_ledger.h"
@@ -22,11 +22,8 @@ Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrap
 
 class HttpPrometheusClient : public PrometheusClient {
  public:
-  HttpPrometheusClient(const std::string& host, int port, std::string prefix, std::string display)
-      : client_(host, port), prefix_(std::move(prefix)), display_(std::move(display)) {
-    client_.set_connection_timeout(5, 0);
-    client_.set_read_timeout(120, 0);
-  }
+  HttpPrometheusClient(std::string base, http::ClientAuth auth, std::string display)
+      : base_(std::move(base)), auth_(std::move(auth)), display_(std::move(display)) {}
 
   Result<std::vector<TargetScrape>> Fetch(Micros from_us, Micros to_us) override {
     std::vector<TargetScrape> raw;
@@ -81,9 +78,11 @@ class HttpPrometheusClient : public PrometheusClient {
   // One instant query at `time` (seconds, as the API takes it): the answer's body. A 400 or 422
   // carries the API's own error, which the response parsers report.
   Result<std::string> Query(const std::string& promql, const std::string& time) {
-    httplib::Params params{{"query", promql}, {"time", time}};
-    auto res = client_.Get(prefix_ + "/api/v1/query", params, httplib::Headers{});
-    if (!res) return Unavailable(fmt::format("{}: {}", display_, httplib::to_string(res.error())));
+    http::ClientRequest request{base_ + "/api/v1/query", {{"query", promql}, {"time", time}}};
+    request.timeout_us = 120 * kMicrosPerSecond;
+    request.max_bytes = 1u << 30;  // a month of a large cluster's series in one answer
+    auto res = http::Get(request, auth_);
+    if (!res) return Error{res.error().code, fmt::format("{}: {}", display_, res.error().message)};
     if (res->status != 200 && res->status != 400 && res->status != 422)
       return InvalidArgument(
           fmt::format("{} is not a Prometheus HTTP API: /api/v1/query answered HTTP {}", display_,
@@ -91,8 +90,8 @@ class HttpPrometheusClient : public PrometheusClient {
     return std::move(res->body);
   }
 
-  httplib::Client client_;
-  std::string prefix_;
+  std::string base_;  // the URL without a trailing slash; a path prefix is kept
+  http::ClientAuth auth_;
   std::string display_;
   std::atomic<std::int64_t> skipped_not_finite_{0};
 };
@@ -265,25 +264,18 @@ Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client,
   return filled;
 }
 
-Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& base_url) {
-  std::string rest = base_url;
-  if (!rest.starts_with("http://"))
+Result<std::unique_ptr<PrometheusClient>> PrometheusClient::Create(const std::string& base_url,
+                                                                   http::ClientAuth auth) {
+  auto url = http::ParseUrl(base_url);
+  if (!url)
     return InvalidArgument(
-        fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
-  rest = rest.substr(7);
-  std::string prefix;
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
-    prefix = rest.substr(slash);
-    rest = rest.substr(0, slash);
-    while (prefix.ends_with("/")) prefix.pop_back();
-  }
-  auto colon = rest.rfind(':');
-  int port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
-  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  if (host.empty() || port <= 0 || port > 65535)
-    return InvalidArgument(
-        fmt::format("prometheus URL '{}': expected http://HOST:PORT[/prefix]", base_url));
-  return std::unique_ptr<PrometheusClient>(new HttpPrometheusClient(host, port, prefix, base_url));
+        fmt::format("prometheus URL: {} (a path prefix such as /prometheus is "
+                    "kept)",
+                    url.error().message));
+  std::string base = base_url;
+  while (base.ends_with("/")) base.pop_back();
+  return std::unique_ptr<PrometheusClient>(
+      new HttpPrometheusClient(std::move(base), std::move(auth), url->shown));
 }
 
 }  // namespace gpuledger::ingest

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/client.h"
 #include "ingest/dcgm_hourly.h"
 #include "ingest/sample.h"
 
@@ -21,9 +22,11 @@ const std::vector<std::string>& LedgerMetricNames();
 
 class PrometheusClient {
  public:
-  // `base_url`: "http://host:port" (a path prefix such as "/prometheus" or VictoriaMetrics'
-  // "/select/0/prometheus" is kept).
-  static Result<std::unique_ptr<PrometheusClient>> Create(const std::string& base_url);
+  // `base_url`: "http[s]://host[:port]" (a path prefix such as "/prometheus" or
+  // VictoriaMetrics' "/select/0/prometheus" is kept); `auth`: the token, basic auth or CA a
+  // managed Prometheus, Thanos or Mimir behind a gateway wants.
+  static Result<std::unique_ptr<PrometheusClient>> Create(const std::string& base_url,
+                                                          http::ClientAuth auth = {});
   virtual ~PrometheusClient() = default;
 
   // Raw samples of the ledger's families in (from_us, to_us], grouped per (instance,

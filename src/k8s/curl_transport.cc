@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "http/client.h"
+#include "http/curl_handles.h"
 #include "io/file_util.h"
 #include "k8s/api_transport.h"
 #include "k8s/exec_credential.h"
@@ -10,14 +12,8 @@
 namespace gpuledger::k8s {
 namespace {
 
-struct CurlHandleDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
-};
-struct CurlListDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
-};
-using CurlHandle = std::unique_ptr<CURL, CurlHandleDeleter>;
-using CurlList = std::unique_ptr<curl_slist, CurlListDeleter>;
+using http::CurlHandle;
+using http::CurlList;
 
 struct StreamState {
   const std::function<bool(std::string_view)>* on_data = nullptr;
@@ -235,10 +231,7 @@ class CurlTransport : public ApiTransport {
 
 }  // namespace
 
-void InitCurlOnce() {
-  static std::once_flag once;  // NOLINT: libcurl's global init is process-wide by design
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+void InitCurlOnce() { http::InitClientOnce(); }
 
 std::unique_ptr<ApiTransport> MakeCurlTransport(const ApiServerConfig& config,
                                                 const TransportOptions& options) {

@@ -1,8 +1,7 @@
 #pragma once
 // Fetching an exposition over HTTP, bounded: the server's scrapes of its agents
-// (ingest::FetchMetrics) and the agent's reads of dcgm-exporter (sources/dcgm). Plain HTTP
-// only: both serve on the node or the cluster network; TLS in front of them is a proxy's
-// business and would need a CA bundle here.
+// (ingest::FetchMetrics) and the agent's reads of dcgm-exporter (sources/dcgm), through the one
+// HTTP client (http/client.h): http:// or https:// (verified against the system's CAs).
 
 #include <cstddef>
 #include <functional>
@@ -22,10 +21,11 @@ struct HttpUrl {
   std::string host;  // name or address; IPv6 without the brackets
   int port = 80;
   std::string path = "/metrics";  // with the query, if any; "/metrics" when the URL has none
-  std::string text;               // the URL as given, for messages
+  std::string text;               // the URL to fetch, "/metrics" added when it had no path
 };
 
-// "http://HOST[:PORT][/PATH]" (HOST may be "[v6]"); kInvalidArgument naming the URL otherwise.
+// "http[s]://HOST[:PORT][/PATH]" (HOST may be "[v6]"), parsed by libcurl's URL API;
+// kInvalidArgument naming the URL otherwise.
 Result<HttpUrl> ParseHttpUrl(std::string_view url);
 
 // GET `url` within `timeout_us` for the whole exchange (connect, headers, body: a body trickling

@@ -28,9 +28,8 @@ TEST(ParseHttpUrl, Forms) {
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->port, 9400);
   EXPECT_EQ(u->path, "/x?y=1");
-  for (const char* bad :
-       {"localhost:9400", "https://h:9400/metrics", "http://", "http://:9400", "http://h:0/",
-        "http://h:99999/", "http://h:x/", "http://h:/", "http://u:p@h:1/", "http://[::1/"}) {
+  for (const char* bad : {"localhost:9400", "ftp://h:9400/metrics", "http://", "http://:9400",
+                          "http://h:99999/", "http://h:x/", "http://[::1/"}) {
     auto r = ParseHttpUrl(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {

@@ -86,6 +86,13 @@ TEST(ServerE2e, ReportThroughTheServerEqualsTheLocalReport) {
     EXPECT_EQ(code, 2) << bad;
     EXPECT_NE(bad.find("policy"), std::string::npos) << bad;
   }
+  // Nothing listening: what was tried and why it failed, not "Connection".
+  std::string unreachable = RunCapture(bin + " report --server http://127.0.0.1:1 2>&1", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(unreachable.find("--server http://127.0.0.1:1: GET http://127.0.0.1:1/api/v1/report: "),
+            std::string::npos)
+      << unreachable;
+  EXPECT_NE(unreachable.find("onnect"), std::string::npos) << unreachable;  // curl's reason
   std::string no_source =
       RunCapture(bin + " server --ledger sqlite:" + db + " --source scrape", &code);
   EXPECT_EQ(code, 2);
