@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cmd/cli_words.h"
 #include "cmd/run_agent.h"
 #include "cmd/run_server.h"
 #include "common/clock.h"
@@ -35,7 +36,7 @@ void OnSignal(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
-  CLI::App app{"gpuledger: who used which GPU, how much, and what it cost"};
+  CLI::App app{"gpuledger: who used which GPU, how much, and what it cost", "gpuledger"};
   app.require_subcommand(1);
 
   DemoOptions demo;
@@ -237,12 +238,33 @@ int main(int argc, char** argv) {
   rightsize_cmd->add_option("--format", rightsize.format, "table | json")->capture_default_str();
 
   app.add_subcommand("version", "print the version");
+  app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);
 
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "help") {  // `gpuledger help [COMMAND]`, as git and kubectl
+    const CLI::App* topic = &app;
+    if (args.size() > 1) {
+      const std::string unknown = gpuledger::cmd::UnknownWord(app, {args[1]});
+      if (!unknown.empty()) {
+        std::cerr << "error: " << unknown << "\n";
+        return 2;
+      }
+      topic = app.get_subcommand(args[1]);
+    }
+    std::cout << topic->help();
+    return 0;
+  }
+  if (const std::string unknown = gpuledger::cmd::UnknownWord(app, args); !unknown.empty()) {
+    std::cerr << "error: " << unknown << "\nRun with --help for more information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

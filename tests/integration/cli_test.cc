@@ -458,6 +458,34 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_EQ(*ReadFile(db), before);
 }
 
+// Issue 34: a slip of the keyboard is named with what was meant; `help` and `--version` work.
+TEST_F(CliTest, AnUnknownCommandOrOptionIsNamedWithTheNearestOne) {
+  Output typo = Run("reprot --db x");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("unknown command 'reprot'; did you mean 'report'?"), std::string::npos)
+      << typo.err;
+  Output sim = Run("sim bogus");
+  EXPECT_EQ(sim.code, 2);
+  EXPECT_NE(sim.err.find("unknown command 'bogus' of 'sim' (commands: example, import-alibaba)"),
+            std::string::npos)
+      << sim.err;
+  // Reported as itself, not as the required --ledger it was meant to be.
+  Output flag = Run("server --ledgr x");
+  EXPECT_EQ(flag.code, 2);
+  EXPECT_NE(flag.err.find("unknown option --ledgr for 'server'; did you mean --ledger?"),
+            std::string::npos)
+      << flag.err;
+  Output help = Run("help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("Usage: gpuledger [OPTIONS] SUBCOMMAND"), std::string::npos) << help.out;
+  Output help_report = Run("help report");
+  EXPECT_EQ(help_report.code, 0);
+  EXPECT_NE(help_report.out.find("--window"), std::string::npos) << help_report.out;
+  Output version = Run("--version");
+  EXPECT_EQ(version.code, 0);
+  EXPECT_TRUE(version.out.starts_with("gpuledger ")) << version.out;
+}
+
 // Issue 29: the demo ignored SIGINT and SIGTERM while simulating and exited 0 when it finally
 // stopped. A year-long demo interrupted after 2 s now stops at the next interval: exit 130.
 TEST_F(CliTest, AnInterruptedDemoStopsPromptlyAndSaysSo) {
