@@ -16,8 +16,7 @@ std::string SqliteLedgerPath(std::string_view spec) {
 
 std::string DisplayLedgerSpec(std::string_view spec) {
   if (!IsPostgresLedgerSpec(spec)) return std::string(spec);
-  const std::string url(spec);
-  return RedactPostgresSecret(url, url);
+  return RedactPostgresUrl(std::string(spec));
 }
 
 Result<std::unique_ptr<LedgerStore>> OpenLedger(const std::string& spec) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <limits>
@@ -36,30 +37,79 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
-// The password as written in a URL's userinfo or ?password= parameter (raw
-// form), if any.
-std::vector<std::string> PasswordsIn(const std::string& url) {
-  std::vector<std::string> out;
-  std::string_view u = url;
-  if (auto scheme = u.find("://"); scheme != std::string_view::npos) {
-    std::string_view rest = u.substr(scheme + 3);
-    std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
-    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-      std::string_view userinfo = authority.substr(0, at);
-      if (auto colon = userinfo.find(':'); colon != std::string_view::npos) {
-        out.emplace_back(userinfo.substr(colon + 1));
+// [begin, end) of each password value in a libpq URL (userinfo, ?password=) or key=value
+// string, found by walking its grammar: positions, so that no other text is touched.
+std::vector<std::pair<std::size_t, std::size_t>> PasswordSpans(std::string_view url) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  const std::size_t scheme = url.find("://");
+  if (url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    const std::size_t authority = scheme + 3;
+    const std::size_t authority_end = std::min(url.find_first_of("/?", authority), url.size());
+    const std::size_t at = url.rfind('@', authority_end - 1);
+    if (at != std::string_view::npos && at >= authority) {
+      const std::size_t colon = url.find(':', authority);
+      if (colon != std::string_view::npos && colon < at) spans.emplace_back(colon + 1, at);
+    }
+    if (const std::size_t query = url.find('?', authority); query != std::string_view::npos) {
+      for (std::size_t p = query + 1; p < url.size();) {
+        const std::size_t end = std::min(url.find('&', p), url.size());
+        const std::size_t eq = url.find('=', p);
+        if (eq < end && PercentDecode(url.substr(p, eq - p)) == "password")
+          spans.emplace_back(eq + 1, end);
+        p = end + 1;
       }
     }
+    return spans;
   }
-  for (std::string_view key : {"password=", "password ="}) {
-    for (std::size_t at = u.find(key); at != std::string_view::npos; at = u.find(key, at + 1)) {
-      std::string_view v = u.substr(at + key.size());
-      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-      bool quoted = !v.empty() && v.front() == '\'';
-      if (quoted) v.remove_prefix(1);
-      v = v.substr(0, v.find_first_of(quoted ? "'" : "& "));
-      out.emplace_back(v);
+  // keyword = value pairs; a value is 'quoted' (with \' and \\ escapes) or runs to a space.
+  for (std::size_t p = 0; p < url.size();) {
+    while (p < url.size() && url[p] == ' ') ++p;
+    const std::size_t key = p;
+    while (p < url.size() && url[p] != '=' && url[p] != ' ') ++p;
+    const std::string_view name = url.substr(key, p - key);
+    while (p < url.size() && url[p] == ' ') ++p;
+    if (p >= url.size() || url[p] != '=') break;  // not key=value: libpq refuses it
+    ++p;
+    while (p < url.size() && url[p] == ' ') ++p;
+    std::size_t begin = p, end = p;
+    if (p < url.size() && url[p] == '\'') {
+      begin = ++p;
+      while (p < url.size() && url[p] != '\'') p += url[p] == '\\' ? 2 : 1;
+      end = std::min(p, url.size());
+      ++p;
+    } else {
+      while (p < url.size() && url[p] != ' ') ++p;
+      end = p;
     }
+    if (name == "password") spans.emplace_back(begin, end);
+  }
+  return spans;
+}
+
+// libpq's reason for refusing to parse a URL quotes pieces of it ("invalid URI query parameter:
+// \"nosuch\""; some quote the whole URL). A quoted piece that holds a password is hidden whole.
+std::string HideQuotedPasswords(const std::string& url, const std::string& reason) {
+  std::vector<std::string> secrets;
+  for (const auto& [begin, end] : PasswordSpans(url)) {
+    if (end <= begin) continue;
+    secrets.push_back(url.substr(begin, end - begin));
+    secrets.push_back(PercentDecode(secrets.back()));
+  }
+  std::string out;
+  for (std::size_t p = 0; p < reason.size();) {
+    const std::size_t open = reason.find('"', p);
+    const std::size_t close = open == std::string::npos ? open : reason.find('"', open + 1);
+    if (close == std::string::npos) {
+      out += reason.substr(p);
+      break;
+    }
+    const std::string quoted = reason.substr(open + 1, close - open - 1);
+    const bool holds = std::any_of(secrets.begin(), secrets.end(), [&](const std::string& s) {
+      return quoted.find(s) != std::string::npos;
+    });
+    out += reason.substr(p, open - p) + "\"" + (holds ? "(hidden: holds the password)" : quoted) +
+           "\"";
+    p = close + 1;
   }
   return out;
 }
@@ -112,17 +162,13 @@ std::string DescribePostgresServer(const std::string& url) {
                      port.empty() ? "" : ":" + port, db);
 }
 
-std::string RedactPostgresSecret(const std::string& url, std::string text) {
-  for (const std::string& raw : PasswordsIn(url)) {
-    for (const std::string& secret : {raw, PercentDecode(raw)}) {
-      if (secret.empty()) continue;
-      for (std::size_t at = text.find(secret); at != std::string::npos;
-           at = text.find(secret, at + 3)) {
-        text.replace(at, secret.size(), "***");
-      }
-    }
-  }
-  return text;
+std::string RedactPostgresUrl(const std::string& url) {
+  std::string out = url;
+  auto spans = PasswordSpans(url);
+  // From the end, so earlier positions stay valid.
+  for (auto it = spans.rbegin(); it != spans.rend(); ++it)
+    out.replace(it->first, it->second - it->first, "***");
+  return out;
 }
 
 PgParams& PgParams::Add(std::int64_t value) {
@@ -195,8 +241,8 @@ Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& url) {
   if (parsed == nullptr) {
     std::string why = parse_err != nullptr ? OneLine(parse_err) : "out of memory";
     PQfreemem(parse_err);
-    return InvalidArgument(
-        RedactPostgresSecret(url, fmt::format("postgres: the ledger URL is malformed: {}", why)));
+    return InvalidArgument(fmt::format("postgres: the ledger URL {} is malformed: {}",
+                                       RedactPostgresUrl(url), HideQuotedPasswords(url, why)));
   }
   PQconninfoFree(parsed);
 
@@ -233,7 +279,8 @@ Status PgConn::Ensure() {
 Error PgConn::ConnectError(std::string_view what) const {
   std::string message = OneLine(PQerrorMessage(conn_));
   if (message.empty()) message = "cannot connect";
-  return Unavailable(RedactPostgresSecret(url_, fmt::format("{}: {}: {}", server_, what, message)));
+  // libpq's connection errors name the host and port, never the password.
+  return Unavailable(fmt::format("{}: {}: {}", server_, what, message));
 }
 
 Error PgConn::MakeError(std::string_view what, const PGresult* result) const {
@@ -261,7 +308,7 @@ Error PgConn::MakeError(std::string_view what, const PGresult* result) const {
     message += " (connection lost; the next call reconnects)";
   }
   if (!state.empty()) message += fmt::format(" [{}]", state);
-  return Error{code, RedactPostgresSecret(url_, fmt::format("{}: {}: {}", server_, what, message))};
+  return Error{code, fmt::format("{}: {}: {}", server_, what, message)};
 }
 
 Result<PgResult> PgConn::Exec(std::string_view what, const std::string& sql,

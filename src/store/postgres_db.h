@@ -27,10 +27,9 @@ namespace gpuledger::store {
 // "postgres://(unparseable URL)".
 std::string DescribePostgresServer(const std::string& url);
 
-// `text` with every occurrence of the URL's password (raw and percent-decoded)
-// replaced by
-// "***": for messages that may echo the URL back.
-std::string RedactPostgresSecret(const std::string& url, std::string text);
+// The URL (or key=value string) as it may be printed: each password value, found by parsing
+// it (userinfo, ?password=, password=), replaced by "***" and nothing else touched.
+std::string RedactPostgresUrl(const std::string& url);
 
 // Parameters of one statement, in text format ($1, $2, ... in the order added).
 class PgParams {

@@ -31,10 +31,20 @@ TEST(PostgresUrl, DescribesTheServerWithoutThePassword) {
   EXPECT_EQ(DescribePostgresServer("postgresql:///gpu"), "postgres://localhost/gpu");
   EXPECT_EQ(DescribePostgresServer("postgres://%zz"), "postgres://(unparseable URL)");
 
-  const std::string url = "postgres://ledger:s3cr%21t@db/gpu?password=other%20pw";
-  EXPECT_EQ(RedactPostgresSecret(url, "a s3cr%21t b s3cr!t c other%20pw d other pw"),
-            "a *** b *** c *** d ***");
+  EXPECT_EQ(RedactPostgresUrl("postgres://ledger:s3cr%21t@db/gpu?sslmode=off&password=other%20pw"),
+            "postgres://ledger:***@db/gpu?sslmode=off&password=***");
+  EXPECT_EQ(RedactPostgresUrl("host=db password='a \\' b' dbname=gpu"),
+            "host=db password='***' dbname=gpu");
   EXPECT_EQ(DisplayLedgerSpec("postgres://ledger:pw123@db/gpu"), "postgres://ledger:***@db/gpu");
+  // A password that is a common substring: only its own place is touched (search-and-replace
+  // printed "p***stgres://user@..." and told where every "o" was).
+  EXPECT_EQ(DisplayLedgerSpec("postgres://user:o@127.0.0.1:1/x"),
+            "postgres://user:***@127.0.0.1:1/x");
+  auto short_password = OpenLedger("postgres://user:o@127.0.0.1:1/x?connect_timeout=2");
+  ASSERT_FALSE(short_password);
+  EXPECT_THAT(short_password.error().message,
+              HasSubstr("postgres://user@127.0.0.1:1/x: connect: connection to server"));
+  EXPECT_THAT(short_password.error().message, Not(HasSubstr("***")));
   EXPECT_EQ(DisplayLedgerSpec("sqlite:/x/pw123.db"), "sqlite:/x/pw123.db");
 }
 
