@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
                          "read from a running server (http[s]://HOST[:PORT])");
   report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
   report_cmd->add_option("--ca-file", report.ca_file, "CA bundle (PEM) for an https:// --server");
-  report_cmd->add_option("--window", report.window, "all | 7d | START,END (RFC 3339)")
+  report_cmd
+      ->add_option("--window", report.window,
+                   "all | 7d | today | yesterday | week | lastweek | month | lastmonth | START,END")
       ->capture_default_str();
   report_cmd
       ->add_option("--by", report.by,

@@ -54,6 +54,12 @@ bool SplitNumber(std::string_view text, double& number, std::string_view& unit) 
 
 }  // namespace
 
+int DaysInMonth(std::int64_t year, unsigned month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[(month - 1) % 12];
+}
+
 Result<Micros> ParseRfc3339(std::string_view s) {
   int y, mo, d, h = 0, mi = 0, sec = 0;
   auto bad = [&] {
@@ -95,6 +101,12 @@ Result<Micros> ParseRfc3339(std::string_view s) {
     if (pos != s.size()) return bad();
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return bad();
+  // A day past the month's end is refused, not carried into the next month (2026-11-31 is no
+  // date; counted from the 1st it would read as 1 December).
+  const int month_days = DaysInMonth(y, static_cast<unsigned>(mo));
+  if (d > month_days)
+    return InvalidArgument(
+        fmt::format("'{}' is not a date: {:04}-{:02} has {} days", s, y, mo, month_days));
   std::int64_t seconds = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
   const Micros t = seconds * kMicrosPerSecond + frac_us;  // |years| <= 9999: no wrap
   if (t < 0 || t >= kMaxInstantUs)

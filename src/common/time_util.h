@@ -35,6 +35,7 @@ struct CivilDate {
   friend bool operator==(const CivilDate&, const CivilDate&) = default;
 };
 std::int64_t DaysFromCivil(std::int64_t year, unsigned month, unsigned day);
+int DaysInMonth(std::int64_t year, unsigned month);  // month 1..12; leap years counted
 CivilDate CivilFromDays(std::int64_t days);
 
 }  // namespace gpuledger

@@ -5,6 +5,17 @@
 namespace gpuledger {
 namespace {
 
+TEST(ParseRfc3339, ADayPastTheMonthsEndIsNoDate) {
+  auto november = ParseRfc3339("2026-11-31T00:00:00Z");
+  ASSERT_FALSE(november);
+  EXPECT_EQ(november.error().message, "'2026-11-31T00:00:00Z' is not a date: 2026-11 has 30 days");
+  EXPECT_FALSE(ParseRfc3339("2026-02-29T00:00:00Z"));
+  EXPECT_TRUE(ParseRfc3339("2028-02-29T00:00:00Z"));   // a leap year
+  EXPECT_FALSE(ParseRfc3339("2100-02-29T00:00:00Z"));  // a century that is not
+  EXPECT_TRUE(ParseRfc3339("2000-02-29T00:00:00Z"));   // one that is
+  EXPECT_TRUE(ParseRfc3339("2026-12-31"));
+}
+
 TEST(ParseRfc3339, UtcAndOffsets) {
   EXPECT_EQ(*ParseRfc3339("1970-01-01T00:00:00Z"), 0);
   EXPECT_EQ(*ParseRfc3339("2026-11-23T00:00:00Z"), 1795392000LL * kMicrosPerSecond);

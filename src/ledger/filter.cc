@@ -87,8 +87,9 @@ Result<Filter> ParseFilter(std::string_view text) {
 }
 
 bool Matches(const Filter& filter, const UsageRow& row) {
+  static const std::string kNoCluster;  // no filter field reads the cluster
   return Matches(filter, row.consumer,
-                 report::Placed{row.node, row.gpu_model, row.gpu, row.sharing});
+                 report::Placed{kNoCluster, row.node, row.gpu_model, row.gpu, row.sharing});
 }
 
 bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed) {

@@ -159,8 +159,8 @@ void SortRows(std::vector<report::Row>& rows) {
 bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filter) {
   using Kind = report::Dimension::Kind;
   for (const auto& d : dims)
-    if (d.kind == Kind::kNode || d.kind == Kind::kGpuModel || d.kind == Kind::kDevice ||
-        d.kind == Kind::kSharingMode)
+    if (d.kind == Kind::kCluster || d.kind == Kind::kNode || d.kind == Kind::kGpuModel ||
+        d.kind == Kind::kDevice || d.kind == Kind::kSharingMode)
       return false;
   for (const auto& c : filter)
     if (c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode") return false;
@@ -204,9 +204,12 @@ class Keys {
       if (auto it2 = s_.namespace_labels().find(q_.idle.namespace_name);
           it2 != s_.namespace_labels().end())
         platform.consumer.namespace_labels = it2->second;
-    it->second = !q_.filter.empty() && !Matches(q_.filter, platform)
-                     ? -1
-                     : static_cast<std::int32_t>(Intern(report::KeyOf(platform, q_.group_by)));
+    it->second =
+        !q_.filter.empty() && !Matches(q_.filter, platform)
+            ? -1
+            : static_cast<std::int32_t>(Intern(report::KeyOf(
+                  platform.consumer,
+                  report::Placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing}, q_.group_by)));
     return it->second;
   }
 
@@ -218,7 +221,7 @@ class Keys {
   std::int32_t Compute(std::size_t i) {
     const ConsumerInfo& consumer = s_.consumers()[s_.usage().consumer[i]];
     const Placement& p = s_.placements()[s_.usage().placement[i]];
-    const report::Placed placed{p.node, p.gpu_model, p.gpu, p.sharing};
+    const report::Placed placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing};
     if (!q_.filter.empty() && !Matches(q_.filter, consumer, placed)) return -1;
     return static_cast<std::int32_t>(Intern(report::KeyOf(consumer, placed, q_.group_by)));
   }

@@ -20,18 +20,17 @@ struct DimName {
   Dimension::Kind kind;
 };
 constexpr DimName kDimNames[] = {
-    {"namespace", Dimension::Kind::kNamespace},
-    {"controller", Dimension::Kind::kController},
-    {"node", Dimension::Kind::kNode},
-    {"gpu_model", Dimension::Kind::kGpuModel},
-    {"device", Dimension::Kind::kDevice},
-    {"container", Dimension::Kind::kContainer},
-    {"pod", Dimension::Kind::kPod},
+    {"cluster", Dimension::Kind::kCluster},          {"namespace", Dimension::Kind::kNamespace},
+    {"controller", Dimension::Kind::kController},    {"node", Dimension::Kind::kNode},
+    {"gpu_model", Dimension::Kind::kGpuModel},       {"device", Dimension::Kind::kDevice},
+    {"container", Dimension::Kind::kContainer},      {"pod", Dimension::Kind::kPod},
     {"sharing_mode", Dimension::Kind::kSharingMode},
 };
 
 std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d) {
   switch (d.kind) {
+    case Dimension::Kind::kCluster:
+      return row.cluster;
     case Dimension::Kind::kNamespace:
       return c.ref.namespace_name;
     case Dimension::Kind::kLabel: {
@@ -77,8 +76,8 @@ Result<std::vector<Dimension>> ParseGroupBy(std::string_view text) {
                            [&](const DimName& n) { return n.name == part; });
     if (it == std::end(kDimNames))
       return InvalidArgument(fmt::format(
-          "unknown grouping '{}' in '{}' (namespace, label:KEY, controller, node, gpu_model, "
-          "device, container, pod, sharing_mode; several joined by commas)",
+          "unknown grouping '{}' in '{}' (cluster, namespace, label:KEY, controller, node, "
+          "gpu_model, device, container, pod, sharing_mode; several joined by commas)",
           part, text));
     dims.push_back(Dimension{it->kind, ""});
   }
@@ -110,7 +109,9 @@ std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
 }
 
 std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
-  return KeyOf(row.consumer, Placed{row.node, row.gpu_model, row.gpu, row.sharing}, dims);
+  static const std::string kNoCluster;
+  return KeyOf(row.consumer, Placed{kNoCluster, row.node, row.gpu_model, row.gpu, row.sharing},
+               dims);
 }
 
 void Figures::Add(const Figures& o) {
@@ -294,7 +295,8 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
       }
       f.granted_memory_kib_s = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, u.allocated_us);
       f.share_source = u.share_source;
-      rows[KeyOf(u, group_by)].Add(f);
+      rows[KeyOf(u.consumer, Placed{d.cluster, u.node, u.gpu_model, u.gpu, u.sharing}, group_by)]
+          .Add(f);
     }
     const KibSeconds capacity = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, d.metered_us);
     KibSeconds used = d.unattributed_memory_kib_s;
@@ -313,7 +315,11 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
           PlatformIdleRow(idle.namespace_name, d.node, d.gpu_model, d.gpu, d.sharing);
       if (auto it = namespace_labels.find(idle.namespace_name); it != namespace_labels.end())
         platform.consumer.namespace_labels = it->second;
-      rows[KeyOf(platform, group_by)].cost_nanos += split.idle;
+      rows[KeyOf(
+               platform.consumer,
+               Placed{d.cluster, platform.node, platform.gpu_model, platform.gpu, platform.sharing},
+               group_by)]
+          .cost_nanos += split.idle;
       idle_f.cost_nanos = 0;
     }
     r.idle.Add(idle_f);

@@ -20,6 +20,7 @@ namespace gpuledger::report {
 // One level of a grouping key.
 struct Dimension {
   enum class Kind {
+    kCluster,
     kNamespace,
     kLabel,
     kController,
@@ -34,16 +35,19 @@ struct Dimension {
   std::string label;  // kLabel: the label key
 };
 
-// "namespace", "label:team", "controller", "node", "gpu_model", "device", "container", "pod",
-// "sharing_mode", or several joined by commas ("namespace,label:team").
+// "cluster", "namespace", "label:team", "controller", "node", "gpu_model", "device",
+// "container", "pod", "sharing_mode", or several joined by commas ("namespace,label:team").
 Result<std::vector<Dimension>> ParseGroupBy(std::string_view text);
 std::string ToString(const std::vector<Dimension>& dims);
 
 // The key value a usage row has for a grouping; levels joined by '/'. A missing label is
-// "unlabelled"; a pod label wins over its namespace's label of the same key.
+// "unlabelled"; a pod label wins over its namespace's label of the same key. A usage row does
+// not name its cluster (its device-hour does): grouping by cluster takes the Placed form.
 std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims);
-// Where a row was, as a key reads it (a UsageRow's node, model, GPU and mode).
+// Where a row was, as a key reads it (its device-hour's cluster, a UsageRow's node, model, GPU
+// and mode).
 struct Placed {
+  const std::string& cluster;
   const std::string& node;
   const std::string& gpu_model;
   const GpuUuid& gpu;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time_util.h"
 #include "report/report_json.h"
 #include "report/window.h"
 
@@ -321,6 +322,33 @@ TEST(ResolveWindow, LengthsNeedAUnitAndInstantsStayInTheCalendar) {
   ASSERT_FALSE(bare.ok());
   EXPECT_NE(bare.error().message.find("give a unit"), std::string::npos) << bare.error().message;
   EXPECT_FALSE(ResolveWindow("-9223372036854,9223372036854", extent).ok());
+}
+
+// OpenCost's calendar words, about the day holding the ledger's last instant (issue 34).
+TEST(ResolveWindow, CalendarWordsAsOpenCostReadsThem) {
+  auto at = [](const char* text) { return *ParseRfc3339(text); };
+  // The ledger ends at 2026-11-25T05:00Z, a Wednesday; its last instant is that morning.
+  const TimeRange extent{at("2026-09-01T00:00:00Z"), at("2026-11-25T05:00:00Z")};
+  auto is = [&](const char* word, const char* from, const char* to) {
+    auto w = ResolveWindow(word, extent);
+    ASSERT_TRUE(w) << word << ": " << w.error().message;
+    EXPECT_EQ(w->from_us, at(from)) << word << " from " << FormatRfc3339(w->from_us);
+    EXPECT_EQ(w->to_us, at(to)) << word << " to " << FormatRfc3339(w->to_us);
+  };
+  is("today", "2026-11-25T00:00:00Z", "2026-11-25T05:00:00Z");
+  is("yesterday", "2026-11-24T00:00:00Z", "2026-11-25T00:00:00Z");
+  is("week", "2026-11-22T00:00:00Z", "2026-11-25T05:00:00Z");  // from Sunday
+  is("lastweek", "2026-11-15T00:00:00Z", "2026-11-22T00:00:00Z");
+  is("month", "2026-11-01T00:00:00Z", "2026-11-25T05:00:00Z");
+  is("lastmonth", "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z");
+  // A ledger that ends at midnight: "today" is its last day, not an empty one.
+  const TimeRange midnight{at("2026-01-01T00:00:00Z"), at("2027-01-01T00:00:00Z")};
+  EXPECT_EQ(ResolveWindow("today", midnight)->from_us, at("2026-12-31T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("lastmonth", midnight)->from_us, at("2026-11-01T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("month", TimeRange{0, at("2026-01-10T00:00:00Z")})->from_us,
+            at("2026-01-01T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("lastmonth", TimeRange{0, at("2026-01-10T00:00:00Z")})->from_us,
+            at("2025-12-01T00:00:00Z"));
 }
 
 TEST(ParseGroupBy, RejectsUnknownNamesClearly) {

@@ -2,12 +2,45 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "common/time_util.h"
 
 namespace gpuledger::report {
 
+namespace {
+
+constexpr Micros kMicrosPerDay = 24 * kMicrosPerHour;
+
+// OpenCost's window words, about the UTC day holding `last` (the ledger's last instant).
+std::optional<TimeRange> CalendarWindow(std::string_view word, Micros end_us) {
+  const std::int64_t day = (end_us - 1) / kMicrosPerDay;  // the day of the last instant
+  const std::int64_t week = day - (day + 4) % 7;          // its Sunday (1970-01-01: Thursday)
+  const CivilDate date = CivilFromDays(day);
+  const std::int64_t month = DaysFromCivil(date.year, date.month, 1);
+  const std::int64_t last_month = date.month == 1 ? DaysFromCivil(date.year - 1, 12, 1)
+                                                  : DaysFromCivil(date.year, date.month - 1, 1);
+  auto days = [](std::int64_t from, std::int64_t to) {
+    return TimeRange{from * kMicrosPerDay, to * kMicrosPerDay};
+  };
+  if (word == "today") return TimeRange{day * kMicrosPerDay, end_us};
+  if (word == "yesterday") return days(day - 1, day);
+  if (word == "week") return TimeRange{week * kMicrosPerDay, end_us};
+  if (word == "lastweek") return days(week - 7, week);
+  if (word == "month") return TimeRange{month * kMicrosPerDay, end_us};
+  if (word == "lastmonth") return days(last_month, month);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
   if (window == "all" || window.empty()) return extent;
+  if (auto calendar = CalendarWindow(window, extent.to_us)) {
+    if (calendar->from_us < 0)
+      return InvalidArgument(fmt::format("window '{}': before 1970", window));
+    return *calendar;
+  }
   if (auto comma = window.find(','); comma != std::string_view::npos) {
     auto from = ParseInstant(window.substr(0, comma));
     auto to = ParseInstant(window.substr(comma + 1));
@@ -24,8 +57,8 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
   auto length = ParseDuration(window);
   if (!length || *length <= 0)
     return InvalidArgument(fmt::format(
-        "window '{}': expected all, a duration such as 7d or 24h, or START,END (RFC 3339 or "
-        "unix seconds)",
+        "window '{}': expected all, a duration such as 7d or 24h, today, yesterday, week, "
+        "lastweek, month, lastmonth, or START,END (RFC 3339 or unix seconds)",
         window));
   return TimeRange{HourStart(extent.to_us - *length), extent.to_us};
 }

@@ -45,6 +45,12 @@ bool SameToken(const std::string& a, const std::string& b) {
 
 double Units(Nanos n) { return static_cast<double>(n) / kNanosPerUnit; }
 
+double Efficiency(const report::Figures& f) {
+  return f.allocated_gpu_us > 0
+             ? static_cast<double>(f.compute_gpu_us) / static_cast<double>(f.allocated_gpu_us)
+             : 0.0;
+}
+
 json AllocationFigures(const std::string& name, const report::Figures& f, Micros from, Micros to) {
   return {{"name", name},
           {"window", {{"start", FormatRfc3339(from)}, {"end", FormatRfc3339(to)}}},
@@ -59,7 +65,12 @@ json AllocationFigures(const std::string& name, const report::Figures& f, Micros
           {"gpuHours", static_cast<double>(f.allocated_gpu_us) / kMicrosPerHour},
           {"gpuUsageHours", static_cast<double>(f.compute_gpu_us) / kMicrosPerHour},
           {"gpuCost", Units(f.cost_nanos)},
-          {"totalCost", Units(f.cost_nanos)}};
+          {"gpuCostAdjustment", 0.0},
+          {"totalCost", Units(f.cost_nanos)},
+          {"minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond)},
+          // OpenCost's efficiency: what was used of what was allocated (GPU only here).
+          {"gpuEfficiency", Efficiency(f)},
+          {"totalEfficiency", Efficiency(f)}};
 }
 
 double Hours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
@@ -122,13 +133,40 @@ ApiResponse ReportError(const Error& e) {
   return FromError(e);
 }
 
-ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
-  if (auto u = UnknownParam(p, {"window", "aggregate", "step", "policy", "idle", "filter"});
+// OpenCost's `accumulate`: true (or all) sums the window into one set, whatever the step;
+// hour, day and week set the step; false (the default) keeps `step`.
+Result<Params> WithAccumulate(Params p) {
+  auto it = p.find("accumulate");
+  if (it == p.end()) return p;
+  const std::string accumulate = it->second;
+  p.erase(it);
+  if (accumulate == "true" || accumulate == "all") {
+    p.erase("step");
+  } else if (accumulate == "hour" || accumulate == "day" || accumulate == "week") {
+    const std::string step = accumulate == "hour" ? "1h" : accumulate == "day" ? "1d" : "7d";
+    if (auto given = p.find("step"); given != p.end() && given->second != step)
+      return InvalidArgument(
+          fmt::format("parameter 'accumulate': '{}' means step {}, but step is '{}'", accumulate,
+                      step, given->second));
+    p.erase("step");
+    p.emplace("step", step);
+  } else if (accumulate != "false" && !accumulate.empty()) {
+    return InvalidArgument(fmt::format(
+        "parameter 'accumulate': '{}': expected true, false, all, hour, day or week", accumulate));
+  }
+  return p;
+}
+
+ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given) {
+  if (auto u = UnknownParam(
+          given, {"window", "aggregate", "step", "accumulate", "policy", "idle", "filter"});
       !u.empty())
-    return JsonError(
-        400,
-        fmt::format("unknown parameter '{}' (window, aggregate, step, policy, idle, filter)", u));
-  auto query = ParseReportParams(store, p);
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, "
+                                      "accumulate, policy, idle, filter)",
+                                      u));
+  auto p = WithAccumulate(given);
+  if (!p) return JsonError(400, p.error().message);
+  auto query = ParseReportParams(store, *p);
   if (!query) return FromError(query.error());
   const bool filtered = !query->filter.empty();
   auto reports = reads.Reports(store, *query);
@@ -294,8 +332,17 @@ ApiResponse Api::Handle(const std::string& path, const Params& params,
   return r;
 }
 
-ApiResponse Api::Route(const std::string& path, const Params& params,
+// OpenCost's and Kubecost's paths of the allocation API, so their clients (`kubectl cost`,
+// dashboards) reach ours unchanged.
+std::string_view CanonicalPath(std::string_view path) {
+  if (path == "/allocation" || path == "/allocation/compute" || path == "/model/allocation")
+    return "/api/v1/allocation";
+  return path;
+}
+
+ApiResponse Api::Route(const std::string& requested, const Params& params,
                        const std::string& authorization) {
+  const std::string path(CanonicalPath(requested));
   if (path == "/healthz") return {200, "text/plain", "ok\n"};
   if (path == "/readyz") return Ready();
   if (path == "/metrics") return Metrics();

@@ -90,6 +90,51 @@ TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
   }
 }
 
+// `kubectl cost namespace --window 5d` asks Kubecost's path with accumulate=true; OpenCost's
+// clients use /allocation and /allocation/compute, calendar windows and aggregate=cluster
+// (issue 34). The answers carry OpenCost's keys beside ours.
+TEST_F(ApiTest, KubectlCostsRequestsAreAnsweredAsOpenCostWould) {
+  const Nanos a100 = catalog_.Find("A100-80GB", "on-demand")->hourly_nanos;
+  const Nanos l4 = catalog_.Find("L4", "on-demand")->hourly_nanos;
+  for (const char* path : {"/model/allocation", "/allocation/compute", "/allocation"}) {
+    json j = Get(path, {{"window", "5d"}, {"aggregate", "namespace"}, {"accumulate", "true"}});
+    ASSERT_EQ(j["code"], 200);
+    ASSERT_EQ(j["data"].size(), 1u) << path;
+    double total = 0;
+    std::int64_t nanos = 0;
+    for (const auto& [name, a] : j["data"][0].items()) {
+      EXPECT_EQ(a["name"], name);
+      total += a["totalCost"].get<double>();
+      nanos += a["cost_nanos"].get<std::int64_t>();
+      EXPECT_TRUE(a["window"]["start"].is_string());
+      EXPECT_TRUE(a["minutes"].is_number());
+    }
+    EXPECT_EQ(nanos, 48 * (a100 + l4)) << path;
+    EXPECT_NEAR(total, static_cast<double>(48 * (a100 + l4)) / 1e9, 1e-6);
+  }
+  // accumulate=true sums the steps into one set; accumulate=day is a set a day.
+  EXPECT_EQ(Get("/allocation", {{"window", "all"}, {"step", "1d"}, {"accumulate", "true"}})["data"]
+                .size(),
+            1u);
+  EXPECT_EQ(Get("/allocation", {{"window", "all"}, {"accumulate", "day"}})["data"].size(), 2u);
+  EXPECT_EQ(Get("/allocation", {{"accumulate", "month"}}, 400)["error"],
+            "parameter 'accumulate': 'month': expected true, false, all, hour, day or week");
+  // The ledger's last day is 2026-11-24: today and yesterday are its two days.
+  json today = Get("/allocation", {{"window", "today"}, {"aggregate", "namespace"}});
+  EXPECT_EQ(today["data"][0]["ml"]["window"]["start"], "2026-11-24T00:00:00Z");
+  json yesterday = Get("/allocation", {{"window", "yesterday"}, {"aggregate", "namespace"}});
+  EXPECT_EQ(yesterday["data"][0]["ml"]["window"]["start"], "2026-11-23T00:00:00Z");
+  // One cluster: one row, holding every consumer's cost.
+  json cluster = Get("/allocation", {{"window", "all"}, {"aggregate", "cluster"}});
+  std::int64_t consumers = 0;
+  for (const auto& [name, a] : cluster["data"][0].items())
+    if (!name.starts_with("__")) consumers += a["cost_nanos"].get<std::int64_t>();
+  json by_namespace = Get("/allocation", {{"window", "all"}, {"aggregate", "namespace"}});
+  EXPECT_EQ(consumers, by_namespace["data"][0]["ml"]["cost_nanos"].get<std::int64_t>() +
+                           by_namespace["data"][0]["web"]["cost_nanos"].get<std::int64_t>());
+  EXPECT_EQ(cluster["data"][0].size(), 3u) << cluster.dump();  // the cluster, idle, unattributed
+}
+
 TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
   json j =
       Get("/api/v1/allocation", {{"aggregate", "pod"}, {"filter", "label[team]:\"research\""}});
@@ -107,8 +152,7 @@ TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
 TEST_F(ApiTest, FilterSumsOnlyTheMatchingConsumersOfAGroup) {
   json all = Get("/api/v1/allocation", {{"aggregate", "label:team"}});
   json pods = Get("/api/v1/allocation", {{"aggregate", "pod"}});
-  json some = Get("/api/v1/allocation",
-                  {{"aggregate", "label:team"}, {"filter", "pod:\"api-0\""}});
+  json some = Get("/api/v1/allocation", {{"aggregate", "label:team"}, {"filter", "pod:\"api-0\""}});
   ASSERT_EQ(some["data"][0].size(), 1u) << some.dump();
   // web/api-0 carries the pod label team=search, like api-1: the search row is api-0's part.
   EXPECT_EQ(some["data"][0]["search"]["cost_nanos"], pods["data"][0]["web/api-0"]["cost_nanos"]);

@@ -447,7 +447,7 @@ TEST_F(CliTest, BadInputGetsExitTwoAndANamedFieldAndLeavesTheLedgerAlone) {
   EXPECT_EQ(*ReadFile(db), before);
 
   for (const std::string& args :
-       {std::string("--policy nope"), std::string("--by teams"), std::string("--window yesterday"),
+       {std::string("--policy nope"), std::string("--by teams"), std::string("--window fortnight"),
         std::string("--idle namespace:"), std::string("--format xml"), std::string("--bogus")}) {
     Output o = Run("report --db " + db + " " + args);
     EXPECT_EQ(o.code, 2) << args << ": " << o.err;
