@@ -2,28 +2,38 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build deps clean bench
+.PHONY: demo test build binary deps deps-build clean bench
 
-demo: build
-	./$(BUILD)/src/cmd/gpuledger demo
+# The demo needs the binary alone: build dependencies only, one target. Its --out is its own
+# folder, so each run replaces the last one's ledger (--force).
+demo: binary
+	./$(BUILD)/src/cmd/gpuledger demo --force
 
 # The PostgreSQL store tests run against GPULEDGER_TEST_POSTGRES when set, else against a
 # throwaway server started for this run (GPULEDGER_TEST_POSTGRES=off skips them knowingly).
 test: build
 	./scripts/ci-postgres.sh run sh -c 'cd $(BUILD) && ctest --output-on-failure -j $(JOBS)'
 
-# The `ci` preset (CMakePresets.json: Ninja, RelWithDebInfo, ccache when installed) in $(BUILD);
-# contributors iterate faster with the `dev` preset (docs/development.md).
+# The `ci` preset (CMakePresets.json: Ninja, RelWithDebInfo, ccache when installed) in $(BUILD),
+# with the tests; contributors iterate faster with the `dev` preset (docs/development.md).
 build: deps
-	cmake --preset ci -B $(BUILD)
+	cmake --preset ci -B $(BUILD) -DGPULEDGER_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The binary alone. The tests are configured in only where GoogleTest is already installed.
+binary: deps-build
+	cmake --preset ci -B $(BUILD)
+	cmake --build $(BUILD) -j $(JOBS) --target gpuledger
 
 # The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
 bench: build
 	./bench/read_path.sh $(BUILD)
 
 deps:
-	./scripts/install-deps.sh
+	./scripts/install-deps.sh test
+
+deps-build:
+	./scripts/install-deps.sh build
 
 clean:
 	rm -rf $(BUILD) gpuledger-demo

@@ -1,6 +1,10 @@
 # gpuledger_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABELS unit|integration|e2e])
 # One GoogleTest binary registered with CTest; label defaults to "unit".
+# Nothing when GPULEDGER_TESTS is off (the binary alone).
 function(gpuledger_test)
+  if(NOT GPULEDGER_TESTS)
+    return()
+  endif()
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)

@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpuledger builds and tests with (design section 8), only those
 # missing, so a machine that has them all is not touched and needs no network.
+#   install-deps.sh build   what building and running the binary needs (`make demo`)
+#   install-deps.sh [test]  that and what the tests and benchmarks need (`make test`, CI)
 set -euo pipefail
+profile=${1:-test}
 
 packages=(
   cmake ninja-build pkg-config g++ make ccache
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
-  libsqlite3-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcpp-httplib-dev libcurl4-openssl-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  prometheus victoria-metrics   # real TSDBs (and promtool) in the end-to-end tests
-  libpq-dev postgresql   # the PostgreSQL ledger; its tests run against a throwaway server
-  sqlite3                # the outage test reads the ledger with the sqlite3 CLI
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libsqlite3-dev zlib1g-dev libcpp-httplib-dev libcurl4-openssl-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libpq-dev              # the PostgreSQL ledger
   libssl-dev             # the webhook's TLS (and cpp-httplib's OpenSSL build)
-  openssl                # the webhook end-to-end test makes its test CA with the openssl CLI
 )
+case "$profile" in
+  build) ;;
+  test)
+    packages+=(
+      libgtest-dev libgmock-dev libbenchmark-dev
+      prometheus victoria-metrics   # real TSDBs (and promtool) in the end-to-end tests
+      postgresql             # the PostgreSQL ledger's tests run against a throwaway server
+      sqlite3                # the outage test reads the ledger with the sqlite3 CLI
+      openssl                # the webhook end-to-end test makes its test CA with the openssl CLI
+    )
+    ;;
+  *)
+    echo "usage: install-deps.sh [build|test]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -127,8 +127,18 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     err << fmt::format("error: --out '{}': {}\n", o.out_dir, ec.message());
     return 2;
   }
-  // The demo owns its ledger file: each run starts it afresh.
+  // A ledger already there may be someone's: replaced only when asked.
   const std::string db = (std::filesystem::path(o.out_dir) / "gpuledger.db").string();
+  if (std::filesystem::exists(db, ec)) {
+    if (!o.force) {
+      err << fmt::format(
+          "error: --out '{}' already holds a ledger ({}); give another --out, or --force to "
+          "replace it\n",
+          o.out_dir, db);
+      return 2;
+    }
+    err << fmt::format("gpuledger demo: replacing {} (--force)\n", db);
+  }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix, ec);
   auto store = store::OpenSqliteLedger(db);
   if (!store) {
@@ -157,11 +167,29 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       it = node_prices.emplace(key, cost::ResolvePrice(inputs->catalog, facts(node), model)).first;
     return it->second;
   };
+  out << fmt::format(
+      "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
+      scenario.name, scenario.nodes.size(), scenario.workloads.size(),
+      fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
+      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
+  out.flush();
+  // On a terminal: how many simulated hours are done, rewritten in place as they pass.
+  const std::int64_t total_hours = (scenario.duration_us + kMicrosPerHour - 1) / kMicrosPerHour;
+  std::int64_t hours_done = -1;
+  auto progress = [&](Micros at_us) {
+    const std::int64_t done = (at_us - scenario.start_us) / kMicrosPerHour;
+    if (!o.progress || done == hours_done) return;
+    hours_done = done;
+    err << fmt::format("\rsimulating through the agents and the ingest engine: {} of {} hours",
+                       std::min(done, total_hours), total_hours)
+        << std::flush;
+  };
   sim::NaiveTallies naive_tallies;
   sim::RunOptions run;
   run.expositions_dir = o.expositions;
   run.stop = &stop;
   run.observe = [&](const NodeSnapshot& snap) {
+    progress(snap.end_us);
     sim::AddNaive(
         snap,
         [&](const std::string& node, const std::string& model) {
@@ -171,6 +199,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
         naive_tallies);
   };
   auto ran = sim::BuildLedger(simulator, **store, inputs->catalog, run);
+  if (o.progress && hours_done >= 0) err << "\n";
   if (!ran) {
     err << "error: " << ran.error().message << "\n";
     return stop.load() ? 130 : 1;  // 128 + SIGINT, as a shell reports an interrupted command
@@ -180,11 +209,6 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  out << fmt::format(
-      "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
-      scenario.name, scenario.nodes.size(), scenario.workloads.size(),
-      fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
-      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
   out << fmt::format(
       "ledger: {} ({} device-hours written from {} agent collections through the "
       "ingest engine) built in {:.1f}s\n",

@@ -19,6 +19,8 @@ struct DemoOptions {
   std::string expositions;  // also write every node's collections here (files=DIR)
   std::string catalog;      // price catalog YAML on top of the built-in one
   bool no_serve = false;    // else the ledger's API is served until Ctrl-C
+  bool force = false;       // replace a ledger already in out_dir (else refused: exit 2)
+  bool progress = false;    // say on `err` how far the simulation is (a terminal watches)
   std::string listen = "127.0.0.1:8080";
 };
 

@@ -25,7 +25,7 @@ Result<Format> ParseFormat(std::string_view text) {
   return InvalidArgument(fmt::format("--format '{}': expected table, csv or json", text));
 }
 
-std::string RenderReport(const report::Report& r, Format format) {
+std::string RenderReport(const report::Report& r, Format format, bool wide) {
   const std::string aggregate = report::ToString(r.group_by);
   if (format == Format::kJson) return report::ReportToJson(r);
   if (format == Format::kCsv) {
@@ -47,34 +47,60 @@ std::string RenderReport(const report::Report& r, Format format) {
     line("__unattributed__", r.unattributed, "");
     return out;
   }
+  // The key column: as wide as the longest key within [16, 60] with --wide; else the width
+  // that keeps the table within 100 columns, longer keys on a line of their own.
+  constexpr std::size_t kNarrowKey = 26;
   std::size_t width = aggregate.size();
   for (const auto& row : r.rows) width = std::max(width, row.key.size());
-  width = std::min<std::size_t>(std::max<std::size_t>(width, 16), 60);
+  width = wide ? std::min<std::size_t>(std::max<std::size_t>(width, 16), 60)
+               : std::min(std::max<std::size_t>(width, 8), kNarrowKey);
   std::string out = fmt::format("{} .. {}   policy {}   idle {}\n", FormatRfc3339(r.from_us),
                                 FormatRfc3339(r.to_us), cost::ToString(r.policy),
                                 cost::ToString(r.idle_handling));
-  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {:<9}  {}\n", aggregate, width,
-                     "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality", "class");
+  const std::string head = aggregate.size() > width ? aggregate.substr(0, width) : aggregate;
+  out += wide ? fmt::format("{:<{}}  {:>11}  {:>11}  {:>11}  {:>13}  {:<9}  {}\n", head, width,
+                            "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality", "class")
+              : fmt::format("{:<{}}  {:>11}  {:>11}  {:>13}  {:<9}  {}\n", head, width,
+                            "alloc GPU-h", "used GPU-h", "cost", "quality", "class");
+  // `used`: whether the row's compute is time used. Idle's is the time nobody used: left blank
+  // (its alloc column is the time no grant held, its memory what nobody held).
   auto line = [&](const std::string& key, const report::Figures& f, std::string_view q,
-                  std::string cls) {
-    std::string text = fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}  {:<9}  {}", key, width,
-                                   GpuHours(f.allocated_gpu_us), GpuHours(f.compute_gpu_us),
-                                   GibHours(f.memory_kib_s), DisplayMoney(f.cost_nanos), q, cls);
+                  std::string cls, bool used = true) {
+    std::string cell = key;
+    if (key.size() > width) {
+      out += key + "\n";
+      cell.clear();
+    }
+    const std::string compute = used ? GpuHours(f.compute_gpu_us) : std::string();
+    std::string text =
+        wide ? fmt::format("{:<{}}  {:>11}  {:>11}  {:>11}  {:>13}  {:<9}  {}", cell, width,
+                           GpuHours(f.allocated_gpu_us), compute, GibHours(f.memory_kib_s),
+                           DisplayMoney(f.cost_nanos), q, cls)
+             : fmt::format("{:<{}}  {:>11}  {:>11}  {:>13}  {:<9}  {}", cell, width,
+                           GpuHours(f.allocated_gpu_us), compute, DisplayMoney(f.cost_nanos), q,
+                           cls);
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out += text + "\n";
   };
-  // The class, and "(nvml-only)" where no SM activity was there to tell a starved GPU apart.
-  for (const auto& row : r.rows)
+  // The class, and "*" where no SM activity was there to tell a starved GPU apart.
+  bool starred = false;
+  for (const auto& row : r.rows) {
+    const bool star =
+        row.utilization.nvml_only && row.utilization.cls != utilization::Class::kUnallocated;
+    starred = starred || star;
     line(row.key, row.figures, ToString(row.figures.quality),
-         std::string(utilization::ToString(row.utilization.cls)) +
-             (row.utilization.nvml_only && row.utilization.cls != utilization::Class::kUnallocated
-                  ? " (nvml-only)"
-                  : ""));
-  line("(idle)", r.idle, "", "");
+         std::string(utilization::ToString(row.utilization.cls)) + (star ? "*" : ""));
+  }
+  line("(idle)", r.idle, "", "", /*used=*/false);
   line("(unattributed)", r.unattributed, "", "");
-  out += fmt::format("{:<{}}  {:>12}  {:>12}  {:>12}  {:>14}\n", "total", width,
-                     GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
-                     DisplayMoney(r.total.device_cost_nanos));
+  out += wide ? fmt::format("{:<{}}  {:>11}  {:>11}  {:>11}  {:>13}\n", "total", width,
+                            GpuHours(r.total.metered_us), GpuHours(r.total.busy_us), "",
+                            DisplayMoney(r.total.device_cost_nanos))
+              : fmt::format("{:<{}}  {:>11}  {:>11}  {:>13}\n", "total", width,
+                            GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
+                            DisplayMoney(r.total.device_cost_nanos));
+  if (starred)
+    out += "* nvml-only: no SM activity (GPM or DCGM) to tell a starved GPU from a busy one\n";
   if (!r.total.unpriced_models.empty())
     out += fmt::format(
         "warning: no catalog price for {}: their cost is 0 until the catalog "

@@ -19,7 +19,9 @@ Result<Format> ParseFormat(std::string_view text);
 // memory_kib_s is an integer (KiB held for one second). CSV: key,allocated_gpu_us,
 // compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality, then the activity GPU-µs (sm_active,
 // sm_occupancy, tensor_active, dram_active), activity_source and the utilization class. The
-// table shows the class last ("(nvml-only)" where no SM activity was there).
-std::string RenderReport(const report::Report& report, Format format);
+// table fits 100 columns: key, allocated and used GPU-hours, cost, quality and class ("*" where
+// no SM activity was there, said once below the table); a key too long for its column gets a
+// line of its own. `wide`: memory GiB-hours too, and keys up to 60 characters in their column.
+std::string RenderReport(const report::Report& report, Format format, bool wide = false);
 
 }  // namespace gpuledger::cli

@@ -62,7 +62,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
       err << "error: " << r.error().message << "\n";
       return ExitCodeFor(r.error());
     }
-    out << RenderReport(*r, *format);
+    out << RenderReport(*r, *format, o.wide);
     return 0;
   }
   // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
@@ -76,7 +76,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << r.error().message << "\n";
     return ExitCodeFor(r.error());
   }
-  out << RenderReport(*r, *format);
+  out << RenderReport(*r, *format, o.wide);
   return 0;
 }
 

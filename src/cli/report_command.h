@@ -20,6 +20,7 @@ struct ReportOptions {
   std::string policy = "allocation";
   std::string idle = "keep";
   std::string format = "table";
+  bool wide = false;  // the table with every column, keys whole
 };
 
 // Builds the report from an open store (`open_more`: connections of its own for readers of

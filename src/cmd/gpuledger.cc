@@ -1,6 +1,8 @@
 // The gpuledger binary: one main, subcommands as in design section 1. Exit codes: 0 ok,
 // 1 failure, 2 bad input (flags, files).
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
       "--expositions", demo.expositions,
       "also write every node's agent collections to DIR (server --source files=DIR replays them)");
   demo_cmd->add_flag("--no-serve", demo.no_serve, "do not serve the ledger afterwards");
+  demo_cmd->add_flag("--force", demo.force, "replace a ledger already in --out");
   demo_cmd->add_option("--listen", demo.listen, "where to serve the ledger")->capture_default_str();
 
   ReportOptions report;
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--idle", report.idle, "keep | share | namespace:NS")
       ->capture_default_str();
   report_cmd->add_option("--format", report.format, "table | csv | json")->capture_default_str();
+  report_cmd->add_flag("--wide", report.wide, "table: every column (memory GiB-h), keys whole");
 
   auto* sim_cmd = app.add_subcommand("sim", "the simulator");
   sim_cmd->require_subcommand(1);
@@ -291,7 +295,10 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
-  if (demo_cmd->parsed()) return RunDemo(demo, g_stop, std::cout, std::cerr);
+  if (demo_cmd->parsed()) {
+    demo.progress = ::isatty(2) != 0;
+    return RunDemo(demo, g_stop, std::cout, std::cerr);
+  }
   if (server_cmd->parsed()) return gpuledger::cmd::RunServer(server, g_stop, std::cout, std::cerr);
   if (agent_cmd->parsed()) return gpuledger::cmd::RunAgent(agent, g_stop);
   std::cout << "gpuledger " << GPULEDGER_VERSION << "\n";

@@ -27,7 +27,11 @@ constexpr DimName kDimNames[] = {
     {"sharing_mode", Dimension::Kind::kSharingMode},
 };
 
-std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d) {
+// `namespace_shown`: an earlier level of the key is the namespace, so the controller, pod and
+// container levels leave it out ("ml/Job/train", not "ml/ml/Job/train").
+std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d,
+                  bool namespace_shown) {
+  const std::string ns = namespace_shown ? "" : c.ref.namespace_name + "/";
   switch (d.kind) {
     case Dimension::Kind::kCluster:
       return row.cluster;
@@ -40,7 +44,7 @@ std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d) 
       return std::string(kUnlabelled);
     }
     case Dimension::Kind::kController:
-      return c.ref.namespace_name + "/" + (c.owner_kind.empty() ? "Pod" : c.owner_kind) + "/" +
+      return ns + (c.owner_kind.empty() ? "Pod" : c.owner_kind) + "/" +
              (c.owner_name.empty() ? c.ref.pod : c.owner_name);
     case Dimension::Kind::kNode:
       return row.node;
@@ -49,9 +53,9 @@ std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d) 
     case Dimension::Kind::kDevice:
       return row.gpu.value;
     case Dimension::Kind::kContainer:
-      return c.ref.Key();
+      return ns + c.ref.pod + "/" + c.ref.container;
     case Dimension::Kind::kPod:
-      return c.ref.namespace_name + "/" + c.ref.pod;
+      return ns + c.ref.pod;
     case Dimension::Kind::kSharingMode:
       return std::string(ToString(row.sharing));
   }
@@ -101,9 +105,11 @@ std::string ToString(const std::vector<Dimension>& dims) {
 std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
                   const std::vector<Dimension>& dims) {
   std::string key;
+  bool namespace_shown = false;
   for (const auto& d : dims) {
     if (!key.empty()) key += "/";
-    key += Level(consumer, placed, d);
+    key += Level(consumer, placed, d, namespace_shown);
+    namespace_shown = namespace_shown || d.kind == Dimension::Kind::kNamespace;
   }
   return key;
 }

@@ -486,6 +486,42 @@ TEST_F(CliTest, AnUnknownCommandOrOptionIsNamedWithTheNearestOne) {
   EXPECT_TRUE(version.out.starts_with("gpuledger ")) << version.out;
 }
 
+// Issue 34: a second demo into the same folder silently replaced its ledger, which may be
+// someone's; now it asks for --force.
+TEST_F(CliTest, TheDemoReplacesALedgerOnlyWhenAskedTo) {
+  ASSERT_EQ(Run("demo --no-serve --hours 2 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  const std::string before = *ReadFile(db);
+  Output again = Run("demo --no-serve --hours 3 --out " + Path("d"));
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.err.find("already holds a ledger"), std::string::npos) << again.err;
+  EXPECT_EQ(*ReadFile(db), before);
+  Output forced = Run("demo --no-serve --hours 3 --force --out " + Path("d"));
+  EXPECT_EQ(forced.code, 0) << forced.err;
+  EXPECT_NE(forced.err.find("replacing " + db + " (--force)"), std::string::npos) << forced.err;
+  EXPECT_NE(*ReadFile(db), before);
+}
+
+// Issue 34: tables a person can read in a 100-column terminal; --wide for every column.
+TEST_F(CliTest, TheReportTableFitsAHundredColumns) {
+  ASSERT_EQ(Run("demo --no-serve --hours 4 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  for (const char* by : {"controller", "namespace,controller", "container", "label:team"}) {
+    Output o = Run("report --db " + db + " --by " + by);
+    ASSERT_EQ(o.code, 0) << o.err;
+    std::istringstream lines(o.out);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_LE(line.size(), 100u) << by << ": " << line;
+    EXPECT_EQ(o.out.find("mem GiB-h"), std::string::npos);
+  }
+  // Namespace then controller: the controller level does not repeat the namespace.
+  Output nested = Run("report --db " + db + " --by namespace,controller --format csv");
+  EXPECT_NE(nested.out.find("research/Job/"), std::string::npos) << nested.out;
+  EXPECT_EQ(nested.out.find("research/research/"), std::string::npos) << nested.out;
+  Output wide = Run("report --db " + db + " --by controller --wide");
+  EXPECT_NE(wide.out.find("mem GiB-h"), std::string::npos) << wide.out;
+}
+
 // Issue 29: the demo ignored SIGINT and SIGTERM while simulating and exited 0 when it finally
 // stopped. A year-long demo interrupted after 2 s now stops at the next interval: exit 130.
 TEST_F(CliTest, AnInterruptedDemoStopsPromptlyAndSaysSo) {
