@@ -7,10 +7,14 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
+#include "model/compute_band.h"
+
 namespace gpuledger::utilization {
 namespace {
 
-constexpr std::array<std::pair<Class, std::string_view>, 7> kNames = {{
+constexpr std::array<std::pair<Class, std::string_view>, 8> kNames = {{
     {Class::kUnallocated, "unallocated"},
     {Class::kIdle, "idle"},
     {Class::kAllocatedButIdle, "allocated-but-idle"},
@@ -18,6 +22,7 @@ constexpr std::array<std::pair<Class, std::string_view>, 7> kNames = {{
     {Class::kMemoryBound, "memory-bound"},
     {Class::kComputeLight, "compute-light"},
     {Class::kHealthy, "healthy"},
+    {Class::kUnknown, "unknown"},
 }};
 
 // a / b < r, exactly (b > 0; products in 128 bits cannot overflow).
@@ -211,6 +216,21 @@ Classification Classify(const Inputs& in) {
     return c;
   }
 
+  // Healthy only on a compute figure that can bear it: an estimate whose rules were never
+  // measured, or were measured far off, cannot tell a busy workload from a presence.
+  if (in.compute_quality == Quality::kEstimated) {
+    const std::optional<double> band = MeasuredComputeBandOfRules(in.compute_rule);
+    if (!band || *band > kTrustedComputeBand.value()) {
+      c.cls = Class::kUnknown;
+      b.Threshold("trusted_compute_band", kTrustedComputeBand);
+      c.reason = fmt::format(
+          "GPU util {} is an estimate ({}{}) too uncertain to call the grant used", Pct(util),
+          in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
+          band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
+               : ", never measured on real hardware");
+      return c;
+    }
+  }
   c.cls = Class::kHealthy;
   b.Threshold("compute_light_util_below", kLightUtilBelow);
   if (activity) {

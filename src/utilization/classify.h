@@ -51,16 +51,26 @@ enum class Class {
   kMemoryBound,       // DRAM bandwidth is the limiter (or, NVML only: memory footprint)
   kComputeLight,      // computes, but under a quarter of its grant
   kHealthy,
+  kUnknown,  // would be healthy, but by an estimate of compute too uncertain to say so
 };
 
 // "unallocated", "idle", "allocated-but-idle", "busy-but-starved", "memory-bound",
-// "compute-light", "healthy".
+// "compute-light", "healthy", "unknown".
 std::string_view ToString(Class c);
 
 // What a workload did over a window: sums of its ledger rows (report::Figures).
+// An estimate of compute is trusted to call a workload healthy when its rules were measured on
+// real hardware to be off by at most this much (model/compute_band.h): a time-sliced
+// process-samples split (up to 111% off on an H200) or a MIG presence bound (never measured)
+// is not.
+inline constexpr Ratio kTrustedComputeBand{25, 100};
+
 struct Inputs {
-  GpuMicros allocated_us = 0;   // granted GPU-µs of the physical GPU
-  GpuMicros compute_us = 0;     // NVML utilization.gpu integral (a kernel resident)
+  GpuMicros allocated_us = 0;  // granted GPU-µs of the physical GPU
+  GpuMicros compute_us = 0;    // NVML utilization.gpu integral (a kernel resident)
+  // How compute_us was had: measured, or estimated by these rules ("+"-joined compute rules).
+  Quality compute_quality = Quality::kMeasured;
+  std::string compute_rule;
   KibSeconds memory_kib_s = 0;  // memory held over time
   // The granted share of the device memory over time (memory_total x allocated_us, KiB-s);
   // 0 when the device's memory size is unknown (the footprint rule is then skipped).

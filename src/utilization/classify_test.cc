@@ -216,5 +216,36 @@ TEST(Classify, NamesEveryClass) {
     EXPECT_EQ(ToString(cls), name);
 }
 
+// Issue 34: a MIG notebook whose compute was the slice time while a process was present
+// (mig-presence, an upper bound) came out `healthy` at +1,340% against the truth. An estimate
+// that cannot bear the verdict says `unknown` and why; one measured close (or a measurement)
+// still may be healthy.
+TEST(Classify, HealthyNeedsAComputeFigureThatCanBearIt) {
+  Inputs presence = Nvml(kHour);
+  presence.compute_quality = Quality::kEstimated;
+  presence.compute_rule = "mig-presence";
+  Classification c = Classify(presence);
+  EXPECT_EQ(c.cls, Class::kUnknown);
+  EXPECT_EQ(c.reason,
+            "GPU util 100% is an estimate (rule mig-presence, never measured on real hardware) "
+            "too uncertain to call the grant used");
+  Inputs sliced = Nvml(kHour * 3 / 4);
+  sliced.compute_quality = Quality::kEstimated;
+  sliced.compute_rule = "process-samples";
+  c = Classify(sliced);
+  EXPECT_EQ(c.cls, Class::kUnknown);
+  EXPECT_NE(c.reason.find("off by up to 111% on real hardware"), std::string::npos) << c.reason;
+  EXPECT_EQ(ToString(c.cls), "unknown");
+  Inputs close = sliced;
+  close.compute_rule = "device-activity";  // 0.3% on the H200
+  EXPECT_EQ(Classify(close).cls, Class::kHealthy);
+  EXPECT_EQ(Classify(Nvml(kHour * 3 / 4)).cls, Class::kHealthy);  // measured
+  // An idle verdict needs no trust in a high figure: a low estimate still reads idle.
+  Inputs quiet = Nvml(0, 0);
+  quiet.compute_quality = Quality::kEstimated;
+  quiet.compute_rule = "mig-presence";
+  EXPECT_EQ(Classify(quiet).cls, Class::kIdle);
+}
+
 }  // namespace
 }  // namespace gpuledger::utilization
