@@ -75,33 +75,35 @@ std::string Duration(double seconds) {
   return fmt::format("{}m{:02}s", s / 60, s % 60);
 }
 
-// One row per finding, its summary and evidence under it; the total at the end.
+// One row per finding (within 100 columns: the subject shortened there, whole in the summary),
+// then its summary, where and since when, and its evidence, wrapped; the totals at the end.
 std::string RenderTable(const nlohmann::json& doc) {
   std::string out =
       fmt::format("findings {} .. {} (cluster {})\n\n", doc["window"].value("from", ""),
                   doc["window"].value("to", ""), doc.value("cluster", ""));
-  out += fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n", "KIND",
-                     "SEVERITY", "STATE", "SUBJECT", "DEVICE", "FIRST SEEN", "DURATION",
-                     "GPU-HOURS", "COST");
+  constexpr std::size_t kSubject = 29;
+  out += fmt::format("{:<24} {:<8} {:<8} {:<{}} {:>8} {:>7} {:>10}\n", "KIND", "SEVERITY", "STATE",
+                     "SUBJECT", kSubject, "DURATION", "GPU-H", "COST");
   for (const auto& f : doc["findings"]) {
-    std::string device = f.value("gpu_uuid", "");
-    if (device.size() > 14) device = device.substr(0, 13) + "…";
-    out +=
-        fmt::format("{:<31} {:<8} {:<8} {:<36} {:<14} {:<20} {:>9} {:>9} {:>11}\n",
-                    f.value("kind", ""), f.value("severity", ""), f.value("state", ""), Subject(f),
-                    device, f.value("first_seen", ""), Duration(f.value("duration_seconds", 0.0)),
-                    fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
-                    DisplayMoney(f.value("cost_nanos", Nanos{0})));
-    out += "    " + f.value("summary", "") + "\n";
-    std::string evidence;
+    std::string subject = Subject(f);
+    if (subject.size() > kSubject) subject = subject.substr(0, kSubject - 3) + "...";
+    out += fmt::format("{:<24} {:<8} {:<8} {:<{}} {:>8} {:>7} {:>10}\n", f.value("kind", ""),
+                       f.value("severity", ""), f.value("state", ""), subject, kSubject,
+                       Duration(f.value("duration_seconds", 0.0)),
+                       fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
+                       DisplayMoney(f.value("cost_nanos", Nanos{0})));
+    out += Wrap(f.value("summary", ""), "    ");
+    out += Wrap(fmt::format("since {} on {}", f.value("first_seen", ""), f.value("gpu_uuid", "")),
+                "    ");
+    std::string evidence = "evidence:";
     for (const auto& [k, v] : f["evidence"].items())
-      evidence += (evidence.empty() ? "" : " ") + k + "=" + v.get<std::string>();
-    out += "    evidence: " + evidence + "\n";
+      evidence += " " + k + "=" + v.get<std::string>();
+    out += Wrap(evidence, "    ");
   }
-  out += fmt::format("\n{:<31} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN",
+  out += fmt::format("\n{:<24} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN",
                      "GPU-HOURS", "COST");
   for (const auto& [kind, k] : doc["by_kind"].items())
-    out += fmt::format("{:<31} {:>8} {:>6} {:>9.2f} {:>11}\n", kind, k.value("findings", 0),
+    out += fmt::format("{:<24} {:>8} {:>6} {:>9.2f} {:>11}\n", kind, k.value("findings", 0),
                        k.value("open", 0), k.value("gpu_seconds", 0.0) / 3600,
                        DisplayMoney(k.value("cost_nanos", Nanos{0})));
   out += fmt::format("\n{} findings, {:.2f} GPU-hours, {} in all ({})\n", doc["findings"].size(),

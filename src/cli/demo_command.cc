@@ -221,9 +221,21 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
   out << "node prices (per GPU-hour, GPU part; how):\n";
   for (const auto& [key, np] : node_prices) {
-    out << fmt::format("  {:<18} {:>12} {:<9} {}\n", key.substr(0, key.find('|')),
-                       np.priced ? DisplayMoney(np.gpu_hourly_nanos) : "unpriced", np.pricing_class,
-                       np.method);
+    out << fmt::format("  {:<18} {:>12} {}\n", key.substr(0, key.find('|')),
+                       np.priced ? DisplayMoney(np.gpu_hourly_nanos) : "unpriced",
+                       np.pricing_class);
+    // How it was priced, one step a line ("region ... from LABEL; class ... from LABEL; ..."),
+    // split at the "; " between steps, not at one inside a step's parentheses.
+    std::size_t begin = 0;
+    int depth = 0;
+    for (std::size_t i = 0; i <= np.method.size(); ++i) {
+      const char c = i < np.method.size() ? np.method[i] : ';';
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      if (c == ';' && depth <= 0 && (i == np.method.size() || np.method[i + 1] == ' ')) {
+        out << Wrap(std::string_view(np.method).substr(begin, i - begin), "      ");
+        begin = i + 2;
+      }
+    }
   }
 
   // Chargeback by namespace and by team, with the naive method beside it.
@@ -300,7 +312,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       std::stringstream rules(f.compute_rule);
       for (std::string rule; std::getline(rules, rule, '+');)
         if (auto why = attribution::ExplainComputeRule(rule); !why.empty())
-          estimated_lines += fmt::format("      {}: {}\n", rule, why);
+          estimated_lines += Wrap(fmt::format("{}: {}", rule, why), "      ");
     }
   }
   out << "\nAttribution against the simulator's truth (per container, compute GPU-hours)\n";
@@ -314,12 +326,13 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       "once per device-hour, < 1 µs each)\n",
       alloc_exact, total, max_alloc_diff);
   // What the estimates above mean for the cost policies, from the bands a real GPU showed.
-  out << fmt::format(
-      "  cost policies: allocation and memory are exact on real GPUs; compute (and hybrid's "
-      "compute part) is an estimate on shared GPUs, up to {:.0f}% off per container "
-      "time-sliced and {:.0f}% under MPS on an H200 (docs/attribution.md)\n",
-      100 * MeasuredComputeBand("process-samples").value_or(0),
-      100 * MeasuredComputeBand("mps-thread-share").value_or(0));
+  out << Wrap(
+      fmt::format("cost policies: allocation and memory are exact on real GPUs; compute (and "
+                  "hybrid's compute part) is an estimate on shared GPUs, up to {:.0f}% off per "
+                  "container time-sliced and {:.0f}% under MPS on an H200 (docs/attribution.md)",
+                  100 * MeasuredComputeBand("process-samples").value_or(0),
+                  100 * MeasuredComputeBand("mps-thread-share").value_or(0)),
+      "  ");
 
   // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
   guardrails::FindingsQuery all_findings;

@@ -18,6 +18,26 @@ std::string GibHours(KibSeconds kib_s) {
   return fmt::format("{:.1f}", static_cast<double>(kib_s) / kKibSecondsPerGibHour);
 }
 
+std::string Wrap(std::string_view text, std::string_view indent, std::size_t width) {
+  std::string out, line(indent);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = std::min(text.find(' ', pos), text.size());
+    const std::string_view word = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (word.empty()) continue;
+    const bool first = line.size() == indent.size();
+    if (!first && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent);
+    }
+    if (line.size() > indent.size()) line += ' ';
+    line += word;
+  }
+  if (line.size() > indent.size()) out += line + "\n";
+  return out;
+}
+
 Result<Format> ParseFormat(std::string_view text) {
   if (text == "table") return Format::kTable;
   if (text == "csv") return Format::kCsv;

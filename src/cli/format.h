@@ -12,6 +12,13 @@ namespace gpuledger::cli {
 std::string GpuHours(GpuMicros us);      // "12.34"
 std::string GibHours(KibSeconds kib_s);  // "12.3"
 
+// The width every table and text block of the CLI keeps to.
+inline constexpr std::size_t kTerminalColumns = 100;
+// `text` as lines of at most `width` columns, each starting with `indent`, broken at spaces (a
+// word longer than a line stands alone on its line); each line ends with '\n'.
+std::string Wrap(std::string_view text, std::string_view indent,
+                 std::size_t width = kTerminalColumns);
+
 enum class Format { kTable, kCsv, kJson };
 Result<Format> ParseFormat(std::string_view text);
 
