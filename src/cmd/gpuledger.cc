@@ -15,6 +15,7 @@
 #include "cmd/run_agent.h"
 #include "cmd/run_server.h"
 #include "common/clock.h"
+#include "io/log_sink.h"
 
 #include "cli/audit_command.h"
 #include "cli/demo_command.h"
@@ -93,9 +94,14 @@ int main(int argc, char** argv) {
   import_cmd->add_option("--nodes", import.nodes, "openb_node_list_gpu_node.csv")->required();
   import_cmd->add_option("--out", import.out, "scenario YAML to write")->required();
 
+  // The daemons' logs (io/log_sink.h), a flag of each.
+  std::string log_format = "text", log_level = "info";
   gpuledger::cmd::AgentFlags agent;
   auto* agent_cmd =
       app.add_subcommand("agent", "the node agent: per-container GPU counters on /metrics");
+  agent_cmd->add_option("--log-format", log_format, "text | json (one object a line)")
+      ->capture_default_str();
+  agent_cmd->add_option("--log-level", log_level, "info | warning | error")->capture_default_str();
   agent_cmd->add_option("--node-name", agent.node_name, "this node's name")->required();
   agent_cmd->add_option("--host-root", agent.host_root, "where the host's / is mounted")
       ->capture_default_str();
@@ -125,6 +131,9 @@ int main(int argc, char** argv) {
 
   gpuledger::cmd::ServerFlags server;
   auto* server_cmd = app.add_subcommand("server", "serve a ledger's REST API");
+  server_cmd->add_option("--log-format", log_format, "text | json (one object a line)")
+      ->capture_default_str();
+  server_cmd->add_option("--log-level", log_level, "info | warning | error")->capture_default_str();
   server_cmd->add_option("--source", server.source,
                          "ingest: scrape | files=DIR | prometheus=URL (docs/ingest.md)");
   server_cmd->add_option("--targets-from", server.targets_from,
@@ -299,8 +308,24 @@ int main(int argc, char** argv) {
     demo.progress = ::isatty(2) != 0;
     return RunDemo(demo, g_stop, std::cout, std::cerr);
   }
-  if (server_cmd->parsed()) return gpuledger::cmd::RunServer(server, g_stop, std::cout, std::cerr);
-  if (agent_cmd->parsed()) return gpuledger::cmd::RunAgent(agent, g_stop);
+  if (server_cmd->parsed() || agent_cmd->parsed()) {
+    // The daemons' one logging path: whatever they write to std::cerr, as log records.
+    auto format = gpuledger::ParseLogFormat(log_format);
+    auto level = gpuledger::ParseLogLevel(log_level);
+    if (!format || !level) {
+      std::cerr << "error: " << (!format ? format.error() : level.error()).message << "\n";
+      return 2;
+    }
+    static const gpuledger::SystemClock kClock;
+    gpuledger::LogSink sink(std::cerr.rdbuf(), *format, *level,
+                            server_cmd->parsed() ? "server" : "agent", kClock);
+    std::streambuf* original = std::cerr.rdbuf(&sink);
+    const int rc = server_cmd->parsed()
+                       ? gpuledger::cmd::RunServer(server, g_stop, std::cout, std::cerr)
+                       : gpuledger::cmd::RunAgent(agent, g_stop);
+    std::cerr.rdbuf(original);
+    return rc;
+  }
   std::cout << "gpuledger " << GPULEDGER_VERSION << "\n";
   return 0;
 }

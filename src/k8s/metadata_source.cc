@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -188,7 +190,8 @@ void Watcher::Fail(const std::string& message, bool truncated) {
     s.last_error = message;
   });
   if (healthy_ && source_.config().log) {
-    fmt::print(stderr, "gpuledger: metadata: {}: {}; retrying with backoff\n", spec_.name, message);
+    std::cerr << fmt::format("gpuledger: metadata: {}: {}; retrying with backoff\n", spec_.name,
+                             message);
   }
   healthy_ = false;
 }
@@ -196,7 +199,7 @@ void Watcher::Fail(const std::string& message, bool truncated) {
 void Watcher::Healthy() {
   backoff_ = source_.config().initial_backoff;
   if (!healthy_ && source_.config().log) {
-    fmt::print(stderr, "gpuledger: metadata: {}: recovered\n", spec_.name);
+    std::cerr << fmt::format("gpuledger: metadata: {}: recovered\n", spec_.name);
   }
   healthy_ = true;
 }
@@ -302,8 +305,8 @@ Watcher::ListOutcome Watcher::List() {
       }
       path_index_ = 0;
       if (!absent_ && config.log) {
-        fmt::print(stderr, "gpuledger: metadata: {}: not served by this cluster (no DRA)\n",
-                   spec_.name);
+        std::cerr << fmt::format("gpuledger: metadata: {}: not served by this cluster (no DRA)\n",
+                                 spec_.name);
       }
       absent_ = true;
       cache_->Clear();
