@@ -78,12 +78,12 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, sim::N
                      std::string_view title, std::ostream& out) {
   out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
                      cost::ToString(r.idle_handling));
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "", "alloc GPU-h",
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "", "alloc GPU-h",
                      "used GPU-h", "cost", "quality", "naive GPU-h", "naive cost");
   for (const auto& row : r.rows) {
     auto it = naive.find(row.key);
     sim::NaiveTally n = it == naive.end() ? sim::NaiveTally{} : it->second;
-    out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", row.key,
+    out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", row.key,
                        GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
                        DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
                        GpuHours(n.compute_us), DisplayMoney(n.cost_nanos));
@@ -99,7 +99,7 @@ void PrintChargeback(const report::Report& r, const std::map<std::string, sim::N
     naive_total += n.cost_nanos;
     naive_compute += n.compute_us;
   }
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>11}  |  {:>11} {:>12}\n", "total (the bill)",
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "total (the bill)",
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
                      DisplayMoney(r.total.device_cost_nanos), "", GpuHours(naive_compute),
                      DisplayMoney(naive_total));
@@ -167,11 +167,13 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       it = node_prices.emplace(key, cost::ResolvePrice(inputs->catalog, facts(node), model)).first;
     return it->second;
   };
-  out << fmt::format(
-      "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s\n",
-      scenario.name, scenario.nodes.size(), scenario.workloads.size(),
-      fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
-      FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond);
+  out << Wrap(
+      fmt::format(
+          "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s",
+          scenario.name, scenario.nodes.size(), scenario.workloads.size(),
+          fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
+          FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond),
+      "");
   out.flush();
   // On a terminal: how many simulated hours are done, rewritten in place as they pass.
   const std::int64_t total_hours = (scenario.duration_us + kMicrosPerHour - 1) / kMicrosPerHour;
@@ -209,15 +211,15 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  out << fmt::format(
-      "ledger: {} ({} device-hours written from {} agent collections through the "
-      "ingest engine) built in {:.1f}s\n",
-      db, ran->hours_written, ran->collections, seconds);
+  out << Wrap(fmt::format("ledger: {} ({} device-hours written from {} agent collections "
+                          "through the ingest engine) built in {:.1f}s",
+                          db, ran->hours_written, ran->collections, seconds),
+              "");
   if (!o.expositions.empty())
-    out << fmt::format(
-        "expositions: {} (replay: gpuledger server --source files={} --ledger "
-        "sqlite:PATH --backfill-only)\n",
-        o.expositions, o.expositions);
+    out << Wrap(fmt::format("expositions: {} (replay: gpuledger server --source files={} "
+                            "--ledger sqlite:PATH --backfill-only)",
+                            o.expositions, o.expositions),
+                "");
   // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
   out << "node prices (per GPU-hour, GPU part; how):\n";
   for (const auto& [key, np] : node_prices) {
@@ -304,9 +306,14 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       if (truth.compute_gpu_us > 0.0005 * kMicrosPerHour)
         worst_measured = std::max(worst_measured, std::abs(e));
     } else if (f.quality == Quality::kEstimated) {
+      // Within 100 columns: a container name longer than its column gets a line of its own.
+      constexpr std::size_t kName = 32;
+      const std::string name = ref.Key();
+      if (name.size() > kName) estimated_lines += "    " + name + "\n";
       estimated_lines +=
-          fmt::format("    {:<48} {:>9} true {:>9} attributed  error {:+7.1f}%  (naive {:+.0f}%)\n",
-                      ref.Key(), GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
+          fmt::format("    {:<{}} {:>7} true {:>7} attributed  error {:+.1f}%  (naive {:+.0f}%)\n",
+                      name.size() > kName ? "" : name, kName,
+                      GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
                       GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
       // Each estimate says which rule made it and why nothing measured it.
       std::stringstream rules(f.compute_rule);
@@ -321,10 +328,10 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << failures;
   out << "  estimated (split by a rule, not measured per container; each says which and why):\n"
       << estimated_lines;
-  out << fmt::format(
-      "  allocation: {}/{} containers exact (largest difference {} µs: rows are rounded "
-      "once per device-hour, < 1 µs each)\n",
-      alloc_exact, total, max_alloc_diff);
+  out << Wrap(fmt::format("allocation: {}/{} containers exact (largest difference {} µs: rows "
+                          "are rounded once per device-hour, < 1 µs each)",
+                          alloc_exact, total, max_alloc_diff),
+              "  ");
   // What the estimates above mean for the cost policies, from the bands a real GPU showed.
   out << Wrap(
       fmt::format("cost policies: allocation and memory are exact on real GPUs; compute (and "
@@ -346,8 +353,8 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << fmt::format("\nGuardrails: {} findings, {} of GPU time taken or held without use\n",
                      findings->findings.size(), DisplayMoney(findings->total_cost_nanos));
   for (const guardrails::PricedFinding& p : findings->findings)
-    out << fmt::format("  {:<25} {:<8} {}\n", ToString(p.finding.kind),
-                       ToString(p.finding.severity), guardrails::Summary(p));
+    out << fmt::format("  {:<25} {}\n", ToString(p.finding.kind), ToString(p.finding.severity))
+        << Wrap(guardrails::Summary(p), "    ");
 
   // What could run on less, with the saving a month (recommendations/rightsize_plan.h).
   recommendations::RightsizeQuery all_window;
@@ -364,7 +371,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   for (const recommendations::WorkloadAdvice& a : rightsize->plan.workloads) {
     const rightsizing::Recommendation& best = a.ranked.front();
     if (best.monthly_saving_nanos <= 0 || ++shown > 5) continue;
-    out << fmt::format("  {:<40} {:<13} {:<22} -> {:<9} {:>11}/month  {}\n",
+    out << fmt::format("  {}\n      {:<13} {:<22} -> {:<9} {:>11}/month  {}\n",
                        a.summary.usage.workload, rightsizing::ActionName(best.action),
                        recommendations::FormatGpus(a.summary.usage.gpus_held_ppd) + " " +
                            a.summary.usage.gpu_model,
@@ -381,13 +388,12 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: --truth: " << s.error().message << "\n";
       return 1;
     }
-    out << "truth written to " << o.truth << "\n";
+    out << Wrap("truth written to " + o.truth, "");
   }
-  out << fmt::format(
-      "\nnext: gpuledger report --db {} --by label:team --policy compute\n"
-      "      gpuledger audit --db {} --since all\n"
-      "      gpuledger rightsize --db {} --window all\n",
-      db, db, db);
+  out << "\nnext:\n"
+      << Wrap(fmt::format("gpuledger report --db {} --by label:team --policy compute", db), "  ")
+      << Wrap(fmt::format("gpuledger audit --db {} --since all", db), "  ")
+      << Wrap(fmt::format("gpuledger rightsize --db {} --window all", db), "  ");
   const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection
