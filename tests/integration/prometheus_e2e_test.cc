@@ -286,7 +286,15 @@ workloads:
       }
       ++compared;
     }
-    for (double ledger : node_ledgers) EXPECT_NEAR(ledger, node_truth, 0.02 * node_truth) << n;
+    // The window is read from the agent's exposition: its start stamp and its metered time,
+    // both placed by its 1 s cycles. On a loaded machine (ctest -j2 beside another e2e test) its
+    // ends can sit most of a cycle off the stand-in's interval ends (seen once: +0.377 s on 9 s),
+    // so the truth is held to 2% plus one cycle of the node's mean busy rate. The three ledgers
+    // are held to each other within 6 µs above, which is what this test is for.
+    const double cycle_s = 1.0;
+    const double rate = node_truth / static_cast<double>(w.end_us - w.start_us);
+    const double tolerance = 0.02 * node_truth + rate * cycle_s * kMicrosPerSecond;
+    for (double ledger : node_ledgers) EXPECT_NEAR(ledger, node_truth, tolerance) << n;
     // --truth is the same truth as a whole at the node's stop: demo --truth's CSV, every pod, at
     // least what ran in the measured window.
     auto csv = ReadFile((dir / (n + "-truth.csv")).string());
