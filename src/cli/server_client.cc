@@ -22,8 +22,9 @@ Result<std::string> GetFromServer(const ServerAccess& server, const std::string&
   auth.ca_file = server.ca_file;
   auto res = http::Get(request, auth);
   if (!res) {
+    // The URL was checked above: an invalid argument now is a credential file.
     const std::string flag =
-        res.error().message.starts_with("token file") ? "--token-file" : "--server " + shown;
+        res.error().code == ErrorCode::kInvalidArgument ? "--token-file" : "--server " + shown;
     return Error{res.error().code, flag + ": " + res.error().message};
   }
   if (res->status != 200) {

@@ -123,7 +123,7 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerFlags& o
       rc = cli::ExitCodeFor(api.error());
       return nullptr;
     }
-    k8s::InitCurlOnce();
+    http::InitClientOnce();
     std::shared_ptr<k8s::ApiTransport> transport = k8s::MakeCurlTransport(*api);
     discover = [transport, ref = *service] { return k8s::DiscoverTargets(*transport, ref); };
   }
@@ -374,7 +374,7 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
       err << "error: " << api.error().message << "\n";
       return cli::ExitCodeFor(api.error());
     }
-    k8s::InitCurlOnce();
+    http::InitClientOnce();
     events = std::make_unique<server::FindingEventsLoop>(server::ReadConnections(path),
                                                          k8s::MakeCurlTransport(*api), policy,
                                                          WallNowUs, 60 * kMicrosPerSecond, err);

@@ -6,31 +6,17 @@
 #include <memory>
 #include <mutex>
 
+#include "common/strings.h"
 #include "http/curl_handles.h"
 #include "io/file_util.h"
 
 namespace gpuledger::http {
 namespace {
 
-struct UrlDeleter {
-  void operator()(CURLU* u) const { curl_url_cleanup(u); }
-};
-struct UrlPartDeleter {
-  void operator()(char* p) const { curl_free(p); }
-};
-using UrlHandle = std::unique_ptr<CURLU, UrlDeleter>;
-using UrlPart = std::unique_ptr<char, UrlPartDeleter>;
-
 std::string Part(CURLU* url, CURLUPart which, unsigned flags = 0) {
   char* raw = nullptr;
   if (curl_url_get(url, which, &raw, flags) != CURLUE_OK || raw == nullptr) return "";
   return UrlPart(raw).get();
-}
-
-std::string Trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
-    text.pop_back();
-  return text;
 }
 
 struct Sink {
@@ -127,7 +113,7 @@ Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth)
     if (!token)
       return InvalidArgument(
           fmt::format("token file {}: {}", auth.bearer_token_file, token.error().message));
-    authorization = "Authorization: Bearer " + Trimmed(*token);
+    authorization = "Authorization: Bearer " + std::string(Trim(*token));
     headers.reset(curl_slist_append(nullptr, authorization.c_str()));
     curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers.get());
   }
@@ -138,7 +124,7 @@ Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth)
       if (!read)
         return InvalidArgument(
             fmt::format("password file {}: {}", auth.basic_password_file, read.error().message));
-      password = Trimmed(*read);
+      password = std::string(Trim(*read));
     }
     curl_easy_setopt(h.get(), CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
     curl_easy_setopt(h.get(), CURLOPT_USERNAME, auth.basic_user.c_str());

@@ -59,9 +59,8 @@ struct TransportOptions {
 
 // libcurl: TLS verification on (CA from the config, else the system store; off only for a
 // kubeconfig's insecure-skip-tls-verify), client certificates from memory, bearer token.
-// Call InitCurlOnce() before starting threads.
+// Call http::InitClientOnce() (http/client.h) before starting threads.
 std::unique_ptr<ApiTransport> MakeCurlTransport(const ApiServerConfig& config,
                                                 const TransportOptions& options = {});
-void InitCurlOnce();
 
 }  // namespace gpuledger::k8s

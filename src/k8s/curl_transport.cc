@@ -231,11 +231,9 @@ class CurlTransport : public ApiTransport {
 
 }  // namespace
 
-void InitCurlOnce() { http::InitClientOnce(); }
-
 std::unique_ptr<ApiTransport> MakeCurlTransport(const ApiServerConfig& config,
                                                 const TransportOptions& options) {
-  InitCurlOnce();
+  http::InitClientOnce();
   return std::make_unique<CurlTransport>(config, options);
 }
 

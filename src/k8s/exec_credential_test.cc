@@ -11,6 +11,7 @@
 
 #include "common/time_util.h"
 #include "fake_apiserver/fake_apiserver.h"
+#include "http/client.h"
 #include "k8s/api_transport.h"
 #include "k8s/kube_config.h"
 #include "temp_dir.h"
@@ -181,7 +182,7 @@ TEST_F(ExecKubeconfig, ATokenTheServerRefusesIsFetchedAgainOnce) {
   ASSERT_TRUE(server.Start().ok());
   auto config = Parse(Kubeconfig(server.url()));
   ASSERT_TRUE(config) << config.error().message;
-  InitCurlOnce();
+  http::InitClientOnce();
   auto transport = MakeCurlTransport(*config);
   auto listed = transport->Get("/api/v1/namespaces");
   ASSERT_TRUE(listed) << listed.error().message;

@@ -1,4 +1,5 @@
 #include "k8s/metadata_source.h"
+#include "http/client.h"
 
 #include "k8s/resource_cache.h"
 
@@ -515,7 +516,7 @@ Result<std::unique_ptr<MetadataSource>> StartMetadata(const MetadataConfig& conf
   }
   TransportOptions options;
   options.stream_timeout_s = static_cast<long>(config.watch_timeout.count()) + 60;
-  InitCurlOnce();
+  http::InitClientOnce();
   return StartMetadataWith(
       config, [server = *server, options] { return MakeCurlTransport(server, options); });
 }
