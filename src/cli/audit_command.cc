@@ -23,7 +23,7 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
     if (!o.severity.empty()) params.emplace_back("severity", o.severity);
     if (o.open_only) params.emplace_back("state", "open");
-    auto body = GetFromServer({o.server, o.token_file, o.ca_file}, "/api/v1/findings", params);
+    auto body = GetFromServer({o.server, o.server_auth}, "/api/v1/findings", params);
     if (!body) return body.error();
     // The API's envelope fields are not part of the document.
     auto doc = nlohmann::json::parse(*body, nullptr, false);

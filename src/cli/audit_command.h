@@ -5,15 +5,16 @@
 #include <ostream>
 #include <string>
 
+#include "http/client.h"
+
 namespace gpuledger::cli {
 
 struct AuditOptions {
   std::string db;
-  std::string server;        // http://host:port of a running `gpuledger server`, instead of --db
-  std::string token_file;    // bearer token for --server
-  std::string ca_file;       // CA bundle for an https:// --server
-  std::string kind;          // empty: every kind
-  std::string since = "7d";  // as `report --window`
+  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
+  http::ClientAuth server_auth;  // credentials and trust for --server
+  std::string kind;              // empty: every kind
+  std::string since = "7d";      // as `report --window`
   std::string namespace_name;
   std::string severity;  // this one and worse; empty: all
   bool open_only = false;

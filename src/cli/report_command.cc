@@ -38,7 +38,7 @@ namespace {
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
   auto body = GetFromServer(
-      {o.server, o.token_file, o.ca_file}, "/api/v1/report",
+      {o.server, o.server_auth}, "/api/v1/report",
       {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy}, {"idle", o.idle}});
   if (!body) return body.error();
   return report::ReportFromJson(*body);

@@ -4,6 +4,8 @@
 #include <ostream>
 #include <string>
 
+#include "http/client.h"
+
 #include "common/result.h"
 #include "report/report.h"
 #include "store/ledger_store.h"
@@ -12,9 +14,8 @@ namespace gpuledger::cli {
 
 struct ReportOptions {
   std::string db;
-  std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
-  std::string token_file;  // bearer token for --server
-  std::string ca_file;     // CA bundle for an https:// --server
+  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
+  http::ClientAuth server_auth;  // credentials and trust for --server
   std::string window = "all";
   std::string by = "namespace";
   std::string policy = "allocation";

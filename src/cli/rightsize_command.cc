@@ -20,7 +20,7 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
         {"window", o.window}, {"headroom", o.headroom}, {"percentile", o.percentile}};
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
     if (!o.workload.empty()) params.emplace_back("workload", o.workload);
-    return GetFromServer({o.server, o.token_file, o.ca_file}, "/api/v1/recommendations", params);
+    return GetFromServer({o.server, o.server_auth}, "/api/v1/recommendations", params);
   }
   cost::Catalog catalog = cost::DefaultCatalog();
   if (!o.catalog.empty()) {

@@ -6,14 +6,15 @@
 #include <ostream>
 #include <string>
 
+#include "http/client.h"
+
 namespace gpuledger::cli {
 
 struct RightsizeOptions {
   std::string db;
-  std::string server;      // http://host:port of a running `gpuledger server`, instead of --db
-  std::string token_file;  // bearer token for --server
-  std::string ca_file;     // CA bundle for an https:// --server
-  std::string catalog;     // prices of the models a workload could move to; built-in when empty
+  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
+  http::ClientAuth server_auth;  // credentials and trust for --server
+  std::string catalog;  // prices of the models a workload could move to; built-in when empty
   std::string window = "7d";
   std::string namespace_name;
   std::string workload;  // NAMESPACE/KIND/NAME

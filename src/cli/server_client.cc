@@ -17,16 +17,9 @@ Result<std::string> GetFromServer(const ServerAccess& server, const std::string&
   while (url.ends_with("/")) url.pop_back();  // a prefix ("/gpuledger") is kept
   http::ClientRequest request{url + path, params};
   request.timeout_us = 60 * kMicrosPerSecond;
-  http::ClientAuth auth;
-  auth.bearer_token_file = server.token_file;
-  auth.ca_file = server.ca_file;
-  auto res = http::Get(request, auth);
-  if (!res) {
-    // The URL was checked above: an invalid argument now is a credential file.
-    const std::string flag =
-        res.error().code == ErrorCode::kInvalidArgument ? "--token-file" : "--server " + shown;
-    return Error{res.error().code, flag + ": " + res.error().message};
-  }
+  auto res = http::Get(request, server.auth);
+  // The URL was checked above: an invalid argument now is a credential file, which it names.
+  if (!res) return Error{res.error().code, "--server " + shown + ": " + res.error().message};
   if (res->status != 200) {
     // The server's JSON error names the parameter; pass it on.
     std::string message = res->body;

@@ -8,18 +8,18 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/client.h"
 
 namespace gpuledger::cli {
 
-// The --server, --token-file and --ca-file flags of a reading command.
+// The --server flag of a reading command and its credentials (--token-file, --ca-file, ...).
 struct ServerAccess {
-  std::string url;         // http[s]://HOST[:PORT][/PREFIX]
-  std::string token_file;  // "Authorization: Bearer <it>"; re-read on every request
-  std::string ca_file;     // PEM bundle for an https:// server; "": the system's CAs
+  std::string url;  // http[s]://HOST[:PORT][/PREFIX]
+  http::ClientAuth auth;
 };
 
 // GET `server.url` + `path` with `params`. The body of a 200; kInvalidArgument for a bad URL,
-// token file or a 400 (the server's JSON error names the parameter), kUnavailable for the rest
+// credential file or a 400 (the server's JSON error names the parameter), kUnavailable for the rest
 // (what was tried and why it failed); messages start with "--server <url>".
 Result<std::string> GetFromServer(const ServerAccess& server, const std::string& path,
                                   const std::vector<std::pair<std::string, std::string>>& params);

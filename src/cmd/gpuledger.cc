@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/cli_words.h"
+#include "cmd/client_auth_flags.h"
 #include "cmd/run_agent.h"
 #include "cmd/run_server.h"
 #include "common/clock.h"
@@ -39,6 +40,7 @@ void OnSignal(int) { g_stop.store(true); }
 
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
+  using gpuledger::cmd::AddClientAuthFlags;
   CLI::App app{"gpuledger: who used which GPU, how much, and what it cost", "gpuledger"};
   app.require_subcommand(1);
 
@@ -66,8 +68,7 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--db", report.db, "ledger: an SQLite file or postgres://URL");
   report_cmd->add_option("--server", report.server,
                          "read from a running server (http[s]://HOST[:PORT])");
-  report_cmd->add_option("--token-file", report.token_file, "bearer token for --server");
-  report_cmd->add_option("--ca-file", report.ca_file, "CA bundle (PEM) for an https:// --server");
+  AddClientAuthFlags(*report_cmd, report.server_auth, "", "--server");
   report_cmd
       ->add_option("--window", report.window,
                    "all | 7d | today | yesterday | week | lastweek | month | lastmonth | START,END")
@@ -154,19 +155,17 @@ int main(int argc, char** argv) {
   server_cmd->add_flag(
       "--dcgm-from-prometheus", server.dcgm_from_prometheus,
       "prometheus=URL: fill rows without activity from dcgm-exporter's series there");
-  server_cmd->add_option("--prometheus-token-file", server.prometheus_auth.bearer_token_file,
-                         "prometheus=URL: bearer token, re-read on every query");
-  server_cmd->add_option("--prometheus-user", server.prometheus_auth.basic_user,
-                         "prometheus=URL: basic-auth user (with --prometheus-password-file)");
-  server_cmd->add_option("--prometheus-password-file", server.prometheus_auth.basic_password_file,
-                         "prometheus=URL: basic-auth password");
-  server_cmd->add_option("--prometheus-ca-file", server.prometheus_auth.ca_file,
-                         "prometheus=URL: CA bundle (PEM) for https://");
+  AddClientAuthFlags(*server_cmd, server.prometheus_auth, "prometheus-", "prometheus=URL");
   server_cmd->add_option("--cluster", server.cluster,
                          "cluster name for new rows (default: the ledger's, else \"default\")");
   server_cmd->add_option("--targets", server.targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
   server_cmd->add_option("--scrape-interval", server.scrape_interval, "scrape: time between rounds")
       ->capture_default_str();
+  server_cmd
+      ->add_option("--scrape-scheme", server.scrape_scheme,
+                   "scrape: http, or https for agents behind a TLS proxy")
+      ->capture_default_str();
+  AddClientAuthFlags(*server_cmd, server.scrape_auth, "scrape-", "scrape");
   server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");
   server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH or postgres://URL")->required();
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
@@ -212,8 +211,7 @@ int main(int argc, char** argv) {
   audit_cmd->add_option("--db", audit.db, "ledger: sqlite:PATH, a path, or postgres://URL");
   audit_cmd->add_option("--server", audit.server,
                         "a running server, http[s]://HOST[:PORT], instead of --db");
-  audit_cmd->add_option("--token-file", audit.token_file, "bearer token for --server");
-  audit_cmd->add_option("--ca-file", audit.ca_file, "CA bundle (PEM) for an https:// --server");
+  AddClientAuthFlags(*audit_cmd, audit.server_auth, "", "--server");
   audit_cmd->add_option("--kind", audit.kind,
                         "only this kind (unallocated-access, stale-grant, ...)");
   audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")
@@ -232,9 +230,7 @@ int main(int argc, char** argv) {
   rightsize_cmd->add_option("--db", rightsize.db, "ledger: sqlite:PATH, a path, or postgres://URL");
   rightsize_cmd->add_option("--server", rightsize.server,
                             "a running server, http[s]://HOST[:PORT], instead of --db");
-  rightsize_cmd->add_option("--token-file", rightsize.token_file, "bearer token for --server");
-  rightsize_cmd->add_option("--ca-file", rightsize.ca_file,
-                            "CA bundle (PEM) for an https:// --server");
+  AddClientAuthFlags(*rightsize_cmd, rightsize.server_auth, "", "--server");
   rightsize_cmd->add_option("--catalog", rightsize.catalog,
                             "prices YAML for the models a workload could move to (--db)");
   rightsize_cmd->add_option("--window", rightsize.window, "window: 7d | 24h | all | START,END")

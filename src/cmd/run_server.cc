@@ -133,7 +133,12 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerFlags& o
                        o.scrape_interval);
     return nullptr;
   }
+  if (o.scrape_scheme != "http" && o.scrape_scheme != "https") {
+    err << fmt::format("error: --scrape-scheme '{}': expected http or https\n", o.scrape_scheme);
+    return nullptr;
+  }
   server::ScrapeSourceConfig config;
+  config.access = {o.scrape_scheme, o.scrape_auth};
   config.options.targets = std::move(targets);
   config.options.interval_us = *interval;
   config.options.discover = std::move(discover);

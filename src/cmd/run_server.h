@@ -21,6 +21,9 @@ struct ServerFlags {
   std::string targets;       // scrape: "host:port,host:port"
   std::string targets_from;  // scrape: "NAMESPACE/SERVICE[:PORT]", the agents' Endpoints
   std::string scrape_interval = "15s";
+  // scrape: agents behind a TLS proxy (kube-rbac-proxy): https and what the proxy asks for.
+  std::string scrape_scheme = "http";
+  http::ClientAuth scrape_auth;
   bool serve = false;          // files=DIR: keep serving the API after the replay
   std::string since = "24h";   // prometheus=URL: how far back the first run starts
   bool backfill_only = false;  // prometheus=URL, files=DIR: stop once caught up (no API served)

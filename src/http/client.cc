@@ -1,8 +1,12 @@
 #include "http/client.h"
 
+#include <unistd.h>
+
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -102,6 +106,19 @@ Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth)
   curl_easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, &Write);
   curl_easy_setopt(h.get(), CURLOPT_WRITEDATA, &sink);
   if (!auth.ca_file.empty()) curl_easy_setopt(h.get(), CURLOPT_CAINFO, auth.ca_file.c_str());
+  if (!auth.key_file.empty() && auth.cert_file.empty())
+    return InvalidArgument(
+        fmt::format("client key {} given without its certificate", auth.key_file));
+  // Missing files are named before any connection (curl would only try them in a handshake).
+  for (const std::string* file : {&auth.cert_file, &auth.key_file})
+    if (!file->empty() && ::access(file->c_str(), R_OK) != 0)
+      return InvalidArgument(fmt::format("client {} {}: {}",
+                                         file == &auth.cert_file ? "certificate" : "key", *file,
+                                         std::strerror(errno)));
+  if (!auth.cert_file.empty()) {
+    curl_easy_setopt(h.get(), CURLOPT_SSLCERT, auth.cert_file.c_str());
+    if (!auth.key_file.empty()) curl_easy_setopt(h.get(), CURLOPT_SSLKEY, auth.key_file.c_str());
+  }
   if (auth.insecure_skip_verify) {
     curl_easy_setopt(h.get(), CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(h.get(), CURLOPT_SSL_VERIFYHOST, 0L);
@@ -139,6 +156,10 @@ Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth)
   if (code == CURLE_OPERATION_TIMEDOUT)
     return Unavailable(
         fmt::format("GET {}: timed out after {} ms", parsed->shown, request.timeout_us / 1000));
+  if (code == CURLE_SSL_CERTPROBLEM)  // the caller's certificate or key, not the peer
+    return InvalidArgument(fmt::format("client certificate {}{}: {}", auth.cert_file,
+                                       auth.key_file.empty() ? "" : " (key " + auth.key_file + ")",
+                                       error[0] != '\0' ? error : curl_easy_strerror(code)));
   if (code != CURLE_OK)
     return Unavailable(fmt::format("GET {}: {}", parsed->shown,
                                    error[0] != '\0' ? error : curl_easy_strerror(code)));

@@ -23,6 +23,10 @@ struct ClientAuth {
   std::string basic_password_file;
   std::string ca_file;  // PEM bundle to verify the server with; "": the system store
   bool insecure_skip_verify = false;
+  // A client certificate (PEM) for servers that ask for one (mTLS), and its key; the key may
+  // be in cert_file itself. A key without a certificate is refused.
+  std::string cert_file;
+  std::string key_file;
 };
 
 struct ClientRequest {
@@ -49,7 +53,8 @@ struct ParsedUrl {
 // kInvalidArgument naming the URL and what is wrong: not http(s), no host, a bad port.
 Result<ParsedUrl> ParseUrl(std::string_view url);
 
-// One GET. kInvalidArgument for a bad URL or an unreadable credential file; kUnavailable naming
+// One GET. kInvalidArgument for a bad URL or an unreadable or unusable credential file (a token,
+// a password, a client certificate or key, named in the message); kUnavailable naming
 // the URL for connection, TLS and timeout failures (curl's words: "SSL certificate problem:
 // unable to get local issuer certificate") and for a body past max_bytes. Any HTTP status is a
 // successful return. Thread-safe (no shared state).

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "http/server.h"
+#include "io/file_util.h"
 #include "temp_dir.h"
 #include "test_tls/test_tls.h"
 
@@ -52,12 +53,20 @@ class TlsServer : public ::testing::Test {
     auto certs = webhook::testing::MakeTestCertificates(dir_.path().string());
     ASSERT_TRUE(certs) << certs.error().message;
     certs_ = *certs;
+    Start(ServerContext());
+    std::ofstream(dir_.path() / "token") << "tok-1\n";
+    std::ofstream(dir_.path() / "password") << "s3cret\n";
+  }
+  std::shared_ptr<SSL_CTX> ServerContext() const {
     std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
-    ASSERT_EQ(SSL_CTX_use_certificate_file(ctx.get(), certs_.cert_file.c_str(), SSL_FILETYPE_PEM),
-              1);
-    ASSERT_EQ(SSL_CTX_use_PrivateKey_file(ctx.get(), certs_.key_file.c_str(), SSL_FILETYPE_PEM), 1);
+    SSL_CTX_use_certificate_file(ctx.get(), certs_.cert_file.c_str(), SSL_FILETYPE_PEM);
+    SSL_CTX_use_PrivateKey_file(ctx.get(), certs_.key_file.c_str(), SSL_FILETYPE_PEM);
+    return ctx;
+  }
+  void Start(std::shared_ptr<SSL_CTX> ctx) {
+    TearDown();
     ServerOptions options;
-    options.tls = ctx;
+    options.tls = std::move(ctx);
     auto server = Server::Bind(
         "127.0.0.1:0",
         [](const Request& r) {
@@ -74,8 +83,6 @@ class TlsServer : public ::testing::Test {
     server_ = std::move(*server);
     thread_ = std::thread([this] { server_->Serve(); });
     base_ = "https://localhost:" + std::to_string(server_->port());
-    std::ofstream(dir_.path() / "token") << "tok-1\n";
-    std::ofstream(dir_.path() / "password") << "s3cret\n";
   }
   void TearDown() override {
     if (server_) server_->Stop();
@@ -130,6 +137,60 @@ TEST_F(TlsServer, AServerItCannotVerifyIsRefusedWithTheReason) {
   r = Get({base_ + "/x"}, insecure);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(TlsServer, PresentsAClientCertificateWhereTheServerAsksForOne) {
+  std::shared_ptr<SSL_CTX> ctx = ServerContext();
+  ASSERT_EQ(SSL_CTX_load_verify_locations(ctx.get(), certs_.ca_file.c_str(), nullptr), 1);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  Start(ctx);
+  ClientAuth auth;
+  auth.ca_file = certs_.ca_file;
+  auth.bearer_token_file = File("token");
+  // Without a certificate the handshake fails: the peer's refusal, kUnavailable.
+  auto r = Get({base_ + "/x"}, auth);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable) << r.error().message;
+
+  auth.cert_file = certs_.client_cert_file;
+  auth.key_file = certs_.client_key_file;
+  r = Get({base_ + "/x"}, auth);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+
+  // The key and certificate in one file, as kubeconfigs and Secrets often carry them.
+  std::ofstream(File("both.pem")) << ReadFile(certs_.client_cert_file).value()
+                                  << ReadFile(certs_.client_key_file).value();
+  ClientAuth both = auth;
+  both.cert_file = File("both.pem");
+  both.key_file.clear();
+  r = Get({base_ + "/x"}, both);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+
+  // The caller's own mistakes are the caller's errors, naming the file.
+  ClientAuth wrong_key = auth;
+  wrong_key.key_file = certs_.other_key_file;
+  r = Get({base_ + "/x"}, wrong_key);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().message;
+  EXPECT_NE(r.error().message.find("client certificate " + certs_.client_cert_file),
+            std::string::npos)
+      << r.error().message;
+  ClientAuth missing = auth;
+  missing.cert_file = File("nope.pem");
+  r = Get({"https://localhost:1/x"}, missing);  // named before any connection is tried
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().message;
+  EXPECT_NE(r.error().message.find("client certificate " + File("nope.pem") + ": No such file"),
+            std::string::npos)
+      << r.error().message;
+  ClientAuth key_alone = auth;
+  key_alone.cert_file.clear();
+  r = Get({base_ + "/x"}, key_alone);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("without its certificate"), std::string::npos);
 }
 
 TEST_F(TlsServer, AMissingTokenFileIsTheCallersError) {

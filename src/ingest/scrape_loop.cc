@@ -13,12 +13,12 @@
 namespace gpuledger::ingest {
 
 Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
-                                 std::size_t max_bytes) {
-  // A target is host:port (an agent), which serves /metrics.
-  auto url = prometheus::ParseHttpUrl("http://" + target + "/metrics");
+                                 const ScrapeAccess& access, std::size_t max_bytes) {
+  // A target is host:port (an agent, or the proxy in front of it), which serves /metrics.
+  auto url = prometheus::ParseHttpUrl(access.scheme + "://" + target + "/metrics");
   if (!url || target.find(':') == std::string::npos)
     return InvalidArgument(fmt::format("target '{}': expected host:port", target));
-  return prometheus::HttpGet(*url, timeout_us, max_bytes);
+  return prometheus::HttpGet(*url, timeout_us, max_bytes, access.auth);
 }
 
 // One fetch and parse on its own thread; its fields are guarded by the loop's flight_mu_.

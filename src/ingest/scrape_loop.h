@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "http/client.h"
 #include "ingest/ingestor.h"
 
 namespace gpuledger::ingest {
@@ -25,10 +26,19 @@ namespace gpuledger::ingest {
 // server. 64 MiB is ~40x a real agent's exposition (1.7 MB with 200 containers).
 inline constexpr std::size_t kMaxScrapeBodyBytes = 64u << 20;
 
-// GET http://<target>/metrics (gzip accepted) within `timeout_us` for the whole exchange; the
-// body as text, or an error naming the target (connection refused, HTTP status, corrupt gzip,
-// a body, raw or inflated, past `max_bytes`, no complete answer within the timeout).
+// How the server reaches its agents: plain HTTP, or HTTPS through a proxy in front of each
+// (kube-rbac-proxy: a CA to trust, a bearer token or a client certificate to show).
+struct ScrapeAccess {
+  std::string scheme = "http";  // or "https"
+  http::ClientAuth auth;
+};
+
+// GET <scheme>://<target>/metrics (gzip accepted) within `timeout_us` for the whole exchange;
+// the body as text, or an error naming the target (connection refused, TLS, HTTP status,
+// corrupt gzip, a body, raw or inflated, past `max_bytes`, no complete answer within the
+// timeout, an unreadable credential file).
 Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
+                                 const ScrapeAccess& access = {},
                                  std::size_t max_bytes = kMaxScrapeBodyBytes);
 
 // Called from the loop's fetch threads, several at once: must be thread-safe, and must return

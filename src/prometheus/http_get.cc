@@ -21,13 +21,14 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url) {
   return out;
 }
 
-Result<std::string> HttpGet(const HttpUrl& url, Micros timeout_us, std::size_t max_bytes) {
+Result<std::string> HttpGet(const HttpUrl& url, Micros timeout_us, std::size_t max_bytes,
+                            const http::ClientAuth& auth) {
   http::ClientRequest request;
   request.url = url.text;
   request.timeout_us = timeout_us;
   request.connect_timeout_us = timeout_us;
   request.max_bytes = max_bytes;
-  auto r = http::Get(request);
+  auto r = http::Get(request, auth);
   if (!r) return r.error();
   if (r->status != 200) return Unavailable(fmt::format("GET {}: HTTP {}", url.text, r->status));
   std::string& body = r->body;

@@ -1,7 +1,8 @@
 #pragma once
 // Fetching an exposition over HTTP, bounded: the server's scrapes of its agents
 // (ingest::FetchMetrics) and the agent's reads of dcgm-exporter (sources/dcgm), through the one
-// HTTP client (http/client.h): http:// or https:// (verified against the system's CAs).
+// HTTP client (http/client.h): http:// or https:// (verified against `auth`'s CA, else the
+// system's), with the credentials `auth` names.
 
 #include <cstddef>
 #include <functional>
@@ -10,6 +11,7 @@
 
 #include "common/result.h"
 #include "common/units.h"
+#include "http/client.h"
 
 namespace gpuledger::prometheus {
 
@@ -33,6 +35,7 @@ Result<HttpUrl> ParseHttpUrl(std::string_view url);
 // kUnavailable naming the URL: connection refused, an HTTP status other than 200, corrupt gzip,
 // a body past `max_bytes`, or "timed out". Thread-safe (no shared state).
 Result<std::string> HttpGet(const HttpUrl& url, Micros timeout_us,
-                            std::size_t max_bytes = kMaxBodyBytes);
+                            std::size_t max_bytes = kMaxBodyBytes,
+                            const http::ClientAuth& auth = {});
 
 }  // namespace gpuledger::prometheus

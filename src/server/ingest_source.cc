@@ -19,8 +19,8 @@ class ScrapeSource final : public IngestSource {
  public:
   explicit ScrapeSource(ScrapeSourceConfig c) : c_(std::move(c)) {
     if (!c_.fetch)
-      c_.fetch = [timeout = c_.options.timeout_us](const std::string& target) {
-        return ingest::FetchMetrics(target, timeout);
+      c_.fetch = [timeout = c_.options.timeout_us, access = c_.access](const std::string& target) {
+        return ingest::FetchMetrics(target, timeout, access);
       };
   }
   ~ScrapeSource() override { Stop(); }

@@ -57,9 +57,10 @@ class IngestSource {
 
 // `--source scrape`: the agents' /metrics every interval (ingest::ScrapeLoop: concurrent
 // fetches with a per-target timeout, fed in target order). Agents are watched from `now()`
-// at start. `fetch` defaults to ingest::FetchMetrics within options.timeout_us.
+// at start. `fetch` defaults to ingest::FetchMetrics within options.timeout_us, over `access`.
 struct ScrapeSourceConfig {
   ingest::ScrapeOptions options;
+  ingest::ScrapeAccess access;
   ingest::Fetcher fetch;        // null: FetchMetrics
   std::function<Micros()> now;  // wall clock, µs since the epoch
   std::ostream* log = nullptr;  // required

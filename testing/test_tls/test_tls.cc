@@ -47,8 +47,10 @@ bool AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
 }
 
 // A certificate for `key` named `cn`, signed by `issuer_key` (itself when issuer is null).
+enum class Role { kCa, kServer, kClient };
+
 CertPtr MakeCertificate(EVP_PKEY* key, const char* cn, long serial, X509* issuer,
-                        EVP_PKEY* issuer_key, bool ca) {
+                        EVP_PKEY* issuer_key, Role role) {
   CertPtr cert(X509_new());
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
@@ -60,12 +62,22 @@ CertPtr MakeCertificate(EVP_PKEY* key, const char* cn, long serial, X509* issuer
                              -1, -1, 0);
   X509* signer = issuer != nullptr ? issuer : cert.get();
   X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
-  bool ok = ca ? AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE") &&
-                     AddExtension(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign")
-               : AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE") &&
-                     AddExtension(cert.get(), signer, NID_subject_alt_name,
-                                  "DNS:localhost,IP:127.0.0.1") &&
-                     AddExtension(cert.get(), signer, NID_ext_key_usage, "serverAuth");
+  bool ok = false;
+  switch (role) {
+    case Role::kCa:
+      ok = AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE") &&
+           AddExtension(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign");
+      break;
+    case Role::kServer:
+      ok = AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE") &&
+           AddExtension(cert.get(), signer, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1") &&
+           AddExtension(cert.get(), signer, NID_ext_key_usage, "serverAuth");
+      break;
+    case Role::kClient:
+      ok = AddExtension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE") &&
+           AddExtension(cert.get(), signer, NID_ext_key_usage, "clientAuth");
+      break;
+  }
   if (!ok || X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) return nullptr;
   return cert;
 }
@@ -93,17 +105,26 @@ Result<TestCertificates> MakeTestCertificates(const std::string& dir) {
   KeyPtr ca_key(EVP_EC_gen("P-256"));
   KeyPtr server_key(EVP_EC_gen("P-256"));
   KeyPtr other_key(EVP_EC_gen("P-256"));
-  if (!ca_key || !server_key || !other_key) return Internal(OpenSslError("EC key generation"));
-  CertPtr ca = MakeCertificate(ca_key.get(), "gpuledger test CA", 1, nullptr, ca_key.get(), true);
+  KeyPtr client_key(EVP_EC_gen("P-256"));
+  if (!ca_key || !server_key || !other_key || !client_key)
+    return Internal(OpenSslError("EC key generation"));
+  CertPtr ca =
+      MakeCertificate(ca_key.get(), "gpuledger test CA", 1, nullptr, ca_key.get(), Role::kCa);
   if (!ca) return Internal(OpenSslError("the CA certificate"));
-  CertPtr server = MakeCertificate(server_key.get(), "localhost", 2, ca.get(), ca_key.get(), false);
+  CertPtr server =
+      MakeCertificate(server_key.get(), "localhost", 2, ca.get(), ca_key.get(), Role::kServer);
   if (!server) return Internal(OpenSslError("the server certificate"));
-  TestCertificates out{dir + "/ca.pem", dir + "/server.pem", dir + "/server-key.pem",
-                       dir + "/other-key.pem"};
+  CertPtr client = MakeCertificate(client_key.get(), "gpuledger test client", 3, ca.get(),
+                                   ca_key.get(), Role::kClient);
+  if (!client) return Internal(OpenSslError("the client certificate"));
+  TestCertificates out{dir + "/ca.pem",        dir + "/server.pem", dir + "/server-key.pem",
+                       dir + "/other-key.pem", dir + "/client.pem", dir + "/client-key.pem"};
   for (const auto& [path, pem] :
        {std::pair{out.ca_file, CertPem(ca.get())}, std::pair{out.cert_file, CertPem(server.get())},
         std::pair{out.key_file, KeyPem(server_key.get())},
-        std::pair{out.other_key_file, KeyPem(other_key.get())}}) {
+        std::pair{out.other_key_file, KeyPem(other_key.get())},
+        std::pair{out.client_cert_file, CertPem(client.get())},
+        std::pair{out.client_key_file, KeyPem(client_key.get())}}) {
     if (pem.empty()) return Internal(OpenSslError(path));
     if (Status written = WriteFile(path, pem); !written) return written.error();
   }

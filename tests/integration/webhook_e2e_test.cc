@@ -174,7 +174,9 @@ TEST_F(WebhookE2e, TheDefaultPolicyWarns) {
   // shows what the kernel kept, capped by net.core.somaxconn).
   for (const std::string& p : {port, api_port_}) {
     const int backlog = ListenBacklog(p);
-    if (backlog >= 0) EXPECT_GE(backlog, 128) << "port " << p;
+    if (backlog >= 0) {
+      EXPECT_GE(backlog, 128) << "port " << p;
+    }
   }
 
   json clean = Answer(*client, Review("u-clean", "team-a", {Container{}}), "u-clean");
