@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build binary deps deps-build clean bench
+.PHONY: demo test build binary deps deps-build clean bench deploy
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -28,6 +28,12 @@ binary: deps-build
 # The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
 bench: build
 	./bench/read_path.sh $(BUILD)
+
+# gpuledger on the cluster of kubectl's current context: OVERLAY=embedded (the server scrapes the
+# agents, SQLite) or at-scale (Prometheus and PostgreSQL); docs/install.md.
+OVERLAY ?= embedded
+deploy:
+	./scripts/deploy.sh $(OVERLAY)
 
 deps:
 	./scripts/install-deps.sh test

@@ -2,7 +2,8 @@
 # Installs the Debian packages gpuledger builds and tests with (design section 8), only those
 # missing, so a machine that has them all is not touched and needs no network.
 #   install-deps.sh build   what building and running the binary needs (`make demo`)
-#   install-deps.sh [test]  that and what the tests and benchmarks need (`make test`, CI)
+#   install-deps.sh [test]  that and what the tests and benchmarks need (`make test`, CI),
+#                           with the npm packages of the manifests' checker (tests/deploy)
 set -euo pipefail
 profile=${1:-test}
 
@@ -24,6 +25,9 @@ case "$profile" in
       sqlite3                # the outage test reads the ledger with the sqlite3 CLI
       openssl                # the webhook end-to-end test makes its test CA with the openssl CLI
     )
+    # The manifests' checker (tests/deploy) runs on Node.js; a Node.js from elsewhere (one
+    # that bundles npm) is kept, as Debian's npm would conflict with it.
+    command -v npm >/dev/null || packages+=(nodejs npm)
     ;;
   *)
     echo "usage: install-deps.sh [build|test]" >&2
@@ -35,11 +39,22 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
-echo "installing: ${missing[*]}"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The manifests' checker's npm packages (tests/deploy/package-lock.json), when missing or older
+# than the lock.
+if [ "$profile" = test ]; then
+  checker="$(cd "$(dirname "$0")/.." && pwd)/tests/deploy"
+  installed="$checker/node_modules/.package-lock.json"
+  if [ ! -f "$installed" ] || [ "$checker/package-lock.json" -nt "$installed" ]; then
+    echo "installing the manifests' checker (npm ci in tests/deploy)"
+    npm ci --prefix "$checker" --ignore-scripts --no-audit --no-fund --loglevel=error
+  fi
+fi

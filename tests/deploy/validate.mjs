@@ -1,0 +1,166 @@
+// Validates rendered manifests (`kubectl kustomize deploy/overlays/X`): every object against its
+// schema (kubernetes-models: validators generated from the OpenAPI schemas of Kubernetes, the
+// Prometheus Operator and cert-manager: types, formats, enums, required fields), strictly (each
+// object typed as its model's TypeScript interface and compiled, so a field the schema does not
+// know, at any depth, is an error, as `kubeconform -strict` would say), then the rules
+// docs/install.md promises of ours (no container without limits or with a writable root, the
+// agent without an API token, ...).
+//
+//   node validate.mjs --version 0.1.0 RENDERED.yaml...
+//
+// Prints one line per problem, "FILE: Kind/name: where: what", and exits 1 if there was any.
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { parseAllDocuments } from "yaml";
+
+const args = process.argv.slice(2);
+const versionAt = args.indexOf("--version");
+if (versionAt < 0 || args.length < versionAt + 3) {
+  console.error("usage: node validate.mjs --version X.Y.Z RENDERED.yaml...");
+  process.exit(2);
+}
+const version = args[versionAt + 1];
+const files = args.filter((_, i) => i !== versionAt && i !== versionAt + 1);
+
+// apiVersion -> the module holding its models.
+function modulePath(apiVersion) {
+  const [group, v] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  if (group === "monitoring.coreos.com") return `@kubernetes-models/prometheus-operator/${apiVersion}`;
+  if (group === "cert-manager.io") return `@kubernetes-models/cert-manager/${apiVersion}`;
+  return group === "" ? `kubernetes-models/${v}` : `kubernetes-models/${apiVersion}`;
+}
+
+const problems = [];
+let objects = 0;
+
+// True when the object's model exists (then checkStrict can type it).
+async function validateSchema(file, doc) {
+  const where = `${file}: ${doc.kind}/${doc.metadata?.name}`;
+  let models;
+  try {
+    models = await import(modulePath(doc.apiVersion));
+  } catch {
+    problems.push(`${where}: apiVersion ${doc.apiVersion}: no schema known`);
+    return false;
+  }
+  const Model = models[doc.kind];
+  if (!Model) {
+    problems.push(`${where}: kind ${doc.kind} is not in ${doc.apiVersion}`);
+    return false;
+  }
+  try {
+    new Model(doc).validate();
+  } catch (e) {
+    for (const err of e.errors ?? [{ instancePath: "", message: e.message }])
+      problems.push(`${where}: ${err.instancePath || "/"}: ${err.message}`);
+  }
+  return true;
+}
+
+// Unknown fields: every object assigned to a constant of its interface, one a line, compiled
+// with TypeScript's excess-property checks; each error line leads back to its object.
+function checkStrict(typed) {
+  const dir = mkdtempSync(join(tmpdir(), "gpuledger-deploy-"));
+  try {
+    symlinkSync(join(dirname(fileURLToPath(import.meta.url)), "node_modules"), join(dir, "node_modules"));
+    const lines = typed.map(({ doc }, i) =>
+      `import type { I${doc.kind} as T${i} } from "${modulePath(doc.apiVersion)}/${doc.kind}";\n` +
+      `export const o${i}: T${i} = ${JSON.stringify(doc)};`);
+    const file = join(dir, "objects.ts");
+    writeFileSync(file, lines.join("\n") + "\n");
+    const program = ts.createProgram([file], {
+      noEmit: true, strict: true, skipLibCheck: true,
+      module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    });
+    for (const d of ts.getPreEmitDiagnostics(program)) {
+      const line = d.file ? d.file.getLineAndCharacterOfPosition(d.start).line : -1;
+      const { where } = typed[Math.floor(line / 2)] ?? { where: "objects.ts" };
+      problems.push(`${where}: ${ts.flattenDiagnosticMessageText(d.messageText, " ")}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function podSpec(doc) {
+  return ["Deployment", "DaemonSet", "StatefulSet", "Job"].includes(doc.kind)
+    ? doc.spec?.template?.spec
+    : undefined;
+}
+
+// Our own rules, beyond the schemas.
+function checkRules(file, doc) {
+  const where = `${file}: ${doc.kind}/${doc.metadata?.name}`;
+  const fail = (what) => problems.push(`${where}: ${what}`);
+  const clusterScoped = [
+    "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration",
+  ];
+  if (!clusterScoped.includes(doc.kind) && doc.metadata?.namespace !== "gpuledger")
+    fail(`namespace ${doc.metadata?.namespace}: expected gpuledger`);
+  const spec = podSpec(doc);
+  if (!spec) return;
+  const podSeccomp = spec.securityContext?.seccompProfile?.type;
+  for (const c of spec.containers ?? []) {
+    const at = `container ${c.name}`;
+    if (c.image !== `ghcr.io/gpuledger/gpuledger:${version}`)
+      fail(`${at}: image ${c.image}: expected ghcr.io/gpuledger/gpuledger:${version}`);
+    for (const kind of ["requests", "limits"])
+      for (const r of ["cpu", "memory"])
+        if (!c.resources?.[kind]?.[r]) fail(`${at}: resources.${kind}.${r} missing`);
+    const sc = c.securityContext ?? {};
+    if (sc.readOnlyRootFilesystem !== true) fail(`${at}: readOnlyRootFilesystem is not true`);
+    if (sc.allowPrivilegeEscalation !== false) fail(`${at}: allowPrivilegeEscalation is not false`);
+    if (sc.privileged === true) fail(`${at}: privileged`);
+    if (!(sc.capabilities?.drop ?? []).includes("ALL")) fail(`${at}: capabilities.drop lacks ALL`);
+    const allowedAdds = doc.kind === "DaemonSet" ? ["DAC_READ_SEARCH", "SYS_PTRACE"] : [];
+    for (const cap of sc.capabilities?.add ?? [])
+      if (!allowedAdds.includes(cap)) fail(`${at}: capability ${cap} added`);
+    if ((sc.seccompProfile?.type ?? podSeccomp) !== "RuntimeDefault")
+      fail(`${at}: seccompProfile is not RuntimeDefault`);
+    if (!c.livenessProbe?.httpGet) fail(`${at}: no HTTP liveness probe`);
+    if (!c.readinessProbe?.httpGet) fail(`${at}: no HTTP readiness probe`);
+    // Every hostPath is mounted read-only, but a socket (connecting needs no write access to
+    // the mount, only to the socket).
+    const volumes = Object.fromEntries((spec.volumes ?? []).map((v) => [v.name, v]));
+    for (const m of c.volumeMounts ?? []) {
+      const v = volumes[m.name];
+      if (!v) fail(`${at}: mount ${m.name}: no such volume`);
+      else if (v.hostPath && v.hostPath.type !== "Socket" && m.readOnly !== true)
+        fail(`${at}: hostPath ${v.hostPath.path} mounted writable`);
+    }
+  }
+  if (doc.kind === "DaemonSet") {
+    if (spec.automountServiceAccountToken !== false)
+      fail("the agent gets a service-account token (automountServiceAccountToken is not false)");
+    if (spec.hostPID || spec.hostNetwork || spec.hostIPC) fail("host PID, network or IPC namespace");
+  } else {
+    if (spec.hostPath) fail("hostPath outside the agent");
+    for (const c of spec.containers ?? [])
+      if (c.securityContext?.runAsUser === 0 || spec.securityContext?.runAsNonRoot !== true)
+        fail(`container ${c.name}: not runAsNonRoot`);
+  }
+}
+
+const typed = [];
+for (const file of files) {
+  for (const d of parseAllDocuments(readFileSync(file, "utf8"))) {
+    if (d.errors.length) {
+      problems.push(`${file}: YAML: ${d.errors[0].message}`);
+      continue;
+    }
+    const doc = d.toJS();
+    if (!doc) continue;
+    objects++;
+    if (await validateSchema(file, doc))
+      typed.push({ doc, where: `${file}: ${doc.kind}/${doc.metadata?.name}` });
+    checkRules(file, doc);
+  }
+}
+checkStrict(typed);
+for (const p of problems) console.log(p);
+console.log(`${objects} objects in ${files.length} files, ${problems.length} problems`);
+process.exit(problems.length ? 1 : 0);
