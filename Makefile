@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build binary deps deps-build clean bench deploy
+.PHONY: demo test build binary deps deps-build clean bench deploy image
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -28,6 +28,14 @@ binary: deps-build
 # The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
 bench: build
 	./bench/read_path.sh $(BUILD)
+
+# The container image (Dockerfile), tagged as deploy/ names it: the project's version.
+VERSION := $(shell sed -n '/^project/s/.*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+IMAGE ?= ghcr.io/gpuledger/gpuledger:$(VERSION)
+CONTAINER ?= $(shell command -v docker || command -v podman)
+image:
+	@test -n "$(CONTAINER)" || { echo "make image: needs docker or podman" >&2; exit 1; }
+	$(CONTAINER) build -t $(IMAGE) .
 
 # gpuledger on the cluster of kubectl's current context: OVERLAY=embedded (the server scrapes the
 # agents, SQLite) or at-scale (Prometheus and PostgreSQL); docs/install.md.
