@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test build binary deps deps-build clean bench deploy image
+.PHONY: demo test build binary deps deps-build clean bench deploy image install
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -28,6 +28,13 @@ binary: deps-build
 # The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
 bench: build
 	./bench/read_path.sh $(BUILD)
+
+# gpuledger in $(PREFIX)/bin, and the kubectl plugin: kubectl-gpuledger, a link to it, so that
+# `kubectl gpuledger report|audit|rightsize` read through the current context (docs/install.md).
+PREFIX ?= /usr/local
+install: binary
+	install -D -m 0755 $(BUILD)/src/cmd/gpuledger $(DESTDIR)$(PREFIX)/bin/gpuledger
+	ln -sf gpuledger $(DESTDIR)$(PREFIX)/bin/kubectl-gpuledger
 
 # The container image (Dockerfile), tagged as deploy/ names it: the project's version.
 VERSION := $(shell sed -n '/^project/s/.*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/server.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::agent {
 
@@ -29,7 +30,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
       http::Response r;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       r.body = collector.Exposition()->text;
-      if (self->stats) r.body += http::RenderStats(*self->stats, "gpuledger_agent");
+      if (self->stats) r.body += http::RenderStats(*self->stats, prometheus::kAgentHttpStats);
       return r;
     }
     if (req.path == "/healthz") {

@@ -17,19 +17,18 @@ namespace {
 
 // The findings document, from the ledger or from the server's /api/v1/findings (the same one).
 Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
-  if (!o.server.empty()) {
+  if (o.db.empty()) {  // --server, or through the API server (server_client.h)
     std::vector<std::pair<std::string, std::string>> params{{"window", o.since}};
     if (!o.kind.empty()) params.emplace_back("kind", o.kind);
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
     if (!o.severity.empty()) params.emplace_back("severity", o.severity);
     if (o.open_only) params.emplace_back("state", "open");
-    auto body = GetFromServer({o.server, o.server_auth}, "/api/v1/findings", params);
+    auto body = GetFromServer({o.server, o.server_auth, o.kube}, "/api/v1/findings", params);
     if (!body) return body.error();
     // The API's envelope fields are not part of the document.
     auto doc = nlohmann::json::parse(*body, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("findings"))
-      return Unavailable(
-          fmt::format("--server {}: /api/v1/findings: not a findings document", o.server));
+      return Unavailable("the server's /api/v1/findings: not a findings document");
     doc.erase("code");
     doc.erase("status");
     return doc;

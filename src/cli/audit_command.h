@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "http/client.h"
+#include "cli/server_client.h"
 
 namespace gpuledger::cli {
 
@@ -13,6 +13,7 @@ struct AuditOptions {
   std::string db;
   std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
   http::ClientAuth server_auth;  // credentials and trust for --server
+  KubeRoute kube;                // neither --db nor --server: through the API server
   std::string kind;              // empty: every kind
   std::string since = "7d";      // as `report --window`
   std::string namespace_name;

@@ -33,8 +33,7 @@ Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view 
 Status CheckReadFlags(const std::string& db, const std::string& server, const std::string& format) {
   if (format != "table" && format != "json")
     return InvalidArgument(fmt::format("--format '{}': expected table or json", format));
-  if (db.empty() == server.empty())
-    return InvalidArgument("give --db FILE or --server URL (one of them)");
+  if (!db.empty() && !server.empty()) return InvalidArgument("give --db or --server, not both");
   return Status::Ok();
 }
 

@@ -18,9 +18,9 @@ Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view 
                                                                const std::string& spec,
                                                                bool read_only = false);
 
-// The flags of a command that reads a ledger or a server's copy of it (audit, rightsize):
-// exactly one of --db and --server, and --format table or json. Ok, or kInvalidArgument saying
-// which is wrong.
+// The flags of a command that reads a ledger or a server's copy of it (audit, rightsize): at
+// most one of --db and --server (neither: through the API server, server_client.h), and
+// --format table or json. Ok, or kInvalidArgument saying which is wrong.
 Status CheckReadFlags(const std::string& db, const std::string& server, const std::string& format);
 
 }  // namespace gpuledger::cli

@@ -38,7 +38,7 @@ namespace {
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
   auto body = GetFromServer(
-      {o.server, o.server_auth}, "/api/v1/report",
+      {o.server, o.server_auth, o.kube}, "/api/v1/report",
       {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy}, {"idle", o.idle}});
   if (!body) return body.error();
   return report::ReportFromJson(*body);
@@ -52,11 +52,11 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << format.error().message << "\n";
     return 2;
   }
-  if (!o.server.empty()) {
-    if (!o.db.empty()) {
-      err << "error: give --db or --server, not both\n";
-      return 2;
-    }
+  if (!o.server.empty() && !o.db.empty()) {
+    err << "error: give --db or --server, not both\n";
+    return 2;
+  }
+  if (o.db.empty()) {  // --server, or through the API server (server_client.h)
     auto r = FetchReport(o);
     if (!r) {
       err << "error: " << r.error().message << "\n";

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "http/client.h"
+#include "cli/server_client.h"
 
 #include "common/result.h"
 #include "report/report.h"
@@ -16,6 +16,7 @@ struct ReportOptions {
   std::string db;
   std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
   http::ClientAuth server_auth;  // credentials and trust for --server
+  KubeRoute kube;                // neither --db nor --server: through the API server
   std::string window = "all";
   std::string by = "namespace";
   std::string policy = "allocation";

@@ -15,12 +15,12 @@ namespace {
 // The rightsizing document, from the ledger or from the server's /api/v1/recommendations (the
 // same bytes).
 Result<std::string> RightsizeJson(const RightsizeOptions& o) {
-  if (!o.server.empty()) {
+  if (o.db.empty()) {  // --server, or through the API server (server_client.h)
     std::vector<std::pair<std::string, std::string>> params{
         {"window", o.window}, {"headroom", o.headroom}, {"percentile", o.percentile}};
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
     if (!o.workload.empty()) params.emplace_back("workload", o.workload);
-    return GetFromServer({o.server, o.server_auth}, "/api/v1/recommendations", params);
+    return GetFromServer({o.server, o.server_auth, o.kube}, "/api/v1/recommendations", params);
   }
   cost::Catalog catalog = cost::DefaultCatalog();
   if (!o.catalog.empty()) {

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "http/client.h"
+#include "cli/server_client.h"
 
 namespace gpuledger::cli {
 
@@ -14,6 +14,7 @@ struct RightsizeOptions {
   std::string db;
   std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
   http::ClientAuth server_auth;  // credentials and trust for --server
+  KubeRoute kube;                // neither --db nor --server: through the API server
   std::string catalog;  // prices of the models a workload could move to; built-in when empty
   std::string window = "7d";
   std::string namespace_name;

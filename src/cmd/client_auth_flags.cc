@@ -19,4 +19,13 @@ void AddClientAuthFlags(CLI::App& command, http::ClientAuth& auth, const std::st
                    peer + ": do not verify the server's certificate (tests only)");
 }
 
+void AddKubeRouteFlags(CLI::App& command, cli::KubeRoute& route) {
+  command.add_option("--kubeconfig", route.kubeconfig,
+                     "without --db and --server: read through this kubeconfig's API server "
+                     "(default: $KUBECONFIG, ~/.kube/config)");
+  command.add_option("--kube-context", route.context, "the kubeconfig context (default: current)");
+  command.add_option("--kube-namespace", route.namespace_name, "where gpuledger is installed")
+      ->capture_default_str();
+}
+
 }  // namespace gpuledger::cmd

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/server_client.h"
 #include "http/client.h"
 
 namespace gpuledger::cmd {
@@ -16,5 +17,9 @@ namespace gpuledger::cmd {
 // to `auth`; `peer` says whom they are for in the help ("--server", "prometheus=URL").
 void AddClientAuthFlags(CLI::App& command, http::ClientAuth& auth, const std::string& prefix,
                         const std::string& peer);
+
+// A reading command's way in without --db or --server (`kubectl gpuledger`): --kubeconfig,
+// --kube-context and --kube-namespace (where gpuledger is installed).
+void AddKubeRouteFlags(CLI::App& command, cli::KubeRoute& route);
 
 }  // namespace gpuledger::cmd

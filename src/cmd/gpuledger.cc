@@ -21,6 +21,7 @@
 #include "cli/audit_command.h"
 #include "cli/demo_command.h"
 #include "cli/export_command.h"
+#include "cli/metrics_command.h"
 #include "cli/reconcile_command.h"
 #include "cli/report_command.h"
 #include "cli/rightsize_command.h"
@@ -41,7 +42,13 @@ void OnSignal(int) { g_stop.store(true); }
 int main(int argc, char** argv) {
   using namespace gpuledger::cli;
   using gpuledger::cmd::AddClientAuthFlags;
-  CLI::App app{"gpuledger: who used which GPU, how much, and what it cost", "gpuledger"};
+  using gpuledger::cmd::AddKubeRouteFlags;
+  // Installed as kubectl-gpuledger too (`make install`), kubectl runs it as `kubectl gpuledger`:
+  // its messages say so.
+  const bool as_kubectl_plugin =
+      std::filesystem::path(argv[0]).filename().string() == "kubectl-gpuledger";
+  CLI::App app{"gpuledger: who used which GPU, how much, and what it cost",
+               as_kubectl_plugin ? "kubectl gpuledger" : "gpuledger"};
   app.require_subcommand(1);
 
   DemoOptions demo;
@@ -69,6 +76,7 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--server", report.server,
                          "read from a running server (http[s]://HOST[:PORT])");
   AddClientAuthFlags(*report_cmd, report.server_auth, "", "--server");
+  AddKubeRouteFlags(*report_cmd, report.kube);
   report_cmd
       ->add_option("--window", report.window,
                    "all | 7d | today | yesterday | week | lastweek | month | lastmonth | START,END")
@@ -212,6 +220,7 @@ int main(int argc, char** argv) {
   audit_cmd->add_option("--server", audit.server,
                         "a running server, http[s]://HOST[:PORT], instead of --db");
   AddClientAuthFlags(*audit_cmd, audit.server_auth, "", "--server");
+  AddKubeRouteFlags(*audit_cmd, audit.kube);
   audit_cmd->add_option("--kind", audit.kind,
                         "only this kind (unallocated-access, stale-grant, ...)");
   audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")
@@ -231,6 +240,7 @@ int main(int argc, char** argv) {
   rightsize_cmd->add_option("--server", rightsize.server,
                             "a running server, http[s]://HOST[:PORT], instead of --db");
   AddClientAuthFlags(*rightsize_cmd, rightsize.server_auth, "", "--server");
+  AddKubeRouteFlags(*rightsize_cmd, rightsize.kube);
   rightsize_cmd->add_option("--catalog", rightsize.catalog,
                             "prices YAML for the models a workload could move to (--db)");
   rightsize_cmd->add_option("--window", rightsize.window, "window: 7d | 24h | all | START,END")
@@ -247,6 +257,12 @@ int main(int argc, char** argv) {
                    "compute share to size by: p50 | p95 | p99")
       ->capture_default_str();
   rightsize_cmd->add_option("--format", rightsize.format, "table | json")->capture_default_str();
+
+  MetricsOptions metrics;
+  auto* metrics_cmd =
+      app.add_subcommand("metrics", "every Prometheus family gpuledger exports (docs/metrics.md)");
+  metrics_cmd->add_option("--format", metrics.format, "markdown | names | json")
+      ->capture_default_str();
 
   app.add_subcommand("version", "print the version");
   app.set_version_flag("--version", "gpuledger " GPULEDGER_VERSION);
@@ -288,13 +304,8 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);
   if (audit_cmd->parsed()) return RunAudit(audit, std::cout, std::cerr);
   if (rightsize_cmd->parsed()) return RunRightsize(rightsize, std::cout, std::cerr);
-  if (report_cmd->parsed()) {
-    if (report.db.empty() && report.server.empty()) {
-      std::cerr << "error: give --db FILE or --server URL\n";
-      return 2;
-    }
-    return RunReport(report, std::cout, std::cerr);
-  }
+  if (metrics_cmd->parsed()) return RunMetrics(metrics, std::cout, std::cerr);
+  if (report_cmd->parsed()) return RunReport(report, std::cout, std::cerr);
   if (example_cmd->parsed()) return RunSimExample(std::cout);
   if (import_cmd->parsed()) return RunSimImportAlibaba(import, std::cout, std::cerr);
   std::signal(SIGINT, OnSignal);

@@ -43,6 +43,13 @@ class SystemClock final : public Clock {
   }
 };
 
+// The process's one SystemClock, for a component whose caller may leave its clock out
+// (a `const Clock*` that is nullptr). Stateless, so shared.
+inline const SystemClock& TheSystemClock() {
+  static const SystemClock kClock;
+  return kClock;
+}
+
 // A clock that moves only when told: Advance() moves both parts (time passing), StepWall() only
 // the wall part (a clock step). Set from one thread; Now() from any.
 class ManualClock final : public Clock {

@@ -29,6 +29,14 @@ struct Sink {
   bool too_big = false;
 };
 
+// Appends each pair to the URL's query through the URL API, which encodes it.
+void AppendQuery(CURLU* url, const std::vector<std::pair<std::string, std::string>>& query) {
+  for (const auto& [name, value] : query) {
+    const std::string pair = name + "=" + value;
+    curl_url_set(url, CURLUPART_QUERY, pair.c_str(), CURLU_APPENDQUERY | CURLU_URLENCODE);
+  }
+}
+
 std::size_t Write(char* data, std::size_t size, std::size_t n, void* user) {
   auto* sink = static_cast<Sink*>(user);
   if (sink->body.size() + size * n > sink->max_bytes) {
@@ -79,16 +87,20 @@ Result<ParsedUrl> ParseUrl(std::string_view text) {
   return out;
 }
 
+std::string EncodeQuery(const std::vector<std::pair<std::string, std::string>>& query) {
+  UrlHandle url(curl_url());
+  curl_url_set(url.get(), CURLUPART_URL, "http://localhost/", 0);
+  AppendQuery(url.get(), query);
+  const std::string encoded = Part(url.get(), CURLUPART_QUERY);
+  return encoded.empty() ? encoded : "?" + encoded;
+}
+
 Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth) {
   auto parsed = ParseUrl(request.url);
   if (!parsed) return parsed.error();
-  // The query appended through the URL API, which encodes each pair.
   UrlHandle url(curl_url());
   curl_url_set(url.get(), CURLUPART_URL, request.url.c_str(), 0);
-  for (const auto& [name, value] : request.query) {
-    const std::string pair = name + "=" + value;
-    curl_url_set(url.get(), CURLUPART_QUERY, pair.c_str(), CURLU_APPENDQUERY | CURLU_URLENCODE);
-  }
+  AppendQuery(url.get(), request.query);
   const std::string full = Part(url.get(), CURLUPART_URL);
 
   InitClientOnce();

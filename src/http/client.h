@@ -60,6 +60,10 @@ Result<ParsedUrl> ParseUrl(std::string_view url);
 // successful return. Thread-safe (no shared state).
 Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth = {});
 
+// "?name=value&..." with each part encoded as Get encodes ClientRequest::query; "" for none. For
+// requests made by another transport (the API server's, k8s/api_transport.h).
+std::string EncodeQuery(const std::vector<std::pair<std::string, std::string>>& query);
+
 // Call before starting threads (libcurl's global init).
 void InitClientOnce();
 

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "http/listen_socket.h"
+#include "prometheus/exposition_writer.h"
 #include "prometheus/listen.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::http {
 namespace {
@@ -524,23 +526,17 @@ struct Server::Impl {
   }
 };
 
-std::string RenderStats(const ServerStats& s, std::string_view prefix) {
-  std::string out;
-  auto counter = [&](std::string_view name, std::string_view help, std::uint64_t value) {
-    out += fmt::format("# HELP {0}_http_{1} {2}\n# TYPE {0}_http_{1} counter\n{0}_http_{1} {3}\n",
-                       prefix, name, help, value);
+std::string RenderStats(const ServerStats& s, const prometheus::HttpStatsDefs& defs) {
+  prometheus::ExpositionWriter w;
+  auto counter = [&](const prometheus::MetricDef& def, std::uint64_t value) {
+    w.Family(def);
+    w.Sample(def.name, static_cast<double>(value));
   };
-  counter("connections_total", "Connections accepted by the HTTP listener.",
-          s.connections_accepted.load());
-  counter("connections_evicted_total",
-          "Connections closed at the connection cap to make room for a newer one.",
-          s.connections_evicted.load());
-  counter("requests_timed_out_total",
-          "Requests not received whole within the request timeout (slow or stalled clients).",
-          s.requests_timed_out.load());
-  counter("requests_refused_total", "Requests refused as malformed or over a size limit.",
-          s.requests_refused.load());
-  return out;
+  counter(defs.connections, s.connections_accepted.load());
+  counter(defs.connections_evicted, s.connections_evicted.load());
+  counter(defs.requests_timed_out, s.requests_timed_out.load());
+  counter(defs.requests_refused, s.requests_refused.load());
+  return w.Take();
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

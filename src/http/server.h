@@ -34,6 +34,10 @@
 #include "http/request.h"
 #include "http/response.h"
 
+namespace gpuledger::prometheus {
+struct HttpStatsDefs;  // prometheus/metric_table.h
+}  // namespace gpuledger::prometheus
+
 struct ssl_ctx_st;
 
 namespace gpuledger::http {
@@ -68,10 +72,9 @@ struct ServerStats {
   std::atomic<std::uint64_t> tls_handshakes_failed{0};  // old protocols, plain HTTP, resets
 };
 
-// The counters in the Prometheus text format, as <prefix>_http_connections_total,
-// ..._connections_evicted_total, ..._requests_timed_out_total, ..._requests_refused_total
-// (prefix "gpuledger_server" for the API, "gpuledger_agent" for the agent).
-std::string RenderStats(const ServerStats& stats, std::string_view prefix);
+// The counters in the Prometheus text format, as the families `defs` names:
+// prometheus::kServerHttpStats for the API, prometheus::kAgentHttpStats for the agent.
+std::string RenderStats(const ServerStats& stats, const prometheus::HttpStatsDefs& defs);
 
 class Server {
  public:

@@ -9,6 +9,7 @@
 #include "prometheus/exposition_parser.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/http_get.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::ingest {
 
@@ -224,27 +225,26 @@ std::size_t ScrapeLoop::tracked_targets() const {
 
 std::string ScrapeLoop::RenderMetrics() const {
   std::lock_guard lock(metrics_mu_);
+  using prometheus::kServerIngestSkippedSamplesTotal;
+  using prometheus::kServerScrapeErrorsTotal;
+  using prometheus::kServerScrapeRoundsTotal;
+  using prometheus::kServerScrapeUp;
   prometheus::ExpositionWriter w;
-  w.Family("gpuledger_server_scrape_errors_total", "Failed scrapes of an agent, by target.",
-           prometheus::MetricType::kCounter);
+  w.Family(kServerScrapeErrorsTotal);
   for (const std::string& t : targets_) {
     auto it = errors_.find(t);
-    w.Sample("gpuledger_server_scrape_errors_total", {{"target", t}},
+    w.Sample(kServerScrapeErrorsTotal.name, {{"target", t}},
              static_cast<double>(it == errors_.end() ? 0 : it->second));
   }
-  w.Family("gpuledger_server_scrape_up", "Whether the last scrape of the target succeeded.",
-           prometheus::MetricType::kGauge);
+  w.Family(kServerScrapeUp);
   for (const std::string& t : targets_) {
     auto it = up_.find(t);
-    w.Sample("gpuledger_server_scrape_up", {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
+    w.Sample(kServerScrapeUp.name, {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
   }
-  w.Family("gpuledger_server_scrape_rounds_total", "Scrape rounds run.",
-           prometheus::MetricType::kCounter);
-  w.Sample("gpuledger_server_scrape_rounds_total", static_cast<double>(rounds_.load()));
-  w.Family("gpuledger_server_ingest_skipped_samples_total",
-           "Counter samples skipped as NaN, infinite or negative (the last good value is kept).",
-           prometheus::MetricType::kCounter);
-  w.Sample("gpuledger_server_ingest_skipped_samples_total", static_cast<double>(skipped_values_));
+  w.Family(kServerScrapeRoundsTotal);
+  w.Sample(kServerScrapeRoundsTotal.name, static_cast<double>(rounds_.load()));
+  w.Family(kServerIngestSkippedSamplesTotal);
+  w.Sample(kServerIngestSkippedSamplesTotal.name, static_cast<double>(skipped_values_));
   return w.Take();
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "k8s/kube_config.h"
@@ -55,6 +56,9 @@ struct TransportOptions {
   long connect_timeout_s = 10;
   long request_timeout_s = 60;  // lists; a stream's limit is the watch timeout plus this
   long stream_timeout_s = 360;
+  // Sent with every request ("X-Gpuledger-Token: ..."): what a service behind the API server's
+  // proxy reads, as the proxy passes every header on but Authorization.
+  std::vector<std::string> extra_headers;
 };
 
 // libcurl: TLS verification on (CA from the config, else the system store; off only for a

@@ -55,7 +55,7 @@ int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
 class CurlTransport : public ApiTransport {
  public:
   CurlTransport(ApiServerConfig config, TransportOptions options)
-      : config_(std::move(config)), options_(options), handle_(curl_easy_init()) {
+      : config_(std::move(config)), options_(std::move(options)), handle_(curl_easy_init()) {
     while (!config_.server.empty() && config_.server.back() == '/') {
       config_.server.pop_back();
     }
@@ -183,6 +183,8 @@ class CurlTransport : public ApiTransport {
       curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
     }
     CurlList headers(curl_slist_append(nullptr, "Accept: application/json"));
+    for (const std::string& extra : options_.extra_headers)
+      headers.reset(curl_slist_append(headers.release(), extra.c_str()));
     if (post_body != nullptr) {
       headers.reset(curl_slist_append(headers.release(), "Content-Type: application/json"));
       // No "Expect: 100-continue" round trip before the body: the API server answers at once.

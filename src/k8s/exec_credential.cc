@@ -21,11 +21,6 @@ std::string Tail(const std::string& text) {
   return t;
 }
 
-const SystemClock& TheSystemClock() {
-  static const SystemClock kClock;  // stateless
-  return kClock;
-}
-
 }  // namespace
 
 std::string ExecInfoJson(const ExecPlugin& plugin, const ExecClusterInfo& cluster) {

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "common/strings.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::prometheus {
 namespace {
@@ -64,7 +65,11 @@ void AppendEscaped(std::string& out, std::string_view text, bool quote) {
   }
 }
 
-std::string_view TypeName(MetricType type) {
+constexpr double kTwoTo53 = 9007199254740992.0;
+
+}  // namespace
+
+std::string_view MetricTypeName(MetricType type) {
   switch (type) {
     case MetricType::kCounter:
       return "counter";
@@ -77,10 +82,6 @@ std::string_view TypeName(MetricType type) {
   }
   return "untyped";
 }
-
-constexpr double kTwoTo53 = 9007199254740992.0;
-
-}  // namespace
 
 void ExpositionWriter::AppendValue(std::string& out, double value) {
   if (std::isnan(value)) {
@@ -110,9 +111,11 @@ void ExpositionWriter::Family(std::string_view name, std::string_view help, Metr
   out_ += "\n# TYPE ";
   out_ += name;
   out_ += ' ';
-  out_ += TypeName(type);
+  out_ += MetricTypeName(type);
   out_ += '\n';
 }
+
+void ExpositionWriter::Family(const MetricDef& def) { Family(def.name, def.help, def.type); }
 
 void ExpositionWriter::Sample(std::string_view name, std::span<const Label> labels, double value) {
   if (family_.empty()) Die("sample before any Family()", name);

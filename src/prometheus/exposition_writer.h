@@ -4,11 +4,10 @@
 // The agent renders a whole exposition once per collection cycle; /metrics only copies it
 // (design section 6), so this favours simplicity and a single buffer over incremental updates.
 //
-// Usage:
+// Usage (gpuledger's own families are declared in prometheus/metric_table.h):
 //   ExpositionWriter w;
-//   w.Family("gpuledger_device_busy_seconds_total", "Seconds the GPU was busy.",
-//            MetricType::kCounter);
-//   w.Sample("gpuledger_device_busy_seconds_total", {{"gpu_uuid", uuid}}, 12.5);
+//   w.Family(kDeviceBusySecondsTotal);
+//   w.Sample(kDeviceBusySecondsTotal.name, {{"gpu_uuid", uuid}}, 12.5);
 //   std::string text = w.Take();
 //
 // Metric and label *names* are chosen by code: an invalid one, a sample outside its family, a
@@ -29,6 +28,11 @@ namespace gpuledger::prometheus {
 
 enum class MetricType { kCounter, kGauge, kHistogram, kUntyped };
 
+// "counter", "gauge", "histogram", "untyped": the word of a "# TYPE" line.
+std::string_view MetricTypeName(MetricType type);
+
+struct MetricDef;  // prometheus/metric_table.h
+
 // One label: name, value.
 using Label = std::pair<std::string_view, std::string_view>;
 
@@ -46,6 +50,8 @@ class ExpositionWriter {
   // Starts a metric family: "# HELP" and "# TYPE" lines. Counters are named with their
   // "_total" suffix here and in Sample (the 0.0.4 convention promtool checks).
   void Family(std::string_view name, std::string_view help, MetricType type);
+  // The same for one of the table's families (its name, help and type).
+  void Family(const MetricDef& def);
 
   // One sample of the current family. `name` is the family name, or for a histogram one of
   // name + "_bucket" / "_sum" / "_count" (prefer Histogram()).

@@ -7,12 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "billing/ledger_reads.h"
+#include "common/clock.h"
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
 #include "ledger/devices.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
+#include "prometheus/exposition_writer.h"
+#include "prometheus/metric_table.h"
 #include "recommendations/rightsize_json.h"
 #include "recommendations/rightsize_ledger.h"
 #include "report/report.h"
@@ -310,13 +313,33 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
   return {200, "text/csv; charset=utf-8", std::move(*csv)};
 }
 
+// The API's endpoints; CanonicalPath maps the others' names of them.
+constexpr std::string_view kEndpoints[] = {"/api/v1/allocation",      "/api/v1/report",
+                                           "/api/v1/devices",         "/api/v1/findings",
+                                           "/api/v1/recommendations", "/api/v1/export/focus"};
+
+// OpenCost's and Kubecost's paths of the allocation API, so their clients (`kubectl cost`,
+// dashboards) reach ours unchanged.
+std::string_view CanonicalPath(std::string_view path) {
+  if (path == "/allocation" || path == "/allocation/compute" || path == "/model/allocation")
+    return "/api/v1/allocation";
+  return path;
+}
+
 }  // namespace
 
-Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog)
+Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog,
+         const Clock* clock)
     : pool_(std::move(open)),
       token_(std::move(token)),
       policy_(std::move(policy)),
-      catalog_(std::move(catalog)) {}
+      catalog_(std::move(catalog)),
+      clock_(clock != nullptr ? *clock : TheSystemClock()),
+      hour_cost_([this](Micros now_us) -> Result<std::string> {
+        auto store = pool_.Borrow();
+        if (!store) return store.error();
+        return RenderHourCost(**store, now_us);
+      }) {}
 
 void Api::AddMetrics(std::function<std::string()> render) {
   std::lock_guard lock(mu_);
@@ -326,18 +349,14 @@ void Api::AddMetrics(std::function<std::string()> render) {
 ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   ApiResponse r = Route(path, params, authorization);
-  // Unknown paths share one label value: a scanner must not grow the series without bound.
+  // Paths the API does not serve share one label value, whatever they were answered (a 404,
+  // or a 401 before the path is looked at): a scanner must not grow the series without bound.
+  const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
+                     std::find(std::begin(kEndpoints), std::end(kEndpoints), CanonicalPath(path)) !=
+                         std::end(kEndpoints);
   std::lock_guard lock(mu_);
-  ++requests_[{r.status == 404 ? "other" : path, r.status}];
+  ++requests_[{known ? path : "other", r.status}];
   return r;
-}
-
-// OpenCost's and Kubecost's paths of the allocation API, so their clients (`kubectl cost`,
-// dashboards) reach ours unchanged.
-std::string_view CanonicalPath(std::string_view path) {
-  if (path == "/allocation" || path == "/allocation/compute" || path == "/model/allocation")
-    return "/api/v1/allocation";
-  return path;
 }
 
 ApiResponse Api::Route(const std::string& requested, const Params& params,
@@ -350,9 +369,6 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   if (!token_.empty() &&
       !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_)))
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
-  constexpr std::string_view kEndpoints[] = {"/api/v1/allocation",      "/api/v1/report",
-                                             "/api/v1/devices",         "/api/v1/findings",
-                                             "/api/v1/recommendations", "/api/v1/export/focus"};
   if (std::find(std::begin(kEndpoints), std::end(kEndpoints), path) == std::end(kEndpoints))
     return JsonError(404, fmt::format("no endpoint {}", path));
   auto store = pool_.Borrow();
@@ -380,36 +396,36 @@ ApiResponse Api::Metrics() {
     requests = requests_;
     extra = extra_metrics_;
   }
-  std::string out =
-      "# HELP gpuledger_server_requests_total API requests by path and status.\n"
-      "# TYPE gpuledger_server_requests_total counter\n";
-  for (const auto& [key, n] : requests)
-    out += fmt::format("gpuledger_server_requests_total{{path=\"{}\",code=\"{}\"}} {}\n", key.first,
-                       key.second, n);
+  using prometheus::kServerLedgerEndTimestampSeconds;
+  using prometheus::kServerLedgerUp;
+  using prometheus::kServerReportSnapshotsTotal;
+  using prometheus::kServerRequestsTotal;
+  prometheus::ExpositionWriter w;
+  w.Family(kServerRequestsTotal);
+  for (const auto& [key, n] : requests) {
+    const std::string code = std::to_string(key.second);
+    w.Sample(kServerRequestsTotal.name, {{"path", key.first}, {"code", code}},
+             static_cast<double>(n));
+  }
   auto store = pool_.Borrow();
   Result<TimeRange> extent = store ? (*store)->Extent() : Result<TimeRange>(store.error());
-  out +=
-      "# HELP gpuledger_server_ledger_up Whether the ledger could be read.\n"
-      "# TYPE gpuledger_server_ledger_up gauge\n";
-  out += fmt::format("gpuledger_server_ledger_up {}\n", extent.ok() ? 1 : 0);
+  w.Family(kServerLedgerUp);
+  w.Sample(kServerLedgerUp.name, extent.ok() ? 1 : 0);
   if (extent.ok() && extent->to_us > 0) {
-    out +=
-        "# HELP gpuledger_server_ledger_end_timestamp_seconds End of the last hour in the ledger.\n"
-        "# TYPE gpuledger_server_ledger_end_timestamp_seconds gauge\n";
-    out += fmt::format("gpuledger_server_ledger_end_timestamp_seconds {}\n",
-                       extent->to_us / kMicrosPerSecond);
+    w.Family(kServerLedgerEndTimestampSeconds);
+    w.Sample(kServerLedgerEndTimestampSeconds.name,
+             static_cast<double>(extent->to_us / kMicrosPerSecond));
   }
   const ledger::ReadServiceStats reads = reads_.stats();
-  out +=
-      "# HELP gpuledger_server_report_snapshots_total Reports and allocations by where their rows "
-      "came from: the kept snapshot (hit), the kept snapshot after loading it (load), or a "
-      "window outside it read alone (direct).\n"
-      "# TYPE gpuledger_server_report_snapshots_total counter\n";
-  out += fmt::format(
-      "gpuledger_server_report_snapshots_total{{result=\"hit\"}} {}\n"
-      "gpuledger_server_report_snapshots_total{{result=\"load\"}} {}\n"
-      "gpuledger_server_report_snapshots_total{{result=\"direct\"}} {}\n",
-      reads.cache_hits, reads.cache_loads, reads.direct_reads);
+  w.Family(kServerReportSnapshotsTotal);
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "hit"}},
+           static_cast<double>(reads.cache_hits));
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "load"}},
+           static_cast<double>(reads.cache_loads));
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "direct"}},
+           static_cast<double>(reads.direct_reads));
+  std::string out = w.Take();
+  out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background, never waited for
   for (const auto& render : extra) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};
 }

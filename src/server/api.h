@@ -23,7 +23,7 @@
 //       with their evidence and cost (the `gpuledger audit --format json` document plus "code"
 //       and "status"; docs/guardrails.md)
 // Device-hour prices are read reconciled with imported bills where there are any.
-//   GET /healthz, /readyz, /metrics
+//   GET /healthz, /readyz, /metrics (with the last complete hour's cost, server/hour_cost.h)
 //
 // Bearer-token auth on /api/* when a token is configured. Thread-safe, and no request waits for
 // another: each one that reads the ledger borrows its own connection (ConnectionPool), and
@@ -36,11 +36,13 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
 #include "ledger/read_service.h"
 #include "server/connection_pool.h"
+#include "server/hour_cost.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::server {
@@ -59,8 +61,9 @@ class Api {
   // `policy`: the guardrail policy /api/v1/findings applies (kinds off, label exemptions,
   // idle-allocation thresholds). `catalog`: the prices of the models /api/v1/recommendations
   // may suggest moving to (the server's --catalog).
+  // `clock`: the wall clock /metrics' hour is taken from (nullptr: the system's).
   Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy(),
-      cost::Catalog catalog = cost::DefaultCatalog());
+      cost::Catalog catalog = cost::DefaultCatalog(), const Clock* clock = nullptr);
 
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
@@ -80,7 +83,9 @@ class Api {
   std::string token_;
   const guardrails::Policy policy_;
   const cost::Catalog catalog_;
-  std::mutex mu_;  // guards the two below, never held while the ledger is read
+  const Clock& clock_;
+  HourCost hour_cost_;  // /metrics' gpuledger_server_hour_* series
+  std::mutex mu_;       // guards the two below, never held while the ledger is read
   std::vector<std::function<std::string()>> extra_metrics_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count
 };

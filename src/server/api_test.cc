@@ -2,10 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
+#include "common/time_util.h"
 #include "cost/catalog.h"
 #include "ledger/filter.h"
 #include "report/report_json.h"
@@ -403,6 +408,55 @@ TEST_F(FindingsApiTest, ThePolicyTurnsKindsOffAndExemptsNamespaces) {
   json all = Get({{"window", "all"}});
   ASSERT_EQ(all["findings"].size(), 1u);
   EXPECT_EQ(all["findings"][0]["kind"], "unallocated-access");
+}
+
+}  // namespace
+}  // namespace gpuledger::server
+
+namespace gpuledger::server {
+namespace {
+
+// /metrics' hour series: the ledger's last complete hour before the clock's hour, each
+// namespace's cost as the report over that hour gives it, and cost, idle and (no) unattributed
+// making up the devices' cost. Read in the background: the first scrape has none yet.
+TEST_F(ApiTest, MetricsPriceTheLastCompleteHourAsItsReportDoes) {
+  auto extent = store_->Extent();
+  ASSERT_TRUE(extent.ok());
+  // Half an hour into the hour after the ledger's last: that last hour is the complete one.
+  ManualClock clock(extent->to_us + kMicrosPerHour / 2);
+  Api api([path = (dir_ / "l.db").string()] { return store::OpenSqliteLedger(path); }, "",
+          guardrails::DefaultPolicy(), cost::DefaultCatalog(), &clock);
+  std::string metrics;
+  for (int i = 0; i < 200 && metrics.find("gpuledger_server_hour_cost{") == std::string::npos;
+       ++i) {
+    metrics = api.Handle("/metrics", {}, "").body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const Micros hour = extent->to_us - kMicrosPerHour;
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_hour_start_timestamp_seconds {}",
+                                     hour / kMicrosPerSecond)),
+            std::string::npos)
+      << metrics;
+  ApiResponse r = api.Handle("/api/v1/report",
+                             {{"window", FormatRfc3339(hour) + "," + FormatRfc3339(extent->to_us)},
+                              {"aggregate", "namespace"}},
+                             "");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json report = json::parse(r.body);
+  ASSERT_FALSE(report["rows"].empty());
+  for (const json& row : report["rows"]) {
+    const std::string line =
+        fmt::format("gpuledger_server_hour_cost{{namespace=\"{}\",currency=\"USD\"}} {}",
+                    row["key"].get<std::string>(),
+                    static_cast<double>(row["cost_nanos"].get<std::int64_t>()) / 1e9);
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << "\n" << metrics;
+  }
+  EXPECT_NE(
+      metrics.find(fmt::format(
+          "gpuledger_server_hour_device_cost{{currency=\"USD\"}} {}",
+          static_cast<double>(report["total"]["device_cost_nanos"].get<std::int64_t>()) / 1e9)),
+      std::string::npos)
+      << metrics;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "prometheus/exposition_writer.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::server {
 namespace {
@@ -213,14 +214,8 @@ Status FindingEvents::Publish(std::span<const guardrails::PricedFinding> open) {
 
 std::string FindingEvents::RenderMetrics() const {
   prometheus::ExpositionWriter w;
-  constexpr std::string_view kName = "gpuledger_server_events_total";
-  w.Family(kName,
-           "Kubernetes Events for guardrail findings, by result: created; "
-           "exists (announced "
-           "before, e.g. by a previous run); error (not created, retried "
-           "later); deferred (held "
-           "back by the rate limit until a later call).",
-           prometheus::MetricType::kCounter);
+  constexpr std::string_view kName = prometheus::kServerEventsTotal.name;
+  w.Family(prometheus::kServerEventsTotal);
   w.Sample(kName, {{"result", "created"}}, static_cast<double>(created_.load()));
   w.Sample(kName, {{"result", "exists"}}, static_cast<double>(exists_.load()));
   w.Sample(kName, {{"result", "error"}}, static_cast<double>(errors_.load()));

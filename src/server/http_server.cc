@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/server.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::server {
 namespace {
@@ -33,15 +34,22 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
       return r;
     }
     Params params(req.query.begin(), req.query.end());
-    return ToResponse(api.Handle(req.path, params, req.Header("authorization")));
+    // Through the API server's service proxy (`kubectl gpuledger`) the Authorization header is
+    // the API server's and is removed on the way: the token then comes as X-Gpuledger-Token.
+    const std::string& authorization = req.Header("authorization");
+    const std::string& proxied = req.Header("x-gpuledger-token");
+    return ToResponse(api.Handle(
+        req.path, params,
+        authorization.empty() && !proxied.empty() ? "Bearer " + proxied : authorization));
   };
   http::ServerOptions options;
   options.workers = 8;                 // concurrent reports; each borrows its own ledger reader
   options.probe_paths = {"/healthz"};  // liveness never queues behind reports
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();
-  api.AddMetrics(
-      [stats = (*http)->stats()] { return http::RenderStats(*stats, "gpuledger_server"); });
+  api.AddMetrics([stats = (*http)->stats()] {
+    return http::RenderStats(*stats, prometheus::kServerHttpStats);
+  });
   auto impl = std::make_unique<Impl>();
   impl->http = std::move(*http);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -11,6 +11,7 @@
 
 #include "common/time_util.h"
 #include "prometheus/exposition_writer.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::server {
 namespace {
@@ -150,10 +151,8 @@ class PrometheusSource final : public IngestSource {
   // the engine skipped and dcgm-exporter averages that were not finite.
   std::string RenderMetrics() const override {
     prometheus::ExpositionWriter w;
-    w.Family("gpuledger_server_ingest_skipped_samples_total",
-             "Samples skipped as NaN, infinite or negative (the last good value is kept).",
-             prometheus::MetricType::kCounter);
-    w.Sample("gpuledger_server_ingest_skipped_samples_total",
+    w.Family(prometheus::kServerIngestSkippedSamplesTotal);
+    w.Sample(prometheus::kServerIngestSkippedSamplesTotal.name,
              static_cast<double>(SkippedSamples()));
     return w.Take();
   }

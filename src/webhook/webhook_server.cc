@@ -12,6 +12,7 @@
 #include "io/file_util.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/listen.h"
+#include "prometheus/metric_table.h"
 
 namespace gpuledger::webhook {
 namespace {
@@ -104,19 +105,18 @@ struct WebhookServer::Impl {
   // A snapshot of the counters: every verdict and admission kind, zeros included, so a rate()
   // has its series from the first scrape.
   std::string Metrics() const {
+    using prometheus::kWebhookFindingsTotal;
+    using prometheus::kWebhookRequestsTotal;
     prometheus::ExpositionWriter w;
-    w.Family("gpuledger_webhook_requests_total", "AdmissionReviews answered, by verdict.",
-             prometheus::MetricType::kCounter);
+    w.Family(kWebhookRequestsTotal);
     for (Verdict v : {Verdict::kAllowed, Verdict::kWarned, Verdict::kDenied, Verdict::kInvalid}) {
-      w.Sample("gpuledger_webhook_requests_total", {{"verdict", ToString(v)}},
+      w.Sample(kWebhookRequestsTotal.name, {{"verdict", ToString(v)}},
                static_cast<double>(requests[static_cast<std::size_t>(v)].load()));
     }
-    w.Family("gpuledger_webhook_findings_total",
-             "Pods an admission kind fired on (neither off nor exempt), at any action.",
-             prometheus::MetricType::kCounter);
+    w.Family(kWebhookFindingsTotal);
     for (FindingKind kind :
          {FindingKind::kPodSetsVisibleDevices, FindingKind::kPrivilegedWithoutRequest}) {
-      w.Sample("gpuledger_webhook_findings_total", {{"kind", gpuledger::ToString(kind)}},
+      w.Sample(kWebhookFindingsTotal.name, {{"kind", gpuledger::ToString(kind)}},
                static_cast<double>(findings[static_cast<std::size_t>(kind)].load()));
     }
     return w.Take();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <cctype>
 #include <ctime>
 
 namespace gpuledger::fake {
@@ -28,6 +29,7 @@ const ResourceInfo* Info(const std::string& resource) {
       {"resourceclaims", {"ResourceClaim", "resource.k8s.io/v1", true}},
       {"resourceslices", {"ResourceSlice", "resource.k8s.io/v1", false}},
       {"events", {"Event", "v1", true}},
+      {"secrets", {"Secret", "v1", true}},
   };
   auto it = kInfo.find(resource);
   return it == kInfo.end() ? nullptr : &it->second;
@@ -230,6 +232,80 @@ class FakeApiServer::Handler {
     self.cv_.notify_all();
   }
 
+  // True when the request may go on: the bearer token (when one is required) and RBAC
+  // (Options::forbidden) pass; else the answer is written. With mu_ held.
+  static bool Admit(FakeApiServer& self, const std::string& resource, const httplib::Request& req,
+                    httplib::Response& res) {
+    self.last_authorization_ = req.get_header_value("Authorization");
+    if (!self.options_.bearer_token.empty() &&
+        self.last_authorization_ != "Bearer " + self.options_.bearer_token) {
+      Reply(res, 401, "Unauthorized", "Unauthorized");
+      return false;
+    }
+    if (self.options_.forbidden.contains(resource)) {
+      Reply(res, 403, "Forbidden",
+            fmt::format("{} is forbidden: User \"test\" cannot get resource \"{}\"", resource,
+                        resource));
+      return false;
+    }
+    return true;
+  }
+
+  // GET /api/v1/namespaces/<ns>/secrets/<name>.
+  static void GetSecret(FakeApiServer& self, const std::string& ns, const std::string& name,
+                        const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(self.mu_);
+    if (!Admit(self, "secrets", req, res)) return;
+    const auto& secrets = self.objects_["secrets"];
+    auto it = secrets.find(ns + "/" + name);
+    if (it == secrets.end()) {
+      Reply(res, 404, "NotFound", fmt::format("secrets \"{}\" not found", name));
+      return;
+    }
+    res.set_content(it->second.dump(), "application/json");
+  }
+
+  // GET /api/v1/namespaces/<ns>/services/<name:port>/proxy<rest>: forwarded to the upstream.
+  static void ProxyService(FakeApiServer& self, const std::string& ns, const std::string& service,
+                           const std::string& rest, const httplib::Request& req,
+                           httplib::Response& res) {
+    std::string upstream;
+    {
+      std::unique_lock lock(self.mu_);
+      if (!Admit(self, "services/proxy", req, res)) return;
+      auto it = self.options_.service_proxies.find(ns + "/" + service);
+      if (it == self.options_.service_proxies.end()) {
+        Reply(res, 503, "ServiceUnavailable",
+              fmt::format("no endpoints available for service \"{}\"", service));
+        return;
+      }
+      upstream = it->second;
+    }
+    httplib::Client client(upstream);
+    httplib::Headers headers;
+    for (const auto& [name, value] : req.headers) {
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != "authorization" && lower != "host" && lower != "content-length")
+        headers.emplace(name, value);
+    }
+    std::string target = rest.empty() ? "/" : rest;
+    if (!req.params.empty()) {
+      target += "?";
+      for (const auto& [k, v] : req.params)
+        target += httplib::detail::encode_query_param(k) + "=" +
+                  httplib::detail::encode_query_param(v) + "&";
+      target.pop_back();
+    }
+    auto answer = client.Get(target, headers);
+    if (!answer) {
+      Reply(res, 503, "ServiceUnavailable", "error trying to reach service: connection refused");
+      return;
+    }
+    res.status = answer->status;
+    res.set_content(answer->body, answer->get_header_value("Content-Type"));
+  }
+
   // POST /api/v1/namespaces/<ns>/events.
   static void CreateEvent(FakeApiServer& self, const std::string& ns, const httplib::Request& req,
                           httplib::Response& res) {
@@ -382,6 +458,15 @@ Status FakeApiServer::Start() {
                    return;
                  }
                  Handler::Serve(*this, resource, version, req, res);
+               });
+  server_->Get(R"(/api/v1/namespaces/([^/]+)/secrets/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 Handler::GetSecret(*this, req.matches[1], req.matches[2], req, res);
+               });
+  server_->Get(R"(/api/v1/namespaces/([^/]+)/services/([^/]+)/proxy(/.*)?)",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 Handler::ProxyService(*this, req.matches[1], req.matches[2], req.matches[3], req,
+                                       res);
                });
   server_->Post(R"(/api/v1/namespaces/([^/]+)/events)",
                 [this](const httplib::Request& req, httplib::Response& res) {

@@ -12,6 +12,8 @@
 // Invalid for what core/v1 Event validation refuses (involvedObject.namespace not the event's;
 // with eventTime set, no reportingComponent, reportingInstance, action or reason; a reason or
 // action over 128 bytes, a message over 1024). Read the stored ones with Objects("events").
+// Also GET /api/v1/namespaces/<ns>/secrets/<name> (Upsert("secrets", ...)) and the service
+// proxy (Options::service_proxies), what `kubectl gpuledger` reaches the server through.
 //
 // State: objects per resource (the plural), keyed namespace/name. Every change takes the next
 // resourceVersion of one cluster-wide counter and appends an event to a log; a watch from
@@ -45,6 +47,13 @@ class FakeApiServer {
   struct Options {
     std::string bearer_token;  // when set, requests without "Authorization: Bearer <it>" get 401
     std::set<std::string> dra_versions = {"v1"};  // empty: the cluster has no DRA
+    // The service proxy, GET /api/v1/namespaces/<ns>/services/<name>:<port>/proxy/<path>:
+    // "<ns>/<name>:<port>" to the upstream's base URL ("http://127.0.0.1:8080"). The request
+    // goes on with its path and query and every header but Authorization (the real server's
+    // authentication filter removes it); a service not listed is a 503, as one without
+    // endpoints is.
+    std::map<std::string, std::string> service_proxies;
+    std::set<std::string> forbidden;  // resources every request of which is 403 (RBAC), "secrets"
   };
 
   FakeApiServer();

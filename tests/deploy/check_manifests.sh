@@ -3,9 +3,12 @@
 # cluster) and validates every object it gives (validate.mjs: schemas, unknown fields, our
 # rules). Needs kubectl (1.27 or later, for kustomize components) and the checker's npm
 # packages (`scripts/install-deps.sh test` installs them).
-#   check_manifests.sh VERSION    the image tag the manifests must name (the project's version)
+#   check_manifests.sh VERSION GPULEDGER
+# VERSION: the image tag the manifests must name (the project's version); GPULEDGER: the built
+# binary, whose `metrics --format names` lists the series queries may name.
 set -euo pipefail
-version=${1:?usage: check_manifests.sh VERSION}
+version=${1:?usage: check_manifests.sh VERSION GPULEDGER}
+gpuledger=${2:?usage: check_manifests.sh VERSION GPULEDGER}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
@@ -29,4 +32,5 @@ for overlay in "$root"/deploy/overlays/*/; do
   fi
   echo "deploy/overlays/$name: $(grep -c '^kind:' "$out/$name.yaml") objects"
 done
-node "$here/validate.mjs" --version "$version" "$out"/*.yaml
+"$gpuledger" metrics --format names >"$out/metrics.txt"
+node "$here/validate.mjs" --version "$version" --metrics "$out/metrics.txt" "$out"/*.yaml

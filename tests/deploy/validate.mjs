@@ -6,7 +6,13 @@
 // docs/install.md promises of ours (no container without limits or with a writable root, the
 // agent without an API token, ...).
 //
-//   node validate.mjs --version 0.1.0 RENDERED.yaml...
+// Grafana dashboards (ConfigMaps labelled grafana_dashboard) are typed as Grafana's own
+// Dashboard model (@grafana/schema) the same strict way and must have what Grafana needs to
+// import them; every PromQL expression of a dashboard or a PrometheusRule may name only series
+// gpuledger exports (the list `gpuledger metrics --format names` prints, from the code's metric
+// table) or Prometheus's own `up`.
+//
+//   node validate.mjs --version 0.1.0 --metrics NAMES.txt RENDERED.yaml...
 //
 // Prints one line per problem, "FILE: Kind/name: where: what", and exits 1 if there was any.
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -16,14 +22,17 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { parseAllDocuments } from "yaml";
 
+// --NAME VALUE pairs, then the files.
 const args = process.argv.slice(2);
-const versionAt = args.indexOf("--version");
-if (versionAt < 0 || args.length < versionAt + 3) {
-  console.error("usage: node validate.mjs --version X.Y.Z RENDERED.yaml...");
+const options = {};
+while (args.length >= 2 && args[0].startsWith("--")) options[args.shift().slice(2)] = args.shift();
+if (!options.version || !options.metrics || args.length === 0) {
+  console.error("usage: node validate.mjs --version X.Y.Z --metrics NAMES.txt RENDERED.yaml...");
   process.exit(2);
 }
-const version = args[versionAt + 1];
-const files = args.filter((_, i) => i !== versionAt && i !== versionAt + 1);
+const version = options.version;
+const files = args;
+const exported = new Set(readFileSync(options.metrics, "utf8").split("\n").filter(Boolean));
 
 // apiVersion -> the module holding its models.
 function modulePath(apiVersion) {
@@ -66,9 +75,11 @@ function checkStrict(typed) {
   const dir = mkdtempSync(join(tmpdir(), "gpuledger-deploy-"));
   try {
     symlinkSync(join(dirname(fileURLToPath(import.meta.url)), "node_modules"), join(dir, "node_modules"));
-    const lines = typed.map(({ doc }, i) =>
-      `import type { I${doc.kind} as T${i} } from "${modulePath(doc.apiVersion)}/${doc.kind}";\n` +
-      `export const o${i}: T${i} = ${JSON.stringify(doc)};`);
+    const lines = typed.map(({ doc, type }, i) => {
+      const t = type ?? { module: `${modulePath(doc.apiVersion)}/${doc.kind}`, name: `I${doc.kind}` };
+      return `import type { ${t.name} as T${i} } from "${t.module}";\n` +
+        `export const o${i}: T${i} = ${JSON.stringify(doc)};`;
+    });
     const file = join(dir, "objects.ts");
     writeFileSync(file, lines.join("\n") + "\n");
     const program = ts.createProgram([file], {
@@ -82,6 +93,57 @@ function checkStrict(typed) {
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// The series a PromQL expression names that gpuledger does not export (a histogram's _bucket,
+// _sum and _count are its family's).
+function unknownSeries(expr) {
+  const unknown = [];
+  for (const [name] of expr.matchAll(/\bgpuledger_[a-zA-Z0-9_]+/g)) {
+    const family = name.replace(/_(bucket|sum|count)$/, "");
+    if (!exported.has(name) && !exported.has(family)) unknown.push(name);
+  }
+  return unknown;
+}
+
+function checkRuleQueries(where, doc) {
+  for (const group of doc.spec?.groups ?? [])
+    for (const rule of group.rules ?? [])
+      for (const name of unknownSeries(String(rule.expr)))
+        problems.push(`${where}: ${group.name}/${rule.alert ?? rule.record}: ${name} is not exported`);
+}
+
+// A dashboard ConfigMap's dashboards: parsed, typed (strictly, with the objects), and checked.
+function checkDashboards(where, doc, typed) {
+  for (const [key, text] of Object.entries(doc.data ?? {})) {
+    const at = `${where}: ${key}`;
+    let dash;
+    try {
+      dash = JSON.parse(text);
+    } catch (e) {
+      problems.push(`${at}: not JSON: ${e.message}`);
+      continue;
+    }
+    typed.push({ doc: dash, where: at, type: { module: "@grafana/schema", name: "Dashboard" } });
+    for (const field of ["uid", "title", "schemaVersion", "panels", "templating"])
+      if (dash[field] === undefined) problems.push(`${at}: no ${field}`);
+    const ids = new Set();
+    const panels = (dash.panels ?? []).flatMap((p) => [p, ...(p.panels ?? [])]);
+    for (const p of panels) {
+      const pat = `${at}: panel ${p.id} "${p.title}"`;
+      if (!Number.isInteger(p.id) || ids.has(p.id)) problems.push(`${pat}: id missing or repeated`);
+      ids.add(p.id);
+      for (const f of ["h", "w", "x", "y"])
+        if (!Number.isInteger(p.gridPos?.[f])) problems.push(`${pat}: gridPos.${f} missing`);
+      if (p.type === "row") continue;
+      if (!p.targets?.length) problems.push(`${pat}: no query`);
+      for (const t of p.targets ?? []) {
+        if (!t.expr) problems.push(`${pat}: target ${t.refId} has no expr`);
+        for (const name of unknownSeries(String(t.expr ?? "")))
+          problems.push(`${pat}: ${name} is not exported`);
+      }
+    }
   }
 }
 
@@ -155,9 +217,11 @@ for (const file of files) {
     const doc = d.toJS();
     if (!doc) continue;
     objects++;
-    if (await validateSchema(file, doc))
-      typed.push({ doc, where: `${file}: ${doc.kind}/${doc.metadata?.name}` });
+    const where = `${file}: ${doc.kind}/${doc.metadata?.name}`;
+    if (await validateSchema(file, doc)) typed.push({ doc, where });
     checkRules(file, doc);
+    if (doc.kind === "PrometheusRule") checkRuleQueries(where, doc);
+    if (doc.kind === "ConfigMap" && doc.metadata?.labels?.grafana_dashboard) checkDashboards(where, doc, typed);
   }
 }
 checkStrict(typed);
