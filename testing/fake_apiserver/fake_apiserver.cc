@@ -107,7 +107,9 @@ FakeApiServer::FakeApiServer() : FakeApiServer(Options{}) {}
 FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {}
 FakeApiServer::~FakeApiServer() { Stop(); }
 
-std::string FakeApiServer::url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+std::string FakeApiServer::url() const {
+  return fmt::format("{}://127.0.0.1:{}", options_.tls_cert_file.empty() ? "http" : "https", port_);
+}
 
 // Serves one request for `resource` (version already checked).
 class FakeApiServer::Handler {
@@ -436,7 +438,14 @@ Status FakeApiServer::Start() {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  server_ = std::make_unique<httplib::Server>();
+  if (!options_.tls_cert_file.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                    options_.tls_key_file.c_str());
+    if (!tls->is_valid()) return InvalidArgument("fake API server: bad TLS certificate or key");
+    server_ = std::move(tls);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
   server_->new_task_queue = [] { return new httplib::ThreadPool(48); };
   server_->set_keep_alive_timeout(1);
   auto route = [this](const std::string& resource) {

@@ -54,6 +54,10 @@ class FakeApiServer {
     // endpoints is.
     std::map<std::string, std::string> service_proxies;
     std::set<std::string> forbidden;  // resources every request of which is 403 (RBAC), "secrets"
+    // When both are set, HTTPS with this certificate (a pod's in-cluster client verifies it
+    // against the service account's ca.crt); else plain HTTP.
+    std::string tls_cert_file;
+    std::string tls_key_file;
   };
 
   FakeApiServer();
@@ -67,7 +71,7 @@ class FakeApiServer {
   // Ends open watches cleanly and stops serving. Idempotent.
   void Stop();
   int port() const { return port_; }
-  std::string url() const;  // "http://127.0.0.1:<port>"
+  std::string url() const;  // "http[s]://127.0.0.1:<port>"
 
   // --- State. `resource` is the plural: "pods", "namespaces", "nodes", "replicasets", "jobs",
   // "resourceclaims", "resourceslices", "events".
