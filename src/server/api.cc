@@ -129,6 +129,23 @@ ApiResponse FromError(const Error& e) {
   return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
 }
 
+// A lower layer's bad-input message about one of `names` in the words the report endpoints
+// use (ledger::ParameterNames): "window 'x': expected ..." becomes "parameter 'window': window
+// 'x': expected ...", "headroom: expected ..." and a CLI flag's "--policy: policy 'x': ..."
+// lose their prefix to "parameter 'NAME': ". Other errors pass through FromError.
+ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names) {
+  if (e.code != ErrorCode::kInvalidArgument) return FromError(e);
+  std::string_view m = e.message;
+  if (m.starts_with("--")) m.remove_prefix(2);
+  for (std::string_view name : names) {
+    if (!m.starts_with(name) || m.size() == name.size()) continue;
+    if (m.substr(name.size()).starts_with(": "))
+      return JsonError(400, fmt::format("parameter '{}': {}", name, m.substr(name.size() + 2)));
+    if (m[name.size()] == ' ') return JsonError(400, fmt::format("parameter '{}': {}", name, m));
+  }
+  return JsonError(400, e.message);
+}
+
 // A report that could not be built: a window whose sums do not fit ("window: ...") is the
 // request's fault, anything else the ledger's.
 ApiResponse ReportError(const Error& e) {
@@ -217,16 +234,9 @@ ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
   q.headroom = Get(p, "headroom", q.headroom);
   q.percentile = Get(p, "percentile", q.percentile);
   auto answer = recommendations::ReadRightsizePlan(store, q, catalog);
-  if (!answer) {
-    if (answer.error().code != ErrorCode::kInvalidArgument) return FromError(answer.error());
-    // "headroom: expected ..." -> "parameter 'headroom': expected ...".
-    const std::string& m = answer.error().message;
-    const auto colon = m.find(':');
-    return JsonError(400,
-                     colon == std::string::npos
-                         ? m
-                         : fmt::format("parameter '{}'{}", m.substr(0, colon), m.substr(colon)));
-  }
+  if (!answer)
+    return ParameterError(answer.error(),
+                          {"window", "namespace", "workload", "headroom", "percentile"});
   return {200, "application/json", recommendations::RightsizeToJson(*answer)};
 }
 
@@ -238,21 +248,18 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
   q.window = Get(p, "window", "7d");
   q.namespace_name = Get(p, "namespace", "");
   auto kind = guardrails::ParseKindFilter(Get(p, "kind", ""));
-  if (!kind) return JsonError(400, "parameter " + kind.error().message);
+  if (!kind) return ParameterError(kind.error(), {"kind"});
   q.kind = *kind;
   auto severity = guardrails::ParseSeverityFilter(Get(p, "severity", ""));
-  if (!severity) return JsonError(400, "parameter " + severity.error().message);
+  if (!severity) return ParameterError(severity.error(), {"severity"});
   q.min_severity = *severity;
   const std::string state = Get(p, "state", "all");
   if (state != "all" && state != "open")
-    return JsonError(400, fmt::format("parameter 'state' '{}': expected open or all", state));
+    return JsonError(400,
+                     fmt::format("parameter 'state': state '{}': expected open or all", state));
   q.open_only = state == "open";
   auto doc = guardrails::ReadFindingsDocument(store, q, policy);
-  if (!doc) {
-    if (doc.error().code == ErrorCode::kInvalidArgument)
-      return JsonError(400, "parameter " + doc.error().message);
-    return FromError(doc.error());
-  }
+  if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
   json out = guardrails::FindingsObject(*doc);
   out["code"] = 200;
   out["status"] = "success";
@@ -309,7 +316,7 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
   o.idle = Get(p, "idle", o.idle);
   o.format = "focus";
   auto csv = billing::ExportFromStore(store, o);
-  if (!csv) return FromError(csv.error());
+  if (!csv) return ParameterError(csv.error(), {"window", "period", "policy", "idle"});
   return {200, "text/csv; charset=utf-8", std::move(*csv)};
 }
 

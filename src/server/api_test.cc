@@ -387,10 +387,11 @@ TEST_F(FindingsApiTest, FindingsWithTheirCostAndFilters) {
 }
 
 TEST_F(FindingsApiTest, BadParametersNameThemselves) {
-  EXPECT_NE(
-      Get({{"kind", "nope"}}, 400)["error"].get<std::string>().find("kind 'nope': expected one of"),
-      std::string::npos);
-  EXPECT_NE(Get({{"severity", "high"}}, 400)["error"].get<std::string>().find("severity 'high'"),
+  EXPECT_NE(Get({{"kind", "nope"}}, 400)["error"].get<std::string>().find(
+                "parameter 'kind': kind 'nope': expected one of"),
+            std::string::npos);
+  EXPECT_NE(Get({{"severity", "high"}}, 400)["error"].get<std::string>().find(
+                "parameter 'severity': severity 'high'"),
             std::string::npos);
   EXPECT_NE(Get({{"state", "closed"}}, 400)["error"].get<std::string>().find("'state'"),
             std::string::npos);

@@ -34,8 +34,7 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
   if (!http) return http.error();
   const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
   out << fmt::format(
-      "serving {} at http://{}:{}/  (API: /api/v1/allocation, /api/v1/report, "
-      "/api/v1/devices, /api/v1/findings; Ctrl-C stops)\n",
+      "serving {} at http://{}:{}/  (the REST API under /api/v1/, docs/api.md; Ctrl-C stops)\n",
       store::DisplayLedgerSpec(options.db), host, (*http)->port());
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });

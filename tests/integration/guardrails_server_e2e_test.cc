@@ -112,7 +112,7 @@ TEST(GuardrailsServerE2e, ReplayedFindingsArePricedServedAndAnnounced) {
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 100u) << line;
   std::string bad = RunCapture(bin + " audit --server " + url + " --kind nope 2>&1", &code);
   EXPECT_EQ(code, 2) << bad;
-  EXPECT_NE(bad.find("kind 'nope': expected one of"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("parameter 'kind': kind 'nope': expected one of"), std::string::npos) << bad;
   server.Stop(SIGTERM);
   api.Stop();
   fs::remove_all(dir);
