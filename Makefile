@@ -39,7 +39,8 @@ install: binary
 # The container image (Dockerfile), tagged as deploy/ names it: the project's version.
 VERSION := $(shell sed -n '/^project/s/.*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 IMAGE ?= ghcr.io/gpuledger/gpuledger:$(VERSION)
-CONTAINER ?= $(shell command -v docker || command -v podman)
+# Docker when its engine answers, else Podman (a Docker client alone cannot build).
+CONTAINER ?= $(shell (docker info >/dev/null 2>&1 && echo docker) || command -v podman || echo docker)
 image:
 	@test -n "$(CONTAINER)" || { echo "make image: needs docker or podman" >&2; exit 1; }
 	$(CONTAINER) build -t $(IMAGE) .
