@@ -64,9 +64,12 @@ class SqliteStmt {
   void Bind(int index, std::int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
   void Bind(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
   void BindNull(int index) { sqlite3_bind_null(stmt_, index); }
-  // SQLITE_TRANSIENT would copy; callers keep `value` alive until the Step that uses it.
+  // Copied (SQLITE_TRANSIENT): callers bind temporaries (`gpu.str()`), and SQLite reads the
+  // text at Step. ASan caught the uncopied form reading a dead stack buffer (an id held in a
+  // temporary's small-string storage), which could have written another row's text.
   void Bind(int index, std::string_view value) {
-    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                      SQLITE_TRANSIENT);
   }
 
   // Runs a statement that returns no rows; resets it afterwards in every case.
