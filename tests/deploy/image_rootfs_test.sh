@@ -14,7 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 # A sanitizer build (the asan and tsan presets) is never an image, and its runtime wants a /proc
 # the image's root does not have.
-if ldd "$build/src/cmd/gpuledger" | grep -qE 'lib(a|t)san\.so'; then
+# (ldd's output whole first: with pipefail, grep -q closing the pipe early fails the test.)
+libraries=$(ldd "$build/src/cmd/gpuledger")
+if grep -qE 'lib(a|t)san\.so' <<<"$libraries"; then
   echo "image_rootfs_test: $build is a sanitizer build; skipped"
   exit 77
 fi
