@@ -242,8 +242,10 @@ TEST(MetadataSource, GoneRelists) {
     ASSERT_TRUE(source && source->WaitForSync(10s));
     // A change while the client is relisting is still seen.
     server.Delete("pods", "ml", "notebook");
+    // The relist is counted after the 410 is: wait for both (under ASan the gap showed).
     EXPECT_TRUE(Eventually(*source, [&](const MetadataView& v) {
-      return PodsMatchServer(v, server) && StatsOf(source->Stats(), "pods").gone > 0;
+      const auto pods = StatsOf(source->Stats(), "pods");
+      return PodsMatchServer(v, server) && pods.gone > 0 && pods.relists > 0;
     }));
     MetadataStats stats = source->Stats();
     EXPECT_EQ(StatsOf(stats, "pods").relists, 1u);
