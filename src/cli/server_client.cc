@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
 #include "http/client.h"
 #include "io/file_util.h"
 #include "k8s/api_transport.h"
@@ -53,9 +54,7 @@ Token ApiToken(const ServerAccess& server, k8s::ApiTransport& api) {
   if (!server.auth.bearer_token_file.empty()) {
     auto read = ReadFile(server.auth.bearer_token_file);
     if (!read) return {"", "--token-file " + read.error().message};
-    std::string t = *read;
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-    return {t, ""};
+    return {std::string(Trim(*read)), ""};
   }
   const std::string secret = fmt::format("{}/{}", server.kube.namespace_name, kTokenSecret);
   auto res = api.Get(
