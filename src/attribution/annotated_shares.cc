@@ -12,14 +12,24 @@ namespace {
 // The declared fraction of the GPU, and which annotation declared it.
 std::optional<std::pair<double, std::string_view>> Declared(const UsageRow& row,
                                                             Bytes device_memory) {
-  if (row.consumer.annotated_gpu_fraction)
-    return std::pair{std::clamp(*row.consumer.annotated_gpu_fraction, 0.0, 1.0),
-                     "annotation:gpu-fraction"};
-  if (row.consumer.annotated_gpu_memory_bytes && device_memory > 0)
-    return std::pair{std::min(1.0, static_cast<double>(*row.consumer.annotated_gpu_memory_bytes) /
-                                       static_cast<double>(device_memory)),
-                     "annotation:gpu-memory"};
-  return std::nullopt;
+  // Within [0, 1] whatever a pod's annotation said (a NaN is no declaration): the fraction
+  // becomes µs by rounding, and a negative or unbounded one would wrap there.
+  auto share = [](double f) -> std::optional<double> {
+    if (std::isnan(f)) return std::nullopt;
+    return std::clamp(f, 0.0, 1.0);
+  };
+  std::optional<double> f;
+  std::string_view source;
+  if (row.consumer.annotated_gpu_fraction) {
+    f = share(*row.consumer.annotated_gpu_fraction);
+    source = "annotation:gpu-fraction";
+  } else if (row.consumer.annotated_gpu_memory_bytes && device_memory > 0) {
+    f = share(static_cast<double>(*row.consumer.annotated_gpu_memory_bytes) /
+              static_cast<double>(device_memory));
+    source = "annotation:gpu-memory";
+  }
+  if (!f) return std::nullopt;
+  return std::pair{*f, source};
 }
 
 }  // namespace

@@ -202,12 +202,10 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
       days.push_back(day);
       weights.push_back(static_cast<std::uint64_t>(to - from));
     }
-    std::vector<Nanos> shares =
-        Apportion(line.billed_nanos < 0 ? -line.billed_nanos : line.billed_nanos, weights);
+    const std::vector<Nanos> shares = Apportion(line.billed_nanos, weights);
     for (std::size_t k = 0; k < days.size(); ++k) {
       Key key{days[k], node};
-      if (__builtin_add_overflow(billed[key], line.billed_nanos < 0 ? -shares[k] : shares[k],
-                                 &billed[key]))
+      if (__builtin_add_overflow(billed[key], shares[k], &billed[key]))
         return InvalidArgument(
             fmt::format("{}:{}: node {} on {}: the day's BilledCost sums beyond the 64-bit range",
                         bill_file, line.line, node, FormatRfc3339(days[k]).substr(0, 10)));

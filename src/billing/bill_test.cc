@@ -59,6 +59,17 @@ TEST(ScaleToBill, ZeroModelFallsBackToMeteredTime) {
   EXPECT_EQ(ScaleToBill(100, day), (std::vector<Nanos>{25, 75}));
 }
 
+// A net credit splits as the mirror of the same charge, the most negative bill included (its
+// negation has no int64: issue 35 found ScaleToBill negating it).
+TEST(ScaleToBill, ACreditIsTheMirrorOfTheChargeDownToINT64MIN) {
+  std::vector<DeviceHour> day = {Device("n", 0, kDollar), Device("n", 1, kDollar),
+                                 Device("n", 2, kDollar)};
+  EXPECT_EQ(ScaleToBill(-100, day), (std::vector<Nanos>{-34, -33, -33}));
+  const std::vector<Nanos> shares = ScaleToBill(INT64_MIN, day);
+  EXPECT_EQ(std::accumulate(shares.begin(), shares.end(), __int128{0}), __int128{INT64_MIN});
+  for (Nanos s : shares) EXPECT_LT(s, 0);
+}
+
 TEST(ApplyReconciliations, ScalesOnlyTheReconciledNodeDay) {
   std::vector<DeviceHour> devices = {Device("a", 0, 60 * kDollar), Device("a", 5, 40 * kDollar),
                                      Device("b", 0, 10 * kDollar),   // another node

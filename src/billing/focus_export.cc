@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "billing/reconciled_prices.h"
 #include "common/csv.h"
@@ -183,11 +184,22 @@ void ExportBuilder::Add(ExportRow row, bool keep_zero) {
              row.gpu_model,       row.sharing_mode,
              row.pricing_class,   row.team};
   auto [it, inserted] = rows_.try_emplace(std::move(key), row);
-  if (inserted) return;
-  it->second.quantity_us += row.quantity_us;
-  it->second.effective_nanos += row.effective_nanos;
-  it->second.list_nanos += row.list_nanos;
-  it->second.billed_nanos += row.billed_nanos;
+  if (inserted || !overflow_.ok()) return;
+  // A row sums parts of device prices over its period: past 64 bits it is an error, never a
+  // wrapped amount (a catalog can price an hour near the range's end).
+  ExportRow& sum = it->second;
+  const std::pair<std::int64_t*, std::int64_t> parts[] = {
+      {&sum.quantity_us, row.quantity_us},
+      {&sum.effective_nanos, row.effective_nanos},
+      {&sum.list_nanos, row.list_nanos},
+      {&sum.billed_nanos, row.billed_nanos}};
+  for (const auto& [total, part] : parts)
+    if (__builtin_add_overflow(*total, part, total)) {
+      overflow_ = InvalidArgument(fmt::format(
+          "export row {} from {}: its sum does not fit in 64 bits; export a shorter period",
+          sum.ResourceId(), FormatRfc3339(sum.period_start_us)));
+      return;
+    }
 }
 
 void ExportBuilder::AddDeviceHour(const DeviceHour& modelled, const DeviceHour& priced,
@@ -255,7 +267,8 @@ void ExportBuilder::AddDeviceHour(const DeviceHour& modelled, const DeviceHour& 
   Add(std::move(unattributed), false);
 }
 
-std::vector<ExportRow> ExportBuilder::Finish() {
+Result<std::vector<ExportRow>> ExportBuilder::Finish() {
+  if (!overflow_.ok()) return overflow_.error();
   std::vector<ExportRow> out;
   out.reserve(rows_.size());
   for (auto& [key, row] : rows_) out.push_back(std::move(row));
@@ -263,10 +276,10 @@ std::vector<ExportRow> ExportBuilder::Finish() {
   return out;
 }
 
-std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
-                                       std::span<const DeviceHour> devices,
-                                       std::span<const UsageRow> usage,
-                                       std::span<const Reconciliation> reconciliations) {
+Result<std::vector<ExportRow>> BuildExportRows(const ExportRequest& request,
+                                               std::span<const DeviceHour> devices,
+                                               std::span<const UsageRow> usage,
+                                               std::span<const Reconciliation> reconciliations) {
   std::vector<DeviceHour> effective = ApplyReconciliations(devices, reconciliations);
   std::map<std::tuple<std::string, Micros>, const Reconciliation*> reconciled;
   for (const Reconciliation& r : reconciliations) reconciled[{r.node, r.day_us}] = &r;
@@ -468,10 +481,13 @@ std::string RenderPlainCsv(std::span<const ExportRow> rows) {
   return out;
 }
 
-std::string ExportFocusCsv(const ExportRequest& request, std::span<const DeviceHour> devices,
-                           std::span<const UsageRow> usage,
-                           std::span<const Reconciliation> reconciliations) {
-  return RenderFocusCsv(request, BuildExportRows(request, devices, usage, reconciliations));
+Result<std::string> ExportFocusCsv(const ExportRequest& request,
+                                   std::span<const DeviceHour> devices,
+                                   std::span<const UsageRow> usage,
+                                   std::span<const Reconciliation> reconciliations) {
+  auto rows = BuildExportRows(request, devices, usage, reconciliations);
+  if (!rows) return rows.error();
+  return RenderFocusCsv(request, *rows);
 }
 
 }  // namespace gpuledger::billing

@@ -90,7 +90,8 @@ class ExportBuilder {
                      std::span<const ExportConsumer> consumers,
                      std::span<const cost::ConsumerWeights> weights,
                      const std::map<std::string, std::string>* platform_labels);
-  std::vector<ExportRow> Finish();
+  // The rows; kInvalidArgument naming the first row whose sum does not fit in 64 bits.
+  Result<std::vector<ExportRow>> Finish();
 
  private:
   void Add(ExportRow row, bool keep_zero);
@@ -99,15 +100,16 @@ class ExportBuilder {
                             std::string, std::string, std::string, std::string>;
   const ExportRequest request_;
   std::map<RowKey, ExportRow> rows_;
+  Status overflow_ = Status::Ok();
 };
 
 // Builds the rows. `devices` carry modelled prices; `reconciliations` are applied here (pass
 // every device-hour of each UTC day the window touches, so a node-day scales as a whole; rows
 // outside the window are then left out). Deterministic order: period, kind, resource, node, ...
-std::vector<ExportRow> BuildExportRows(const ExportRequest& request,
-                                       std::span<const DeviceHour> devices,
-                                       std::span<const UsageRow> usage,
-                                       std::span<const Reconciliation> reconciliations);
+Result<std::vector<ExportRow>> BuildExportRows(const ExportRequest& request,
+                                               std::span<const DeviceHour> devices,
+                                               std::span<const UsageRow> usage,
+                                               std::span<const Reconciliation> reconciliations);
 
 // The FOCUS 1.2 header, in output order (FOCUS columns alphabetically, then x_ columns).
 std::span<const std::string_view> FocusColumnNames();
@@ -119,8 +121,9 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
 std::string RenderPlainCsv(std::span<const ExportRow> rows);
 
 // What `/api/v1/export/focus` serves: RenderFocusCsv(BuildExportRows(...)).
-std::string ExportFocusCsv(const ExportRequest& request, std::span<const DeviceHour> devices,
-                           std::span<const UsageRow> usage,
-                           std::span<const Reconciliation> reconciliations);
+Result<std::string> ExportFocusCsv(const ExportRequest& request,
+                                   std::span<const DeviceHour> devices,
+                                   std::span<const UsageRow> usage,
+                                   std::span<const Reconciliation> reconciliations);
 
 }  // namespace gpuledger::billing

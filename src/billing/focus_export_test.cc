@@ -191,12 +191,28 @@ Nanos SumColumn(const std::vector<std::map<std::string, std::string>>& rows,
   return total;
 }
 
+// Two idle hours of one node priced near the range's end: their day row does not fit in 64
+// bits, and the export says so rather than wrapping into a negative cost (issue 35).
+TEST(FocusExport, ADayRowPastTheInt64RangeIsAnErrorNotAWrap) {
+  const Nanos half = INT64_MAX / 2 + 1;
+  std::vector<DeviceHour> devices = {Device("a", 0, "GPU-a", half), Device("a", 1, "GPU-a", half)};
+  ExportRequest request = Request();
+  request.period = ChargePeriod::kHour;
+  EXPECT_TRUE(BuildExportRows(request, devices, {}, {}).ok());  // each hour fits alone
+  request.period = ChargePeriod::kDay;
+  auto rows = BuildExportRows(request, devices, {}, {});
+  ASSERT_FALSE(rows.ok());
+  EXPECT_THAT(rows.error().message, ::testing::HasSubstr("does not fit in 64 bits"));
+  EXPECT_THAT(rows.error().message, ::testing::HasSubstr("a/idle"));
+  EXPECT_FALSE(ExportFocusCsv(request, devices, {}, {}).ok());
+}
+
 TEST(FocusExport, ColumnsAndTypesFollowTheSpec) {
   Ledger l = MakeLedger();
   for (ChargePeriod period : {ChargePeriod::kHour, ChargePeriod::kDay}) {
     ExportRequest request = Request();
     request.period = period;
-    std::string csv = ExportFocusCsv(request, l.devices, l.usage, {});
+    std::string csv = *ExportFocusCsv(request, l.devices, l.usage, {});
     auto records = ParseCsv(csv, "export.csv");
     ASSERT_TRUE(records.ok());
     std::set<std::string> header;
@@ -235,7 +251,7 @@ TEST(FocusExport, EffectiveCostSumsToTheDeviceTotalAndBilledIsZero) {
       ExportRequest request = Request();
       request.policy = *cost::ParsePolicy(policy);
       request.idle = *cost::ParseIdleHandling(idle);
-      auto rows = ParseRows(ExportFocusCsv(request, l.devices, l.usage, {}));
+      auto rows = ParseRows(*ExportFocusCsv(request, l.devices, l.usage, {}));
       EXPECT_EQ(SumColumn(rows, "EffectiveCost"), 107 * kDollar) << policy << " " << idle;
       EXPECT_EQ(SumColumn(rows, "ListCost"), 107 * kDollar);
       EXPECT_EQ(SumColumn(rows, "BilledCost"), 0);
@@ -245,7 +261,7 @@ TEST(FocusExport, EffectiveCostSumsToTheDeviceTotalAndBilledIsZero) {
 
 TEST(FocusExport, WorkloadRowsCarryTagsAndHandComputedCosts) {
   Ledger l = MakeLedger();
-  auto rows = BuildExportRows(Request(), l.devices, l.usage, {});
+  auto rows = *BuildExportRows(Request(), l.devices, l.usage, {});
   // Day rows on node a: train holds 1/2 of each hour -> $30 + $20; api 1/4 -> $15 + $10;
   // idle 1/4 -> $25; node b: nb $7.
   std::map<std::string, Nanos> cost;
@@ -284,7 +300,7 @@ TEST(FocusExport, ReconciledNodeDayBillsExactlyTheInvoice) {
   r.modelled_nanos = 100 * kDollar;
   r.billed_nanos = 90 * kDollar;
   r.factor = "9/10";
-  auto rows = ParseRows(ExportFocusCsv(Request(), l.devices, l.usage, std::vector{r}));
+  auto rows = ParseRows(*ExportFocusCsv(Request(), l.devices, l.usage, std::vector{r}));
   EXPECT_EQ(SumColumn(rows, "BilledCost"), 90 * kDollar);     // node b is not billed
   EXPECT_EQ(SumColumn(rows, "EffectiveCost"), 97 * kDollar);  // $90 billed + $7 modelled
   EXPECT_EQ(SumColumn(rows, "ListCost"), 107 * kDollar);      // the model is kept
@@ -300,7 +316,7 @@ TEST(FocusExport, ReconciledNodeDayBillsExactlyTheInvoice) {
 
 TEST(FocusExport, PlainCsvIsIntegers) {
   Ledger l = MakeLedger();
-  std::string csv = RenderPlainCsv(BuildExportRows(Request(), l.devices, l.usage, {}));
+  std::string csv = RenderPlainCsv(*BuildExportRows(Request(), l.devices, l.usage, {}));
   EXPECT_THAT(csv, ::testing::StartsWith("period_start,period_end,kind,"));
   EXPECT_THAT(csv, ::testing::HasSubstr(",serving/Deployment/api,1800000000,25000000000,"
                                         "25000000000,0,"));

@@ -56,8 +56,9 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
   // The read service's snapshot: whole days, so reconciled node-days scale as a whole.
   auto snapshot = ledger::Snapshot::Load(store, {request.from_us, request.to_us});
   if (!snapshot) return snapshot.error();
-  std::vector<ExportRow> rows = ledger::BuildExportRows(**snapshot, request);
-  return o.format == "focus" ? RenderFocusCsv(request, rows) : RenderPlainCsv(rows);
+  auto rows = ledger::BuildExportRows(**snapshot, request);
+  if (!rows) return rows.error();
+  return o.format == "focus" ? RenderFocusCsv(request, *rows) : RenderPlainCsv(*rows);
 }
 
 Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view content,

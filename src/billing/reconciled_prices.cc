@@ -36,10 +36,7 @@ std::vector<Nanos> ScaleToBill(Nanos billed_nanos, std::span<const DeviceHour> n
     }
   }
   if (!any) std::fill(weights.begin(), weights.end(), 1);
-  if (billed_nanos >= 0) return Apportion(billed_nanos, weights);
-  std::vector<Nanos> shares = Apportion(-billed_nanos, weights);  // a net credit
-  for (Nanos& s : shares) s = -s;
-  return shares;
+  return Apportion(billed_nanos, weights);  // a net credit splits as its mirror
 }
 
 std::vector<DeviceHour> ApplyReconciliations(std::span<const DeviceHour> devices,

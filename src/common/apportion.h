@@ -11,7 +11,8 @@ namespace gpuledger {
 // floor or the ceiling of its exact quotient; leftover units go to the largest remainders, ties
 // to the lower index, so results are deterministic. All weights zero: everything to the last
 // index (callers put their "idle" or "unattributed" bucket last). Empty weights: empty result.
-// Precondition: total >= 0.
+// A negative total (a credit) is split as its magnitude and every share negated, so any int64
+// total, INT64_MIN included, splits exactly.
 std::vector<std::int64_t> Apportion(std::int64_t total, std::span<const std::uint64_t> weights);
 
 }  // namespace gpuledger

@@ -30,6 +30,31 @@ TEST(Apportion, HugeValuesDoNotOverflow) {
   EXPECT_EQ(std::accumulate(s.begin(), s.end(), __int128{0}), __int128{INT64_MAX});
 }
 
+// A credit splits as its magnitude, mirrored; INT64_MIN, whose magnitude has no int64, too.
+TEST(Apportion, NegativeTotalsMirrorTheirMagnitude) {
+  std::vector<std::uint64_t> w = {1, 1, 1};
+  EXPECT_EQ(Apportion(-100, w), (std::vector<std::int64_t>{-34, -33, -33}));
+  std::vector<std::uint64_t> one = {5};
+  EXPECT_EQ(Apportion(INT64_MIN, one), (std::vector<std::int64_t>{INT64_MIN}));
+  std::vector<std::uint64_t> uneven = {~0ULL, 1};  // the large share ends at 2^63 via a leftover
+  auto s = Apportion(INT64_MIN, uneven);
+  EXPECT_EQ(s, (std::vector<std::int64_t>{INT64_MIN, 0}));
+  std::vector<std::uint64_t> zeros = {0, 0};
+  EXPECT_EQ(Apportion(INT64_MIN, zeros), (std::vector<std::int64_t>{0, INT64_MIN}));
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<std::uint64_t> r(1 + rng() % 20);
+    for (auto& x : r) x = rng() % 3 == 0 ? 0 : rng();
+    const auto total = static_cast<std::int64_t>(rng());
+    auto pos = Apportion(total == INT64_MIN ? INT64_MAX : (total < 0 ? -total : total), r);
+    auto got = Apportion(total, r);
+    ASSERT_EQ(std::accumulate(got.begin(), got.end(), __int128{0}), __int128{total});
+    if (total < 0 && total != INT64_MIN) {
+      for (std::size_t i = 0; i < r.size(); ++i) ASSERT_EQ(got[i], -pos[i]);
+    }
+  }
+}
+
 TEST(Apportion, RandomSumsAreExactAndEachShareIsFloorOrCeil) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 10000; ++trial) {

@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <optional>
+
+#include "common/rounding.h"
 
 namespace gpuledger {
 
@@ -216,7 +219,9 @@ Result<Bytes> ParseBytes(std::string_view text) {
   else
     return InvalidArgument(fmt::format(
         "'{}' has an unknown size unit '{}' (B, KB, MB, GB, KiB, MiB, GiB)", text, unit));
-  return static_cast<Bytes>(std::llround(number * scale));
+  const std::optional<std::int64_t> bytes = RoundToInt64(number * scale);
+  if (!bytes) return InvalidArgument(fmt::format("'{}' is beyond the sizes gpuledger takes", text));
+  return *bytes;
 }
 
 }  // namespace gpuledger

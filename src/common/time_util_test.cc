@@ -80,6 +80,10 @@ TEST(ParseBytes, Units) {
   EXPECT_EQ(*ParseBytes("1.5GB"), 1'500'000'000);
   EXPECT_EQ(*ParseBytes("4096"), 4096);
   EXPECT_FALSE(ParseBytes("20 parsecs"));
+  // Past int64 bytes: refused, naming the text, never a wrapped size.
+  auto huge = ParseBytes("1e30GB");
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message.find("'1e30GB'"), std::string::npos);
 }
 
 TEST(HourStart, FloorsToTheHour) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cassert>
 
 #include "common/apportion.h"
 #include "common/money.h"
@@ -146,9 +145,12 @@ Parts OnDemandParts(const InstanceType& t, const HostRates& r) {
   p.cpu = HostCost(t.vcpu, r.per_vcpu_num, r.denominator);
   p.ram = HostCost(t.memory_gib, r.per_gib_num, r.denominator);
   const Nanos total = std::max<Nanos>(t.hourly_nanos, 0);
-  const Nanos floor_gpu = (total * kMinGpuSharePermille + 999) / 1000;  // rounded up
-  p.gpu = total - p.cpu - p.ram;
-  if (p.gpu < floor_gpu) {
+  const auto floor_gpu = static_cast<Nanos>(  // rounded up; 128 bits, as the product may not fit
+      (static_cast<__int128>(total) * kMinGpuSharePermille + 999) / 1000);
+  // In 128 bits: the host parts of a catalog's extreme (but accepted) rates may exceed the price.
+  const __int128 gpu = static_cast<__int128>(total) - p.cpu - p.ram;
+  p.gpu = static_cast<Nanos>(std::min<__int128>(gpu, total));
+  if (gpu < floor_gpu) {
     // Keep the host parts' proportion, shrunk to the rest.
     std::array<std::uint64_t, 2> w = {static_cast<std::uint64_t>(std::max<Nanos>(p.cpu, 0)),
                                       static_cast<std::uint64_t>(std::max<Nanos>(p.ram, 0))};
@@ -168,12 +170,19 @@ Nanos HostCost(std::int64_t units, Nanos rate_num, std::int64_t denominator) {
   __int128 p = static_cast<__int128>(units) * rate_num;
   bool negative = p < 0;
   if (negative) p = -p;
-  __int128 q = (p + denominator / 2) / denominator;
+  // Past int64 only for rates no real host has; held at the range's end rather than wrapped.
+  const __int128 q = std::min<__int128>((p + denominator / 2) / denominator, INT64_MAX);
   return static_cast<Nanos>(negative ? -q : q);
 }
 
 InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rates, Nanos price) {
-  assert(price >= 0 && type.gpu_count > 0);
+  // Checked in every build, not asserted: the split is money, and a division by a zero GPU
+  // count would end the process.
+  if (price < 0 || type.gpu_count <= 0) {
+    InstanceSplit none;
+    none.method = fmt::format("not split: {} GPUs at {}", type.gpu_count, DecimalFromNanos(price));
+    return none;
+  }
   const Parts od = OnDemandParts(type, rates);
   std::array<std::uint64_t, 3> w = {static_cast<std::uint64_t>(od.gpu),
                                     static_cast<std::uint64_t>(od.cpu),

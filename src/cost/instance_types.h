@@ -69,7 +69,8 @@ Nanos HostCost(std::int64_t units, Nanos rate_num, std::int64_t denominator);
 // of its on-demand split: cpu = vCPU x cpu rate, ram = GiB x ram rate, gpu = on-demand - both
 // (floored at kMinGpuSharePermille). A spot or reserved discount thus applies to every part
 // alike. The remainder of gpu_part modulo gpu_count (< gpu_count nanos) moves to the CPU part
-// so that every GPU of the node costs the same. Precondition: price >= 0, type.gpu_count > 0.
+// so that every GPU of the node costs the same. A type without GPUs or a negative price (the
+// catalog's parser refuses both) has no split: everything zero and `method` says why.
 InstanceSplit SplitInstancePrice(const InstanceType& type, const HostRates& rates, Nanos price);
 
 // Built-in tables (cited; docs/pricing.md lists them).

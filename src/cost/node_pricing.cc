@@ -173,7 +173,8 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
   };
   auto from_instance = [&](Nanos price, std::string what) {
     const HostRates* rates = catalog.FindHostRates(type->host_rates);
-    if (rates == nullptr) return false;  // the parser checks names; not reached for loaded ones
+    // The parser checks names, GPU counts and prices; not reached for loaded ones.
+    if (rates == nullptr || type->gpu_count <= 0 || price < 0) return false;
     InstanceSplit s = SplitInstancePrice(*type, *rates, price);
     p.priced = true;
     p.gpu_count = type->gpu_count;

@@ -1,10 +1,12 @@
 #include "ingest/counter_state_codec.h"
 
-#include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "common/counter_units.h"
 #include "common/json_text.h"
+#include "common/rounding.h"
 #include "ingest/agent_series.h"
 
 namespace gpuledger::ingest::state {
@@ -132,8 +134,14 @@ json HourJson(const HourKey& key, const DeviceAcc& a) {
 // Version 1 kept doubles: hours in µs, mJ and byte-µs.
 Status HourFrom(const json& h, int version, HourKey& key, DeviceAcc& a) {
   const bool v1 = version == 1;
-  auto count = [](const json& v) -> std::int64_t {
-    return v.is_number_integer() ? v.get<std::int64_t>() : std::llround(v.get<double>());
+  // The callers catch what the JSON library throws; a count that is no int64 joins them.
+  auto whole = [](double v) {
+    const std::optional<std::int64_t> n = RoundToInt64(v);
+    if (!n) throw std::out_of_range("a count that is not a finite 64-bit number");
+    return *n;
+  };
+  auto count = [&](const json& v) -> std::int64_t {
+    return v.is_number_integer() ? v.get<std::int64_t>() : whole(v.get<double>());
   };
   key = {h.at(0).get<Micros>(), h.at(1).get<std::string>()};
   a.node = h.at(2).get<std::string>();
@@ -152,8 +160,8 @@ Status HourFrom(const json& h, int version, HourKey& key, DeviceAcc& a) {
     ConsumerAcc& ca = a.consumers[ref];
     ca.allocated_us = count(c.at(4));
     ca.compute_us = count(c.at(5));
-    ca.memory_kib_s = v1 ? std::llround(c.at(6).get<double>() / kByteMicrosPerKibSecond)
-                         : c.at(6).get<KibSeconds>();
+    ca.memory_kib_s =
+        v1 ? whole(c.at(6).get<double>() / kByteMicrosPerKibSecond) : c.at(6).get<KibSeconds>();
     ca.energy_mj = count(c.at(7));
     ca.peak_memory_bytes = count(c.at(8));
     const int cq = c.at(9).get<int>(), mq = c.at(10).get<int>();

@@ -192,5 +192,25 @@ TEST(PrometheusDcgm, ParserRejectsAnswersOfTheWrongShape) {
   EXPECT_TRUE(out.empty());
 }
 
+// A range answer's timestamps come off the wire as doubles: one past the years gpuledger takes
+// (or not a number) is the answer's error, not a wrapped instant (issue 35).
+TEST(PrometheusRange, TimestampsOutsideTheRangeAreRefused) {
+  auto answer = [](std::string_view t) {
+    return fmt::format(
+        R"({{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"x","instance":"a:1"}},"values":[[{},"1"]]}}]}}}})",
+        t);
+  };
+  std::vector<TargetScrape> out;
+  ASSERT_TRUE(ParseMatrixResponse(answer("1717200000.5"), out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].at_us, 1'717'200'000'500'000);
+  for (std::string_view bad : {"1e300", "-1e300", "1e17", "-5"}) {
+    out.clear();
+    const Status s = ParseMatrixResponse(answer(bad), out);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.error().message.find("timestamp"), std::string::npos) << s.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gpuledger::ingest

@@ -4,14 +4,16 @@
 #include <atomic>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/rounding.h"
+#include "common/time_util.h"
 #include "http/client.h"
-#include "ingest/finding_ingest.h"
-
 #include "ingest/counter_ledger.h"
+#include "ingest/finding_ingest.h"
 
 namespace gpuledger::ingest {
 namespace {
@@ -156,7 +158,16 @@ Status ParseMatrixResponseOrThrow(std::string_view body, std::vector<TargetScrap
     const json values = series.value("values", json::array());
     for (const json& point : values) {
       if (!point.is_array() || point.size() != 2) return InvalidArgument("malformed sample pair");
-      const Micros at = static_cast<Micros>(std::llround(point[0].get<double>() * 1e3)) * 1000;
+      // Whole milliseconds, as Prometheus keeps them; an instant past the years gpuledger
+      // takes is the answer's error, never a wrapped timestamp.
+      const double seconds = point[0].get<double>();
+      const std::optional<std::int64_t> ms = RoundToInt64(seconds * 1e3);
+      Result<Micros> at_us = InvalidArgument("not a 64-bit number of milliseconds");
+      if (ms) at_us = InstantFromUnixMillis(*ms);
+      if (!at_us)
+        return InvalidArgument(
+            fmt::format("sample timestamp {} s is outside 1970-01-01 .. 9999-12-31", seconds));
+      const Micros at = *at_us;
       Sample s = base;
       s.value = std::stod(point[1].get<std::string>());
       auto key = std::pair{at, instance};

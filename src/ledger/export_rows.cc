@@ -2,8 +2,8 @@
 
 namespace gpuledger::ledger {
 
-std::vector<billing::ExportRow> BuildExportRows(const Snapshot& s,
-                                                const billing::ExportRequest& request) {
+Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
+                                                        const billing::ExportRequest& request) {
   const auto [first, last] = s.DeviceRange(request.from_us, request.to_us);
   const UsageColumns& u = s.usage();
   // The platform namespace's labels, when a row of it in the window has some (as

@@ -5,12 +5,13 @@
 #include <vector>
 
 #include "billing/focus_export.h"
+#include "common/result.h"
 #include "ledger/snapshot.h"
 
 namespace gpuledger::ledger {
 
 // The snapshot must cover [request.from_us, request.to_us).
-std::vector<billing::ExportRow> BuildExportRows(const Snapshot& snapshot,
-                                                const billing::ExportRequest& request);
+Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& snapshot,
+                                                        const billing::ExportRequest& request);
 
 }  // namespace gpuledger::ledger

@@ -223,10 +223,10 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     auto recs = (*store)->ReadReconciliations(days);
     ASSERT_TRUE(devices.ok() && usage.ok() && recs.ok());
     const std::vector<billing::ExportRow> plain =
-        billing::BuildExportRows(request, *devices, *usage, *recs);
+        *billing::BuildExportRows(request, *devices, *usage, *recs);
     auto snapshot = Snapshot::Load(**store, {request.from_us, request.to_us});
     ASSERT_TRUE(snapshot.ok());
-    const std::vector<billing::ExportRow> ours = BuildExportRows(**snapshot, request);
+    const std::vector<billing::ExportRow> ours = *BuildExportRows(**snapshot, request);
     EXPECT_GT(plain.size(), 0u);
     EXPECT_EQ(billing::RenderPlainCsv(ours), billing::RenderPlainCsv(plain)) << "trial " << trial;
   }
