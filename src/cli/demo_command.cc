@@ -402,7 +402,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   serve.db = db;
   serve.listen = o.listen;
   serve.fallback_any_port = true;
-  if (Status served = server::ServeLedger(std::move(serve), stop, out); !served.ok()) {
+  if (Status served = server::ServeLedger(std::move(serve), stop, out, err); !served.ok()) {
     err << "error: " << served.error().message << "\n";
     return code != 0 ? code : ExitCodeFor(served.error());
   }

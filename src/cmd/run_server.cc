@@ -182,7 +182,7 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerFlag
 // returned.
 int Serve(server::ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
           std::ostream& err) {
-  if (Status s = server::ServeLedger(std::move(options), stop, out); !s.ok()) {
+  if (Status s = server::ServeLedger(std::move(options), stop, out, err); !s.ok()) {
     err << "error: " << s.error().message << "\n";
     return cli::ExitCodeFor(s.error());
   }

@@ -51,6 +51,12 @@ struct ParseOutcome {
 // bytes show it, so a client cannot make the server hold more than the limits.
 ParseOutcome ParseRequest(std::string_view buffer, const RequestLimits& limits);
 
+// RFC 9110 field grammar, for requests read and responses written: a method or header name is
+// a token; a header value holds visible characters, spaces, tabs and obs-text, no other control
+// (no CR, LF or NUL, which would end the line or split the message).
+bool IsToken(std::string_view s);
+bool IsFieldValue(std::string_view s);
+
 // Percent-decoding of a path (`plus_is_space` false) or a query component (true); false on a
 // malformed escape or a decoded NUL.
 bool PercentDecode(std::string_view in, bool plus_is_space, std::string& out);

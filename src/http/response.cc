@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "http/request.h"
 #include "prometheus/gzip.h"
 
 namespace gpuledger::http {
@@ -55,7 +56,16 @@ bool Compressible(const Response& r) {
 
 }  // namespace
 
-std::string Serialize(const Response& response, const WireOptions& options) {
+std::string Serialize(const Response& handed, const WireOptions& options) {
+  // A field that would end its line early (CR, LF or NUL in a value, a name that is no token)
+  // could split the response in two: cpp-httplib wrote such values as they came
+  // (CVE-2026-21428, CVE-2023-26130's shape). Nothing reaches the wire then but a 500.
+  bool fields_ok = IsFieldValue(handed.content_type);
+  for (const auto& [name, value] : handed.headers)
+    fields_ok = fields_ok && IsToken(name) && IsFieldValue(value);
+  const Response refused =
+      fields_ok ? Response{} : TextResponse(500, "internal error: a response header was malformed");
+  const Response& response = fields_ok ? handed : refused;
   const bool gzip = options.gzip && Compressible(response);
   const std::string body = gzip ? prometheus::Gzip(response.body) : std::string();
   const std::string& sent = gzip ? body : response.body;

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -459,9 +460,15 @@ struct Server::Impl {
       try {
         response = handler(request);
       } catch (const std::exception& e) {
-        response = TextResponse(500, fmt::format("internal error: {}", e.what()));
+        // The reason goes to the log, not to the client: an exception's text may name files,
+        // addresses or a connection string (cpp-httplib sent it in a header, CVE-2026-28434).
+        // The path quoted and escaped ({:?}): a decoded %0A must not forge a log line.
+        std::cerr << fmt::format("error: {} {:?}: {}\n", request.method, request.path, e.what());
+        response = TextResponse(500, "internal error (the reason is in the server's log)");
       } catch (...) {
-        response = TextResponse(500, "internal error");
+        std::cerr << fmt::format("error: {} {:?}: an unknown exception\n", request.method,
+                                 request.path);
+        response = TextResponse(500, "internal error (the reason is in the server's log)");
       }
       std::string bytes = Serialize(response, {.head_only = request.method == "HEAD",
                                                .keep_alive = request.keep_alive,

@@ -114,6 +114,14 @@ Response Echo(const Request& r) {
     return big;
   }
   if (r.path == "/slow") std::this_thread::sleep_for(300ms);
+  if (r.path == "/header") return TextResponse(200, r.Header("x-probe"));
+  if (r.path == "/size") return TextResponse(200, std::to_string(r.body.size()));
+  if (r.path == "/inject") {  // a handler that copies a query value into a response header
+    Response injected = TextResponse(200, "ok");
+    const auto v = r.query.find("v");
+    injected.headers.emplace_back("X-Echo", v == r.query.end() ? "" : v->second);
+    return injected;
+  }
   std::string query;
   for (const auto& [k, v] : r.query) query += k + "=" + v + ";";
   return TextResponse(200, r.method + " " + r.path + " " + query + r.body);
@@ -222,7 +230,8 @@ TEST(Server, AHandlerThatThrowsIsA500AndTheServerGoesOn) {
   ASSERT_TRUE(c.Send("GET /throw HTTP/1.1\r\n\r\n"));
   auto a = c.ReadResponse();
   EXPECT_EQ(a.status, 500);
-  EXPECT_NE(a.body.find("boom"), std::string::npos);
+  // The exception's text stays in the log (CVE-2026-28434's shape sent it to the client).
+  EXPECT_EQ((a.head + a.body).find("boom"), std::string::npos) << a.head << a.body;
   ASSERT_TRUE(c.Send("GET /a HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(c.ReadResponse().status, 200);
 }
@@ -310,6 +319,137 @@ TEST(Server, StopsWithConnectionsOpen) {
   ASSERT_TRUE(t);
   (*t)->Stop();
   (*t)->Serve();
+}
+
+// The attack shapes of the cpp-httplib CVEs fixed after 0.11.4 (Debian bookworm's version, which
+// this server replaced), each against this server (issue 35; docs/reliability.md lists them).
+
+// CVE-2025-46728, CVE-2025-53629, CVE-2026-45352: a chunked request body that never ends, or a
+// chunk size such as -2 that wraps to 2^64. Chunked request bodies are refused at the head:
+// nothing of the body is ever read into memory.
+TEST(CveShapes, EndlessOrNegativeChunkedBodiesAreRefusedAtTheHead) {
+  Running s;
+  for (std::string chunk : {"-2\r\n", "ffffffffffffffff\r\n", "10\r\n0123456789abcdef\r\n"}) {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send("POST /size HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk));
+    // An attacker would go on sending: a megabyte more, unread.
+    c.Send(std::string(1 << 20, 'a'));
+    EXPECT_EQ(c.ReadResponse(3000ms).status, 501) << chunk;
+    EXPECT_TRUE(c.ClosedWithin(4000ms)) << chunk;
+  }
+  // With a Content-Length beside it (the smuggling pair), and with another coding first.
+  for (std::string head : {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+                           "Transfer-Encoding: gzip, chunked\r\n"}) {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send("POST /size HTTP/1.1\r\n" + head + "\r\n5\r\nhello\r\n0\r\n\r\n"));
+    const int status = c.ReadResponse().status;
+    EXPECT_TRUE(status == 501 || status == 400) << head << status;
+    EXPECT_TRUE(c.ClosedWithin(4000ms)) << head;
+  }
+  EXPECT_EQ(s.server().stats()->requests_refused.load(), 5u);
+}
+
+// CVE-2025-53628: a request line or header streamed forever without a newline. The head limit
+// (16 KiB) holds whether or not a line ever ends.
+TEST(CveShapes, AHeadWithoutANewlineIsCutAtTheHeadLimit) {
+  Running s;
+  for (std::string start : {"GET /", "GET / HTTP/1.1\r\nX-Endless: "}) {
+    Client c(s.port());
+    ASSERT_TRUE(c.Send(start));
+    for (int i = 0; i < 16 && c.Send(std::string(4096, 'a')); ++i) {
+    }
+    EXPECT_EQ(c.ReadResponse(3000ms).status, 431) << start;
+    EXPECT_TRUE(c.ClosedWithin(4000ms)) << start;
+  }
+}
+
+// CVE-2025-52887: thousands of header lines. Cut at the head limit (16 KiB) while they stream
+// in, and at kMaxHeaders when fewer, shorter lines end their head within it.
+TEST(CveShapes, AHeaderFloodIsCut) {
+  Running s;
+  std::string flood;
+  for (int i = 0; i < 10000; ++i) flood += "A: b\r\n";
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\n"));
+  c.Send(flood);
+  EXPECT_EQ(c.ReadResponse(3000ms).status, 431);
+  EXPECT_TRUE(c.ClosedWithin(4000ms));
+  Client counted(s.port());
+  ASSERT_TRUE(counted.Send("GET / HTTP/1.1\r\n" + flood.substr(0, 6 * (kMaxHeaders + 1)) + "\r\n"));
+  auto a = counted.ReadResponse(3000ms);
+  EXPECT_EQ(a.status, 431);
+  EXPECT_NE(a.body.find("header"), std::string::npos) << a.body;
+  EXPECT_TRUE(counted.ClosedWithin(4000ms));
+}
+
+// CVE-2026-45372: cpp-httplib percent-decoded header values after checking them, so %0D%0A
+// became a CR LF inside a stored value. Header values here are never decoded, and a raw CR or
+// LF inside one is refused.
+TEST(CveShapes, PercentEncodedCrlfInAHeaderStaysText) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /header HTTP/1.1\r\nX-Probe: a%0D%0ASet-Cookie: x=1\r\n\r\n"));
+  EXPECT_EQ(c.ReadResponse().body, "a%0D%0ASet-Cookie: x=1\n");
+  Client raw(s.port());
+  ASSERT_TRUE(raw.Send("GET /header HTTP/1.1\r\nX-Probe: a\rb\r\n\r\n"));
+  EXPECT_EQ(raw.ReadResponse().status, 400);
+}
+
+// CVE-2026-34441: a GET with a Content-Length body whose bytes are another request. The body is
+// read as the body: one request, one response, nothing smuggled.
+TEST(CveShapes, AGetBodyIsReadAsItsBodyNotAsTheNextRequest) {
+  Running s;
+  Client c(s.port());
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\n\r\n";
+  ASSERT_TRUE(c.Send("GET /a HTTP/1.1\r\nContent-Length: " + std::to_string(smuggled.size()) +
+                     "\r\n\r\n" + smuggled));
+  auto a = c.ReadResponse();
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.body, "GET /a " + smuggled + "\n");
+  EXPECT_EQ(c.Receive(SIZE_MAX, 300ms), "") << "a second response: the body was parsed";
+  EXPECT_EQ(s.server().stats()->requests_answered.load(), 1u);
+}
+
+// CVE-2026-21428, CVE-2023-26130, CVE-2026-77341: a header value with CR LF, set by the
+// application from what a client sent, split the response. Here it becomes a 500, and the
+// injected header never reaches the wire.
+TEST(CveShapes, AResponseHeaderWithCrlfBecomesA500) {
+  Running s;
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /inject?v=ok HTTP/1.1\r\n\r\n"));
+  auto a = c.ReadResponse();
+  EXPECT_EQ(a.status, 200);
+  EXPECT_NE(a.head.find("X-Echo: ok\r\n"), std::string::npos) << a.head;
+  ASSERT_TRUE(c.Send("GET /inject?v=x%0D%0ASet-Cookie:%20admin=1 HTTP/1.1\r\n\r\n"));
+  a = c.ReadResponse();
+  EXPECT_EQ(a.status, 500);
+  EXPECT_EQ(a.head.find("Set-Cookie"), std::string::npos) << a.head;
+  EXPECT_EQ(a.body.find("Set-Cookie"), std::string::npos) << a.body;
+}
+
+// CVE-2026-22776, CVE-2026-28435: a gzip bomb as a request body, inflated past the body limit.
+// Request bodies are never inflated: the handler gets the bytes sent, held to the body limit.
+TEST(CveShapes, RequestBodiesAreNeverInflated) {
+  Running s;
+  const std::string bomb = prometheus::Gzip(std::string(64 << 20, '\0'));  // 64 MiB of zeros
+  ASSERT_LT(bomb.size(), 1u << 20);
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("POST /size HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: " +
+                     std::to_string(bomb.size()) + "\r\n\r\n" + bomb));
+  EXPECT_EQ(c.ReadResponse().body, std::to_string(bomb.size()) + "\n");
+}
+
+// Range requests with many overlapping ranges (cpp-httplib issue 1766) made cpp-httplib build
+// each part; this server serves no ranges: the whole body, once.
+TEST(CveShapes, RangeHeadersAreIgnored) {
+  Running s;
+  Client c(s.port());
+  std::string ranges = "bytes=0-";
+  for (int i = 0; i < 1000; ++i) ranges += ",0-99999";
+  ASSERT_TRUE(c.Send("GET /big HTTP/1.1\r\nRange: " + ranges + "\r\n\r\n"));
+  auto a = c.ReadResponse();
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(a.body.size(), 100000u);
 }
 
 }  // namespace

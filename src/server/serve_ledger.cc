@@ -18,7 +18,8 @@ StoreOpener ReadConnections(const std::string& db) {
   };
 }
 
-Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out) {
+Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
+                   std::ostream& err) {
   auto store = store::OpenLedger(options.db);
   if (!store) return store.error();
   // `store` (opened read-write, so the schema is current) stays open while serving: a
@@ -32,7 +33,14 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
     http = HttpServer::Bind(options.listen.substr(0, colon) + ":0", api);
   }
   if (!http) return http.error();
-  const std::string host = (*http)->host() == "0.0.0.0" ? "127.0.0.1" : (*http)->host();
+  const std::string& bound = (*http)->host();
+  if (options.token.empty() && !bound.starts_with("127.") && bound != "::1")
+    err << fmt::format(
+        "warning: the API serves {}:{} without a token: anyone who can reach this port reads "
+        "every namespace's costs and findings; give --token-file, or --listen "
+        "127.0.0.1:PORT to serve this host alone\n",
+        bound, (*http)->port());
+  const std::string host = bound == "0.0.0.0" ? "127.0.0.1" : bound;
   out << fmt::format(
       "serving {} at http://{}:{}/  (the REST API under /api/v1/, docs/api.md; Ctrl-C stops)\n",
       store::DisplayLedgerSpec(options.db), host, (*http)->port());

@@ -29,8 +29,10 @@ struct ServeLedgerOptions {
   cost::Catalog catalog = cost::DefaultCatalog();  // for /api/v1/recommendations
 };
 
-// Serves the ledger until `stop`; prints its URL to `out` once listening. An error when the
-// ledger cannot be opened or the address bound.
-Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out);
+// Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning
+// when it serves an address beyond loopback without a token. An error when the ledger cannot be
+// opened or the address bound.
+Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
+                   std::ostream& err);
 
 }  // namespace gpuledger::server
