@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test test-asan build binary deps deps-build clean bench deploy image install
+.PHONY: demo test test-asan fuzz build binary deps deps-build clean bench deploy image install
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -23,6 +23,13 @@ test-asan: deps
 	cmake --build build-asan -j $(JOBS)
 	$(SANITIZER_ENV) ./scripts/ci-postgres.sh run sh -c \
 	  'cd build-asan && ctest --output-on-failure -j $(JOBS) -E "^cli_test$$"'
+
+# Every fuzz target (fuzz/) under libFuzzer for FUZZ_SECONDS each, in build-fuzz/ (clang; the
+# findings and how to keep them: scripts/fuzz.sh, docs/reliability.md). CI runs a fixed number
+# of inputs instead: FUZZ_RUNS=20000 scripts/fuzz.sh.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	./scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # The `ci` preset (CMakePresets.json: Ninja, RelWithDebInfo, ccache when installed) in $(BUILD),
 # with the tests; contributors iterate faster with the `dev` preset (docs/development.md).

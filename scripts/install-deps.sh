@@ -24,6 +24,10 @@ case "$profile" in
       postgresql             # the PostgreSQL ledger's tests run against a throwaway server
       sqlite3                # the outage test reads the ledger with the sqlite3 CLI
       openssl                # the webhook end-to-end test makes its test CA with the openssl CLI
+      clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes
+      # The differential test builds Prometheus's own text parser (../shared/peers) with Go.
+      golang-go golang-github-prometheus-common-dev golang-github-cespare-xxhash-dev
+      golang-golang-x-exp-dev
     )
     # The manifests' checker (tests/deploy) runs on Node.js; a Node.js from elsewhere (one
     # that bundles npm) is kept, as Debian's npm would conflict with it.

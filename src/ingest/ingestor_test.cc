@@ -172,7 +172,7 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
     EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n1:9400\"} 2"),
               std::string::npos)
         << metrics;
-    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected ',' or '}'"), std::string::npos)
+    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected a label name or '}'"), std::string::npos)
         << log.str();
   }
   // A restarted server (a new Ingestor over the same file) resumes from the saved state; an

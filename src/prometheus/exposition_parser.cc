@@ -104,7 +104,8 @@ class LineParser {
       std::string_view t = Token();
       std::int64_t v = 0;
       auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (ec != std::errc() || end != t.data() + t.size())
+      // Digits only: Prometheus reads no sign.
+      if (ec != std::errc() || end != t.data() + t.size() || t[0] < '0' || t[0] > '9')
         return Error("expected an integer timestamp (ms)", t);
       ts = v;
       SkipBlanks();
@@ -113,30 +114,37 @@ class LineParser {
     return Status::Ok();
   }
 
-  // "# HELP name ..." / "# TYPE name type" / any other comment. `pos_` is after '#'.
+  // "# HELP name text" / "# TYPE name type" / any other comment, as Prometheus's lexer reads
+  // them (model/textparse/promlex.l; the differential test holds us to it): HELP and TYPE are
+  // keywords only after '#' and a blank and only with a blank after them, else the line is a
+  // comment; the name is a metric name; the text is the rest of the line less its first
+  // character (Prometheus takes that as the separator, whatever it is). HELP's text must be
+  // UTF-8, TYPE's exactly a type. `pos_` is after '#'.
   Status ParseComment(std::map<std::string, std::string>& types) {
+    if (pos_ >= line_.size() || !IsBlank(line_[pos_])) return Status::Ok();  // "#...": comment
     SkipBlanks();
-    std::string_view keyword = Token();
-    if (keyword != "HELP" && keyword != "TYPE") return Status::Ok();  // a plain comment
+    const std::string_view keyword = line_.substr(pos_, 4);
+    if ((keyword != "HELP" && keyword != "TYPE") || pos_ + 4 >= line_.size() ||
+        !IsBlank(line_[pos_ + 4]))
+      return Status::Ok();  // a plain comment
+    pos_ += 4;
     SkipBlanks();
-    std::size_t start = pos_;
+    const std::size_t start = pos_;
     if (pos_ >= line_.size() || !IsNameStart(line_[pos_]))
       return Expected("a metric name after # " + std::string(keyword));
     while (pos_ < line_.size() && IsNameChar(line_[pos_])) ++pos_;
     std::string name(line_.substr(start, pos_ - start));
-    if (pos_ < line_.size() && !IsBlank(line_[pos_]))
-      return Expected("a blank after the metric name");
-    if (keyword == "HELP") return Status::Ok();  // docstring: anything, may be empty
-    SkipBlanks();
-    std::string_view type = Token();
+    std::string_view text = line_.substr(pos_);
+    text = text.size() > 1 ? text.substr(1) : std::string_view();
+    if (keyword == "HELP") {
+      if (!IsValidUtf8(text)) return Error("invalid UTF-8 in the # HELP text of", name);
+      return Status::Ok();  // docstring: anything, may be empty
+    }
     static constexpr std::string_view kTypes[] = {"counter", "gauge", "histogram", "summary",
                                                   "untyped"};
-    if (std::find(std::begin(kTypes), std::end(kTypes), type) == std::end(kTypes))
-      return Error("expected a type (counter, gauge, histogram, summary, untyped)", type);
-    SkipBlanks();
-    if (pos_ < line_.size()) return Expected("end of line after the type");
-    auto [it, fresh] = types.emplace(name, std::string(type));
-    if (!fresh) return Error("a second # TYPE line for", name);
+    if (std::find(std::begin(kTypes), std::end(kTypes), text) == std::end(kTypes))
+      return Error("expected a type (counter, gauge, histogram, summary, untyped)", text);
+    types[name] = std::string(text);  // a later # TYPE line for the name wins, as in Prometheus
     return Status::Ok();
   }
 
@@ -173,28 +181,25 @@ class LineParser {
           continue;
         }
         if (pos_ >= line_.size()) return Expected("an escape after '\\' in label " + name);
+        // \\, \" and \n are unescaped; any other pair stays as written, as in Prometheus.
         char e = line_[pos_++];
-        if (e == '\\' || e == '"')
+        if (e == '\\' || e == '"') {
           value += e;
-        else if (e == 'n')
+        } else if (e == 'n') {
           value += '\n';
-        else
-          return Error("expected \\\\, \\\" or \\n in label " + name + ", got",
-                       line_.substr(pos_ - 2, 2));
+        } else {
+          value += '\\';
+          value += e;
+        }
       }
       // Prometheus's parsers refuse it too, and every JSON answer about the series would fail.
       if (!IsValidUtf8(value)) return Error("invalid UTF-8 in the value of label", name);
+      // The metric name is the series' __name__: a second one is a duplicate label there.
+      if (name == "__name__") return Error("a label may not be named", name);
       labels.emplace_back(std::move(name), std::move(value));
       SkipBlanks();
-      if (pos_ < line_.size() && line_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < line_.size() && line_[pos_] == '}') {
-        ++pos_;
-        break;
-      }
-      return Expected("',' or '}' after a label value");
+      // A comma between pairs is optional, as in Prometheus (`{a="1" b="2"}` is read too).
+      if (pos_ < line_.size() && line_[pos_] == ',') ++pos_;
     }
     std::sort(labels.begin(), labels.end());
     for (std::size_t i = 1; i < labels.size(); ++i)
@@ -233,17 +238,21 @@ Result<Exposition> ParseExposition(std::string_view text, const ParseOptions& op
     std::size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    while (!line.empty() && (line.back() == '\r' || IsBlank(line.back()))) line.remove_suffix(1);
+    // As Prometheus reads lines: blanks may open a comment but not a sample, may end a sample
+    // but not a # TYPE line, and a CR is a character like any other (a CRLF document is
+    // refused, as Prometheus refuses it).
     std::size_t lead = 0;
     while (lead < line.size() && IsBlank(line[lead])) ++lead;
-    line.remove_prefix(lead);
-    if (line.empty()) continue;
+    if (lead == line.size()) continue;
     LineParser p(line, number);
     Status status;
     sample.labels.clear();
-    if (line[0] == '#') {
-      p.pos_ = 1;
+    if (line[lead] == '#') {
+      p.pos_ = lead + 1;
       status = p.ParseComment(out.types);
+    } else if (lead > 0) {
+      status = InvalidArgument(fmt::format(
+          "line {}: expected a metric name at the start of the line, got a blank", number));
     } else {
       std::int64_t ts = kNoTimestamp;
       status = p.ParseSample(sample, ts);

@@ -4,11 +4,14 @@
 // ExpositionWriter, for the server's own scrapes and for exposition files.
 //
 // One pass over a std::string_view, no regex, no allocation per token beyond the samples it
-// returns. Accepts `# HELP` / `# TYPE` lines and other comments, escaped label values (\\ \" \n),
-// a trailing comma in a label set, values as Go's ParseFloat reads them ("+Inf", "-Inf", "NaN",
-// exponents), an optional integer millisecond timestamp, and histogram/summary series
-// (name_bucket{le=...}, name_sum, name_count, quantile=...) as plain samples. Never crashes
-// on any input (fuzzed in exposition_parser_test.cc).
+// returns. It reads what Prometheus's own parser (model/textparse) reads and refuses what it
+// refuses, held to that by a differential test (fuzz/differential/; one deliberate difference:
+// a NUL byte in a comment does not end the input here). So: `# HELP` / `# TYPE` lines and
+// other comments, escaped label values (\\ \" \n unescaped, any other pair kept), optional
+// commas in a label set, values as Go's ParseFloat reads them ("+Inf", "-Inf", "NaN",
+// exponents), an optional unsigned millisecond timestamp, and histogram/summary series
+// (name_bucket{le=...}, name_sum, name_count, quantile=...) as plain samples. Never crashes on
+// any input (fuzz/exposition_fuzz.cc).
 //
 // Malformed lines: in the default strict mode the first one fails the whole parse with
 // "line N: expected ..., got ..." (the server uses this for its own agents: a malformed line
