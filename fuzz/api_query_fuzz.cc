@@ -67,17 +67,22 @@ void WriteLedger(store::LedgerStore& store) {
   if (!store.WriteHours(hours).ok()) std::abort();
 }
 
-server::Api* TheApi() {
-  static server::Api* api = [] {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("gpuledger-fuzz-api-" + std::to_string(::getpid()) + ".db"))
-                                 .string();
-    std::filesystem::remove(path);
-    auto store = store::OpenSqliteLedger(path);
-    if (!store) std::abort();
-    WriteLedger(**store);
-    return new server::Api([path] { return store::OpenSqliteLedger(path); }, "t0ken");
-  }();
+// The path of a fresh ledger for this process, written once.
+std::string LedgerPath() {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("gpuledger-fuzz-api-" + std::to_string(::getpid()) + ".db"))
+                               .string();
+  std::filesystem::remove(path);
+  auto store = store::OpenSqliteLedger(path);
+  if (!store) std::abort();
+  WriteLedger(**store);
+  return path;
+}
+
+// One Api for the whole run, destroyed at exit (its background thread joined there).
+server::Api& TheApi() {
+  static const std::string path = LedgerPath();
+  static server::Api api([] { return store::OpenSqliteLedger(path); }, "t0ken");
   return api;
 }
 
@@ -90,7 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const server::Params params(parsed.request.query.begin(), parsed.request.query.end());
   const std::string& given = parsed.request.Header("authorization");
   const server::ApiResponse answer =
-      TheApi()->Handle(parsed.request.path, params, given.empty() ? "Bearer t0ken" : given);
+      TheApi().Handle(parsed.request.path, params, given.empty() ? "Bearer t0ken" : given);
   if (answer.status < 200 || answer.status > 599) std::abort();
   return 0;
 }

@@ -133,7 +133,7 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
   const fs::path db = dir.path() / "ledger.db";
   const cost::Catalog catalog = cost::DefaultCatalog();
   FakeAgent agent;
-  Micros now = kH0 + 3000 * kS;
+  std::atomic<Micros> now = kH0 + 3000 * kS;  // read on fetch threads (scrape_loop.h)
   bool broken = false, down = false;
   Fetcher fetch = [&](const std::string& target) -> Result<std::string> {
     if (target != "n1:9400") return Unavailable("scrape " + target + ": connection refused");
@@ -147,7 +147,7 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
     Ingestor ingestor(store, catalog, "c1", nullptr, Facts());
     EXPECT_TRUE(ingestor.Start().ok());
     ScrapeLoop loop(
-        ingestor, {{"n1:9400", "n2:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
+        ingestor, {{"n1:9400", "n2:9400"}, 15 * kS, {}}, fetch, [&] { return now.load(); }, log);
     for (int i = 0; i < rounds; ++i) {
       loop.RunRound();
       agent.Advance(15);
@@ -172,7 +172,8 @@ TEST(ScrapeLoop, ScrapesPricesWritesAndSurvivesARestart) {
     EXPECT_NE(metrics.find("gpuledger_server_scrape_errors_total{target=\"n1:9400\"} 2"),
               std::string::npos)
         << metrics;
-    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected a label name or '}'"), std::string::npos)
+    EXPECT_NE(log.str().find("scrape n1:9400: line 23: expected a label name or '}'"),
+              std::string::npos)
         << log.str();
   }
   // A restarted server (a new Ingestor over the same file) resumes from the saved state; an
@@ -272,7 +273,7 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
   const fs::path db = dir.path() / "ledger.db";
   const cost::Catalog catalog = cost::DefaultCatalog();
   FakeAgent agent;
-  Micros now = kH0 + 3000 * kS;
+  std::atomic<Micros> now = kH0 + 3000 * kS;  // read on fetch threads (scrape_loop.h)
   Fetcher fetch = [&](const std::string&) -> Result<std::string> { return agent.Render(); };
   std::ostringstream log;
   auto run = [&](int rounds, store::LedgerStore& store) {
@@ -280,7 +281,7 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     Status s = ingestor.Start();
     EXPECT_TRUE(s.ok()) << s.error().message;
     ScrapeLoop loop(
-        ingestor, {{"n1:9400"}, 15 * kS, {}}, fetch, [&] { return now; }, log);
+        ingestor, {{"n1:9400"}, 15 * kS, {}}, fetch, [&] { return now.load(); }, log);
     for (int i = 0; i < rounds; ++i) {
       loop.RunRound();
       agent.Advance(15);
@@ -377,10 +378,11 @@ TEST(ScrapeLoop, AGzipBombOrAnEndlessBodyFailsItsTargetAndTheRoundGoesOn) {
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
   std::ostringstream log;
-  Micros now = kH0 + 60 * kS;
+  std::atomic<Micros> now = kH0 + 60 * kS;  // read on fetch threads (scrape_loop.h)
   ScrapeLoop loop(
       ingestor, {{bomber.target(), endless.target(), good.target()}, 15 * kS, {}},
-      [](const std::string& t) { return FetchMetrics(t, 5 * kS); }, [&] { return now; }, log);
+      [](const std::string& t) { return FetchMetrics(t, 5 * kS); }, [&] { return now.load(); },
+      log);
   for (int i = 0; i < 3; ++i) {
     loop.RunRound();
     agent.Advance(15);
@@ -464,13 +466,13 @@ TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   ASSERT_TRUE(ingestor.Start().ok());
   std::ostringstream log;
-  Micros now = kH0 + 60 * kS;
+  std::atomic<Micros> now = kH0 + 60 * kS;  // read on fetch threads (scrape_loop.h)
   std::vector<std::string> targets = {"hung:9400", silent_target, "n1:9400", "n2:9400"};
   ScrapeOptions options{{}, 15 * kS, [&]() -> Result<std::vector<std::string>> { return targets; }};
   options.timeout_us = timeout;
   options.max_concurrent = 2;  // the hung fetch, once abandoned, no longer holds a slot
   ScrapeLoop loop(
-      ingestor, options, fetch, [&] { return now; }, log);
+      ingestor, options, fetch, [&] { return now.load(); }, log);
   for (int i = 0; i < 3; ++i) {
     const auto started = std::chrono::steady_clock::now();
     loop.RunRound();
