@@ -8,22 +8,25 @@ import argparse
 import sys
 
 
-def nul_in_comment(path, theirs, mine):
-    """Prometheus's lexer takes a NUL byte inside a comment for the end of the input
-    (promlex.l.go consumeComment: case 0 returns tEOF), so it silently drops every sample after
-    it. gpuledger reads on: a metering system must not lose what an exporter wrote after a
-    stray byte. Explained when a comment line holds a NUL and Prometheus's samples are the start
-    of ours (or we refuse a later line Prometheus never read)."""
+def nul_ends_their_input(path, theirs, mine):
+    """Prometheus's lexer takes a NUL byte for the end of the input where a line starts and
+    inside a comment (promlex.l.go: consumeComment's case 0 and the start state both return
+    tEOF), so it silently drops every sample after it. gpuledger does not stop there: a NUL in a
+    comment is read past (a metering system must not lose what an exporter wrote after a stray
+    byte), and a line that starts with one is an error like any other malformed line.
+    Explained when such a NUL is there and Prometheus's samples are the start of ours (or we
+    refuse the document)."""
     with open(path, "rb") as f:
         data = f.read()
-    commented_nul = any(b"\0" in line and line.lstrip(b" \t").startswith(b"#")
-                        for line in data.split(b"\n"))
-    if not commented_nul or theirs[0] == "REJECT":
+    stops = any(line.startswith(b"\0") or
+                (b"\0" in line and line.lstrip(b" \t").startswith(b"#"))
+                for line in data.split(b"\n"))
+    if not stops or theirs[0] == "REJECT":
         return False
     return mine[0] == "REJECT" or mine[1:1 + len(theirs) - 1] == theirs[1:]
 
 
-RULES = {"nul-in-comment": nul_in_comment}
+RULES = {"nul-ends-their-input": nul_ends_their_input}
 
 
 def read(path):
