@@ -50,10 +50,10 @@ for name in "${targets[@]}"; do
   ASAN_OPTIONS=detect_leaks=1 "build-fuzz/fuzz/fuzz_$name" "${bound[@]}" \
     -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1 || status=$?
-  took="$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)"
+  per_second="$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)"
   runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)"
   crashes="$(find "$artifacts" -type f | wc -l)"
-  echo "| $name | ${FUZZ_RUNS:+runs }${FUZZ_RUNS:-$seconds} | $runs | $took | $(find "$corpus" -type f | wc -l) | $crashes |"
+  echo "| $name | ${FUZZ_RUNS:+runs }${FUZZ_RUNS:-$seconds} | $runs | $per_second | $(find "$corpus" -type f | wc -l) | $crashes |"
   if [[ $status -ne 0 || $crashes -ne 0 ]]; then
     failed=1
     echo "fuzz: $name: exit $status; see $log and $artifacts/" >&2
