@@ -31,6 +31,45 @@ def free_port():
         return s.getsockname()[1]
 
 
+def usage_rows(con):
+    """(namespace, pod, uid, container, owner kind, owner name, gpu, hour_us, allocated_us) of
+    every usage row, read from the compact hours (schema 8): the record layout is the one
+    src/store/hour_record.h documents (varints, signed ones zigzag)."""
+    consumers = {i: rest for i, *rest in con.execute(
+        "SELECT id, namespace, pod, pod_uid, container, owner_kind, owner_name FROM consumers")}
+    gpus = dict(con.execute("SELECT id, uuid FROM gpus"))
+
+    def varint(b, pos):
+        v = shift = 0
+        while True:
+            byte = b[pos]
+            pos += 1
+            v |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return v, pos
+
+    def signed(b, pos):
+        v, pos = varint(b, pos)
+        return (v >> 1) ^ -(v & 1), pos
+
+    for hour, gpu, record in con.execute("SELECT hour, gpu, record FROM hours"):
+        if record[0] != 1:
+            raise SystemExit(f"hour record format {record[0]}: this script reads format 1")
+        pos = 1
+        for _ in range(13):  # the device-hour's figures
+            _, pos = signed(record, pos)
+        count, pos = varint(record, pos)
+        for _ in range(count):
+            consumer, pos = varint(record, pos)
+            _, pos = varint(record, pos)  # context
+            parts, pos = varint(record, pos)
+            allocated_us, pos = signed(record, pos)
+            for _ in range(4 + (4 if parts & 1 else 0) + (10 if parts & 2 else 0)):
+                _, pos = signed(record, pos)
+            yield (*consumers[consumer], gpus[gpu], hour * 3_600_000_000, allocated_us)
+
+
 def write_series(db, openmetrics_path, import_path):
     """Both files in one pass: OpenMetrics (seconds) for promtool, text with ms for VM."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -38,10 +77,8 @@ def write_series(db, openmetrics_path, import_path):
     for ns, key, value in con.execute("SELECT namespace, key, value FROM namespace_labels"):
         if key == "team":
             labels[ns] = value
-    rows = con.execute(
-        "SELECT namespace, pod, pod_uid, container, owner_kind, owner_name, gpu_uuid, hour_us, "
-        "allocated_us FROM usage_hours ORDER BY namespace, pod, pod_uid, container, gpu_uuid, "
-        "hour_us")
+    # One series' samples must be consecutive and in time order.
+    rows = sorted(usage_rows(con), key=lambda r: (r[0], r[1], r[2], r[3], r[6], r[7]))
     first = last = None
     samples = 0
     with open(openmetrics_path, "w") as om, open(import_path, "w") as vm:

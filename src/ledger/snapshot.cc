@@ -168,10 +168,10 @@ class SnapshotLoader final : public store::LedgerScan {
                          static_cast<std::uint32_t>(d));
   }
 
-  // The per-device row counts, sized once every device is in (they all come before the rows).
+  // The per-device row counts, grown as devices come in (an hour's before its rows).
   void SizeRowCounts() {
-    if (s_.first_usage_.size() != s_.devices_.size() + 1)
-      s_.first_usage_.assign(s_.devices_.size() + 1, 0);
+    if (s_.first_usage_.size() < s_.devices_.size() + 1)
+      s_.first_usage_.resize(s_.devices_.size() + 1, 0);
   }
 
   // Appends the hour's rows grouped by device-hour, each device's rows in the store's order.

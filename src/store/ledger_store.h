@@ -37,11 +37,10 @@ struct FindingQuery {
 
 // A range of the ledger read as a stream, for readers that keep a compact copy of their own
 // (the read service, ledger/). LedgerStore::Scan calls, in this order and from one read
-// snapshot: OnReconciliation for the days starting in the range; OnPodLabel and
-// OnNamespaceLabel for the consumers of the range's usage rows; OnDeviceHour in (hour, gpu)
-// order; OnUsage in hour order, without labels (the label callbacks carry them). A failed
-// callback stops the scan and Scan returns its error. The rows passed are valid only during
-// the call.
+// snapshot: OnReconciliation for the days starting in the range; then hour by hour, the
+// hour's OnDeviceHour in GPU order, then OnUsage for its rows, without labels; then OnPodLabel
+// and OnNamespaceLabel for the consumers of the rows sent. A failed callback
+// stops the scan and Scan returns its error. The rows passed are valid only during the call.
 class LedgerScan {
  public:
   virtual ~LedgerScan() = default;

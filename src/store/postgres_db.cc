@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <limits>
 #include <utility>
@@ -438,6 +439,52 @@ std::string TextArrayLiteral(const std::vector<std::string_view>& values) {
   }
   out.push_back('}');
   return out;
+}
+
+std::string Int64ArrayLiteral(std::span<const std::int64_t> values) {
+  return fmt::format("{{{}}}", fmt::join(values, ","));
+}
+
+Result<PgCursor> PgCursor::Open(PgConn& conn, std::string name, std::string what,
+                                const std::string& sql, const PgParams& params) {
+  auto declared =
+      conn.Exec(what, fmt::format("DECLARE {} NO SCROLL CURSOR FOR {}", name, sql), params);
+  if (!declared) return declared.error();
+  return PgCursor(conn, std::move(name), std::move(what));
+}
+
+Result<PgRow*> PgCursor::Next() {
+  if (next_ >= batch_.rows()) {
+    if (done_) return nullptr;
+    row_.reset();
+    auto r = conn_->Exec(what_, fmt::format("FETCH FORWARD {} FROM {}", kBatchRows, name_));
+    if (!r) return r.error();
+    batch_ = std::move(*r);
+    next_ = 0;
+    if (batch_.rows() < kBatchRows) {
+      done_ = true;
+      auto closed = conn_->Exec(what_, fmt::format("CLOSE {}", name_));
+      if (!closed) return closed.error();
+    }
+    if (batch_.rows() == 0) return nullptr;
+  }
+  row_.emplace(batch_, next_++);
+  return &*row_;
+}
+
+Status ForEachPgRow(PgConn& conn, std::string_view what, const std::string& sql,
+                    const PgParams& params, const std::function<Status(PgRow&)>& on_row) {
+  // Named apart: a row's callback may read through a cursor of its own.
+  static std::atomic<std::uint64_t> cursors{0};
+  auto cursor =
+      PgCursor::Open(conn, fmt::format("rows_{}", ++cursors), std::string(what), sql, params);
+  if (!cursor) return cursor.status();
+  for (;;) {
+    auto row = cursor->Next();
+    if (!row) return row.status();
+    if (*row == nullptr) return Status::Ok();
+    if (Status s = on_row(**row); !s) return s;
+  }
 }
 
 }  // namespace gpuledger::store

@@ -13,7 +13,10 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -122,6 +125,53 @@ class PgConn {
   std::string last_sqlstate_;
 };
 
+// Reads typed columns of one row of a result, remembering the first column that did not
+// parse (the row codecs' Row: Int, Text, View).
+class PgRow {
+ public:
+  PgRow(const PgResult& r, int row) : r_(r), row_(row) {}
+  std::string Text(int col) const { return r_.Text(row_, col); }
+  std::string_view View(int col) const { return r_.View(row_, col); }
+  std::int64_t Int(int col) {
+    std::int64_t v = 0;
+    if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;
+    return v;
+  }
+  int bad_col() const { return bad_col_; }
+
+ private:
+  const PgResult& r_;
+  int row_;
+  int bad_col_ = -1;
+};
+
+// A query read through a named cursor inside the caller's transaction, a batch at a time: a
+// month of a large cluster is never held as one result. Two cursors with different names can
+// be read side by side.
+class PgCursor {
+ public:
+  static constexpr int kBatchRows = 20000;
+  static Result<PgCursor> Open(PgConn& conn, std::string name, std::string what,
+                               const std::string& sql, const PgParams& params = {});
+  // The next row (valid until the next call), or nullptr at the end; the cursor closes there.
+  Result<PgRow*> Next();
+
+ private:
+  PgCursor(PgConn& conn, std::string name, std::string what)
+      : conn_(&conn), name_(std::move(name)), what_(std::move(what)) {}
+  PgConn* conn_;
+  std::string name_;
+  std::string what_;
+  PgResult batch_;
+  int next_ = 0;
+  bool done_ = false;
+  std::optional<PgRow> row_;
+};
+
+// Runs `sql` through a cursor, `on_row` for each row.
+Status ForEachPgRow(PgConn& conn, std::string_view what, const std::string& sql,
+                    const PgParams& params, const std::function<Status(PgRow&)>& on_row);
+
 // BEGIN on construction (via Begin), ROLLBACK on destruction unless Commit
 // succeeded. `begin` is the statement that opens it ("BEGIN", "BEGIN ISOLATION
 // LEVEL REPEATABLE READ READ ONLY").
@@ -144,5 +194,7 @@ class PgTxn {
 void AppendCopyField(std::string& row, std::string_view value);
 // A PostgreSQL array literal of texts ({"a","b\"c"}) for a text[] parameter.
 std::string TextArrayLiteral(const std::vector<std::string_view>& values);
+// A PostgreSQL array literal of integers ({1,-2,3}) for a bigint[] or integer[] parameter.
+std::string Int64ArrayLiteral(std::span<const std::int64_t> values);
 
 }  // namespace gpuledger::store

@@ -2,18 +2,17 @@
 // SQLite one (sqlite_ledger.cc), for clusters whose ledger lives on a server
 // they already run.
 //
-// Money and every unit are BIGINT (nanos, µs, mJ, bytes, memory-time in
-// KiB-s); there is no floating-point column. Every text column is COLLATE "C" so
-// keys and ORDER BY compare bytes, as SQLite's BINARY does: reads come back in
-// the same order from both stores. The schema is versioned in `meta` and
-// migrated on open under an advisory lock, so two servers opening one database
-// at once migrate it once. Tables live in the first schema of the connection's
-// search_path (set one with ?options=-csearch_path%3DNAME in the URL).
+// Hours are kept as the SQLite ledger keeps them (store/compact_hours.h), through
+// PgHourTables; money and every other figure are integers. Every text column is
+// COLLATE "C" so keys and ORDER BY compare bytes, as SQLite's BINARY does. The
+// schema is versioned in `meta` and migrated on open under an advisory lock, so
+// two servers opening one database at once migrate it once. Tables live in the
+// first schema of the connection's search_path (set one with
+// ?options=-csearch_path%3DNAME in the URL).
 //
-// WriteHours is one transaction: the span's (hour, gpu) keys are deleted from
-// both hour tables, then the rows are streamed in with COPY, then labels are
-// upserted, so a re-ingest replaces rather than adds. Connection loss is
-// kUnavailable and the next call reconnects.
+// WriteHours is one transaction: the span's (hour, gpu) rows are deleted and
+// streamed in again with COPY, then labels are upserted, so a re-ingest replaces
+// rather than adds. Connection loss is kUnavailable and the next call reconnects.
 
 #include <fmt/format.h>
 
@@ -28,9 +27,11 @@
 #include <utility>
 #include <variant>
 
+#include "store/compact_hours.h"
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
 #include "store/postgres_db.h"
+#include "store/postgres_hours.h"
 #include "store/postgres_schema.h"
 #include "store/row_codec.h"
 
@@ -38,41 +39,6 @@ namespace gpuledger::store {
 namespace {
 
 using LabelMap = std::map<std::string, std::string>;
-
-// One COPY text-format row, built field by field.
-class CopyRow {
- public:
-  explicit CopyRow(std::string& out) : out_(out) {}
-  ~CopyRow() { out_.push_back('\n'); }
-  CopyRow& operator<<(std::string_view v) {
-    Sep();
-    AppendCopyField(out_, v);
-    return *this;
-  }
-  CopyRow& operator<<(std::int64_t v) {
-    Sep();
-    fmt::format_to(std::back_inserter(out_), "{}", v);
-    return *this;
-  }
-
- private:
-  void Sep() {
-    if (!first_) out_.push_back('\t');
-    first_ = false;
-  }
-  std::string& out_;
-  bool first_ = true;
-};
-
-std::string Int64ArrayLiteral(const std::vector<std::int64_t>& values) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += std::to_string(values[i]);
-  }
-  out.push_back('}');
-  return out;
-}
 
 // As Int64ArrayLiteral, with NULL for an unset value.
 std::string OptionalInt64ArrayLiteral(const std::vector<std::optional<std::int64_t>>& values) {
@@ -84,26 +50,6 @@ std::string OptionalInt64ArrayLiteral(const std::vector<std::optional<std::int64
   out.push_back('}');
   return out;
 }
-
-// Reads typed columns of one row, remembering the first column that did not
-// parse.
-class RowReader {
- public:
-  RowReader(const PgResult& r, int row) : r_(r), row_(row) {}
-  std::string Text(int col) { return r_.Text(row_, col); }
-  std::string_view View(int col) { return r_.View(row_, col); }
-  std::int64_t Int(int col) {
-    std::int64_t v = 0;
-    if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;
-    return v;
-  }
-  int bad_col() const { return bad_col_; }
-
- private:
-  const PgResult& r_;
-  int row_;
-  int bad_col_ = -1;
-};
 
 class PostgresLedger final : public LedgerStore {
  public:
@@ -127,16 +73,12 @@ class PostgresLedger final : public LedgerStore {
   Status WriteLabels(std::span<const LedgerHour> hours);
   // Counts one more change of what reports read (inside the writer's transaction).
   Status BumpGeneration();
-  // Runs `sql` through a cursor inside the caller's transaction, `on_row` for each row, a batch
-  // at a time: a month of a large cluster is never held as one result.
-  Status ForEachRow(std::string_view what, const std::string& sql, const PgParams& params,
-                    const std::function<Status(RowReader&)>& on_row);
   Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
                std::string_view what) const;
   Error BadColumn(std::string_view table, int col) const;
-  Error DuplicateUsage(const Error& error, std::span<const LedgerHour* const> hours) const;
 
   std::unique_ptr<PgConn> conn_;
+  DimensionCache dimensions_;
 };
 
 Error PostgresLedger::BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
@@ -150,100 +92,22 @@ Error PostgresLedger::BadColumn(std::string_view table, int col) const {
       fmt::format("{}: read {}: column {} does not hold a number", conn_->server(), table, col));
 }
 
-// A unique violation in usage_hours names the consumer like the SQLite ledger
-// does: the server's message has the key's values but not the consumer key
-// readers search for.
-Error PostgresLedger::DuplicateUsage(const Error& error,
-                                     std::span<const LedgerHour* const> hours) const {
-  for (const LedgerHour* hour : hours) {
-    std::set<std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>>
-        seen;
-    for (const UsageRow& u : hour->usage) {
-      const ConsumerRef& c = u.consumer.ref;
-      if (!seen.emplace(c.namespace_name, c.pod, c.container, c.pod_uid.str()).second) {
-        return Error{error.code, fmt::format("{} (consumer {}, hour_us {}, gpu {})", error.message,
-                                             c.Key(), u.hour_us, u.gpu.str())};
-      }
-    }
-  }
-  return error;
-}
-
 Status PostgresLedger::WriteHours(std::span<const LedgerHour> hours) {
   if (hours.empty()) return Status::Ok();
   if (auto problem = CheckHours(hours)) {
     return BadRow(problem->table, problem->hour_us, problem->gpu, problem->what);
   }
-
-  // An (hour, gpu) written twice in one span: the later replaces the earlier,
-  // as it does when SQLite writes them one after the other.
-  std::map<std::pair<Micros, std::string_view>, const LedgerHour*> last;
-  for (const LedgerHour& hour : hours) last[{hour.device.hour_us, hour.device.gpu.str()}] = &hour;
-  std::vector<const LedgerHour*> kept;
-  kept.reserve(last.size());
-  std::vector<std::int64_t> key_hours;
-  std::vector<std::string_view> key_gpus;
-  for (const auto& [key, hour] : last) {
-    kept.push_back(hour);
-    key_hours.push_back(key.first);
-    key_gpus.push_back(key.second);
-  }
-
-  std::string devices;
-  std::string usage;
-  for (const LedgerHour* hour : kept) {
-    const DeviceHour& d = hour->device;
-    CopyRow(devices) << d.hour_us << d.gpu.str() << d.cluster << d.node << d.gpu_model
-                     << ToString(d.sharing) << StoredPricingClass(d) << d.price_nanos
-                     << d.metered_us << d.unmetered_us << d.unallocated_us << d.busy_us << d.idle_us
-                     << d.unattributed_us << d.memory_total_bytes << d.unattributed_memory_kib_s
-                     << d.energy_mj << d.idle_energy_mj << d.unattributed_energy_mj
-                     << d.energy_price_nanos;
-    for (const UsageRow& u : hour->usage) {
-      const ConsumerRef& c = u.consumer.ref;
-      CopyRow(usage) << u.hour_us << u.gpu.str() << c.namespace_name << c.pod << c.pod_uid.str()
-                     << c.container << u.consumer.owner_kind << u.consumer.owner_name << u.node
-                     << u.gpu_model << ToString(u.sharing) << u.device_id << u.allocated_us
-                     << u.compute_us << u.memory_kib_s << u.peak_memory_bytes << u.energy_mj
-                     << ToString(u.compute_quality) << ToString(u.memory_quality) << u.compute_rule
-                     << u.activity.sm_active_us << u.activity.sm_occupancy_us
-                     << u.activity.tensor_active_us << u.activity.dram_active_us
-                     << ToString(u.activity_quality) << u.activity_rule << u.share_source
-                     << EncodeHistogram(u.histogram);
-    }
-  }
-
   if (Status s = conn_->Ensure(); !s) return s;
   auto txn = PgTxn::Begin(*conn_);
   if (!txn) return txn.status();
-  PgParams keys;
-  keys.Add(Int64ArrayLiteral(key_hours)).Add(TextArrayLiteral(key_gpus));
-  for (std::string_view table : {"usage_hours", "device_hours"}) {
-    auto r = conn_->Exec(fmt::format("delete {}", table),
-                         fmt::format("DELETE FROM {} WHERE (hour_us, gpu_uuid) IN "
-                                     "(SELECT * FROM unnest($1::bigint[], $2::text[]))",
-                                     table),
-                         keys);
-    if (!r) return r.status();  // ~PgTxn rolls back
-  }
-  if (Status s =
-          conn_->CopyIn("write device_hours",
-                        fmt::format("COPY device_hours ({}) FROM STDIN", kDeviceColumns), devices);
-      !s) {
-    return s;
-  }
-  if (!usage.empty()) {
-    if (Status s =
-            conn_->CopyIn("insert usage_hours",
-                          fmt::format("COPY usage_hours ({}) FROM STDIN", kUsageColumns), usage);
-        !s) {
-      if (conn_->last_sqlstate() == "23505") return DuplicateUsage(s.error(), kept);
-      return s;
-    }
-  }
-  if (Status s = WriteLabels(hours); !s) return s;
-  if (Status s = BumpGeneration(); !s) return s;
-  return txn->Commit();
+  PgHourTables tables(*conn_);
+  Status written = WriteCompactHours(tables, dimensions_, hours);
+  if (written) written = WriteLabels(hours);
+  if (written) written = BumpGeneration();
+  if (written) written = txn->Commit();
+  // Ids learned in a transaction that did not commit may not exist.
+  if (!written) dimensions_.Clear();  // ~PgTxn rolls back
+  return written;
 }
 
 // Pod labels are upserted key by key; a namespace's labels are replaced as a
@@ -315,25 +179,12 @@ Status PostgresLedger::WriteLabels(std::span<const LedgerHour> hours) {
 
 Result<std::vector<DeviceHour>> PostgresLedger::ReadDeviceHours(const TimeRange& range) {
   if (Status s = conn_->Ensure(); !s) return s;
-  PgParams p;
-  p.Add(range.from_us).Add(range.to_us);
-  auto r = conn_->Exec("read device_hours",
-                       fmt::format("SELECT {} FROM device_hours WHERE hour_us >= $1 AND "
-                                   "hour_us < $2 ORDER BY hour_us, gpu_uuid",
-                                   kDeviceColumns),
-                       p);
-  if (!r) return r.error();
-  std::vector<DeviceHour> out;
-  out.reserve(static_cast<std::size_t>(r->rows()));
-  for (int i = 0; i < r->rows(); ++i) {
-    RowReader q(*r, i);
-    DeviceHour d;
-    std::string what;
-    const bool decoded = DecodeDeviceHour(q, d, &what);
-    if (q.bad_col() >= 0) return BadColumn("device_hours", q.bad_col());
-    if (!decoded) return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
-    out.push_back(std::move(d));
-  }
+  auto txn = PgTxn::Begin(*conn_, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  if (!txn) return txn.status();
+  PgHourTables tables(*conn_);
+  auto out = ReadCompactDeviceHours(tables, dimensions_, range, conn_->server());
+  if (!out) return out;
+  if (Status s = txn->Commit(); !s) return s;
   return out;
 }
 
@@ -342,76 +193,11 @@ Result<std::vector<UsageRow>> PostgresLedger::ReadUsage(const TimeRange& range) 
   // One snapshot: rows and labels agree even while a writer commits.
   auto txn = PgTxn::Begin(*conn_, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   if (!txn) return txn.status();
-  PgParams p;
-  p.Add(range.from_us).Add(range.to_us);
-
-  LabelTables labels;
-  {
-    auto r = conn_->Exec("read pod_labels",
-                         "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels "
-                         "AS l "
-                         "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
-                         "      WHERE hour_us >= $1 AND hour_us < $2) AS p "
-                         "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = "
-                         "p.pod_uid",
-                         p);
-    if (!r) return r.error();
-    for (int i = 0; i < r->rows(); ++i) {
-      labels.AddPod(r->Text(i, 0), r->Text(i, 1), r->Text(i, 2), r->Text(i, 3), r->Text(i, 4));
-    }
-  }
-  {
-    auto r = conn_->Exec("read namespace_labels",
-                         "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
-                         "(SELECT DISTINCT namespace FROM usage_hours "
-                         " WHERE hour_us >= $1 AND hour_us < $2)",
-                         p);
-    if (!r) return r.error();
-    for (int i = 0; i < r->rows(); ++i) {
-      labels.AddNamespace(r->Text(i, 0), r->Text(i, 1), r->Text(i, 2));
-    }
-  }
-
-  auto r = conn_->Exec("read usage_hours",
-                       fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= $1 AND "
-                                   "hour_us < $2 "
-                                   "ORDER BY hour_us, gpu_uuid, namespace, pod, container, pod_uid",
-                                   kUsageColumns),
-                       p);
-  if (!r) return r.error();
-  std::vector<UsageRow> out;
-  out.reserve(static_cast<std::size_t>(r->rows()));
-  for (int i = 0; i < r->rows(); ++i) {
-    RowReader q(*r, i);
-    UsageRow u;
-    std::string what;
-    const bool decoded = DecodeUsageRow(q, u, &what);
-    if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
-    if (!decoded) return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
-    labels.Attach(u);
-    out.push_back(std::move(u));
-  }
+  PgHourTables tables(*conn_);
+  auto out = ReadCompactUsage(tables, dimensions_, range, conn_->server());
+  if (!out) return out;
   if (Status s = txn->Commit(); !s) return s;
   return out;
-}
-
-Status PostgresLedger::ForEachRow(std::string_view what, const std::string& sql,
-                                  const PgParams& params,
-                                  const std::function<Status(RowReader&)>& on_row) {
-  constexpr int kBatchRows = 20000;
-  auto declared = conn_->Exec(what, "DECLARE scan_rows NO SCROLL CURSOR FOR " + sql, params);
-  if (!declared) return declared.status();
-  for (;;) {
-    auto r = conn_->Exec(what, fmt::format("FETCH FORWARD {} FROM scan_rows", kBatchRows));
-    if (!r) return r.status();
-    for (int i = 0; i < r->rows(); ++i) {
-      RowReader q(*r, i);
-      if (Status s = on_row(q); !s) return s;
-    }
-    if (r->rows() < kBatchRows) break;
-  }
-  auto closed = conn_->Exec(what, "CLOSE scan_rows");
-  return closed ? Status::Ok() : closed.status();
 }
 
 Status PostgresLedger::Scan(const TimeRange& range, LedgerScan& scan) {
@@ -420,77 +206,33 @@ Status PostgresLedger::Scan(const TimeRange& range, LedgerScan& scan) {
   if (!txn) return txn.status();
   PgParams p;
   p.Add(range.from_us).Add(range.to_us);
-  Status read = ForEachRow(
-      "read reconciliations",
+  Status read = ForEachPgRow(
+      *conn_, "read reconciliations",
       fmt::format("SELECT {} FROM reconciliations WHERE day_us >= $1 AND day_us < $2 ORDER BY "
                   "day_us, node",
                   kReconciliationColumns),
-      p, [&](RowReader& q) -> Status {
+      p, [&](PgRow& q) -> Status {
         Reconciliation r = DecodeReconciliation(q);
         if (q.bad_col() >= 0) return BadColumn("reconciliations", q.bad_col());
         return scan.OnReconciliation(r);
       });
   if (!read) return read;
-  read = ForEachRow("read pod_labels",
-                    "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels AS l "
-                    "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
-                    "      WHERE hour_us >= $1 AND hour_us < $2) AS p "
-                    "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = p.pod_uid",
-                    p, [&](RowReader& q) {
-                      return scan.OnPodLabel(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4));
-                    });
-  if (!read) return read;
-  read = ForEachRow(
-      "read namespace_labels",
-      "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
-      "(SELECT DISTINCT namespace FROM usage_hours "
-      " WHERE hour_us >= $1 AND hour_us < $2)",
-      p, [&](RowReader& q) { return scan.OnNamespaceLabel(q.Text(0), q.Text(1), q.Text(2)); });
-  if (!read) return read;
-  DeviceHour d;
-  read =
-      ForEachRow("read device_hours",
-                 fmt::format("SELECT {} FROM device_hours WHERE hour_us >= $1 AND "
-                             "hour_us < $2 ORDER BY hour_us, gpu_uuid",
-                             kDeviceColumns),
-                 p, [&](RowReader& q) -> Status {
-                   std::string what;
-                   const bool decoded = DecodeDeviceHour(q, d, &what);
-                   if (q.bad_col() >= 0) return BadColumn("device_hours", q.bad_col());
-                   if (!decoded)
-                     return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
-                   return scan.OnDeviceHour(d);
-                 });
-  if (!read) return read;
-  UsageRow u;
-  read =
-      ForEachRow("read usage_hours",
-                 fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= $1 AND "
-                             "hour_us < $2 ORDER BY hour_us",
-                             kUsageColumns),
-                 p, [&](RowReader& q) -> Status {
-                   std::string what;
-                   const bool decoded = DecodeUsageRow(q, u, &what);
-                   if (q.bad_col() >= 0) return BadColumn("usage_hours", q.bad_col());
-                   if (!decoded)
-                     return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
-                   return scan.OnUsage(u);
-                 });
-  if (!read) return read;
+  PgHourTables tables(*conn_);
+  if (Status s = ScanCompactHours(tables, dimensions_, range, scan, conn_->server()); !s) return s;
   return txn->Commit();
 }
 
 Result<TimeRange> PostgresLedger::Extent() {
   if (Status s = conn_->Ensure(); !s) return s;
-  auto r = conn_->Exec("read extent", "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours");
+  auto r = conn_->Exec("read extent", "SELECT MIN(hour), MAX(hour) FROM hours");
   if (!r) return r.error();
   TimeRange extent{0, 0};
   if (r->rows() == 1 && !r->IsNull(0, 0)) {
     std::int64_t from = 0;
     std::int64_t to = 0;
-    if (!r->Int(0, 0, from) || !r->Int(0, 1, to)) return BadColumn("device_hours", 0);
-    extent.from_us = from;
-    extent.to_us = to + kMicrosPerHour;
+    if (!r->Int(0, 0, from) || !r->Int(0, 1, to)) return BadColumn("hours", 0);
+    extent.from_us = from * kMicrosPerHour;
+    extent.to_us = (to + 1) * kMicrosPerHour;
   }
   return extent;
 }
@@ -616,7 +358,7 @@ Result<std::vector<Reconciliation>> PostgresLedger::ReadReconciliations(const Ti
   if (!r) return r.error();
   std::vector<Reconciliation> out;
   for (int i = 0; i < r->rows(); ++i) {
-    RowReader q(*r, i);
+    PgRow q(*r, i);
     Reconciliation rec = DecodeReconciliation(q);
     if (q.bad_col() >= 0) return BadColumn("reconciliations", q.bad_col());
     out.push_back(std::move(rec));
@@ -681,7 +423,7 @@ Result<std::vector<Finding>> PostgresLedger::ReadFindings(const FindingQuery& qu
   std::vector<Finding> out;
   out.reserve(static_cast<std::size_t>(r->rows()));
   for (int i = 0; i < r->rows(); ++i) {
-    RowReader q(*r, i);
+    PgRow q(*r, i);
     Finding f;
     std::string what;
     const bool decoded = DecodeFindingRow(q, r->IsNull(i, 12), f, &what);

@@ -3,15 +3,20 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <fmt/format.h>
+
+#include "store/compact_hours.h"
+#include "store/postgres_hours.h"
+#include "store/row_codec.h"
 
 namespace gpuledger::store {
 namespace {
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
-// SQLite one.
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+// SQLite one (the last, 7 -> 8, also converts the rows: MigrateToCompactHours).
+constexpr std::array<std::string_view, kSchemaVersion - 1> kMigrations = {
     R"sql(
 CREATE TABLE device_hours (
   hour_us                     BIGINT           NOT NULL,
@@ -183,12 +188,67 @@ Result<std::int64_t> ReadSchemaVersion(PgConn& conn) {
   return version;
 }
 
+// A schema-7 table through a cursor over it.
+template <typename Row>
+class PgLegacyRows final : public LegacyRows<Row> {
+ public:
+  PgLegacyRows(PgCursor cursor, std::string_view table, std::string errors_name)
+      : cursor_(std::move(cursor)), table_(table), errors_name_(std::move(errors_name)) {}
+  Result<bool> Next(Row& row) override {
+    auto next = cursor_.Next();
+    if (!next) return next.error();
+    if (*next == nullptr) return false;
+    PgRow& q = **next;
+    std::string what;
+    bool decoded = false;
+    if constexpr (std::is_same_v<Row, DeviceHour>) {
+      decoded = DecodeDeviceHour(q, row, &what);
+    } else {
+      decoded = DecodeUsageRow(q, row, &what);
+    }
+    if (q.bad_col() >= 0) what = fmt::format("column {} does not hold a number", q.bad_col());
+    if (decoded && q.bad_col() < 0) return true;
+    return Internal(fmt::format("{}: migrate schema 7 -> 8: {} row (hour_us {}, gpu {}): {}",
+                                errors_name_, table_, row.hour_us, row.gpu.str(), what));
+  }
+
+ private:
+  PgCursor cursor_;
+  std::string_view table_;
+  std::string errors_name_;
+};
+
+// 7 -> 8 (issue 37), as the SQLite ledger's (sqlite_schema.cc): the hours move to the compact
+// tables, the old tables go; a database that cannot move fails the migration's transaction.
+Status MigrateToCompactHours(PgConn& conn) {
+  if (auto r = conn.Exec("migrate schema 7 -> 8: create", CompactTablesSql(kPostgresDialect)); !r)
+    return r.status();
+  auto devices = PgCursor::Open(
+      conn, "legacy_devices", "migrate schema 7 -> 8: read device_hours",
+      fmt::format("SELECT {} FROM device_hours ORDER BY hour_us, gpu_uuid", kDeviceColumns));
+  if (!devices) return devices.status();
+  auto usage = PgCursor::Open(conn, "legacy_usage", "migrate schema 7 -> 8: read usage_hours",
+                              fmt::format("SELECT {} FROM usage_hours ORDER BY hour_us, gpu_uuid, "
+                                          "namespace, pod, container, pod_uid",
+                                          kUsageColumns));
+  if (!usage) return usage.status();
+  PgLegacyRows<DeviceHour> device_rows(std::move(*devices), "device_hours", conn.server());
+  PgLegacyRows<UsageRow> usage_rows(std::move(*usage), "usage_hours", conn.server());
+  PgHourTables tables(conn);
+  if (Status s = MoveToCompactHours(device_rows, usage_rows, tables, conn.server()); !s) return s;
+  auto dropped = conn.Exec("migrate schema 7 -> 8: drop the old tables",
+                           "DROP TABLE usage_hours; DROP TABLE device_hours;");
+  return dropped ? Status::Ok() : dropped.status();
+}
+
 }  // namespace
 
-Status MigratePostgresLedger(PgConn& conn) {
+Status MigratePostgresLedger(PgConn& conn) { return MigratePostgresLedgerTo(conn, kSchemaVersion); }
+
+Status MigratePostgresLedgerTo(PgConn& conn, std::int64_t target) {
   auto version = ReadSchemaVersion(conn);
   if (!version) return version.status();
-  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version == target) return Status::Ok();
   if (*version > kSchemaVersion || *version < 0) {
     return Unsupported(
         fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
@@ -210,13 +270,17 @@ Status MigratePostgresLedger(PgConn& conn) {
         fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
                     conn.server(), *version, kSchemaVersion));
   }
-  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
+  for (std::int64_t v = *version; v < target; ++v) {
+    if (v == 7) {
+      if (Status s = MigrateToCompactHours(conn); !s) return s;
+      continue;
+    }
     auto r = conn.Exec(fmt::format("migrate schema {} -> {}", v, v + 1),
                        std::string(kMigrations[static_cast<std::size_t>(v)]));
     if (!r) return r.status();
   }
   PgParams p;
-  p.Add(std::to_string(kSchemaVersion));
+  p.Add(std::to_string(target));
   auto r = conn.Exec("write schema_version",
                      "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
                      "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",

@@ -11,5 +11,8 @@ namespace gpuledger::store {
 // Migrates the database (the connection's first search_path schema) to kSchemaVersion; two
 // servers opening it at once migrate it once.
 Status MigratePostgresLedger(PgConn& conn);
+// Migrates to `target` (<= kSchemaVersion): the schema an older build left, for tests that
+// write a database as that build did.
+Status MigratePostgresLedgerTo(PgConn& conn, std::int64_t target);
 
 }  // namespace gpuledger::store

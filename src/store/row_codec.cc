@@ -107,6 +107,19 @@ std::optional<RowProblem> CheckHours(std::span<const LedgerHour> hours) {
             fmt::format("filed under device hour (hour_us {}, gpu {})", d.hour_us, d.gpu.str())};
       }
     }
+    // A consumer has one row per device-hour (the key schema 7 enforced).
+    std::vector<const ConsumerRef*> consumers;
+    for (const UsageRow& u : hour.usage) consumers.push_back(&u.consumer.ref);
+    std::sort(consumers.begin(), consumers.end(),
+              [](const ConsumerRef* a, const ConsumerRef* b) { return *a < *b; });
+    auto twice =
+        std::adjacent_find(consumers.begin(), consumers.end(),
+                           [](const ConsumerRef* a, const ConsumerRef* b) { return *a == *b; });
+    if (twice != consumers.end()) {
+      return RowProblem{"usage_hours", d.hour_us, d.gpu.str(),
+                        fmt::format("consumer {} (pod UID '{}') has two rows in one device-hour",
+                                    (*twice)->Key(), (*twice)->pod_uid.str())};
+    }
   }
   return std::nullopt;
 }

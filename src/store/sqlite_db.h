@@ -68,8 +68,12 @@ class SqliteStmt {
   // text at Step. ASan caught the uncopied form reading a dead stack buffer (an id held in a
   // temporary's small-string storage), which could have written another row's text.
   void Bind(int index, std::string_view value) {
-    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
-                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  }
+
+  // Copied, as text is.
+  void BindBlob(int index, std::string_view bytes) {
+    sqlite3_bind_blob(stmt_, index, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
   }
 
   // Runs a statement that returns no rows; resets it afterwards in every case.
@@ -89,6 +93,14 @@ class SqliteStmt {
   // The column's text without a copy: valid until the statement steps, resets or converts
   // this column to another type.
   std::string_view View(int col) const;
+  // The column's bytes without a copy, valid as View's.
+  std::string_view Blob(int col) const {
+    const void* bytes = sqlite3_column_blob(stmt_, col);
+    return bytes == nullptr
+               ? std::string_view()
+               : std::string_view(static_cast<const char*>(bytes),
+                                  static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
 
  private:
   friend class SqliteDb;

@@ -18,10 +18,12 @@
 #include <variant>
 
 #include "io/file_util.h"
+#include "store/compact_hours.h"
 #include "store/finding_rows.h"
 #include "store/ledger_store.h"
 #include "store/row_codec.h"
 #include "store/sqlite_db.h"
+#include "store/sqlite_hours.h"
 #include "store/sqlite_schema.h"
 
 namespace gpuledger::store {
@@ -51,24 +53,17 @@ class SqliteLedger final : public LedgerStore {
 
  private:
   Status CheckWritable() const;
-  Status WriteHour(const LedgerHour& hour);
   Status WriteLabels(std::span<const LedgerHour> hours);
-  // The pod and namespace labels of the consumers of `range`'s usage rows, row by row.
-  Status ReadLabels(const TimeRange& range, LedgerScan& scan);
   Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
                std::string_view what) const;
+  std::string ErrorsName() const { return "sqlite " + db_->path(); }
 
   std::unique_ptr<SqliteDb> db_;  // declared first: the statements below finalize before it
-  SqliteStmt delete_usage_;
-  SqliteStmt upsert_device_;
-  SqliteStmt insert_usage_;
+  std::unique_ptr<SqliteHourTables> hours_;
+  DimensionCache dimensions_;
   SqliteStmt upsert_pod_label_;
   SqliteStmt delete_namespace_labels_;
   SqliteStmt insert_namespace_label_;
-  SqliteStmt read_devices_;
-  SqliteStmt read_usage_;
-  SqliteStmt read_pod_labels_;
-  SqliteStmt read_namespace_labels_;
   SqliteStmt extent_;
   SqliteStmt put_meta_;
   SqliteStmt read_meta_;
@@ -85,21 +80,10 @@ Status SqliteLedger::Prepare() {
     std::string sql;
     std::string_view what;
   };
-  const std::string device_values =
-      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20";
-  const std::string usage_values =
-      "?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,"
-      "?25,?26,?27,?28";
-  const std::array<Spec, 18> specs = {{
-      {&delete_usage_, "DELETE FROM usage_hours WHERE hour_us = ?1 AND gpu_uuid = ?2",
-       "delete usage_hours"},
-      {&upsert_device_,
-       fmt::format("INSERT OR REPLACE INTO device_hours ({}) VALUES ({})", kDeviceColumns,
-                   device_values),
-       "write device_hours"},
-      {&insert_usage_,
-       fmt::format("INSERT INTO usage_hours ({}) VALUES ({})", kUsageColumns, usage_values),
-       "insert usage_hours"},
+  auto hours = SqliteHourTables::Prepare(*db_);
+  if (!hours) return hours.status();
+  hours_ = std::move(*hours);
+  const std::array<Spec, 11> specs = {{
       {&upsert_pod_label_,
        "INSERT OR REPLACE INTO pod_labels (namespace, pod, pod_uid, key, value) "
        "VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -109,27 +93,7 @@ Status SqliteLedger::Prepare() {
       {&insert_namespace_label_,
        "INSERT INTO namespace_labels (namespace, key, value) VALUES (?1, ?2, ?3)",
        "insert namespace_labels"},
-      {&read_devices_,
-       fmt::format("SELECT {} FROM device_hours WHERE hour_us >= ?1 AND hour_us < ?2 "
-                   "ORDER BY hour_us, gpu_uuid",
-                   kDeviceColumns),
-       "read device_hours"},
-      {&read_usage_,
-       fmt::format("SELECT {} FROM usage_hours WHERE hour_us >= ?1 AND hour_us < ?2 "
-                   "ORDER BY hour_us, gpu_uuid, namespace, pod, container, pod_uid",
-                   kUsageColumns),
-       "read usage_hours"},
-      {&read_pod_labels_,
-       "SELECT l.namespace, l.pod, l.pod_uid, l.key, l.value FROM pod_labels AS l "
-       "JOIN (SELECT DISTINCT namespace, pod, pod_uid FROM usage_hours "
-       "      WHERE hour_us >= ?1 AND hour_us < ?2) AS p "
-       "ON l.namespace = p.namespace AND l.pod = p.pod AND l.pod_uid = p.pod_uid",
-       "read pod_labels"},
-      {&read_namespace_labels_,
-       "SELECT namespace, key, value FROM namespace_labels WHERE namespace IN "
-       "(SELECT DISTINCT namespace FROM usage_hours WHERE hour_us >= ?1 AND hour_us < ?2)",
-       "read namespace_labels"},
-      {&extent_, "SELECT MIN(hour_us), MAX(hour_us) FROM device_hours", "read extent"},
+      {&extent_, "SELECT MIN(hour), MAX(hour) FROM hours", "read extent"},
       {&bump_generation_,
        fmt::format("INSERT INTO meta (key, value) VALUES ('{}', '1') ON CONFLICT (key) DO "
                    "UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
@@ -188,81 +152,13 @@ Status SqliteLedger::WriteHours(std::span<const LedgerHour> hours) {
 
   auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
   if (!txn) return txn.status();
-  for (const LedgerHour& hour : hours) {
-    if (Status s = WriteHour(hour); !s) return s;  // ~SqliteTxn rolls back
-  }
-  if (Status s = WriteLabels(hours); !s) return s;
-  if (Status s = bump_generation_.Run(); !s) return s;
-  return txn->Commit();
-}
-
-Status SqliteLedger::WriteHour(const LedgerHour& hour) {
-  const DeviceHour& d = hour.device;
-  delete_usage_.Bind(1, d.hour_us);
-  delete_usage_.Bind(2, d.gpu.str());
-  if (Status s = delete_usage_.Run(); !s) return s;
-
-  SqliteStmt& dev = upsert_device_;
-  dev.Bind(1, d.hour_us);
-  dev.Bind(2, d.gpu.str());
-  dev.Bind(3, d.cluster);
-  dev.Bind(4, d.node);
-  dev.Bind(5, d.gpu_model);
-  dev.Bind(6, ToString(d.sharing));
-  dev.Bind(7, StoredPricingClass(d));
-  dev.Bind(8, d.price_nanos);
-  dev.Bind(9, d.metered_us);
-  dev.Bind(10, d.unmetered_us);
-  dev.Bind(11, d.unallocated_us);
-  dev.Bind(12, d.busy_us);
-  dev.Bind(13, d.idle_us);
-  dev.Bind(14, d.unattributed_us);
-  dev.Bind(15, d.memory_total_bytes);
-  dev.Bind(16, d.unattributed_memory_kib_s);
-  dev.Bind(17, d.energy_mj);
-  dev.Bind(18, d.idle_energy_mj);
-  dev.Bind(19, d.unattributed_energy_mj);
-  dev.Bind(20, d.energy_price_nanos);
-  if (Status s = dev.Run(); !s) return s;
-
-  SqliteStmt& ins = insert_usage_;
-  for (const UsageRow& u : hour.usage) {
-    const ConsumerRef& c = u.consumer.ref;
-    ins.Bind(1, u.hour_us);
-    ins.Bind(2, u.gpu.str());
-    ins.Bind(3, c.namespace_name);
-    ins.Bind(4, c.pod);
-    ins.Bind(5, c.pod_uid.str());
-    ins.Bind(6, c.container);
-    ins.Bind(7, u.consumer.owner_kind);
-    ins.Bind(8, u.consumer.owner_name);
-    ins.Bind(9, u.node);
-    ins.Bind(10, u.gpu_model);
-    ins.Bind(11, ToString(u.sharing));
-    ins.Bind(12, u.device_id);
-    ins.Bind(13, u.allocated_us);
-    ins.Bind(14, u.compute_us);
-    ins.Bind(15, u.memory_kib_s);
-    ins.Bind(16, u.peak_memory_bytes);
-    ins.Bind(17, u.energy_mj);
-    ins.Bind(18, ToString(u.compute_quality));
-    ins.Bind(19, ToString(u.memory_quality));
-    ins.Bind(20, u.compute_rule);
-    ins.Bind(21, u.activity.sm_active_us);
-    ins.Bind(22, u.activity.sm_occupancy_us);
-    ins.Bind(23, u.activity.tensor_active_us);
-    ins.Bind(24, u.activity.dram_active_us);
-    ins.Bind(25, ToString(u.activity_quality));
-    ins.Bind(26, u.activity_rule);
-    ins.Bind(27, u.share_source);
-    const std::string histogram = EncodeHistogram(u.histogram);  // bound, not copied: kept to Run
-    ins.Bind(28, histogram);
-    if (Status s = ins.Run(); !s) {
-      return Error{s.error().code, fmt::format("{} (consumer {}, hour_us {}, gpu {})",
-                                               s.error().message, c.Key(), u.hour_us, u.gpu.str())};
-    }
-  }
-  return Status::Ok();
+  Status written = WriteCompactHours(*hours_, dimensions_, hours);
+  if (written) written = WriteLabels(hours);
+  if (written) written = bump_generation_.Run();
+  if (written) written = txn->Commit();
+  // Ids learned in a transaction that did not commit may not exist.
+  if (!written) dimensions_.Clear();  // ~SqliteTxn rolls back
+  return written;
 }
 
 // Pod labels are upserted key by key; a namespace's labels are replaced as a whole. Within one
@@ -304,81 +200,20 @@ Status SqliteLedger::WriteLabels(std::span<const LedgerHour> hours) {
 }
 
 Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& range) {
-  std::vector<DeviceHour> out;
-  SqliteStmt& q = read_devices_;
-  q.Bind(1, range.from_us);
-  q.Bind(2, range.to_us);
-  Status read = q.ForEachRow([&]() -> Status {
-    DeviceHour d;
-    if (std::string what; !DecodeDeviceHour(q, d, &what)) {
-      return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
-    }
-    out.push_back(std::move(d));
-    return Status::Ok();
-  });
-  if (!read) return read;
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
+  if (!txn) return txn.status();
+  auto out = ReadCompactDeviceHours(*hours_, dimensions_, range, ErrorsName());
+  if (!out) return out;
+  if (Status s = txn->Commit(); !s) return s;
   return out;
 }
-
-Status SqliteLedger::ReadLabels(const TimeRange& range, LedgerScan& scan) {
-  {
-    SqliteStmt& q = read_pod_labels_;
-    q.Bind(1, range.from_us);
-    q.Bind(2, range.to_us);
-    Status read = q.ForEachRow(
-        [&] { return scan.OnPodLabel(q.Text(0), q.Text(1), q.Text(2), q.Text(3), q.Text(4)); });
-    if (!read) return read;
-  }
-  SqliteStmt& q = read_namespace_labels_;
-  q.Bind(1, range.from_us);
-  q.Bind(2, range.to_us);
-  return q.ForEachRow([&] { return scan.OnNamespaceLabel(q.Text(0), q.Text(1), q.Text(2)); });
-}
-
-namespace {
-
-// Collects a scan's labels into LabelTables (ReadUsage attaches them to its rows).
-class LabelCollector final : public LedgerScan {
- public:
-  LabelTables labels;
-  Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
-  Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
-                    const std::string& key, const std::string& value) override {
-    labels.AddPod(ns, pod, uid, key, value);
-    return Status::Ok();
-  }
-  Status OnNamespaceLabel(const std::string& ns, const std::string& key,
-                          const std::string& value) override {
-    labels.AddNamespace(ns, key, value);
-    return Status::Ok();
-  }
-  Status OnDeviceHour(const DeviceHour&) override { return Status::Ok(); }
-  Status OnUsage(const UsageRow&) override { return Status::Ok(); }
-};
-
-}  // namespace
 
 Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
   // One read transaction: rows and labels come from the same snapshot.
   auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
   if (!txn) return txn.status();
-  LabelCollector collected;
-  if (Status s = ReadLabels(range, collected); !s) return s;
-
-  std::vector<UsageRow> out;
-  SqliteStmt& q = read_usage_;
-  q.Bind(1, range.from_us);
-  q.Bind(2, range.to_us);
-  Status read = q.ForEachRow([&]() -> Status {
-    UsageRow u;
-    if (std::string what; !DecodeUsageRow(q, u, &what)) {
-      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
-    }
-    collected.labels.Attach(u);
-    out.push_back(std::move(u));
-    return Status::Ok();
-  });
-  if (!read) return read;
+  auto out = ReadCompactUsage(*hours_, dimensions_, range, ErrorsName());
+  if (!out) return out;
   if (Status s = txn->Commit(); !s) return s;
   return out;
 }
@@ -393,29 +228,7 @@ Status SqliteLedger::Scan(const TimeRange& range, LedgerScan& scan) {
     Status read = q.ForEachRow([&] { return scan.OnReconciliation(DecodeReconciliation(q)); });
     if (!read) return read;
   }
-  if (Status s = ReadLabels(range, scan); !s) return s;
-  {
-    SqliteStmt& q = read_devices_;
-    q.Bind(1, range.from_us);
-    q.Bind(2, range.to_us);
-    DeviceHour d;  // reused: its strings keep their capacity from row to row
-    Status read = q.ForEachRow([&]() -> Status {
-      if (std::string what; !DecodeDeviceHour(q, d, &what))
-        return Internal(BadRow("device_hours", d.hour_us, d.gpu.str(), what).message);
-      return scan.OnDeviceHour(d);
-    });
-    if (!read) return read;
-  }
-  SqliteStmt& q = read_usage_;
-  q.Bind(1, range.from_us);
-  q.Bind(2, range.to_us);
-  UsageRow u;
-  Status read = q.ForEachRow([&]() -> Status {
-    if (std::string what; !DecodeUsageRow(q, u, &what))
-      return Internal(BadRow("usage_hours", u.hour_us, u.gpu.str(), what).message);
-    return scan.OnUsage(u);
-  });
-  if (!read) return read;
+  if (Status s = ScanCompactHours(*hours_, dimensions_, range, scan, ErrorsName()); !s) return s;
   return txn->Commit();
 }
 
@@ -424,8 +237,8 @@ Result<TimeRange> SqliteLedger::Extent() {
   if (!row) return row.error();
   TimeRange extent{0, 0};
   if (*row && !extent_.IsNull(0)) {
-    extent.from_us = extent_.Int(0);
-    extent.to_us = extent_.Int(1) + kMicrosPerHour;
+    extent.from_us = extent_.Int(0) * kMicrosPerHour;
+    extent.to_us = (extent_.Int(1) + 1) * kMicrosPerHour;
   }
   extent_.Reset();
   return extent;

@@ -6,11 +6,14 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "store/ledger_store.h"
+#include "store_test_env/version7_writer.h"
 
 namespace gpuledger::store {
 namespace {
@@ -46,15 +49,15 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   return out;
 }
 
-// Version 6 had no histogram column: this takes a file written by this build back to it.
+// Version 6 had no histogram column: this takes a version-7 file back to it.
 constexpr const char* kBackToVersion6 = "ALTER TABLE usage_hours DROP COLUMN histogram;";
 
-// Version 5 had no findings table either: this takes a file written by this build back to
+// Version 5 had no findings table either: this takes a version-7 file back to
 // that shape.
 constexpr const char* kBackToVersion5 =
     "ALTER TABLE usage_hours DROP COLUMN histogram; DROP TABLE findings;";
 
-// Version 4 had no activity or share columns: this takes a file written by this build back to
+// Version 4 had no activity or share columns: this takes a version-7 file back to
 // that shape (the columns 4 -> 5 adds, dropped).
 constexpr const char* kBackToVersion4 =
     "ALTER TABLE usage_hours DROP COLUMN sm_active_us;"
@@ -66,7 +69,7 @@ constexpr const char* kBackToVersion4 =
     "ALTER TABLE usage_hours DROP COLUMN share_source;";
 
 // Version 3 kept memory-time as REAL byte-µs (unattributed_memory_byte_us, memory_byte_us):
-// this takes a file written by this build back to those columns (1 KiB-s = 1024e6 byte-µs).
+// this takes a version-7 file back to those columns (1 KiB-s = 1024e6 byte-µs).
 constexpr const char* kBackToRealByteMicros =
     "ALTER TABLE device_hours ADD COLUMN unattributed_memory_byte_us REAL NOT NULL DEFAULT 0;"
     "UPDATE device_hours SET unattributed_memory_byte_us = unattributed_memory_kib_s * 1024e6;"
@@ -74,6 +77,13 @@ constexpr const char* kBackToRealByteMicros =
     "ALTER TABLE usage_hours ADD COLUMN memory_byte_us REAL NOT NULL DEFAULT 0;"
     "UPDATE usage_hours SET memory_byte_us = memory_kib_s * 1024e6;"
     "ALTER TABLE usage_hours DROP COLUMN memory_kib_s;";
+
+// A new file holding `hours` as the build of schema version 7 wrote it; the tests below take
+// it further back with SQL.
+void WriteAsVersion7(const std::string& path, std::span<const LedgerHour> hours) {
+  Status written = testing::WriteSqliteVersion7(path, hours);
+  ASSERT_TRUE(written) << written.error().message;
+}
 
 fs::path TestDir() {
   return fs::temp_directory_path() /
@@ -107,7 +117,7 @@ UsageRow MakeUsage(const DeviceHour& device, const char* pod) {
 }
 
 // Version 1 had no energy_price_nanos (and no reconciliations table), and REAL memory-time: a
-// file in that shape is made by writing with this build and taking them away again, then
+// file in that shape is made by writing a version-7 file and taking them away again, then
 // marking it version 1.
 TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
   const fs::path dir = TestDir();
@@ -124,15 +134,7 @@ TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
   u.energy_mj = 2'000'000'000;
   u.memory_kib_s = 3'774'873'600;  // 1 GiB for an hour
   hour.usage.push_back(u);
-  {
-    auto store = OpenSqliteLedger(path);
-    ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-    auto rows = (*store)->ReadDeviceHours({});
-    ASSERT_TRUE(rows);
-    ASSERT_EQ(rows->size(), 1u);
-    EXPECT_EQ(rows->front().energy_price_nanos, 105'000'000);  // round trip at the new version
-  }
+  WriteAsVersion7(path, {&hour, 1});
   Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
@@ -202,11 +204,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
     u.peak_memory_bytes = 7;
     hour.usage.push_back(u);
   }
-  {
-    auto store = OpenSqliteLedger(path);
-    ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  }
+  WriteAsVersion7(path, {&hour, 1});
   Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, kBackToRealByteMicros);
@@ -224,7 +222,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "7");
+  EXPECT_EQ(meta->at("schema_version"), "8");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -246,37 +244,11 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
     EXPECT_TRUE(found) << c.pod;
   }
 
-  // The REAL columns are gone, the new ones are INTEGER, and both tables are still STRICT (a
-  // fractional value is refused, not stored).
-  for (const char* table : {"device_hours", "usage_hours"}) {
-    EXPECT_EQ(QueryText(path, fmt::format("SELECT count(*) FROM pragma_table_info('{}') "
-                                          "WHERE type = 'REAL' OR name LIKE '%byte_us'",
-                                          table)),
-              "0")
-        << table;
-    EXPECT_EQ(QueryText(path, fmt::format("SELECT strict FROM pragma_table_list "
-                                          "WHERE name = '{}' AND schema = 'main'",
-                                          table)),
-              "1")
-        << table;
-  }
+  // The REAL columns went with the tables (7 -> 8): nothing of the file is REAL.
   EXPECT_EQ(QueryText(path,
-                      "SELECT type FROM pragma_table_info('usage_hours') "
-                      "WHERE name = 'memory_kib_s'"),
-            "INTEGER");
-  EXPECT_EQ(QueryText(path,
-                      "SELECT type FROM pragma_table_info('device_hours') "
-                      "WHERE name = 'unattributed_memory_kib_s'"),
-            "INTEGER");
-  EXPECT_EQ(QueryText(path, "SELECT typeof(memory_kib_s) FROM usage_hours LIMIT 1"), "integer");
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    EXPECT_NE(
-        sqlite3_exec(db, "UPDATE usage_hours SET memory_kib_s = 1.5", nullptr, nullptr, nullptr),
-        SQLITE_OK);
-    sqlite3_close(db);
-  }
+                      "SELECT count(*) FROM sqlite_schema s, pragma_table_info(s.name) c "
+                      "WHERE s.type = 'table' AND c.type = 'REAL'"),
+            "0");
 
   // The migrated file round-trips the integer unit.
   hour.usage.resize(1);
@@ -311,11 +283,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   u.activity_rule = "gpm";
   u.share_source = "resource:gpu_milli";
   hour.usage.push_back(u);
-  {
-    auto store = OpenSqliteLedger(path);
-    ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  }
+  WriteAsVersion7(path, {&hour, 1});
   Exec(path, kBackToVersion5);
   Exec(path, kBackToVersion4);
   Exec(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version';");
@@ -326,7 +294,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -338,17 +306,6 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   EXPECT_EQ(r.compute_us, kMicrosPerHour / 2);  // the other columns keep their values
   EXPECT_EQ(r.memory_kib_s, 3'774'873'600);
   EXPECT_EQ(r.compute_rule, "process-samples");
-  EXPECT_EQ(QueryText(path, "SELECT activity_quality FROM usage_hours"), "none");
-  EXPECT_EQ(QueryText(path,
-                      "SELECT group_concat(type, ',') FROM (SELECT type FROM "
-                      "pragma_table_info('usage_hours') WHERE name IN ('sm_active_us', "
-                      "'sm_occupancy_us', 'tensor_active_us', 'dram_active_us') "
-                      "ORDER BY name)"),
-            "INTEGER,INTEGER,INTEGER,INTEGER");
-  EXPECT_EQ(QueryText(path,
-                      "SELECT strict FROM pragma_table_list "
-                      "WHERE name = 'usage_hours' AND schema = 'main'"),
-            "1");
 
   // The migrated file takes the new columns, and a rewrite replaces them.
   ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
@@ -377,36 +334,23 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
   u.histogram.compute = {0, 0, 60, 0, 0, 0};
   u.histogram.memory = {0, 0, 60, 0};
   hour.usage.push_back(u);
-  {
-    auto store = OpenSqliteLedger(path);
-    ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  }
+  WriteAsVersion7(path, {&hour, 1});
   Exec(path, kBackToVersion6);
   Exec(path, "UPDATE meta SET value = '6' WHERE key = 'schema_version';");
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_TRUE(usage->front().histogram.empty());
   EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
-  EXPECT_EQ(QueryText(path,
-                      "SELECT type FROM pragma_table_info('usage_hours') "
-                      "WHERE name = 'histogram'"),
-            "TEXT");
-  EXPECT_EQ(QueryText(path,
-                      "SELECT strict FROM pragma_table_list "
-                      "WHERE name = 'usage_hours' AND schema = 'main'"),
-            "1");
   ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   auto again = (*store)->ReadUsage({});
   ASSERT_TRUE(again);
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ(again->front().histogram, u.histogram);
-  EXPECT_EQ(QueryText(path, "SELECT histogram FROM usage_hours"), "0,0,60,0,0,0;0,0,60,0");
   store->reset();
   fs::remove_all(dir);
 }
@@ -423,18 +367,14 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
   UsageRow u = MakeUsage(hour.device, "train-0");
   u.allocated_us = kMicrosPerHour;
   hour.usage.push_back(u);
-  {
-    auto store = OpenSqliteLedger(path);
-    ASSERT_TRUE(store) << store.error().message;
-    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  }
+  WriteAsVersion7(path, {&hour, 1});
   Exec(path, kBackToVersion5);
   Exec(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version';");
   ASSERT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'findings'"), "0");
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "7");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

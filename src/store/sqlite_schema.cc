@@ -1,16 +1,22 @@
 #include "store/sqlite_schema.h"
 
+#include "store/compact_hours.h"
+#include "store/row_codec.h"
+#include "store/sqlite_hours.h"
+
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 namespace gpuledger::store {
 namespace {
 
-// migrations[i] takes the schema from version i to i + 1.
-constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
+// migrations[i] takes the schema from version i to i + 1 (the last, 7 -> 8, also converts the
+// rows: MigrateToCompactHours).
+constexpr std::array<std::string_view, kSchemaVersion - 1> kMigrations = {
     R"sql(
 CREATE TABLE device_hours (
   hour_us                     INTEGER NOT NULL,
@@ -185,12 +191,72 @@ Result<std::int64_t> ReadSchemaVersion(SqliteDb& db) {
   return version;
 }
 
+// A schema-7 table through a statement over it.
+template <typename Row>
+class SqliteLegacyRows final : public LegacyRows<Row> {
+ public:
+  SqliteLegacyRows(SqliteStmt stmt, std::string_view table, std::string errors_name)
+      : stmt_(std::move(stmt)), table_(table), errors_name_(std::move(errors_name)) {}
+  Result<bool> Next(Row& row) override {
+    auto more = stmt_.Step();
+    if (!more || !*more) return more;
+    std::string what;
+    bool decoded = false;
+    if constexpr (std::is_same_v<Row, DeviceHour>) {
+      decoded = DecodeDeviceHour(stmt_, row, &what);
+    } else {
+      decoded = DecodeUsageRow(stmt_, row, &what);
+    }
+    if (decoded) return true;
+    stmt_.Reset();
+    return Internal(fmt::format("{}: migrate schema 7 -> 8: {} row (hour_us {}, gpu {}): {}",
+                                errors_name_, table_, row.hour_us, row.gpu.str(), what));
+  }
+
+ private:
+  SqliteStmt stmt_;
+  std::string_view table_;
+  std::string errors_name_;
+};
+
+// 7 -> 8 (issue 37): the hours move from one row per device-hour and per usage row, strings
+// repeated in each, to one `hours` row per (hour, GPU) with the strings in dictionaries
+// (store/compact_hours.h); the old tables go. A file that cannot move fails the migration,
+// which leaves it as it was.
+Status MigrateToCompactHours(SqliteDb& db) {
+  if (Status s = db.Exec(CompactTablesSql(kSqliteDialect), "migrate schema 7 -> 8: create"); !s)
+    return s;
+  {
+    const std::string name = "sqlite " + db.path();
+    auto tables = SqliteHourTables::Prepare(db);
+    if (!tables) return tables.status();
+    auto devices = db.Prepare(
+        fmt::format("SELECT {} FROM device_hours ORDER BY hour_us, gpu_uuid", kDeviceColumns),
+        "migrate schema 7 -> 8: read device_hours");
+    if (!devices) return devices.status();
+    auto usage = db.Prepare(fmt::format("SELECT {} FROM usage_hours ORDER BY hour_us, gpu_uuid, "
+                                        "namespace, pod, container, pod_uid",
+                                        kUsageColumns),
+                            "migrate schema 7 -> 8: read usage_hours");
+    if (!usage) return usage.status();
+    SqliteLegacyRows<DeviceHour> device_rows(std::move(*devices), "device_hours", name);
+    SqliteLegacyRows<UsageRow> usage_rows(std::move(*usage), "usage_hours", name);
+    if (Status s = MoveToCompactHours(device_rows, usage_rows, **tables, name); !s) return s;
+  }  // the statements go before their tables
+  return db.Exec("DROP TABLE usage_hours; DROP TABLE device_hours;",
+                 "migrate schema 7 -> 8: drop the old tables");
+}
+
 }  // namespace
 
 Status MigrateSqliteLedger(SqliteDb& db, bool read_only) {
+  return MigrateSqliteLedgerTo(db, read_only, kSchemaVersion);
+}
+
+Status MigrateSqliteLedgerTo(SqliteDb& db, bool read_only, std::int64_t target) {
   auto version = ReadSchemaVersion(db);
   if (!version) return version.status();
-  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version == target) return Status::Ok();
   if (*version > kSchemaVersion || *version < 0) {
     return Unsupported(
         fmt::format("sqlite {}: ledger schema version {} is newer than this build supports ({})",
@@ -208,16 +274,15 @@ Status MigrateSqliteLedger(SqliteDb& db, bool read_only) {
   if (Status s = db.Exec(kCreateMeta, "create meta"); !s) return s;
   version = ReadSchemaVersion(db);
   if (!version) return version.status();
-  for (std::int64_t v = *version; v < kSchemaVersion; ++v) {
-    if (Status s = db.Exec(kMigrations[static_cast<std::size_t>(v)],
-                           fmt::format("migrate schema {} -> {}", v, v + 1));
-        !s) {
-      return s;
-    }
+  for (std::int64_t v = *version; v < target; ++v) {
+    const std::string what = fmt::format("migrate schema {} -> {}", v, v + 1);
+    Status s = v == 7 ? MigrateToCompactHours(db)
+                      : db.Exec(kMigrations[static_cast<std::size_t>(v)], what);
+    if (!s) return s;
   }
   if (Status s = db.Exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) "
                                      "VALUES ('schema_version', '{}')",
-                                     kSchemaVersion),
+                                     target),
                          "write schema_version");
       !s) {
     return s;

@@ -11,7 +11,7 @@
 
 namespace gpuledger::store {
 
-inline constexpr std::int64_t kSchemaVersion = 7;  // the PostgreSQL ledger's too
+inline constexpr std::int64_t kSchemaVersion = 8;  // the PostgreSQL ledger's too
 inline constexpr std::string_view kSchemaVersionKey = "schema_version";  // in `meta`
 // Counts the transactions that changed what reports read (hours, reconciliations); in `meta`.
 inline constexpr std::string_view kGenerationKey = "ledger_generation";
@@ -24,5 +24,8 @@ inline bool IsStoreOwnedMetaKey(std::string_view key) {
 Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options);
 // Migrates the file to kSchemaVersion under the write lock (read-only: only checks it is there).
 Status MigrateSqliteLedger(SqliteDb& db, bool read_only);
+// Migrates to `target` (<= kSchemaVersion): the schema an older build left, for tests that
+// write a file as that build did.
+Status MigrateSqliteLedgerTo(SqliteDb& db, bool read_only, std::int64_t target);
 
 }  // namespace gpuledger::store

@@ -1,5 +1,7 @@
 #include "store_test_env/store_test_env.h"
 
+#include "store_test_env/version7_writer.h"
+
 #include <fmt/format.h>
 #include <sqlite3.h>
 #include <unistd.h>
@@ -49,10 +51,9 @@ class SqliteTestLedger final : public TestLedger {
     return first;
   }
   std::string UniqueViolationText() const override { return "UNIQUE constraint failed"; }
-  std::string StoredTypeSql(const std::string& table, const std::string& column) const override {
-    return "SELECT typeof(" + column + ") FROM " + table + " LIMIT 1";
+  Status WriteAsVersion7(std::span<const LedgerHour> hours) override {
+    return WriteSqliteVersion7(path_, hours);
   }
-  std::string IntegerTypeName() const override { return "integer"; }
 
  private:
   TempDir dir_;
@@ -214,6 +215,10 @@ Result<int> PostgresTestLedger::KillStoreConnections() {
   std::int64_t n = 0;
   (void)r->Int(0, 0, n);
   return static_cast<int>(n);
+}
+
+Status PostgresTestLedger::WriteAsVersion7(std::span<const LedgerHour> hours) {
+  return WritePostgresVersion7(url_, hours);
 }
 
 }  // namespace gpuledger::store::testing

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,9 @@ class TestLedger {
   virtual Result<std::string> Query(const std::string& sql) = 0;
   // How the store's message for a duplicate key starts.
   virtual std::string UniqueViolationText() const = 0;
-  // SQL giving the stored type of `column` in the first row of `table`, and the
-  // integer type name it yields.
-  virtual std::string StoredTypeSql(const std::string& table, const std::string& column) const = 0;
-  virtual std::string IntegerTypeName() const = 0;
+  // Makes the ledger one the build of schema 7 wrote, holding `hours`
+  // (store_test_env/version7_writer.h); Open() then migrates it.
+  virtual Status WriteAsVersion7(std::span<const LedgerHour> hours) = 0;
 };
 
 // A fresh ledger of `kind`; nullptr with `skip` set when that store is not
@@ -82,10 +82,7 @@ class PostgresTestLedger final : public TestLedger {
   std::string Location() const override { return DescribePostgresServer(url_); }
   Result<std::string> Query(const std::string& sql) override;
   std::string UniqueViolationText() const override { return "duplicate key value"; }
-  std::string StoredTypeSql(const std::string& table, const std::string& column) const override {
-    return "SELECT pg_typeof(" + column + ")::text FROM " + table + " LIMIT 1";
-  }
-  std::string IntegerTypeName() const override { return "bigint"; }
+  Status WriteAsVersion7(std::span<const LedgerHour> hours) override;
 
   const std::string& url() const { return url_; }  // the store's URL (with password)
   const std::string& schema() const { return schema_; }

@@ -193,11 +193,10 @@ TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(Path("d/gpuledger.db").c_str(), &db), SQLITE_OK);
   char* error = nullptr;
-  const int rc =
-      sqlite3_exec(db,
-                   "UPDATE usage_hours SET namespace = 'research-' || CAST(X'FF' AS TEXT) "
-                   "WHERE namespace = 'research'",
-                   nullptr, nullptr, &error);
+  const int rc = sqlite3_exec(db,
+                              "UPDATE consumers SET namespace = 'research-' || CAST(X'FF' AS TEXT) "
+                              "WHERE namespace = 'research'",
+                              nullptr, nullptr, &error);
   const int changed = sqlite3_changes(db);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
@@ -235,7 +234,7 @@ TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
   sqlite3* writer = nullptr;
   ASSERT_EQ(sqlite3_open(db.c_str(), &writer), SQLITE_OK);
   ASSERT_EQ(
-      sqlite3_exec(writer, "UPDATE usage_hours SET pod = pod || '-x'", nullptr, nullptr, nullptr),
+      sqlite3_exec(writer, "UPDATE consumers SET pod = pod || '-x'", nullptr, nullptr, nullptr),
       SQLITE_OK);
   Output pending = Run(args, read_only);
   sqlite3_close(writer);

@@ -85,7 +85,7 @@ TEST(MetadataE2e, LedgerRowsCarryOwnersLabelsAndNodePrices) {
   EXPECT_GT(k["total"]["device_cost_nanos"].get<std::int64_t>(), 0) << by_model;
   EXPECT_TRUE(k["total"]["unpriced_models"].empty());
   std::string classes =
-      RunCapture("sqlite3 " + db + " 'select distinct pricing_class from device_hours'", &code);
+      RunCapture("sqlite3 " + db + " 'select distinct pricing_class from placements'", &code);
   if (code == 0) {
     EXPECT_EQ(classes, "spot\n");
   }

@@ -24,6 +24,7 @@
 #include "free_port.h"
 #include "io/file_util.h"
 #include "process_util.h"
+#include "store/ledger_store.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -400,21 +401,15 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
                      " --backfill-only --since 10h --ledger sqlite:" + db,
                  &code);
   ASSERT_EQ(code, 0) << out;
-  std::string rows =
-      RunCapture("sqlite3 -separator ' ' " + db + " 'select gpu_uuid, (hour_us / 3600000000) - " +
-                     std::to_string(t0 / 3600) +
-                     ", metered_us, unmetered_us, unallocated_us from device_hours order by "
-                     "gpu_uuid, hour_us'",
-                 &code);
-  if (code != 0) GTEST_SKIP() << "sqlite3 CLI not installed: " << rows;
+  auto ledger = gpuledger::store::OpenSqliteLedger(db);
+  ASSERT_TRUE(ledger) << ledger.error().message;
+  auto devices = (*ledger)->ReadDeviceHours({});
+  ASSERT_TRUE(devices) << devices.error().message;
   std::map<std::string, std::map<int, std::pair<std::int64_t, std::int64_t>>>
       hours;  // gpu -> h -> (metered, unmetered)
-  std::istringstream in(rows);
-  for (std::string gpu; in >> gpu;) {
-    int h;
-    std::int64_t m, u, unalloc;
-    in >> h >> m >> u >> unalloc;
-    hours[gpu][h] = {m, u};
+  for (const gpuledger::DeviceHour& d : *devices) {
+    const auto h = static_cast<int>(d.hour_us / gpuledger::kMicrosPerHour - t0 / 3600);
+    hours[d.gpu.str()][h] = {d.metered_us, d.unmetered_us};
   }
   // Agent a: 6 hours, all metered (the first minute is the baseline's, spread like the rest).
   std::int64_t a_total = 0;

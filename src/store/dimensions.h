@@ -1,0 +1,83 @@
+#pragma once
+// The ledger's dictionaries (schema 8, issue 37): the strings rows used to repeat (GPU UUIDs;
+// cluster, node, model, mode and pricing class of a device-hour; a consumer and its owner; a
+// usage row's device, qualities and rules) are each kept once, as a row of their own table,
+// and the hour records (store/hour_record.h) hold their integer ids. Ids are assigned by the
+// database, never reused or changed, so a cached id stays right for as long as the ledger
+// exists.
+//
+// A dictionary entry is a whole tuple rather than one string per column: a device-hour names
+// one placement and a usage row one context, so a row holds two ids instead of ten, and the
+// tuples are few (placements grow with nodes, contexts with devices and rule sets).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "model/ledger.h"
+
+namespace gpuledger::store {
+
+enum class Dimension { kGpu, kPlacement, kConsumer, kContext };
+inline constexpr std::array<Dimension, 4> kDimensions = {Dimension::kGpu, Dimension::kPlacement,
+                                                         Dimension::kConsumer, Dimension::kContext};
+
+// A dictionary's table: `id` plus these text columns, unique together.
+struct DimensionTable {
+  std::string_view table;
+  std::vector<std::string_view> columns;
+};
+const DimensionTable& TableOf(Dimension dimension);
+
+// A dictionary entry as stored: one string per column of its table.
+using DimensionKey = std::vector<std::string>;
+
+DimensionKey GpuKey(const DeviceHour& d);
+DimensionKey PlacementKey(const DeviceHour& d);
+DimensionKey ConsumerKey(const UsageRow& u);
+DimensionKey ContextKey(const UsageRow& u);
+
+// Ids and entries of the dictionaries as far as this process has seen them. Entries are
+// checked once, when learned (an unknown sharing mode or quality is an error naming it), and
+// kept typed, so a row reads its strings by copying. Bounded: a dictionary past kMaxEntries is
+// forgotten at the next Trim (the database keeps it all).
+class DimensionCache {
+ public:
+  static constexpr std::size_t kMaxEntries = 1 << 20;
+
+  std::optional<std::int64_t> Find(Dimension dimension, const DimensionKey& key) const;
+  bool Has(Dimension dimension, std::int64_t id) const;
+  // Remembers that `id` is `key`; kInternal, naming the value, for a key this build cannot read.
+  Status Learn(Dimension dimension, std::int64_t id, const DimensionKey& key);
+  // Forgets every dictionary past kMaxEntries; called between operations, never during one.
+  void Trim();
+  // Forgets everything (after a write that rolled back: ids it added no longer exist).
+  void Clear();
+
+  // The entries of learned ids (Has() must be true): the GPU's UUID; a DeviceHour with
+  // cluster, node, model, sharing, pricing class and price state set; a consumer without
+  // labels; a UsageRow with node, model, sharing, device, qualities and rules set.
+  const GpuUuid& Gpu(std::int64_t id) const { return gpus_.at(id); }
+  const DeviceHour& Placement(std::int64_t id) const { return placements_.at(id); }
+  const ConsumerInfo& Consumer(std::int64_t id) const { return consumers_.at(id); }
+  const UsageRow& Context(std::int64_t id) const { return contexts_.at(id); }
+
+ private:
+  static std::string Joined(const DimensionKey& key);
+  std::array<std::unordered_map<std::string, std::int64_t>, kDimensions.size()> ids_;
+  std::unordered_map<std::int64_t, GpuUuid> gpus_;
+  std::unordered_map<std::int64_t, DeviceHour> placements_;
+  std::unordered_map<std::int64_t, ConsumerInfo> consumers_;
+  std::unordered_map<std::int64_t, UsageRow> contexts_;
+};
+
+// Copies a placement's strings into a device-hour and a context's into a usage row.
+void ApplyPlacement(const DeviceHour& placement, DeviceHour& d);
+void ApplyContext(const UsageRow& context, UsageRow& u);
+
+}  // namespace gpuledger::store
