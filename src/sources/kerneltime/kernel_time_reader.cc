@@ -39,12 +39,7 @@ void KernelTimeReader::Annotate(std::vector<ProcessObservation>& processes) {
     if (auto it = last_.find(key); it != last_.end()) seen[key] = it->second;
     Result<Publication> pub = Unavailable("not read");
     for (int attempt = 0; attempt < 3; ++attempt) {
-      auto bytes = files_.Read(path);
-      if (!bytes) {
-        pub = bytes.error();
-        break;
-      }
-      pub = DecodePublication(*bytes, path);
+      pub = ReadPublication([&] { return files_.Read(path); }, path);
       if (pub || pub.error().code != ErrorCode::kUnavailable) break;
     }
     if (!pub) {

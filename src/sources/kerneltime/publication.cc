@@ -39,4 +39,14 @@ Result<Publication> DecodePublication(std::string_view bytes, std::string_view p
   return p;
 }
 
+Result<Publication> ReadPublication(const std::function<Result<std::string>()>& read,
+                                    std::string_view path) {
+  auto first = read();
+  if (!first) return first.error();
+  auto second = read();
+  if (!second) return second.error();
+  if (*first != *second) return Unavailable(fmt::format("{}: read while being written", path));
+  return DecodePublication(*second, path);
+}
+
 }  // namespace gpuledger::kerneltime

@@ -7,13 +7,17 @@
 // Layout, version 1, native byte order (writer and reader share the node): a header, 16 device
 // records of 128 bytes, and a closing sequence number. Lock-free for the reader:
 //   writer: seq_end := odd; fields; seq_begin := next even; seq_end := next even
-//   reader: one read of the whole file; it is whole when seq_begin == seq_end and both are
-//           even, and torn otherwise (read it again)
-// A read that copies the file from its start to its end sees seq_begin before the fields and
-// seq_end after them, so any write it overlaps leaves the two different.
+//   reader: two whole reads, one after the other (ReadPublication); the second is whole when
+//           it equals the first and seq_begin == seq_end, both even; torn otherwise (read again)
+// One read alone is not enough: the kernel copies a file with a string instruction whose loads
+// x86 may perform out of order, so one copy can see the closing mark before a field the
+// writer is changing (a single-read reader accepted mixed files on a 2-core VM). Loads of the
+// second read all follow those of the first, so a write that overlapped either changes a mark
+// or a field between them.
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,8 +81,13 @@ struct Publication {
 };
 
 // Reads the bytes of one file. kInvalidArgument for a file of another size, magic or version,
-// or a UUID that is not NUL-terminated; kUnavailable for a torn read (read again).
+// or a UUID that is not NUL-terminated; kUnavailable for a read with its marks apart.
 Result<Publication> DecodePublication(std::string_view bytes, std::string_view path);
+
+// Reads a file the reader's way above: `read` twice (each a whole read of the file), decoded
+// when both agree. kUnavailable for a torn read (read again); read's own errors as they are.
+Result<Publication> ReadPublication(const std::function<Result<std::string>()>& read,
+                                    std::string_view path);
 
 // Writes `p` into `out` (a mapped file of sizeof(FileLayout) bytes) in the writer's order
 // above; `p.seq` is ignored: the sequence advances from what `out` holds. At most kMaxDevices
