@@ -14,13 +14,13 @@
 namespace gpuledger::store {
 namespace {
 
-// A consumer's id, from the cache or else the table (learned for next time).
+// A key's id, from the cache or else the table (remembered for next time).
 Result<std::int64_t> IdOf(HourTables& tables, DimensionCache& cache, Dimension dimension,
                           const DimensionKey& key) {
   if (auto id = cache.Find(dimension, key)) return *id;
   auto id = tables.Intern(dimension, key);
   if (!id) return id;
-  if (Status s = cache.Learn(dimension, *id, key); !s) return s.error();
+  cache.Remember(dimension, key, *id);
   return *id;
 }
 
@@ -232,6 +232,7 @@ std::int64_t FirstHourAtOrAfter(Micros t) {
 
 Status WriteCompactHours(HourTables& tables, DimensionCache& cache,
                          std::span<const LedgerHour> hours) {
+  cache.Trim();
   std::vector<const UsageRow*> order;
   std::vector<UsageFigures> figures;
   StoredHour row;

@@ -134,15 +134,17 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       break;
     }
   }
-  ids_[IndexOf(dimension)][Joined(key)] = id;
   return Status::Ok();
+}
+
+void DimensionCache::Remember(Dimension dimension, const DimensionKey& key, std::int64_t id) {
+  ids_[IndexOf(dimension)][Joined(key)] = id;
 }
 
 void DimensionCache::Trim() {
   auto trim = [](auto& by_id, auto& ids) {
-    if (by_id.size() <= kMaxEntries && ids.size() <= kMaxEntries) return;
-    by_id.clear();
-    ids.clear();
+    if (by_id.size() > kMaxEntries) by_id.clear();
+    if (ids.size() > kMaxEntries) ids.clear();
   };
   trim(gpus_, ids_[IndexOf(Dimension::kGpu)]);
   trim(placements_, ids_[IndexOf(Dimension::kPlacement)]);

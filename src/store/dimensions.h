@@ -42,17 +42,21 @@ DimensionKey PlacementKey(const DeviceHour& d);
 DimensionKey ConsumerKey(const UsageRow& u);
 DimensionKey ContextKey(const UsageRow& u);
 
-// Ids and entries of the dictionaries as far as this process has seen them. Entries are
-// checked once, when learned (an unknown sharing mode or quality is an error naming it), and
-// kept typed, so a row reads its strings by copying. Bounded: a dictionary past kMaxEntries is
-// forgotten at the next Trim (the database keeps it all).
+// Ids and entries of the dictionaries as far as this connection has seen them: entries by id
+// for reading rows, ids by entry for writing them. Entries are checked once, when learned (an
+// unknown sharing mode or quality is an error naming it), and kept typed, so a row reads its
+// strings by copying. Bounded: a dictionary past kMaxEntries is forgotten at the next Trim
+// (the database keeps it all), so a process reading a day at a time holds about a day's.
 class DimensionCache {
  public:
-  static constexpr std::size_t kMaxEntries = 1 << 20;
+  static constexpr std::size_t kMaxEntries = 1 << 16;
 
+  // The id of a key written or looked up before (Remember).
   std::optional<std::int64_t> Find(Dimension dimension, const DimensionKey& key) const;
+  void Remember(Dimension dimension, const DimensionKey& key, std::int64_t id);
   bool Has(Dimension dimension, std::int64_t id) const;
-  // Remembers that `id` is `key`; kInternal, naming the value, for a key this build cannot read.
+  // Remembers that `id` is `key` for reading; kInternal, naming the value, for a key this
+  // build cannot read.
   Status Learn(Dimension dimension, std::int64_t id, const DimensionKey& key);
   // Forgets every dictionary past kMaxEntries; called between operations, never during one.
   void Trim();

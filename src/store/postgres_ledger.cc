@@ -144,7 +144,7 @@ Status PostgresLedger::WriteLabels(std::span<const LedgerHour> hours) {
                          "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
                          "$5::text[]) "
                          "ON CONFLICT (namespace, pod, pod_uid, key) DO UPDATE SET value = "
-                         "EXCLUDED.value",
+                         "EXCLUDED.value WHERE pod_labels.value <> EXCLUDED.value",
                          p);
     if (!r) return r.status();
   }
@@ -159,18 +159,25 @@ Status PostgresLedger::WriteLabels(std::span<const LedgerHour> hours) {
         cols[2].push_back(v);
       }
     }
-    PgParams del;
-    del.Add(TextArrayLiteral(names));
+    // The keys a namespace no longer has go, the others are upserted; a label that did not
+    // change is not written again (every hour names every namespace: rewriting them all would
+    // leave a dead row per label and hour for vacuum to find).
+    PgParams p;
+    p.Add(TextArrayLiteral(names)).Add(TextArrayLiteral(cols[0])).Add(TextArrayLiteral(cols[1]));
     auto r = conn_->Exec("delete namespace_labels",
-                         "DELETE FROM namespace_labels WHERE namespace = ANY($1::text[])", del);
+                         "DELETE FROM namespace_labels WHERE namespace = ANY($1::text[]) AND "
+                         "(namespace, key) NOT IN (SELECT * FROM unnest($2::text[], $3::text[]))",
+                         p);
     if (!r) return r.status();
     if (!cols[0].empty()) {
-      PgParams p;
-      for (const auto& col : cols) p.Add(TextArrayLiteral(col));
-      r = conn_->Exec("insert namespace_labels",
+      PgParams upsert;
+      for (const auto& col : cols) upsert.Add(TextArrayLiteral(col));
+      r = conn_->Exec("write namespace_labels",
                       "INSERT INTO namespace_labels (namespace, key, value) "
-                      "SELECT * FROM unnest($1::text[], $2::text[], $3::text[])",
-                      p);
+                      "SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) "
+                      "ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value "
+                      "WHERE namespace_labels.value <> EXCLUDED.value",
+                      upsert);
       if (!r) return r.status();
     }
   }

@@ -3,8 +3,10 @@
 #include "store_test_env/version7_writer.h"
 
 #include <fmt/format.h>
+
 #include <sqlite3.h>
 #include <unistd.h>
+#include "store/row_codec.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -138,6 +140,33 @@ std::vector<std::string> Keys(const std::vector<UsageRow>& rows) {
                    r.consumer.ref.Key());
   }
   return keys;
+}
+
+std::string Describe(const DeviceHour& d) {
+  return fmt::format("{} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", d.hour_us,
+                     d.cluster, d.node, d.gpu.str(), d.gpu_model, ToString(d.sharing),
+                     d.pricing_class, d.price_state == PriceState::kUnpriced, d.price_nanos,
+                     d.energy_price_nanos, d.metered_us, d.unmetered_us, d.unallocated_us,
+                     d.busy_us, d.idle_us, d.unattributed_us, d.memory_total_bytes,
+                     d.unattributed_memory_kib_s, d.energy_mj, d.idle_energy_mj,
+                     d.unattributed_energy_mj);
+}
+std::string Describe(const UsageRow& u) {
+  const ConsumerInfo& c = u.consumer;
+  std::string labels;
+  for (const auto& [k, v] : c.labels) labels += k + "=" + v + ",";
+  labels += ";";
+  for (const auto& [k, v] : c.namespace_labels) labels += k + "=" + v + ",";
+  return fmt::format(
+      "{} {} {} {} {} {} {} {} {} {} {} {} | {} {} {} {} {} | {} {} {} | {} {} {} {} {} {} {} | "
+      "{} {} | {}",
+      u.hour_us, u.gpu.str(), c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.str(), c.ref.container,
+      c.owner_kind, c.owner_name, u.node, u.gpu_model, ToString(u.sharing), u.device_id,
+      u.allocated_us, u.compute_us, u.memory_kib_s, u.peak_memory_bytes, u.energy_mj,
+      ToString(u.compute_quality), ToString(u.memory_quality), u.compute_rule,
+      u.activity.sm_active_us, u.activity.sm_occupancy_us, u.activity.tensor_active_us,
+      u.activity.dram_active_us, ToString(u.activity_quality), u.activity_rule, u.share_source,
+      EncodeHistogram(u.histogram), labels.size(), labels);
 }
 
 std::string StoreKindName(StoreKind kind) {

@@ -38,6 +38,9 @@ UsageRow MakeUsage(const DeviceHour& d, const std::string& ns, const std::string
                    const std::string& container, GpuMicros allocated_us);
 std::vector<UsageRow> MustReadUsage(LedgerStore& store, TimeRange range = {});
 std::vector<DeviceHour> MustReadDevices(LedgerStore& store, TimeRange range = {});
+// Every field of a row, labels included, for comparing rows read back with rows written.
+std::string Describe(const DeviceHour& d);
+std::string Describe(const UsageRow& u);
 // "<hour index> <gpu> <consumer key>" per row, for order checks.
 std::vector<std::string> Keys(const std::vector<UsageRow>& rows);
 

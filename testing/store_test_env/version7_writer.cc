@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -17,6 +19,9 @@ namespace gpuledger::store::testing {
 namespace {
 
 using Value = std::variant<std::int64_t, std::string>;
+
+constexpr std::string_view kPodLabelColumns = "namespace, pod, pod_uid, key, value";
+constexpr std::string_view kNamespaceLabelColumns = "namespace, key, value";
 
 // A device-hour's values in the order of kDeviceColumns.
 std::vector<Value> DeviceValues(const DeviceHour& d) {
@@ -111,6 +116,33 @@ Status RunPostgres(PgConn& conn, std::string_view table, std::string_view column
   return r ? Status::Ok() : r.status();
 }
 
+// The label rows the hours carry, as a store writes them: per pod and per namespace, the last
+// row naming it wins.
+struct LabelRows {
+  std::vector<std::vector<Value>> pods;        // namespace, pod, pod_uid, key, value
+  std::vector<std::vector<Value>> namespaces;  // namespace, key, value
+};
+LabelRows LabelsOf(std::span<const LedgerHour> hours) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::map<std::string, std::string>>
+      pods;
+  std::map<std::string, std::map<std::string, std::string>> namespaces;
+  for (const LedgerHour& hour : hours) {
+    for (const UsageRow& u : hour.usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      if (!u.consumer.labels.empty())
+        pods[{c.namespace_name, c.pod, c.pod_uid.str()}] = u.consumer.labels;
+      namespaces[c.namespace_name] = u.consumer.namespace_labels;
+    }
+  }
+  LabelRows out;
+  for (const auto& [pod, labels] : pods)
+    for (const auto& [k, v] : labels)
+      out.pods.push_back({std::get<0>(pod), std::get<1>(pod), std::get<2>(pod), k, v});
+  for (const auto& [ns, labels] : namespaces)
+    for (const auto& [k, v] : labels) out.namespaces.push_back({ns, k, v});
+  return out;
+}
+
 }  // namespace
 
 Status WriteSqliteVersion7(const std::string& path, std::span<const LedgerHour> hours) {
@@ -123,6 +155,11 @@ Status WriteSqliteVersion7(const std::string& path, std::span<const LedgerHour> 
     for (const UsageRow& u : hour.usage)
       if (Status s = RunSqlite(**db, "usage_hours", kUsageColumns, UsageValues(u)); !s) return s;
   }
+  const LabelRows labels = LabelsOf(hours);
+  for (const auto& row : labels.pods)
+    if (Status s = RunSqlite(**db, "pod_labels", kPodLabelColumns, row); !s) return s;
+  for (const auto& row : labels.namespaces)
+    if (Status s = RunSqlite(**db, "namespace_labels", kNamespaceLabelColumns, row); !s) return s;
   return Status::Ok();
 }
 
@@ -138,6 +175,12 @@ Status WritePostgresVersion7(const std::string& url, std::span<const LedgerHour>
       if (Status s = RunPostgres(**conn, "usage_hours", kUsageColumns, UsageValues(u)); !s)
         return s;
   }
+  const LabelRows labels = LabelsOf(hours);
+  for (const auto& row : labels.pods)
+    if (Status s = RunPostgres(**conn, "pod_labels", kPodLabelColumns, row); !s) return s;
+  for (const auto& row : labels.namespaces)
+    if (Status s = RunPostgres(**conn, "namespace_labels", kNamespaceLabelColumns, row); !s)
+      return s;
   return Status::Ok();
 }
 
