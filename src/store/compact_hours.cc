@@ -215,8 +215,8 @@ std::string AddEntrySql(const SqlDialect& sql, Dimension dimension) {
   std::string values;
   for (std::size_t i = 0; i < table.columns.size(); ++i)
     values += fmt::format("{}{}{}", i == 0 ? "" : ", ", sql.placeholder, i + 1);
-  return fmt::format("INSERT INTO {} ({}) VALUES ({}) RETURNING id", table.table,
-                     fmt::join(table.columns, ", "), values);
+  return fmt::format("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING id",
+                     table.table, fmt::join(table.columns, ", "), values);
 }
 
 std::string EntrySql(const SqlDialect& sql, Dimension dimension) {

@@ -59,7 +59,8 @@ inline constexpr SqlDialect kPostgresDialect = {
 // The schema-8 tables: the dictionaries (each unique over its columns) and `hours`.
 std::string CompactTablesSql(const SqlDialect& dialect);
 // A dictionary's statements: its id by its columns ($1.. in column order); adding it,
-// returning the id; its columns by id ($1).
+// returning the id, or no row when another writer added it first (then find it again); its
+// columns by id ($1).
 std::string FindIdSql(const SqlDialect& dialect, Dimension dimension);
 std::string AddEntrySql(const SqlDialect& dialect, Dimension dimension);
 std::string EntrySql(const SqlDialect& dialect, Dimension dimension);

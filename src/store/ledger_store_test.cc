@@ -16,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -908,6 +909,41 @@ TEST_P(LedgerStoreTest, FailedFindingWriteRollsBackTheWholeSpan) {
   // The store is usable afterwards.
   ASSERT_TRUE(store->WriteFindings(std::vector{a2, fresh}));
   EXPECT_THAT(MustReadFindings(*store), ElementsAre(a2, fresh));
+}
+
+// Writers on connections of their own adding the same new consumers and placements at once (two
+// servers sharing a PostgreSQL ledger): every write succeeds and each entry is kept once.
+TEST_P(LedgerStoreTest, ConcurrentWritersShareNewDictionaryEntries) {
+  constexpr int kWriters = 4;
+  constexpr int kHours = 5;
+  constexpr int kPods = 20;
+  std::vector<std::string> errors(kWriters);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto store = ledger_->Open();
+      if (!store) {
+        errors[static_cast<std::size_t>(w)] = store.error().message;
+        return;
+      }
+      for (int h = 0; h < kHours; ++h) {
+        LedgerHour hour{MakeDevice(Hour(h), "GPU-" + std::to_string(w)), {}};
+        for (int c = 0; c < kPods; ++c)
+          hour.usage.push_back(MakeUsage(hour.device, "ns", "pod-" + std::to_string(c), "c", 1));
+        if (Status s = (*store)->WriteHours(std::span(&hour, 1)); !s) {
+          errors[static_cast<std::size_t>(w)] = s.error().message;
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM consumers"), std::to_string(kPods));
+  EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM placements"), "1");
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(MustReadUsage(*store).size(), static_cast<std::size_t>(kWriters * kHours * kPods));
 }
 
 // Three hours of two GPUs (written GPU-2 first), rows of every kind: time-sliced and exclusive,

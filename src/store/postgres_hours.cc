@@ -47,8 +47,10 @@ Result<std::int64_t> PgHourTables::Intern(Dimension dimension, const DimensionKe
   PgParams params;
   for (const std::string& part : key) params.Add(part);
   const std::string_view table = TableOf(dimension).table;
-  for (const std::string& sql :
-       {FindIdSql(kPostgresDialect, dimension), AddEntrySql(kPostgresDialect, dimension)}) {
+  const std::string find = FindIdSql(kPostgresDialect, dimension);
+  // Found, else added, else added meanwhile by another writer (whose commit the insert waited
+  // for): found then.
+  for (const std::string& sql : {find, AddEntrySql(kPostgresDialect, dimension), find}) {
     auto r = conn_.Exec(fmt::format("write {}", table), sql, params);
     if (!r) return r.error();
     std::int64_t id = 0;

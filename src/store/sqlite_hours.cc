@@ -56,6 +56,7 @@ Result<std::unique_ptr<SqliteHourTables>> SqliteHourTables::Prepare(SqliteDb& db
 
 Result<std::int64_t> SqliteHourTables::Intern(Dimension dimension, const DimensionKey& key) {
   DictionaryStatements& d = dictionaries_[static_cast<std::size_t>(dimension)];
+  // Found, else added (SQLite has one writer at a time: the insert cannot lose a race).
   for (SqliteStmt* stmt : {&d.find, &d.add}) {
     for (std::size_t i = 0; i < key.size(); ++i) stmt->Bind(static_cast<int>(i) + 1, key[i]);
     std::optional<std::int64_t> id;
