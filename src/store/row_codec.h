@@ -1,7 +1,10 @@
 #pragma once
-// What every ledger store does the same way with its rows: the device-hour and usage columns in
-// one order, a row read back from any store's cursor, the text columns as enums, and the label
-// side tables joined onto the rows. The stores differ only in their SQL dialect and driver.
+// What every ledger store does the same way with rows outside the hour records: the checks of a
+// span before it is written, text columns as enums, the label side tables joined onto rows, and
+// reconciliations read from any store's cursor. And schema 7's rows (device_hours and
+// usage_hours, one row per device-hour and per usage row), which only the 7 -> 8 migration
+// reads and the tests of older ledgers write: since schema 8 hours are compact records
+// (store/compact_hours.h).
 
 #include <map>
 #include <optional>
@@ -60,7 +63,7 @@ struct RowProblem {
 };
 std::optional<RowProblem> CheckHours(std::span<const LedgerHour> hours);
 
-// The columns of device_hours and usage_hours, in the order the decoders below read them.
+// Schema 7's columns of device_hours and usage_hours, in the order the decoders below read them.
 inline constexpr std::string_view kDeviceColumns =
     "hour_us, gpu_uuid, cluster, node, gpu_model, sharing_mode, pricing_class, price_nanos, "
     "metered_us, unmetered_us, unallocated_us, busy_us, idle_us, unattributed_us, "
