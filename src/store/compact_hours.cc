@@ -33,12 +33,13 @@ bool ReadOrder(const UsageRow* a, const UsageRow* b) {
 }
 
 // Decodes stored hours an hour at a time: ids the cache lacks are looked up together, then
-// the hour's device-hours go out in GPU UUID order.
+// the hour's device-hours go out in GPU UUID order, then (unless only device-hours are
+// wanted) their usage rows.
 class HourDecoder {
  public:
   HourDecoder(HourTables& tables, DimensionCache& cache, LedgerScan& scan,
-              std::string_view errors_name)
-      : tables_(tables), cache_(cache), scan_(scan), errors_name_(errors_name) {}
+              std::string_view errors_name, bool usage)
+      : tables_(tables), cache_(cache), scan_(scan), errors_name_(errors_name), usage_(usage) {}
 
   Status Add(const StoredHour& row) {
     if (!hour_.empty() && hour_.front().stored.hour != row.hour) {
@@ -67,6 +68,14 @@ class HourDecoder {
     });
     for (const Decoded& d : hour_)
       if (Status s = scan_.OnDeviceHour(d.device); !s) return s;
+    if (usage_)
+      if (Status s = SendRows(); !s) return s;
+    hour_.clear();
+    return Status::Ok();
+  }
+
+  // The hour's usage rows, device by device.
+  Status SendRows() {
     for (const Decoded& d : hour_) {
       for (const UsageFigures& f : d.usage) {
         row_.hour_us = d.device.hour_us;
@@ -81,7 +90,6 @@ class HourDecoder {
         consumers_.insert(f.consumer);
       }
     }
-    hour_.clear();
     return Status::Ok();
   }
 
@@ -115,6 +123,7 @@ class HourDecoder {
     for (const Decoded& d : hour_) {
       need(Dimension::kGpu, d.stored.gpu);
       need(Dimension::kPlacement, d.stored.placement);
+      if (!usage_) continue;
       for (const UsageFigures& f : d.usage) {
         need(Dimension::kConsumer, f.consumer);
         need(Dimension::kContext, f.context);
@@ -144,6 +153,7 @@ class HourDecoder {
   DimensionCache& cache_;
   LedgerScan& scan_;
   std::string_view errors_name_;
+  bool usage_;  // false: device-hours only (their rows' strings are not looked up or copied)
   std::vector<Decoded> hour_;
   UsageRow row_;  // reused: its strings keep their capacity from row to row
   std::unordered_set<std::int64_t> consumers_;  // ids of the rows sent
@@ -152,7 +162,6 @@ class HourDecoder {
 // Keeps what a scan sends (ReadDeviceHours, ReadUsage).
 class Collector final : public LedgerScan {
  public:
-  explicit Collector(bool usage) : keep_usage_(usage) {}
   std::vector<DeviceHour> devices;
   std::vector<UsageRow> usage;
   LabelTables labels;
@@ -169,16 +178,13 @@ class Collector final : public LedgerScan {
     return Status::Ok();
   }
   Status OnDeviceHour(const DeviceHour& d) override {
-    if (!keep_usage_) devices.push_back(d);
+    devices.push_back(d);
     return Status::Ok();
   }
   Status OnUsage(const UsageRow& u) override {
-    if (keep_usage_) usage.push_back(u);
+    usage.push_back(u);
     return Status::Ok();
   }
-
- private:
-  bool keep_usage_;
 };
 
 }  // namespace
@@ -315,30 +321,31 @@ Status MoveToCompactHours(LegacyRows<DeviceHour>& devices, LegacyRows<UsageRow>&
 
 namespace {
 
+// Everything of `range`, or (usage false) its device-hours alone, without rows or labels.
 Status ScanHours(HourTables& tables, DimensionCache& cache, const TimeRange& range,
-                 LedgerScan& scan, std::string_view errors_name, bool labels) {
+                 LedgerScan& scan, std::string_view errors_name, bool usage) {
   cache.Trim();
-  HourDecoder decoder(tables, cache, scan, errors_name);
+  HourDecoder decoder(tables, cache, scan, errors_name, usage);
   Status read =
       tables.ForEachHour(FirstHourAtOrAfter(range.from_us), FirstHourAtOrAfter(range.to_us),
                          [&](const StoredHour& row) { return decoder.Add(row); });
   if (!read) return read;
   if (Status s = decoder.Flush(); !s) return s;
-  return labels ? decoder.Labels() : Status::Ok();
+  return usage ? decoder.Labels() : Status::Ok();
 }
 
 }  // namespace
 
 Status ScanCompactHours(HourTables& tables, DimensionCache& cache, const TimeRange& range,
                         LedgerScan& scan, std::string_view errors_name) {
-  return ScanHours(tables, cache, range, scan, errors_name, /*labels=*/true);
+  return ScanHours(tables, cache, range, scan, errors_name, /*usage=*/true);
 }
 
 Result<std::vector<DeviceHour>> ReadCompactDeviceHours(HourTables& tables, DimensionCache& cache,
                                                        const TimeRange& range,
                                                        std::string_view errors_name) {
-  Collector collected(/*usage=*/false);
-  if (Status s = ScanHours(tables, cache, range, collected, errors_name, /*labels=*/false); !s)
+  Collector collected;
+  if (Status s = ScanHours(tables, cache, range, collected, errors_name, /*usage=*/false); !s)
     return s;
   return std::move(collected.devices);
 }
@@ -346,7 +353,7 @@ Result<std::vector<DeviceHour>> ReadCompactDeviceHours(HourTables& tables, Dimen
 Result<std::vector<UsageRow>> ReadCompactUsage(HourTables& tables, DimensionCache& cache,
                                                const TimeRange& range,
                                                std::string_view errors_name) {
-  Collector collected(/*usage=*/true);
+  Collector collected;
   if (Status s = ScanCompactHours(tables, cache, range, collected, errors_name); !s) return s;
   for (UsageRow& u : collected.usage) collected.labels.Attach(u);
   return std::move(collected.usage);

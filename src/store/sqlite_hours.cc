@@ -2,55 +2,46 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 namespace gpuledger::store {
 
 Result<std::unique_ptr<SqliteHourTables>> SqliteHourTables::Prepare(SqliteDb& db) {
   std::unique_ptr<SqliteHourTables> tables(new SqliteHourTables());
-  auto prepare = [&](SqliteStmt& stmt, std::string_view sql, std::string_view what) -> Status {
-    auto prepared = db.Prepare(sql, what);
-    if (!prepared) return prepared.status();
-    stmt = std::move(*prepared);
-    return Status::Ok();
+  struct Spec {
+    SqliteStmt* stmt;
+    std::string sql;
+    std::string what;
+  };
+  std::vector<Spec> specs = {
+      {&tables->put_hour_,
+       "INSERT OR REPLACE INTO hours (hour, gpu, placement, record) VALUES (?1, ?2, ?3, ?4)",
+       "write hours"},
+      {&tables->read_hours_,
+       "SELECT hour, gpu, placement, record FROM hours "
+       "WHERE hour >= ?1 AND hour < ?2 ORDER BY hour, gpu",
+       "read hours"},
+      {&tables->pod_labels_,
+       "SELECT key, value FROM pod_labels WHERE namespace = ?1 AND pod = ?2 AND pod_uid = ?3",
+       "read pod_labels"},
+      {&tables->namespace_labels_, "SELECT key, value FROM namespace_labels WHERE namespace = ?1",
+       "read namespace_labels"},
   };
   for (Dimension dimension : kDimensions) {
     DictionaryStatements& d = tables->dictionaries_[static_cast<std::size_t>(dimension)];
     const std::string_view table = TableOf(dimension).table;
-    if (Status s = prepare(d.find, FindIdSql(kSqliteDialect, dimension),
-                           fmt::format("read {} ids", table));
-        !s)
-      return s;
-    if (Status s =
-            prepare(d.add, AddEntrySql(kSqliteDialect, dimension), fmt::format("write {}", table));
-        !s)
-      return s;
-    if (Status s =
-            prepare(d.entry, EntrySql(kSqliteDialect, dimension), fmt::format("read {}", table));
-        !s)
-      return s;
+    specs.push_back(
+        {&d.find, FindIdSql(kSqliteDialect, dimension), fmt::format("read {} ids", table)});
+    specs.push_back(
+        {&d.add, AddEntrySql(kSqliteDialect, dimension), fmt::format("write {}", table)});
+    specs.push_back({&d.entry, EntrySql(kSqliteDialect, dimension), fmt::format("read {}", table)});
   }
-  if (Status s = prepare(tables->put_hour_,
-                         "INSERT OR REPLACE INTO hours (hour, gpu, placement, record) "
-                         "VALUES (?1, ?2, ?3, ?4)",
-                         "write hours");
-      !s)
-    return s;
-  if (Status s = prepare(tables->read_hours_,
-                         "SELECT hour, gpu, placement, record FROM hours "
-                         "WHERE hour >= ?1 AND hour < ?2 ORDER BY hour, gpu",
-                         "read hours");
-      !s)
-    return s;
-  if (Status s = prepare(tables->pod_labels_,
-                         "SELECT key, value FROM pod_labels "
-                         "WHERE namespace = ?1 AND pod = ?2 AND pod_uid = ?3",
-                         "read pod_labels");
-      !s)
-    return s;
-  if (Status s = prepare(tables->namespace_labels_,
-                         "SELECT key, value FROM namespace_labels WHERE namespace = ?1",
-                         "read namespace_labels");
-      !s)
-    return s;
+  for (const Spec& spec : specs) {
+    auto stmt = db.Prepare(spec.sql, spec.what);
+    if (!stmt) return stmt.status();
+    *spec.stmt = std::move(*stmt);
+  }
   return tables;
 }
 
