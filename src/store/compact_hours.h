@@ -77,6 +77,8 @@ class HourTables {
   // Inserts or replaces the row of (hour, gpu); a dialect may hold it until FinishWrites.
   virtual Status PutHour(const StoredHour& row) = 0;
   virtual Status FinishWrites() { return Status::Ok(); }
+  // Forgets writes held for FinishWrites (after a failed write, whose transaction rolls back).
+  virtual void DiscardWrites() {}
   // The rows with hour in [from_hour, to_hour), in (hour, gpu) order; `row` is valid only
   // during the call.
   virtual Status ForEachHour(std::int64_t from_hour, std::int64_t to_hour,

@@ -2,8 +2,7 @@
 // What every ledger store does the same way with guardrail findings: check a
 // span before writing it, keep the last of each key, turn a FindingQuery into
 // SQL conditions, decode the text columns, and put what was read in the one
-// read order. The SQL here is the same in SQLite and PostgreSQL but for how
-// parameters are written (?1 or $1).
+// read order.
 
 #include <cstdint>
 #include <span>
@@ -23,17 +22,6 @@ inline constexpr std::string_view kFindingColumns =
     "cluster, node, kind, namespace, pod, pod_uid, container, gpu_uuid, "
     "first_seen_us, "
     "severity, evidence, last_seen_us, resolved_us";
-inline constexpr int kFindingColumnCount = 13;
-// The key (Finding::Key()), as the table's primary key and the upsert's
-// conflict target.
-inline constexpr std::string_view kFindingKeyColumns =
-    "first_seen_us, node, kind, namespace, pod, pod_uid, container, gpu_uuid, "
-    "cluster";
-// What an upsert replaces.
-inline constexpr std::string_view kFindingUpdate =
-    "severity = excluded.severity, evidence = excluded.evidence, "
-    "last_seen_us = excluded.last_seen_us, resolved_us = excluded.resolved_us";
-
 // kInvalidArgument "<location>: findings row (...): ..." for a finding that
 // ends before it starts; checked before a store writes anything.
 Status CheckFindings(std::span<const Finding> findings, std::string_view location);

@@ -426,16 +426,20 @@ void AppendCopyField(std::string& row, std::string_view value) {
   }
 }
 
+void AppendArrayText(std::string& out, std::string_view text) {
+  out.push_back('"');
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
 std::string TextArrayLiteral(const std::vector<std::string_view>& values) {
   std::string out = "{";
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out.push_back(',');
-    out.push_back('"');
-    for (char c : values[i]) {
-      if (c == '"' || c == '\\') out.push_back('\\');
-      out.push_back(c);
-    }
-    out.push_back('"');
+    AppendArrayText(out, values[i]);
   }
   out.push_back('}');
   return out;

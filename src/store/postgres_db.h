@@ -132,6 +132,7 @@ class PgRow {
   PgRow(const PgResult& r, int row) : r_(r), row_(row) {}
   std::string Text(int col) const { return r_.Text(row_, col); }
   std::string_view View(int col) const { return r_.View(row_, col); }
+  bool IsNull(int col) const { return r_.IsNull(row_, col); }
   std::int64_t Int(int col) {
     std::int64_t v = 0;
     if (!r_.Int(row_, col, v) && bad_col_ < 0) bad_col_ = col;
@@ -192,6 +193,8 @@ class PgTxn {
 // Appends `value` to a COPY text-format row, escaping backslash, tab, newline
 // and CR.
 void AppendCopyField(std::string& row, std::string_view value);
+// Appends `text` as an element of an array literal: quoted, `"` and `\` escaped.
+void AppendArrayText(std::string& out, std::string_view text);
 // A PostgreSQL array literal of texts ({"a","b\"c"}) for a text[] parameter.
 std::string TextArrayLiteral(const std::vector<std::string_view>& values);
 // A PostgreSQL array literal of integers ({1,-2,3}) for a bigint[] or integer[] parameter.

@@ -21,6 +21,7 @@ class PgHourTables final : public HourTables {
                 const std::function<Status(std::int64_t, DimensionKey)>& on_entry) override;
   Status PutHour(const StoredHour& row) override;
   Status FinishWrites() override;
+  void DiscardWrites() override { pending_.clear(); }
   Status ForEachHour(std::int64_t from_hour, std::int64_t to_hour,
                      const std::function<Status(const StoredHour& row)>& on_row) override;
   Status PodLabels(std::span<const PodKey> pods, LedgerScan& scan) override;

@@ -1,27 +1,21 @@
-// The SQLite ledger: one file in WAL mode, schema versioned in `meta` and migrated on open.
+// The SQLite ledger: one file in WAL mode, schema versioned in `meta` and migrated on open; the
+// ledger itself (store/sql_ledger.cc) over this file's SqliteConnection.
 //
-// Money is INTEGER nanos and every unit is an INTEGER (GPU-µs, bytes, mJ, memory-time in KiB-s):
-// there is no REAL column, and the tables are STRICT, so a REAL can never slip into one.
-// Costs are not stored: reports compute them from these rows.
+// The tables are STRICT, so a REAL can never slip into an integer column.
 
 #include <fmt/format.h>
 
-#include <array>
 #include <filesystem>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <tuple>
 #include <utility>
 #include <variant>
 
 #include "io/file_util.h"
-#include "store/compact_hours.h"
-#include "store/finding_rows.h"
 #include "store/ledger_store.h"
-#include "store/row_codec.h"
+#include "store/sql_ledger.h"
 #include "store/sqlite_db.h"
 #include "store/sqlite_hours.h"
 #include "store/sqlite_schema.h"
@@ -29,376 +23,141 @@
 namespace gpuledger::store {
 namespace {
 
-using LabelMap = std::map<std::string, std::string>;
-
-class SqliteLedger final : public LedgerStore {
+class SqliteRow final : public SqlRow {
  public:
-  explicit SqliteLedger(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
-
-  Status Prepare();
-
-  Status WriteHours(std::span<const LedgerHour> hours) override;
-  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
-  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
-  Status Scan(const TimeRange& range, LedgerScan& scan) override;
-  Result<TimeRange> Extent() override;
-  Result<std::int64_t> Generation() override;
-  Status PutMeta(const std::string& key, const std::string& value) override;
-  Result<std::map<std::string, std::string>> ReadMeta() override;
-  Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
-  Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
-  Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
-  Status WriteFindings(std::span<const Finding> findings) override;
-  Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
+  explicit SqliteRow(const SqliteStmt& stmt) : stmt_(stmt) {}
+  std::int64_t Int(int col) override { return stmt_.Int(col); }
+  std::string Text(int col) const override { return stmt_.Text(col); }
+  bool IsNull(int col) const override { return stmt_.IsNull(col); }
+  // STRICT tables hold only integers in integer columns.
+  Status Check(std::string_view /*table*/) const override { return Status::Ok(); }
 
  private:
-  Status CheckWritable() const;
-  Status WriteLabels(std::span<const LedgerHour> hours);
-  Error BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
-               std::string_view what) const;
-  std::string ErrorsName() const { return "sqlite " + db_->path(); }
-
-  std::unique_ptr<SqliteDb> db_;  // declared first: the statements below finalize before it
-  std::unique_ptr<SqliteHourTables> hours_;
-  DimensionCache dimensions_;
-  SqliteStmt upsert_pod_label_;
-  SqliteStmt delete_namespace_labels_;
-  SqliteStmt insert_namespace_label_;
-  SqliteStmt extent_;
-  SqliteStmt put_meta_;
-  SqliteStmt read_meta_;
-  SqliteStmt upsert_reconciliation_;
-  SqliteStmt read_reconciliations_;
-  SqliteStmt upsert_finding_;
-  SqliteStmt bump_generation_;
-  SqliteStmt read_generation_;
+  const SqliteStmt& stmt_;
 };
 
-Status SqliteLedger::Prepare() {
-  struct Spec {
-    SqliteStmt* stmt;
-    std::string sql;
-    std::string_view what;
-  };
-  auto hours = SqliteHourTables::Prepare(*db_);
-  if (!hours) return hours.status();
-  hours_ = std::move(*hours);
-  const std::array<Spec, 11> specs = {{
-      {&upsert_pod_label_,
-       "INSERT OR REPLACE INTO pod_labels (namespace, pod, pod_uid, key, value) "
-       "VALUES (?1, ?2, ?3, ?4, ?5)",
-       "write pod_labels"},
-      {&delete_namespace_labels_, "DELETE FROM namespace_labels WHERE namespace = ?1",
-       "delete namespace_labels"},
-      {&insert_namespace_label_,
-       "INSERT INTO namespace_labels (namespace, key, value) VALUES (?1, ?2, ?3)",
-       "insert namespace_labels"},
-      {&extent_, "SELECT MIN(hour), MAX(hour) FROM hours", "read extent"},
-      {&bump_generation_,
-       fmt::format("INSERT INTO meta (key, value) VALUES ('{}', '1') ON CONFLICT (key) DO "
-                   "UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
-                   kGenerationKey),
-       "write ledger generation"},
-      {&read_generation_, fmt::format("SELECT value FROM meta WHERE key = '{}'", kGenerationKey),
-       "read ledger generation"},
-      {&put_meta_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)", "write meta"},
-      {&read_meta_, "SELECT key, value FROM meta ORDER BY key", "read meta"},
-      {&upsert_reconciliation_,
-       fmt::format("INSERT OR REPLACE INTO reconciliations ({}) VALUES "
-                   "(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
-                   kReconciliationColumns),
-       "write reconciliations"},
-      {&read_reconciliations_,
-       fmt::format("SELECT {} FROM reconciliations WHERE day_us >= ?1 AND day_us < ?2 "
-                   "ORDER BY day_us, node",
-                   kReconciliationColumns),
-       "read reconciliations"},
-      {&upsert_finding_,
-       fmt::format("INSERT INTO findings ({}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) "
-                   "ON CONFLICT ({}) DO UPDATE SET {}",
-                   kFindingColumns, kFindingKeyColumns, kFindingUpdate),
-       "write findings"},
-  }};
-  for (const Spec& spec : specs) {
-    auto stmt = db_->Prepare(spec.sql, spec.what);
-    if (!stmt) return stmt.status();
-    *spec.stmt = std::move(*stmt);
-  }
-  return Status::Ok();
-}
+class SqliteSqlTxn final : public SqlTxn {
+ public:
+  explicit SqliteSqlTxn(SqliteTxn txn) : txn_(std::move(txn)) {}
+  Status Commit() override { return txn_.Commit(); }
 
-Error SqliteLedger::BadRow(std::string_view table, Micros hour_us, const std::string& gpu,
-                           std::string_view what) const {
-  return InvalidArgument(fmt::format("sqlite {}: {} row (hour_us {}, gpu {}): {}", db_->path(),
-                                     table, hour_us, gpu, what));
-}
+ private:
+  SqliteTxn txn_;
+};
 
-Status SqliteLedger::CheckWritable() const {
-  if (!db_->ReadOnly()) return Status::Ok();
-  return IoError(fmt::format(
-      "sqlite {}: cannot write: the ledger is read-only (opened read-only, or the file or its "
-      "directory is not writable)",
-      db_->path()));
-}
+class SqliteConnection final : public SqlConnection {
+ public:
+  SqliteConnection(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteHourTables> hours)
+      : db_(std::move(db)), hours_(std::move(hours)), name_("sqlite " + db_->path()) {}
 
-Status SqliteLedger::WriteHours(std::span<const LedgerHour> hours) {
-  if (hours.empty()) return Status::Ok();
-  if (Status s = CheckWritable(); !s) return s;
-  // Check every hour before touching the file: a malformed hour is the caller's bug and must
-  // not leave a half-written span behind (the transaction would roll back anyway).
-  if (auto problem = CheckHours(hours)) {
-    return BadRow(problem->table, problem->hour_us, problem->gpu, problem->what);
-  }
+  const std::string& name() const override { return name_; }
+  Status CheckWritable() const override;
+  Result<std::unique_ptr<SqlTxn>> Begin(bool write) override;
+  Status Run(std::string_view what, const std::string& sql,
+             std::span<const SqlValue> args) override;
+  Status ForEachRow(std::string_view what, const std::string& sql, std::span<const SqlValue> args,
+                    const std::function<Status(SqlRow&)>& on_row) override;
+  Status Upsert(std::string_view what, const SqlUpsert& upsert,
+                std::span<const SqlValue> cells) override;
+  Status Delete(std::string_view what, std::string_view table, std::span<const SqlColumn> key,
+                std::span<const SqlValue> cells) override;
+  HourTables& hours() override { return *hours_; }
 
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
-  if (!txn) return txn.status();
-  Status written = WriteCompactHours(*hours_, dimensions_, hours);
-  if (written) written = WriteLabels(hours);
-  if (written) written = bump_generation_.Run();
-  if (written) written = txn->Commit();
-  // Ids learned in a transaction that did not commit may not exist.
-  if (!written) dimensions_.Clear();  // ~SqliteTxn rolls back
-  return written;
-}
+ private:
+  // The statement for `sql`, prepared once and kept (the ledger sends a few dozen texts).
+  Result<SqliteStmt*> Statement(std::string_view what, const std::string& sql);
+  // Runs `sql` once per row of `cells`, each row bound as its parameters.
+  Status RunPerRow(std::string_view what, const std::string& sql, std::size_t columns,
+                   std::span<const SqlValue> cells);
 
-// Pod labels are upserted key by key; a namespace's labels are replaced as a whole. Within one
-// span the last row naming a pod or namespace wins, and each is written once.
-Status SqliteLedger::WriteLabels(std::span<const LedgerHour> hours) {
-  using ViewKey = std::tuple<std::string_view, std::string_view, std::string_view>;
-  std::map<ViewKey, const LabelMap*> pods;
-  std::map<std::string_view, const LabelMap*> namespaces;
-  for (const LedgerHour& hour : hours) {
-    for (const UsageRow& u : hour.usage) {
-      const ConsumerRef& c = u.consumer.ref;
-      if (!u.consumer.labels.empty()) {
-        pods[ViewKey{c.namespace_name, c.pod, c.pod_uid.str()}] = &u.consumer.labels;
-      }
-      namespaces[c.namespace_name] = &u.consumer.namespace_labels;
-    }
-  }
-  for (const auto& [key, labels] : pods) {
-    for (const auto& [k, v] : *labels) {
-      upsert_pod_label_.Bind(1, std::get<0>(key));
-      upsert_pod_label_.Bind(2, std::get<1>(key));
-      upsert_pod_label_.Bind(3, std::get<2>(key));
-      upsert_pod_label_.Bind(4, k);
-      upsert_pod_label_.Bind(5, v);
-      if (Status s = upsert_pod_label_.Run(); !s) return s;
-    }
-  }
-  for (const auto& [ns, labels] : namespaces) {
-    delete_namespace_labels_.Bind(1, ns);
-    if (Status s = delete_namespace_labels_.Run(); !s) return s;
-    for (const auto& [k, v] : *labels) {
-      insert_namespace_label_.Bind(1, ns);
-      insert_namespace_label_.Bind(2, k);
-      insert_namespace_label_.Bind(3, v);
-      if (Status s = insert_namespace_label_.Run(); !s) return s;
-    }
-  }
-  return Status::Ok();
-}
+  static constexpr std::size_t kMaxStatements = 64;
+  std::unique_ptr<SqliteDb> db_;  // declared first: the statements below finalize before it
+  std::unique_ptr<SqliteHourTables> hours_;
+  std::map<std::string, SqliteStmt, std::less<>> statements_;
+  std::string name_;
+};
 
-Result<std::vector<DeviceHour>> SqliteLedger::ReadDeviceHours(const TimeRange& range) {
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
-  if (!txn) return txn.status();
-  auto out = ReadCompactDeviceHours(*hours_, dimensions_, range, ErrorsName());
-  if (!out) return out;
-  if (Status s = txn->Commit(); !s) return s;
-  return out;
-}
-
-Result<std::vector<UsageRow>> SqliteLedger::ReadUsage(const TimeRange& range) {
-  // One read transaction: rows and labels come from the same snapshot.
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
-  if (!txn) return txn.status();
-  auto out = ReadCompactUsage(*hours_, dimensions_, range, ErrorsName());
-  if (!out) return out;
-  if (Status s = txn->Commit(); !s) return s;
-  return out;
-}
-
-Status SqliteLedger::Scan(const TimeRange& range, LedgerScan& scan) {
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/false);
-  if (!txn) return txn.status();
-  {
-    SqliteStmt& q = read_reconciliations_;
-    q.Bind(1, range.from_us);
-    q.Bind(2, range.to_us);
-    Status read = q.ForEachRow([&] { return scan.OnReconciliation(DecodeReconciliation(q)); });
-    if (!read) return read;
-  }
-  if (Status s = ScanCompactHours(*hours_, dimensions_, range, scan, ErrorsName()); !s) return s;
-  return txn->Commit();
-}
-
-Result<TimeRange> SqliteLedger::Extent() {
-  auto row = extent_.Step();
-  if (!row) return row.error();
-  TimeRange extent{0, 0};
-  if (*row && !extent_.IsNull(0)) {
-    extent.from_us = extent_.Int(0) * kMicrosPerHour;
-    extent.to_us = (extent_.Int(1) + 1) * kMicrosPerHour;
-  }
-  extent_.Reset();
-  return extent;
-}
-
-Result<std::int64_t> SqliteLedger::Generation() {
-  std::int64_t generation = 0;
-  Status read = read_generation_.ForEachRow([&] {
-    generation = std::stoll(read_generation_.Text(0));
-    return Status::Ok();
-  });
-  if (!read) return read.error();
-  return generation;
-}
-
-Status SqliteLedger::PutMeta(const std::string& key, const std::string& value) {
-  if (IsStoreOwnedMetaKey(key)) {
-    return InvalidArgument(
-        fmt::format("sqlite {}: meta key '{}' is owned by the store", db_->path(), key));
-  }
-  if (Status s = CheckWritable(); !s) return s;
-  put_meta_.Bind(1, key);
-  put_meta_.Bind(2, value);
-  return put_meta_.Run();
-}
-
-Status SqliteLedger::UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) {
-  if (changes.empty()) return Status::Ok();
-  for (const auto& [key, value] : changes)
-    if (IsStoreOwnedMetaKey(key))
-      return InvalidArgument(
-          fmt::format("sqlite {}: meta key '{}' is owned by the store", db_->path(), key));
-  if (Status s = CheckWritable(); !s) return s;
-  auto erase = db_->Prepare("DELETE FROM meta WHERE key = ?1", "delete meta");
-  if (!erase) return erase.status();
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
-  if (!txn) return txn.status();
-  for (const auto& [key, value] : changes) {
-    SqliteStmt& stmt = value ? put_meta_ : *erase;
-    stmt.Bind(1, key);
-    if (value) stmt.Bind(2, *value);
-    if (Status s = stmt.Run(); !s) return s;  // ~SqliteTxn rolls back
-  }
-  return txn->Commit();
-}
-
-Result<std::map<std::string, std::string>> SqliteLedger::ReadMeta() {
-  std::map<std::string, std::string> out;
-  Status read = read_meta_.ForEachRow([&] {
-    out.emplace(read_meta_.Text(0), read_meta_.Text(1));
-    return Status::Ok();
-  });
-  if (!read) return read;
-  return out;
-}
-
-Status SqliteLedger::WriteReconciliations(std::span<const Reconciliation> reconciliations) {
-  if (reconciliations.empty()) return Status::Ok();
-  if (Status s = CheckWritable(); !s) return s;
-  for (const Reconciliation& r : reconciliations) {
-    if (r.node.empty() || DayStart(r.day_us) != r.day_us) {
-      return InvalidArgument(fmt::format(
-          "sqlite {}: reconciliations row (node '{}', day_us {}): empty node or not a day start",
-          db_->path(), r.node, r.day_us));
-    }
-  }
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
-  if (!txn) return txn.status();
-  SqliteStmt& q = upsert_reconciliation_;
-  for (const Reconciliation& r : reconciliations) {
-    q.Bind(1, r.node);
-    q.Bind(2, r.day_us);
-    q.Bind(3, r.modelled_nanos);
-    q.Bind(4, r.billed_nanos);
-    q.Bind(5, r.factor);
-    q.Bind(6, r.factor_ppm);
-    q.Bind(7, r.currency);
-    q.Bind(8, r.bill_file);
-    q.Bind(9, r.imported_at_us);
-    if (Status s = q.Run(); !s) return s;  // ~SqliteTxn rolls back
-  }
-  if (Status s = bump_generation_.Run(); !s) return s;
-  return txn->Commit();
-}
-
-Result<std::vector<Reconciliation>> SqliteLedger::ReadReconciliations(const TimeRange& range) {
-  std::vector<Reconciliation> out;
-  SqliteStmt& q = read_reconciliations_;
-  q.Bind(1, range.from_us);
-  q.Bind(2, range.to_us);
-  Status read = q.ForEachRow([&] {
-    out.push_back(DecodeReconciliation(q));
-    return Status::Ok();
-  });
-  if (!read) return read;
-  return out;
-}
-
-Status SqliteLedger::WriteFindings(std::span<const Finding> findings) {
-  if (findings.empty()) return Status::Ok();
-  if (Status s = CheckWritable(); !s) return s;
-  if (Status s = CheckFindings(findings, "sqlite " + db_->path()); !s) return s;
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/true);
-  if (!txn) return txn.status();
-  SqliteStmt& q = upsert_finding_;
-  // One after the other: a later finding of the span with the same key replaces an earlier.
-  for (const Finding& f : findings) {
-    const std::string_view kind = ToString(f.kind);
-    const std::string_view severity = ToString(f.severity);
-    q.Bind(1, f.cluster);
-    q.Bind(2, f.node);
-    q.Bind(3, kind);
-    q.Bind(4, f.subject.namespace_name);
-    q.Bind(5, f.subject.pod);
-    q.Bind(6, f.subject.pod_uid.str());
-    q.Bind(7, f.subject.container);
-    q.Bind(8, f.gpu_uuid);
-    q.Bind(9, f.first_seen_us);
-    q.Bind(10, severity);
-    q.Bind(11, f.evidence);
-    q.Bind(12, f.last_seen_us);
-    if (f.resolved_us) {
-      q.Bind(13, *f.resolved_us);
-    } else {
-      q.BindNull(13);
-    }
-    if (Status s = q.Run(); !s) {  // ~SqliteTxn rolls back
-      return Error{s.error().code,
-                   fmt::format("{} ({} of {} on node '{}', first_seen_us {})", s.error().message,
-                               kind, f.subject.Key(), f.node, f.first_seen_us)};
-    }
-  }
-  return txn->Commit();
-}
-
-Result<std::vector<Finding>> SqliteLedger::ReadFindings(const FindingQuery& query) {
-  const FindingFilter filter = MakeFindingFilter(query, '?');
-  auto q = db_->Prepare(fmt::format("SELECT {} FROM findings{}", kFindingColumns, filter.where),
-                        "read findings");
-  if (!q) return q.error();
-  for (std::size_t i = 0; i < filter.args.size(); ++i) {
+void Bind(SqliteStmt& stmt, std::span<const SqlValue> args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
     const int index = static_cast<int>(i) + 1;
-    if (const auto* n = std::get_if<std::int64_t>(&filter.args[i])) {
-      q->Bind(index, *n);
+    if (const auto* n = std::get_if<std::int64_t>(&args[i])) {
+      stmt.Bind(index, *n);
+    } else if (const auto* text = std::get_if<std::string_view>(&args[i])) {
+      stmt.Bind(index, *text);
     } else {
-      q->Bind(index, std::string_view(std::get<std::string>(filter.args[i])));
+      stmt.BindNull(index);
     }
   }
-  std::vector<Finding> out;
-  Status read = q->ForEachRow([&]() -> Status {
-    Finding f;
-    if (std::string what; !DecodeFindingRow(*q, q->IsNull(12), f, &what)) {
-      return Internal(fmt::format("sqlite {}: findings row: {}", db_->path(), what));
-    }
-    if (KeepFinding(f, query)) out.push_back(std::move(f));
-    return Status::Ok();
-  });
-  if (!read) return read;
-  SortFindings(out);
-  return out;
+}
+
+Status SqliteConnection::CheckWritable() const {
+  if (!db_->ReadOnly()) return Status::Ok();
+  return IoError(
+      fmt::format("{}: cannot write: the ledger is read-only (opened read-only, or the file or its "
+                  "directory is not writable)",
+                  name_));
+}
+
+Result<std::unique_ptr<SqlTxn>> SqliteConnection::Begin(bool write) {
+  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/write);
+  if (!txn) return txn.error();
+  return std::unique_ptr<SqlTxn>(std::make_unique<SqliteSqlTxn>(std::move(*txn)));
+}
+
+Result<SqliteStmt*> SqliteConnection::Statement(std::string_view what, const std::string& sql) {
+  if (auto it = statements_.find(sql); it != statements_.end()) return &it->second;
+  if (statements_.size() >= kMaxStatements) statements_.clear();
+  auto stmt = db_->Prepare(sql, what);
+  if (!stmt) return stmt.error();
+  return &statements_.emplace(sql, std::move(*stmt)).first->second;
+}
+
+Status SqliteConnection::Run(std::string_view what, const std::string& sql,
+                             std::span<const SqlValue> args) {
+  auto stmt = Statement(what, sql);
+  if (!stmt) return stmt.status();
+  Bind(**stmt, args);
+  return (*stmt)->Run();
+}
+
+Status SqliteConnection::ForEachRow(std::string_view what, const std::string& sql,
+                                    std::span<const SqlValue> args,
+                                    const std::function<Status(SqlRow&)>& on_row) {
+  auto stmt = Statement(what, sql);
+  if (!stmt) return stmt.status();
+  Bind(**stmt, args);
+  SqliteRow row(**stmt);
+  return (*stmt)->ForEachRow([&] { return on_row(row); });
+}
+
+Status SqliteConnection::RunPerRow(std::string_view what, const std::string& sql,
+                                   std::size_t columns, std::span<const SqlValue> cells) {
+  auto stmt = Statement(what, sql);
+  if (!stmt) return stmt.status();
+  for (std::size_t at = 0; at < cells.size(); at += columns) {
+    Bind(**stmt, cells.subspan(at, columns));
+    if (Status s = (*stmt)->Run(); !s) return s;
+  }
+  return Status::Ok();
+}
+
+Status SqliteConnection::Upsert(std::string_view what, const SqlUpsert& upsert,
+                                std::span<const SqlValue> cells) {
+  std::string sql = InsertIntoSql(upsert) + "VALUES (";
+  for (std::size_t i = 1; i <= upsert.columns.size(); ++i) {
+    sql += fmt::format("{}?{}", i == 1 ? "" : ", ", i);
+  }
+  sql += ")" + OnConflictSql(upsert);
+  return RunPerRow(what, sql, upsert.columns.size(), cells);
+}
+
+Status SqliteConnection::Delete(std::string_view what, std::string_view table,
+                                std::span<const SqlColumn> key, std::span<const SqlValue> cells) {
+  std::string sql = fmt::format("DELETE FROM {} WHERE ", table);
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    sql += fmt::format("{}{} = ?{}", i == 0 ? "" : " AND ", key[i].name, i + 1);
+  }
+  return RunPerRow(what, sql, key.size(), cells);
 }
 
 }  // namespace
@@ -432,9 +191,9 @@ Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
   if (!db) return db.error();
   if (Status s = ConfigureSqliteLedger(**db, options); !s) return s;
   if (Status s = MigrateSqliteLedger(**db, options.read_only); !s) return s;
-  auto ledger = std::make_unique<SqliteLedger>(std::move(*db));
-  if (Status s = ledger->Prepare(); !s) return s;
-  return std::unique_ptr<LedgerStore>(std::move(ledger));
+  auto hours = SqliteHourTables::Prepare(**db);
+  if (!hours) return hours.error();
+  return MakeSqlLedger(std::make_unique<SqliteConnection>(std::move(*db), std::move(*hours)));
 }
 
 }  // namespace gpuledger::store

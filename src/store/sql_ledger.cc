@@ -1,0 +1,439 @@
+// The ledger store, written once: hours as compact records (store/compact_hours.h), labels,
+// meta, reconciliations and findings as plain tables, all through a SqlConnection.
+//
+// Money is integer nanos and every unit an integer (GPU-µs, bytes, mJ, memory-time in KiB-s);
+// costs are not stored: reports compute them from these rows. Text compares as bytes in both
+// databases (SQLite's BINARY, PostgreSQL's COLLATE "C"), so keys and ORDER BY agree.
+
+#include "store/sql_ledger.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <variant>
+
+#include "store/finding_rows.h"
+#include "store/row_codec.h"
+#include "store/sqlite_schema.h"
+
+namespace gpuledger::store {
+namespace {
+
+using LabelMap = std::map<std::string, std::string>;
+
+constexpr std::array<SqlColumn, 2> kMetaColumns = {{
+    {"key", SqlType::kText},
+    {"value", SqlType::kText},
+}};
+constexpr SqlUpsert kMetaUpsert = {"meta", kMetaColumns, 1, false};
+
+constexpr std::array<SqlColumn, 5> kPodLabelColumns = {{
+    {"namespace", SqlType::kText},
+    {"pod", SqlType::kText},
+    {"pod_uid", SqlType::kText},
+    {"key", SqlType::kText},
+    {"value", SqlType::kText},
+}};
+constexpr SqlUpsert kPodLabelUpsert = {"pod_labels", kPodLabelColumns, 4, true};
+
+constexpr std::array<SqlColumn, 3> kNamespaceLabelColumns = {{
+    {"namespace", SqlType::kText},
+    {"key", SqlType::kText},
+    {"value", SqlType::kText},
+}};
+constexpr SqlUpsert kNamespaceLabelUpsert = {"namespace_labels", kNamespaceLabelColumns, 2, true};
+
+// kReconciliationColumns with the key first.
+constexpr std::array<SqlColumn, 9> kReconciliationUpsertColumns = {{
+    {"day_us", SqlType::kInt},
+    {"node", SqlType::kText},
+    {"modelled_nanos", SqlType::kInt},
+    {"billed_nanos", SqlType::kInt},
+    {"factor", SqlType::kText},
+    {"factor_ppm", SqlType::kInt},
+    {"currency", SqlType::kText},
+    {"bill_file", SqlType::kText},
+    {"imported_at_us", SqlType::kInt},
+}};
+constexpr SqlUpsert kReconciliationUpsert = {"reconciliations", kReconciliationUpsertColumns, 2,
+                                             false};
+
+// The findings' primary key (Finding::Key()), then what an upsert replaces.
+constexpr std::array<SqlColumn, 13> kFindingUpsertColumns = {{
+    {"first_seen_us", SqlType::kInt},
+    {"node", SqlType::kText},
+    {"kind", SqlType::kText},
+    {"namespace", SqlType::kText},
+    {"pod", SqlType::kText},
+    {"pod_uid", SqlType::kText},
+    {"container", SqlType::kText},
+    {"gpu_uuid", SqlType::kText},
+    {"cluster", SqlType::kText},
+    {"severity", SqlType::kText},
+    {"evidence", SqlType::kText},
+    {"last_seen_us", SqlType::kInt},
+    {"resolved_us", SqlType::kInt},
+}};
+constexpr SqlUpsert kFindingUpsert = {"findings", kFindingUpsertColumns, 9, false};
+
+class SqlLedger final : public LedgerStore {
+ public:
+  explicit SqlLedger(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
+
+  Status WriteHours(std::span<const LedgerHour> hours) override;
+  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override;
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override;
+  Status Scan(const TimeRange& range, LedgerScan& scan) override;
+  Result<TimeRange> Extent() override;
+  Result<std::int64_t> Generation() override;
+  Status PutMeta(const std::string& key, const std::string& value) override;
+  Result<std::map<std::string, std::string>> ReadMeta() override;
+  Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override;
+  Status WriteReconciliations(std::span<const Reconciliation> reconciliations) override;
+  Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
+  Status WriteFindings(std::span<const Finding> findings) override;
+  Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
+
+ private:
+  Status WriteLabels(std::span<const LedgerHour> hours);
+  Status WriteNamespaceLabels(const std::map<std::string_view, const LabelMap*>& namespaces);
+  // Counts one more change of what reports read (inside the writer's transaction).
+  Status BumpGeneration();
+  Status CheckMetaKeys(const std::map<std::string, std::optional<std::string>>& changes) const;
+  Status ForEachReconciliation(const TimeRange& range,
+                               const std::function<Status(const Reconciliation&)>& on_row);
+  // Runs `read` in a read snapshot.
+  template <typename T>
+  Result<T> InSnapshot(const std::function<Result<T>()>& read);
+
+  std::unique_ptr<SqlConnection> db_;
+  DimensionCache dimensions_;
+};
+
+template <typename T>
+Result<T> SqlLedger::InSnapshot(const std::function<Result<T>()>& read) {
+  auto txn = db_->Begin(/*write=*/false);
+  if (!txn) return txn.status();
+  auto out = read();
+  if (!out) return out;
+  if (Status s = (*txn)->Commit(); !s) return s;
+  return out;
+}
+
+Status SqlLedger::WriteHours(std::span<const LedgerHour> hours) {
+  if (hours.empty()) return Status::Ok();
+  if (Status s = db_->CheckWritable(); !s) return s;
+  // Check every hour before touching the ledger: a malformed hour is the caller's bug and must
+  // not leave a half-written span behind (the transaction would roll back anyway).
+  if (auto problem = CheckHours(hours)) {
+    return InvalidArgument(fmt::format("{}: {} row (hour_us {}, gpu {}): {}", db_->name(),
+                                       problem->table, problem->hour_us, problem->gpu,
+                                       problem->what));
+  }
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  Status written = WriteCompactHours(db_->hours(), dimensions_, hours);
+  if (written) written = WriteLabels(hours);
+  if (written) written = BumpGeneration();
+  if (written) written = (*txn)->Commit();
+  if (!written) {  // the transaction rolls back
+    // Ids learned in a transaction that did not commit may not exist.
+    dimensions_.Clear();
+    db_->hours().DiscardWrites();
+  }
+  return written;
+}
+
+// Pod labels are upserted key by key; a namespace's labels are replaced as a whole. Within one
+// span the last row naming a pod or namespace wins, and each is written once; a label that did
+// not change is not written again (every hour names every namespace).
+Status SqlLedger::WriteLabels(std::span<const LedgerHour> hours) {
+  using PodKeyView = std::tuple<std::string_view, std::string_view, std::string_view>;
+  std::map<PodKeyView, const LabelMap*> pods;
+  std::map<std::string_view, const LabelMap*> namespaces;
+  for (const LedgerHour& hour : hours) {
+    for (const UsageRow& u : hour.usage) {
+      const ConsumerRef& c = u.consumer.ref;
+      if (!u.consumer.labels.empty()) {
+        pods[PodKeyView{c.namespace_name, c.pod, c.pod_uid.str()}] = &u.consumer.labels;
+      }
+      namespaces[c.namespace_name] = &u.consumer.namespace_labels;
+    }
+  }
+  std::vector<SqlValue> cells;
+  for (const auto& [pod, labels] : pods) {
+    for (const auto& [key, value] : *labels) {
+      cells.insert(cells.end(), {std::get<0>(pod), std::get<1>(pod), std::get<2>(pod),
+                                 std::string_view(key), std::string_view(value)});
+    }
+  }
+  if (!cells.empty()) {
+    if (Status s = db_->Upsert("write pod_labels", kPodLabelUpsert, cells); !s) return s;
+  }
+  return WriteNamespaceLabels(namespaces);
+}
+
+Status SqlLedger::WriteNamespaceLabels(
+    const std::map<std::string_view, const LabelMap*>& namespaces) {
+  if (namespaces.empty()) return Status::Ok();
+  // The keys a namespace no longer has go. The table holds a few labels per namespace: it is
+  // read whole.
+  std::vector<std::pair<std::string, std::string>> gone;
+  Status read = db_->ForEachRow(
+      "read namespace_labels", "SELECT namespace, key FROM namespace_labels", {}, [&](SqlRow& row) {
+        std::string ns = row.Text(0);
+        auto labels = namespaces.find(ns);
+        std::string key = row.Text(1);
+        if (labels != namespaces.end() && !labels->second->contains(key)) {
+          gone.emplace_back(std::move(ns), std::move(key));
+        }
+        return Status::Ok();
+      });
+  if (!read) return read;
+  std::vector<SqlValue> cells;
+  if (!gone.empty()) {
+    for (const auto& [ns, key] : gone) {
+      cells.insert(cells.end(), {std::string_view(ns), std::string_view(key)});
+    }
+    const auto key_columns = std::span(kNamespaceLabelColumns).first(2);
+    Status deleted = db_->Delete("delete namespace_labels", "namespace_labels", key_columns, cells);
+    if (!deleted) return deleted;
+    cells.clear();
+  }
+  for (const auto& [ns, labels] : namespaces) {
+    for (const auto& [key, value] : *labels) {
+      cells.insert(cells.end(), {ns, std::string_view(key), std::string_view(value)});
+    }
+  }
+  if (cells.empty()) return Status::Ok();
+  return db_->Upsert("write namespace_labels", kNamespaceLabelUpsert, cells);
+}
+
+Result<std::vector<DeviceHour>> SqlLedger::ReadDeviceHours(const TimeRange& range) {
+  return InSnapshot<std::vector<DeviceHour>>(
+      [&] { return ReadCompactDeviceHours(db_->hours(), dimensions_, range, db_->name()); });
+}
+
+Result<std::vector<UsageRow>> SqlLedger::ReadUsage(const TimeRange& range) {
+  // One snapshot: rows and labels agree even while a writer commits.
+  return InSnapshot<std::vector<UsageRow>>(
+      [&] { return ReadCompactUsage(db_->hours(), dimensions_, range, db_->name()); });
+}
+
+Status SqlLedger::Scan(const TimeRange& range, LedgerScan& scan) {
+  auto txn = db_->Begin(/*write=*/false);
+  if (!txn) return txn.status();
+  Status read = ForEachReconciliation(
+      range, [&](const Reconciliation& r) { return scan.OnReconciliation(r); });
+  if (!read) return read;
+  read = ScanCompactHours(db_->hours(), dimensions_, range, scan, db_->name());
+  if (!read) return read;
+  return (*txn)->Commit();
+}
+
+Result<TimeRange> SqlLedger::Extent() {
+  TimeRange extent{0, 0};
+  Status read = db_->ForEachRow("read extent", "SELECT MIN(hour), MAX(hour) FROM hours", {},
+                                [&](SqlRow& row) {
+                                  if (row.IsNull(0)) return Status::Ok();
+                                  extent.from_us = row.Int(0) * kMicrosPerHour;
+                                  extent.to_us = (row.Int(1) + 1) * kMicrosPerHour;
+                                  return row.Check("hours");
+                                });
+  if (!read) return read;
+  return extent;
+}
+
+Status SqlLedger::BumpGeneration() {
+  const std::array<SqlValue, 1> args = {kGenerationKey};
+  return db_->Run("write ledger generation",
+                  "INSERT INTO meta (key, value) VALUES (?1, '1') ON CONFLICT (key) DO UPDATE "
+                  "SET value = CAST(CAST(meta.value AS BIGINT) + 1 AS TEXT)",
+                  args);
+}
+
+Result<std::int64_t> SqlLedger::Generation() {
+  const std::array<SqlValue, 1> args = {kGenerationKey};
+  std::int64_t generation = 0;
+  Status read = db_->ForEachRow(
+      "read ledger generation", "SELECT value FROM meta WHERE key = ?1", args,
+      [&](SqlRow& row) -> Status {
+        const std::string text = row.Text(0);
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), generation);
+        if (ec != std::errc() || end != text.data() + text.size()) {
+          return Internal(fmt::format("{}: meta key '{}' is '{}', not a whole number", db_->name(),
+                                      kGenerationKey, text));
+        }
+        return Status::Ok();
+      });
+  if (!read) return read;
+  return generation;
+}
+
+Status SqlLedger::CheckMetaKeys(
+    const std::map<std::string, std::optional<std::string>>& changes) const {
+  for (const auto& [key, value] : changes) {
+    if (IsStoreOwnedMetaKey(key)) {
+      return InvalidArgument(
+          fmt::format("{}: meta key '{}' is owned by the store", db_->name(), key));
+    }
+  }
+  return db_->CheckWritable();
+}
+
+Status SqlLedger::PutMeta(const std::string& key, const std::string& value) {
+  return UpdateMeta({{key, value}});
+}
+
+Status SqlLedger::UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) {
+  if (changes.empty()) return Status::Ok();
+  if (Status s = CheckMetaKeys(changes); !s) return s;
+  std::vector<SqlValue> erased;
+  std::vector<SqlValue> set;
+  for (const auto& [key, value] : changes) {
+    if (value) {
+      set.insert(set.end(), {std::string_view(key), std::string_view(*value)});
+    } else {
+      erased.emplace_back(std::string_view(key));
+    }
+  }
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  if (!erased.empty()) {
+    Status s = db_->Delete("delete meta", "meta", std::span(kMetaColumns).first(1), erased);
+    if (!s) return s;  // the transaction rolls back
+  }
+  if (!set.empty()) {
+    if (Status s = db_->Upsert("write meta", kMetaUpsert, set); !s) return s;
+  }
+  return (*txn)->Commit();
+}
+
+Result<std::map<std::string, std::string>> SqlLedger::ReadMeta() {
+  std::map<std::string, std::string> out;
+  Status read = db_->ForEachRow("read meta", "SELECT key, value FROM meta", {}, [&](SqlRow& row) {
+    out.emplace(row.Text(0), row.Text(1));
+    return Status::Ok();
+  });
+  if (!read) return read;
+  return out;
+}
+
+Status SqlLedger::WriteReconciliations(std::span<const Reconciliation> reconciliations) {
+  if (reconciliations.empty()) return Status::Ok();
+  if (Status s = db_->CheckWritable(); !s) return s;
+  // A later reconciliation of the span replaces an earlier one of its (day, node).
+  std::map<std::pair<Micros, std::string_view>, const Reconciliation*> last;
+  for (const Reconciliation& r : reconciliations) {
+    if (r.node.empty() || DayStart(r.day_us) != r.day_us) {
+      return InvalidArgument(fmt::format(
+          "{}: reconciliations row (node '{}', day_us {}): empty node or not a day start",
+          db_->name(), r.node, r.day_us));
+    }
+    last[{r.day_us, r.node}] = &r;
+  }
+  std::vector<SqlValue> cells;
+  cells.reserve(last.size() * kReconciliationUpsertColumns.size());
+  for (const auto& [key, r] : last) {
+    cells.insert(cells.end(),
+                 {r->day_us, std::string_view(r->node), r->modelled_nanos, r->billed_nanos,
+                  std::string_view(r->factor), r->factor_ppm, std::string_view(r->currency),
+                  std::string_view(r->bill_file), r->imported_at_us});
+  }
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  Status written = db_->Upsert("write reconciliations", kReconciliationUpsert, cells);
+  if (written) written = BumpGeneration();
+  if (written) written = (*txn)->Commit();
+  return written;
+}
+
+Status SqlLedger::ForEachReconciliation(
+    const TimeRange& range, const std::function<Status(const Reconciliation&)>& on_row) {
+  const std::array<SqlValue, 2> args = {range.from_us, range.to_us};
+  return db_->ForEachRow(
+      "read reconciliations",
+      fmt::format("SELECT {} FROM reconciliations WHERE day_us >= ?1 AND day_us < ?2 "
+                  "ORDER BY day_us, node",
+                  kReconciliationColumns),
+      args, [&](SqlRow& row) {
+        const Reconciliation r = DecodeReconciliation(row);
+        if (Status s = row.Check("reconciliations"); !s) return s;
+        return on_row(r);
+      });
+}
+
+Result<std::vector<Reconciliation>> SqlLedger::ReadReconciliations(const TimeRange& range) {
+  std::vector<Reconciliation> out;
+  Status read = ForEachReconciliation(range, [&](const Reconciliation& r) {
+    out.push_back(r);
+    return Status::Ok();
+  });
+  if (!read) return read;
+  return out;
+}
+
+Status SqlLedger::WriteFindings(std::span<const Finding> findings) {
+  if (findings.empty()) return Status::Ok();
+  if (Status s = db_->CheckWritable(); !s) return s;
+  if (Status s = CheckFindings(findings, db_->name()); !s) return s;
+  // As if written one after the other: the span's last finding of each key is the one kept.
+  const std::vector<const Finding*> kept = LastOfEachKey(findings);
+  std::vector<SqlValue> cells;
+  cells.reserve(kept.size() * kFindingUpsertColumns.size());
+  for (const Finding* f : kept) {
+    cells.insert(cells.end(),
+                 {f->first_seen_us, std::string_view(f->node), ToString(f->kind),
+                  std::string_view(f->subject.namespace_name), std::string_view(f->subject.pod),
+                  f->subject.pod_uid.str(), std::string_view(f->subject.container),
+                  std::string_view(f->gpu_uuid), std::string_view(f->cluster),
+                  ToString(f->severity), std::string_view(f->evidence), f->last_seen_us,
+                  f->resolved_us ? SqlValue(*f->resolved_us) : SqlValue()});
+  }
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  if (Status s = db_->Upsert("write findings", kFindingUpsert, cells); !s) return s;
+  return (*txn)->Commit();
+}
+
+Result<std::vector<Finding>> SqlLedger::ReadFindings(const FindingQuery& query) {
+  const FindingFilter filter = MakeFindingFilter(query, '?');
+  std::vector<SqlValue> args;
+  for (const auto& arg : filter.args) {
+    if (const auto* n = std::get_if<std::int64_t>(&arg)) {
+      args.emplace_back(*n);
+    } else {
+      args.emplace_back(std::string_view(std::get<std::string>(arg)));
+    }
+  }
+  std::vector<Finding> out;
+  Status read = db_->ForEachRow(
+      "read findings", fmt::format("SELECT {} FROM findings{}", kFindingColumns, filter.where),
+      args, [&](SqlRow& row) -> Status {
+        Finding f;
+        std::string what;
+        const bool decoded = DecodeFindingRow(row, row.IsNull(12), f, &what);
+        if (Status s = row.Check("findings"); !s) return s;
+        if (!decoded) return Internal(fmt::format("{}: findings row: {}", db_->name(), what));
+        if (KeepFinding(f, query)) out.push_back(std::move(f));
+        return Status::Ok();
+      });
+  if (!read) return read;
+  SortFindings(out);
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<LedgerStore> MakeSqlLedger(std::unique_ptr<SqlConnection> connection) {
+  return std::make_unique<SqlLedger>(std::move(connection));
+}
+
+}  // namespace gpuledger::store
