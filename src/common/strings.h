@@ -22,4 +22,7 @@ std::size_t Utf8SequenceLength(std::string_view s, std::size_t i);
 // Whether all of `s` is valid UTF-8 (what JSON output needs of every string).
 bool IsValidUtf8(std::string_view s);
 
+// The value of a hex digit (0-9, a-f, A-F), or -1 for any other byte.
+int HexDigitValue(char c);
+
 }  // namespace gpuledger

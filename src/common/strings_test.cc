@@ -30,5 +30,13 @@ TEST(Utf8, ValidAndInvalidSequences) {
   EXPECT_FALSE(IsValidUtf8("ok\xe2\x82"));        // cut short
 }
 
+TEST(HexDigitValue, ReadsBothCasesAndRefusesTheRest) {
+  EXPECT_EQ(HexDigitValue('0'), 0);
+  EXPECT_EQ(HexDigitValue('9'), 9);
+  EXPECT_EQ(HexDigitValue('a'), 10);
+  EXPECT_EQ(HexDigitValue('F'), 15);
+  for (char c : {'g', 'G', '/', ':', '@', '`', ' ', '\0'}) EXPECT_EQ(HexDigitValue(c), -1) << c;
+}
+
 }  // namespace
 }  // namespace gpuledger

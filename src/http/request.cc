@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace gpuledger::http {
 namespace {
 
@@ -63,13 +65,6 @@ bool AcceptsGzip(std::string_view value) {
     value.remove_prefix(comma + 1);
   }
   return false;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 ParseOutcome Refuse(int status, std::string reason) {
@@ -135,7 +130,7 @@ bool PercentDecode(std::string_view in, bool plus_is_space, std::string& out) {
     char c = in[i];
     if (c == '%') {
       if (i + 2 >= in.size()) return false;
-      const int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+      const int hi = HexDigitValue(in[i + 1]), lo = HexDigitValue(in[i + 2]);
       if (hi < 0 || lo < 0) return false;
       c = static_cast<char>(hi * 16 + lo);
       if (c == '\0') return false;

@@ -1,9 +1,15 @@
 #include "store/compact_hours.h"
 
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <map>
 #include <set>
+#include <string>
+#include <tuple>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,11 +20,62 @@
 namespace gpuledger::store {
 namespace {
 
+using PodKey = std::tuple<std::string, std::string, std::string>;  // namespace, pod, pod UID
+
+struct StoredHour {
+  std::int64_t hour = 0;
+  std::int64_t gpu = 0;
+  std::int64_t placement = 0;
+  std::string record;
+};
+
+constexpr std::array<SqlColumn, 4> kHoursColumns = {{
+    {"hour", SqlType::kInt},
+    {"gpu", SqlType::kInt},
+    {"placement", SqlType::kInt},
+    {"record", SqlType::kBytes},
+}};
+constexpr SqlUpsert kHoursUpsert = {"hours", kHoursColumns, 2, false};
+constexpr std::array<SqlColumn, 1> kIdColumn = {{{"id", SqlType::kInt}}};
+constexpr std::array<SqlColumn, 3> kPodColumns = {{
+    {"namespace", SqlType::kText},
+    {"pod", SqlType::kText},
+    {"pod_uid", SqlType::kText},
+}};
+
+std::vector<SqlValue> Cells(const DimensionKey& key) {
+  return std::vector<SqlValue>(key.begin(), key.end());
+}
+
+// `key`'s id in its dictionary, adding it when missing.
+Result<std::int64_t> Intern(SqlConnection& db, Dimension dimension, const DimensionKey& key) {
+  const DimensionTable& table = TableOf(dimension);
+  std::string where;
+  std::string values;
+  for (std::size_t i = 0; i < table.columns.size(); ++i) {
+    where += fmt::format("{}{} = ?{}", i == 0 ? "" : " AND ", table.columns[i], i + 1);
+    values += fmt::format("{}?{}", i == 0 ? "" : ", ", i + 1);
+  }
+  const std::string find = fmt::format("SELECT id FROM {} WHERE {}", table.table, where);
+  const std::string add =
+      fmt::format("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING id",
+                  table.table, fmt::join(table.columns, ", "), values);
+  const std::vector<SqlValue> args = Cells(key);
+  // Found, else added, else added meanwhile by another writer (whose commit the insert waited
+  // for): found then.
+  for (const std::string* sql : {&find, &add, &find}) {
+    auto id = db.FirstInt(fmt::format("write {}", table.table), *sql, args);
+    if (!id) return id.error();
+    if (*id) return **id;
+  }
+  return Internal(fmt::format("{}: {}: adding an entry returned no id", db.name(), table.table));
+}
+
 // A key's id, from the cache or else the table (remembered for next time).
-Result<std::int64_t> IdOf(HourTables& tables, DimensionCache& cache, Dimension dimension,
+Result<std::int64_t> IdOf(SqlConnection& db, DimensionCache& cache, Dimension dimension,
                           const DimensionKey& key) {
   if (auto id = cache.Find(dimension, key)) return *id;
-  auto id = tables.Intern(dimension, key);
+  auto id = Intern(db, dimension, key);
   if (!id) return id;
   cache.Remember(dimension, key, *id);
   return *id;
@@ -37,9 +94,8 @@ bool ReadOrder(const UsageRow* a, const UsageRow* b) {
 // wanted) their usage rows.
 class HourDecoder {
  public:
-  HourDecoder(HourTables& tables, DimensionCache& cache, LedgerScan& scan,
-              std::string_view errors_name, bool usage)
-      : tables_(tables), cache_(cache), scan_(scan), errors_name_(errors_name), usage_(usage) {}
+  HourDecoder(SqlConnection& db, DimensionCache& cache, LedgerScan& scan, bool usage)
+      : db_(db), cache_(cache), scan_(scan), usage_(usage) {}
 
   Status Add(const StoredHour& row) {
     if (!hour_.empty() && hour_.front().stored.hour != row.hour) {
@@ -49,7 +105,7 @@ class HourDecoder {
     d.stored = row;
     d.device.hour_us = row.hour * kMicrosPerHour;
     if (std::string what; !DecodeHourRecord(row.record, d.device, d.usage, &what)) {
-      return Internal(fmt::format("{}: hours row (hour_us {}, gpu id {}): {}", errors_name_,
+      return Internal(fmt::format("{}: hours row (hour_us {}, gpu id {}): {}", db_.name(),
                                   d.device.hour_us, row.gpu, what));
     }
     return Status::Ok();
@@ -102,10 +158,22 @@ class HourDecoder {
       pods.emplace(c.namespace_name, c.pod, c.pod_uid.str());
       namespaces.insert(c.namespace_name);
     }
-    const std::vector<PodKey> pod_list(pods.begin(), pods.end());
-    if (Status s = tables_.PodLabels(pod_list, scan_); !s) return s;
-    const std::vector<std::string> namespace_list(namespaces.begin(), namespaces.end());
-    return tables_.NamespaceLabels(namespace_list, scan_);
+    std::vector<SqlValue> cells;
+    for (const auto& [ns, pod, uid] : pods) {
+      cells.insert(cells.end(),
+                   {std::string_view(ns), std::string_view(pod), std::string_view(uid)});
+    }
+    Status read = db_.ForEachRowWithKey(
+        "read pod_labels", "SELECT namespace, pod, pod_uid, key, value FROM pod_labels",
+        kPodColumns, cells, [&](SqlRow& row) {
+          return scan_.OnPodLabel(row.Text(0), row.Text(1), row.Text(2), row.Text(3), row.Text(4));
+        });
+    if (!read) return read;
+    cells.assign(namespaces.begin(), namespaces.end());
+    return db_.ForEachRowWithKey(
+        "read namespace_labels", "SELECT namespace, key, value FROM namespace_labels",
+        std::span(kPodColumns).first(1), cells,
+        [&](SqlRow& row) { return scan_.OnNamespaceLabel(row.Text(0), row.Text(1), row.Text(2)); });
   }
 
  private:
@@ -132,27 +200,35 @@ class HourDecoder {
     for (const auto& [missing_dimension, ids] : missing) {
       const Dimension dimension = missing_dimension;  // a binding no lambda may capture (C++17)
       const std::vector<std::int64_t> wanted(ids.begin(), ids.end());
-      Status looked = tables_.Lookup(
-          dimension, wanted, [&](std::int64_t id, const DimensionKey& key) -> Status {
+      const DimensionTable& table = TableOf(dimension);
+      const std::vector<SqlValue> cells(wanted.begin(), wanted.end());
+      Status looked = db_.ForEachRowWithKey(
+          fmt::format("read {}", table.table),
+          fmt::format("SELECT id, {} FROM {}", fmt::join(table.columns, ", "), table.table),
+          kIdColumn, cells, [&](SqlRow& row) -> Status {
+            const std::int64_t id = row.Int(0);
+            DimensionKey key;
+            for (std::size_t i = 1; i <= table.columns.size(); ++i)
+              key.push_back(row.Text(static_cast<int>(i)));
+            if (Status s = row.Check(table.table); !s) return s;
             if (Status s = cache_.Learn(dimension, id, key); !s)
-              return Internal(fmt::format("{}: {}", errors_name_, s.error().message));
+              return Internal(fmt::format("{}: {}", db_.name(), s.error().message));
             return Status::Ok();
           });
       if (!looked) return looked;
       for (std::int64_t id : wanted) {
         if (!cache_.Has(dimension, id)) {
           return Internal(fmt::format("{}: an hours row names {} id {}, which is not there",
-                                      errors_name_, TableOf(dimension).table, id));
+                                      db_.name(), TableOf(dimension).table, id));
         }
       }
     }
     return Status::Ok();
   }
 
-  HourTables& tables_;
+  SqlConnection& db_;
   DimensionCache& cache_;
   LedgerScan& scan_;
-  std::string_view errors_name_;
   bool usage_;  // false: device-hours only (their rows' strings are not looked up or copied)
   std::vector<Decoded> hour_;
   UsageRow row_;  // reused: its strings keep their capacity from row to row
@@ -207,46 +283,24 @@ std::string CompactTablesSql(const SqlDialect& sql) {
   return out;
 }
 
-std::string FindIdSql(const SqlDialect& sql, Dimension dimension) {
-  const DimensionTable& table = TableOf(dimension);
-  std::string where;
-  for (std::size_t i = 0; i < table.columns.size(); ++i)
-    where +=
-        fmt::format("{}{} = {}{}", i == 0 ? "" : " AND ", table.columns[i], sql.placeholder, i + 1);
-  return fmt::format("SELECT id FROM {} WHERE {}", table.table, where);
-}
-
-std::string AddEntrySql(const SqlDialect& sql, Dimension dimension) {
-  const DimensionTable& table = TableOf(dimension);
-  std::string values;
-  for (std::size_t i = 0; i < table.columns.size(); ++i)
-    values += fmt::format("{}{}{}", i == 0 ? "" : ", ", sql.placeholder, i + 1);
-  return fmt::format("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING id",
-                     table.table, fmt::join(table.columns, ", "), values);
-}
-
-std::string EntrySql(const SqlDialect& sql, Dimension dimension) {
-  const DimensionTable& table = TableOf(dimension);
-  return fmt::format("SELECT {} FROM {} WHERE id = {}1", fmt::join(table.columns, ", "),
-                     table.table, sql.placeholder);
-}
-
 std::int64_t FirstHourAtOrAfter(Micros t) {
   const std::int64_t q = t / kMicrosPerHour;  // rounds towards zero: up for negatives
   return t > 0 && t % kMicrosPerHour != 0 ? q + 1 : q;
 }
 
-Status WriteCompactHours(HourTables& tables, DimensionCache& cache,
+Status WriteCompactHours(SqlConnection& db, DimensionCache& cache,
                          std::span<const LedgerHour> hours) {
   cache.Trim();
   std::vector<const UsageRow*> order;
   std::vector<UsageFigures> figures;
-  StoredHour row;
+  // By (hour, gpu): an hour written twice in a span keeps the later (one upsert may not touch a
+  // row twice).
+  std::map<std::pair<std::int64_t, std::int64_t>, StoredHour> rows;
   for (const LedgerHour& hour : hours) {
     const DeviceHour& d = hour.device;
-    auto gpu = IdOf(tables, cache, Dimension::kGpu, GpuKey(d));
+    auto gpu = IdOf(db, cache, Dimension::kGpu, GpuKey(d));
     if (!gpu) return gpu.status();
-    auto placement = IdOf(tables, cache, Dimension::kPlacement, PlacementKey(d));
+    auto placement = IdOf(db, cache, Dimension::kPlacement, PlacementKey(d));
     if (!placement) return placement.status();
 
     order.clear();
@@ -255,37 +309,39 @@ Status WriteCompactHours(HourTables& tables, DimensionCache& cache,
     figures.clear();
     for (const UsageRow* u : order) {
       UsageFigures& f = figures.emplace_back(FiguresOf(*u));
-      auto consumer = IdOf(tables, cache, Dimension::kConsumer, ConsumerKey(*u));
+      auto consumer = IdOf(db, cache, Dimension::kConsumer, ConsumerKey(*u));
       if (!consumer) return consumer.status();
-      auto context = IdOf(tables, cache, Dimension::kContext, ContextKey(*u));
+      auto context = IdOf(db, cache, Dimension::kContext, ContextKey(*u));
       if (!context) return context.status();
       f.consumer = *consumer;
       f.context = *context;
     }
+    StoredHour& row = rows[{HourIndex(d.hour_us), *gpu}];
     row.hour = HourIndex(d.hour_us);
     row.gpu = *gpu;
     row.placement = *placement;
     row.record.clear();
     EncodeHourRecord(d, figures, row.record);
-    if (Status s = tables.PutHour(row); !s) {
-      return Error{s.error().code, fmt::format("{} (hour_us {}, gpu {})", s.error().message,
-                                               d.hour_us, d.gpu.str())};
-    }
   }
-  return tables.FinishWrites();
+  std::vector<SqlValue> cells;
+  cells.reserve(rows.size() * kHoursColumns.size());
+  for (const auto& [key, row] : rows) {
+    cells.insert(cells.end(), {row.hour, row.gpu, row.placement, SqlBytes{row.record}});
+  }
+  return db.Upsert("write hours", kHoursUpsert, cells);
 }
 
 Status MoveToCompactHours(LegacyRows<DeviceHour>& devices, LegacyRows<UsageRow>& usage,
-                          HourTables& tables, std::string_view errors_name) {
+                          SqlConnection& db) {
   constexpr std::size_t kBatchHours = 1024;  // written together: bounded memory, few round trips
   DimensionCache cache;
   std::vector<LedgerHour> batch;
   auto write_batch = [&]() -> Status {
-    Status s = WriteCompactHours(tables, cache, batch);
+    Status s = WriteCompactHours(db, cache, batch);
     batch.clear();
     if (!s)
       return Error{s.error().code,
-                   fmt::format("{}: migrate schema 7 -> 8: {}", errors_name, s.error().message)};
+                   fmt::format("{}: migrate schema 7 -> 8: {}", db.name(), s.error().message)};
     return s;
   };
   UsageRow u;
@@ -295,7 +351,7 @@ Status MoveToCompactHours(LegacyRows<DeviceHour>& devices, LegacyRows<UsageRow>&
     return InvalidArgument(fmt::format(
         "{}: migrate schema 7 -> 8: usage_hours row (hour_us {}, gpu {}, consumer {}): no "
         "device-hour of its own",
-        errors_name, u.hour_us, u.gpu.str(), u.consumer.ref.Key()));
+        db.name(), u.hour_us, u.gpu.str(), u.consumer.ref.Key()));
   };
   for (;;) {
     LedgerHour& hour = batch.emplace_back();
@@ -322,13 +378,28 @@ Status MoveToCompactHours(LegacyRows<DeviceHour>& devices, LegacyRows<UsageRow>&
 namespace {
 
 // Everything of `range`, or (usage false) its device-hours alone, without rows or labels.
-Status ScanHours(HourTables& tables, DimensionCache& cache, const TimeRange& range,
-                 LedgerScan& scan, std::string_view errors_name, bool usage) {
+Status ScanHours(SqlConnection& db, DimensionCache& cache, const TimeRange& range, LedgerScan& scan,
+                 bool usage) {
   cache.Trim();
-  HourDecoder decoder(tables, cache, scan, errors_name, usage);
+  HourDecoder decoder(db, cache, scan, usage);
+  // Hours past the 32-bit column read as none rather than failing PostgreSQL's cast.
+  constexpr std::int64_t kLast = INT32_MAX;
+  const std::array<SqlValue, 2> args = {
+      std::clamp<std::int64_t>(FirstHourAtOrAfter(range.from_us), -kLast, kLast),
+      std::clamp<std::int64_t>(FirstHourAtOrAfter(range.to_us), -kLast, kLast)};
+  StoredHour stored;  // reused: the record keeps its capacity
   Status read =
-      tables.ForEachHour(FirstHourAtOrAfter(range.from_us), FirstHourAtOrAfter(range.to_us),
-                         [&](const StoredHour& row) { return decoder.Add(row); });
+      db.ForEachRow("read hours",
+                    "SELECT hour, gpu, placement, record FROM hours WHERE hour >= ?1 AND hour < ?2 "
+                    "ORDER BY hour, gpu",
+                    args, [&](SqlRow& row) {
+                      stored.hour = row.Int(0);
+                      stored.gpu = row.Int(1);
+                      stored.placement = row.Int(2);
+                      stored.record.assign(row.Bytes(3));
+                      if (Status s = row.Check("hours"); !s) return s;
+                      return decoder.Add(stored);
+                    });
   if (!read) return read;
   if (Status s = decoder.Flush(); !s) return s;
   return usage ? decoder.Labels() : Status::Ok();
@@ -336,25 +407,22 @@ Status ScanHours(HourTables& tables, DimensionCache& cache, const TimeRange& ran
 
 }  // namespace
 
-Status ScanCompactHours(HourTables& tables, DimensionCache& cache, const TimeRange& range,
-                        LedgerScan& scan, std::string_view errors_name) {
-  return ScanHours(tables, cache, range, scan, errors_name, /*usage=*/true);
+Status ScanCompactHours(SqlConnection& db, DimensionCache& cache, const TimeRange& range,
+                        LedgerScan& scan) {
+  return ScanHours(db, cache, range, scan, /*usage=*/true);
 }
 
-Result<std::vector<DeviceHour>> ReadCompactDeviceHours(HourTables& tables, DimensionCache& cache,
-                                                       const TimeRange& range,
-                                                       std::string_view errors_name) {
+Result<std::vector<DeviceHour>> ReadCompactDeviceHours(SqlConnection& db, DimensionCache& cache,
+                                                       const TimeRange& range) {
   Collector collected;
-  if (Status s = ScanHours(tables, cache, range, collected, errors_name, /*usage=*/false); !s)
-    return s;
+  if (Status s = ScanHours(db, cache, range, collected, /*usage=*/false); !s) return s;
   return std::move(collected.devices);
 }
 
-Result<std::vector<UsageRow>> ReadCompactUsage(HourTables& tables, DimensionCache& cache,
-                                               const TimeRange& range,
-                                               std::string_view errors_name) {
+Result<std::vector<UsageRow>> ReadCompactUsage(SqlConnection& db, DimensionCache& cache,
+                                               const TimeRange& range) {
   Collector collected;
-  if (Status s = ScanCompactHours(tables, cache, range, collected, errors_name); !s) return s;
+  if (Status s = ScanCompactHours(db, cache, range, collected); !s) return s;
   for (UsageRow& u : collected.usage) collected.labels.Attach(u);
   return std::move(collected.usage);
 }

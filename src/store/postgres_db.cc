@@ -9,6 +9,8 @@
 #include <limits>
 #include <utility>
 
+#include "common/strings.h"
+
 namespace gpuledger::store {
 namespace {
 
@@ -424,6 +426,30 @@ void AppendCopyField(std::string& row, std::string_view value) {
         row.push_back(c);
     }
   }
+}
+
+std::string ByteaHex(std::string_view bytes) {
+  constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = "\\x";
+  out.reserve(2 + 2 * bytes.size());
+  for (char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xf]);
+  }
+  return out;
+}
+
+bool DecodeByteaHex(std::string_view text, std::string& out) {
+  if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) return false;
+  out.clear();
+  for (std::size_t i = 2; i < text.size(); i += 2) {
+    const int hi = HexDigitValue(text[i]);
+    const int lo = HexDigitValue(text[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return true;
 }
 
 void AppendArrayText(std::string& out, std::string_view text) {

@@ -193,6 +193,10 @@ class PgTxn {
 // Appends `value` to a COPY text-format row, escaping backslash, tab, newline
 // and CR.
 void AppendCopyField(std::string& row, std::string_view value);
+// bytea in its hex text form, "\x0a1b..." (a parameter or an array element).
+std::string ByteaHex(std::string_view bytes);
+// The bytes of bytea's hex text form; false (and `out` unspecified) for text that is not one.
+bool DecodeByteaHex(std::string_view text, std::string& out);
 // Appends `text` as an element of an array literal: quoted, `"` and `\` escaped.
 void AppendArrayText(std::string& out, std::string_view text);
 // A PostgreSQL array literal of texts ({"a","b\"c"}) for a text[] parameter.

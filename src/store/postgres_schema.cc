@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "store/compact_hours.h"
-#include "store/postgres_hours.h"
+#include "store/postgres_connection.h"
 #include "store/row_codec.h"
 
 namespace gpuledger::store {
@@ -234,8 +234,8 @@ Status MigrateToCompactHours(PgConn& conn) {
   if (!usage) return usage.status();
   PgLegacyRows<DeviceHour> device_rows(std::move(*devices), "device_hours", conn.server());
   PgLegacyRows<UsageRow> usage_rows(std::move(*usage), "usage_hours", conn.server());
-  PgHourTables tables(conn);
-  if (Status s = MoveToCompactHours(device_rows, usage_rows, tables, conn.server()); !s) return s;
+  PgConnection connection(conn, /*in_transaction=*/true);
+  if (Status s = MoveToCompactHours(device_rows, usage_rows, connection); !s) return s;
   auto dropped = conn.Exec("migrate schema 7 -> 8: drop the old tables",
                            "DROP TABLE usage_hours; DROP TABLE device_hours;");
   return dropped ? Status::Ok() : dropped.status();

@@ -1,15 +1,16 @@
 #pragma once
-// What the ledger (store/sql_ledger.h) needs of a database, so that it is written once over
-// SQLite and PostgreSQL: statements with numbered parameters (?1, ?2, ...; a dialect that
-// spells them otherwise rewrites them), rows read by column, transactions, batch upserts and
-// deletes, and the compact hour tables (store/compact_hours.h). The SQL the ledger sends is
-// what both databases read alike; what they spell differently (placeholders, how many rows one
-// statement carries, prepared-statement reuse, reconnecting) is the connection's.
+// What the ledger (store/sql_ledger.h, store/compact_hours.h) needs of a database, so that it
+// is written once over SQLite and PostgreSQL: statements with numbered parameters (?1, ?2, ...;
+// a dialect that spells them otherwise rewrites them), rows read by column, transactions, and
+// batch upserts, deletes and reads by key. The SQL the ledger sends is what both databases read
+// alike; what they spell differently (placeholders, how many rows one statement carries,
+// prepared-statement reuse, reconnecting) is the connection's.
 // Thread-compatible: one connection, one thread at a time.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,13 +18,17 @@
 #include <vector>
 
 #include "common/result.h"
-#include "store/compact_hours.h"
 
 namespace gpuledger::store {
 
-// A statement parameter or a batch cell: NULL, an integer or a text (not owned: valid for the
-// call).
-using SqlValue = std::variant<std::monostate, std::int64_t, std::string_view>;
+// Bytes for a BLOB or bytea column (a text is a std::string_view).
+struct SqlBytes {
+  std::string_view bytes;
+};
+
+// A statement parameter or a batch cell: NULL, an integer, a text or bytes (not owned: valid for
+// the call).
+using SqlValue = std::variant<std::monostate, std::int64_t, std::string_view, SqlBytes>;
 
 // One row of a result while it is current; columns 0-based.
 class SqlRow {
@@ -32,8 +37,12 @@ class SqlRow {
   // 0 for a value that is not an integer (a broken schema invariant): Check says so.
   virtual std::int64_t Int(int col) = 0;
   virtual std::string Text(int col) const = 0;
+  // A bytes column, valid while the row is current; empty for one that is not bytes (Check says
+  // so).
+  virtual std::string_view Bytes(int col) = 0;
   virtual bool IsNull(int col) const = 0;
-  // An error naming `table` and the first column Int could not read; Ok when there was none.
+  // An error naming `table` and the first column Int or Bytes could not read; Ok when there was
+  // none.
   virtual Status Check(std::string_view table) const = 0;
 };
 
@@ -44,7 +53,7 @@ class SqlTxn {
   virtual Status Commit() = 0;
 };
 
-enum class SqlType { kInt, kText };
+enum class SqlType { kInt, kText, kBytes };
 struct SqlColumn {
   std::string_view name;
   SqlType type;
@@ -80,10 +89,21 @@ class SqlConnection {
   // One statement returning no rows of interest.
   virtual Status Run(std::string_view what, const std::string& sql,
                      std::span<const SqlValue> args) = 0;
-  // One statement, `on_row` for each row; its first error ends the read and is returned.
+  // The first column of the first row as an integer (an INSERT ... RETURNING id), or nullopt
+  // when there is no row.
+  virtual Result<std::optional<std::int64_t>> FirstInt(std::string_view what,
+                                                       const std::string& sql,
+                                                       std::span<const SqlValue> args) = 0;
+  // One query, `on_row` for each row; its first error ends the read and is returned. Any number
+  // of rows: inside a transaction they are read a batch at a time.
   virtual Status ForEachRow(std::string_view what, const std::string& sql,
                             std::span<const SqlValue> args,
                             const std::function<Status(SqlRow&)>& on_row) = 0;
+  // `select` ("SELECT ... FROM t", no WHERE) for the rows whose `key` columns equal one of the
+  // tuples in `cells`, in any order, `on_row` for each.
+  virtual Status ForEachRowWithKey(std::string_view what, const std::string& select,
+                                   std::span<const SqlColumn> key, std::span<const SqlValue> cells,
+                                   const std::function<Status(SqlRow&)>& on_row) = 0;
   // Upserts the rows in `cells` (row after row, upsert.columns.size() cells each). No two rows
   // may share a key (one statement may not touch a row twice).
   virtual Status Upsert(std::string_view what, const SqlUpsert& upsert,
@@ -91,9 +111,6 @@ class SqlConnection {
   // Deletes the rows whose `key` columns equal one of the tuples in `cells`.
   virtual Status Delete(std::string_view what, std::string_view table,
                         std::span<const SqlColumn> key, std::span<const SqlValue> cells) = 0;
-
-  // The compact hour tables on this connection.
-  virtual HourTables& hours() = 0;
 };
 
 }  // namespace gpuledger::store

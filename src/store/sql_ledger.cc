@@ -19,6 +19,7 @@
 #include <utility>
 #include <variant>
 
+#include "store/compact_hours.h"
 #include "store/finding_rows.h"
 #include "store/row_codec.h"
 #include "store/sqlite_schema.h"
@@ -139,15 +140,12 @@ Status SqlLedger::WriteHours(std::span<const LedgerHour> hours) {
   }
   auto txn = db_->Begin(/*write=*/true);
   if (!txn) return txn.status();
-  Status written = WriteCompactHours(db_->hours(), dimensions_, hours);
+  Status written = WriteCompactHours(*db_, dimensions_, hours);
   if (written) written = WriteLabels(hours);
   if (written) written = BumpGeneration();
   if (written) written = (*txn)->Commit();
-  if (!written) {  // the transaction rolls back
-    // Ids learned in a transaction that did not commit may not exist.
-    dimensions_.Clear();
-    db_->hours().DiscardWrites();
-  }
+  // Ids learned in a transaction that did not commit may not exist.
+  if (!written) dimensions_.Clear();  // the transaction rolls back
   return written;
 }
 
@@ -218,13 +216,13 @@ Status SqlLedger::WriteNamespaceLabels(
 
 Result<std::vector<DeviceHour>> SqlLedger::ReadDeviceHours(const TimeRange& range) {
   return InSnapshot<std::vector<DeviceHour>>(
-      [&] { return ReadCompactDeviceHours(db_->hours(), dimensions_, range, db_->name()); });
+      [&] { return ReadCompactDeviceHours(*db_, dimensions_, range); });
 }
 
 Result<std::vector<UsageRow>> SqlLedger::ReadUsage(const TimeRange& range) {
   // One snapshot: rows and labels agree even while a writer commits.
   return InSnapshot<std::vector<UsageRow>>(
-      [&] { return ReadCompactUsage(db_->hours(), dimensions_, range, db_->name()); });
+      [&] { return ReadCompactUsage(*db_, dimensions_, range); });
 }
 
 Status SqlLedger::Scan(const TimeRange& range, LedgerScan& scan) {
@@ -233,7 +231,7 @@ Status SqlLedger::Scan(const TimeRange& range, LedgerScan& scan) {
   Status read = ForEachReconciliation(
       range, [&](const Reconciliation& r) { return scan.OnReconciliation(r); });
   if (!read) return read;
-  read = ScanCompactHours(db_->hours(), dimensions_, range, scan, db_->name());
+  read = ScanCompactHours(*db_, dimensions_, range, scan);
   if (!read) return read;
   return (*txn)->Commit();
 }

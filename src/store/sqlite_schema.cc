@@ -2,7 +2,7 @@
 
 #include "store/compact_hours.h"
 #include "store/row_codec.h"
-#include "store/sqlite_hours.h"
+#include "store/sqlite_connection.h"
 
 #include <array>
 #include <stdexcept>
@@ -228,8 +228,7 @@ Status MigrateToCompactHours(SqliteDb& db) {
     return s;
   {
     const std::string name = "sqlite " + db.path();
-    auto tables = SqliteHourTables::Prepare(db);
-    if (!tables) return tables.status();
+    SqliteConnection connection(db);
     auto devices = db.Prepare(
         fmt::format("SELECT {} FROM device_hours ORDER BY hour_us, gpu_uuid", kDeviceColumns),
         "migrate schema 7 -> 8: read device_hours");
@@ -241,7 +240,7 @@ Status MigrateToCompactHours(SqliteDb& db) {
     if (!usage) return usage.status();
     SqliteLegacyRows<DeviceHour> device_rows(std::move(*devices), "device_hours", name);
     SqliteLegacyRows<UsageRow> usage_rows(std::move(*usage), "usage_hours", name);
-    if (Status s = MoveToCompactHours(device_rows, usage_rows, **tables, name); !s) return s;
+    if (Status s = MoveToCompactHours(device_rows, usage_rows, connection); !s) return s;
   }  // the statements go before their tables
   return db.Exec("DROP TABLE usage_hours; DROP TABLE device_hours;",
                  "migrate schema 7 -> 8: drop the old tables");

@@ -1,5 +1,5 @@
 // The PostgreSQL ledger, for clusters whose ledger lives on a server they already run: the
-// ledger itself (store/sql_ledger.cc) over this file's PgConnection, with the same tables,
+// ledger itself (store/sql_ledger.cc) over a PgConnection, with the same tables,
 // keys, semantics and read order as the SQLite ledger.
 //
 // Every text column is COLLATE "C" so keys and ORDER BY compare bytes, as SQLite's BINARY
@@ -11,35 +11,53 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 
 #include "store/ledger_store.h"
+#include "store/postgres_connection.h"
 #include "store/postgres_db.h"
-#include "store/postgres_hours.h"
 #include "store/postgres_schema.h"
 #include "store/sql_ledger.h"
 
 namespace gpuledger::store {
 namespace {
 
+// Labels and dictionary entries are asked for this many keys at a time: one round trip each,
+// parameters of bounded size.
+constexpr std::size_t kKeyBatch = 10'000;
+
 class PgSqlRow final : public SqlRow {
  public:
   PgSqlRow(PgRow& row, const std::string& server) : row_(row), server_(server) {}
   std::int64_t Int(int col) override { return row_.Int(col); }
   std::string Text(int col) const override { return row_.Text(col); }
+  std::string_view Bytes(int col) override {
+    if (!DecodeByteaHex(row_.View(col), bytes_) && bad_bytes_col_ < 0) bad_bytes_col_ = col;
+    return bytes_;
+  }
   bool IsNull(int col) const override { return row_.IsNull(col); }
   Status Check(std::string_view table) const override {
-    if (row_.bad_col() < 0) return Status::Ok();
-    return Internal(fmt::format("{}: read {}: column {} does not hold a number", server_, table,
-                                row_.bad_col()));
+    if (row_.bad_col() >= 0) {
+      return Internal(fmt::format("{}: read {}: column {} does not hold a number", server_, table,
+                                  row_.bad_col()));
+    }
+    if (bad_bytes_col_ >= 0) {
+      return Internal(fmt::format("{}: read {}: column {} does not hold bytea in hex", server_,
+                                  table, bad_bytes_col_));
+    }
+    return Status::Ok();
   }
 
  private:
   PgRow& row_;
   const std::string& server_;
+  std::string bytes_;
+  int bad_bytes_col_ = -1;
 };
 
 // `?N` placeholders as PostgreSQL spells them, `$N`. The ledger's SQL has no other `?`.
@@ -57,6 +75,8 @@ PgParams Params(std::span<const SqlValue> args) {
       params.Add(*n);
     } else if (const auto* text = std::get_if<std::string_view>(&arg)) {
       params.Add(std::string(*text));
+    } else if (const auto* bytes = std::get_if<SqlBytes>(&arg)) {
+      params.Add(ByteaHex(bytes->bytes));
     } else {
       params.AddNull();
     }
@@ -73,11 +93,22 @@ std::string ArrayLiteral(std::span<const SqlValue> cells, std::size_t columns, s
       out += std::to_string(*n);
     } else if (const auto* text = std::get_if<std::string_view>(&cells[at])) {
       AppendArrayText(out, *text);
+    } else if (const auto* bytes = std::get_if<SqlBytes>(&cells[at])) {
+      AppendArrayText(out, ByteaHex(bytes->bytes));
     } else {
       out += "NULL";
     }
   }
   out.push_back('}');
+  return out;
+}
+
+// "a, b" over `columns`.
+std::string ColumnList(std::span<const SqlColumn> columns) {
+  std::string out;
+  for (const SqlColumn& column : columns) {
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", column.name);
+  }
   return out;
 }
 
@@ -87,8 +118,9 @@ std::string Unnest(std::span<const SqlColumn> columns, std::span<const SqlValue>
   std::string sql = "unnest(";
   for (std::size_t i = 0; i < columns.size(); ++i) {
     params.Add(ArrayLiteral(cells, columns.size(), i));
+    constexpr std::array<std::string_view, 3> kArrayTypes = {"bigint", "text", "bytea"};
     sql += fmt::format("{}${}::{}[]", i == 0 ? "" : ", ", i + 1,
-                       columns[i].type == SqlType::kInt ? "bigint" : "text");
+                       kArrayTypes[static_cast<std::size_t>(columns[i].type)]);
   }
   return sql + ")";
 }
@@ -108,71 +140,74 @@ class PgSqlTxn final : public SqlTxn {
   bool& in_;
 };
 
-class PgConnection final : public SqlConnection {
- public:
-  explicit PgConnection(std::unique_ptr<PgConn> conn) : conn_(std::move(conn)), hours_(*conn_) {}
-
-  const std::string& name() const override { return conn_->server(); }
-  Status CheckWritable() const override { return Status::Ok(); }
-  Result<std::unique_ptr<SqlTxn>> Begin(bool write) override;
-  Status Run(std::string_view what, const std::string& sql,
-             std::span<const SqlValue> args) override;
-  Status ForEachRow(std::string_view what, const std::string& sql, std::span<const SqlValue> args,
-                    const std::function<Status(SqlRow&)>& on_row) override;
-  Status Upsert(std::string_view what, const SqlUpsert& upsert,
-                std::span<const SqlValue> cells) override;
-  Status Delete(std::string_view what, std::string_view table, std::span<const SqlColumn> key,
-                std::span<const SqlValue> cells) override;
-  HourTables& hours() override { return hours_; }
-
- private:
-  // Reconnects a lost connection before a statement of its own; never inside a transaction,
-  // whose statements must all reach the one session that began it.
-  Status EnsureOutsideTransaction() { return in_transaction_ ? Status::Ok() : conn_->Ensure(); }
-  Status Exec(std::string_view what, const std::string& sql, const PgParams& params);
-
-  std::unique_ptr<PgConn> conn_;
-  PgHourTables hours_;
-  bool in_transaction_ = false;
-};
+}  // namespace
 
 Result<std::unique_ptr<SqlTxn>> PgConnection::Begin(bool write) {
   if (Status s = EnsureOutsideTransaction(); !s) return s;
   auto txn =
-      PgTxn::Begin(*conn_, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      PgTxn::Begin(conn_, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   if (!txn) return txn.error();
   return std::unique_ptr<SqlTxn>(std::make_unique<PgSqlTxn>(std::move(*txn), in_transaction_));
 }
 
-Status PgConnection::Exec(std::string_view what, const std::string& sql, const PgParams& params) {
+Result<PgResult> PgConnection::Exec(std::string_view what, const std::string& sql,
+                                    const PgParams& params) {
   if (Status s = EnsureOutsideTransaction(); !s) return s;
-  auto r = conn_->Exec(what, sql, params);
-  return r ? Status::Ok() : r.status();
+  return conn_.Exec(what, sql, params);
 }
 
 Status PgConnection::Run(std::string_view what, const std::string& sql,
                          std::span<const SqlValue> args) {
-  return Exec(what, WithDollarPlaceholders(sql), Params(args));
+  auto r = Exec(what, WithDollarPlaceholders(sql), Params(args));
+  return r ? Status::Ok() : r.status();
+}
+
+Result<std::optional<std::int64_t>> PgConnection::FirstInt(std::string_view what,
+                                                           const std::string& sql,
+                                                           std::span<const SqlValue> args) {
+  auto r = Exec(what, WithDollarPlaceholders(sql), Params(args));
+  if (!r) return r.error();
+  if (r->rows() == 0) return std::optional<std::int64_t>();
+  std::int64_t first = 0;
+  if (!r->Int(0, 0, first)) {
+    return Internal(fmt::format("{}: {}: column 0 does not hold a number", name(), what));
+  }
+  return std::optional<std::int64_t>(first);
+}
+
+Status PgConnection::Query(std::string_view what, const std::string& statement,
+                           const PgParams& params, const std::function<Status(SqlRow&)>& on_row) {
+  auto each = [&](PgRow& pg_row) {
+    PgSqlRow row(pg_row, conn_.server());
+    return on_row(row);
+  };
+  if (in_transaction_) return ForEachPgRow(conn_, what, statement, params, each);
+  auto r = Exec(what, statement, params);
+  if (!r) return r.status();
+  for (int i = 0; i < r->rows(); ++i) {
+    PgRow pg_row(*r, i);
+    if (Status s = each(pg_row); !s) return s;
+  }
+  return Status::Ok();
 }
 
 Status PgConnection::ForEachRow(std::string_view what, const std::string& sql,
                                 std::span<const SqlValue> args,
                                 const std::function<Status(SqlRow&)>& on_row) {
-  const std::string statement = WithDollarPlaceholders(sql);
-  const PgParams params = Params(args);
-  auto each = [&](PgRow& pg_row) {
-    PgSqlRow row(pg_row, conn_->server());
-    return on_row(row);
-  };
-  // Inside a transaction a cursor reads any number of rows a batch at a time; outside one (a
-  // cursor needs one) the result is read whole.
-  if (in_transaction_) return ForEachPgRow(*conn_, what, statement, params, each);
-  if (Status s = conn_->Ensure(); !s) return s;
-  auto r = conn_->Exec(what, statement, params);
-  if (!r) return r.status();
-  for (int i = 0; i < r->rows(); ++i) {
-    PgRow pg_row(*r, i);
-    if (Status s = each(pg_row); !s) return s;
+  return Query(what, WithDollarPlaceholders(sql), Params(args), on_row);
+}
+
+Status PgConnection::ForEachRowWithKey(std::string_view what, const std::string& select,
+                                       std::span<const SqlColumn> key,
+                                       std::span<const SqlValue> cells,
+                                       const std::function<Status(SqlRow&)>& on_row) {
+  const std::size_t batch_cells = kKeyBatch * key.size();
+  for (std::size_t first = 0; first < cells.size(); first += batch_cells) {
+    const auto batch = cells.subspan(first, std::min(batch_cells, cells.size() - first));
+    PgParams params;
+    const std::string sql = fmt::format("{} WHERE ({}) IN (SELECT * FROM {})", select,
+                                        ColumnList(key), Unnest(key, batch, params));
+    if (Status s = Query(what, sql, params, on_row); !s) return s;
   }
   return Status::Ok();
 }
@@ -183,23 +218,19 @@ Status PgConnection::Upsert(std::string_view what, const SqlUpsert& upsert,
   PgParams params;
   const std::string sql = InsertIntoSql(upsert) + "SELECT * FROM " +
                           Unnest(upsert.columns, cells, params) + OnConflictSql(upsert);
-  return Exec(what, sql, params);
+  auto r = Exec(what, sql, params);
+  return r ? Status::Ok() : r.status();
 }
 
 Status PgConnection::Delete(std::string_view what, std::string_view table,
                             std::span<const SqlColumn> key, std::span<const SqlValue> cells) {
   if (cells.empty()) return Status::Ok();
-  std::string columns;
-  for (const SqlColumn& column : key) {
-    columns += fmt::format("{}{}", columns.empty() ? "" : ", ", column.name);
-  }
   PgParams params;
   const std::string sql = fmt::format("DELETE FROM {} WHERE ({}) IN (SELECT * FROM {})", table,
-                                      columns, Unnest(key, cells, params));
-  return Exec(what, sql, params);
+                                      ColumnList(key), Unnest(key, cells, params));
+  auto r = Exec(what, sql, params);
+  return r ? Status::Ok() : r.status();
 }
-
-}  // namespace
 
 Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url) {
   auto conn = PgConn::Open(url);

@@ -1,5 +1,5 @@
 // The SQLite ledger: one file in WAL mode, schema versioned in `meta` and migrated on open; the
-// ledger itself (store/sql_ledger.cc) over this file's SqliteConnection.
+// ledger itself (store/sql_ledger.cc) over a SqliteConnection.
 //
 // The tables are STRICT, so a REAL can never slip into an integer column.
 
@@ -16,8 +16,8 @@
 #include "io/file_util.h"
 #include "store/ledger_store.h"
 #include "store/sql_ledger.h"
+#include "store/sqlite_connection.h"
 #include "store/sqlite_db.h"
-#include "store/sqlite_hours.h"
 #include "store/sqlite_schema.h"
 
 namespace gpuledger::store {
@@ -28,6 +28,7 @@ class SqliteRow final : public SqlRow {
   explicit SqliteRow(const SqliteStmt& stmt) : stmt_(stmt) {}
   std::int64_t Int(int col) override { return stmt_.Int(col); }
   std::string Text(int col) const override { return stmt_.Text(col); }
+  std::string_view Bytes(int col) override { return stmt_.Blob(col); }
   bool IsNull(int col) const override { return stmt_.IsNull(col); }
   // STRICT tables hold only integers in integer columns.
   Status Check(std::string_view /*table*/) const override { return Status::Ok(); }
@@ -45,37 +46,14 @@ class SqliteSqlTxn final : public SqlTxn {
   SqliteTxn txn_;
 };
 
-class SqliteConnection final : public SqlConnection {
- public:
-  SqliteConnection(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteHourTables> hours)
-      : db_(std::move(db)), hours_(std::move(hours)), name_("sqlite " + db_->path()) {}
-
-  const std::string& name() const override { return name_; }
-  Status CheckWritable() const override;
-  Result<std::unique_ptr<SqlTxn>> Begin(bool write) override;
-  Status Run(std::string_view what, const std::string& sql,
-             std::span<const SqlValue> args) override;
-  Status ForEachRow(std::string_view what, const std::string& sql, std::span<const SqlValue> args,
-                    const std::function<Status(SqlRow&)>& on_row) override;
-  Status Upsert(std::string_view what, const SqlUpsert& upsert,
-                std::span<const SqlValue> cells) override;
-  Status Delete(std::string_view what, std::string_view table, std::span<const SqlColumn> key,
-                std::span<const SqlValue> cells) override;
-  HourTables& hours() override { return *hours_; }
-
- private:
-  // The statement for `sql`, prepared once and kept (the ledger sends a few dozen texts).
-  Result<SqliteStmt*> Statement(std::string_view what, const std::string& sql);
-  // Runs `sql` once per row of `cells`, each row bound as its parameters.
-  Status RunPerRow(std::string_view what, const std::string& sql, std::size_t columns,
-                   std::span<const SqlValue> cells);
-
-  static constexpr std::size_t kMaxStatements = 64;
-  std::unique_ptr<SqliteDb> db_;  // declared first: the statements below finalize before it
-  std::unique_ptr<SqliteHourTables> hours_;
-  std::map<std::string, SqliteStmt, std::less<>> statements_;
-  std::string name_;
-};
+// " WHERE a = ?1 AND b = ?2" over `key`.
+std::string KeyCondition(std::span<const SqlColumn> key) {
+  std::string sql = " WHERE ";
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    sql += fmt::format("{}{} = ?{}", i == 0 ? "" : " AND ", key[i].name, i + 1);
+  }
+  return sql;
+}
 
 void Bind(SqliteStmt& stmt, std::span<const SqlValue> args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -84,14 +62,18 @@ void Bind(SqliteStmt& stmt, std::span<const SqlValue> args) {
       stmt.Bind(index, *n);
     } else if (const auto* text = std::get_if<std::string_view>(&args[i])) {
       stmt.Bind(index, *text);
+    } else if (const auto* bytes = std::get_if<SqlBytes>(&args[i])) {
+      stmt.BindBlob(index, bytes->bytes);
     } else {
       stmt.BindNull(index);
     }
   }
 }
 
+}  // namespace
+
 Status SqliteConnection::CheckWritable() const {
-  if (!db_->ReadOnly()) return Status::Ok();
+  if (!db_.ReadOnly()) return Status::Ok();
   return IoError(
       fmt::format("{}: cannot write: the ledger is read-only (opened read-only, or the file or its "
                   "directory is not writable)",
@@ -99,7 +81,7 @@ Status SqliteConnection::CheckWritable() const {
 }
 
 Result<std::unique_ptr<SqlTxn>> SqliteConnection::Begin(bool write) {
-  auto txn = SqliteTxn::Begin(*db_, /*immediate=*/write);
+  auto txn = SqliteTxn::Begin(db_, /*immediate=*/write);
   if (!txn) return txn.error();
   return std::unique_ptr<SqlTxn>(std::make_unique<SqliteSqlTxn>(std::move(*txn)));
 }
@@ -107,7 +89,7 @@ Result<std::unique_ptr<SqlTxn>> SqliteConnection::Begin(bool write) {
 Result<SqliteStmt*> SqliteConnection::Statement(std::string_view what, const std::string& sql) {
   if (auto it = statements_.find(sql); it != statements_.end()) return &it->second;
   if (statements_.size() >= kMaxStatements) statements_.clear();
-  auto stmt = db_->Prepare(sql, what);
+  auto stmt = db_.Prepare(sql, what);
   if (!stmt) return stmt.error();
   return &statements_.emplace(sql, std::move(*stmt)).first->second;
 }
@@ -120,6 +102,18 @@ Status SqliteConnection::Run(std::string_view what, const std::string& sql,
   return (*stmt)->Run();
 }
 
+Result<std::optional<std::int64_t>> SqliteConnection::FirstInt(std::string_view what,
+                                                               const std::string& sql,
+                                                               std::span<const SqlValue> args) {
+  std::optional<std::int64_t> first;
+  Status read = ForEachRow(what, sql, args, [&](SqlRow& row) {
+    if (!first) first = row.Int(0);
+    return Status::Ok();
+  });
+  if (!read) return read.error();
+  return first;
+}
+
 Status SqliteConnection::ForEachRow(std::string_view what, const std::string& sql,
                                     std::span<const SqlValue> args,
                                     const std::function<Status(SqlRow&)>& on_row) {
@@ -128,6 +122,20 @@ Status SqliteConnection::ForEachRow(std::string_view what, const std::string& sq
   Bind(**stmt, args);
   SqliteRow row(**stmt);
   return (*stmt)->ForEachRow([&] { return on_row(row); });
+}
+
+Status SqliteConnection::ForEachRowWithKey(std::string_view what, const std::string& select,
+                                           std::span<const SqlColumn> key,
+                                           std::span<const SqlValue> cells,
+                                           const std::function<Status(SqlRow&)>& on_row) {
+  auto stmt = Statement(what, select + KeyCondition(key));
+  if (!stmt) return stmt.status();
+  SqliteRow row(**stmt);
+  for (std::size_t at = 0; at < cells.size(); at += key.size()) {
+    Bind(**stmt, cells.subspan(at, key.size()));
+    if (Status s = (*stmt)->ForEachRow([&] { return on_row(row); }); !s) return s;
+  }
+  return Status::Ok();
 }
 
 Status SqliteConnection::RunPerRow(std::string_view what, const std::string& sql,
@@ -153,14 +161,9 @@ Status SqliteConnection::Upsert(std::string_view what, const SqlUpsert& upsert,
 
 Status SqliteConnection::Delete(std::string_view what, std::string_view table,
                                 std::span<const SqlColumn> key, std::span<const SqlValue> cells) {
-  std::string sql = fmt::format("DELETE FROM {} WHERE ", table);
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    sql += fmt::format("{}{} = ?{}", i == 0 ? "" : " AND ", key[i].name, i + 1);
-  }
-  return RunPerRow(what, sql, key.size(), cells);
+  return RunPerRow(what, fmt::format("DELETE FROM {}{}", table, KeyCondition(key)), key.size(),
+                   cells);
 }
-
-}  // namespace
 
 Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path) {
   return OpenSqliteLedger(path, SqliteLedgerOptions{});
@@ -191,9 +194,7 @@ Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
   if (!db) return db.error();
   if (Status s = ConfigureSqliteLedger(**db, options); !s) return s;
   if (Status s = MigrateSqliteLedger(**db, options.read_only); !s) return s;
-  auto hours = SqliteHourTables::Prepare(**db);
-  if (!hours) return hours.error();
-  return MakeSqlLedger(std::make_unique<SqliteConnection>(std::move(*db), std::move(*hours)));
+  return MakeSqlLedger(std::make_unique<SqliteConnection>(std::move(*db)));
 }
 
 }  // namespace gpuledger::store
