@@ -13,11 +13,16 @@ namespace gpuledger::ledger {
 
 using LabelMap = std::map<std::string, std::string>;
 
-// Builds a Snapshot from a store scan. Strings are interned as they stream past; a usage row
-// finds its device-hour through the hour's GPUs (rows come in hour order).
+// Builds a Snapshot from a store scan, rows by key: each key's strings are interned once, when
+// the store first names it, and a row maps its keys to the snapshot's indexes. A usage row finds
+// its device-hour through the hour's GPU keys (rows come in hour order).
 class SnapshotLoader final : public store::LedgerScan {
  public:
   explicit SnapshotLoader(Snapshot& s) : s_(s) { s_.rules_.push_back(""); }
+
+  bool ByKey() const override { return true; }
+  Status OnDeviceHour(const DeviceHour& /*device*/) override { return NotKeyed(); }
+  Status OnUsage(const UsageRow& /*usage*/) override { return NotKeyed(); }
 
   Status OnReconciliation(const Reconciliation& r) override {
     s_.reconciliations_.push_back(r);
@@ -34,11 +39,46 @@ class SnapshotLoader final : public store::LedgerScan {
     return Status::Ok();
   }
 
-  Status OnDeviceHour(const DeviceHour& d) override {
+  Status OnGpuKey(std::int64_t key, const GpuUuid& gpu) override {
+    gpus_[key] = gpu;
+    return Status::Ok();
+  }
+  Status OnPlacementKey(std::int64_t key, const DeviceHour& placement) override {
+    placement_keys_[key] = placement;
+    return Status::Ok();
+  }
+  Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
+    consumers_[key] = ConsumerOf(consumer);
+    return Status::Ok();
+  }
+  Status OnContextKey(std::int64_t key, const UsageRow& c) override {
+    contexts_[key] = Context{c.node,
+                             c.gpu_model,
+                             c.sharing,
+                             c.compute_quality,
+                             c.activity_quality,
+                             RuleOf(c.compute_rule),
+                             RuleOf(c.activity_rule),
+                             RuleOf(c.share_source)};
+    return Status::Ok();
+  }
+
+  Status OnKeyedDeviceHour(const DeviceHour& d, std::int64_t gpu_key,
+                           std::int64_t placement_key) override {
+    auto keys = device_placements_.find({gpu_key, placement_key});
+    if (keys == device_placements_.end()) {
+      const DeviceHour& p = placement_keys_.at(placement_key);
+      const std::uint32_t placement = PlacementOf(p.cluster, p.node, p.gpu_model, gpus_.at(gpu_key),
+                                                  p.sharing, p.pricing_class);
+      keys =
+          device_placements_.try_emplace({gpu_key, placement_key}, placement, p.price_state).first;
+    }
+    if (d.hour_us != hour_us_ || !hour_started_) StartHour(d.hour_us);
+    hour_gpus_[gpu_key] = static_cast<std::uint32_t>(s_.devices_.size());
     DeviceFigures f;
     f.hour_us = d.hour_us;
-    f.placement = PlacementOf(d.cluster, d.node, d.gpu_model, d.gpu, d.sharing, d.pricing_class);
-    f.price_state = d.price_state;
+    f.placement = keys->second.first;
+    f.price_state = keys->second.second;
     f.price_nanos = d.price_nanos;
     f.energy_price_nanos = d.energy_price_nanos;
     f.metered_us = d.metered_us;
@@ -57,29 +97,28 @@ class SnapshotLoader final : public store::LedgerScan {
     return Status::Ok();
   }
 
-  Status OnUsage(const UsageRow& u) override {
-    if (u.hour_us != hour_us_ || !hour_started_) {
-      FlushHour();
-      StartHour(u.hour_us);
-    }
-    auto device = hour_gpus_.find(u.gpu.value);
+  Status OnKeyedUsage(const UsageRow& u, std::int64_t gpu_key, std::int64_t consumer_key,
+                      std::int64_t context_key) override {
+    if (u.hour_us != hour_us_ || !hour_started_) StartHour(u.hour_us);
+    auto device = hour_gpus_.find(gpu_key);
     if (device == hour_gpus_.end()) return Status::Ok();  // no device-hour: not reported
     const DeviceFigures& d = s_.devices_[device->second];
     const Placement& dp = s_.placements_[d.placement];
+    const Context& c = contexts_.at(context_key);
     Pending p;
     p.device = device->second;
     p.placement =
-        u.node == dp.node && u.gpu_model == dp.gpu_model && u.sharing == dp.sharing
+        c.node == dp.node && c.gpu_model == dp.gpu_model && c.sharing == dp.sharing
             ? d.placement
-            : PlacementOf(dp.cluster, u.node, u.gpu_model, u.gpu, u.sharing, dp.pricing_class);
-    p.consumer = ConsumerOf(u.consumer);
+            : PlacementOf(dp.cluster, c.node, c.gpu_model, dp.gpu, c.sharing, dp.pricing_class);
+    p.consumer = consumers_.at(consumer_key);
     p.weights = cost::WeightsOf(u);
     p.activity = u.activity;
-    p.compute_quality = u.compute_quality;
-    p.activity_quality = u.activity_quality;
-    p.compute_rule = RuleOf(u.compute_rule);
-    p.activity_rule = RuleOf(u.activity_rule);
-    p.share_source = RuleOf(u.share_source);
+    p.compute_quality = c.compute_quality;
+    p.activity_quality = c.activity_quality;
+    p.compute_rule = c.compute_rule;
+    p.activity_rule = c.activity_rule;
+    p.share_source = c.share_source;
     hour_rows_.push_back(p);
     s_.sums_.AddUsage(p.weights, p.activity);
     return Status::Ok();
@@ -99,6 +138,26 @@ class SnapshotLoader final : public store::LedgerScan {
   }
 
  private:
+  // What a usage row takes from its context key.
+  struct Context {
+    std::string node;
+    std::string gpu_model;
+    SharingMode sharing = SharingMode::kExclusive;
+    Quality compute_quality = Quality::kNone;
+    Quality activity_quality = Quality::kNone;
+    std::uint16_t compute_rule = 0;
+    std::uint16_t activity_rule = 0;
+    std::uint16_t share_source = 0;
+  };
+
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
+      return std::hash<std::int64_t>()(p.first * 1'000'003 ^ p.second);
+    }
+  };
+
+  static Status NotKeyed() { return Internal("the snapshot reads the ledger's rows by key"); }
+
   struct Pending {
     std::uint32_t device = 0;
     std::uint32_t placement = 0;
@@ -157,15 +216,12 @@ class SnapshotLoader final : public store::LedgerScan {
     return it->second;
   }
 
+  // A new hour: the last one's rows go to the columns.
   void StartHour(Micros hour_us) {
+    FlushHour();
     hour_started_ = true;
     hour_us_ = hour_us;
     hour_gpus_.clear();
-    // Devices are in hour order: move the cursor to this hour and index its GPUs.
-    while (cursor_ < s_.devices_.size() && s_.devices_[cursor_].hour_us < hour_us) ++cursor_;
-    for (std::size_t d = cursor_; d < s_.devices_.size() && s_.devices_[d].hour_us == hour_us; ++d)
-      hour_gpus_.emplace(s_.placements_[s_.devices_[d].placement].gpu.value,
-                         static_cast<std::uint32_t>(d));
   }
 
   // The per-device row counts, grown as devices come in (an hour's before its rows).
@@ -176,8 +232,10 @@ class SnapshotLoader final : public store::LedgerScan {
 
   // Appends the hour's rows grouped by device-hour, each device's rows in the store's order.
   void FlushHour() {
-    std::stable_sort(hour_rows_.begin(), hour_rows_.end(),
-                     [](const Pending& a, const Pending& b) { return a.device < b.device; });
+    // The store sends rows device by device: already in order but for another store's scan.
+    auto by_device = [](const Pending& a, const Pending& b) { return a.device < b.device; };
+    if (!std::is_sorted(hour_rows_.begin(), hour_rows_.end(), by_device))
+      std::stable_sort(hour_rows_.begin(), hour_rows_.end(), by_device);
     UsageColumns& u = s_.usage_;
     SizeRowCounts();
     for (const Pending& p : hour_rows_) {
@@ -264,8 +322,16 @@ class SnapshotLoader final : public store::LedgerScan {
   std::string key_;
   bool hour_started_ = false;
   Micros hour_us_ = 0;
-  std::size_t cursor_ = 0;
-  std::unordered_map<std::string, std::uint32_t> hour_gpus_;
+  std::unordered_map<std::int64_t, std::uint32_t> hour_gpus_;  // the hour's devices by GPU key
+  // The scan's keys and what they stand for.
+  std::unordered_map<std::int64_t, GpuUuid> gpus_;
+  std::unordered_map<std::int64_t, DeviceHour> placement_keys_;
+  std::unordered_map<std::int64_t, std::uint32_t> consumers_;
+  std::unordered_map<std::int64_t, Context> contexts_;
+  // (GPU key, placement key) -> the device's placement and price state.
+  std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::pair<std::uint32_t, PriceState>,
+                     PairHash>
+      device_placements_;
   std::vector<Pending> hour_rows_;
 };
 

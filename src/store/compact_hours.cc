@@ -89,61 +89,101 @@ bool ReadOrder(const UsageRow* a, const UsageRow* b) {
          std::tie(y.namespace_name, y.pod, y.container, y.pod_uid.value);
 }
 
+// A set of dictionary ids, which the database hands out densely from 1: a bit an id below
+// kDense (a scan of any size stays a few MB), a hash set past it.
+class IdSet {
+ public:
+  static constexpr std::int64_t kDense = std::int64_t{1} << 26;
+
+  // Whether `id` was not in the set before.
+  bool Insert(std::int64_t id) {
+    if (id < 0 || id >= kDense) {
+      if (!sparse_.insert(id).second) return false;
+    } else {
+      const auto i = static_cast<std::size_t>(id);
+      if (i >= bits_.size()) bits_.resize(std::max(i + 1, 2 * bits_.size()), false);
+      if (bits_[i]) return false;
+      bits_[i] = true;
+    }
+    ids_.push_back(id);
+    return true;
+  }
+  // The ids in the order they were first inserted.
+  const std::vector<std::int64_t>& ids() const { return ids_; }
+
+ private:
+  std::vector<bool> bits_;
+  std::unordered_set<std::int64_t> sparse_;
+  std::vector<std::int64_t> ids_;
+};
+
 // Decodes stored hours an hour at a time: ids the cache lacks are looked up together, then
 // the hour's device-hours go out in GPU UUID order, then (unless only device-hours are
-// wanted) their usage rows.
+// wanted) their usage rows; to a scan that takes rows by key, with the dictionary ids as keys.
 class HourDecoder {
  public:
   HourDecoder(SqlConnection& db, DimensionCache& cache, LedgerScan& scan, bool usage)
-      : db_(db), cache_(cache), scan_(scan), usage_(usage) {}
+      : db_(db), cache_(cache), scan_(scan), usage_(usage), by_key_(scan.ByKey()) {}
 
-  Status Add(const StoredHour& row) {
-    if (!hour_.empty() && hour_.front().stored.hour != row.hour) {
+  Status Add(std::int64_t hour, std::int64_t gpu, std::int64_t placement, std::string_view record) {
+    if (size_ > 0 && hour_[0].hour != hour) {
       if (Status s = Flush(); !s) return s;
     }
-    Decoded& d = hour_.emplace_back();
-    d.stored = row;
-    d.device.hour_us = row.hour * kMicrosPerHour;
-    if (std::string what; !DecodeHourRecord(row.record, d.device, d.usage, &what)) {
+    if (size_ == hour_.size()) hour_.emplace_back();
+    Decoded& d = hour_[size_++];  // reused: its rows keep their capacity
+    d.hour = hour;
+    d.gpu = gpu;
+    d.placement = placement;
+    d.device.hour_us = hour * kMicrosPerHour;
+    if (std::string what; !DecodeHourRecord(record, d.device, d.usage, &what)) {
       return Internal(fmt::format("{}: hours row (hour_us {}, gpu id {}): {}", db_.name(),
-                                  d.device.hour_us, row.gpu, what));
+                                  d.device.hour_us, gpu, what));
     }
     return Status::Ok();
   }
 
   // Sends the buffered hour.
   Status Flush() {
-    if (hour_.empty()) return Status::Ok();
+    if (size_ == 0) return Status::Ok();
     if (Status s = LearnMissing(); !s) return s;
-    for (Decoded& d : hour_) {
-      d.device.gpu = cache_.Gpu(d.stored.gpu);
-      ApplyPlacement(cache_.Placement(d.stored.placement), d.device);
+    SortByGpuUuid();
+    for (Decoded* d : order_) {
+      if (by_key_) {
+        if (Status s = SendKey(Dimension::kGpu, d->gpu); !s) return s;
+        if (Status s = SendKey(Dimension::kPlacement, d->placement); !s) return s;
+        if (Status s = scan_.OnKeyedDeviceHour(d->device, d->gpu, d->placement); !s) return s;
+        continue;
+      }
+      d->device.gpu = cache_.Gpu(d->gpu);
+      ApplyPlacement(cache_.Placement(d->placement), d->device);
+      if (Status s = scan_.OnDeviceHour(d->device); !s) return s;
     }
-    std::sort(hour_.begin(), hour_.end(), [](const Decoded& a, const Decoded& b) {
-      return a.device.gpu.value < b.device.gpu.value;
-    });
-    for (const Decoded& d : hour_)
-      if (Status s = scan_.OnDeviceHour(d.device); !s) return s;
     if (usage_)
       if (Status s = SendRows(); !s) return s;
-    hour_.clear();
+    size_ = 0;
     return Status::Ok();
   }
 
   // The hour's usage rows, device by device.
   Status SendRows() {
-    for (const Decoded& d : hour_) {
-      for (const UsageFigures& f : d.usage) {
-        row_.hour_us = d.device.hour_us;
-        row_.gpu = d.device.gpu;
+    for (const Decoded* d : order_) {
+      for (const UsageFigures& f : d->usage) {
+        row_.hour_us = d->device.hour_us;
+        ApplyFigures(f, row_);
+        consumers_.Insert(f.consumer);
+        if (by_key_) {
+          if (Status s = SendKey(Dimension::kConsumer, f.consumer); !s) return s;
+          if (Status s = SendKey(Dimension::kContext, f.context); !s) return s;
+          if (Status s = scan_.OnKeyedUsage(row_, d->gpu, f.consumer, f.context); !s) return s;
+          continue;
+        }
+        row_.gpu = d->device.gpu;
         const ConsumerInfo& c = cache_.Consumer(f.consumer);
         row_.consumer.ref = c.ref;
         row_.consumer.owner_kind = c.owner_kind;
         row_.consumer.owner_name = c.owner_name;
         ApplyContext(cache_.Context(f.context), row_);
-        ApplyFigures(f, row_);
         if (Status s = scan_.OnUsage(row_); !s) return s;
-        consumers_.insert(f.consumer);
       }
     }
     return Status::Ok();
@@ -153,7 +193,7 @@ class HourDecoder {
   Status Labels() {
     std::set<PodKey> pods;
     std::set<std::string> namespaces;
-    for (std::int64_t id : consumers_) {
+    for (std::int64_t id : consumers_.ids()) {
       const ConsumerRef& c = cache_.Consumer(id).ref;
       pods.emplace(c.namespace_name, c.pod, c.pod_uid.str());
       namespaces.insert(c.namespace_name);
@@ -178,19 +218,56 @@ class HourDecoder {
 
  private:
   struct Decoded {
-    StoredHour stored;
-    DeviceHour device;
+    std::int64_t hour = 0;
+    std::int64_t gpu = 0;
+    std::int64_t placement = 0;
+    DeviceHour device;  // figures only: strings are set when sent
     std::vector<UsageFigures> usage;
   };
+
+  // order_: the hour's devices in GPU UUID order. An hour usually has the GPUs of the hour
+  // before (rows come in GPU id order): then it has their order too, and nothing is compared.
+  void SortByGpuUuid() {
+    bool same = size_ == order_ids_.size();
+    for (std::size_t i = 0; same && i < size_; ++i) same = hour_[i].gpu == order_ids_[i];
+    if (!same) {
+      order_ids_.clear();
+      for (std::size_t i = 0; i < size_; ++i) order_ids_.push_back(hour_[i].gpu);
+      permutation_.resize(size_);
+      for (std::size_t i = 0; i < size_; ++i) permutation_[i] = i;
+      std::sort(permutation_.begin(), permutation_.end(), [&](std::size_t a, std::size_t b) {
+        return cache_.Gpu(order_ids_[a]).value < cache_.Gpu(order_ids_[b]).value;
+      });
+    }
+    order_.clear();
+    for (std::size_t i : permutation_) order_.push_back(&hour_[i]);
+  }
+
+  // A key's strings, the first time this scan names it.
+  Status SendKey(Dimension dimension, std::int64_t id) {
+    if (!sent_[static_cast<std::size_t>(dimension)].Insert(id)) return Status::Ok();
+    switch (dimension) {
+      case Dimension::kGpu:
+        return scan_.OnGpuKey(id, cache_.Gpu(id));
+      case Dimension::kPlacement:
+        return scan_.OnPlacementKey(id, cache_.Placement(id));
+      case Dimension::kConsumer:
+        return scan_.OnConsumerKey(id, cache_.Consumer(id));
+      case Dimension::kContext:
+        return scan_.OnContextKey(id, cache_.Context(id));
+    }
+    return Status::Ok();
+  }
 
   Status LearnMissing() {
     std::map<Dimension, std::set<std::int64_t>> missing;
     auto need = [&](Dimension dimension, std::int64_t id) {
       if (!cache_.Has(dimension, id)) missing[dimension].insert(id);
     };
-    for (const Decoded& d : hour_) {
-      need(Dimension::kGpu, d.stored.gpu);
-      need(Dimension::kPlacement, d.stored.placement);
+    for (std::size_t i = 0; i < size_; ++i) {
+      const Decoded& d = hour_[i];
+      need(Dimension::kGpu, d.gpu);
+      need(Dimension::kPlacement, d.placement);
       if (!usage_) continue;
       for (const UsageFigures& f : d.usage) {
         need(Dimension::kConsumer, f.consumer);
@@ -230,9 +307,15 @@ class HourDecoder {
   DimensionCache& cache_;
   LedgerScan& scan_;
   bool usage_;  // false: device-hours only (their rows' strings are not looked up or copied)
-  std::vector<Decoded> hour_;
-  UsageRow row_;  // reused: its strings keep their capacity from row to row
-  std::unordered_set<std::int64_t> consumers_;  // ids of the rows sent
+  bool by_key_;
+  std::vector<Decoded> hour_;  // [0, size_) is the hour being read
+  std::size_t size_ = 0;
+  std::vector<Decoded*> order_;           // the hour's devices in GPU UUID order
+  std::vector<std::int64_t> order_ids_;   // the GPU ids order_ was sorted for, in stored order
+  std::vector<std::size_t> permutation_;  // their positions in GPU UUID order
+  UsageRow row_;                          // reused: its strings keep their capacity from row to row
+  IdSet consumers_;                       // ids of the rows sent
+  std::array<IdSet, kDimensions.size()> sent_;  // keys sent (ByKey)
 };
 
 // Keeps what a scan sends (ReadDeviceHours, ReadUsage).
@@ -387,18 +470,17 @@ Status ScanHours(SqlConnection& db, DimensionCache& cache, const TimeRange& rang
   const std::array<SqlValue, 2> args = {
       std::clamp<std::int64_t>(FirstHourAtOrAfter(range.from_us), -kLast, kLast),
       std::clamp<std::int64_t>(FirstHourAtOrAfter(range.to_us), -kLast, kLast)};
-  StoredHour stored;  // reused: the record keeps its capacity
   Status read =
       db.ForEachRow("read hours",
                     "SELECT hour, gpu, placement, record FROM hours WHERE hour >= ?1 AND hour < ?2 "
                     "ORDER BY hour, gpu",
                     args, [&](SqlRow& row) {
-                      stored.hour = row.Int(0);
-                      stored.gpu = row.Int(1);
-                      stored.placement = row.Int(2);
-                      stored.record.assign(row.Bytes(3));
+                      const std::int64_t hour = row.Int(0);
+                      const std::int64_t gpu = row.Int(1);
+                      const std::int64_t placement = row.Int(2);
+                      const std::string_view record = row.Bytes(3);
                       if (Status s = row.Check("hours"); !s) return s;
-                      return decoder.Add(stored);
+                      return decoder.Add(hour, gpu, placement, record);
                     });
   if (!read) return read;
   if (Status s = decoder.Flush(); !s) return s;

@@ -52,6 +52,37 @@ class LedgerScan {
                                   const std::string& value) = 0;
   virtual Status OnDeviceHour(const DeviceHour& device) = 0;
   virtual Status OnUsage(const UsageRow& usage) = 0;
+
+  // Rows by key, for a reader that keeps strings once (the snapshot): a scan whose ByKey() is
+  // true gets OnKeyedDeviceHour and OnKeyedUsage in place of OnDeviceHour and OnUsage, in the
+  // same order. Each row comes with its figures (a device-hour's hour_us and figures; a usage
+  // row's hour_us, figures, activity and histogram), its strings unset, and keys that stand for
+  // its strings within this scan: equal keys, equal strings. A key's strings come once, before
+  // the first row naming it: a GPU's UUID; a placement's cluster, node, gpu_model, sharing,
+  // pricing_class and price_state; a consumer's ref and owner (no labels); a context's node,
+  // gpu_model, sharing, device_id, qualities and rules. Labels come as for any scan.
+  virtual bool ByKey() const { return false; }
+  virtual Status OnGpuKey(std::int64_t /*key*/, const GpuUuid& /*gpu*/) { return NotByKey(); }
+  virtual Status OnPlacementKey(std::int64_t /*key*/, const DeviceHour& /*placement*/) {
+    return NotByKey();
+  }
+  virtual Status OnConsumerKey(std::int64_t /*key*/, const ConsumerInfo& /*consumer*/) {
+    return NotByKey();
+  }
+  virtual Status OnContextKey(std::int64_t /*key*/, const UsageRow& /*context*/) {
+    return NotByKey();
+  }
+  virtual Status OnKeyedDeviceHour(const DeviceHour& /*figures*/, std::int64_t /*gpu_key*/,
+                                   std::int64_t /*placement_key*/) {
+    return NotByKey();
+  }
+  virtual Status OnKeyedUsage(const UsageRow& /*figures*/, std::int64_t /*gpu_key*/,
+                              std::int64_t /*consumer_key*/, std::int64_t /*context_key*/) {
+    return NotByKey();
+  }
+
+ private:
+  static Status NotByKey() { return Internal("a scan that takes no rows by key was sent one"); }
 };
 
 class LedgerStore {

@@ -1093,5 +1093,128 @@ TEST_P(LedgerStoreTest, Version7LedgerThatCannotMoveIsRefusedAndLeftUntouched) {
   }
 }
 
+// Rebuilds whole rows from a scan by key, checking the key contract on the way: each key's
+// strings come once, before the first row naming it.
+class KeyedRows final : public LedgerScan {
+ public:
+  std::vector<DeviceHour> devices;
+  std::vector<UsageRow> usage;
+  std::vector<std::string> problems;
+
+  bool ByKey() const override { return true; }
+  Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
+  Status OnPodLabel(const std::string&, const std::string&, const std::string&, const std::string&,
+                    const std::string&) override {
+    return Status::Ok();
+  }
+  Status OnNamespaceLabel(const std::string&, const std::string&, const std::string&) override {
+    return Status::Ok();
+  }
+  Status OnDeviceHour(const DeviceHour&) override { return Fail("OnDeviceHour"); }
+  Status OnUsage(const UsageRow&) override { return Fail("OnUsage"); }
+  Status OnGpuKey(std::int64_t key, const GpuUuid& gpu) override {
+    return Once(gpus_, key, gpu, "gpu");
+  }
+  Status OnPlacementKey(std::int64_t key, const DeviceHour& p) override {
+    return Once(placements_, key, p, "placement");
+  }
+  Status OnConsumerKey(std::int64_t key, const ConsumerInfo& c) override {
+    return Once(consumers_, key, c, "consumer");
+  }
+  Status OnContextKey(std::int64_t key, const UsageRow& c) override {
+    return Once(contexts_, key, c, "context");
+  }
+  Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu,
+                           std::int64_t placement) override {
+    if (!gpus_.contains(gpu) || !placements_.contains(placement)) return Fail("device keys");
+    DeviceHour d = figures;
+    const DeviceHour& p = placements_.at(placement);
+    d.gpu = gpus_.at(gpu);
+    d.cluster = p.cluster;
+    d.node = p.node;
+    d.gpu_model = p.gpu_model;
+    d.sharing = p.sharing;
+    d.pricing_class = p.pricing_class;
+    d.price_state = p.price_state;
+    devices.push_back(d);
+    return Status::Ok();
+  }
+  Status OnKeyedUsage(const UsageRow& figures, std::int64_t gpu, std::int64_t consumer,
+                      std::int64_t context) override {
+    if (!gpus_.contains(gpu) || !consumers_.contains(consumer) || !contexts_.contains(context))
+      return Fail("usage keys");
+    UsageRow u = figures;
+    const UsageRow& c = contexts_.at(context);
+    u.gpu = gpus_.at(gpu);
+    u.consumer = consumers_.at(consumer);
+    u.node = c.node;
+    u.gpu_model = c.gpu_model;
+    u.sharing = c.sharing;
+    u.device_id = c.device_id;
+    u.compute_quality = c.compute_quality;
+    u.memory_quality = c.memory_quality;
+    u.compute_rule = c.compute_rule;
+    u.activity_quality = c.activity_quality;
+    u.activity_rule = c.activity_rule;
+    u.share_source = c.share_source;
+    usage.push_back(u);
+    return Status::Ok();
+  }
+
+ private:
+  Status Fail(const std::string& what) {
+    problems.push_back(what);
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Once(std::map<std::int64_t, T>& sent, std::int64_t key, const T& value,
+              const std::string& what) {
+    if (!sent.emplace(key, value).second) problems.push_back(what + " key sent twice");
+    return Status::Ok();
+  }
+  std::map<std::int64_t, GpuUuid> gpus_;
+  std::map<std::int64_t, DeviceHour> placements_;
+  std::map<std::int64_t, ConsumerInfo> consumers_;
+  std::map<std::int64_t, UsageRow> contexts_;
+};
+
+TEST_P(LedgerStoreTest, ScanByKeySendsEachKeyOnceAndTheRowsReadsReturn) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  std::vector<LedgerHour> hours;
+  for (int h = 0; h < 3; ++h) {
+    for (const char* gpu : {"GPU-b", "GPU-a"}) {
+      LedgerHour& hour = hours.emplace_back();
+      hour.device = MakeDevice(Hour(h), gpu);
+      hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000 + h),
+                    MakeUsage(hour.device, "team-b", fmt::format("job-{}", h), "main", 7)};
+      hour.usage[1].compute_rule = "measured";
+      hour.usage[1].consumer.labels = {{"app", "job"}};
+    }
+  }
+  hours[1].device.node = "gpu-node-2";  // another placement for one device-hour
+  for (UsageRow& u : hours[1].usage) u.node = "gpu-node-2";
+  ASSERT_TRUE(store->WriteHours(hours));
+
+  KeyedRows keyed;
+  ASSERT_TRUE(store->Scan({}, keyed));
+  EXPECT_THAT(keyed.problems, ::testing::IsEmpty());
+  std::vector<std::string> want;
+  std::vector<std::string> got;
+  for (const DeviceHour& d : MustReadDevices(*store)) want.push_back(Describe(d));
+  for (const DeviceHour& d : keyed.devices) got.push_back(Describe(d));
+  EXPECT_EQ(got, want);
+  want.clear();
+  got.clear();
+  for (UsageRow u : MustReadUsage(*store)) {
+    u.consumer.labels.clear();  // labels come apart, as for any scan
+    u.consumer.namespace_labels.clear();
+    want.push_back(Describe(u));
+  }
+  for (const UsageRow& u : keyed.usage) got.push_back(Describe(u));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(keyed.usage.size(), 12u);
+}
+
 }  // namespace
 }  // namespace gpuledger::store::testing
