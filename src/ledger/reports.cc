@@ -504,12 +504,13 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   report::SumCheck sums;
   std::optional<Error> failed;
   auto read = [&](std::size_t reader) {
+    std::shared_ptr<Snapshot> recycled;  // the reader's last part's, for the next to fill
     for (std::size_t i = reader; i < parts.size(); i += readers.size()) {
       {
         std::lock_guard lock(mu);
         if (failed) return;
       }
-      auto snapshot = Snapshot::Load(*readers[reader], parts[i]);
+      auto snapshot = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
       Result<std::vector<report::Report>> reports =
           snapshot ? BuildReports(**snapshot, query, each) : snapshot.error();
       std::lock_guard lock(mu);
@@ -518,6 +519,8 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
         return;
       }
       sums.Merge((*snapshot)->sums());
+      // Only this reader holds it: the next part reads into its columns.
+      recycled = std::const_pointer_cast<Snapshot>(std::move(*snapshot));
       done.emplace(i, std::move(*reports));
       for (auto it = done.find(next); it != done.end(); it = done.find(next)) {
         merged.Add(std::move(it->second));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "billing/reconciled_prices.h"
+#include "common/dense_id_map.h"
 #include "report/report.h"
 
 namespace gpuledger::ledger {
@@ -40,45 +41,49 @@ class SnapshotLoader final : public store::LedgerScan {
   }
 
   Status OnGpuKey(std::int64_t key, const GpuUuid& gpu) override {
-    gpus_[key] = gpu;
+    gpus_.Emplace(key).first = gpu;
     return Status::Ok();
   }
   Status OnPlacementKey(std::int64_t key, const DeviceHour& placement) override {
-    placement_keys_[key] = placement;
+    placement_keys_.Emplace(key).first = placement;
     return Status::Ok();
   }
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    consumers_[key] = ConsumerOf(consumer);
+    const std::uint32_t index = ConsumerOf(consumer);
+    consumers_.Emplace(key).first = index;
     return Status::Ok();
   }
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
-    contexts_[key] = Context{c.node,
-                             c.gpu_model,
-                             c.sharing,
-                             c.compute_quality,
-                             c.activity_quality,
-                             RuleOf(c.compute_rule),
-                             RuleOf(c.activity_rule),
-                             RuleOf(c.share_source)};
+    contexts_.Emplace(key).first = Context{c.node,
+                                           c.gpu_model,
+                                           c.sharing,
+                                           c.compute_quality,
+                                           c.activity_quality,
+                                           RuleOf(c.compute_rule),
+                                           RuleOf(c.activity_rule),
+                                           RuleOf(c.share_source)};
     return Status::Ok();
   }
 
   Status OnKeyedDeviceHour(const DeviceHour& d, std::int64_t gpu_key,
                            std::int64_t placement_key) override {
-    auto keys = device_placements_.find({gpu_key, placement_key});
-    if (keys == device_placements_.end()) {
-      const DeviceHour& p = placement_keys_.at(placement_key);
-      const std::uint32_t placement = PlacementOf(p.cluster, p.node, p.gpu_model, gpus_.at(gpu_key),
-                                                  p.sharing, p.pricing_class);
-      keys =
-          device_placements_.try_emplace({gpu_key, placement_key}, placement, p.price_state).first;
+    // A GPU keeps its placement from hour to hour: its last one is checked first.
+    DevicePlacement& placed = device_placements_.Emplace(gpu_key).first;
+    if (placed.placement_key != placement_key) {
+      const DeviceHour* p = placement_keys_.Find(placement_key);
+      const GpuUuid* gpu = gpus_.Find(gpu_key);
+      if (p == nullptr || gpu == nullptr) return MissingKey("device-hour");
+      placed.placement_key = placement_key;
+      placed.placement =
+          PlacementOf(p->cluster, p->node, p->gpu_model, *gpu, p->sharing, p->pricing_class);
+      placed.price_state = p->price_state;
     }
     if (d.hour_us != hour_us_ || !hour_started_) StartHour(d.hour_us);
-    hour_gpus_[gpu_key] = static_cast<std::uint32_t>(s_.devices_.size());
+    hour_gpus_.Emplace(gpu_key).first = static_cast<std::uint32_t>(s_.devices_.size());
     DeviceFigures f;
     f.hour_us = d.hour_us;
-    f.placement = keys->second.first;
-    f.price_state = keys->second.second;
+    f.placement = placed.placement;
+    f.price_state = placed.price_state;
     f.price_nanos = d.price_nanos;
     f.energy_price_nanos = d.energy_price_nanos;
     f.metered_us = d.metered_us;
@@ -100,25 +105,33 @@ class SnapshotLoader final : public store::LedgerScan {
   Status OnKeyedUsage(const UsageRow& u, std::int64_t gpu_key, std::int64_t consumer_key,
                       std::int64_t context_key) override {
     if (u.hour_us != hour_us_ || !hour_started_) StartHour(u.hour_us);
-    auto device = hour_gpus_.find(gpu_key);
-    if (device == hour_gpus_.end()) return Status::Ok();  // no device-hour: not reported
-    const DeviceFigures& d = s_.devices_[device->second];
-    const Placement& dp = s_.placements_[d.placement];
-    const Context& c = contexts_.at(context_key);
+    const std::uint32_t* device = hour_gpus_.Find(gpu_key);
+    if (device == nullptr) return Status::Ok();  // no device-hour: not reported
+    Context* c = contexts_.Find(context_key);
+    const std::uint32_t* consumer = consumers_.Find(consumer_key);
+    if (c == nullptr || consumer == nullptr) return MissingKey("usage row");
+    const DeviceFigures& d = s_.devices_[*device];
     Pending p;
-    p.device = device->second;
-    p.placement =
-        c.node == dp.node && c.gpu_model == dp.gpu_model && c.sharing == dp.sharing
-            ? d.placement
-            : PlacementOf(dp.cluster, c.node, c.gpu_model, dp.gpu, c.sharing, dp.pricing_class);
-    p.consumer = consumers_.at(consumer_key);
+    p.device = *device;
+    // A context names one device's node and model: its rows mostly sit on one placement.
+    if (c->device_placement != d.placement) {
+      const Placement& dp = s_.placements_[d.placement];
+      c->device_placement = d.placement;
+      c->row_placement =
+          c->node == dp.node && c->gpu_model == dp.gpu_model && c->sharing == dp.sharing
+              ? d.placement
+              : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing,
+                            dp.pricing_class);
+    }
+    p.placement = c->row_placement;
+    p.consumer = *consumer;
     p.weights = cost::WeightsOf(u);
     p.activity = u.activity;
-    p.compute_quality = c.compute_quality;
-    p.activity_quality = c.activity_quality;
-    p.compute_rule = c.compute_rule;
-    p.activity_rule = c.activity_rule;
-    p.share_source = c.share_source;
+    p.compute_quality = c->compute_quality;
+    p.activity_quality = c->activity_quality;
+    p.compute_rule = c->compute_rule;
+    p.activity_rule = c->activity_rule;
+    p.share_source = c->share_source;
     hour_rows_.push_back(p);
     s_.sums_.AddUsage(p.weights, p.activity);
     return Status::Ok();
@@ -148,15 +161,24 @@ class SnapshotLoader final : public store::LedgerScan {
     std::uint16_t compute_rule = 0;
     std::uint16_t activity_rule = 0;
     std::uint16_t share_source = 0;
+    // The row placement of its rows on the last device placement seen (kNone: none yet).
+    std::uint32_t device_placement = kNone;
+    std::uint32_t row_placement = 0;
   };
 
-  struct PairHash {
-    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
-      return std::hash<std::int64_t>()(p.first * 1'000'003 ^ p.second);
-    }
+  // A GPU key's placement as last seen.
+  struct DevicePlacement {
+    std::int64_t placement_key = -1;
+    std::uint32_t placement = 0;
+    PriceState price_state = PriceState::kPriced;
   };
+
+  static constexpr std::uint32_t kNone = UINT32_MAX;
 
   static Status NotKeyed() { return Internal("the snapshot reads the ledger's rows by key"); }
+  static Status MissingKey(std::string_view what) {
+    return Internal(fmt::format("the ledger scan sent a {} before the strings of its keys", what));
+  }
 
   struct Pending {
     std::uint32_t device = 0;
@@ -219,9 +241,38 @@ class SnapshotLoader final : public store::LedgerScan {
   // A new hour: the last one's rows go to the columns.
   void StartHour(Micros hour_us) {
     FlushHour();
+    if (hour_started_ && !reserved_) ReserveLikeTheFirstHour(hour_us);
     hour_started_ = true;
     hour_us_ = hour_us;
     hour_gpus_.clear();
+  }
+
+  // Once the first hour is in: room for the range's other hours at its size. Untouched room is
+  // only address space, and growing by doubling would copy the columns and fault their pages
+  // in two or three times over.
+  void ReserveLikeTheFirstHour(Micros next_hour_us) {
+    reserved_ = true;
+    const Micros hours = (s_.range_.to_us - next_hour_us) / kMicrosPerHour + 1;
+    if (hours <= 1) return;
+    // At most 8M entries a column (35 days of 10,000 GPUs): a window far longer than its data
+    // must not ask for more address space than the machine would lend.
+    const auto room = [&](std::size_t first_hour) {
+      return std::min<std::size_t>(first_hour * static_cast<std::size_t>(hours) * 11 / 10,
+                                   std::size_t{1} << 23);
+    };
+    s_.devices_.reserve(room(s_.devices_.size()));
+    s_.first_usage_.reserve(room(s_.devices_.size()) + 1);
+    UsageColumns& u = s_.usage_;
+    const std::size_t rows = room(u.size());
+    u.weights.reserve(rows);
+    u.activity.reserve(rows);
+    u.consumer.reserve(rows);
+    u.placement.reserve(rows);
+    u.compute_quality.reserve(rows);
+    u.activity_quality.reserve(rows);
+    u.compute_rule.reserve(rows);
+    u.activity_rule.reserve(rows);
+    u.share_source.reserve(rows);
   }
 
   // The per-device row counts, grown as devices come in (an hour's before its rows).
@@ -321,28 +372,58 @@ class SnapshotLoader final : public store::LedgerScan {
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
   std::string key_;
   bool hour_started_ = false;
+  bool reserved_ = false;
   Micros hour_us_ = 0;
-  std::unordered_map<std::int64_t, std::uint32_t> hour_gpus_;  // the hour's devices by GPU key
+  DenseIdMap<std::uint32_t> hour_gpus_;  // the hour's devices by GPU key
   // The scan's keys and what they stand for.
-  std::unordered_map<std::int64_t, GpuUuid> gpus_;
-  std::unordered_map<std::int64_t, DeviceHour> placement_keys_;
-  std::unordered_map<std::int64_t, std::uint32_t> consumers_;
-  std::unordered_map<std::int64_t, Context> contexts_;
-  // (GPU key, placement key) -> the device's placement and price state.
-  std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::pair<std::uint32_t, PriceState>,
-                     PairHash>
-      device_placements_;
+  DenseIdMap<GpuUuid> gpus_;
+  DenseIdMap<DeviceHour> placement_keys_;
+  DenseIdMap<std::uint32_t> consumers_;
+  DenseIdMap<Context> contexts_;
+  DenseIdMap<DevicePlacement> device_placements_;  // by GPU key
   std::vector<Pending> hour_rows_;
 };
 
 Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store,
                                                        const TimeRange& range) {
-  auto snapshot = std::make_shared<Snapshot>();
+  return Load(store, range, nullptr);
+}
+
+Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store,
+                                                       const TimeRange& range,
+                                                       std::shared_ptr<Snapshot> recycled) {
+  std::shared_ptr<Snapshot> snapshot = std::move(recycled);
+  if (snapshot == nullptr || snapshot.use_count() > 1) {  // held elsewhere: never overwritten
+    snapshot = std::make_shared<Snapshot>();
+  } else {
+    snapshot->Clear();
+  }
   snapshot->range_ = billing::WholeDays(range.from_us, range.to_us);
   SnapshotLoader loader(*snapshot);
   if (Status s = store.Scan(snapshot->range_, loader); !s) return s.error();
   if (Status s = loader.Finish(); !s) return s.error();
   return std::shared_ptr<const Snapshot>(std::move(snapshot));
+}
+
+void Snapshot::Clear() {
+  devices_.clear();
+  first_usage_.clear();
+  usage_.weights.clear();
+  usage_.activity.clear();
+  usage_.consumer.clear();
+  usage_.placement.clear();
+  usage_.compute_quality.clear();
+  usage_.activity_quality.clear();
+  usage_.compute_rule.clear();
+  usage_.activity_rule.clear();
+  usage_.share_source.clear();
+  consumers_.clear();
+  placements_.clear();
+  rules_.clear();
+  namespace_labels_.clear();
+  reconciliations_.clear();
+  reconciled_.clear();
+  sums_ = {};
 }
 
 std::pair<std::size_t, std::size_t> Snapshot::DeviceRange(Micros from_us, Micros to_us) const {

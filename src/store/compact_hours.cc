@@ -7,7 +7,6 @@
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -89,34 +88,6 @@ bool ReadOrder(const UsageRow* a, const UsageRow* b) {
          std::tie(y.namespace_name, y.pod, y.container, y.pod_uid.value);
 }
 
-// A set of dictionary ids, which the database hands out densely from 1: a bit an id below
-// kDense (a scan of any size stays a few MB), a hash set past it.
-class IdSet {
- public:
-  static constexpr std::int64_t kDense = std::int64_t{1} << 26;
-
-  // Whether `id` was not in the set before.
-  bool Insert(std::int64_t id) {
-    if (id < 0 || id >= kDense) {
-      if (!sparse_.insert(id).second) return false;
-    } else {
-      const auto i = static_cast<std::size_t>(id);
-      if (i >= bits_.size()) bits_.resize(std::max(i + 1, 2 * bits_.size()), false);
-      if (bits_[i]) return false;
-      bits_[i] = true;
-    }
-    ids_.push_back(id);
-    return true;
-  }
-  // The ids in the order they were first inserted.
-  const std::vector<std::int64_t>& ids() const { return ids_; }
-
- private:
-  std::vector<bool> bits_;
-  std::unordered_set<std::int64_t> sparse_;
-  std::vector<std::int64_t> ids_;
-};
-
 // Decodes stored hours an hour at a time: ids the cache lacks are looked up together, then
 // the hour's device-hours go out in GPU UUID order, then (unless only device-hours are
 // wanted) their usage rows; to a scan that takes rows by key, with the dictionary ids as keys.
@@ -170,7 +141,7 @@ class HourDecoder {
       for (const UsageFigures& f : d->usage) {
         row_.hour_us = d->device.hour_us;
         ApplyFigures(f, row_);
-        consumers_.Insert(f.consumer);
+        consumers_.Emplace(f.consumer);
         if (by_key_) {
           if (Status s = SendKey(Dimension::kConsumer, f.consumer); !s) return s;
           if (Status s = SendKey(Dimension::kContext, f.context); !s) return s;
@@ -245,7 +216,7 @@ class HourDecoder {
 
   // A key's strings, the first time this scan names it.
   Status SendKey(Dimension dimension, std::int64_t id) {
-    if (!sent_[static_cast<std::size_t>(dimension)].Insert(id)) return Status::Ok();
+    if (!sent_[static_cast<std::size_t>(dimension)].Emplace(id).second) return Status::Ok();
     switch (dimension) {
       case Dimension::kGpu:
         return scan_.OnGpuKey(id, cache_.Gpu(id));
@@ -261,8 +232,15 @@ class HourDecoder {
 
   Status LearnMissing() {
     std::map<Dimension, std::set<std::int64_t>> missing;
+    // An id learned or found earlier in this scan stays (the cache trims between scans only).
     auto need = [&](Dimension dimension, std::int64_t id) {
-      if (!cache_.Has(dimension, id)) missing[dimension].insert(id);
+      DenseIdMap<char>& known = known_[static_cast<std::size_t>(dimension)];
+      if (known.contains(id)) return;
+      if (cache_.Has(dimension, id)) {
+        known.Emplace(id);
+      } else {
+        missing[dimension].insert(id);
+      }
     };
     for (std::size_t i = 0; i < size_; ++i) {
       const Decoded& d = hour_[i];
@@ -314,8 +292,9 @@ class HourDecoder {
   std::vector<std::int64_t> order_ids_;   // the GPU ids order_ was sorted for, in stored order
   std::vector<std::size_t> permutation_;  // their positions in GPU UUID order
   UsageRow row_;                          // reused: its strings keep their capacity from row to row
-  IdSet consumers_;                       // ids of the rows sent
-  std::array<IdSet, kDimensions.size()> sent_;  // keys sent (ByKey)
+  DenseIdMap<char> consumers_;            // ids of the rows sent
+  std::array<DenseIdMap<char>, kDimensions.size()> sent_;   // keys sent (ByKey)
+  std::array<DenseIdMap<char>, kDimensions.size()> known_;  // ids the cache had this scan
 };
 
 // Keeps what a scan sends (ReadDeviceHours, ReadUsage).

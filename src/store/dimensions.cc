@@ -90,7 +90,7 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
   std::string what;
   switch (dimension) {
     case Dimension::kGpu:
-      gpus_[id] = GpuUuid{key[0]};
+      gpus_.Emplace(id).first = GpuUuid{key[0]};
       break;
     case Dimension::kPlacement: {
       DeviceHour p;
@@ -104,7 +104,7 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       }
       p.sharing = *sharing;
       DecodePricingClass(key[4], p);
-      placements_[id] = std::move(p);
+      placements_.Emplace(id).first = std::move(p);
       break;
     }
     case Dimension::kConsumer: {
@@ -115,7 +115,7 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       c.ref.container = key[3];
       c.owner_kind = key[4];
       c.owner_name = key[5];
-      consumers_[id] = std::move(c);
+      consumers_.Emplace(id).first = std::move(c);
       break;
     }
     case Dimension::kContext: {
@@ -130,7 +130,7 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
           !DecodeActivityQuality(u, key[7], &what)) {
         return Internal(fmt::format("{} id {}: {}", table.table, id, what));
       }
-      contexts_[id] = std::move(u);
+      contexts_.Emplace(id).first = std::move(u);
       break;
     }
   }

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/dense_id_map.h"
 #include "common/result.h"
 #include "model/ledger.h"
 
@@ -66,18 +67,19 @@ class DimensionCache {
   // The entries of learned ids (Has() must be true): the GPU's UUID; a DeviceHour with
   // cluster, node, model, sharing, pricing class and price state set; a consumer without
   // labels; a UsageRow with node, model, sharing, device, qualities and rules set.
-  const GpuUuid& Gpu(std::int64_t id) const { return gpus_.at(id); }
-  const DeviceHour& Placement(std::int64_t id) const { return placements_.at(id); }
-  const ConsumerInfo& Consumer(std::int64_t id) const { return consumers_.at(id); }
-  const UsageRow& Context(std::int64_t id) const { return contexts_.at(id); }
+  const GpuUuid& Gpu(std::int64_t id) const { return *gpus_.Find(id); }
+  const DeviceHour& Placement(std::int64_t id) const { return *placements_.Find(id); }
+  const ConsumerInfo& Consumer(std::int64_t id) const { return *consumers_.Find(id); }
+  const UsageRow& Context(std::int64_t id) const { return *contexts_.Find(id); }
 
  private:
   static std::string Joined(const DimensionKey& key);
   std::array<std::unordered_map<std::string, std::int64_t>, kDimensions.size()> ids_;
-  std::unordered_map<std::int64_t, GpuUuid> gpus_;
-  std::unordered_map<std::int64_t, DeviceHour> placements_;
-  std::unordered_map<std::int64_t, ConsumerInfo> consumers_;
-  std::unordered_map<std::int64_t, UsageRow> contexts_;
+  // By id: dense arrays, read for every row of a scan.
+  DenseIdMap<GpuUuid> gpus_;
+  DenseIdMap<DeviceHour> placements_;
+  DenseIdMap<ConsumerInfo> consumers_;
+  DenseIdMap<UsageRow> contexts_;
 };
 
 // Copies a placement's strings into a device-hour and a context's into a usage row.
