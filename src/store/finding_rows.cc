@@ -32,22 +32,24 @@ std::vector<const Finding*> LastOfEachKey(std::span<const Finding> findings) {
   return out;
 }
 
-FindingFilter MakeFindingFilter(const FindingQuery& q, char prefix) {
+FindingFilter MakeFindingFilter(const FindingQuery& q) {
   FindingFilter filter;
   std::vector<std::string> conditions;
-  auto arg = [&](std::variant<std::int64_t, std::string> value) {
-    filter.args.push_back(std::move(value));
-    return fmt::format("{}{}", prefix, filter.args.size());
+  auto arg = [&](SqlValue value) {
+    filter.args.push_back(value);
+    return fmt::format("?{}", filter.args.size());
   };
   // The finding's time is closed at both ends: one seen at a single instant
   // still overlaps.
   conditions.push_back("first_seen_us < " + arg(q.to_us));
   conditions.push_back("coalesce(resolved_us, last_seen_us) >= " + arg(q.from_us));
-  if (q.kind) conditions.push_back("kind = " + arg(std::string(ToString(*q.kind))));
-  if (!q.namespace_name.empty()) conditions.push_back("namespace = " + arg(q.namespace_name));
+  if (q.kind) conditions.push_back("kind = " + arg(ToString(*q.kind)));
+  if (!q.namespace_name.empty()) {
+    conditions.push_back("namespace = " + arg(std::string_view(q.namespace_name)));
+  }
   if (q.open_only) conditions.emplace_back("resolved_us IS NULL");
-  if (!q.cluster.empty()) conditions.push_back("cluster = " + arg(q.cluster));
-  if (!q.node.empty()) conditions.push_back("node = " + arg(q.node));
+  if (!q.cluster.empty()) conditions.push_back("cluster = " + arg(std::string_view(q.cluster)));
+  if (!q.node.empty()) conditions.push_back("node = " + arg(std::string_view(q.node)));
   for (std::size_t i = 0; i < conditions.size(); ++i) {
     filter.where += (i == 0 ? " WHERE " : " AND ") + conditions[i];
   }

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "model/finding.h"
 #include "store/ledger_store.h"
+#include "store/sql_connection.h"
 
 namespace gpuledger::store {
 
@@ -31,14 +32,14 @@ Status CheckFindings(std::span<const Finding> findings, std::string_view locatio
 std::vector<const Finding*> LastOfEachKey(std::span<const Finding> findings);
 
 // The conditions of `query` the database evaluates ("" when none), with their
-// arguments; placeholders are `prefix` and the argument's 1-based number ("?1",
-// "$1"). min_severity is not among them (stored as text, it has no order
-// there): see KeepFinding.
+// arguments as ?1, ?2, ... (store/sql_connection.h; texts valid while `query`
+// is). min_severity is not among them (stored as text, it has no order there):
+// see KeepFinding.
 struct FindingFilter {
   std::string where;  // " WHERE ..." or ""
-  std::vector<std::variant<std::int64_t, std::string>> args;
+  std::vector<SqlValue> args;
 };
-FindingFilter MakeFindingFilter(const FindingQuery& query, char prefix);
+FindingFilter MakeFindingFilter(const FindingQuery& query);
 
 // Fills kind and severity from their stored text; false, with `what` saying
 // which value was unknown, for a row this build cannot read.

@@ -37,7 +37,10 @@ class PgSqlRow final : public SqlRow {
   std::int64_t Int(int col) override { return row_.Int(col); }
   std::string Text(int col) const override { return row_.Text(col); }
   std::string_view Bytes(int col) override {
-    if (!DecodeByteaHex(row_.View(col), bytes_) && bad_bytes_col_ < 0) bad_bytes_col_ = col;
+    if (!DecodeByteaHex(row_.View(col), bytes_)) {
+      bytes_.clear();
+      if (bad_bytes_col_ < 0) bad_bytes_col_ = col;
+    }
     return bytes_;
   }
   bool IsNull(int col) const override { return row_.IsNull(col); }

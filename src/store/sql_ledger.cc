@@ -402,19 +402,11 @@ Status SqlLedger::WriteFindings(std::span<const Finding> findings) {
 }
 
 Result<std::vector<Finding>> SqlLedger::ReadFindings(const FindingQuery& query) {
-  const FindingFilter filter = MakeFindingFilter(query, '?');
-  std::vector<SqlValue> args;
-  for (const auto& arg : filter.args) {
-    if (const auto* n = std::get_if<std::int64_t>(&arg)) {
-      args.emplace_back(*n);
-    } else {
-      args.emplace_back(std::string_view(std::get<std::string>(arg)));
-    }
-  }
+  const FindingFilter filter = MakeFindingFilter(query);
   std::vector<Finding> out;
   Status read = db_->ForEachRow(
       "read findings", fmt::format("SELECT {} FROM findings{}", kFindingColumns, filter.where),
-      args, [&](SqlRow& row) -> Status {
+      filter.args, [&](SqlRow& row) -> Status {
         Finding f;
         std::string what;
         const bool decoded = DecodeFindingRow(row, row.IsNull(12), f, &what);
