@@ -440,14 +440,29 @@ std::string ByteaHex(std::string_view bytes) {
   return out;
 }
 
+namespace {
+// HexDigitValue of every byte, looked up once: decoding hours records is a loop over every byte
+// a cold read transfers.
+const std::array<std::int8_t, 256>& HexDigitValues() {
+  static const std::array<std::int8_t, 256> values = [] {
+    std::array<std::int8_t, 256> v{};
+    for (int c = 0; c < 256; ++c)
+      v[c] = static_cast<std::int8_t>(HexDigitValue(static_cast<char>(c)));
+    return v;
+  }();
+  return values;
+}
+}  // namespace
+
 bool DecodeByteaHex(std::string_view text, std::string& out) {
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) return false;
-  out.clear();
-  for (std::size_t i = 2; i < text.size(); i += 2) {
-    const int hi = HexDigitValue(text[i]);
-    const int lo = HexDigitValue(text[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out.push_back(static_cast<char>(hi * 16 + lo));
+  const std::array<std::int8_t, 256>& value = HexDigitValues();
+  out.resize((text.size() - 2) / 2);
+  for (std::size_t i = 2, o = 0; i < text.size(); i += 2, ++o) {
+    const int hi = value[static_cast<unsigned char>(text[i])];
+    const int lo = value[static_cast<unsigned char>(text[i + 1])];
+    if ((hi | lo) < 0) return false;
+    out[o] = static_cast<char>(hi * 16 + lo);
   }
   return true;
 }

@@ -48,6 +48,24 @@ TEST(PostgresUrl, DescribesTheServerWithoutThePassword) {
   EXPECT_EQ(DisplayLedgerSpec("sqlite:/x/pw123.db"), "sqlite:/x/pw123.db");
 }
 
+// bytea's hex form, as the ledger sends records and reads them back.
+TEST(ByteaHex, RoundTripsEveryByteAndRefusesWhatIsNotHex) {
+  std::string all;
+  for (int c = 0; c < 256; ++c) all.push_back(static_cast<char>(c));
+  const std::string hex = ByteaHex(all);
+  EXPECT_EQ(hex.substr(0, 8), "\\x000102");
+  std::string back;
+  ASSERT_TRUE(DecodeByteaHex(hex, back));
+  EXPECT_EQ(back, all);
+  ASSERT_TRUE(DecodeByteaHex("\\xDEADbeef", back));
+  EXPECT_EQ(back, "\xde\xad\xbe\xef");
+  ASSERT_TRUE(DecodeByteaHex("\\x", back));
+  EXPECT_EQ(back, "");
+  for (const char* bad : {"", "\\", "x00", "\\x0", "\\x0g", "\\xg0", "\\x 0", "\\y00"}) {
+    EXPECT_FALSE(DecodeByteaHex(bad, back)) << bad;
+  }
+}
+
 TEST(PostgresLedger, UnreachableServerIsUnavailableAndNamesIt) {
   // Port 1 on loopback: nothing listens there, the connect fails at once.
   auto store = OpenLedger("postgres://ledger:topsecret@127.0.0.1:1/gpu?connect_timeout=2");
