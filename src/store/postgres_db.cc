@@ -443,20 +443,19 @@ std::string ByteaHex(std::string_view bytes) {
 namespace {
 // HexDigitValue of every byte, looked up once: decoding hours records is a loop over every byte
 // a cold read transfers.
-const std::array<std::int8_t, 256>& HexDigitValues() {
-  static const std::array<std::int8_t, 256> values = [] {
-    std::array<std::int8_t, 256> v{};
-    for (int c = 0; c < 256; ++c)
-      v[c] = static_cast<std::int8_t>(HexDigitValue(static_cast<char>(c)));
+const std::array<int, 256>& HexDigitValues() {
+  static const std::array<int, 256> kValues = [] {
+    std::array<int, 256> v{};
+    for (int c = 0; c < 256; ++c) v[c] = HexDigitValue(static_cast<char>(c));
     return v;
   }();
-  return values;
+  return kValues;
 }
 }  // namespace
 
 bool DecodeByteaHex(std::string_view text, std::string& out) {
   if (text.size() < 2 || text[0] != '\\' || text[1] != 'x' || text.size() % 2 != 0) return false;
-  const std::array<std::int8_t, 256>& value = HexDigitValues();
+  const std::array<int, 256>& value = HexDigitValues();
   out.resize((text.size() - 2) / 2);
   for (std::size_t i = 2, o = 0; i < text.size(); i += 2, ++o) {
     const int hi = value[static_cast<unsigned char>(text[i])];
