@@ -88,7 +88,9 @@ Result<std::unique_ptr<SqlTxn>> SqliteConnection::Begin(bool write) {
 
 Result<SqliteStmt*> SqliteConnection::Statement(std::string_view what, const std::string& sql) {
   if (auto it = statements_.find(sql); it != statements_.end()) return &it->second;
-  if (statements_.size() >= kMaxStatements) statements_.clear();
+  // Full: start over, but never while a statement is being stepped (a row's callback may run
+  // statements of its own: the scan's dictionary reads inside its hours).
+  if (statements_.size() >= kMaxStatements && stepping_ == 0) statements_.clear();
   auto stmt = db_.Prepare(sql, what);
   if (!stmt) return stmt.error();
   return &statements_.emplace(sql, std::move(*stmt)).first->second;
@@ -121,6 +123,7 @@ Status SqliteConnection::ForEachRow(std::string_view what, const std::string& sq
   if (!stmt) return stmt.status();
   Bind(**stmt, args);
   SqliteRow row(**stmt);
+  const Stepping stepping(stepping_);
   return (*stmt)->ForEachRow([&] { return on_row(row); });
 }
 
@@ -131,6 +134,7 @@ Status SqliteConnection::ForEachRowWithKey(std::string_view what, const std::str
   auto stmt = Statement(what, select + KeyCondition(key));
   if (!stmt) return stmt.status();
   SqliteRow row(**stmt);
+  const Stepping stepping(stepping_);
   for (std::size_t at = 0; at < cells.size(); at += key.size()) {
     Bind(**stmt, cells.subspan(at, key.size()));
     if (Status s = (*stmt)->ForEachRow([&] { return on_row(row); }); !s) return s;

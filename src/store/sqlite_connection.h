@@ -39,9 +39,21 @@ class SqliteConnection final : public SqlConnection {
                 std::span<const SqlValue> cells) override;
 
  private:
-  // The statement for `sql`, prepared once and kept (the ledger sends a few dozen texts). Valid
-  // until the next call: no statement runs while another is stepped.
+  // The statement for `sql`, prepared once and kept (the ledger sends a few dozen texts); kept
+  // while any statement is being stepped. A statement is not run again from its own rows'
+  // callback (no caller does: each nested read is another text).
   Result<SqliteStmt*> Statement(std::string_view what, const std::string& sql);
+  // Counts the statements being stepped while it lives.
+  class Stepping {
+   public:
+    explicit Stepping(int& count) : count_(count) { ++count_; }
+    ~Stepping() { --count_; }
+    Stepping(const Stepping&) = delete;
+    Stepping& operator=(const Stepping&) = delete;
+
+   private:
+    int& count_;
+  };
   // Runs `sql` once per row of `cells`, each row bound as its parameters.
   Status RunPerRow(std::string_view what, const std::string& sql, std::size_t columns,
                    std::span<const SqlValue> cells);
@@ -51,6 +63,7 @@ class SqliteConnection final : public SqlConnection {
   SqliteDb& db_;
   std::string name_;
   std::map<std::string, SqliteStmt, std::less<>> statements_;
+  int stepping_ = 0;  // statements being stepped now
 };
 
 }  // namespace gpuledger::store

@@ -2,16 +2,19 @@
 // locking, open errors. The store contract both stores share is in
 // ledger_store_test.cc.
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "store/ledger_store.h"
+#include "store/sqlite_connection.h"
 #include "store_test_env/store_test_env.h"
 
 namespace gpuledger::store::testing {
@@ -145,4 +148,31 @@ TEST(OpenLedger, DispatchesOnTheSpec) {
 }
 
 }  // namespace
+
+// The connection keeps a bounded set of prepared statements; filling it from inside a row's
+// callback (as a scan's dictionary reads do inside its hours) must not finalize the statement
+// still being stepped.
+TEST(SqliteConnection, StatementsPreparedWhileSteppingKeepTheOuterOne) {
+  TempDir dir;
+  auto db = SqliteDb::Open(dir.File("c.db"), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  ASSERT_TRUE(db) << db.error().message;
+  ASSERT_TRUE(
+      (*db)->Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3);", "create"));
+  SqliteConnection connection(**db);
+  std::vector<std::int64_t> outer;
+  Status read =
+      connection.ForEachRow("outer", "SELECT x FROM t ORDER BY x", {}, [&](SqlRow& row) -> Status {
+        outer.push_back(row.Int(0));
+        for (int i = 0; i < 100; ++i) {  // more texts than the connection keeps
+          const std::array<SqlValue, 1> args = {std::int64_t{i}};
+          auto sum = connection.FirstInt("inner", fmt::format("SELECT ?1 + {}", i), args);
+          if (!sum) return sum.error();
+          if (*sum != std::optional<std::int64_t>(2 * i)) return Internal("wrong sum");
+        }
+        return Status::Ok();
+      });
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(outer, (std::vector<std::int64_t>{1, 2, 3}));
+}
+
 }  // namespace gpuledger::store::testing
