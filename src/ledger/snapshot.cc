@@ -48,9 +48,13 @@ class SnapshotLoader final : public store::LedgerScan {
     placement_keys_.Emplace(key).first = placement;
     return Status::Ok();
   }
+  // A key per consumer: each becomes the snapshot's next consumer.
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    const std::uint32_t index = ConsumerOf(consumer);
-    consumers_.Emplace(key).first = index;
+    consumers_.Emplace(key).first = static_cast<std::uint32_t>(s_.consumers_.size());
+    ConsumerInfo& info = s_.consumers_.emplace_back();
+    info.ref = consumer.ref;
+    info.owner_kind = consumer.owner_kind;
+    info.owner_name = consumer.owner_name;
     return Status::Ok();
   }
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
@@ -193,41 +197,15 @@ class SnapshotLoader final : public store::LedgerScan {
     std::uint16_t share_source = 0;
   };
 
+  // The index of a placement, added when new. Called only when a GPU's or a context's last
+  // placement (DevicePlacement, Context) does not match: rarely.
   std::uint32_t PlacementOf(const std::string& cluster, const std::string& node,
                             const std::string& model, const GpuUuid& gpu, SharingMode sharing,
                             const std::string& pricing_class) {
-    // A GPU keeps its placement from hour to hour: compare with its last one before hashing.
-    auto [last, fresh] = last_placement_.try_emplace(gpu.value, 0);
-    if (!fresh) {
-      const Placement& p = s_.placements_[last->second];
-      if (p.node == node && p.gpu_model == model && p.sharing == sharing && p.cluster == cluster &&
-          p.pricing_class == pricing_class)
-        return last->second;
-    }
     Placement p{cluster, node, model, gpu, sharing, pricing_class};
     auto [it, added] =
         placement_ids_.try_emplace(p, static_cast<std::uint32_t>(s_.placements_.size()));
     if (added) s_.placements_.push_back(std::move(p));
-    last->second = it->second;
-    return it->second;
-  }
-
-  std::uint32_t ConsumerOf(const ConsumerInfo& c) {
-    key_.clear();
-    for (const std::string* part : {&c.ref.namespace_name, &c.ref.pod, &c.ref.pod_uid.value,
-                                    &c.ref.container, &c.owner_kind, &c.owner_name}) {
-      key_ += *part;
-      key_ += '\x1f';
-    }
-    auto [it, added] =
-        consumer_ids_.try_emplace(key_, static_cast<std::uint32_t>(s_.consumers_.size()));
-    if (added) {
-      ConsumerInfo info;
-      info.ref = c.ref;
-      info.owner_kind = c.owner_kind;
-      info.owner_name = c.owner_name;
-      s_.consumers_.push_back(std::move(info));
-    }
     return it->second;
   }
 
@@ -366,11 +344,8 @@ class SnapshotLoader final : public store::LedgerScan {
 
   Snapshot& s_;
   std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pod_labels_;
-  std::unordered_map<std::string, std::uint32_t> last_placement_;
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
-  std::unordered_map<std::string, std::uint32_t> consumer_ids_;
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
-  std::string key_;
   bool hour_started_ = false;
   bool reserved_ = false;
   Micros hour_us_ = 0;

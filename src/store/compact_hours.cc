@@ -42,10 +42,6 @@ constexpr std::array<SqlColumn, 3> kPodColumns = {{
     {"pod_uid", SqlType::kText},
 }};
 
-std::vector<SqlValue> Cells(const DimensionKey& key) {
-  return std::vector<SqlValue>(key.begin(), key.end());
-}
-
 // `key`'s id in its dictionary, adding it when missing.
 Result<std::int64_t> Intern(SqlConnection& db, Dimension dimension, const DimensionKey& key) {
   const DimensionTable& table = TableOf(dimension);
@@ -59,7 +55,7 @@ Result<std::int64_t> Intern(SqlConnection& db, Dimension dimension, const Dimens
   const std::string add =
       fmt::format("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING id",
                   table.table, fmt::join(table.columns, ", "), values);
-  const std::vector<SqlValue> args = Cells(key);
+  const std::vector<SqlValue> args(key.begin(), key.end());
   // Found, else added, else added meanwhile by another writer (whose commit the insert waited
   // for): found then.
   for (const std::string* sql : {&find, &add, &find}) {
@@ -232,15 +228,8 @@ class HourDecoder {
 
   Status LearnMissing() {
     std::map<Dimension, std::set<std::int64_t>> missing;
-    // An id learned or found earlier in this scan stays (the cache trims between scans only).
     auto need = [&](Dimension dimension, std::int64_t id) {
-      DenseIdMap<char>& known = known_[static_cast<std::size_t>(dimension)];
-      if (known.contains(id)) return;
-      if (cache_.Has(dimension, id)) {
-        known.Emplace(id);
-      } else {
-        missing[dimension].insert(id);
-      }
+      if (!cache_.Has(dimension, id)) missing[dimension].insert(id);
     };
     for (std::size_t i = 0; i < size_; ++i) {
       const Decoded& d = hour_[i];
@@ -293,8 +282,7 @@ class HourDecoder {
   std::vector<std::size_t> permutation_;  // their positions in GPU UUID order
   UsageRow row_;                          // reused: its strings keep their capacity from row to row
   DenseIdMap<char> consumers_;            // ids of the rows sent
-  std::array<DenseIdMap<char>, kDimensions.size()> sent_;   // keys sent (ByKey)
-  std::array<DenseIdMap<char>, kDimensions.size()> known_;  // ids the cache had this scan
+  std::array<DenseIdMap<char>, kDimensions.size()> sent_;  // keys sent (ByKey)
 };
 
 // Keeps what a scan sends (ReadDeviceHours, ReadUsage).

@@ -106,15 +106,6 @@ std::string ArrayLiteral(std::span<const SqlValue> cells, std::size_t columns, s
   return out;
 }
 
-// "a, b" over `columns`.
-std::string ColumnList(std::span<const SqlColumn> columns) {
-  std::string out;
-  for (const SqlColumn& column : columns) {
-    out += fmt::format("{}{}", out.empty() ? "" : ", ", column.name);
-  }
-  return out;
-}
-
 // "unnest($1::text[], $2::bigint[], ...)" over `columns`, with the arrays in `params`.
 std::string Unnest(std::span<const SqlColumn> columns, std::span<const SqlValue> cells,
                    PgParams& params) {

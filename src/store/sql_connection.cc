@@ -4,12 +4,16 @@
 
 namespace gpuledger::store {
 
-std::string InsertIntoSql(const SqlUpsert& upsert) {
-  std::string sql = fmt::format("INSERT INTO {} (", upsert.table);
-  for (std::size_t i = 0; i < upsert.columns.size(); ++i) {
-    sql += fmt::format("{}{}", i == 0 ? "" : ", ", upsert.columns[i].name);
+std::string ColumnList(std::span<const SqlColumn> columns) {
+  std::string out;
+  for (const SqlColumn& column : columns) {
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", column.name);
   }
-  return sql + ") ";
+  return out;
+}
+
+std::string InsertIntoSql(const SqlUpsert& upsert) {
+  return fmt::format("INSERT INTO {} ({}) ", upsert.table, ColumnList(upsert.columns));
 }
 
 std::string OnConflictSql(const SqlUpsert& upsert) {

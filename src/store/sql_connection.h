@@ -70,6 +70,8 @@ struct SqlUpsert {
   bool skip_unchanged = false;
 };
 
+// "a, b, c" over `columns`.
+std::string ColumnList(std::span<const SqlColumn> columns);
 // "INSERT INTO t (a, b, c) " (the rows' source follows).
 std::string InsertIntoSql(const SqlUpsert& upsert);
 // " ON CONFLICT (a, b) DO UPDATE SET c = excluded.c[ WHERE ...]".

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
@@ -181,19 +182,21 @@ Status SqlLedger::WriteLabels(std::span<const LedgerHour> hours) {
 Status SqlLedger::WriteNamespaceLabels(
     const std::map<std::string_view, const LabelMap*>& namespaces) {
   if (namespaces.empty()) return Status::Ok();
-  // The keys a namespace no longer has go. The table holds a few labels per namespace: it is
-  // read whole.
+  // The keys a namespace no longer has go.
+  std::vector<SqlValue> names(namespaces.size());
+  std::transform(namespaces.begin(), namespaces.end(), names.begin(),
+                 [](const auto& entry) { return SqlValue(entry.first); });
   std::vector<std::pair<std::string, std::string>> gone;
-  Status read = db_->ForEachRow(
-      "read namespace_labels", "SELECT namespace, key FROM namespace_labels", {}, [&](SqlRow& row) {
-        std::string ns = row.Text(0);
-        auto labels = namespaces.find(ns);
-        std::string key = row.Text(1);
-        if (labels != namespaces.end() && !labels->second->contains(key)) {
-          gone.emplace_back(std::move(ns), std::move(key));
-        }
-        return Status::Ok();
-      });
+  Status read =
+      db_->ForEachRowWithKey("read namespace_labels", "SELECT namespace, key FROM namespace_labels",
+                             std::span(kNamespaceLabelColumns).first(1), names, [&](SqlRow& row) {
+                               std::string ns = row.Text(0);
+                               std::string key = row.Text(1);
+                               auto labels = namespaces.find(ns);
+                               if (labels != namespaces.end() && !labels->second->contains(key))
+                                 gone.emplace_back(std::move(ns), std::move(key));
+                               return Status::Ok();
+                             });
   if (!read) return read;
   std::vector<SqlValue> cells;
   if (!gone.empty()) {
