@@ -64,7 +64,8 @@ struct ContainerRun {
 };
 
 // `unshare` (mount and PID namespaces), the root bound read-only with the volumes over it,
-// /proc of the new PID namespace, then chroot as the user with exactly `env`.
+// /proc of the new PID namespace, then chroot as the user with exactly `env`. When unshare
+// ends, the namespace ends with it.
 std::vector<std::string> Command(const ContainerRun& run) {
   std::string script = "set -e\n";
   script += "mount --bind " + Quote(run.root) + " " + Quote(run.root) + "\n";
@@ -75,14 +76,20 @@ std::vector<std::string> Command(const ContainerRun& run) {
     script += "mount --bind " + Quote(source) + " " + at + "\n";
     if (read_only) script += "mount -o remount,bind,ro " + at + "\n";
   }
-  script += "exec env -i";
+  // Not exec'd: this root shell stays the namespace's first process. The container's process
+  // runs as another user, which clears the parent-death signal unshare arranges, so only a
+  // first process that keeps it can take the whole namespace down with it (it leaked a server
+  // a run before).
+  script += "env -i";
   for (const auto& [k, v] : run.env) script += " " + Quote(k + "=" + v);
   script += " /usr/sbin/chroot";
   if (!run.user.empty()) script += " --userspec=" + run.user;
   script += " " + Quote(run.root);
   for (const std::string& a : run.argv) script += " " + Quote(a);
+  script += "\nexit $?\n";  // a last command, or the shell would exec the one before
+  // SIGKILL: a namespace's first process ignores any other signal it has no handler for.
   return {"/usr/bin/unshare",     "--mount", "--pid", "--fork",
-          "--kill-child=SIGTERM", "/bin/sh", "-c",    script};
+          "--kill-child=SIGKILL", "/bin/sh", "-c",    script};
 }
 
 class DeployedProcessesE2e : public ::testing::Test {
