@@ -86,6 +86,16 @@ class LedgerScan {
   static Status NotByKey() { return Internal("a scan that takes no rows by key was sent one"); }
 };
 
+// What changed in a ledger since a generation (LedgerStore::ChangesSince).
+struct LedgerChanges {
+  std::int64_t generation = 0;  // the ledger's generation now
+  // The hull of the hours the writes after the asked-for generation touched (device-hours,
+  // usage, labels, reconciled node-days): outside it every row reads as it did then. Empty
+  // ({0, 0}) when nothing was written since.
+  TimeRange touched{0, 0};
+  TimeRange extent{0, 0};  // Extent() now
+};
+
 class LedgerStore {
  public:
   virtual ~LedgerStore() = default;
@@ -104,6 +114,15 @@ class LedgerStore {
   // A number that changes with every committed write of hours or reconciliations (0 before
   // the first): a reader that keeps a copy (ledger/read_service.h) knows when it is stale.
   virtual Result<std::int64_t> Generation() = 0;
+  // What the committed writes after `generation` (a value Generation() returned) touched, read
+  // in one snapshot with the generation and extent it reports. nullopt when the store cannot say:
+  // it keeps the last kChangeLogLength writes' hours, and none from before it started to; a reader
+  // then reads whole again.
+  virtual Result<std::optional<LedgerChanges>> ChangesSince(std::int64_t generation) {
+    (void)generation;
+    return std::optional<LedgerChanges>();
+  }
+  static constexpr std::int64_t kChangeLogLength = 1024;
   // [first hour, last hour + 1h) over everything stored; nullopt-like {0,0} when empty.
   virtual Result<TimeRange> Extent() = 0;
 

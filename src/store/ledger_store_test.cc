@@ -401,6 +401,64 @@ TEST_P(LedgerStoreTest, ExtentCoversStoredHours) {
   EXPECT_EQ(extent->to_us, Hour(10));
 }
 
+// A reader that keeps a copy asks what changed since the generation it read: the hull of the
+// hours (and reconciled days) every later write touched, with the generation now; a failed
+// write logs nothing, and a generation the log no longer reaches is "cannot say".
+TEST_P(LedgerStoreTest, ChangesSinceNamesTheHoursLaterWritesTouched) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  auto at = [&](std::int64_t generation) {
+    auto changes = store->ChangesSince(generation);
+    EXPECT_TRUE(changes) << changes.error().message;
+    return changes ? *changes : std::nullopt;
+  };
+  auto fresh = at(0);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(fresh->generation, 0);
+  EXPECT_EQ(fresh->touched, (TimeRange{0, 0}));
+
+  std::vector<LedgerHour> early = {{MakeDevice(Hour(5), "GPU-a"), {}},
+                                   {MakeDevice(Hour(2), "GPU-b"), {}}};
+  Status wrote = store->WriteHours(early);  // generation 1
+  ASSERT_TRUE(wrote) << wrote.error().message;
+  std::vector<LedgerHour> late = {{MakeDevice(Hour(9), "GPU-a"), {}}};
+  ASSERT_TRUE(store->WriteHours(late));  // 2
+  std::vector<LedgerHour> bad = {{MakeDevice(Hour(40) + 1, "GPU-a"), {}}};
+  ASSERT_FALSE(store->WriteHours(bad));  // refused (not an hour's start): not a change
+
+  auto since0 = at(0);
+  ASSERT_TRUE(since0);
+  EXPECT_EQ(since0->generation, 2);
+  EXPECT_EQ(since0->touched, (TimeRange{Hour(2), Hour(10)}));
+  auto since1 = at(1);
+  ASSERT_TRUE(since1);
+  EXPECT_EQ(since1->touched, (TimeRange{Hour(9), Hour(10)}));
+  auto since2 = at(2);
+  ASSERT_TRUE(since2);
+  EXPECT_EQ(since2->touched, (TimeRange{0, 0}));
+
+  // A bill reprices whole node-days.
+  const Micros day = DayStart(Hour(30));
+  ASSERT_TRUE(store->WriteReconciliations(std::vector{
+      Reconciliation{"gpu-node-1", day + kMicrosPerDay, 1, 1, "1/1", 1'000'000, "USD", "b", 1},
+      Reconciliation{"gpu-node-0", day, 1, 1, "1/1", 1'000'000, "USD", "b", 1}}));
+  auto since2_bill = at(2);
+  ASSERT_TRUE(since2_bill);
+  EXPECT_EQ(since2_bill->generation, 3);
+  EXPECT_EQ(since2_bill->touched, (TimeRange{day, day + 2 * kMicrosPerDay}));
+
+  // Generations the store never had, or no longer logs.
+  EXPECT_FALSE(at(4));
+  EXPECT_FALSE(at(-1));
+  for (std::int64_t i = 0; i < LedgerStore::kChangeLogLength; ++i) {
+    ASSERT_TRUE(store->WriteHours(late));
+  }
+  EXPECT_FALSE(at(2));
+  auto recent = at(3 + LedgerStore::kChangeLogLength - 1);
+  ASSERT_TRUE(recent);
+  EXPECT_EQ(recent->touched, (TimeRange{Hour(9), Hour(10)}));
+}
+
 TEST_P(LedgerStoreTest, FailedWriteRollsBackTheWholeSpan) {
   auto store = Open();
   ASSERT_TRUE(store);
@@ -481,7 +539,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
     ASSERT_TRUE(store->PutMeta("cluster", "prod-eu"));
     ASSERT_TRUE(store->PutMeta("currency", "USD"));
     ASSERT_TRUE(store->PutMeta("currency", "EUR"));
-    Status s = store->PutMeta("schema_version", "8");
+    Status s = store->PutMeta("schema_version", "9");
     EXPECT_FALSE(s);
     EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
   }
@@ -490,7 +548,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "8"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "9"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.
@@ -1014,7 +1072,7 @@ TEST_P(LedgerStoreTest, Version7LedgerMovesToCompactHoursRowForRow) {
 
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "8");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "9");
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM device_hours"));
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM usage_hours"));
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM hours"), "6");

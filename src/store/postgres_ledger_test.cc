@@ -108,7 +108,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "8");
+      EXPECT_EQ(meta->at("schema_version"), "9");
     }
     return store;
   }
@@ -425,8 +425,9 @@ TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
       "SELECT count(*) FROM information_schema.tables "
       "WHERE table_schema = current_schema()");
   ASSERT_TRUE(tables) << tables.error().message;
-  // meta pod_labels namespace_labels reconciliations findings, the four dictionaries, hours
-  EXPECT_EQ(*tables, "10");
+  // meta pod_labels namespace_labels reconciliations findings, the four dictionaries, hours,
+  // ledger_changes
+  EXPECT_EQ(*tables, "11");
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ namespace gpuledger::store {
 namespace {
 
 // migrations[i] takes the schema from version i to i + 1; each mirrors the
-// SQLite one (the last, 7 -> 8, also converts the rows: MigrateToCompactHours).
-constexpr std::array<std::string_view, kSchemaVersion - 1> kMigrations = {
+// SQLite one (7 -> 8 converts the rows in code: MigrateToCompactHours).
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
     R"sql(
 CREATE TABLE device_hours (
   hour_us                     BIGINT           NOT NULL,
@@ -165,6 +165,17 @@ CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us
     // rows written before have none: ''.
     R"sql(
 ALTER TABLE usage_hours ADD COLUMN histogram TEXT COLLATE "C" NOT NULL DEFAULT '';
+)sql",
+    // 7 -> 8 converts the rows in code (MigrateToCompactHours).
+    "",
+    // 8 -> 9: the hours each of the last writes touched, by the generation it made (a reader
+    // that keeps a copy reloads only those: LedgerStore::ChangesSince).
+    R"sql(
+CREATE TABLE ledger_changes (
+  generation BIGINT PRIMARY KEY,
+  from_us    BIGINT NOT NULL,
+  to_us      BIGINT NOT NULL
+);
 )sql",
 };
 

@@ -222,7 +222,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "8");
+  EXPECT_EQ(meta->at("schema_version"), "9");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -294,7 +294,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -340,7 +340,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -351,6 +351,39 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
   ASSERT_TRUE(again);
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ(again->front().histogram, u.histogram);
+  store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 8 had no change log: a file written by it opens with an empty one, which cannot say
+// what changed before it existed, and logs every write after.
+TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v8.db").string();
+  fs::remove(path);
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));  // generation 1
+  }
+  Exec(path,
+       "DROP TABLE ledger_changes; UPDATE meta SET value = '8' WHERE key = 'schema_version';");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
+  auto before = (*store)->ChangesSince(0);
+  ASSERT_TRUE(before) << before.error().message;
+  EXPECT_FALSE(*before);  // generation 1 was written before the log
+  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  auto after = (*store)->ChangesSince(1);
+  ASSERT_TRUE(after) << after.error().message;
+  ASSERT_TRUE(*after);
+  EXPECT_EQ((*after)->generation, 2);
+  EXPECT_EQ((*after)->touched,
+            (TimeRange{hour.device.hour_us, hour.device.hour_us + kMicrosPerHour}));
   store->reset();
   fs::remove_all(dir);
 }
@@ -374,7 +407,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "8");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

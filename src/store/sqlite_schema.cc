@@ -14,9 +14,9 @@
 namespace gpuledger::store {
 namespace {
 
-// migrations[i] takes the schema from version i to i + 1 (the last, 7 -> 8, also converts the
-// rows: MigrateToCompactHours).
-constexpr std::array<std::string_view, kSchemaVersion - 1> kMigrations = {
+// migrations[i] takes the schema from version i to i + 1 (7 -> 8 converts the rows in code:
+// MigrateToCompactHours).
+constexpr std::array<std::string_view, kSchemaVersion> kMigrations = {
     R"sql(
 CREATE TABLE device_hours (
   hour_us                     INTEGER NOT NULL,
@@ -155,6 +155,17 @@ CREATE INDEX findings_open_by_node ON findings (cluster, node) WHERE resolved_us
     // rows written before have none: ''.
     R"sql(
 ALTER TABLE usage_hours ADD COLUMN histogram TEXT NOT NULL DEFAULT '';
+)sql",
+    // 7 -> 8 converts the rows in code (MigrateToCompactHours).
+    "",
+    // 8 -> 9: the hours each of the last writes touched, by the generation it made (a reader
+    // that keeps a copy reloads only those: LedgerStore::ChangesSince).
+    R"sql(
+CREATE TABLE ledger_changes (
+  generation INTEGER PRIMARY KEY NOT NULL,
+  from_us    INTEGER NOT NULL,
+  to_us      INTEGER NOT NULL
+) STRICT;
 )sql",
 };
 
