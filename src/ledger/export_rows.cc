@@ -39,9 +39,10 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
     for (std::uint32_t i = row_first; i < row_first + row_count; ++i)
       consumers.push_back(
           {&s.consumers()[u.consumer[i]], u.weights[i].allocated_us, u.weights[i].compute_us});
-    builder.AddDeviceHour(modelled, priced,
-                          reconciled != nullptr ? reconciled->reconciliation : nullptr, consumers,
-                          std::span(u.weights.data() + row_first, row_count), platform_labels);
+    builder.AddDeviceHour(
+        modelled, priced,
+        reconciled != nullptr ? &s.reconciliations()[reconciled->reconciliation] : nullptr,
+        consumers, std::span(u.weights.data() + row_first, row_count), platform_labels);
   }
   return builder.Finish();
 }

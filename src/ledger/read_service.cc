@@ -12,6 +12,14 @@ bool Covers(const Snapshot& snapshot, const TimeRange& extent, const TimeRange& 
   return from >= to || (from >= snapshot.range().from_us && to <= snapshot.range().to_us);
 }
 
+// The days a ledger of `extent` keeps in memory.
+TimeRange KeptDays(const TimeRange& extent, int cached_days) {
+  return {std::max(extent.from_us, extent.to_us - cached_days * kMicrosPerDay), extent.to_us};
+}
+
+// Refreshes that meet a write each time before the store is read again whole.
+constexpr int kRefreshTries = 3;
+
 }  // namespace
 
 Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerStore& store,
@@ -33,9 +41,7 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   }
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  const TimeRange keep{
-      std::max(extent->from_us, extent->to_us - options_.cached_days * kMicrosPerDay),
-      extent->to_us};
+  const TimeRange keep = KeptDays(*extent, options_.cached_days);
   if (window.from_us < keep.from_us && window.to_us > extent->from_us) {
     // Outside the lock: reports from the kept snapshot do not wait for this one.
     ++direct_reads_;
@@ -43,6 +49,16 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   }
   std::lock_guard lock(mu_);
   if (auto hit = kept()) return hit;  // loaded by another request meanwhile
+  if (kept_ != nullptr) {
+    auto refreshed = RefreshKept(store);
+    if (!refreshed) return refreshed.error();
+    if (*refreshed != nullptr) {
+      if (Covers(**refreshed, kept_extent_, window)) return *refreshed;
+      // Not in the kept days after all (the ledger grew meanwhile): read for this query.
+      ++direct_reads_;
+      return Snapshot::Load(store, window);
+    }
+  }
   auto loaded = Snapshot::Load(store, keep);
   if (!loaded) return loaded.error();
   kept_ = *loaded;
@@ -50,6 +66,33 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   kept_extent_ = *extent;
   ++cache_loads_;
   return kept_;
+}
+
+Result<std::shared_ptr<const Snapshot>> ReadService::RefreshKept(store::LedgerStore& store) {
+  // Each try reads what changed since the kept generation, then those days; a write landing
+  // during the read makes the days disagree, so the kept snapshot is trusted only when the
+  // generation after the read is the one the changes were read at (then every day holds it).
+  for (int attempt = 0; attempt < kRefreshTries; ++attempt) {
+    auto changes = store.ChangesSince(kept_generation_);
+    if (!changes) return changes.error();
+    if (!*changes) break;  // the store cannot say: read whole
+    const store::LedgerChanges& c = **changes;
+    auto refreshed = Snapshot::Refresh(store, std::move(kept_),
+                                       KeptDays(c.extent, options_.cached_days), c.touched);
+    if (!refreshed) return refreshed.error();  // kept_ is gone: the next read loads whole
+    kept_ = *refreshed;
+    kept_generation_ = c.generation;
+    kept_extent_ = c.extent;
+    auto after = store.Generation();
+    if (!after) return after.error();
+    if (*after == c.generation) {
+      ++cache_refreshes_;
+      return kept_;
+    }
+  }
+  kept_ = nullptr;
+  kept_generation_ = -1;
+  return std::shared_ptr<const Snapshot>();
 }
 
 Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& store,
@@ -60,7 +103,7 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
 }
 
 ReadServiceStats ReadService::stats() const {
-  return {cache_hits_.load(), cache_loads_.load(), direct_reads_.load()};
+  return {cache_hits_.load(), cache_loads_.load(), cache_refreshes_.load(), direct_reads_.load()};
 }
 
 }  // namespace gpuledger::ledger

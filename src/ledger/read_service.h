@@ -1,9 +1,11 @@
 #pragma once
 // The one place a long-running reader (the server) answers reports from (issue 32). It keeps
-// the snapshot of the ledger's last `cached_days` days for as long as the ledger's generation
-// stays the same, so a report over them is a scan of memory; a window reaching further back is
-// read from the store for that query alone. Thread-safe; one load of the kept snapshot at a
-// time (a window read alone holds up no one).
+// the snapshot of the ledger's last `cached_days` days, so a report over them is a scan of
+// memory; a window reaching further back is read from the store for that query alone. When the
+// ledger's generation moves, the kept snapshot reads again only the days written since
+// (LedgerStore::ChangesSince; a live server writes the current hour every round), and whole
+// when the store cannot say. Thread-safe; one load of the kept snapshot at a time (a window
+// read alone holds up no one).
 
 #include <atomic>
 #include <cstdint>
@@ -23,9 +25,10 @@ struct ReadServiceOptions {
 };
 
 struct ReadServiceStats {
-  std::int64_t cache_hits = 0;    // answered from the kept snapshot
-  std::int64_t cache_loads = 0;   // the kept snapshot (re)loaded: first use or a new generation
-  std::int64_t direct_reads = 0;  // windows outside the kept days, read for one query
+  std::int64_t cache_hits = 0;   // answered from the kept snapshot
+  std::int64_t cache_loads = 0;  // the kept snapshot loaded whole: first use, or unknown changes
+  std::int64_t cache_refreshes = 0;  // the kept snapshot's changed days read again
+  std::int64_t direct_reads = 0;     // windows outside the kept days, read for one query
 };
 
 class ReadService {
@@ -39,6 +42,10 @@ class ReadService {
   ReadServiceStats stats() const;
 
  private:
+  // The kept snapshot brought to the ledger now by reading its changed days, when the store
+  // can say which; nullptr (kept_ dropped) when it cannot. Holds mu_.
+  Result<std::shared_ptr<const Snapshot>> RefreshKept(store::LedgerStore& store);
+
   const ReadServiceOptions options_;
   std::mutex mu_;  // held while the kept snapshot loads; stats() never waits for it
   std::shared_ptr<const Snapshot> kept_;
@@ -46,6 +53,7 @@ class ReadService {
   TimeRange kept_extent_;
   std::atomic<std::int64_t> cache_hits_ = 0;
   std::atomic<std::int64_t> cache_loads_ = 0;
+  std::atomic<std::int64_t> cache_refreshes_ = 0;
   std::atomic<std::int64_t> direct_reads_ = 0;
 };
 

@@ -1,5 +1,6 @@
-// The read service keeps one snapshot while the ledger does not change, loads it again when a
-// write lands, and reads a window older than the kept days alone; in SQLite and PostgreSQL.
+// The read service keeps one snapshot while the ledger does not change, reads again the days a
+// write touched when one lands (whole when the store cannot say which), and reads a window
+// older than the kept days alone; in SQLite and PostgreSQL.
 #include "ledger/read_service.h"
 
 #include <gtest/gtest.h>
@@ -68,9 +69,59 @@ TEST_P(ReadServiceTest, KeepsTheSnapshotUntilAWriteLands) {
   ASSERT_TRUE((*writer)->WriteHours(later).ok());
   auto after = reads.Reports(s, ByNamespace({Hour(0), Hour(3)}));
   ASSERT_TRUE(after.ok());
-  EXPECT_EQ(reads.stats().cache_loads, 2);
+  EXPECT_EQ(reads.stats().cache_loads, 1);
+  EXPECT_EQ(reads.stats().cache_refreshes, 1);
   EXPECT_EQ(after->front().rows[0].figures.cost_nanos, 2 * 3'600'000'000LL + 1'800'000'000LL);
   EXPECT_EQ(after->front().idle.cost_nanos, 1'800'000'000LL);
+}
+
+// A store that cannot say what changed (a reader further behind than its change log): the
+// kept snapshot is read whole again, and the answer is the ledger's now.
+class ForgetfulStore : public store::LedgerStore {
+ public:
+  explicit ForgetfulStore(store::LedgerStore& real) : real_(real) {}
+  Status WriteHours(std::span<const LedgerHour> hours) override { return real_.WriteHours(hours); }
+  Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) override {
+    return real_.ReadDeviceHours(range);
+  }
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) override {
+    return real_.ReadUsage(range);
+  }
+  Status Scan(const TimeRange& range, store::LedgerScan& scan) override {
+    return real_.Scan(range, scan);
+  }
+  Result<std::int64_t> Generation() override { return real_.Generation(); }
+  Result<TimeRange> Extent() override { return real_.Extent(); }
+  Status PutMeta(const std::string& key, const std::string& value) override {
+    return real_.PutMeta(key, value);
+  }
+  Result<std::map<std::string, std::string>> ReadMeta() override { return real_.ReadMeta(); }
+  Status UpdateMeta(const std::map<std::string, std::optional<std::string>>& changes) override {
+    return real_.UpdateMeta(changes);
+  }
+
+ private:
+  store::LedgerStore& real_;
+};
+
+TEST_P(ReadServiceTest, ReadsWholeWhenTheStoreCannotSayWhatChanged) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  ForgetfulStore store(**opened);
+  const std::vector<LedgerHour> first = {OneHour(0, kMicrosPerHour)};
+  ASSERT_TRUE(store.WriteHours(first).ok());
+  ReadService reads;
+  ASSERT_TRUE(reads.Reports(store, ByNamespace({Hour(0), Hour(2)})).ok());
+  const std::vector<LedgerHour> second = {OneHour(0, kMicrosPerHour / 4)};
+  ASSERT_TRUE(store.WriteHours(second).ok());
+  auto after = reads.Reports(store, ByNamespace({Hour(0), Hour(2)}));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(reads.stats().cache_loads, 2);
+  EXPECT_EQ(reads.stats().cache_refreshes, 0);
+  EXPECT_EQ(after->front().rows[0].figures.cost_nanos, 900'000'000LL);
 }
 
 TEST_P(ReadServiceTest, ReadsAWindowOlderThanTheKeptDaysAlone) {

@@ -14,6 +14,7 @@
 #include "billing/reconciled_prices.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"
+#include "ledger/read_service.h"
 #include "ledger/reports.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
@@ -327,6 +328,106 @@ TEST_P(ReportsProperty, TheCompactLayoutChangesNoNumber) {
     for (std::size_t i = 0; i < old_reports->size(); ++i)
       EXPECT_EQ(report::ReportToJson((*old_reports)[i]), report::ReportToJson((*new_reports)[i]))
           << "trial " << trial << " step " << i;
+  }
+}
+
+// A server's kept snapshot follows the ledger by reading again only the days written since
+// (Snapshot::Refresh): after each random write (hours rewritten with new labels, hours added
+// past the end so old days fall out of the kept ones, a bill for a kept day) every report from
+// the read service equals the one from a snapshot loaded fresh, and no write loads it whole.
+TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  store::LedgerStore& store = **opened;
+  std::mt19937_64 rng(3205);
+  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  int hours = 24 * 4;
+  const RandomLedger start = MakeRandomLedger(rng, hours);
+  ASSERT_TRUE(store.WriteHours(start.hours).ok());
+  ASSERT_TRUE(store.WriteReconciliations(start.reconciliations).ok());
+
+  ReadService reads(ReadServiceOptions{.cached_days = 3});
+  const char* const groupings[] = {"namespace", "label:team", "controller", "device,pod",
+                                   "namespace,label:team"};
+  const char* const idles[] = {"keep", "share", "namespace:platform", "namespace:web"};
+  std::shared_ptr<const Snapshot> held;  // a reader still holding the kept snapshot
+  ASSERT_TRUE(reads.SnapshotFor(store, {Hour(hours - 1), Hour(hours)}).ok());
+  int refreshes = 0;
+  for (int round = 0; round < 24; ++round) {
+    // The write: hours of another random ledger over the last two days (their consumers
+    // relabelled), or a day more of hours, or a bill for a kept day.
+    const int kind = round % 3;
+    RandomLedger more = MakeRandomLedger(rng, hours + (kind == 1 ? 24 : 0));
+    if (kind == 2) {
+      Reconciliation bill;
+      bill.node = below(2) == 0 ? "node-a" : "node-b";
+      bill.day_us = DayStart(Hour(hours - 1 - below(48)));
+      bill.billed_nanos = below(2'000'000'000);
+      bill.factor = "1/1";
+      bill.currency = "USD";
+      bill.bill_file = "bill-" + std::to_string(round) + ".csv";
+      ASSERT_TRUE(store.WriteReconciliations(std::vector{bill}).ok());
+    } else {
+      const int from = kind == 1 ? hours : hours - 1 - below(48);
+      std::vector<LedgerHour> written;
+      for (LedgerHour& h : more.hours) {
+        if (h.device.hour_us < Hour(from) || below(3) == 0) continue;
+        for (UsageRow& u : h.usage) {
+          if (!u.consumer.labels.empty()) u.consumer.labels["team"] += "-" + std::to_string(round);
+          u.consumer.namespace_labels = {{"team", "ns-" + std::to_string(round)}};
+          if (below(4) == 0) u.consumer.namespace_labels.clear();
+        }
+        written.push_back(std::move(h));
+      }
+      if (written.empty()) written.push_back(more.hours.back());
+      ASSERT_TRUE(store.WriteHours(written).ok());
+      if (kind == 1) hours += 24;
+    }
+    if (round % 4 == 3) {
+      auto snapshot = reads.SnapshotFor(store, {Hour(hours - 1), Hour(hours)});
+      ASSERT_TRUE(snapshot.ok());
+      held = *snapshot;  // the next refresh copies rather than changes it
+    } else if (round % 4 == 0) {
+      held = nullptr;
+    }
+
+    for (int trial = 0; trial < 5; ++trial) {
+      ReportQuery q;
+      q.policy = *cost::ParsePolicy(trial % 2 == 0 ? "allocation" : "hybrid:0.35");
+      q.idle = *cost::ParseIdleHandling(idles[(round + trial) % 4]);
+      q.group_by = *report::ParseGroupBy(groupings[trial]);
+      const int from = hours - 1 - below(72);
+      q.window = {Hour(from), Hour(from + 1 + below(hours - from))};
+      q.step = trial % 2 == 0 ? 0 : (1 + below(12)) * kMicrosPerHour;
+      auto ours = reads.Reports(store, q);
+      ASSERT_TRUE(ours.ok()) << ours.error().message;
+      auto fresh = Snapshot::Load(store, q.window);
+      ASSERT_TRUE(fresh.ok());
+      auto want = BuildReports(**fresh, q);
+      ASSERT_TRUE(want.ok());
+      ASSERT_EQ(ours->size(), want->size());
+      for (std::size_t i = 0; i < want->size(); ++i)
+        EXPECT_EQ(report::ReportToJson((*ours)[i]), report::ReportToJson((*want)[i]))
+            << "round " << round << " trial " << trial << " step " << i;
+    }
+    const TimeRange last_day{Hour(hours - 24), Hour(hours)};
+    auto kept = reads.SnapshotFor(store, last_day);
+    auto fresh = Snapshot::Load(store, last_day);
+    ASSERT_TRUE(kept.ok() && fresh.ok());
+    auto ours = SummarizeDevices(**kept, last_day);
+    auto want = SummarizeDevices(**fresh, last_day);
+    ASSERT_EQ(ours.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(ours[i].placement, want[i].placement);
+      EXPECT_EQ(ours[i].cost_nanos, want[i].cost_nanos);
+      EXPECT_EQ(ours[i].busy_us, want[i].busy_us);
+    }
+    EXPECT_EQ(reads.stats().cache_loads, 1) << "round " << round;
+    EXPECT_GT(reads.stats().cache_refreshes, refreshes) << "round " << round;
+    refreshes = static_cast<int>(reads.stats().cache_refreshes);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "ledger/snapshot.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -16,10 +17,28 @@ using LabelMap = std::map<std::string, std::string>;
 
 // Builds a Snapshot from a store scan, rows by key: each key's strings are interned once, when
 // the store first names it, and a row maps its keys to the snapshot's indexes. A usage row finds
-// its device-hour through the hour's GPU keys (rows come in hour order).
+// its device-hour through the hour's GPU keys (rows come in hour order). Appending (a refresh),
+// the scan's hours follow the snapshot's rows and its strings join the snapshot's dictionaries.
 class SnapshotLoader final : public store::LedgerScan {
  public:
-  explicit SnapshotLoader(Snapshot& s) : s_(s) { s_.rules_.push_back(""); }
+  SnapshotLoader(Snapshot& s, bool append)
+      : s_(s),
+        append_(append),
+        devices_at_start_(s.devices_.size()),
+        rows_at_start_(s.usage_.size()),
+        reconciliations_at_start_(s.reconciliations_.size()) {
+    if (!append_) {
+      s_.rules_.push_back("");
+      return;
+    }
+    for (std::size_t i = 1; i < s_.rules_.size(); ++i)
+      rule_ids_.emplace(s_.rules_[i], static_cast<std::uint16_t>(i));
+    for (std::size_t i = 0; i < s_.placements_.size(); ++i)
+      placement_ids_.emplace(s_.placements_[i], static_cast<std::uint32_t>(i));
+    consumer_ids_.reserve(s_.consumers_.size());
+    for (std::size_t i = 0; i < s_.consumers_.size(); ++i)
+      consumer_ids_.emplace(ConsumerKey(s_.consumers_[i]), static_cast<std::uint32_t>(i));
+  }
 
   bool ByKey() const override { return true; }
   Status OnDeviceHour(const DeviceHour& /*device*/) override { return NotKeyed(); }
@@ -36,7 +55,7 @@ class SnapshotLoader final : public store::LedgerScan {
   }
   Status OnNamespaceLabel(const std::string& ns, const std::string& key,
                           const std::string& value) override {
-    s_.namespace_labels_[ns][key] = value;
+    namespace_labels_[ns][key] = value;
     return Status::Ok();
   }
 
@@ -48,9 +67,20 @@ class SnapshotLoader final : public store::LedgerScan {
     placement_keys_.Emplace(key).first = placement;
     return Status::Ok();
   }
-  // A key per consumer: each becomes the snapshot's next consumer.
+  // A key per consumer: each becomes the snapshot's next consumer (appending, unless the
+  // snapshot has it already).
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    consumers_.Emplace(key).first = static_cast<std::uint32_t>(s_.consumers_.size());
+    std::uint32_t& index = consumers_.Emplace(key).first;
+    if (append_) {
+      touched_namespaces_.insert(consumer.ref.namespace_name);
+      touched_pods_.insert(PodOf(consumer));
+      auto [it, added] = consumer_ids_.try_emplace(
+          ConsumerKey(consumer), static_cast<std::uint32_t>(s_.consumers_.size()));
+      index = it->second;
+      if (!added) return Status::Ok();
+    } else {
+      index = static_cast<std::uint32_t>(s_.consumers_.size());
+    }
     ConsumerInfo& info = s_.consumers_.emplace_back();
     info.ref = consumer.ref;
     info.owner_kind = consumer.owner_kind;
@@ -102,7 +132,7 @@ class SnapshotLoader final : public store::LedgerScan {
     f.idle_energy_mj = d.idle_energy_mj;
     f.unattributed_energy_mj = d.unattributed_energy_mj;
     s_.devices_.push_back(f);
-    s_.sums_.AddDevice(d);
+    day_sums_->AddDevice(d);
     return Status::Ok();
   }
 
@@ -137,7 +167,7 @@ class SnapshotLoader final : public store::LedgerScan {
     p.activity_rule = c->activity_rule;
     p.share_source = c->share_source;
     hour_rows_.push_back(p);
-    s_.sums_.AddUsage(p.weights, p.activity);
+    day_sums_->AddUsage(p.weights, p.activity);
     return Status::Ok();
   }
 
@@ -147,10 +177,12 @@ class SnapshotLoader final : public store::LedgerScan {
     // Rows were appended grouped by device in device order, each counted at its device + 1:
     // the counts summed are the offsets.
     SizeRowCounts();
-    for (std::size_t d = 0; d < s_.devices_.size(); ++d)
+    for (std::size_t d = devices_at_start_; d < s_.devices_.size(); ++d)
       s_.first_usage_[d + 1] += s_.first_usage_[d];
     ComputeUnusedMemory();
     ApplyReconciliations();
+    s_.sums_ = {};
+    for (const auto& [day, sums] : s_.day_sums_) s_.sums_.Merge(sums);
     return Status::Ok();
   }
 
@@ -178,6 +210,21 @@ class SnapshotLoader final : public store::LedgerScan {
   };
 
   static constexpr std::uint32_t kNone = UINT32_MAX;
+  using PodKey = std::tuple<std::string, std::string, std::string>;
+
+  static PodKey PodOf(const ConsumerInfo& c) {
+    return {c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value};
+  }
+  // What makes a consumer distinct (the store's consumers dictionary's columns).
+  static std::string ConsumerKey(const ConsumerInfo& c) {
+    std::string key;
+    for (const std::string* part : {&c.ref.namespace_name, &c.ref.pod, &c.ref.pod_uid.value,
+                                    &c.ref.container, &c.owner_kind, &c.owner_name}) {
+      key += *part;
+      key += '\0';
+    }
+    return key;
+  }
 
   static Status NotKeyed() { return Internal("the snapshot reads the ledger's rows by key"); }
   static Status MissingKey(std::string_view what) {
@@ -223,6 +270,7 @@ class SnapshotLoader final : public store::LedgerScan {
     hour_started_ = true;
     hour_us_ = hour_us;
     hour_gpus_.clear();
+    day_sums_ = &s_.day_sums_[DayStart(hour_us)];
   }
 
   // Once the first hour is in: room for the range's other hours at its size. Untouched room is
@@ -234,14 +282,16 @@ class SnapshotLoader final : public store::LedgerScan {
     if (hours <= 1) return;
     // At most 8M entries a column (35 days of 10,000 GPUs): a window far longer than its data
     // must not ask for more address space than the machine would lend.
-    const auto room = [&](std::size_t first_hour) {
-      return std::min<std::size_t>(first_hour * static_cast<std::size_t>(hours) * 11 / 10,
+    const auto room = [&](std::size_t before, std::size_t now) {
+      return before +
+             std::min<std::size_t>((now - before) * static_cast<std::size_t>(hours) * 11 / 10,
                                    std::size_t{1} << 23);
     };
-    s_.devices_.reserve(room(s_.devices_.size()));
-    s_.first_usage_.reserve(room(s_.devices_.size()) + 1);
+    const std::size_t devices = room(devices_at_start_, s_.devices_.size());
+    s_.devices_.reserve(devices);
+    s_.first_usage_.reserve(devices + 1);
     UsageColumns& u = s_.usage_;
-    const std::size_t rows = room(u.size());
+    const std::size_t rows = room(rows_at_start_, u.size());
     u.weights.reserve(rows);
     u.activity.reserve(rows);
     u.consumer.reserve(rows);
@@ -282,21 +332,33 @@ class SnapshotLoader final : public store::LedgerScan {
     hour_rows_.clear();
   }
 
+  // The labels of the pods and namespaces the scan named are as it read them (the ledger's
+  // now); appending, the snapshot's other consumers of those pods and namespaces take them too.
+  // Labels change only with a write of their pod's or namespace's rows, and a refresh reads
+  // every hour written since, so no other consumer's labels changed.
   void AttachLabels() {
+    if (append_) {
+      for (const std::string& ns : touched_namespaces_) s_.namespace_labels_.erase(ns);
+    } else {
+      s_.namespace_labels_.clear();
+    }
+    s_.namespace_labels_.merge(namespace_labels_);
     for (ConsumerInfo& c : s_.consumers_) {
-      if (auto it = pod_labels_.find({c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value});
-          it != pod_labels_.end())
-        c.labels = it->second;
-      if (auto it = s_.namespace_labels_.find(c.ref.namespace_name);
-          it != s_.namespace_labels_.end())
-        c.namespace_labels = it->second;
+      if (append_ && !touched_namespaces_.contains(c.ref.namespace_name)) continue;
+      PodKey pod = PodOf(c);
+      if (!append_ || touched_pods_.contains(pod)) {
+        auto it = pod_labels_.find(pod);
+        c.labels = it != pod_labels_.end() ? it->second : LabelMap();
+      }
+      auto it = s_.namespace_labels_.find(c.ref.namespace_name);
+      c.namespace_labels = it != s_.namespace_labels_.end() ? it->second : LabelMap();
     }
   }
 
   // As the report computes it: capacity less the unattributed and the rows' memory-time,
   // summed saturating in row order.
   void ComputeUnusedMemory() {
-    for (std::size_t d = 0; d < s_.devices_.size(); ++d) {
+    for (std::size_t d = devices_at_start_; d < s_.devices_.size(); ++d) {
       DeviceFigures& f = s_.devices_[d];
       const KibSeconds capacity =
           cost::MemoryCapacityKibSeconds(f.memory_total_bytes, f.metered_us);
@@ -313,7 +375,8 @@ class SnapshotLoader final : public store::LedgerScan {
   void ApplyReconciliations() {
     std::vector<std::size_t> indexes;
     std::vector<DeviceHour> node_day;
-    for (const Reconciliation& r : s_.reconciliations_) {
+    for (std::size_t i = reconciliations_at_start_; i < s_.reconciliations_.size(); ++i) {
+      const Reconciliation& r = s_.reconciliations_[i];
       indexes.clear();
       node_day.clear();
       const auto [first, last] = s_.DeviceRange(r.day_us, r.day_us + kMicrosPerDay);
@@ -330,7 +393,7 @@ class SnapshotLoader final : public store::LedgerScan {
       for (std::size_t k = 0; k < indexes.size(); ++k) {
         DeviceFigures& f = s_.devices_[indexes[k]];
         s_.reconciled_[static_cast<std::uint32_t>(indexes[k])] =
-            Snapshot::Reconciled{f.price_nanos, &r};
+            Snapshot::Reconciled{f.price_nanos, static_cast<std::uint32_t>(i)};
         f.price_nanos = shares[k];
       }
     }
@@ -343,7 +406,19 @@ class SnapshotLoader final : public store::LedgerScan {
   };
 
   Snapshot& s_;
-  std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pod_labels_;
+  const bool append_;
+  // Where the snapshot's rows stood before this scan: it adds the rows after them.
+  const std::size_t devices_at_start_;
+  const std::size_t rows_at_start_;
+  const std::size_t reconciliations_at_start_;
+  std::map<PodKey, LabelMap> pod_labels_;
+  std::map<std::string, LabelMap> namespace_labels_;
+  // Appending: the snapshot's consumers by what makes them distinct, and the pods and
+  // namespaces the scan named.
+  std::unordered_map<std::string, std::uint32_t> consumer_ids_;
+  std::set<PodKey> touched_pods_;
+  std::set<std::string> touched_namespaces_;
+  report::SumCheck* day_sums_ = nullptr;  // the current hour's day's
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
   bool hour_started_ = false;
@@ -374,10 +449,115 @@ Result<std::shared_ptr<const Snapshot>> Snapshot::Load(store::LedgerStore& store
     snapshot->Clear();
   }
   snapshot->range_ = billing::WholeDays(range.from_us, range.to_us);
-  SnapshotLoader loader(*snapshot);
+  SnapshotLoader loader(*snapshot, /*append=*/false);
   if (Status s = store.Scan(snapshot->range_, loader); !s) return s.error();
   if (Status s = loader.Finish(); !s) return s.error();
   return std::shared_ptr<const Snapshot>(std::move(snapshot));
+}
+
+Result<std::shared_ptr<const Snapshot>> Snapshot::Refresh(store::LedgerStore& store,
+                                                          std::shared_ptr<const Snapshot> kept,
+                                                          const TimeRange& range,
+                                                          const TimeRange& changed) {
+  const TimeRange days = billing::WholeDays(range.from_us, range.to_us);
+  auto whole = [&] {
+    return Load(store, range, std::const_pointer_cast<Snapshot>(std::move(kept)));
+  };
+  if (kept == nullptr || kept->range_.from_us > days.from_us || kept->range_.to_us <= days.from_us)
+    return whole();
+  // Read again from the first changed day in the range, and the days the range adds.
+  Micros reload_from = std::min(kept->range_.to_us, days.to_us);
+  if (const Micros from = std::max(changed.from_us, days.from_us); from < changed.to_us)
+    reload_from = std::min(reload_from, DayStart(from));
+  if (reload_from <= days.from_us) return whole();
+
+  std::shared_ptr<Snapshot> s = kept.use_count() == 1
+                                    ? std::const_pointer_cast<Snapshot>(std::move(kept))
+                                    : std::make_shared<Snapshot>(*kept);
+  kept = nullptr;
+  s->Keep(days.from_us, reload_from);
+  s->range_ = days;
+  if (reload_from < days.to_us) {
+    SnapshotLoader loader(*s, /*append=*/true);
+    if (Status st = store.Scan({reload_from, days.to_us}, loader); !st) return st.error();
+    if (Status st = loader.Finish(); !st) return st.error();
+  }
+  return std::shared_ptr<const Snapshot>(std::move(s));
+}
+
+void Snapshot::Keep(Micros from_us, Micros to_us) {
+  const auto [first, last] = DeviceRange(from_us, to_us);
+  const std::uint32_t row_first = first_usage_.empty() ? 0 : first_usage_[first];
+  const std::uint32_t row_last = first_usage_.empty() ? 0 : first_usage_[last];
+  auto keep = [](auto& column, std::size_t begin, std::size_t end) {
+    column.erase(column.begin() + static_cast<std::ptrdiff_t>(end), column.end());
+    column.erase(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(begin));
+  };
+  keep(devices_, first, last);
+  if (!first_usage_.empty()) {
+    keep(first_usage_, first, last + 1);
+    for (std::uint32_t& offset : first_usage_) offset -= row_first;
+  }
+  UsageColumns& u = usage_;
+  keep(u.weights, row_first, row_last);
+  keep(u.activity, row_first, row_last);
+  keep(u.consumer, row_first, row_last);
+  keep(u.placement, row_first, row_last);
+  keep(u.compute_quality, row_first, row_last);
+  keep(u.activity_quality, row_first, row_last);
+  keep(u.compute_rule, row_first, row_last);
+  keep(u.activity_rule, row_first, row_last);
+  keep(u.share_source, row_first, row_last);
+
+  // Bills of the kept days, and the kept devices' prices as billed, renumbered.
+  std::vector<std::uint32_t> renumbered(reconciliations_.size(), UINT32_MAX);
+  std::vector<Reconciliation> bills;
+  for (std::size_t i = 0; i < reconciliations_.size(); ++i) {
+    if (reconciliations_[i].day_us < from_us || reconciliations_[i].day_us >= to_us) continue;
+    renumbered[i] = static_cast<std::uint32_t>(bills.size());
+    bills.push_back(std::move(reconciliations_[i]));
+  }
+  reconciliations_ = std::move(bills);
+  std::unordered_map<std::uint32_t, Reconciled> reconciled;
+  for (const auto& [d, r] : reconciled_)
+    if (d >= first && d < last)
+      reconciled.emplace(static_cast<std::uint32_t>(d - first),
+                         Reconciled{r.modelled_nanos, renumbered[r.reconciliation]});
+  reconciled_ = std::move(reconciled);
+
+  std::erase_if(day_sums_, [&](const auto& day) {
+    return day.first < DayStart(from_us) || day.first >= to_us;
+  });
+  sums_ = {};
+  for (const auto& [day, sums] : day_sums_) sums_.Merge(sums);
+  if (first > 0) DropUnusedEntries();
+}
+
+void Snapshot::DropUnusedEntries() {
+  constexpr std::uint32_t kDropped = UINT32_MAX;
+  std::vector<std::uint32_t> consumer_index(consumers_.size(), kDropped);
+  std::vector<std::uint32_t> placement_index(placements_.size(), kDropped);
+  for (std::uint32_t c : usage_.consumer) consumer_index[c] = 0;
+  for (std::uint32_t p : usage_.placement) placement_index[p] = 0;
+  for (const DeviceFigures& d : devices_) placement_index[d.placement] = 0;
+  auto compact = [](auto& entries, std::vector<std::uint32_t>& index) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (index[i] == kDropped) continue;
+      index[i] = static_cast<std::uint32_t>(kept);
+      if (kept != i) entries[kept] = std::move(entries[i]);
+      ++kept;
+    }
+    entries.resize(kept);
+  };
+  compact(consumers_, consumer_index);
+  compact(placements_, placement_index);
+  for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
+  for (std::uint32_t& p : usage_.placement) p = placement_index[p];
+  for (DeviceFigures& d : devices_) d.placement = placement_index[d.placement];
+  std::set<std::string_view> namespaces;
+  for (const ConsumerInfo& c : consumers_) namespaces.insert(c.ref.namespace_name);
+  std::erase_if(namespace_labels_, [&](const auto& ns) { return !namespaces.contains(ns.first); });
 }
 
 void Snapshot::Clear() {
@@ -398,6 +578,7 @@ void Snapshot::Clear() {
   namespace_labels_.clear();
   reconciliations_.clear();
   reconciled_.clear();
+  day_sums_.clear();
   sums_ = {};
 }
 

@@ -83,6 +83,17 @@ class Snapshot {
   static Result<std::shared_ptr<const Snapshot>> Load(store::LedgerStore& store,
                                                       const TimeRange& range,
                                                       std::shared_ptr<Snapshot> recycled);
+  // `kept` (a snapshot of this ledger) brought to what Load(store, range) reads now, when only
+  // the hours of `changed` changed since it was loaded (LedgerStore::ChangesSince): its rows
+  // before the first changed day are kept, the days from there to the range's end read again,
+  // and days before the range dropped. Reports over the result equal those over a fresh Load
+  // (its dictionaries may hold entries in another order). `kept` is refreshed in place when
+  // nothing else holds it, else copied; on an error it must not be used again. A `kept` that
+  // does not reach back to the range's start is loaded whole.
+  static Result<std::shared_ptr<const Snapshot>> Refresh(store::LedgerStore& store,
+                                                         std::shared_ptr<const Snapshot> kept,
+                                                         const TimeRange& range,
+                                                         const TimeRange& changed);
 
   const TimeRange& range() const { return range_; }
   const std::vector<DeviceFigures>& devices() const { return devices_; }
@@ -106,12 +117,15 @@ class Snapshot {
   // bill scaled it) and the bill's reconciliation. nullptr for every other device-hour.
   struct Reconciled {
     Nanos modelled_nanos = 0;
-    const Reconciliation* reconciliation = nullptr;
+    std::uint32_t reconciliation = 0;  // in reconciliations()
   };
   const Reconciled* ReconciledOf(std::size_t d) const {
     auto it = reconciled_.find(static_cast<std::uint32_t>(d));
     return it == reconciled_.end() ? nullptr : &it->second;
   }
+
+  // The bills of the snapshot's node-days.
+  const std::vector<Reconciliation>& reconciliations() const { return reconciliations_; }
 
   // Device d's numbers (and sharing mode) into a DeviceHour, e.g. to split its price; its
   // strings are left as they are (the placement has them).
@@ -121,6 +135,12 @@ class Snapshot {
   friend class SnapshotLoader;
   // Empties every column and table, keeping the columns' capacity.
   void Clear();
+  // Keeps the rows of hours [from_us, to_us) and their bills; drops the dictionary entries no
+  // kept row names once rows before from_us went (so a refreshed snapshot stays bounded).
+  void Keep(Micros from_us, Micros to_us);
+  void DropUnusedEntries();
+  // The sums of every day's rows (sums_ is their merge): a refresh drops and re-reads days.
+  std::map<Micros, report::SumCheck> day_sums_;
   TimeRange range_;
   std::vector<DeviceFigures> devices_;
   std::vector<std::uint32_t> first_usage_;

@@ -247,7 +247,8 @@ inline constexpr MetricDef kServerLedgerEndTimestampSeconds{
 inline constexpr MetricDef kServerReportSnapshotsTotal{
     "gpuledger_server_report_snapshots_total", MetricType::kCounter, "result",
     "Reports and allocations by where their rows came from: the kept snapshot (hit), the kept "
-    "snapshot after loading it (load), or a window outside it read alone (direct).",
+    "snapshot after loading it whole (load) or after reading again the days written since "
+    "(refresh), or a window outside it read alone (direct).",
     kExporterServer};
 // The ledger's last complete hour, priced (server/hour_cost.h): what dashboards and alerts on
 // spend read; the exact bill is the API's.

@@ -429,6 +429,8 @@ ApiResponse Api::Metrics() {
            static_cast<double>(reads.cache_hits));
   w.Sample(kServerReportSnapshotsTotal.name, {{"result", "load"}},
            static_cast<double>(reads.cache_loads));
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "refresh"}},
+           static_cast<double>(reads.cache_refreshes));
   w.Sample(kServerReportSnapshotsTotal.name, {{"result", "direct"}},
            static_cast<double>(reads.direct_reads));
   std::string out = w.Take();
