@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -35,9 +36,9 @@ class SnapshotLoader final : public store::LedgerScan {
       rule_ids_.emplace(s_.rules_[i], static_cast<std::uint16_t>(i));
     for (std::size_t i = 0; i < s_.placements_.size(); ++i)
       placement_ids_.emplace(s_.placements_[i], static_cast<std::uint32_t>(i));
-    consumer_ids_.reserve(s_.consumers_.size());
-    for (std::size_t i = 0; i < s_.consumers_.size(); ++i)
-      consumer_ids_.emplace(ConsumerKey(s_.consumers_[i]), static_cast<std::uint32_t>(i));
+    // A scan's keys are the ledger's: a consumer the snapshot holds keeps its index.
+    for (std::size_t i = 0; i < s_.consumer_keys_.size(); ++i)
+      consumers_.Emplace(s_.consumer_keys_[i]).first = static_cast<std::uint32_t>(i);
   }
 
   bool ByKey() const override { return true; }
@@ -50,7 +51,7 @@ class SnapshotLoader final : public store::LedgerScan {
   }
   Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
                     const std::string& key, const std::string& value) override {
-    pod_labels_[{ns, pod, uid}][key] = value;
+    pod_labels_[PodKey(ns, pod, uid)][key] = value;
     return Status::Ok();
   }
   Status OnNamespaceLabel(const std::string& ns, const std::string& key,
@@ -70,17 +71,14 @@ class SnapshotLoader final : public store::LedgerScan {
   // A key per consumer: each becomes the snapshot's next consumer (appending, unless the
   // snapshot has it already).
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    std::uint32_t& index = consumers_.Emplace(key).first;
     if (append_) {
       touched_namespaces_.insert(consumer.ref.namespace_name);
-      touched_pods_.insert(PodOf(consumer));
-      auto [it, added] = consumer_ids_.try_emplace(
-          ConsumerKey(consumer), static_cast<std::uint32_t>(s_.consumers_.size()));
-      index = it->second;
-      if (!added) return Status::Ok();
-    } else {
-      index = static_cast<std::uint32_t>(s_.consumers_.size());
+      touched_pods_.insert(PodKey(consumer));
     }
+    auto [index, added] = consumers_.Emplace(key);
+    if (!added) return Status::Ok();  // appending: the snapshot has it
+    index = static_cast<std::uint32_t>(s_.consumers_.size());
+    s_.consumer_keys_.push_back(key);
     ConsumerInfo& info = s_.consumers_.emplace_back();
     info.ref = consumer.ref;
     info.owner_kind = consumer.owner_kind;
@@ -132,7 +130,7 @@ class SnapshotLoader final : public store::LedgerScan {
     f.idle_energy_mj = d.idle_energy_mj;
     f.unattributed_energy_mj = d.unattributed_energy_mj;
     s_.devices_.push_back(f);
-    day_sums_->AddDevice(d);
+    hour_sums_->AddDevice(d);
     return Status::Ok();
   }
 
@@ -167,7 +165,7 @@ class SnapshotLoader final : public store::LedgerScan {
     p.activity_rule = c->activity_rule;
     p.share_source = c->share_source;
     hour_rows_.push_back(p);
-    day_sums_->AddUsage(p.weights, p.activity);
+    hour_sums_->AddUsage(p.weights, p.activity);
     return Status::Ok();
   }
 
@@ -182,7 +180,7 @@ class SnapshotLoader final : public store::LedgerScan {
     ComputeUnusedMemory();
     ApplyReconciliations();
     s_.sums_ = {};
-    for (const auto& [day, sums] : s_.day_sums_) s_.sums_.Merge(sums);
+    for (const auto& [hour, sums] : s_.hour_sums_) s_.sums_.Merge(sums);
     return Status::Ok();
   }
 
@@ -210,20 +208,22 @@ class SnapshotLoader final : public store::LedgerScan {
   };
 
   static constexpr std::uint32_t kNone = UINT32_MAX;
-  using PodKey = std::tuple<std::string, std::string, std::string>;
-
-  static PodKey PodOf(const ConsumerInfo& c) {
-    return {c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value};
-  }
-  // What makes a consumer distinct (the store's consumers dictionary's columns).
-  static std::string ConsumerKey(const ConsumerInfo& c) {
-    std::string key;
-    for (const std::string* part : {&c.ref.namespace_name, &c.ref.pod, &c.ref.pod_uid.value,
-                                    &c.ref.container, &c.owner_kind, &c.owner_name}) {
-      key += *part;
-      key += '\0';
+  // A pod as one string (namespace, name and UID, each ended by a NUL), written into `out`.
+  static void PodKeyInto(std::string_view ns, std::string_view pod, std::string_view uid,
+                         std::string& out) {
+    out.clear();
+    for (std::string_view part : {ns, pod, uid}) {
+      out += part;
+      out += '\0';
     }
+  }
+  static std::string PodKey(std::string_view ns, std::string_view pod, std::string_view uid) {
+    std::string key;
+    PodKeyInto(ns, pod, uid, key);
     return key;
+  }
+  static std::string PodKey(const ConsumerInfo& c) {
+    return PodKey(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value);
   }
 
   static Status NotKeyed() { return Internal("the snapshot reads the ledger's rows by key"); }
@@ -270,7 +270,7 @@ class SnapshotLoader final : public store::LedgerScan {
     hour_started_ = true;
     hour_us_ = hour_us;
     hour_gpus_.clear();
-    day_sums_ = &s_.day_sums_[DayStart(hour_us)];
+    hour_sums_ = &s_.hour_sums_[hour_us];
   }
 
   // Once the first hour is in: room for the range's other hours at its size. Untouched room is
@@ -335,23 +335,51 @@ class SnapshotLoader final : public store::LedgerScan {
   // The labels of the pods and namespaces the scan named are as it read them (the ledger's
   // now); appending, the snapshot's other consumers of those pods and namespaces take them too.
   // Labels change only with a write of their pod's or namespace's rows, and a refresh reads
-  // every hour written since, so no other consumer's labels changed.
+  // every hour written since, so no other consumer's labels changed. A label set is assigned
+  // only when it differs: most consumers a refresh names have theirs already.
   void AttachLabels() {
-    if (append_) {
-      for (const std::string& ns : touched_namespaces_) s_.namespace_labels_.erase(ns);
-    } else {
-      s_.namespace_labels_.clear();
-    }
-    s_.namespace_labels_.merge(namespace_labels_);
-    for (ConsumerInfo& c : s_.consumers_) {
-      if (append_ && !touched_namespaces_.contains(c.ref.namespace_name)) continue;
-      PodKey pod = PodOf(c);
-      if (!append_ || touched_pods_.contains(pod)) {
-        auto it = pod_labels_.find(pod);
-        c.labels = it != pod_labels_.end() ? it->second : LabelMap();
+    if (!append_) {
+      s_.namespace_labels_ = std::move(namespace_labels_);
+      std::string pod;
+      for (ConsumerInfo& c : s_.consumers_) {
+        PodKeyInto(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value, pod);
+        if (auto it = pod_labels_.find(pod); it != pod_labels_.end()) c.labels = it->second;
+        if (auto it = s_.namespace_labels_.find(c.ref.namespace_name);
+            it != s_.namespace_labels_.end())
+          c.namespace_labels = it->second;
       }
-      auto it = s_.namespace_labels_.find(c.ref.namespace_name);
-      c.namespace_labels = it != s_.namespace_labels_.end() ? it->second : LabelMap();
+      return;
+    }
+    std::set<std::string> changed_namespaces;
+    for (const std::string& ns : touched_namespaces_) {
+      auto fresh = namespace_labels_.find(ns);
+      auto held = s_.namespace_labels_.find(ns);
+      if (fresh == namespace_labels_.end()) {
+        if (held == s_.namespace_labels_.end()) continue;
+        s_.namespace_labels_.erase(held);
+      } else if (held == s_.namespace_labels_.end() || held->second != fresh->second) {
+        s_.namespace_labels_[ns] = fresh->second;
+      } else {
+        continue;
+      }
+      changed_namespaces.insert(ns);
+    }
+    const LabelMap none;
+    auto assign = [](LabelMap& to, const LabelMap& from) {
+      if (to != from) to = from;
+    };
+    std::string pod;
+    for (ConsumerInfo& c : s_.consumers_) {
+      PodKeyInto(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value, pod);
+      const bool named = touched_pods_.contains(pod);
+      if (named) {
+        auto it = pod_labels_.find(pod);
+        assign(c.labels, it != pod_labels_.end() ? it->second : none);
+      }
+      if (named || changed_namespaces.contains(c.ref.namespace_name)) {
+        auto it = s_.namespace_labels_.find(c.ref.namespace_name);
+        assign(c.namespace_labels, it != s_.namespace_labels_.end() ? it->second : none);
+      }
     }
   }
 
@@ -411,14 +439,12 @@ class SnapshotLoader final : public store::LedgerScan {
   const std::size_t devices_at_start_;
   const std::size_t rows_at_start_;
   const std::size_t reconciliations_at_start_;
-  std::map<PodKey, LabelMap> pod_labels_;
+  std::unordered_map<std::string, LabelMap> pod_labels_;  // by PodKey
   std::map<std::string, LabelMap> namespace_labels_;
-  // Appending: the snapshot's consumers by what makes them distinct, and the pods and
-  // namespaces the scan named.
-  std::unordered_map<std::string, std::uint32_t> consumer_ids_;
-  std::set<PodKey> touched_pods_;
+  // Appending: the pods (PodKey) and namespaces the scan named.
+  std::unordered_set<std::string> touched_pods_;
   std::set<std::string> touched_namespaces_;
-  report::SumCheck* day_sums_ = nullptr;  // the current hour's day's
+  report::SumCheck* hour_sums_ = nullptr;  // the current hour's
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
   bool hour_started_ = false;
@@ -465,10 +491,16 @@ Result<std::shared_ptr<const Snapshot>> Snapshot::Refresh(store::LedgerStore& st
   };
   if (kept == nullptr || kept->range_.from_us > days.from_us || kept->range_.to_us <= days.from_us)
     return whole();
-  // Read again from the first changed day in the range, and the days the range adds.
+  // Read again from the first changed hour in the range (from its day's start when that day
+  // was billed: a bill scales its node-days whole), and the days the range adds.
   Micros reload_from = std::min(kept->range_.to_us, days.to_us);
-  if (const Micros from = std::max(changed.from_us, days.from_us); from < changed.to_us)
-    reload_from = std::min(reload_from, DayStart(from));
+  if (const Micros from = std::max(changed.from_us, days.from_us); from < changed.to_us) {
+    const Micros hour = from - from % kMicrosPerHour;
+    const bool billed =
+        std::any_of(kept->reconciliations_.begin(), kept->reconciliations_.end(),
+                    [&](const Reconciliation& r) { return r.day_us == DayStart(hour); });
+    reload_from = std::min(reload_from, billed ? DayStart(hour) : hour);
+  }
   if (reload_from <= days.from_us) return whole();
 
   std::shared_ptr<Snapshot> s = kept.use_count() == 1
@@ -525,11 +557,10 @@ void Snapshot::Keep(Micros from_us, Micros to_us) {
                          Reconciled{r.modelled_nanos, renumbered[r.reconciliation]});
   reconciled_ = std::move(reconciled);
 
-  std::erase_if(day_sums_, [&](const auto& day) {
-    return day.first < DayStart(from_us) || day.first >= to_us;
-  });
+  std::erase_if(hour_sums_,
+                [&](const auto& hour) { return hour.first < from_us || hour.first >= to_us; });
   sums_ = {};
-  for (const auto& [day, sums] : day_sums_) sums_.Merge(sums);
+  for (const auto& [hour, sums] : hour_sums_) sums_.Merge(sums);
   if (first > 0) DropUnusedEntries();
 }
 
@@ -551,6 +582,7 @@ void Snapshot::DropUnusedEntries() {
     entries.resize(kept);
   };
   compact(consumers_, consumer_index);
+  compact(consumer_keys_, consumer_index);
   compact(placements_, placement_index);
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
   for (std::uint32_t& p : usage_.placement) p = placement_index[p];
@@ -573,12 +605,13 @@ void Snapshot::Clear() {
   usage_.activity_rule.clear();
   usage_.share_source.clear();
   consumers_.clear();
+  consumer_keys_.clear();
   placements_.clear();
   rules_.clear();
   namespace_labels_.clear();
   reconciliations_.clear();
   reconciled_.clear();
-  day_sums_.clear();
+  hour_sums_.clear();
   sums_ = {};
 }
 

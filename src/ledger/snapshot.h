@@ -85,8 +85,9 @@ class Snapshot {
                                                       std::shared_ptr<Snapshot> recycled);
   // `kept` (a snapshot of this ledger) brought to what Load(store, range) reads now, when only
   // the hours of `changed` changed since it was loaded (LedgerStore::ChangesSince): its rows
-  // before the first changed day are kept, the days from there to the range's end read again,
-  // and days before the range dropped. Reports over the result equal those over a fresh Load
+  // before the first changed hour (or, when a bill priced that hour's day, before the day) are
+  // kept, the hours from there to the range's end read again, and days before the range
+  // dropped. Reports over the result equal those over a fresh Load
   // (its dictionaries may hold entries in another order). `kept` is refreshed in place when
   // nothing else holds it, else copied; on an error it must not be used again. A `kept` that
   // does not reach back to the range's start is loaded whole.
@@ -135,17 +136,19 @@ class Snapshot {
   friend class SnapshotLoader;
   // Empties every column and table, keeping the columns' capacity.
   void Clear();
-  // Keeps the rows of hours [from_us, to_us) and their bills; drops the dictionary entries no
-  // kept row names once rows before from_us went (so a refreshed snapshot stays bounded).
+  // Keeps the rows of hours [from_us, to_us) and the bills of days starting in it; drops the
+  // dictionary entries no kept row names once rows before from_us went (so a refreshed
+  // snapshot stays bounded).
   void Keep(Micros from_us, Micros to_us);
   void DropUnusedEntries();
-  // The sums of every day's rows (sums_ is their merge): a refresh drops and re-reads days.
-  std::map<Micros, report::SumCheck> day_sums_;
+  // The sums of every hour's rows (sums_ is their merge): a refresh drops and re-reads hours.
+  std::map<Micros, report::SumCheck> hour_sums_;
   TimeRange range_;
   std::vector<DeviceFigures> devices_;
   std::vector<std::uint32_t> first_usage_;
   UsageColumns usage_;
   std::vector<ConsumerInfo> consumers_;
+  std::vector<std::int64_t> consumer_keys_;  // each consumer's key in the ledger's scans
   std::vector<Placement> placements_;
   std::vector<std::string> rules_;
   std::map<std::string, std::map<std::string, std::string>> namespace_labels_;

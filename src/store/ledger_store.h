@@ -57,8 +57,8 @@ class LedgerScan {
   // true gets OnKeyedDeviceHour and OnKeyedUsage in place of OnDeviceHour and OnUsage, in the
   // same order. Each row comes with its figures (a device-hour's hour_us and figures; a usage
   // row's hour_us, figures, activity and histogram), its strings unset, and keys that stand for
-  // its strings within this scan: one key for each distinct set of strings of its kind (the
-  // dictionaries' ids). A key's strings come once, before
+  // its strings: one key for each distinct set of strings of its kind, the same in every scan
+  // of the ledger (the dictionaries' ids, never reused). A key's strings come once, before
   // the first row naming it: a GPU's UUID; a placement's cluster, node, gpu_model, sharing,
   // pricing_class and price_state; a consumer's ref and owner (no labels); a context's node,
   // gpu_model, sharing, device_id, qualities and rules. Labels come as for any scan.

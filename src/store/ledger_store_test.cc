@@ -1182,6 +1182,8 @@ class KeyedRows final : public LedgerScan {
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
     return Once(contexts_, key, c, "context");
   }
+  const std::map<std::int64_t, ConsumerInfo>& consumers() const { return consumers_; }
+  const std::map<std::int64_t, GpuUuid>& gpus() const { return gpus_; }
   Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu,
                            std::int64_t placement) override {
     if (!gpus_.contains(gpu) || !placements_.contains(placement)) return Fail("device keys");
@@ -1272,6 +1274,19 @@ TEST_P(LedgerStoreTest, ScanByKeySendsEachKeyOnceAndTheRowsReadsReturn) {
   for (const UsageRow& u : keyed.usage) got.push_back(Describe(u));
   EXPECT_EQ(got, want);
   EXPECT_EQ(keyed.usage.size(), 12u);
+
+  // Keys are the ledger's: another scan, of another range and connection, names the same
+  // strings by the same keys (a reader that keeps its copy joins later scans to it by key).
+  auto other = Open();
+  ASSERT_TRUE(other);
+  KeyedRows later;
+  ASSERT_TRUE(other->Scan({Hour(2), Hour(3)}, later));
+  ASSERT_EQ(later.consumers().size(), 2u);  // api-1 and job-2
+  for (const auto& [key, consumer] : later.consumers()) {
+    ASSERT_TRUE(keyed.consumers().contains(key));
+    EXPECT_EQ(keyed.consumers().at(key).ref, consumer.ref);
+  }
+  for (const auto& [key, gpu] : later.gpus()) EXPECT_EQ(keyed.gpus().at(key), gpu);
 }
 
 }  // namespace
