@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test test-asan test-tsan fuzz build binary deps deps-build clean bench deploy image install
+.PHONY: demo test test-asan test-tsan fuzz build binary deps deps-build clean bench deploy image install ui
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -86,3 +86,8 @@ deps-build:
 
 clean:
 	rm -rf $(BUILD) gpuledger-demo
+
+# The web UI's files from npm packages (ui/vendor, committed; the binary embeds it with ui/src)
+# rebuilt from the versions ui/package-lock.json pins (docs/ui.md).
+ui:
+	cd ui && npm ci --no-audit --no-fund && npm run build

@@ -3,7 +3,8 @@
 # missing, so a machine that has them all is not touched and needs no network.
 #   install-deps.sh build   what building and running the binary needs (`make demo`)
 #   install-deps.sh [test]  that and what the tests and benchmarks need (`make test`, CI),
-#                           with the npm packages of the manifests' checker (tests/deploy)
+#                           with the npm packages of the manifests' checker (tests/deploy) and
+#                           of the web UI's browser test (tests/ui)
 set -euo pipefail
 profile=${1:-test}
 
@@ -28,6 +29,7 @@ case "$profile" in
       # The differential test builds Prometheus's own text parser (../shared/peers) with Go.
       golang-go golang-github-prometheus-common-dev golang-github-cespare-xxhash-dev
       golang-golang-x-exp-dev
+      chromium fonts-liberation  # the web UI's test drives a real headless browser (tests/ui)
     )
     # The manifests' checker (tests/deploy) runs on Node.js; a Node.js from elsewhere (one
     # that bundles npm) is kept, as Debian's npm would conflict with it.
@@ -52,13 +54,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The manifests' checker's npm packages (tests/deploy/package-lock.json), when missing or older
-# than the lock.
+# The npm packages of the manifests' checker (tests/deploy) and of the UI's browser test
+# (tests/ui), each when missing or older than its lock.
 if [ "$profile" = test ]; then
-  checker="$(cd "$(dirname "$0")/.." && pwd)/tests/deploy"
-  installed="$checker/node_modules/.package-lock.json"
-  if [ ! -f "$installed" ] || [ "$checker/package-lock.json" -nt "$installed" ]; then
-    echo "installing the manifests' checker (npm ci in tests/deploy)"
-    npm ci --prefix "$checker" --ignore-scripts --no-audit --no-fund --loglevel=error
-  fi
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  for dir in "$root/tests/deploy" "$root/tests/ui"; do
+    installed="$dir/node_modules/.package-lock.json"
+    if [ ! -f "$installed" ] || [ "$dir/package-lock.json" -nt "$installed" ]; then
+      echo "installing npm packages (npm ci in ${dir#"$root"/})"
+      npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund --loglevel=error
+    fi
+  done
 fi

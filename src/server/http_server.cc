@@ -4,6 +4,7 @@
 
 #include "http/server.h"
 #include "prometheus/metric_table.h"
+#include "ui/ui_assets.h"
 
 namespace gpuledger::server {
 namespace {
@@ -31,6 +32,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
     if (req.method != "GET" && req.method != "HEAD") {
       http::Response r = ToResponse(JsonError(405, "method not allowed: the API answers GET only"));
       r.headers.emplace_back("Allow", "GET, HEAD");
+      return r;
+    }
+    // The web UI's files: static, public (they hold no figure; the pages read the API, with
+    // its token when it needs one), never from anywhere but this server.
+    if (auto asset = ui::FindAsset(req.path)) {
+      http::Response r;
+      r.content_type = std::string(asset->content_type);
+      r.body = std::string(asset->body);
+      r.headers.emplace_back("Cache-Control", "no-cache");
+      r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+      r.headers.emplace_back("Content-Security-Policy",
+                             "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
       return r;
     }
     Params params(req.query.begin(), req.query.end());

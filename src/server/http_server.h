@@ -1,5 +1,6 @@
 #pragma once
-// The server's HTTP listener: every GET goes to Api::Handle.
+// The server's HTTP listener: a GET of the web UI's files (`/`, `/ui/...`: ui/ui_assets.h) is
+// answered from the binary, every other GET goes to Api::Handle.
 
 #include <memory>
 #include <string>

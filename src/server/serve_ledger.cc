@@ -41,9 +41,11 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
         "127.0.0.1:PORT to serve this host alone\n",
         bound, (*http)->port());
   const std::string host = bound == "0.0.0.0" ? "127.0.0.1" : bound;
+  const std::string base = fmt::format("http://{}:{}", host, (*http)->port());
   out << fmt::format(
-      "serving {} at http://{}:{}/  (the REST API under /api/v1/, docs/api.md; Ctrl-C stops)\n",
-      store::DisplayLedgerSpec(options.db), host, (*http)->port());
+      "serving {} at {}/  (the web UI there, docs/ui.md; the REST API at {}/api/v1/, "
+      "docs/api.md; Ctrl-C stops)\n",
+      store::DisplayLedgerSpec(options.db), base, base);
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
   while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));

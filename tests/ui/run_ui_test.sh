@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The web UI's browser test (ui_test.mjs) against a real server: writes the demo ledger, serves
+# it with `gpuledger server` on a free port, and drives the page in Debian's chromium.
+# Skips (77), saying why, only where the browser or playwright-core is not installed
+# (scripts/install-deps.sh installs both).
+#   run_ui_test.sh GPULEDGER_BIN OUT_DIR
+set -euo pipefail
+bin=$1
+out=$2
+here="$(cd "$(dirname "$0")" && pwd)"
+chromium="${CHROMIUM:-$(command -v chromium || true)}"
+if [ -z "$chromium" ]; then
+  echo "SKIP: no chromium to drive the UI in (apt-get install chromium; scripts/install-deps.sh does)"
+  exit 77
+fi
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+  echo "SKIP: playwright-core is not installed (npm ci in tests/ui; scripts/install-deps.sh does)"
+  exit 77
+fi
+work="$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-ui.XXXXXX")"
+server=""
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$bin" demo --no-serve --out "$work/demo" >"$work/demo.log" 2>&1 || {
+  cat "$work/demo.log"
+  exit 1
+}
+"$bin" server --ledger "sqlite:$work/demo/gpuledger.db" --listen 127.0.0.1:0 >"$work/server.log" 2>&1 &
+server=$!
+url=""
+for _ in $(seq 1 100); do
+  url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -n1 || true)"
+  [ -n "$url" ] && break
+  kill -0 "$server" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$url" ]; then
+  echo "FAIL: the server did not say where it listens"
+  cat "$work/server.log"
+  exit 1
+fi
+mkdir -p "$out"
+CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out"

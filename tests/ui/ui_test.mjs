@@ -1,0 +1,158 @@
+// The web UI in a real headless browser (Debian's chromium, driven by playwright-core) against a
+// gpuledger server over the demo ledger: the page loads without a console error, every figure
+// of the cost table and the total equals what /api/v1/report answers for the same choice (read
+// here with exact integers, formatted here independently), switching the policy, the grouping
+// (a team label) and the idle handling changes them accordingly, and every control is reached
+// with the keyboard. Screenshots of each view go to OUT_DIR.
+//
+// Usage: node ui_test.mjs BASE_URL OUT_DIR
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [base, outDir] = process.argv.slice(2);
+if (!base || !outDir) {
+  console.error("usage: node ui_test.mjs BASE_URL OUT_DIR");
+  process.exit(2);
+}
+mkdirSync(outDir, { recursive: true });
+
+const failures = [];
+function check(ok, what) {
+  if (!ok) failures.push(what);
+}
+
+// The API's JSON with its integers kept exact: each integer value is quoted before parsing
+// (this Node.js's JSON.parse has no access to a number's source text).
+function parseExact(text) {
+  return JSON.parse(text.replace(/(":\s*)(-?\d+)(?=\s*[,}\]])/g, '$1"$2"'));
+}
+
+// Nanos (a decimal string) as the page must print them: thousands separated, a point, then the
+// fraction without trailing zeros but at least two digits.
+function money(nanosText) {
+  const negative = nanosText.startsWith("-");
+  const digits = (negative ? nanosText.slice(1) : nanosText).padStart(10, "0");
+  const whole = digits.slice(0, -9).replace(/^0+(?=\d)/, "");
+  let fraction = digits.slice(-9).replace(/0+$/, "");
+  while (fraction.length < 2) fraction += "0";
+  const grouped = whole.split("").reverse().join("").match(/\d{1,3}/g).join(",")
+    .split("").reverse().join("");
+  return `${negative ? "-" : ""}${grouped}.${fraction}`;
+}
+
+function hours(usText) {
+  return (Number(usText) / 3.6e9).toFixed(2);
+}
+
+async function apiReport(params) {
+  const response = await fetch(`${base}/api/v1/report?${new URLSearchParams(params)}`);
+  check(response.ok, `/api/v1/report ${JSON.stringify(params)}: ${response.status}`);
+  return parseExact(await response.text());
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox"],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+page.on("console", (m) => {
+  if (m.type() === "error" || m.type() === "warning") failures.push(`console ${m.type()}: ${m.text()}`);
+});
+page.on("pageerror", (e) => failures.push(`page error: ${e.message}`));
+page.on("requestfailed", (r) => failures.push(`request failed: ${r.url()}`));
+page.on("response", (r) => {
+  if (r.status() >= 400) failures.push(`${r.status()} for ${r.url()}`);
+});
+
+async function ready() {
+  await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+}
+
+// The page's table and total against the API's report for the same parameters.
+async function compare(view, params) {
+  await ready();
+  await page.screenshot({ path: join(outDir, `${view}.png`), fullPage: true });
+  const report = await apiReport(params);
+  const shown = await page.$$eval("#rows tbody tr", (trs) => trs.map((tr) => {
+    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
+    return { key: tr.dataset.key, cost: cell("cost"), granted: cell("granted"), used: cell("used"),
+             quality: cell("quality") };
+  }));
+  const byKey = new Map(shown.map((r) => [r.key, r]));
+  check(report.rows.length > 1, `${view}: the API answered ${report.rows.length} rows`);
+  for (const row of report.rows) {
+    const got = byKey.get(row.key);
+    check(got !== undefined, `${view}: row ${row.key} is not on the page`);
+    if (!got) continue;
+    check(got.cost === money(row.cost_nanos),
+          `${view}: ${row.key} cost ${got.cost}, the API says ${money(row.cost_nanos)}`);
+    check(got.granted === hours(row.allocated_gpu_us), `${view}: ${row.key} granted ${got.granted}`);
+    check(got.used === hours(row.compute_gpu_us), `${view}: ${row.key} used ${got.used}`);
+    check(got.quality === row.quality, `${view}: ${row.key} quality ${got.quality}`);
+  }
+  const idle = byKey.get("idle");
+  if (BigInt(report.idle.cost_nanos) !== 0n) {
+    check(idle && idle.cost === money(report.idle.cost_nanos), `${view}: idle ${idle && idle.cost}`);
+  }
+  const total = await page.textContent("#total");
+  check(total === money(report.total.device_cost_nanos),
+        `${view}: total ${total}, the API says ${money(report.total.device_cost_nanos)}`);
+  const sum = report.rows.reduce((s, r) => s + BigInt(r.cost_nanos), 0n) +
+              BigInt(report.idle.cost_nanos) + BigInt(report.unattributed.cost_nanos);
+  check(sum === BigInt(report.total.device_cost_nanos), `${view}: the API's rows do not add up`);
+  check((await page.textContent("#total-detail")).endsWith("every nano accounted for"),
+        `${view}: the page does not say every nano is accounted for`);
+  check(await page.$("#chart canvas") !== null, `${view}: no chart drawn`);
+  return report;
+}
+
+await page.goto(`${base}/`);
+const allocation = await compare("cost-namespace-allocation",
+                                 { window: "7d", aggregate: "namespace", policy: "allocation", idle: "keep" });
+
+await page.selectOption("#policy", "compute");
+const compute = await compare("cost-namespace-compute",
+                              { window: "7d", aggregate: "namespace", policy: "compute", idle: "keep" });
+check(JSON.stringify(compute.rows) !== JSON.stringify(allocation.rows),
+      "switching the policy changed no figure");
+
+await page.selectOption("#aggregate", "label");
+check(await page.isVisible("#label-key"), "the label key field is hidden for a label grouping");
+const team = await compare("cost-team-compute",
+                           { window: "7d", aggregate: "label:team", policy: "compute", idle: "keep" });
+check(team.rows.every((r) => !r.key.includes("/")), "team rows look like namespaces");
+
+await page.selectOption("#idle", "share");
+await compare("cost-team-compute-share",
+              { window: "7d", aggregate: "label:team", policy: "compute", idle: "share" });
+
+// A link keeps the view: the fragment holds the choice.
+await page.goto(`${base}/#window=24h&aggregate=gpu_model&policy=allocation&idle=keep`);
+await page.reload();
+await compare("cost-model-24h", { window: "24h", aggregate: "gpu_model", policy: "allocation", idle: "keep" });
+
+// Every control is reached with Tab from the top of the page.
+await page.goto(`${base}/#aggregate=label:team`);
+await page.reload();
+await ready();
+const reached = new Set();
+for (let i = 0; i < 20; i++) {
+  await page.keyboard.press("Tab");
+  reached.add(await page.evaluate(() => document.activeElement && document.activeElement.id));
+}
+for (const id of ["window", "aggregate", "label-key", "policy", "idle"]) {
+  check(reached.has(id), `the keyboard never reaches #${id}`);
+}
+// And changed with it: the policy by arrow keys.
+await page.focus("#policy");
+await page.keyboard.press("ArrowDown");
+await ready();
+check(await page.inputValue("#policy") !== "allocation", "the policy did not change by keyboard");
+
+await browser.close();
+if (failures.length > 0) {
+  console.error(`FAIL: ${failures.length} problem(s):\n  ${failures.join("\n  ")}`);
+  process.exit(1);
+}
+console.log(`ok: 5 views compared with the API, screenshots in ${outDir}`);
