@@ -2,8 +2,10 @@
 // gpuledger server over the demo ledger: the page loads without a console error, every figure
 // of the cost table and the total equals what /api/v1/report answers for the same choice (read
 // here with exact integers, formatted here independently), switching the policy, the grouping
-// (a team label) and the idle handling changes them accordingly, and every control is reached
-// with the keyboard. Screenshots of each view go to OUT_DIR.
+// (a team label) and the idle handling changes them accordingly; the devices view lists every
+// GPU as /api/v1/devices does and opens one (by keyboard) onto its containers as the report
+// by device and container has them; every control is reached with the keyboard. Screenshots of
+// each view go to OUT_DIR.
 //
 // Usage: node ui_test.mjs BASE_URL OUT_DIR
 import { mkdirSync } from "node:fs";
@@ -132,8 +134,56 @@ await page.goto(`${base}/#window=24h&aggregate=gpu_model&policy=allocation&idle=
 await page.reload();
 await compare("cost-model-24h", { window: "24h", aggregate: "gpu_model", policy: "allocation", idle: "keep" });
 
+// The devices view: each GPU's row as /api/v1/devices answers it; opening one (by keyboard)
+// shows its containers as /api/v1/report grouped by device and container answers them.
+await page.goto(`${base}/#view=cost&window=7d&policy=allocation&idle=keep`);
+await page.reload();
+await ready();
+await page.click("#devices-link");
+await ready();
+await page.screenshot({ path: join(outDir, "devices.png"), fullPage: true });
+const devices = parseExact(await (await fetch(`${base}/api/v1/devices?window=7d`)).text()).data;
+const containers = await apiReport({ window: "7d", aggregate: "device,container", policy: "allocation",
+                                     idle: "keep" });
+const shownDevices = await page.$$eval("#devices > tbody > tr[data-gpu]", (trs) => trs.map((tr) => {
+  const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
+  return { gpu: tr.dataset.gpu, model: cell("model"), sharing: cell("sharing"), granted: cell("granted"),
+           used: cell("used"), idle: cell("idle"), cost: cell("cost") };
+}));
+check(shownDevices.length === devices.length && devices.length > 0,
+      `devices: ${shownDevices.length} rows on the page, the API has ${devices.length}`);
+for (const [i, d] of devices.entries()) {
+  const got = shownDevices[i] || {};
+  check(got.gpu === d.gpu_uuid, `devices: row ${i} is ${got.gpu}, the API says ${d.gpu_uuid}`);
+  check(got.model === d.gpu_model && got.sharing === d.sharing_mode, `devices: ${d.gpu_uuid} placement`);
+  check(got.cost === money(d.cost_nanos), `devices: ${d.gpu_uuid} cost ${got.cost}`);
+  check(got.granted === hours(String(BigInt(d.metered_us) - BigInt(d.unallocated_us))),
+        `devices: ${d.gpu_uuid} granted ${got.granted}`);
+  check(got.used === hours(d.busy_us) && got.idle === hours(d.idle_us), `devices: ${d.gpu_uuid} used/idle`);
+}
+const shared = devices.find((d) => d.sharing_mode === "time-slicing") || devices[0];
+const opener = `#devices tr[data-gpu="${shared.gpu_uuid}"] button`;
+await page.focus(opener);
+await page.keyboard.press("Enter");
+check(await page.getAttribute(opener, "aria-expanded") === "true", "devices: Enter did not open the GPU");
+await page.screenshot({ path: join(outDir, "device-open.png"), fullPage: true });
+const onIt = containers.rows.filter((r) => r.key.startsWith(`${shared.gpu_uuid}/`));
+const shownContainers = await page.$$eval(`table.containers[data-gpu="${shared.gpu_uuid}"] tbody tr[data-key]`,
+  (trs) => trs.map((tr) => {
+    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
+    return { key: tr.dataset.key, cost: cell("cost"), quality: cell("quality"), source: cell("source") };
+  }));
+check(onIt.length > 1 && shownContainers.length === onIt.length,
+      `device ${shared.gpu_uuid}: ${shownContainers.length} containers shown, the API has ${onIt.length}`);
+for (const [i, r] of onIt.entries()) {
+  const got = shownContainers[i] || {};
+  check(got.key === r.key.slice(shared.gpu_uuid.length + 1), `device: container ${i} is ${got.key}`);
+  check(got.cost === money(r.cost_nanos), `device: ${r.key} cost ${got.cost}`);
+  check(got.quality === r.quality && got.source === r.compute_source, `device: ${r.key} quality/source`);
+}
+
 // Every control is reached with Tab from the top of the page.
-await page.goto(`${base}/#aggregate=label:team`);
+await page.goto(`${base}/#view=cost&aggregate=label:team`);
 await page.reload();
 await ready();
 const reached = new Set();
@@ -155,4 +205,5 @@ if (failures.length > 0) {
   console.error(`FAIL: ${failures.length} problem(s):\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`ok: 5 views compared with the API, screenshots in ${outDir}`);
+console.log(`ok: 5 cost views, the devices and a device's containers compared with the API; ` +
+            `screenshots in ${outDir}`);

@@ -1,0 +1,110 @@
+// The cost view: the window's groups from /api/v1/report (table and total) and their cost per
+// step from /api/v1/allocation (the chart), for the same query.
+import { formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
+
+const TOP_GROUPS = 7;  // the chart's groups; the rest are summed into "other"
+const COLORS = ["#3266cc", "#e07b24", "#2e9e5b", "#c43d5c", "#8459c1", "#1f9fae", "#b59a1b",
+                "#7a7a7a"];
+const IDLE_COLOR = "#c8c8c8";
+const UNATTRIBUTED_COLOR = "#5b5b5b";
+
+const $ = (id) => document.getElementById(id);
+
+// One step a set: hours over a day, days beyond.
+function stepFor(window) {
+  return window === "24h" ? "1h" : "1d";
+}
+
+function renderTable(report) {
+  const body = $("rows").tBodies[0];
+  body.replaceChildren();
+  const total = report.total.device_cost_nanos;
+  const rows = report.rows.map((r) => ({ ...r, name: r.key }));
+  rows.push({ ...report.idle, name: "idle", kind: "idle" });
+  rows.push({ ...report.unattributed, name: "unattributed", kind: "unattributed" });
+  for (const r of rows) {
+    if (r.kind && r.cost_nanos === 0n && r.allocated_gpu_us === 0n && r.compute_gpu_us === 0n) {
+      continue;
+    }
+    const tr = tableRow([
+      ["name", r.name],
+      ["cost", formatMoney(r.cost_nanos)],
+      ["share", percent(r.cost_nanos, total)],
+      ["granted", gpuHours(r.allocated_gpu_us)],
+      ["used", gpuHours(r.compute_gpu_us)],
+      ["quality", r.quality],
+    ], { key: r.name });
+    if (r.kind) tr.classList.add(r.kind);
+    body.append(tr);
+  }
+  const groups = report.rows.reduce((sum, r) => sum + r.cost_nanos, 0n);
+  const accounted = groups + report.idle.cost_nanos + report.unattributed.cost_nanos;
+  $("total").textContent = formatMoney(total);
+  $("total-detail").textContent =
+    `groups ${formatMoney(groups)} + idle ${formatMoney(report.idle.cost_nanos)} + ` +
+    `unattributed ${formatMoney(report.unattributed.cost_nanos)}` +
+    (accounted === total ? ": every nano accounted for" : ": does not add up");
+}
+
+let chart = null;
+
+function renderChart(report, allocation, aggregate) {
+  const sets = allocation.data;
+  const top = report.rows.slice(0, TOP_GROUPS).map((r) => r.key);
+  const named = new Set(top);
+  const series = top.map((key, i) => ({ label: key, color: COLORS[i % COLORS.length], keys: [key] }));
+  const others = new Set();
+  for (const set of sets) {
+    for (const key of Object.keys(set)) {
+      if (!named.has(key) && !key.startsWith("__")) others.add(key);
+    }
+  }
+  if (others.size > 0) series.push({ label: "other", color: COLORS[7], keys: [...others] });
+  series.push({ label: "idle", color: IDLE_COLOR, keys: ["__idle__"] });
+  series.push({ label: "unattributed", color: UNATTRIBUTED_COLOR, keys: ["__unattributed__"] });
+
+  const xs = sets.map((set) => {
+    const first = Object.values(set)[0];
+    return first ? Date.parse(first.start) / 1000 : 0;
+  });
+  const own = series.map((s) => sets.map((set) =>
+    s.keys.reduce((sum, k) => sum + (set[k] ? Number(set[k].cost_nanos) : 0), 0) / 1e9));
+  // Stacked: series i is drawn at the sum of series 0..i, the tallest first.
+  const stacked = own.map((_, i) => xs.map((_, j) => own.slice(0, i + 1).reduce((a, s) => a + s[j], 0)));
+  const order = series.map((_, i) => series.length - 1 - i);
+  const bars = uPlot.paths.bars({ size: [0.8, 64] });
+  const options = {
+    width: Math.max(320, $("chart").clientWidth || 800),
+    height: 280,
+    scales: { x: { time: true } },
+    axes: [{}, { label: "cost", size: 70 }],
+    series: [
+      {},
+      ...order.map((i) => ({
+        label: series[i].label,
+        fill: series[i].color,
+        stroke: series[i].color,
+        paths: bars,
+        points: { show: false },
+        value: (u, v, si, idx) => (idx == null ? "" : own[order[si - 1]][idx].toFixed(2)),
+      })),
+    ],
+  };
+  if (chart) chart.destroy();
+  chart = new uPlot(options, [xs, ...order.map((i) => stacked[i])], $("chart"));
+  $("chart").setAttribute("aria-label",
+    `Cost by ${aggregate} per step, stacked: ${series.map((s) => s.label).join(", ")}`);
+}
+
+// Reads and draws the view for `query` (window, aggregate, policy, idle); returns false when a
+// newer render started meanwhile (`current` says which is newest).
+export async function renderCost(query, current) {
+  const [report, allocation] = await Promise.all([
+    getJson("/api/v1/report", query),
+    getJson("/api/v1/allocation", { ...query, step: stepFor(query.window) }),
+  ]);
+  if (!current()) return false;
+  renderTable(report);
+  renderChart(report, allocation, query.aggregate);
+  return true;
+}

@@ -1,0 +1,108 @@
+// The devices view: each GPU (/api/v1/devices) with its sharing mode, granted vs used vs idle
+// GPU time and its cost; opening one lists the containers on it with their figures and where
+// each came from (/api/v1/report grouped by device and container, for the same window, policy
+// and idle handling).
+import { formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+
+function band(value) {
+  return value == null ? "not measured" : `±${(Number(value) * 100).toFixed(0)}%`;
+}
+
+function containerTable(gpu, rows) {
+  const table = document.createElement("table");
+  table.className = "containers";
+  table.dataset.gpu = gpu;
+  const caption = table.createCaption();
+  caption.textContent = `Containers on ${gpu}: measured, estimated (by which rule, and how far ` +
+    "that rule was off on a real GPU) or allocated";
+  const head = table.createTHead().insertRow();
+  for (const name of ["Container", "Cost", "GPU-hours granted", "GPU-hours used", "Quality",
+                      "Source", "Error band"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = name;
+    head.append(th);
+  }
+  const body = table.createTBody();
+  for (const r of rows) {
+    const container = r.key.slice(gpu.length + 1);
+    body.append(tableRow([
+      ["container", container],
+      ["cost", formatMoney(r.cost_nanos)],
+      ["granted", gpuHours(r.allocated_gpu_us)],
+      ["used", gpuHours(r.compute_gpu_us)],
+      ["quality", r.quality],
+      ["source", r.compute_source],
+      ["band", band(r.compute_error_band)],
+    ], { key: container }));
+  }
+  if (rows.length === 0) {
+    const td = body.insertRow().insertCell();
+    td.colSpan = 7;
+    td.textContent = "no container was granted or used this GPU in the window";
+  }
+  return table;
+}
+
+function toggle(button, detail) {
+  const open = button.getAttribute("aria-expanded") !== "true";
+  button.setAttribute("aria-expanded", String(open));
+  detail.hidden = !open;
+}
+
+function renderTable(devices, containers) {
+  const body = $("devices").tBodies[0];
+  body.replaceChildren();
+  const byGpu = new Map();
+  for (const r of containers.rows) {
+    const gpu = r.key.slice(0, r.key.indexOf("/"));
+    if (!byGpu.has(gpu)) byGpu.set(gpu, []);
+    byGpu.get(gpu).push(r);
+  }
+  let total = 0n;
+  for (const [index, d] of devices.data.entries()) {
+    total += d.cost_nanos;
+    const rows = byGpu.get(d.gpu_uuid) || [];
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = `${rows.length} container${rows.length === 1 ? "" : "s"}`;
+    button.setAttribute("aria-expanded", "false");
+    const granted = d.metered_us - d.unallocated_us;
+    body.append(tableRow([
+      ["gpu", d.gpu_uuid],
+      ["model", d.gpu_model],
+      ["node", d.node],
+      ["sharing", d.sharing_mode],
+      ["granted", gpuHours(granted)],
+      ["used", gpuHours(d.busy_us)],
+      ["idle", gpuHours(d.idle_us)],
+      ["busy", percent(d.busy_us, d.metered_us)],
+      ["cost", formatMoney(d.cost_nanos)],
+      ["containers", button],
+    ], { gpu: d.gpu_uuid }));
+    const detail = body.insertRow();
+    detail.id = `device-detail-${index}`;
+    detail.className = "detail-row";
+    detail.hidden = true;
+    const cell = detail.insertCell();
+    cell.colSpan = 10;
+    cell.append(containerTable(d.gpu_uuid, rows));
+    button.setAttribute("aria-controls", detail.id);
+    button.addEventListener("click", () => toggle(button, detail));
+  }
+  $("devices-total").textContent = formatMoney(total);
+  $("devices-detail").textContent = `${devices.data.length} GPUs`;
+}
+
+// Reads and draws the view for `query`; returns false when a newer render started meanwhile.
+export async function renderDevices(query, current) {
+  const [devices, containers] = await Promise.all([
+    getJson("/api/v1/devices", { window: query.window }),
+    getJson("/api/v1/report", { ...query, aggregate: "device,container" }),
+  ]);
+  if (!current()) return false;
+  renderTable(devices, containers);
+  return true;
+}
