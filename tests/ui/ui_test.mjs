@@ -182,6 +182,39 @@ for (const [i, r] of onIt.entries()) {
   check(got.quality === r.quality && got.source === r.compute_source, `device: ${r.key} quality/source`);
 }
 
+// Findings and savings: each finding's cost and the total as /api/v1/findings has them, each
+// workload's monthly saving and the total as /api/v1/recommendations has them.
+await page.click("#waste-link");
+await ready();
+const findings = parseExact(await (await fetch(`${base}/api/v1/findings?window=7d`)).text());
+const plan = parseExact(await (await fetch(`${base}/api/v1/recommendations?window=7d`)).text());
+const shownFindings = await page.$$eval("#findings tbody tr", (trs) => trs.map((tr) => ({
+  kind: tr.dataset.kind, cost: tr.querySelector('[data-field="cost"]').textContent })));
+check(findings.findings.length > 3 && shownFindings.length === findings.findings.length,
+      `findings: ${shownFindings.length} on the page, the API has ${findings.findings.length}`);
+for (const [i, f] of findings.findings.entries()) {
+  const got = shownFindings[i] || {};
+  check(got.kind === f.kind && got.cost === money(f.cost_nanos), `findings: row ${i} ${got.kind} ${got.cost}`);
+}
+check(await page.textContent("#findings-total") === money(findings.total_cost_nanos), "findings: total");
+const shownPlan = await page.$$eval("#recommendations tbody tr", (trs) => trs.map((tr) => ({
+  workload: tr.dataset.workload, saving: tr.querySelector('[data-field="saving"]').textContent })));
+check(plan.recommendations.length > 3 && shownPlan.length === plan.recommendations.length,
+      `recommendations: ${shownPlan.length} on the page, the API has ${plan.recommendations.length}`);
+for (const [i, r] of plan.recommendations.entries()) {
+  const got = shownPlan[i] || {};
+  check(got.workload === r.workload && got.saving === money(r.monthly_saving_nanos),
+        `recommendations: row ${i} ${got.workload} ${got.saving}`);
+}
+check(await page.textContent("#savings-total") === money(plan.total_monthly_saving_nanos),
+      "recommendations: total");
+// A workload's reasons open by keyboard.
+await page.focus("#recommendations tbody tr:first-child summary");
+await page.keyboard.press("Enter");
+check(await page.$eval("#recommendations tbody tr:first-child details", (d) => d.open),
+      "recommendations: Enter did not open the reasons");
+await page.screenshot({ path: join(outDir, "findings-and-savings.png"), fullPage: true });
+
 // Every control is reached with Tab from the top of the page.
 await page.goto(`${base}/#view=cost&aggregate=label:team`);
 await page.reload();
@@ -205,5 +238,6 @@ if (failures.length > 0) {
   console.error(`FAIL: ${failures.length} problem(s):\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`ok: 5 cost views, the devices and a device's containers compared with the API; ` +
+console.log(`ok: 5 cost views, the devices, a device's containers, findings and savings compared ` +
+            `with the API; ` +
             `screenshots in ${outDir}`);

@@ -3,9 +3,16 @@
 // figure a view shows it reads from the REST API (api.js).
 import { renderCost } from "./cost.js";
 import { renderDevices } from "./devices.js";
+import { renderWaste } from "./waste.js";
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = { cost: renderCost, devices: renderDevices };
+const VIEWS = { cost: renderCost, devices: renderDevices, waste: renderWaste };
+// The choices each view reads (the others are hidden there).
+const USES = {
+  cost: ["aggregate", "policy", "idle"],
+  devices: ["policy", "idle"],
+  waste: [],
+};
 const CONTROLS = ["window", "aggregate", "label-key", "policy", "idle"];
 
 let view = "cost";
@@ -48,7 +55,7 @@ async function refresh() {
       link.removeAttribute("aria-current");
     }
   }
-  $("aggregate-field").hidden = view !== "cost";
+  for (const id of ["aggregate", "policy", "idle"]) $(`${id}-field`).hidden = !USES[view].includes(id);
   $("label-key-field").hidden = view !== "cost" || $("aggregate").value !== "label";
   document.body.dataset.state = "loading";
   try {
