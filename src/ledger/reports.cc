@@ -66,6 +66,8 @@ struct Acc {
   RuleSet activity_rule;
   KibSeconds granted_memory_kib_s = 0;
   RuleSet share_source;
+  GpuMicros naive_compute_us = 0;
+  Nanos naive_cost_nanos = 0;
 
   // Sums another part's rows of the same key (memory-time saturating, as Figures::Add).
   void Merge(const Acc& o) {
@@ -85,6 +87,8 @@ struct Acc {
     activity_rule.Merge(o.activity_rule);
     granted_memory_kib_s = report::AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
     share_source.Merge(o.share_source);
+    naive_compute_us = report::AddSaturating(naive_compute_us, o.naive_compute_us);
+    naive_cost_nanos = report::AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
   }
 
   report::Figures ToFigures(const std::vector<std::string>& rules) const {
@@ -103,6 +107,8 @@ struct Acc {
     f.activity_rule = activity_rule.Text(rules);
     f.granted_memory_kib_s = granted_memory_kib_s;
     f.share_source = share_source.Text(rules);
+    f.naive_compute_gpu_us = naive_compute_us;
+    f.naive_cost_nanos = naive_cost_nanos;
     return f;
   }
 };
@@ -242,7 +248,7 @@ class Keys {
   std::vector<std::string> names_;
 };
 
-void AddRow(Acc& a, const UsageColumns& u, std::size_t i, Nanos cost, Bytes memory_total) {
+void AddRow(Acc& a, const UsageColumns& u, std::size_t i, Nanos cost, const DeviceFigures& device) {
   const cost::ConsumerWeights& w = u.weights[i];
   a.present = true;
   a.allocated_us += w.allocated_us;
@@ -260,8 +266,11 @@ void AddRow(Acc& a, const UsageColumns& u, std::size_t i, Nanos cost, Bytes memo
     a.activity_rule.Add(u.activity_rule[i]);
   }
   a.granted_memory_kib_s = report::AddKibSeconds(
-      a.granted_memory_kib_s, cost::MemoryCapacityKibSeconds(memory_total, w.allocated_us));
+      a.granted_memory_kib_s,
+      cost::MemoryCapacityKibSeconds(device.memory_total_bytes, w.allocated_us));
   a.share_source.Add(u.share_source[i]);
+  a.naive_compute_us = report::AddSaturating(a.naive_compute_us, device.busy_us);
+  a.naive_cost_nanos = report::AddSaturating(a.naive_cost_nanos, device.price_nanos);
 }
 
 // The window's sums, checked as report::BuildReport checks them (only when the snapshot's
@@ -356,8 +365,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       for (std::uint32_t k = 0; k < row_count; ++k) {
         const std::int32_t key = row_key[row_first + k - row_base];
         if (key >= 0)
-          AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k],
-                 f.memory_total_bytes);
+          AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k], f);
       }
       Nanos idle_cost = split.idle;
       if (namespace_idle && split.idle != 0) {

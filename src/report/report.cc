@@ -135,6 +135,8 @@ void Figures::Add(const Figures& o) {
   activity_rule = MergeRules(activity_rule, o.activity_rule);
   granted_memory_kib_s = AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
   share_source = MergeRules(share_source, o.share_source);
+  naive_compute_gpu_us = AddSaturating(naive_compute_gpu_us, o.naive_compute_gpu_us);
+  naive_cost_nanos = AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
 }
 
 std::string FormatSource(Quality quality, const std::string& rule) {
@@ -222,11 +224,13 @@ Status SumCheck::Check() const {
   return Status::Ok();
 }
 
-KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b) {
-  KibSeconds sum = 0;
+std::int64_t AddSaturating(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
   if (!__builtin_add_overflow(a, b, &sum)) return sum;
   return b > 0 ? INT64_MAX : INT64_MIN;
 }
+
+KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b) { return AddSaturating(a, b); }
 
 namespace {
 
@@ -303,6 +307,8 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
       }
       f.granted_memory_kib_s = cost::MemoryCapacityKibSeconds(d.memory_total_bytes, u.allocated_us);
       f.share_source = u.share_source;
+      f.naive_compute_gpu_us = d.busy_us;
+      f.naive_cost_nanos = d.price_nanos;
       rows[KeyOf(u.consumer, Placed{d.cluster, u.node, u.gpu_model, u.gpu, u.sharing}, group_by)]
           .Add(f);
     }

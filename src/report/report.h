@@ -76,6 +76,12 @@ struct Figures {
   // The granted share of the devices' memory over time: Σ memory_total x allocated_us, KiB-s.
   KibSeconds granted_memory_kib_s = 0;
   std::string share_source;  // where declared shares came from, merged; "" for none
+  // What the per-device method (a device exporter's values joined to the pods on the device)
+  // would have said: each of the group's rows counted with its device-hour's whole busy time
+  // and whole price. A contrast, never billed: on a shared GPU it counts the device once per
+  // consumer. Summed saturating (AddSaturating).
+  GpuMicros naive_compute_gpu_us = 0;
+  Nanos naive_cost_nanos = 0;
   void Add(const Figures& other);
 };
 
@@ -142,6 +148,8 @@ class SumCheck {
 // Memory-time sums saturate rather than wrap: a year of a 141 GB GPU is 4.3e15 KiB-s, so the
 // idle row of a report over a year of thousands of GPUs comes within reach of int64.
 KibSeconds AddKibSeconds(KibSeconds a, KibSeconds b);
+// a + b, held at INT64_MAX or INT64_MIN rather than wrapping (figures that are not billed).
+std::int64_t AddSaturating(std::int64_t a, std::int64_t b);
 
 // The row idle handling namespace:NS charges a device's idle cost to, for its key: consumer
 // NS/__idle__, owner Idle/__idle__, on that device (no labels: the caller adds NS's).

@@ -36,6 +36,8 @@ json RowJson(const Row& row) {
   j["activity"] = ActivityJson(row.figures);
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;
+  j["naive"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
+                {"cost_nanos", row.figures.naive_cost_nanos}};
   j["utilization"] = UtilizationJson(row.utilization);
   return j;
 }
@@ -69,6 +71,10 @@ Figures FiguresFrom(const json& j) {
   }
   f.granted_memory_kib_s = j.value("granted_memory_kib_s", std::int64_t{0});
   f.share_source = j.value("share_source", std::string());
+  if (j.contains("naive")) {  // absent from a server older than it
+    f.naive_compute_gpu_us = j.at("naive").at("compute_gpu_us").get<std::int64_t>();
+    f.naive_cost_nanos = j.at("naive").at("cost_nanos").get<std::int64_t>();
+  }
   return f;
 }
 

@@ -96,6 +96,34 @@ TEST(Report, AllocationByNamespaceKeepsIdleVisible) {
   EXPECT_EQ(r.rows[0].figures.quality, Quality::kMeasured);
 }
 
+// The per-device method beside the truth: every row on GPU a is counted with the device's whole
+// busy time (0.6 h) and whole price ($4), so inference's two pods count the GPU twice; GPU b,
+// with nobody on it, is nobody's. The JSON carries it as "naive".
+TEST(Report, NaiveFiguresCountTheWholeDeviceOncePerConsumer) {
+  Fixture f;
+  auto r = *BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), cost::Policy{},
+                        cost::IdleHandling{}, 0, kMicrosPerHour);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const Figures& inference = r.rows[0].figures;
+  EXPECT_EQ(inference.compute_gpu_us, kMicrosPerHour / 2);
+  EXPECT_EQ(inference.naive_compute_gpu_us, 2 * (kMicrosPerHour * 6 / 10));
+  EXPECT_EQ(inference.naive_cost_nanos, 2 * 4 * kDollar);
+  const Figures& research = r.rows[1].figures;
+  EXPECT_EQ(research.naive_compute_gpu_us, kMicrosPerHour * 6 / 10);
+  EXPECT_EQ(research.naive_cost_nanos, 4 * kDollar);
+  EXPECT_EQ(r.idle.naive_cost_nanos, 0);
+  const nlohmann::json j = nlohmann::json::parse(ReportToJson(r));
+  EXPECT_EQ(j["rows"][0]["naive"]["compute_gpu_us"], 2 * (kMicrosPerHour * 6 / 10));
+  EXPECT_EQ(j["rows"][0]["naive"]["cost_nanos"], 8 * kDollar);
+  EXPECT_FALSE(j["idle"].contains("naive"));
+  auto back = ReportFromJson(ReportToJson(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->rows[0].figures.naive_cost_nanos, 8 * kDollar);
+  EXPECT_EQ(back->rows[1].figures.naive_compute_gpu_us, kMicrosPerHour * 6 / 10);
+  EXPECT_EQ(AddSaturating(INT64_MAX - 1, 5), INT64_MAX);
+  EXPECT_EQ(AddSaturating(INT64_MIN + 1, -5), INT64_MIN);
+}
+
 TEST(Report, LabelKeysInheritFromTheNamespaceAndBucketTheRest) {
   Fixture f;
   auto r = *BuildReport(f.devices, f.usage, *ParseGroupBy("label:team"), cost::Policy{},

@@ -106,6 +106,16 @@ async function compare(view, params) {
   check((await page.textContent("#total-detail")).endsWith("every nano accounted for"),
         `${view}: the page does not say every nano is accounted for`);
   check(await page.$("#chart canvas") !== null, `${view}: no chart drawn`);
+  // Beside the per-device method: each group's naive figures as the API has them.
+  const naive = await page.$$eval("#naive tbody tr", (trs) => trs.map((tr) => ({
+    key: tr.dataset.key, used: tr.querySelector('[data-field="naive-used"]').textContent,
+    cost: tr.querySelector('[data-field="naive-cost"]').textContent })));
+  check(naive.length === report.rows.length, `${view}: ${naive.length} naive rows`);
+  for (const [i, row] of report.rows.entries()) {
+    const got = naive[i] || {};
+    check(got.key === row.key && got.used === hours(row.naive.compute_gpu_us) &&
+          got.cost === money(row.naive.cost_nanos), `${view}: naive ${row.key} ${got.used} ${got.cost}`);
+  }
   return report;
 }
 

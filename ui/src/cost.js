@@ -46,6 +46,33 @@ function renderTable(report) {
     (accounted === total ? ": every nano accounted for" : ": does not add up");
 }
 
+// Each group's figures beside what the per-device method would have said (the rows' "naive").
+function renderNaive(report) {
+  const body = $("naive").tBodies[0];
+  body.replaceChildren();
+  let naiveUsed = 0n;
+  let naiveCost = 0n;
+  for (const r of report.rows) {
+    naiveUsed += r.naive.compute_gpu_us;
+    naiveCost += r.naive.cost_nanos;
+    body.append(tableRow([
+      ["name", r.key],
+      ["used", gpuHours(r.compute_gpu_us)],
+      ["naive-used", gpuHours(r.naive.compute_gpu_us)],
+      ["cost", formatMoney(r.cost_nanos)],
+      ["naive-cost", formatMoney(r.naive.cost_nanos)],
+    ], { key: r.key }));
+  }
+  const busy = report.total.busy_us;
+  const billed = report.total.device_cost_nanos;
+  $("naive-summary").textContent = busy > 0n && billed !== 0n
+    ? `The per-device method reports ${(Number(naiveUsed) / Number(busy)).toFixed(2)}x the GPU ` +
+      `time the devices were busy (${gpuHours(naiveUsed)} GPU-hours for ${gpuHours(busy)}) and ` +
+      `bills ${(Number(naiveCost) / Number(billed)).toFixed(2)}x their cost ` +
+      `(${formatMoney(naiveCost)} for ${formatMoney(billed)}).`
+    : "";
+}
+
 let chart = null;
 
 function renderChart(report, allocation, aggregate) {
@@ -106,5 +133,6 @@ export async function renderCost(query, current) {
   if (!current()) return false;
   renderTable(report);
   renderChart(report, allocation, query.aggregate);
+  renderNaive(report);
   return true;
 }
