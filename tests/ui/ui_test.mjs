@@ -192,6 +192,45 @@ for (const [i, r] of onIt.entries()) {
   check(got.quality === r.quality && got.source === r.compute_source, `device: ${r.key} quality/source`);
 }
 
+// A workload's page, opened from a link: its class and reason as the report by controller has
+// them, and each step's granted and used GPU-hours, activity and class as the allocation by
+// controller with a step has them; then another workload chosen from the list.
+for (const workload of ["research/Job/vision-finetune", "research/Job/llm-pretrain"]) {
+  if (workload.endsWith("vision-finetune")) {
+    await page.goto(`${base}/#view=workloads&window=7d&workload=${encodeURIComponent(workload)}`);
+    await page.reload();
+  } else {
+    await page.selectOption("#workload", workload);
+  }
+  await ready();
+  await page.screenshot({ path: join(outDir, `workload-${workload.split("/").pop()}.png`), fullPage: true });
+  const controllers = await apiReport({ window: "7d", aggregate: "controller", policy: "allocation",
+                                        idle: "keep" });
+  const row = controllers.rows.find((r) => r.key === workload);
+  check(row !== undefined, `workload ${workload}: not in the report by controller`);
+  if (!row) continue;
+  check(await page.inputValue("#workload") === workload, `workload ${workload}: not the one shown`);
+  check(await page.textContent("#workload-class") === row.utilization.class,
+        `workload ${workload}: class ${await page.textContent("#workload-class")}`);
+  check((await page.textContent("#workload-reason")).startsWith(row.utilization.reason),
+        `workload ${workload}: reason`);
+  const steps = parseExact(await (await fetch(`${base}/api/v1/allocation?${new URLSearchParams(
+    { window: "7d", aggregate: "controller", policy: "allocation", idle: "keep", step: "1d" })}`)).text())
+    .data.map((set) => set[workload]).filter((e) => e);
+  const shownSteps = await page.$$eval("#workload-steps tbody tr", (trs) => trs.map((tr) => {
+    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
+    return { start: cell("start"), used: cell("used"), sm: cell("sm"), class: cell("class") };
+  }));
+  check(steps.length > 1 && shownSteps.length === steps.length,
+        `workload ${workload}: ${shownSteps.length} steps shown, the API has ${steps.length}`);
+  for (const [i, e] of steps.entries()) {
+    const got = shownSteps[i] || {};
+    check(got.start === e.start && got.used === hours(e.compute_gpu_us) &&
+          got.sm === hours(e.activity.sm_active_gpu_us) && got.class === e.utilization.class,
+          `workload ${workload}: step ${e.start} ${JSON.stringify(got)}`);
+  }
+}
+
 // Findings and savings: each finding's cost and the total as /api/v1/findings has them, each
 // workload's monthly saving and the total as /api/v1/recommendations has them.
 await page.click("#waste-link");
@@ -248,6 +287,6 @@ if (failures.length > 0) {
   console.error(`FAIL: ${failures.length} problem(s):\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`ok: 5 cost views, the devices, a device's containers, findings and savings compared ` +
-            `with the API; ` +
+console.log(`ok: 5 cost views, the devices, a device's containers, two workloads, findings and ` +
+            `savings compared with the API; ` +
             `screenshots in ${outDir}`);

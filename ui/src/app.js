@@ -4,18 +4,26 @@
 import { renderCost } from "./cost.js";
 import { renderDevices } from "./devices.js";
 import { renderWaste } from "./waste.js";
+import { renderWorkloads } from "./workloads.js";
 
 const $ = (id) => document.getElementById(id);
-const VIEWS = { cost: renderCost, devices: renderDevices, waste: renderWaste };
+const VIEWS = {
+  cost: renderCost,
+  devices: renderDevices,
+  workloads: renderWorkloads,
+  waste: renderWaste,
+};
 // The choices each view reads (the others are hidden there).
 const USES = {
   cost: ["aggregate", "policy", "idle"],
   devices: ["policy", "idle"],
+  workloads: ["policy", "idle"],
   waste: [],
 };
 const CONTROLS = ["window", "aggregate", "label-key", "policy", "idle"];
 
 let view = "cost";
+let linkedWorkload = "";  // the workload the address named, until the view lists them
 let generation = 0;
 
 function aggregateParam() {
@@ -45,7 +53,10 @@ function showError(error) {
 async function refresh() {
   const mine = ++generation;
   const q = query();
-  history.replaceState(null, "", `#${new URLSearchParams({ view, ...q })}`);
+  const state = new URLSearchParams({ view, ...q });
+  const workload = $("workload").value || linkedWorkload;
+  if (view === "workloads" && workload) state.set("workload", workload);
+  history.replaceState(null, "", `#${state}`);
   for (const name of Object.keys(VIEWS)) {
     $(`${name}-view`).hidden = name !== view;
     const link = $(`${name}-link`);
@@ -72,6 +83,7 @@ async function refresh() {
 function restoreFromUrl() {
   const saved = new URLSearchParams(location.hash.slice(1));
   view = VIEWS[saved.get("view")] ? saved.get("view") : "cost";
+  linkedWorkload = saved.get("workload") || "";
   for (const id of ["window", "policy", "idle"]) {
     if (saved.has(id)) $(id).value = saved.get(id);
   }
@@ -87,6 +99,7 @@ function restoreFromUrl() {
 function start() {
   restoreFromUrl();
   for (const id of CONTROLS) $(id).addEventListener("change", refresh);
+  $("workload").addEventListener("change", refresh);
   for (const name of Object.keys(VIEWS)) {
     $(`${name}-link`).addEventListener("click", (event) => {
       event.preventDefault();

@@ -1,0 +1,85 @@
+// The workload view: one workload (a controller) over the window: its utilization class and
+// why (/api/v1/report grouped by controller), and per step its granted and used GPU time with
+// the SM, tensor and DRAM activity behind it and each step's class (/api/v1/allocation with the
+// same grouping and a step).
+import { formatMoney, getJson, gpuHours, tableRow } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const SERIES = [
+  ["granted", "#c8c8c8", (e) => e.allocated_gpu_us],
+  ["used", "#3266cc", (e) => e.compute_gpu_us],
+  ["SM active", "#e07b24", (e) => e.activity.sm_active_gpu_us],
+  ["tensor active", "#2e9e5b", (e) => e.activity.tensor_active_gpu_us],
+  ["DRAM active", "#8459c1", (e) => e.activity.dram_active_gpu_us],
+];
+
+function stepFor(window) {
+  return window === "24h" ? "1h" : "1d";
+}
+
+function fillChoices(report, wanted) {
+  const select = $("workload");
+  const keys = report.rows.map((r) => r.key);
+  select.replaceChildren(...keys.map((key) => new Option(key, key)));
+  select.value = keys.includes(wanted) ? wanted : keys[0] || "";
+  return select.value;
+}
+
+function renderSummary(row) {
+  const u = row.utilization;
+  $("workload-class").textContent = u.class;
+  $("workload-reason").textContent = `${u.reason} (from ${u.basis})`;
+  const signals = Object.entries(u.signals).map(([k, v]) => `${k} ${(v * 100).toFixed(1)}%`);
+  $("workload-figures").textContent =
+    `cost ${formatMoney(row.cost_nanos)}; ${gpuHours(row.allocated_gpu_us)} GPU-hours granted, ` +
+    `${gpuHours(row.compute_gpu_us)} used (${row.compute_source}); activity from ` +
+    `${row.activity.source}${signals.length ? `; ${signals.join(", ")}` : ""}`;
+}
+
+let chart = null;
+
+function renderSteps(key, allocation) {
+  const steps = allocation.data.map((set) => set[key]).filter((e) => e);
+  const body = $("workload-steps").tBodies[0];
+  body.replaceChildren();
+  for (const e of steps) {
+    body.append(tableRow([
+      ["start", e.start],
+      ["granted", gpuHours(e.allocated_gpu_us)],
+      ["used", gpuHours(e.compute_gpu_us)],
+      ["sm", gpuHours(e.activity.sm_active_gpu_us)],
+      ["tensor", gpuHours(e.activity.tensor_active_gpu_us)],
+      ["class", e.utilization.class],
+    ], { start: e.start }));
+  }
+  const xs = steps.map((e) => Date.parse(e.start) / 1000);
+  const options = {
+    width: Math.max(320, $("workload-chart").clientWidth || 800),
+    height: 240,
+    scales: { x: { time: true } },
+    axes: [{}, { label: "GPU-hours", size: 60 }],
+    series: [{}, ...SERIES.map(([label, color]) => ({ label, stroke: color, width: 2 }))],
+  };
+  const data = [xs, ...SERIES.map(([, , of]) => steps.map((e) => Number(of(e)) / 3.6e9))];
+  if (chart) chart.destroy();
+  chart = new uPlot(options, data, $("workload-chart"));
+  $("workload-chart").setAttribute("aria-label",
+    `${key} per step: GPU-hours granted, used, SM, tensor and DRAM active`);
+}
+
+// Reads and draws the view for `query` and the workload the address names (the costliest one
+// when it names none); returns false when a newer render started meanwhile.
+export async function renderWorkloads(query, current) {
+  const params = { ...query, aggregate: "controller" };
+  const [report, allocation] = await Promise.all([
+    getJson("/api/v1/report", params),
+    getJson("/api/v1/allocation", { ...params, step: stepFor(query.window) }),
+  ]);
+  if (!current()) return false;
+  const key = fillChoices(report, new URLSearchParams(location.hash.slice(1)).get("workload"));
+  const row = report.rows.find((r) => r.key === key);
+  if (!row) return true;
+  renderSummary(row);
+  renderSteps(key, allocation);
+  return true;
+}
