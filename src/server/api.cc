@@ -210,9 +210,9 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
 }
 
 ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
-  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
-    return JsonError(400,
-                     fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
+  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle", "filter"}); !u.empty())
+    return JsonError(
+        400, fmt::format("unknown parameter '{}' (window, aggregate, policy, idle, filter)", u));
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   auto reports = reads.Reports(store, *query);

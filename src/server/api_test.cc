@@ -165,6 +165,26 @@ TEST_F(ApiTest, FilterSumsOnlyTheMatchingConsumersOfAGroup) {
             all["data"][0]["search"]["cost_nanos"].get<std::int64_t>());
 }
 
+// The report takes the allocation's filter: rows only of the matching consumers, each at its
+// whole-cluster cost, while idle and the total stay the whole window's (what the web UI asks
+// for when it opens one node's GPUs).
+TEST_F(ApiTest, ReportFilterKeepsTheMatchingRowsAndTheWholeTotals) {
+  json all = Get("/api/v1/report", {{"aggregate", "device,pod"}});
+  json one = Get("/api/v1/report", {{"aggregate", "device,pod"}, {"filter", "pod:\"api-0\""}});
+  ASSERT_EQ(one["rows"].size(), 1u) << one.dump();
+  bool found = false;
+  for (const json& row : all["rows"]) {
+    if (row["key"] != one["rows"][0]["key"]) continue;
+    found = true;
+    EXPECT_EQ(row["cost_nanos"], one["rows"][0]["cost_nanos"]);
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(one["total"], all["total"]);
+  EXPECT_EQ(one["idle"], all["idle"]);
+  json step = Get("/api/v1/report", {{"step", "1d"}}, 400);
+  EXPECT_NE(step["error"].get<std::string>().find("filter)"), std::string::npos);
+}
+
 // Reports come from the snapshot the API keeps while the ledger does not change.
 TEST_F(ApiTest, ReportsShareOneSnapshotUntilTheLedgerChanges) {
   Get("/api/v1/report", {{"aggregate", "namespace"}});

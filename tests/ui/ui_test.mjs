@@ -176,6 +176,7 @@ const opener = `#devices tr[data-gpu="${shared.gpu_uuid}"] button`;
 await page.focus(opener);
 await page.keyboard.press("Enter");
 check(await page.getAttribute(opener, "aria-expanded") === "true", "devices: Enter did not open the GPU");
+await page.waitForSelector(`#devices tr.detail-row[data-state="ready"] table.containers`);
 await page.screenshot({ path: join(outDir, "device-open.png"), fullPage: true });
 const onIt = containers.rows.filter((r) => r.key.startsWith(`${shared.gpu_uuid}/`));
 const shownContainers = await page.$$eval(`table.containers[data-gpu="${shared.gpu_uuid}"] tbody tr[data-key]`,

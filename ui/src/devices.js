@@ -1,7 +1,8 @@
 // The devices view: each GPU (/api/v1/devices) with its sharing mode, granted vs used vs idle
 // GPU time and its cost; opening one lists the containers on it with their figures and where
 // each came from (/api/v1/report grouped by device and container, for the same window, policy
-// and idle handling).
+// and idle handling, filtered to the GPU's node: read when opened, so a fleet of 10,000 GPUs
+// does not send every container up front).
 import { formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -46,28 +47,37 @@ function containerTable(gpu, rows) {
   return table;
 }
 
-function toggle(button, detail) {
+// Opens or closes a GPU's row; the first opening reads its containers.
+async function toggle(button, detail, device, query) {
   const open = button.getAttribute("aria-expanded") !== "true";
   button.setAttribute("aria-expanded", String(open));
   detail.hidden = !open;
+  if (!open || detail.dataset.state) return;
+  detail.dataset.state = "loading";
+  const cell = detail.cells[0];
+  try {
+    const report = await getJson("/api/v1/report", {
+      ...query, aggregate: "device,container", filter: `node:"${device.node}"`,
+    });
+    const rows = report.rows.filter((r) => r.key.startsWith(`${device.gpu_uuid}/`));
+    cell.replaceChildren(containerTable(device.gpu_uuid, rows));
+    button.textContent = `${rows.length} container${rows.length === 1 ? "" : "s"}`;
+    detail.dataset.state = "ready";
+  } catch (error) {
+    cell.textContent = `could not read the containers: ${error.message}`;
+    delete detail.dataset.state;  // the next opening tries again
+  }
 }
 
-function renderTable(devices, containers) {
+function renderTable(devices, query) {
   const body = $("devices").tBodies[0];
   body.replaceChildren();
-  const byGpu = new Map();
-  for (const r of containers.rows) {
-    const gpu = r.key.slice(0, r.key.indexOf("/"));
-    if (!byGpu.has(gpu)) byGpu.set(gpu, []);
-    byGpu.get(gpu).push(r);
-  }
   let total = 0n;
   for (const [index, d] of devices.data.entries()) {
     total += d.cost_nanos;
-    const rows = byGpu.get(d.gpu_uuid) || [];
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = `${rows.length} container${rows.length === 1 ? "" : "s"}`;
+    button.textContent = "containers";
     button.setAttribute("aria-expanded", "false");
     const granted = d.metered_us - d.unallocated_us;
     body.append(tableRow([
@@ -86,11 +96,9 @@ function renderTable(devices, containers) {
     detail.id = `device-detail-${index}`;
     detail.className = "detail-row";
     detail.hidden = true;
-    const cell = detail.insertCell();
-    cell.colSpan = 10;
-    cell.append(containerTable(d.gpu_uuid, rows));
+    detail.insertCell().colSpan = 10;
     button.setAttribute("aria-controls", detail.id);
-    button.addEventListener("click", () => toggle(button, detail));
+    button.addEventListener("click", () => toggle(button, detail, d, query));
   }
   $("devices-total").textContent = formatMoney(total);
   $("devices-detail").textContent = `${devices.data.length} GPUs`;
@@ -98,11 +106,8 @@ function renderTable(devices, containers) {
 
 // Reads and draws the view for `query`; returns false when a newer render started meanwhile.
 export async function renderDevices(query, current) {
-  const [devices, containers] = await Promise.all([
-    getJson("/api/v1/devices", { window: query.window }),
-    getJson("/api/v1/report", { ...query, aggregate: "device,container" }),
-  ]);
+  const devices = await getJson("/api/v1/devices", { window: query.window });
   if (!current()) return false;
-  renderTable(devices, containers);
+  renderTable(devices, query);
   return true;
 }
