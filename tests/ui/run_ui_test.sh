@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The web UI's browser test (ui_test.mjs) against a real server: writes the demo ledger, serves
-# it with `gpuledger server` on a free port, and drives the page in Debian's chromium.
+# it with `gpuledger server` on a free port (and again behind a bearer token), and drives the
+# page in Debian's chromium.
 # Skips (77), saying why, only where the browser or playwright-core is not installed
 # (scripts/install-deps.sh installs both).
 #   run_ui_test.sh GPULEDGER_BIN OUT_DIR
@@ -18,9 +19,9 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
   exit 77
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-ui.XXXXXX")"
-server=""
+servers=()
 cleanup() {
-  [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -28,19 +29,27 @@ trap cleanup EXIT
   cat "$work/demo.log"
   exit 1
 }
-"$bin" server --ledger "sqlite:$work/demo/gpuledger.db" --listen 127.0.0.1:0 >"$work/server.log" 2>&1 &
-server=$!
-url=""
-for _ in $(seq 1 100); do
-  url="$(grep -o 'http://127.0.0.1:[0-9]*' "$work/server.log" | head -n1 || true)"
-  [ -n "$url" ] && break
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$url" ]; then
+# Serves the demo ledger with the given extra flags; sets `served` to the server's address.
+# (Not in a subshell: the server must stay this shell's child, for cleanup to stop it.)
+serve() {
+  local log="$work/server-${#servers[@]}.log"
+  "$bin" server --ledger "sqlite:$work/demo/gpuledger.db" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  servers+=($!)
+  served=""
+  for _ in $(seq 1 100); do
+    served="$(grep -o 'http://127.0.0.1:[0-9]*' "$log" | head -n1 || true)"
+    [ -n "$served" ] && return 0
+    kill -0 "${servers[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
   echo "FAIL: the server did not say where it listens"
-  cat "$work/server.log"
+  cat "$log"
   exit 1
-fi
+}
+serve
+url="$served"
+printf 'ui-test-token\n' >"$work/token"
+serve --token-file "$work/token"
+guarded="$served"
 mkdir -p "$out"
-CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out"
+CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token

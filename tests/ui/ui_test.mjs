@@ -7,12 +7,16 @@
 // by device and container has them; every control is reached with the keyboard. Screenshots of
 // each view go to OUT_DIR.
 //
-// Usage: node ui_test.mjs BASE_URL OUT_DIR
+// With GUARDED_URL and TOKEN (the same ledger behind `--token-file`): the page's files load
+// without the token, the first API answer (401) brings up the token field, and the token typed
+// there brings the figures, which equal the API's with that token.
+//
+// Usage: node ui_test.mjs BASE_URL OUT_DIR [GUARDED_URL TOKEN]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const [base, outDir] = process.argv.slice(2);
+const [base, outDir, guardedBase, token] = process.argv.slice(2);
 if (!base || !outDir) {
   console.error("usage: node ui_test.mjs BASE_URL OUT_DIR");
   process.exit(2);
@@ -282,6 +286,31 @@ await page.focus("#policy");
 await page.keyboard.press("ArrowDown");
 await ready();
 check(await page.inputValue("#policy") !== "allocation", "the policy did not change by keyboard");
+
+// Behind a token: the 401 is expected (and the console's report of it); nothing else may fail.
+if (guardedBase) {
+  const guarded = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const unexpected = [];
+  guarded.on("pageerror", (e) => unexpected.push(`page error: ${e.message}`));
+  guarded.on("response", (r) => {
+    if (r.status() >= 400 && r.status() !== 401) unexpected.push(`${r.status()} for ${r.url()}`);
+  });
+  await guarded.goto(`${guardedBase}/#view=cost&window=7d&aggregate=namespace`);
+  await guarded.waitForFunction(() => document.body.dataset.state === "error", null, { timeout: 30000 });
+  check(await guarded.isVisible("#token"), "token: no token field after the API asked for one");
+  check((await guarded.textContent("#error")).includes("API token"), "token: the page does not say why");
+  await guarded.fill("#token", token);
+  await guarded.press("#token", "Enter");
+  await guarded.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
+  const response = await fetch(`${guardedBase}/api/v1/report?window=7d&aggregate=namespace`,
+                               { headers: { Authorization: `Bearer ${token}` } });
+  const report = parseExact(await response.text());
+  check(await guarded.textContent("#total") === money(report.total.device_cost_nanos),
+        "token: the total behind the token is not the API's");
+  check(!(await guarded.isVisible("#error")), "token: the error stays after the token was given");
+  await guarded.screenshot({ path: join(outDir, "token.png"), fullPage: true });
+  failures.push(...unexpected);
+}
 
 await browser.close();
 if (failures.length > 0) {

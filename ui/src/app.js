@@ -107,9 +107,14 @@ function start() {
       refresh();
     });
   }
-  $("token").addEventListener("change", () => {
+  // The token is taken when it is changed or Enter is pressed in its field.
+  const useToken = () => {
     sessionStorage.setItem("gpuledger-token", $("token").value);
     refresh();
+  };
+  $("token").addEventListener("change", useToken);
+  $("token").addEventListener("keydown", (event) => {
+    if (event.key === "Enter") useToken();
   });
   $("controls").addEventListener("submit", (event) => {
     event.preventDefault();
