@@ -128,7 +128,7 @@ function renderChart(report, allocation, aggregate) {
 export async function renderCost(query, current) {
   const [report, allocation] = await Promise.all([
     getJson("/api/v1/report", query),
-    getJson("/api/v1/allocation", { ...query, step: stepFor(query.window) }),
+    getJson("/api/v1/allocation", { ...query, step: stepFor(query.window) }, { exact: false }),
   ]);
   if (!current()) return false;
   renderTable(report);

@@ -67,18 +67,25 @@ function renderSteps(key, allocation) {
     `${key} per step: GPU-hours granted, used, SM, tensor and DRAM active`);
 }
 
+// The allocation filter that selects one controller ("namespace/Kind/name").
+function controllerFilter(key) {
+  const [ns, kind, ...name] = key.split("/");
+  return `namespace:"${ns}"+controllerKind:"${kind}"+controllerName:"${name.join("/")}"`;
+}
+
 // Reads and draws the view for `query` and the workload the address names (the costliest one
-// when it names none); returns false when a newer render started meanwhile.
+// when it names none); returns false when a newer render started meanwhile. Only the chosen
+// workload's steps are read: a fleet has thousands of workloads.
 export async function renderWorkloads(query, current) {
   const params = { ...query, aggregate: "controller" };
-  const [report, allocation] = await Promise.all([
-    getJson("/api/v1/report", params),
-    getJson("/api/v1/allocation", { ...params, step: stepFor(query.window) }),
-  ]);
+  const report = await getJson("/api/v1/report", params);
   if (!current()) return false;
   const key = fillChoices(report, new URLSearchParams(location.hash.slice(1)).get("workload"));
   const row = report.rows.find((r) => r.key === key);
   if (!row) return true;
+  const allocation = await getJson("/api/v1/allocation",
+    { ...params, step: stepFor(query.window), filter: controllerFilter(key) });
+  if (!current()) return false;
   renderSummary(row);
   renderSteps(key, allocation);
   return true;
