@@ -242,15 +242,23 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     auto devices = billing::ReadPricedDeviceHours(**store, window);
     ASSERT_TRUE(devices.ok());
     std::map<std::string, std::pair<Nanos, GpuMicros>> plain;
+    std::map<std::string, const DeviceHour*> first_hour;  // the GPU's earliest in the window
     for (const DeviceHour& d : *devices) {
+      if (d.hour_us < window.from_us || d.hour_us >= window.to_us) continue;
       plain[d.gpu.value].first += d.price_nanos;
       plain[d.gpu.value].second += d.busy_us;
+      first_hour.try_emplace(d.gpu.value, &d);
     }
     const std::vector<DeviceSummary> summaries = SummarizeDevices(**snapshot, window);
     ASSERT_EQ(summaries.size(), plain.size());
     for (const DeviceSummary& summary : summaries) {
-      EXPECT_EQ(summary.cost_nanos, plain[summary.placement.gpu.value].first);
-      EXPECT_EQ(summary.busy_us, plain[summary.placement.gpu.value].second);
+      const std::string& gpu = summary.placement.gpu.value;
+      EXPECT_EQ(summary.cost_nanos, plain[gpu].first);
+      EXPECT_EQ(summary.busy_us, plain[gpu].second);
+      const DeviceHour& first = *first_hour.at(gpu);
+      EXPECT_EQ(summary.placement.node, first.node) << gpu;
+      EXPECT_EQ(summary.placement.sharing, first.sharing) << gpu;
+      EXPECT_EQ(summary.memory_total_bytes, first.memory_total_bytes) << gpu;
     }
   }
   EXPECT_GT(rows_seen, 500);  // the reports compared are not empty ones
