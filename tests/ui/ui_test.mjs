@@ -150,11 +150,13 @@ await compare("cost-model-24h", { window: "24h", aggregate: "gpu_model", policy:
 
 // The devices view: each GPU's row as /api/v1/devices answers it; opening one (by keyboard)
 // shows its containers as /api/v1/report grouped by device and container answers them.
-await page.goto(`${base}/#view=cost&window=7d&policy=allocation&idle=keep`);
+await page.goto(`${base}/#view=devices&window=7d&policy=allocation&idle=keep&rows=5`);
 await page.reload();
 await ready();
-await page.click("#devices-link");
-await ready();
+// Drawn 5 at a time (a fleet's thousands are drawn a page at a time): the rest by the button.
+check(await page.$$eval("#devices > tbody > tr[data-gpu]", (trs) => trs.length) === 5,
+      "devices: not 5 rows drawn first");
+while (await page.isVisible("#devices-more")) await page.click("#devices-more");
 await page.screenshot({ path: join(outDir, "devices.png"), fullPage: true });
 const devices = parseExact(await (await fetch(`${base}/api/v1/devices?window=7d`)).text()).data;
 const containers = await apiReport({ window: "7d", aggregate: "device,container", policy: "allocation",

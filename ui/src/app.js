@@ -53,7 +53,9 @@ function showError(error) {
 async function refresh() {
   const mine = ++generation;
   const q = query();
-  const state = new URLSearchParams({ view, ...q });
+  // The choices replace theirs in the address; what a view reads itself (workload, rows) stays.
+  const state = new URLSearchParams(location.hash.slice(1));
+  for (const [key, value] of Object.entries({ view, ...q })) state.set(key, value);
   const workload = $("workload").value || linkedWorkload;
   if (view === "workloads" && workload) state.set("workload", workload);
   history.replaceState(null, "", `#${state}`);

@@ -69,12 +69,21 @@ async function toggle(button, detail, device, query) {
   }
 }
 
-function renderTable(devices, query) {
+// GPUs drawn at a time: a fleet's list paints in a second, the rest a button press away. The
+// address may ask for another number (`rows=N`).
+const PAGE_ROWS = 500;
+
+function pageRows() {
+  const asked = Number(new URLSearchParams(location.hash.slice(1)).get("rows"));
+  return Number.isInteger(asked) && asked > 0 ? asked : PAGE_ROWS;
+}
+
+// Draws devices [from, from + count) and, when more remain, the button that draws the next.
+function appendRows(devices, from, count, query) {
   const body = $("devices").tBodies[0];
-  body.replaceChildren();
-  let total = 0n;
-  for (const [index, d] of devices.data.entries()) {
-    total += d.cost_nanos;
+  const to = Math.min(devices.length, from + count);
+  for (let index = from; index < to; index++) {
+    const d = devices[index];
     const button = document.createElement("button");
     button.type = "button";
     button.textContent = "containers";
@@ -91,7 +100,7 @@ function renderTable(devices, query) {
       ["busy", percent(d.busy_us, d.metered_us)],
       ["cost", formatMoney(d.cost_nanos)],
       ["containers", button],
-    ], { gpu: d.gpu_uuid }));
+    ], { gpu: d.gpu_uuid, index: String(index) }));
     const detail = body.insertRow();
     detail.id = `device-detail-${index}`;
     detail.className = "detail-row";
@@ -100,6 +109,21 @@ function renderTable(devices, query) {
     button.setAttribute("aria-controls", detail.id);
     button.addEventListener("click", () => toggle(button, detail, d, query));
   }
+  const more = $("devices-more");
+  more.hidden = to >= devices.length;
+  more.textContent = `Show ${Math.min(count, devices.length - to)} more of ${devices.length - to}`;
+  more.onclick = () => {
+    appendRows(devices, to, count, query);
+    // Keyboard users land on the first row drawn.
+    const next = body.querySelector(`tr[data-index="${to}"] button`);
+    if (next) next.focus();
+  };
+}
+
+function renderTable(devices, query) {
+  $("devices").tBodies[0].replaceChildren();
+  const total = devices.data.reduce((sum, d) => sum + d.cost_nanos, 0n);
+  appendRows(devices.data, 0, pageRows(), query);
   $("devices-total").textContent = formatMoney(total);
   $("devices-detail").textContent = `${devices.data.length} GPUs`;
 }
