@@ -179,8 +179,7 @@ class SnapshotLoader final : public store::LedgerScan {
       s_.first_usage_[d + 1] += s_.first_usage_[d];
     ComputeUnusedMemory();
     ApplyReconciliations();
-    s_.sums_ = {};
-    for (const auto& [hour, sums] : s_.hour_sums_) s_.sums_.Merge(sums);
+    s_.SumHours();
     return Status::Ok();
   }
 
@@ -290,17 +289,8 @@ class SnapshotLoader final : public store::LedgerScan {
     const std::size_t devices = room(devices_at_start_, s_.devices_.size());
     s_.devices_.reserve(devices);
     s_.first_usage_.reserve(devices + 1);
-    UsageColumns& u = s_.usage_;
-    const std::size_t rows = room(rows_at_start_, u.size());
-    u.weights.reserve(rows);
-    u.activity.reserve(rows);
-    u.consumer.reserve(rows);
-    u.placement.reserve(rows);
-    u.compute_quality.reserve(rows);
-    u.activity_quality.reserve(rows);
-    u.compute_rule.reserve(rows);
-    u.activity_rule.reserve(rows);
-    u.share_source.reserve(rows);
+    const std::size_t rows = room(rows_at_start_, s_.usage_.size());
+    s_.usage_.ForEachColumn([rows](auto& column) { column.reserve(rows); });
   }
 
   // The per-device row counts, grown as devices come in (an hour's before its rows).
@@ -530,16 +520,7 @@ void Snapshot::Keep(Micros from_us, Micros to_us) {
     keep(first_usage_, first, last + 1);
     for (std::uint32_t& offset : first_usage_) offset -= row_first;
   }
-  UsageColumns& u = usage_;
-  keep(u.weights, row_first, row_last);
-  keep(u.activity, row_first, row_last);
-  keep(u.consumer, row_first, row_last);
-  keep(u.placement, row_first, row_last);
-  keep(u.compute_quality, row_first, row_last);
-  keep(u.activity_quality, row_first, row_last);
-  keep(u.compute_rule, row_first, row_last);
-  keep(u.activity_rule, row_first, row_last);
-  keep(u.share_source, row_first, row_last);
+  usage_.ForEachColumn([&](auto& column) { keep(column, row_first, row_last); });
 
   // Bills of the kept days, and the kept devices' prices as billed, renumbered.
   std::vector<std::uint32_t> renumbered(reconciliations_.size(), UINT32_MAX);
@@ -559,8 +540,7 @@ void Snapshot::Keep(Micros from_us, Micros to_us) {
 
   std::erase_if(hour_sums_,
                 [&](const auto& hour) { return hour.first < from_us || hour.first >= to_us; });
-  sums_ = {};
-  for (const auto& [hour, sums] : hour_sums_) sums_.Merge(sums);
+  SumHours();
   if (first > 0) DropUnusedEntries();
 }
 
@@ -595,15 +575,7 @@ void Snapshot::DropUnusedEntries() {
 void Snapshot::Clear() {
   devices_.clear();
   first_usage_.clear();
-  usage_.weights.clear();
-  usage_.activity.clear();
-  usage_.consumer.clear();
-  usage_.placement.clear();
-  usage_.compute_quality.clear();
-  usage_.activity_quality.clear();
-  usage_.compute_rule.clear();
-  usage_.activity_rule.clear();
-  usage_.share_source.clear();
+  usage_.ForEachColumn([](auto& column) { column.clear(); });
   consumers_.clear();
   consumer_keys_.clear();
   placements_.clear();
@@ -613,6 +585,11 @@ void Snapshot::Clear() {
   reconciled_.clear();
   hour_sums_.clear();
   sums_ = {};
+}
+
+void Snapshot::SumHours() {
+  sums_ = {};
+  for (const auto& [hour, sums] : hour_sums_) sums_.Merge(sums);
 }
 
 std::pair<std::size_t, std::size_t> Snapshot::DeviceRange(Micros from_us, Micros to_us) const {

@@ -68,6 +68,19 @@ struct UsageColumns {
   std::vector<std::uint16_t> activity_rule;
   std::vector<std::uint16_t> share_source;
   std::size_t size() const { return consumer.size(); }
+  // Calls f(column) for every column: what is done to all of them alike (clear, reserve, cut).
+  template <typename F>
+  void ForEachColumn(F&& f) {
+    f(weights);
+    f(activity);
+    f(consumer);
+    f(placement);
+    f(compute_quality);
+    f(activity_quality);
+    f(compute_rule);
+    f(activity_rule);
+    f(share_source);
+  }
 };
 
 class Snapshot {
@@ -141,6 +154,8 @@ class Snapshot {
   // snapshot stays bounded).
   void Keep(Micros from_us, Micros to_us);
   void DropUnusedEntries();
+  // sums_ from hour_sums_.
+  void SumHours();
   // The sums of every hour's rows (sums_ is their merge): a refresh drops and re-reads hours.
   std::map<Micros, report::SumCheck> hour_sums_;
   TimeRange range_;
