@@ -71,6 +71,18 @@ page.on("response", (r) => {
   if (r.status() >= 400) failures.push(`${r.status()} for ${r.url()}`);
 });
 
+// The table rows `selector` names as the page shows them: the text of each of a row's cells by
+// field (data-field), and its data attributes (which name the row: they win over a cell).
+function shownRows(selector) {
+  return page.$$eval(selector, (trs) => trs.map((tr) => {
+    const row = {};
+    for (const cell of tr.querySelectorAll(":scope > [data-field]")) {
+      row[cell.dataset.field] = cell.textContent;
+    }
+    return { ...row, ...tr.dataset };
+  }));
+}
+
 async function ready() {
   await page.waitForFunction(() => document.body.dataset.state === "ready", null, { timeout: 30000 });
 }
@@ -80,11 +92,7 @@ async function compare(view, params) {
   await ready();
   await page.screenshot({ path: join(outDir, `${view}.png`), fullPage: true });
   const report = await apiReport(params);
-  const shown = await page.$$eval("#rows tbody tr", (trs) => trs.map((tr) => {
-    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
-    return { key: tr.dataset.key, cost: cell("cost"), granted: cell("granted"), used: cell("used"),
-             quality: cell("quality") };
-  }));
+  const shown = await shownRows("#rows tbody tr");
   const byKey = new Map(shown.map((r) => [r.key, r]));
   check(report.rows.length > 1, `${view}: the API answered ${report.rows.length} rows`);
   for (const row of report.rows) {
@@ -111,14 +119,13 @@ async function compare(view, params) {
         `${view}: the page does not say every nano is accounted for`);
   check(await page.$("#chart canvas") !== null, `${view}: no chart drawn`);
   // Beside the per-device method: each group's naive figures as the API has them.
-  const naive = await page.$$eval("#naive tbody tr", (trs) => trs.map((tr) => ({
-    key: tr.dataset.key, used: tr.querySelector('[data-field="naive-used"]').textContent,
-    cost: tr.querySelector('[data-field="naive-cost"]').textContent })));
+  const naive = await shownRows("#naive tbody tr");
   check(naive.length === report.rows.length, `${view}: ${naive.length} naive rows`);
   for (const [i, row] of report.rows.entries()) {
     const got = naive[i] || {};
-    check(got.key === row.key && got.used === hours(row.naive.compute_gpu_us) &&
-          got.cost === money(row.naive.cost_nanos), `${view}: naive ${row.key} ${got.used} ${got.cost}`);
+    check(got.key === row.key && got["naive-used"] === hours(row.naive.compute_gpu_us) &&
+          got["naive-cost"] === money(row.naive.cost_nanos),
+          `${view}: naive ${row.key} ${got["naive-used"]} ${got["naive-cost"]}`);
   }
   return report;
 }
@@ -161,11 +168,7 @@ await page.screenshot({ path: join(outDir, "devices.png"), fullPage: true });
 const devices = parseExact(await (await fetch(`${base}/api/v1/devices?window=7d`)).text()).data;
 const containers = await apiReport({ window: "7d", aggregate: "device,container", policy: "allocation",
                                      idle: "keep" });
-const shownDevices = await page.$$eval("#devices > tbody > tr[data-gpu]", (trs) => trs.map((tr) => {
-  const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
-  return { gpu: tr.dataset.gpu, model: cell("model"), sharing: cell("sharing"), granted: cell("granted"),
-           used: cell("used"), idle: cell("idle"), cost: cell("cost") };
-}));
+const shownDevices = await shownRows("#devices > tbody > tr[data-gpu]");
 check(shownDevices.length === devices.length && devices.length > 0,
       `devices: ${shownDevices.length} rows on the page, the API has ${devices.length}`);
 for (const [i, d] of devices.entries()) {
@@ -185,11 +188,8 @@ check(await page.getAttribute(opener, "aria-expanded") === "true", "devices: Ent
 await page.waitForSelector(`#devices tr.detail-row[data-state="ready"] table.containers`);
 await page.screenshot({ path: join(outDir, "device-open.png"), fullPage: true });
 const onIt = containers.rows.filter((r) => r.key.startsWith(`${shared.gpu_uuid}/`));
-const shownContainers = await page.$$eval(`table.containers[data-gpu="${shared.gpu_uuid}"] tbody tr[data-key]`,
-  (trs) => trs.map((tr) => {
-    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
-    return { key: tr.dataset.key, cost: cell("cost"), quality: cell("quality"), source: cell("source") };
-  }));
+const shownContainers =
+  await shownRows(`table.containers[data-gpu="${shared.gpu_uuid}"] tbody tr[data-key]`);
 check(onIt.length > 1 && shownContainers.length === onIt.length,
       `device ${shared.gpu_uuid}: ${shownContainers.length} containers shown, the API has ${onIt.length}`);
 for (const [i, r] of onIt.entries()) {
@@ -224,10 +224,7 @@ for (const workload of ["research/Job/vision-finetune", "research/Job/llm-pretra
   const steps = parseExact(await (await fetch(`${base}/api/v1/allocation?${new URLSearchParams(
     { window: "7d", aggregate: "controller", policy: "allocation", idle: "keep", step: "1d" })}`)).text())
     .data.map((set) => set[workload]).filter((e) => e);
-  const shownSteps = await page.$$eval("#workload-steps tbody tr", (trs) => trs.map((tr) => {
-    const cell = (f) => tr.querySelector(`[data-field="${f}"]`).textContent;
-    return { start: cell("start"), used: cell("used"), sm: cell("sm"), class: cell("class") };
-  }));
+  const shownSteps = await shownRows("#workload-steps tbody tr");
   check(steps.length > 1 && shownSteps.length === steps.length,
         `workload ${workload}: ${shownSteps.length} steps shown, the API has ${steps.length}`);
   for (const [i, e] of steps.entries()) {
@@ -244,8 +241,7 @@ await page.click("#waste-link");
 await ready();
 const findings = parseExact(await (await fetch(`${base}/api/v1/findings?window=7d`)).text());
 const plan = parseExact(await (await fetch(`${base}/api/v1/recommendations?window=7d`)).text());
-const shownFindings = await page.$$eval("#findings tbody tr", (trs) => trs.map((tr) => ({
-  kind: tr.dataset.kind, cost: tr.querySelector('[data-field="cost"]').textContent })));
+const shownFindings = await shownRows("#findings tbody tr");
 check(findings.findings.length > 3 && shownFindings.length === findings.findings.length,
       `findings: ${shownFindings.length} on the page, the API has ${findings.findings.length}`);
 for (const [i, f] of findings.findings.entries()) {
@@ -253,8 +249,7 @@ for (const [i, f] of findings.findings.entries()) {
   check(got.kind === f.kind && got.cost === money(f.cost_nanos), `findings: row ${i} ${got.kind} ${got.cost}`);
 }
 check(await page.textContent("#findings-total") === money(findings.total_cost_nanos), "findings: total");
-const shownPlan = await page.$$eval("#recommendations tbody tr", (trs) => trs.map((tr) => ({
-  workload: tr.dataset.workload, saving: tr.querySelector('[data-field="saving"]').textContent })));
+const shownPlan = await shownRows("#recommendations tbody tr");
 check(plan.recommendations.length > 3 && shownPlan.length === plan.recommendations.length,
       `recommendations: ${shownPlan.length} on the page, the API has ${plan.recommendations.length}`);
 for (const [i, r] of plan.recommendations.entries()) {

@@ -3,6 +3,14 @@
 const NANOS_PER_UNIT = 1000000000n;
 const GPU_US_PER_HOUR = 3.6e9;
 
+// The page's element of that id.
+export const $ = (id) => document.getElementById(id);
+
+// The step a view's chart sums by: hours over the last 24 hours, days beyond.
+export function stepFor(window) {
+  return window === "24h" ? "1h" : "1d";
+}
+
 // JSON with every integer as a BigInt (the API's integers are exact to the nano or the µs,
 // past what a double holds).
 export function parseExact(text) {

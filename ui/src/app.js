@@ -1,12 +1,12 @@
 // The page: one form of choices (window, grouping, policy, idle) shared by its views, the view
 // shown, and the state of both kept in the URL's fragment, so a view can be linked to. Every
 // figure a view shows it reads from the REST API (api.js).
+import { $ } from "./api.js";
 import { renderCost } from "./cost.js";
 import { renderDevices } from "./devices.js";
 import { renderWaste } from "./waste.js";
 import { renderWorkloads } from "./workloads.js";
 
-const $ = (id) => document.getElementById(id);
 const VIEWS = {
   cost: renderCost,
   devices: renderDevices,

@@ -1,19 +1,12 @@
 // The cost view: the window's groups from /api/v1/report (table and total) and their cost per
 // step from /api/v1/allocation (the chart), for the same query.
-import { formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
+import { $, formatMoney, getJson, gpuHours, percent, stepFor, tableRow } from "./api.js";
 
 const TOP_GROUPS = 7;  // the chart's groups; the rest are summed into "other"
 const COLORS = ["#3266cc", "#e07b24", "#2e9e5b", "#c43d5c", "#8459c1", "#1f9fae", "#b59a1b",
                 "#7a7a7a"];
 const IDLE_COLOR = "#c8c8c8";
 const UNATTRIBUTED_COLOR = "#5b5b5b";
-
-const $ = (id) => document.getElementById(id);
-
-// One step a set: hours over a day, days beyond.
-function stepFor(window) {
-  return window === "24h" ? "1h" : "1d";
-}
 
 function renderTable(report) {
   const body = $("rows").tBodies[0];

@@ -3,9 +3,7 @@
 // each came from (/api/v1/report grouped by device and container, for the same window, policy
 // and idle handling, filtered to the GPU's node: read when opened, so a fleet of 10,000 GPUs
 // does not send every container up front).
-import { formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
-
-const $ = (id) => document.getElementById(id);
+import { $, formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
 
 function band(value) {
   return value == null ? "not measured" : `±${(Number(value) * 100).toFixed(0)}%`;

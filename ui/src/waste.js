@@ -1,8 +1,6 @@
 // The waste view: guardrail findings with what each cost (/api/v1/findings) and the rightsizing
 // plan with what each change would save a month (/api/v1/recommendations), for the window.
-import { formatMoney, getJson, tableRow } from "./api.js";
-
-const $ = (id) => document.getElementById(id);
+import { $, formatMoney, getJson, tableRow } from "./api.js";
 
 // A cell that shows `summary` and opens onto `lines` (the API's own explanation).
 function explained(summary, lines) {

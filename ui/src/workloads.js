@@ -2,9 +2,8 @@
 // why (/api/v1/report grouped by controller), and per step its granted and used GPU time with
 // the SM, tensor and DRAM activity behind it and each step's class (/api/v1/allocation with the
 // same grouping and a step).
-import { formatMoney, getJson, gpuHours, tableRow } from "./api.js";
+import { $, formatMoney, getJson, gpuHours, stepFor, tableRow } from "./api.js";
 
-const $ = (id) => document.getElementById(id);
 const SERIES = [
   ["granted", "#c8c8c8", (e) => e.allocated_gpu_us],
   ["used", "#3266cc", (e) => e.compute_gpu_us],
@@ -12,10 +11,6 @@ const SERIES = [
   ["tensor active", "#2e9e5b", (e) => e.activity.tensor_active_gpu_us],
   ["DRAM active", "#8459c1", (e) => e.activity.dram_active_gpu_us],
 ];
-
-function stepFor(window) {
-  return window === "24h" ? "1h" : "1d";
-}
 
 function fillChoices(report, wanted) {
   const select = $("workload");
