@@ -77,8 +77,11 @@ Result<Filter> ParseFilter(std::string_view text) {
     }
     for (std::string_view v : Split(clause.substr(colon + 1), ',')) {
       v = Trim(v);
-      if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-      if (v.empty()) return InvalidArgument(fmt::format("'{}': empty value", clause));
+      const bool quoted = v.size() >= 2 && v.front() == '"' && v.back() == '"';
+      if (quoted) v = v.substr(1, v.size() - 2);
+      // "" names what has no value (a pod without the label); a bare empty value is a typo.
+      if (v.empty() && !quoted)
+        return InvalidArgument(fmt::format("'{}': empty value (\"\" for none)", clause));
       c.values.emplace_back(v);
     }
     filter.push_back(std::move(c));

@@ -4,7 +4,8 @@
 //   field:"v1","v2"    the field equals one of the values
 //   field!:"v1"        the field equals none of them
 // Fields: namespace, node, pod, container, controllerKind, controllerName, label[KEY] (pod
-// label, else the namespace's), gpu_model, sharing_mode. Quotes are optional.
+// label, else the namespace's), gpu_model, sharing_mode. Quotes are optional; "" (quoted) is the
+// value of a field that has none: label[team]:"" is what reports group as "unlabelled".
 
 #include <string>
 #include <string_view>

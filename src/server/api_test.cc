@@ -151,6 +151,20 @@ TEST_F(ApiTest, FilterSelectsConsumersByLabelWithNamespaceInheritance) {
   EXPECT_EQ(k["data"][0].size(), 2u);  // web/api-0, web/api-1
 }
 
+// A quoted empty value selects what has no value: label[KEY]:"" is the "unlabelled" group of a
+// grouping by that label (the web UI's team filter asks for it so).
+TEST_F(ApiTest, AnEmptyQuotedValueSelectsConsumersWithoutTheLabel) {
+  json all = Get("/api/v1/report", {{"aggregate", "pod"}});
+  json unowned = Get("/api/v1/report", {{"aggregate", "pod"}, {"filter", "label[owner]:\"\""}});
+  EXPECT_EQ(unowned["rows"], all["rows"]);  // nobody carries an owner label
+  json untagged = Get("/api/v1/report", {{"aggregate", "pod"}, {"filter", "label[team]:\"\""}});
+  EXPECT_TRUE(untagged["rows"].empty()) << untagged.dump();  // everyone has a team
+  json tagged = Get("/api/v1/report", {{"aggregate", "pod"}, {"filter", "label[team]!:\"\""}});
+  EXPECT_EQ(tagged["rows"], all["rows"]);
+  json typo = Get("/api/v1/report", {{"filter", "label[team]:"}}, 400);
+  EXPECT_NE(typo["error"].get<std::string>().find("empty value"), std::string::npos);
+}
+
 // A filter selects consumers before they are summed: a team's row holds only its matching
 // consumers, each at its whole-cluster cost (issue 32; a group was kept whole when any of its
 // rows matched).

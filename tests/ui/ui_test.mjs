@@ -150,6 +150,41 @@ await page.selectOption("#idle", "share");
 await compare("cost-team-compute-share",
               { window: "7d", aggregate: "label:team", policy: "compute", idle: "share" });
 
+// Only one team: the rows are its consumers' (the API's report with the label filter), the total
+// theirs beside the window's, no idle or unattributed row; the address keeps the team, and the
+// workloads view lists only the team's workloads.
+await page.selectOption("#aggregate", "namespace");
+await ready();
+await page.selectOption("#team", "inference");
+await ready();
+await page.screenshot({ path: join(outDir, "cost-one-team.png"), fullPage: true });
+const teamParams = { window: "7d", aggregate: "namespace", policy: "compute", idle: "share",
+                     filter: 'label[team]:"inference"' };
+const teamReport = await apiReport(teamParams);
+const teamRows = await shownRows("#rows tbody tr");
+check(teamReport.rows.length > 0 && teamRows.length === teamReport.rows.length,
+      `one team: ${teamRows.length} rows on the page, the API has ${teamReport.rows.length}`);
+for (const [i, row] of teamReport.rows.entries()) {
+  const got = teamRows[i] || {};
+  check(got.key === row.key && got.cost === money(row.cost_nanos) &&
+        got.used === hours(row.compute_gpu_us), `one team: row ${i} ${JSON.stringify(got)}`);
+}
+const theirs = teamReport.rows.reduce((sum, r) => sum + BigInt(r.cost_nanos), 0n);
+check(await page.textContent("#total") === money(String(theirs)),
+      `one team: total ${await page.textContent("#total")}, the API's rows sum to ${theirs}`);
+check((await page.textContent("#total-detail")).endsWith(money(teamReport.total.device_cost_nanos)),
+      "one team: the window's whole cost is not beside the team's");
+check(new URLSearchParams(new URL(page.url()).hash.slice(1)).get("team") === "inference",
+      "one team: the address does not keep the team");
+await page.click("#workloads-link");
+await ready();
+const teamWorkloads = await apiReport({ ...teamParams, aggregate: "controller" });
+const listed = await page.$$eval("#workload option", (os) => os.map((o) => o.value));
+check(listed.length > 0 && listed.join() === teamWorkloads.rows.map((r) => r.key).join(),
+      `one team: workloads ${listed.join()}`);
+await page.selectOption("#team", "");
+await ready();
+
 // A link keeps the view: the fragment holds the choice.
 await page.goto(`${base}/#window=24h&aggregate=gpu_model&policy=allocation&idle=keep`);
 await page.reload();
@@ -275,7 +310,7 @@ for (let i = 0; i < 20; i++) {
   await page.keyboard.press("Tab");
   reached.add(await page.evaluate(() => document.activeElement && document.activeElement.id));
 }
-for (const id of ["window", "aggregate", "label-key", "policy", "idle"]) {
+for (const id of ["window", "aggregate", "label-key", "team", "policy", "idle"]) {
   check(reached.has(id), `the keyboard never reaches #${id}`);
 }
 // And changed with it: the policy by arrow keys.
@@ -314,6 +349,6 @@ if (failures.length > 0) {
   console.error(`FAIL: ${failures.length} problem(s):\n  ${failures.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`ok: 5 cost views, the devices, a device's containers, two workloads, findings and ` +
+console.log(`ok: 5 cost views, one team's, the devices, a device's containers, two workloads, findings and ` +
             `savings compared with the API; ` +
             `screenshots in ${outDir}`);

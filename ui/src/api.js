@@ -3,8 +3,16 @@
 const NANOS_PER_UNIT = 1000000000n;
 const GPU_US_PER_HOUR = 3.6e9;
 
+// The group a report by a label gives what lacks the label.
+export const UNLABELLED = "unlabelled";
+
 // The page's element of that id.
 export const $ = (id) => document.getElementById(id);
+
+// A chart's value scale: from zero (a bar's height is its value), to a little above the top.
+export function fromZero(u, min, max) {
+  return [0, max > 0 ? max * 1.05 : 1];
+}
 
 // The step a view's chart sums by: hours over the last 24 hours, days beyond.
 export function stepFor(window) {

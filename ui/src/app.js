@@ -1,7 +1,7 @@
 // The page: one form of choices (window, grouping, policy, idle) shared by its views, the view
 // shown, and the state of both kept in the URL's fragment, so a view can be linked to. Every
 // figure a view shows it reads from the REST API (api.js).
-import { $ } from "./api.js";
+import { $, getJson, UNLABELLED } from "./api.js";
 import { renderCost } from "./cost.js";
 import { renderDevices } from "./devices.js";
 import { renderWaste } from "./waste.js";
@@ -15,29 +15,73 @@ const VIEWS = {
 };
 // The choices each view reads (the others are hidden there).
 const USES = {
-  cost: ["aggregate", "policy", "idle"],
+  cost: ["aggregate", "policy", "idle", "team"],
   devices: ["policy", "idle"],
-  workloads: ["policy", "idle"],
+  workloads: ["policy", "idle", "team"],
   waste: [],
 };
-const CONTROLS = ["window", "aggregate", "label-key", "policy", "idle"];
+const CONTROLS = ["window", "aggregate", "label-key", "team", "policy", "idle"];
 
 let view = "cost";
 let linkedWorkload = "";  // the workload the address named, until the view lists them
 let generation = 0;
+const teamLists = new Map();  // "window|key" -> the values the label has in that window
+
+// The label a "By label" grouping and the team filter read ("team" unless changed).
+function labelKey() {
+  return $("label-key").value.trim() || "team";
+}
 
 function aggregateParam() {
   const by = $("aggregate").value;
-  return by === "label" ? `label:${$("label-key").value.trim() || "team"}` : by;
+  return by === "label" ? `label:${labelKey()}` : by;
+}
+
+// The team filter: the consumers whose label has the chosen value; the report's "unlabelled"
+// group is those without the label ("" in the API's filter).
+function teamFilter() {
+  const team = $("team").value;
+  if (!team) return "";
+  return `label[${labelKey()}]:"${team === UNLABELLED ? "" : team}"`;
 }
 
 function query() {
-  return {
+  const q = {
     window: $("window").value,
     aggregate: aggregateParam(),
     policy: $("policy").value,
     idle: $("idle").value,
   };
+  const filter = USES[view].includes("team") ? teamFilter() : "";
+  if (filter) q.filter = filter;
+  return q;
+}
+
+// Makes `value` one of the team choices (a linked team, before the window's teams are read).
+function offerTeam(value) {
+  const select = $("team");
+  if (value && ![...select.options].some((o) => o.value === value)) {
+    select.append(new Option(value, value));
+  }
+  select.value = value;
+}
+
+// The team choices: the label's values in the window (the groups of a report by the label),
+// read once per window and key, after the view is drawn so they never delay it.
+async function fillTeams() {
+  const window = $("window").value;
+  const key = labelKey();
+  $("team-key").textContent = key;
+  const id = `${window}|${key}`;
+  if (!teamLists.has(id)) {
+    const report = await getJson("/api/v1/report", { window, aggregate: `label:${key}` });
+    teamLists.set(id, report.rows.map((r) => r.key));
+  }
+  const select = $("team");
+  const chosen = select.value;
+  select.replaceChildren(new Option("everyone", ""),
+                         ...teamLists.get(id).map((team) => new Option(team, team)));
+  offerTeam(chosen);
 }
 
 function showError(error) {
@@ -58,6 +102,11 @@ async function refresh() {
   for (const [key, value] of Object.entries({ view, ...q })) state.set(key, value);
   const workload = $("workload").value || linkedWorkload;
   if (view === "workloads" && workload) state.set("workload", workload);
+  if ($("team").value) {
+    state.set("team", $("team").value);
+  } else {
+    state.delete("team");
+  }
   history.replaceState(null, "", `#${state}`);
   for (const name of Object.keys(VIEWS)) {
     $(`${name}-view`).hidden = name !== view;
@@ -68,13 +117,20 @@ async function refresh() {
       link.removeAttribute("aria-current");
     }
   }
-  for (const id of ["aggregate", "policy", "idle"]) $(`${id}-field`).hidden = !USES[view].includes(id);
+  for (const id of ["aggregate", "policy", "idle", "team"]) {
+    $(`${id}-field`).hidden = !USES[view].includes(id);
+  }
   $("label-key-field").hidden = view !== "cost" || $("aggregate").value !== "label";
   document.body.dataset.state = "loading";
   try {
     if (!(await VIEWS[view](q, () => mine === generation))) return;
     $("error").hidden = true;
     document.body.dataset.state = "ready";
+    if (USES[view].includes("team")) {
+      fillTeams().catch((error) => {
+        if (mine === generation) showError(error);
+      });
+    }
   } catch (error) {
     if (mine !== generation) return;
     showError(error);
@@ -96,10 +152,13 @@ function restoreFromUrl() {
   } else if (aggregate) {
     $("aggregate").value = aggregate;
   }
+  offerTeam(saved.get("team") || "");
 }
 
 function start() {
   restoreFromUrl();
+  // Another label key: its values are other teams.
+  $("label-key").addEventListener("change", () => offerTeam(""));
   for (const id of CONTROLS) $(id).addEventListener("change", refresh);
   $("workload").addEventListener("change", refresh);
   for (const name of Object.keys(VIEWS)) {

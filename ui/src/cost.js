@@ -1,6 +1,6 @@
 // The cost view: the window's groups from /api/v1/report (table and total) and their cost per
 // step from /api/v1/allocation (the chart), for the same query.
-import { $, formatMoney, getJson, gpuHours, percent, stepFor, tableRow } from "./api.js";
+import { $, formatMoney, fromZero, getJson, gpuHours, percent, stepFor, tableRow } from "./api.js";
 
 const TOP_GROUPS = 7;  // the chart's groups; the rest are summed into "other"
 const COLORS = ["#3266cc", "#e07b24", "#2e9e5b", "#c43d5c", "#8459c1", "#1f9fae", "#b59a1b",
@@ -8,13 +8,17 @@ const COLORS = ["#3266cc", "#e07b24", "#2e9e5b", "#c43d5c", "#8459c1", "#1f9fae"
 const IDLE_COLOR = "#c8c8c8";
 const UNATTRIBUTED_COLOR = "#5b5b5b";
 
-function renderTable(report) {
+// The table of groups and the total. Filtered (a team), the rows are that team's consumers and
+// the total theirs, beside the window's whole cost; idle and unattributed time are nobody's.
+function renderTable(report, filtered) {
   const body = $("rows").tBodies[0];
   body.replaceChildren();
   const total = report.total.device_cost_nanos;
   const rows = report.rows.map((r) => ({ ...r, name: r.key }));
-  rows.push({ ...report.idle, name: "idle", kind: "idle" });
-  rows.push({ ...report.unattributed, name: "unattributed", kind: "unattributed" });
+  if (!filtered) {
+    rows.push({ ...report.idle, name: "idle", kind: "idle" });
+    rows.push({ ...report.unattributed, name: "unattributed", kind: "unattributed" });
+  }
   for (const r of rows) {
     if (r.kind && r.cost_nanos === 0n && r.allocated_gpu_us === 0n && r.compute_gpu_us === 0n) {
       continue;
@@ -31,6 +35,13 @@ function renderTable(report) {
     body.append(tr);
   }
   const groups = report.rows.reduce((sum, r) => sum + r.cost_nanos, 0n);
+  $("total-label").textContent = filtered ? "Theirs" : "Total";
+  if (filtered) {
+    $("total").textContent = formatMoney(groups);
+    $("total-detail").textContent =
+      `${percent(groups, total)} of the window's ${formatMoney(total)}`;
+    return;
+  }
   const accounted = groups + report.idle.cost_nanos + report.unattributed.cost_nanos;
   $("total").textContent = formatMoney(total);
   $("total-detail").textContent =
@@ -40,7 +51,7 @@ function renderTable(report) {
 }
 
 // Each group's figures beside what the per-device method would have said (the rows' "naive").
-function renderNaive(report) {
+function renderNaive(report, filtered) {
   const body = $("naive").tBodies[0];
   body.replaceChildren();
   let naiveUsed = 0n;
@@ -56,19 +67,23 @@ function renderNaive(report) {
       ["naive-cost", formatMoney(r.naive.cost_nanos)],
     ], { key: r.key }));
   }
-  const busy = report.total.busy_us;
-  const billed = report.total.device_cost_nanos;
+  // Against the devices' busy time and cost; for one team, against what it was attributed.
+  const sum = (of) => report.rows.reduce((s, r) => s + of(r), 0n);
+  const busy = filtered ? sum((r) => r.compute_gpu_us) : report.total.busy_us;
+  const billed = filtered ? sum((r) => r.cost_nanos) : report.total.device_cost_nanos;
+  const truth = filtered ? "gpuledger attributes to them" : "the devices were busy";
   $("naive-summary").textContent = busy > 0n && billed !== 0n
     ? `The per-device method reports ${(Number(naiveUsed) / Number(busy)).toFixed(2)}x the GPU ` +
-      `time the devices were busy (${gpuHours(naiveUsed)} GPU-hours for ${gpuHours(busy)}) and ` +
-      `bills ${(Number(naiveCost) / Number(billed)).toFixed(2)}x their cost ` +
+      `time ${truth} (${gpuHours(naiveUsed)} GPU-hours for ${gpuHours(busy)}) and ` +
+      `bills ${(Number(naiveCost) / Number(billed)).toFixed(2)}x ` +
+      `${filtered ? "what they were charged" : "their cost"} ` +
       `(${formatMoney(naiveCost)} for ${formatMoney(billed)}).`
     : "";
 }
 
 let chart = null;
 
-function renderChart(report, allocation, aggregate) {
+function renderChart(report, allocation, aggregate, filtered) {
   const sets = allocation.data;
   const top = report.rows.slice(0, TOP_GROUPS).map((r) => r.key);
   const named = new Set(top);
@@ -80,8 +95,10 @@ function renderChart(report, allocation, aggregate) {
     }
   }
   if (others.size > 0) series.push({ label: "other", color: COLORS[7], keys: [...others] });
-  series.push({ label: "idle", color: IDLE_COLOR, keys: ["__idle__"] });
-  series.push({ label: "unattributed", color: UNATTRIBUTED_COLOR, keys: ["__unattributed__"] });
+  if (!filtered) {
+    series.push({ label: "idle", color: IDLE_COLOR, keys: ["__idle__"] });
+    series.push({ label: "unattributed", color: UNATTRIBUTED_COLOR, keys: ["__unattributed__"] });
+  }
 
   const xs = sets.map((set) => {
     const first = Object.values(set)[0];
@@ -96,7 +113,7 @@ function renderChart(report, allocation, aggregate) {
   const options = {
     width: Math.max(320, $("chart").clientWidth || 800),
     height: 280,
-    scales: { x: { time: true } },
+    scales: { x: { time: true }, y: { range: fromZero } },
     axes: [{}, { label: "cost", size: 70 }],
     series: [
       {},
@@ -116,16 +133,17 @@ function renderChart(report, allocation, aggregate) {
     `Cost by ${aggregate} per step, stacked: ${series.map((s) => s.label).join(", ")}`);
 }
 
-// Reads and draws the view for `query` (window, aggregate, policy, idle); returns false when a
-// newer render started meanwhile (`current` says which is newest).
+// Reads and draws the view for `query` (window, aggregate, policy, idle, a team's filter);
+// returns false when a newer render started meanwhile (`current` says which is newest).
 export async function renderCost(query, current) {
   const [report, allocation] = await Promise.all([
     getJson("/api/v1/report", query),
     getJson("/api/v1/allocation", { ...query, step: stepFor(query.window) }, { exact: false }),
   ]);
   if (!current()) return false;
-  renderTable(report);
-  renderChart(report, allocation, query.aggregate);
-  renderNaive(report);
+  const filtered = Boolean(query.filter);
+  renderTable(report, filtered);
+  renderChart(report, allocation, query.aggregate, filtered);
+  renderNaive(report, filtered);
   return true;
 }

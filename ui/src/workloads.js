@@ -2,7 +2,7 @@
 // why (/api/v1/report grouped by controller), and per step its granted and used GPU time with
 // the SM, tensor and DRAM activity behind it and each step's class (/api/v1/allocation with the
 // same grouping and a step).
-import { $, formatMoney, getJson, gpuHours, stepFor, tableRow } from "./api.js";
+import { $, formatMoney, fromZero, getJson, gpuHours, stepFor, tableRow } from "./api.js";
 
 const SERIES = [
   ["granted", "#c8c8c8", (e) => e.allocated_gpu_us],
@@ -51,7 +51,7 @@ function renderSteps(key, allocation) {
   const options = {
     width: Math.max(320, $("workload-chart").clientWidth || 800),
     height: 240,
-    scales: { x: { time: true } },
+    scales: { x: { time: true }, y: { range: fromZero } },
     axes: [{}, { label: "GPU-hours", size: 60 }],
     series: [{}, ...SERIES.map(([label, color]) => ({ label, stroke: color, width: 2 }))],
   };
@@ -79,7 +79,8 @@ export async function renderWorkloads(query, current) {
   const row = report.rows.find((r) => r.key === key);
   if (!row) return true;
   const allocation = await getJson("/api/v1/allocation",
-    { ...params, step: stepFor(query.window), filter: controllerFilter(key) });
+    { ...params, step: stepFor(query.window),
+      filter: [query.filter, controllerFilter(key)].filter((f) => f).join("+") });
   if (!current()) return false;
   renderSummary(row);
   renderSteps(key, allocation);
