@@ -23,6 +23,9 @@ for (let run = 1; run <= 3; run++) {
   await page.waitForFunction(() => document.body.dataset.state === "ready", null,
                              { timeout: 300000 });
   console.log(`run ${run}: ${hash}: ${((Date.now() - t0) / 1000).toFixed(2)} s`);
+  // What the page reads after its figures (the team choices) finishes before the next run, so
+  // no run waits on the one before's requests.
+  await page.waitForLoadState("networkidle");
   await page.close();
 }
 await browser.close();

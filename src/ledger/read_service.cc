@@ -102,6 +102,20 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
   return BuildReports(**snapshot, query);
 }
 
+Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
+                                                  const ReportQuery& query) {
+  auto snapshot = SnapshotFor(store, query.window);
+  if (!snapshot) return snapshot.error();
+  auto steps = BuildReports(**snapshot, query);
+  if (!steps) return steps.error();
+  if (StepsSumToWindow(query)) return SteppedReport{SumSteps(*steps), std::move(*steps)};
+  ReportQuery whole = query;
+  whole.step = 0;
+  auto window = BuildReports(**snapshot, whole);
+  if (!window) return window.error();
+  return SteppedReport{std::move(window->front()), std::move(*steps)};
+}
+
 ReadServiceStats ReadService::stats() const {
   return {cache_hits_.load(), cache_loads_.load(), cache_refreshes_.load(), direct_reads_.load()};
 }

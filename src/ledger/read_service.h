@@ -31,11 +31,20 @@ struct ReadServiceStats {
   std::int64_t direct_reads = 0;     // windows outside the kept days, read for one query
 };
 
+// A window's report and its steps' reports, from one snapshot.
+struct SteppedReport {
+  report::Report window;
+  std::vector<report::Report> steps;
+};
+
 class ReadService {
  public:
   explicit ReadService(ReadServiceOptions options = {}) : options_(options) {}
 
   Result<std::vector<report::Report>> Reports(store::LedgerStore& store, const ReportQuery& query);
+  // The report over query.window and the reports of its steps (query.step > 0) in one pass
+  // where the steps sum to the window (StepsSumToWindow), so a page drawing both pays once.
+  Result<SteppedReport> ReportAndSteps(store::LedgerStore& store, const ReportQuery& query);
   // A snapshot covering `window` at the ledger's current generation.
   Result<std::shared_ptr<const Snapshot>> SnapshotFor(store::LedgerStore& store,
                                                       const TimeRange& window);

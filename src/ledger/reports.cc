@@ -470,6 +470,22 @@ constexpr Micros kPartDays = 1;
 
 }  // namespace
 
+bool StepsSumToWindow(const ReportQuery& query) {
+  return query.idle.kind != cost::IdleHandling::Kind::kNamespace ||
+         std::none_of(query.group_by.begin(), query.group_by.end(), [](const report::Dimension& d) {
+           return d.kind == report::Dimension::Kind::kLabel;
+         });
+}
+
+report::Report SumSteps(const std::vector<report::Report>& steps) {
+  if (steps.empty()) return {};
+  MergedReports merged;
+  for (const report::Report& step : steps) merged.Add({step});
+  report::Report window = std::move(merged.Finish().front());
+  window.to_us = steps.back().to_us;
+  return window;
+}
+
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
                                                 const store::StoreOpener& open_more) {
   auto whole = [&]() -> Result<std::vector<report::Report>> {
@@ -477,13 +493,8 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     if (!snapshot) return snapshot.error();
     return BuildReports(**snapshot, query);
   };
-  // The platform row's labels depend on the idle namespace having a row anywhere in the step:
-  // read such a report whole rather than a day at a time.
-  const bool platform_labels =
-      query.idle.kind == cost::IdleHandling::Kind::kNamespace &&
-      std::any_of(query.group_by.begin(), query.group_by.end(), [](const report::Dimension& d) {
-        return d.kind == report::Dimension::Kind::kLabel;
-      });
+  // Days do not sum to the window there (StepsSumToWindow): read such a report whole.
+  const bool platform_labels = !StepsSumToWindow(query);
   const TimeRange days = billing::WholeDays(query.window.from_us, query.window.to_us);
   const Micros part = kPartDays * kMicrosPerDay;
   if (platform_labels || days.to_us - days.from_us <= part) return whole();

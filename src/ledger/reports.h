@@ -41,6 +41,16 @@ struct Parallelism {
 Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot, const ReportQuery& query,
                                                  const Parallelism& parallelism = {});
 
+// Whether the reports of a query's steps (or of any parts of its window) sum to the report of
+// its window: not when idle goes to a namespace and a label groups, as the platform row takes
+// the namespace's labels only in the steps where the namespace has a row.
+bool StepsSumToWindow(const ReportQuery& query);
+
+// The report over the whole window of `steps` (BuildReports' answer to a query with a step),
+// summed from them: integer for integer BuildReports' answer to the query without its step,
+// where StepsSumToWindow(query).
+report::Report SumSteps(const std::vector<report::Report>& steps);
+
 // BuildReports for a reader that keeps no snapshot between queries (the CLI): the window is
 // read and summed a day at a time, so it holds one day of the ledger, not the window. The
 // same answer as BuildReports over the window's snapshot: when the ledger changed while the

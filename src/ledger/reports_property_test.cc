@@ -170,6 +170,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
       "namespace", "label:team", "controller",       "node,gpu_model",
       "device",    "container",  "pod,sharing_mode", "namespace,label:team"};
   int compared = 0;
+  int summed = 0;
   int rows_seen = 0;
   for (int trial = 0; trial < 48; ++trial) {
     ReportQuery q;
@@ -199,6 +200,15 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     ASSERT_EQ(parts->size(), ours->size());
     for (std::size_t i = 0; i < ours->size(); ++i)
       EXPECT_EQ(report::ReportToJson((*parts)[i]), report::ReportToJson((*ours)[i]));
+    // The steps summed: the window's report, as if it were asked for without a step.
+    if (q.step > 0 && StepsSumToWindow(q)) {
+      ReportQuery whole = q;
+      whole.step = 0;
+      EXPECT_EQ(report::ReportToJson(SumSteps(*parts)),
+                PlainReports(**store, whole, only_namespace).front())
+          << "trial " << trial << " by " << by;
+      ++summed;
+    }
     const std::vector<std::string> plain = PlainReports(**store, q, only_namespace);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
     for (std::size_t i = 0; i < plain.size(); ++i) {
@@ -210,6 +220,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     }
   }
   EXPECT_GT(compared, 48);
+  EXPECT_GT(summed, 20);
 
   // Export rows from the snapshot: billing::BuildExportRows' rows over the same ledger.
   for (int trial = 0; trial < 16; ++trial) {

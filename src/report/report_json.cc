@@ -102,7 +102,9 @@ json UtilizationJson(const utilization::Classification& c) {
           {"reason", c.reason}};
 }
 
-std::string ReportToJson(const Report& r) {
+std::string ReportToJson(const Report& r) { return JsonText(ReportJson(r), 2) + "\n"; }
+
+json ReportJson(const Report& r) {
   json rows = json::array();
   for (const auto& row : r.rows) rows.push_back(RowJson(row));
   json out = {{"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
@@ -119,7 +121,7 @@ std::string ReportToJson(const Report& r) {
                 {"busy_us", r.total.busy_us},
                 {"device_hours", r.total.device_hours},
                 {"unpriced_models", r.total.unpriced_models}}}};
-  return JsonText(out, 2) + "\n";
+  return out;
 }
 
 Result<Report> ReportFromJson(std::string_view text) {

@@ -22,6 +22,8 @@ namespace gpuledger::report {
 // on consumer rows only (docs/utilization.md). ReportFromJson recomputes "utilization" from the
 // figures, and reads a document without activity (an older server's) as having none.
 std::string ReportToJson(const Report& report);
+// The same document as a JSON value, for an answer that carries more beside it.
+nlohmann::json ReportJson(const Report& report);
 Result<Report> ReportFromJson(std::string_view json);
 
 // {"sm_active_gpu_us","sm_occupancy_gpu_us","tensor_active_gpu_us","dram_active_gpu_us",

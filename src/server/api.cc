@@ -209,15 +209,42 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
           JsonText(json{{"code", 200}, {"status", "success"}, {"data", data}}) + "\n"};
 }
 
+// Each step's cost per group: {"start","end","cost_nanos":{key: nanos, "__idle__": nanos,
+// "__unattributed__": nanos}}, what a chart of the report over time draws. Idle and
+// unattributed are there filtered or not, as the report's own are.
+json StepCosts(const std::vector<report::Report>& steps) {
+  json out = json::array();
+  for (const report::Report& r : steps) {
+    json costs = json::object();
+    for (const report::Row& row : r.rows) costs[row.key] = row.figures.cost_nanos;
+    costs["__idle__"] = r.idle.cost_nanos;
+    costs["__unattributed__"] = r.unattributed.cost_nanos;
+    out.push_back({{"start", FormatRfc3339(r.from_us)},
+                   {"end", FormatRfc3339(r.to_us)},
+                   {"cost_nanos", std::move(costs)}});
+  }
+  return out;
+}
+
 ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
-  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle", "filter"}); !u.empty())
+  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle", "filter", "step"});
+      !u.empty())
     return JsonError(
-        400, fmt::format("unknown parameter '{}' (window, aggregate, policy, idle, filter)", u));
+        400,
+        fmt::format("unknown parameter '{}' (window, aggregate, policy, idle, filter, step)", u));
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
-  auto reports = reads.Reports(store, *query);
-  if (!reports) return ReportError(reports.error());
-  return {200, "application/json", report::ReportToJson(reports->front())};
+  if (query->step == 0) {
+    auto reports = reads.Reports(store, *query);
+    if (!reports) return ReportError(reports.error());
+    return {200, "application/json", report::ReportToJson(reports->front())};
+  }
+  // With a step: the window's report and each step's cost, summed in one pass.
+  auto stepped = reads.ReportAndSteps(store, *query);
+  if (!stepped) return ReportError(stepped.error());
+  json out = report::ReportJson(stepped->window);
+  out["steps"] = StepCosts(stepped->steps);
+  return {200, "application/json", JsonText(out, 2) + "\n"};
 }
 
 ApiResponse Recommendations(store::LedgerStore& store, const Params& p,

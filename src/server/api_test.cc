@@ -195,8 +195,39 @@ TEST_F(ApiTest, ReportFilterKeepsTheMatchingRowsAndTheWholeTotals) {
   EXPECT_TRUE(found);
   EXPECT_EQ(one["total"], all["total"]);
   EXPECT_EQ(one["idle"], all["idle"]);
-  json step = Get("/api/v1/report", {{"step", "1d"}}, 400);
-  EXPECT_NE(step["error"].get<std::string>().find("filter)"), std::string::npos);
+  json typo = Get("/api/v1/report", {{"steps", "1d"}}, 400);
+  EXPECT_NE(typo["error"].get<std::string>().find("filter, step)"), std::string::npos);
+}
+
+// With a step, the report carries each step's cost per group beside the window's figures
+// (what the web UI's cost view draws, summed in one pass): the window's part equals the report
+// without a step, each step's costs the allocation's for that step, and they sum to the rows.
+TEST_F(ApiTest, ReportWithAStepCarriesEachStepsCost) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"aggregate", "namespace"}, {"policy", "compute"}, {"window", "all"}};
+  json whole = Get("/api/v1/report", {base.begin(), base.end()});
+  auto stepped_params = base;
+  stepped_params.emplace_back("step", "1d");
+  json stepped = Get("/api/v1/report", {stepped_params.begin(), stepped_params.end()});
+  json alloc = Get("/api/v1/allocation", {stepped_params.begin(), stepped_params.end()});
+  ASSERT_TRUE(stepped.contains("steps")) << stepped.dump();
+  json steps = stepped["steps"];
+  stepped.erase("steps");
+  EXPECT_EQ(stepped, whole);
+  ASSERT_EQ(steps.size(), 2u);  // two days
+  ASSERT_EQ(alloc["data"].size(), steps.size());
+  std::map<std::string, std::int64_t> summed;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i]["cost_nanos"].size(), alloc["data"][i].size());
+    for (const auto& [key, cost] : steps[i]["cost_nanos"].items()) {
+      EXPECT_EQ(cost, alloc["data"][i][key]["cost_nanos"]) << key;
+      summed[key] += cost.get<std::int64_t>();
+    }
+    EXPECT_EQ(steps[i]["start"], alloc["data"][i].begin().value()["start"]);
+  }
+  for (const json& row : whole["rows"])
+    EXPECT_EQ(summed[row["key"].get<std::string>()], row["cost_nanos"].get<std::int64_t>());
+  EXPECT_EQ(summed["__idle__"], whole["idle"]["cost_nanos"].get<std::int64_t>());
 }
 
 // Reports come from the snapshot the API keeps while the ledger does not change.

@@ -1,5 +1,5 @@
-// The cost view: the window's groups from /api/v1/report (table and total) and their cost per
-// step from /api/v1/allocation (the chart), for the same query.
+// The cost view: the window's groups (table and total) and their cost per step (the chart),
+// both from one /api/v1/report answer with a step.
 import { $, formatMoney, fromZero, getJson, gpuHours, percent, stepFor, tableRow } from "./api.js";
 
 const TOP_GROUPS = 7;  // the chart's groups; the rest are summed into "other"
@@ -83,8 +83,8 @@ function renderNaive(report, filtered) {
 
 let chart = null;
 
-function renderChart(report, allocation, aggregate, filtered) {
-  const sets = allocation.data;
+function renderChart(report, aggregate, filtered) {
+  const sets = report.steps.map((step) => step.cost_nanos);
   const top = report.rows.slice(0, TOP_GROUPS).map((r) => r.key);
   const named = new Set(top);
   const series = top.map((key, i) => ({ label: key, color: COLORS[i % COLORS.length], keys: [key] }));
@@ -100,12 +100,9 @@ function renderChart(report, allocation, aggregate, filtered) {
     series.push({ label: "unattributed", color: UNATTRIBUTED_COLOR, keys: ["__unattributed__"] });
   }
 
-  const xs = sets.map((set) => {
-    const first = Object.values(set)[0];
-    return first ? Date.parse(first.start) / 1000 : 0;
-  });
+  const xs = report.steps.map((step) => Date.parse(step.start) / 1000);
   const own = series.map((s) => sets.map((set) =>
-    s.keys.reduce((sum, k) => sum + (set[k] ? Number(set[k].cost_nanos) : 0), 0) / 1e9));
+    s.keys.reduce((sum, k) => sum + (set[k] !== undefined ? Number(set[k]) : 0), 0) / 1e9));
   // Stacked: series i is drawn at the sum of series 0..i, the tallest first.
   const stacked = own.map((_, i) => xs.map((_, j) => own.slice(0, i + 1).reduce((a, s) => a + s[j], 0)));
   const order = series.map((_, i) => series.length - 1 - i);
@@ -136,14 +133,12 @@ function renderChart(report, allocation, aggregate, filtered) {
 // Reads and draws the view for `query` (window, aggregate, policy, idle, a team's filter);
 // returns false when a newer render started meanwhile (`current` says which is newest).
 export async function renderCost(query, current) {
-  const [report, allocation] = await Promise.all([
-    getJson("/api/v1/report", query),
-    getJson("/api/v1/allocation", { ...query, step: stepFor(query.window) }, { exact: false }),
-  ]);
+  // One answer: the window's groups and each step's cost, summed by the server in one pass.
+  const report = await getJson("/api/v1/report", { ...query, step: stepFor(query.window) });
   if (!current()) return false;
   const filtered = Boolean(query.filter);
   renderTable(report, filtered);
-  renderChart(report, allocation, query.aggregate, filtered);
+  renderChart(report, query.aggregate, filtered);
   renderNaive(report, filtered);
   return true;
 }
