@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
 
@@ -61,73 +62,58 @@ bool AllZero(std::span<const std::uint64_t> w) {
   return std::all_of(w.begin(), w.end(), [](std::uint64_t x) { return x == 0; });
 }
 
-// Weights of one simple (non-hybrid) policy: consumers first, then unattributed, then idle.
-std::vector<std::uint64_t> PolicyWeights(PolicyKind kind, const DeviceHour& device,
-                                         std::span<const ConsumerWeights> usage) {
-  std::vector<std::uint64_t> w;
-  w.reserve(usage.size() + 2);
+// Weights of one simple (non-hybrid) policy into `w` (usage.size() + 2 of them): consumers
+// first, then unattributed, then idle. The consumers' part is also what shares the idle part.
+void PolicyWeights(PolicyKind kind, const DeviceHour& device,
+                   std::span<const ConsumerWeights> usage, std::span<std::uint64_t> w) {
+  const std::size_t n = usage.size();
   switch (kind) {
     case PolicyKind::kCompute:
-      for (const auto& row : usage) w.push_back(ClampTime(row.compute_us));
-      w.push_back(ClampTime(device.unattributed_us));
-      w.push_back(ClampTime(device.idle_us));
-      return w;
+      for (std::size_t i = 0; i < n; ++i) w[i] = ClampTime(usage[i].compute_us);
+      w[n] = ClampTime(device.unattributed_us);
+      w[n + 1] = ClampTime(device.idle_us);
+      return;
     case PolicyKind::kMemory: {
       // Integer KiB-s throughout; the sum is kept in 128 bits so no weight can overflow it.
       unsigned __int128 used = 0;
-      for (const auto& row : usage) {
-        w.push_back(ClampKibSeconds(row.memory_kib_s));
-        used += w.back();
+      for (std::size_t i = 0; i < n; ++i) {
+        w[i] = ClampKibSeconds(usage[i].memory_kib_s);
+        used += w[i];
       }
-      w.push_back(ClampKibSeconds(device.unattributed_memory_kib_s));
-      used += w.back();
+      w[n] = ClampKibSeconds(device.unattributed_memory_kib_s);
+      used += w[n];
       const auto capacity = static_cast<unsigned __int128>(
           ClampKibSeconds(MemoryCapacityKibSeconds(device.memory_total_bytes, device.metered_us)));
-      w.push_back(capacity > used ? static_cast<std::uint64_t>(capacity - used) : 0);
-      return w;
+      w[n + 1] = capacity > used ? static_cast<std::uint64_t>(capacity - used) : 0;
+      return;
     }
     case PolicyKind::kAllocation:
     case PolicyKind::kHybrid:  // not reached: hybrid is split into its two parts
-      for (const auto& row : usage) w.push_back(ClampTime(row.allocated_us));
-      w.push_back(0);
-      w.push_back(ClampTime(device.unallocated_us));
-      return w;
+      for (std::size_t i = 0; i < n; ++i) w[i] = ClampTime(usage[i].allocated_us);
+      w[n] = 0;
+      w[n + 1] = ClampTime(device.unallocated_us);
+      return;
   }
-  return w;
-}
-
-// Consumer-only weights used to share the idle part: the policy's own, normalised over the
-// consumers alone (so that tiny memory users are not rounded away next to a large idle part).
-std::vector<std::uint64_t> ShareWeights(PolicyKind kind, std::span<const ConsumerWeights> usage) {
-  std::vector<std::uint64_t> w;
-  w.reserve(usage.size());
-  switch (kind) {
-    case PolicyKind::kCompute:
-      for (const auto& row : usage) w.push_back(ClampTime(row.compute_us));
-      return w;
-    case PolicyKind::kMemory:
-      for (const auto& row : usage) w.push_back(ClampKibSeconds(row.memory_kib_s));
-      return w;
-    case PolicyKind::kAllocation:
-    case PolicyKind::kHybrid:
-      for (const auto& row : usage) w.push_back(ClampTime(row.allocated_us));
-      return w;
-  }
-  return w;
 }
 
 // A split of `shares` (one per consumer, then unattributed, then idle) with, under idle handling
-// `share`, the idle part moved onto the consumers by `weights` (by allocation when those are
-// all zero; it stays idle when the consumers have no weight at all).
-DeviceHourCost FromShares(const std::vector<std::int64_t>& shares,
-                          std::vector<std::uint64_t> weights,
+// `share`, the idle part moved onto the consumers by `weights` (the policy's own, over the
+// consumers alone, so that tiny memory users are not rounded away next to a large idle part;
+// by allocation when those are all zero; it stays idle when the consumers have no weight at
+// all). `shares` becomes the consumers' part.
+DeviceHourCost FromShares(std::vector<std::int64_t> shares, std::span<const std::uint64_t> weights,
                           std::span<const ConsumerWeights> usage, const IdleHandling& idle) {
   DeviceHourCost cost;
-  cost.consumers.assign(shares.begin(), shares.begin() + static_cast<std::ptrdiff_t>(usage.size()));
   cost.unattributed = shares[usage.size()];
   cost.idle = shares[usage.size() + 1];
+  shares.resize(usage.size());
+  cost.consumers = std::move(shares);
   if (idle.kind == IdleHandling::Kind::kShare && cost.idle > 0 && !usage.empty()) {
-    if (AllZero(weights)) weights = ShareWeights(PolicyKind::kAllocation, usage);
+    std::vector<std::uint64_t> by_allocation;
+    if (AllZero(weights)) {
+      for (const auto& row : usage) by_allocation.push_back(ClampTime(row.allocated_us));
+      weights = by_allocation;
+    }
     if (!AllZero(weights)) {
       auto extra = Apportion(cost.idle, weights);
       for (std::size_t i = 0; i < usage.size(); ++i) cost.consumers[i] += extra[i];
@@ -137,11 +123,19 @@ DeviceHourCost FromShares(const std::vector<std::int64_t>& shares,
   return cost;
 }
 
-// Splits a non-negative amount by one simple policy and the idle handling.
+// Splits a non-negative amount by one simple policy and the idle handling. The weights of a
+// device with a few consumers stay on the stack: a report splits millions of device-hours.
 DeviceHourCost SplitSimple(Nanos amount, PolicyKind kind, const DeviceHour& device,
                            std::span<const ConsumerWeights> usage, const IdleHandling& idle) {
-  auto weights = PolicyWeights(kind, device, usage);
-  return FromShares(Apportion(amount, weights), ShareWeights(kind, usage), usage, idle);
+  constexpr std::size_t kOnStack = 32;
+  std::array<std::uint64_t, kOnStack> small;
+  std::vector<std::uint64_t> large;
+  const std::size_t n = usage.size() + 2;
+  if (n > kOnStack) large.resize(n);
+  const std::span<std::uint64_t> weights =
+      n > kOnStack ? std::span<std::uint64_t>(large) : std::span<std::uint64_t>(small).first(n);
+  PolicyWeights(kind, device, usage, weights);
+  return FromShares(Apportion(amount, weights), weights.first(usage.size()), usage, idle);
 }
 
 DeviceHourCost SplitNonNegative(Nanos price, const DeviceHour& device,
@@ -271,9 +265,7 @@ DeviceHourCost SplitEnergy(Nanos amount, const DeviceHour& device,
   for (const auto& row : usage) w.push_back(mj(row.energy_mj));
   w.push_back(mj(device.unattributed_energy_mj));
   w.push_back(mj(device.idle_energy_mj));
-  return FromShares(Apportion(amount, w),
-                    {w.begin(), w.begin() + static_cast<std::ptrdiff_t>(usage.size())}, usage,
-                    idle);
+  return FromShares(Apportion(amount, w), std::span(w).first(usage.size()), usage, idle);
 }
 
 }  // namespace
