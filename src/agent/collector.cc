@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attribution/attribute.h"
+#include "model/gpu_layout.h"
 
 namespace gpuledger::agent {
 namespace {
@@ -126,6 +127,7 @@ void Collector::Cycle() {
   RefreshKube(now_mono, false);
 
   std::vector<DeviceUsage> usage;
+  std::map<std::string, std::string> layouts;  // physical GPU -> DescribeLayout
   JoinStats join;
   if (reading.ok() && reading->end_us > reading->start_us) {
     std::map<int, procfs::ProcessIdentity> identities;
@@ -146,6 +148,8 @@ void Collector::Cycle() {
     }
     join.unknown_containers += stats.unknown_containers;
     join.vanished_processes += stats.vanished_processes;
+    for (const PhysicalGpu& gpu : snap.gpus)
+      layouts[gpu.uuid.value] = DescribeLayout(gpu, snap.mig_instances);
     // A claim NVML contradicts (an open kernel-time-mismatch) is not believed: attribution
     // splits that consumer's share by the NVML estimate, and the detector below still sees the
     // claim, so the finding stays open while the lie goes on.
@@ -201,6 +205,9 @@ void Collector::Cycle() {
     if (reading->wall_step_us != 0) ++counters_.clock_jumps;
     // The hour the interval lies in: one that ends on the hour belongs to the hour before.
     Account(usage, *reading, now_mono, (reading->end_us - 1) / kMicrosPerHour, counters_.hour_us);
+    for (auto& [uuid, layout] : layouts)
+      if (auto it = counters_.devices.find(uuid); it != counters_.devices.end())
+        it->second.layout = std::move(layout);
     for (const auto& g : reading->instant) {
       DeviceSeries& d = counters_.devices[g.device.value];
       d.memory_used_bytes = g.memory_used_bytes;

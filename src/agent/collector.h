@@ -78,6 +78,7 @@ class Collector {
   // rounded float64 of the base unit that the server turns back (common/counter_units.h).
   struct DeviceSeries {
     std::string model, parent_uuid, mig_profile, sharing;
+    std::string layout;  // a physical GPU's DescribeLayout; "" for a MIG instance
     GpuMicros metered_us = 0, busy_us = 0, idle_us = 0, unattributed_us = 0;
     MilliJoules energy_mj = 0;
     unsigned __int128 unattributed_memory_byte_us = 0;

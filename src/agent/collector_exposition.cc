@@ -92,7 +92,8 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
               {"node", node},
               {"parent_uuid", d.parent_uuid},
               {"mig_profile", d.mig_profile},
-              {"sharing_mode", d.sharing}},
+              {"sharing_mode", d.sharing},
+              {"layout", d.layout}},
              1);
   // Integer totals as float64 base units (common/counter_units.h).
   auto device_series = [&](const MetricDef& def, auto value) {

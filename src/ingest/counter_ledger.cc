@@ -63,6 +63,7 @@ struct CounterLedger::Impl {
       if (!it->second.node.empty()) acc.node = it->second.node;
       if (!it->second.model.empty()) acc.model = it->second.model;
       if (!it->second.sharing.empty()) acc.sharing = it->second.sharing;
+      acc.layout = it->second.layout;  // "" too: a GPU whose MIG instances all went
     }
     return acc;
   }
@@ -216,6 +217,7 @@ struct CounterLedger::Impl {
     d.gpu = GpuUuid{key.second};
     d.gpu_model = a.model;
     d.sharing = ParseSharingMode(a.sharing).value_or(SharingMode::kExclusive);
+    d.layout = a.layout;
     d.metered_us = a.metered_us;
     d.busy_us = a.busy_us;
     d.idle_us = a.idle_us;
@@ -292,6 +294,7 @@ struct CounterLedger::Impl {
         f.model = Label(s.labels, "gpu_model");
         f.sharing = Label(s.labels, "sharing_mode");
         f.parent = Label(s.labels, "parent_uuid");
+        f.layout = Label(s.labels, "layout");
         f.seen_us = at;
       } else if (s.name == kAttributionInfo) {
         Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")),

@@ -19,6 +19,7 @@ constexpr Micros kS = kMicrosPerSecond;
 struct Dev {
   std::string gpu;
   double metered = 0, busy = 0, idle = 0, unattributed = 0, energy = 0;
+  std::string layout = {};  // device_info's layout label
 };
 struct Ctr {
   std::string pod;
@@ -38,6 +39,7 @@ TargetScrape Scrape(const std::string& instance, Micros at, const std::vector<De
     s.samples.push_back({"gpuledger_device_info",
                          {{"gpu_model", "A100-80GB"},
                           {"gpu_uuid", d.gpu},
+                          {"layout", d.layout},
                           {"mig_profile", ""},
                           {"node", instance + "-node"},
                           {"parent_uuid", ""},
@@ -105,11 +107,11 @@ std::string Dump(const std::vector<LedgerHour>& hours) {
   std::string out;
   for (const LedgerHour& h : hours) {
     const DeviceHour& d = h.device;
-    out +=
-        fmt::format("{} {} {} {} {} m={} u={} un={} b={} i={} ua={} e={} ie={} ue={} mem={}\n",
-                    d.hour_us, d.gpu.value, d.node, d.gpu_model, ToString(d.sharing), d.metered_us,
-                    d.unmetered_us, d.unallocated_us, d.busy_us, d.idle_us, d.unattributed_us,
-                    d.energy_mj, d.idle_energy_mj, d.unattributed_energy_mj, d.memory_total_bytes);
+    out += fmt::format(
+        "{} {} {} {} {} [{}] m={} u={} un={} b={} i={} ua={} e={} ie={} ue={} mem={}\n", d.hour_us,
+        d.gpu.value, d.node, d.gpu_model, ToString(d.sharing), d.layout, d.metered_us,
+        d.unmetered_us, d.unallocated_us, d.busy_us, d.idle_us, d.unattributed_us, d.energy_mj,
+        d.idle_energy_mj, d.unattributed_energy_mj, d.memory_total_bytes);
     for (const UsageRow& r : h.usage)
       out += fmt::format(
           "  {} a={} c={} mb={} e={} peak={} q={}/{} {} act={}/{}/{}/{} {}:{} "
@@ -161,12 +163,12 @@ TEST(CounterLedger, AnnotatedFractionsComeOutOfTheKaiReservation) {
 
 TEST(CounterLedger, DeltasBecomeExactHourRows) {
   CounterLedger l("c1", nullptr);
-  l.Feed(Scrape("a:9400", kH0, {{"GPU-A", 100, 50, 50, 10, 1000}},
+  l.Feed(Scrape("a:9400", kH0, {{"GPU-A", 100, 50, 50, 10, 1000, "2 replicas"}},
                 {{"p1", "GPU-A", 40, 20, 4e9, 300}, {"p2", "GPU-A", 30, 20, 0, 200}}));
   // First scrape of an agent: a baseline only.
   EXPECT_TRUE(l.Hours(INT64_MAX).empty());
   l.Feed(Scrape(
-      "a:9400", kH0 + 600 * kS, {{"GPU-A", 700, 350, 350, 70, 61000}},
+      "a:9400", kH0 + 600 * kS, {{"GPU-A", 700, 350, 350, 70, 61000, "2 replicas"}},
       {{"p1", "GPU-A", 340, 140, 4e9 + 600 * 2e9, 20300}, {"p2", "GPU-A", 180, 140, 0, 20200}}));
   auto hours = l.Hours(INT64_MAX);
   ASSERT_EQ(hours.size(), 1u);
@@ -176,6 +178,7 @@ TEST(CounterLedger, DeltasBecomeExactHourRows) {
   EXPECT_EQ(d.node, "a:9400-node");
   EXPECT_EQ(d.gpu_model, "A100-80GB");
   EXPECT_EQ(d.sharing, SharingMode::kTimeSlicing);
+  EXPECT_EQ(d.layout, "2 replicas");  // as the agent's device_info says
   EXPECT_EQ(d.metered_us, 600 * kS);
   EXPECT_EQ(d.unmetered_us, 3000 * kS);
   EXPECT_EQ(d.busy_us, 300 * kS);
@@ -378,6 +381,7 @@ std::vector<TargetScrape> Stream() {
     for (int g = 0; g < 2; ++g) {
       std::string gpu = fmt::format("GPU-{}-{}", a.name.substr(7, 1), g);
       a.devs[gpu] = Dev{gpu};
+      a.devs[gpu].layout = g == 0 ? "4 replicas" : "";
     }
   const Micros start = kH0 + 1234 * kS + 567;
   for (int step = 0; step < 600; ++step) {
@@ -385,7 +389,7 @@ std::vector<TargetScrape> Stream() {
     for (std::size_t ai = 0; ai < agents.size(); ++ai) {
       Agent& a = agents[ai];
       if (ai == 1 && step == 300) {  // agent restart: everything from zero
-        for (auto& [g, d] : a.devs) d = Dev{g};
+        for (auto& [g, d] : a.devs) d = Dev{g, 0, 0, 0, 0, 0, d.layout};
         a.ctrs.clear();
       }
       for (auto& [g, d] : a.devs) {

@@ -25,6 +25,7 @@ struct SeriesState {
 struct DeviceFacts {
   std::string node, model, sharing, parent;
   Micros seen_us = 0;  // the last scrape that described it (Prune)
+  std::string layout;  // the device_info's (DeviceHour::layout); "" from older agents
 };
 struct Sources {
   std::string compute, memory;
@@ -55,7 +56,7 @@ struct ConsumerAcc {
   std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory_le{};
 };
 struct DeviceAcc {
-  std::string node, model, sharing;
+  std::string node, model, sharing, layout;
   GpuMicros metered_us = 0, busy_us = 0, idle_us = 0, unattributed_us = 0;
   MilliJoules energy_mj = 0;
   KibSeconds unattributed_memory_kib_s = 0;

@@ -51,7 +51,7 @@ json InstanceJson(const InstanceState& inst) {
   for (const auto& [key, st] : inst.series) series.push_back({key, st.value, st.at_us});
   json devices = json::object();
   for (const auto& [gpu, f] : inst.devices)
-    devices[gpu] = {f.node, f.model, f.sharing, f.parent, f.seen_us};
+    devices[gpu] = {f.node, f.model, f.sharing, f.parent, f.seen_us, f.layout};
   json attribution = json::array();
   for (const auto& [key, src] : inst.attribution)
     attribution.push_back({key, src.compute, src.memory, src.seen_us, src.activity, src.share});
@@ -80,9 +80,12 @@ InstanceState InstanceFrom(const json& ij, int version) {
     inst.series[std::move(key)] = {value, s.at(2).get<Micros>()};
   }
   for (const auto& [gpu, f] : ij.at("devices").items())
-    inst.devices[gpu] = {f.at(0).get<std::string>(), f.at(1).get<std::string>(),
-                         f.at(2).get<std::string>(), f.at(3).get<std::string>(),
-                         f.size() > 4 ? f.at(4).get<Micros>() : inst.last_at_us};
+    inst.devices[gpu] = {f.at(0).get<std::string>(),
+                         f.at(1).get<std::string>(),
+                         f.at(2).get<std::string>(),
+                         f.at(3).get<std::string>(),
+                         f.size() > 4 ? f.at(4).get<Micros>() : inst.last_at_us,
+                         f.size() > 5 ? f.at(5).get<std::string>() : ""};
   for (const auto& a : ij.at("attribution"))
     inst.attribution[a.at(0).get<std::string>()] = {
         a.at(1).get<std::string>(), a.at(2).get<std::string>(),
@@ -128,7 +131,8 @@ json HourJson(const HourKey& key, const DeviceAcc& a) {
           a.energy_mj,
           a.memory_total_bytes,
           consumers,
-          a.unattributed_memory_kib_s};
+          a.unattributed_memory_kib_s,
+          a.layout};
 }
 
 // Version 1 kept doubles: hours in µs, mJ and byte-µs.
@@ -154,6 +158,7 @@ Status HourFrom(const json& h, int version, HourKey& key, DeviceAcc& a) {
   a.energy_mj = count(h.at(9));
   a.memory_total_bytes = count(h.at(10));
   if (!v1) a.unattributed_memory_kib_s = h.at(12).get<KibSeconds>();
+  if (h.size() > 13) a.layout = h.at(13).get<std::string>();  // absent before layouts
   for (const auto& c : h.at(11)) {
     ConsumerRef ref{c.at(0).get<std::string>(), c.at(1).get<std::string>(),
                     PodUid{c.at(2).get<std::string>()}, c.at(3).get<std::string>()};

@@ -261,7 +261,8 @@ void MakeLegacyState(store::LedgerStore& store) {
   auto j = nlohmann::json::parse(ledger.State());
   j["version"] = 2;
   for (auto& [name, inst] : j["instances"].items()) {
-    for (auto& [gpu, f] : inst["devices"].items()) f.erase(4);
+    for (auto& [gpu, f] : inst["devices"].items())  // version 2 had node..parent only
+      while (f.size() > 4) f.erase(f.size() - 1);
     for (auto& a : inst["attribution"]) a.erase(3);
   }
   erase[std::string(kStateMetaKey)] = j.dump();

@@ -1,5 +1,6 @@
 #include "ledger/devices.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -43,23 +44,34 @@ std::vector<DeviceSummary> SummarizeDevices(const Snapshot& s, const TimeRange& 
     }
     AddTo(a, f, f.price_nanos);
   }
-  std::map<std::string, std::pair<std::size_t, DeviceSummary>> by_gpu;  // first device, sums
+  struct GpuSums {
+    std::size_t earliest = SIZE_MAX;
+    DeviceSummary sums;
+    std::vector<std::pair<std::size_t, const std::string*>> layouts;  // first device, layout
+  };
+  std::map<std::string, GpuSums> by_gpu;
   for (std::size_t i = 0; i < by_placement.size(); ++i) {
     const PlacementSums& p = by_placement[i];
     if (p.first_device == SIZE_MAX) continue;
     const Placement& placement = s.placements()[i];
-    auto& [earliest, a] =
-        by_gpu.try_emplace(placement.gpu.value, SIZE_MAX, DeviceSummary{}).first->second;
-    if (p.first_device < earliest) {
-      earliest = p.first_device;
-      a.placement = placement;
-      a.memory_total_bytes = p.sums.memory_total_bytes;
+    GpuSums& g = by_gpu[placement.gpu.value];
+    if (p.first_device < g.earliest) {
+      g.earliest = p.first_device;
+      g.sums.placement = placement;
+      g.sums.memory_total_bytes = p.sums.memory_total_bytes;
     }
-    AddTo(a, p.sums, p.sums.cost_nanos);
+    g.layouts.emplace_back(p.first_device, &placement.layout);
+    AddTo(g.sums, p.sums, p.sums.cost_nanos);
   }
   std::vector<DeviceSummary> out;
   out.reserve(by_gpu.size());
-  for (auto& [gpu, entry] : by_gpu) out.push_back(std::move(entry.second));
+  for (auto& [gpu, g] : by_gpu) {
+    std::sort(g.layouts.begin(), g.layouts.end());
+    for (const auto& [device, layout] : g.layouts)
+      if (std::find(g.sums.layouts.begin(), g.sums.layouts.end(), *layout) == g.sums.layouts.end())
+        g.sums.layouts.push_back(*layout);
+    out.push_back(std::move(g.sums));
+  }
   return out;
 }
 

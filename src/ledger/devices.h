@@ -12,6 +12,9 @@ namespace gpuledger::ledger {
 struct DeviceSummary {
   Placement placement;           // as in the GPU's first device-hour of the window
   Bytes memory_total_bytes = 0;  // likewise
+  // The GPU's layouts (DeviceHour::layout) in the window, in the order they first appeared:
+  // one unless its MIG layout or replicas changed.
+  std::vector<std::string> layouts;
   GpuMicros metered_us = 0;
   GpuMicros unmetered_us = 0;
   GpuMicros busy_us = 0;

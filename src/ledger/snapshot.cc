@@ -106,8 +106,8 @@ class SnapshotLoader final : public store::LedgerScan {
       const GpuUuid* gpu = gpus_.Find(gpu_key);
       if (p == nullptr || gpu == nullptr) return MissingKey("device-hour");
       placed.placement_key = placement_key;
-      placed.placement =
-          PlacementOf(p->cluster, p->node, p->gpu_model, *gpu, p->sharing, p->pricing_class);
+      placed.placement = PlacementOf(p->cluster, p->node, p->gpu_model, *gpu, p->sharing,
+                                     p->pricing_class, p->layout);
       placed.price_state = p->price_state;
     }
     if (d.hour_us != hour_us_ || !hour_started_) StartHour(d.hour_us);
@@ -152,8 +152,8 @@ class SnapshotLoader final : public store::LedgerScan {
       c->row_placement =
           c->node == dp.node && c->gpu_model == dp.gpu_model && c->sharing == dp.sharing
               ? d.placement
-              : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing,
-                            dp.pricing_class);
+              : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing, dp.pricing_class,
+                            dp.layout);
     }
     p.placement = c->row_placement;
     p.consumer = *consumer;
@@ -247,8 +247,8 @@ class SnapshotLoader final : public store::LedgerScan {
   // placement (DevicePlacement, Context) does not match: rarely.
   std::uint32_t PlacementOf(const std::string& cluster, const std::string& node,
                             const std::string& model, const GpuUuid& gpu, SharingMode sharing,
-                            const std::string& pricing_class) {
-    Placement p{cluster, node, model, gpu, sharing, pricing_class};
+                            const std::string& pricing_class, const std::string& layout) {
+    Placement p{cluster, node, model, gpu, sharing, pricing_class, layout};
     auto [it, added] =
         placement_ids_.try_emplace(p, static_cast<std::uint32_t>(s_.placements_.size()));
     if (added) s_.placements_.push_back(std::move(p));

@@ -29,6 +29,7 @@ struct Placement {
   GpuUuid gpu;
   SharingMode sharing = SharingMode::kExclusive;
   std::string pricing_class;
+  std::string layout;  // DeviceHour::layout
   auto operator<=>(const Placement&) const = default;
 };
 

@@ -26,6 +26,10 @@ struct DeviceHour {
   GpuUuid gpu;
   std::string gpu_model;
   SharingMode sharing = SharingMode::kExclusive;
+  // How the GPU was divided in the hour, as its agent described it (DescribeLayout): MIG
+  // instances' profiles, largest first ("3g.71gb+2g.35gb+2g.35gb"), or "4 replicas"
+  // (time-slicing, MPS); "" for a GPU used whole or described by no agent.
+  std::string layout;
   std::string pricing_class;  // "on-demand", "spot", "reserved", "on-prem"
   PriceState price_state = PriceState::kPriced;
   Nanos price_nanos = 0;         // what this device cost in this hour (hourly price x metered)

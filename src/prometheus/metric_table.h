@@ -48,8 +48,10 @@ inline constexpr std::string_view kContainerLabels = "namespace,pod,pod_uid,cont
 // --- Agent: devices -------------------------------------------------------------------------
 inline constexpr MetricDef kDeviceInfo{
     "gpuledger_device_info", MetricType::kGauge,
-    "gpu_uuid,gpu_model,node,parent_uuid,mig_profile,sharing_mode",
-    "A GPU or MIG instance on this node (value 1).", kExporterAgent};
+    "gpu_uuid,gpu_model,node,parent_uuid,mig_profile,sharing_mode,layout",
+    "A GPU or MIG instance on this node (value 1). layout, on a GPU: its MIG instances' "
+    "profiles, most compute slices first, or N replicas (time-slicing, MPS).",
+    kExporterAgent};
 inline constexpr MetricDef kDeviceMeteredSecondsTotal{
     "gpuledger_device_metered_seconds_total", MetricType::kCounter, "gpu_uuid",
     "Seconds the agent measured this physical GPU.", kExporterAgent};

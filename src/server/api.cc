@@ -312,6 +312,7 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
          {"gpu_model", a.placement.gpu_model},
          {"node", a.placement.node},
          {"sharing_mode", std::string(ToString(a.placement.sharing))},
+         {"layouts", a.layouts},
          {"pricing_class", a.placement.pricing_class},
          {"memory_total_bytes", a.memory_total_bytes},
          {"metered_us", a.metered_us},

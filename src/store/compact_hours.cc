@@ -315,16 +315,19 @@ class Collector final : public LedgerScan {
 
 }  // namespace
 
+std::string DictionarySql(const SqlDialect& sql, Dimension dimension, std::string_view name) {
+  const DimensionTable& table = TableOf(dimension);
+  std::string out = fmt::format("CREATE TABLE {} (\n  id {}", name, sql.dictionary_id);
+  for (std::string_view column : table.columns)
+    out += fmt::format(",\n  {} {} NOT NULL", column, sql.text);
+  out += fmt::format(",\n  UNIQUE ({})\n){};\n", fmt::join(table.columns, ", "), sql.table_options);
+  return out;
+}
+
 std::string CompactTablesSql(const SqlDialect& sql) {
   std::string out;
-  for (Dimension dimension : kDimensions) {
-    const DimensionTable& table = TableOf(dimension);
-    out += fmt::format("CREATE TABLE {} (\n  id {}", table.table, sql.dictionary_id);
-    for (std::string_view column : table.columns)
-      out += fmt::format(",\n  {} {} NOT NULL", column, sql.text);
-    out +=
-        fmt::format(",\n  UNIQUE ({})\n){};\n", fmt::join(table.columns, ", "), sql.table_options);
-  }
+  for (Dimension dimension : kDimensions)
+    out += DictionarySql(sql, dimension, TableOf(dimension).table);
   // One row per (hour, GPU): its key is the only index, and every read is a range of it.
   out += fmt::format(
       "CREATE TABLE hours (\n  hour {0} NOT NULL,\n  gpu {0} NOT NULL,\n  placement {0} NOT "

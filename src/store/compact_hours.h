@@ -48,8 +48,12 @@ inline constexpr SqlDialect kPostgresDialect = {
     "",
     ""};
 
-// The schema-8 tables: the dictionaries (each unique over its columns) and `hours`.
+// The schema-8 tables: the dictionaries (each unique over its columns) and `hours`. The
+// dictionaries as this build has them (TableOf): migrations after 8 that add a column to one
+// find it there already in a ledger that came through 7 -> 8 with this build.
 std::string CompactTablesSql(const SqlDialect& dialect);
+// CREATE TABLE `name` (...) for a dictionary as this build has it.
+std::string DictionarySql(const SqlDialect& dialect, Dimension dimension, std::string_view name);
 // Writes `hours` (already checked by CheckHours): each replaces its (hour, GPU) row, a
 // consumer's rows in the order reads return them. On failure the caller rolls back and
 // calls cache.Clear().

@@ -14,7 +14,8 @@ std::size_t IndexOf(Dimension dimension) { return static_cast<std::size_t>(dimen
 const DimensionTable& TableOf(Dimension dimension) {
   static const std::array<DimensionTable, kDimensions.size()> kTables = {{
       {"gpus", {"uuid"}},
-      {"placements", {"cluster", "node", "gpu_model", "sharing_mode", "pricing_class"}},
+      // layout came with schema 10 (MigrateToPlacementLayouts); columns are only appended.
+      {"placements", {"cluster", "node", "gpu_model", "sharing_mode", "pricing_class", "layout"}},
       {"consumers", {"namespace", "pod", "pod_uid", "container", "owner_kind", "owner_name"}},
       {"usage_contexts",
        {"node", "gpu_model", "sharing_mode", "device_id", "compute_quality", "memory_quality",
@@ -26,7 +27,8 @@ const DimensionTable& TableOf(Dimension dimension) {
 DimensionKey GpuKey(const DeviceHour& d) { return {d.gpu.str()}; }
 
 DimensionKey PlacementKey(const DeviceHour& d) {
-  return {d.cluster, d.node, d.gpu_model, std::string(ToString(d.sharing)), StoredPricingClass(d)};
+  return {d.cluster, d.node, d.gpu_model, std::string(ToString(d.sharing)), StoredPricingClass(d),
+          d.layout};
 }
 
 DimensionKey ConsumerKey(const UsageRow& u) {
@@ -104,6 +106,7 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       }
       p.sharing = *sharing;
       DecodePricingClass(key[4], p);
+      p.layout = key[5];
       placements_.Emplace(id).first = std::move(p);
       break;
     }
@@ -165,6 +168,7 @@ void ApplyPlacement(const DeviceHour& p, DeviceHour& d) {
   d.node = p.node;
   d.gpu_model = p.gpu_model;
   d.sharing = p.sharing;
+  d.layout = p.layout;
   d.pricing_class = p.pricing_class;
   d.price_state = p.price_state;
 }

@@ -548,7 +548,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "9"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "10"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.
@@ -1072,7 +1072,7 @@ TEST_P(LedgerStoreTest, Version7LedgerMovesToCompactHoursRowForRow) {
 
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "9");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "10");
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM device_hours"));
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM usage_hours"));
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM hours"), "6");

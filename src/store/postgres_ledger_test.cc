@@ -108,7 +108,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "9");
+      EXPECT_EQ(meta->at("schema_version"), "10");
     }
     return store;
   }
@@ -360,6 +360,42 @@ TEST_F(PostgresLedgerTest, MigratesAVersion6SchemaToHistograms) {
   auto again = MustReadUsage(*store);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].histogram, hour.usage[0].histogram);
+}
+
+// A schema at version 9 (placements without a layout) gets the column, in the placements' key:
+// old entries read as "", a device-hour with a layout reads back with it.
+TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  }
+  auto r = ledger_->Query(
+      "ALTER TABLE placements DROP COLUMN layout; "
+      "ALTER TABLE placements ADD UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class); "
+      "UPDATE meta SET value = '9' WHERE key = 'schema_version'");
+  ASSERT_TRUE(r) << r.error().message;
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "10");
+  auto before = store->ReadDeviceHours({});
+  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].layout, "");
+  ASSERT_EQ(MustReadUsage(*store).size(), 1u);
+  LedgerHour mig = hour;
+  mig.device.hour_us = Hour(1);
+  mig.device.layout = "4g.71gb+3g.71gb";
+  mig.usage[0].hour_us = Hour(1);
+  ASSERT_TRUE(store->WriteHours(std::span(&mig, 1)));
+  auto after = store->ReadDeviceHours({});
+  ASSERT_TRUE(after) << after.error().message;
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].layout, "");
+  EXPECT_EQ((*after)[1].layout, "4g.71gb+3g.71gb");
+  EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM placements"), "2");
 }
 
 // A schema at version 5 (no findings) keeps its rows and gets the findings table, typed as the

@@ -177,6 +177,8 @@ CREATE TABLE ledger_changes (
   to_us      BIGINT NOT NULL
 );
 )sql",
+    // 9 -> 10 adds placements.layout in code (MigrateToPlacementLayouts).
+    "",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -252,6 +254,33 @@ Status MigrateToCompactHours(PgConn& conn) {
   return dropped ? Status::Ok() : dropped.status();
 }
 
+// 9 -> 10, as the SQLite ledger's (sqlite_schema.cc): placements gain `layout`, part of their
+// key, unless the 7 -> 8 step of this build made them with it; here by adding the column and
+// replacing the table's one UNIQUE constraint (its name is PostgreSQL's choice: looked up).
+Status MigrateToPlacementLayouts(PgConn& conn) {
+  const std::string what = "migrate schema 9 -> 10";
+  auto has = conn.Exec(what,
+                       "SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                       "current_schema() AND table_name = 'placements' AND column_name = 'layout'");
+  if (!has) return has.status();
+  std::int64_t columns = 0;
+  if (has->rows() == 1 && has->Int(0, 0, columns) && columns > 0) return Status::Ok();
+  auto added = conn.Exec(what, R"sql(
+ALTER TABLE placements ADD COLUMN layout TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE placements ALTER COLUMN layout DROP DEFAULT;
+DO $$
+DECLARE unique_key text;
+BEGIN
+  SELECT conname INTO STRICT unique_key FROM pg_constraint
+    WHERE conrelid = 'placements'::regclass AND contype = 'u';
+  EXECUTE format('ALTER TABLE placements DROP CONSTRAINT %I', unique_key);
+END $$;
+ALTER TABLE placements
+  ADD UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class, layout);
+)sql");
+  return added ? Status::Ok() : added.status();
+}
+
 }  // namespace
 
 Status MigratePostgresLedger(PgConn& conn) { return MigratePostgresLedgerTo(conn, kSchemaVersion); }
@@ -282,8 +311,9 @@ Status MigratePostgresLedgerTo(PgConn& conn, std::int64_t target) {
                     conn.server(), *version, kSchemaVersion));
   }
   for (std::int64_t v = *version; v < target; ++v) {
-    if (v == 7) {
-      if (Status s = MigrateToCompactHours(conn); !s) return s;
+    if (v == 7 || v == 9) {
+      if (Status s = v == 7 ? MigrateToCompactHours(conn) : MigrateToPlacementLayouts(conn); !s)
+        return s;
       continue;
     }
     auto r = conn.Exec(fmt::format("migrate schema {} -> {}", v, v + 1),

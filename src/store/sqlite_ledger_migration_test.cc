@@ -222,7 +222,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "9");
+  EXPECT_EQ(meta->at("schema_version"), "10");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -294,7 +294,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -340,7 +340,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -373,7 +373,7 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
   auto before = (*store)->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
@@ -385,6 +385,58 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
   EXPECT_EQ((*after)->touched,
             (TimeRange{hour.device.hour_us, hour.device.hour_us + kMicrosPerHour}));
   store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 9's placements had no layout. Opening such a file rebuilds the table with it: the
+// entries keep their ids (the hours name them) with layout "", and a device-hour written with
+// a layout reads back with it, as a placement of its own.
+TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v9.db").string();
+  fs::remove(path);
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  hour.usage = {MakeUsage(hour.device, "train-0")};
+  hour.usage[0].allocated_us = 1'000;
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path,
+       "CREATE TABLE p9 (id INTEGER PRIMARY KEY, cluster TEXT NOT NULL, node TEXT NOT NULL, "
+       "gpu_model TEXT NOT NULL, sharing_mode TEXT NOT NULL, pricing_class TEXT NOT NULL, "
+       "UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class)) STRICT; "
+       "INSERT INTO p9 SELECT id, cluster, node, gpu_model, sharing_mode, pricing_class "
+       "FROM placements; DROP TABLE placements; ALTER TABLE p9 RENAME TO placements; "
+       "UPDATE meta SET value = '9' WHERE key = 'schema_version';");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  auto before = (*store)->ReadDeviceHours({});
+  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_EQ(before->size(), 1u);
+  EXPECT_EQ((*before)[0].layout, "");
+  EXPECT_EQ((*before)[0].price_nanos, 4'100'000'000);
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_EQ((*usage)[0].allocated_us, 1'000);
+
+  LedgerHour mig = hour;
+  mig.device.hour_us += kMicrosPerHour;
+  mig.device.layout = "4g.71gb+3g.71gb";
+  mig.usage[0].hour_us = mig.device.hour_us;
+  ASSERT_TRUE((*store)->WriteHours({&mig, 1}));
+  auto after = (*store)->ReadDeviceHours({});
+  ASSERT_TRUE(after) << after.error().message;
+  ASSERT_EQ(after->size(), 2u);
+  EXPECT_EQ((*after)[0].layout, "");
+  EXPECT_EQ((*after)[1].layout, "4g.71gb+3g.71gb");
+  store->reset();
+  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM placements"), "2");
   fs::remove_all(dir);
 }
 
@@ -407,7 +459,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "9");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

@@ -167,6 +167,8 @@ CREATE TABLE ledger_changes (
   to_us      INTEGER NOT NULL
 ) STRICT;
 )sql",
+    // 9 -> 10 adds placements.layout in code (MigrateToPlacementLayouts).
+    "",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -257,6 +259,27 @@ Status MigrateToCompactHours(SqliteDb& db) {
                  "migrate schema 7 -> 8: drop the old tables");
 }
 
+// 9 -> 10 (issue 36): placements gain `layout` (a GPU's MIG layout or replicas, DeviceHour),
+// part of their key. A ledger that came through 7 -> 8 with this build has it already (that
+// step creates the dictionaries as this build has them); any other gets the table rebuilt with
+// it (SQLite cannot change a table's UNIQUE), ids kept, every old entry's layout "".
+Status MigrateToPlacementLayouts(SqliteDb& db) {
+  const std::string what = "migrate schema 9 -> 10";
+  auto has = db.Prepare(
+      "SELECT count(*) FROM pragma_table_info('placements') WHERE name = 'layout'", what);
+  if (!has) return has.status();
+  auto row = has->Step();
+  if (!row) return row.error();
+  if (*row && has->Int(0) > 0) return Status::Ok();
+  has->Reset();
+  return db.Exec(
+      DictionarySql(kSqliteDialect, Dimension::kPlacement, "placements_10") +
+          "INSERT INTO placements_10 (id, cluster, node, gpu_model, sharing_mode, pricing_class, "
+          "layout) SELECT id, cluster, node, gpu_model, sharing_mode, pricing_class, '' FROM "
+          "placements;\nDROP TABLE placements;\nALTER TABLE placements_10 RENAME TO placements;",
+      what);
+}
+
 }  // namespace
 
 Status MigrateSqliteLedger(SqliteDb& db, bool read_only) {
@@ -286,8 +309,9 @@ Status MigrateSqliteLedgerTo(SqliteDb& db, bool read_only, std::int64_t target) 
   if (!version) return version.status();
   for (std::int64_t v = *version; v < target; ++v) {
     const std::string what = fmt::format("migrate schema {} -> {}", v, v + 1);
-    Status s = v == 7 ? MigrateToCompactHours(db)
-                      : db.Exec(kMigrations[static_cast<std::size_t>(v)], what);
+    Status s = v == 7   ? MigrateToCompactHours(db)
+               : v == 9 ? MigrateToPlacementLayouts(db)
+                        : db.Exec(kMigrations[static_cast<std::size_t>(v)], what);
     if (!s) return s;
   }
   if (Status s = db.Exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) "

@@ -228,6 +228,10 @@ TEST_F(AgentTest, TimeSlicedThreePodsMatchTheScenario) {
   EXPECT_NEAR(pods_compute, 0.6 * metered, 0.02 * 0.6 * metered + 0.6 * 0.1);
   EXPECT_EQ(m.Sum("gpuledger_agent_source_up", {{"source", "nvml"}}), 1);
   EXPECT_EQ(m.Sum("gpuledger_agent_source_up", {{"source", "kubelet"}}), 1);
+  // The GPU's layout: its four advertised replicas.
+  auto gpu = m.Find("gpuledger_device_info", {{"sharing_mode", "time-slicing"}});
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->labels.at("layout"), "4 replicas");
 }
 
 // Hopper measures each GPU instance itself (NVML GPM, through the stand-in's nvmlGpm*): the
@@ -250,6 +254,8 @@ TEST_F(AgentTest, HopperMigInstancesAreMeasuredByGpm) {
   EXPECT_NEAR(compute, 0.5 * metered * 3 / 7, 0.02 * 0.5 * metered * 3 / 7 + 0.5 * 0.3 * 3 / 7);
   EXPECT_GT(m.Sum("gpuledger_container_sm_active_gpu_seconds_total", {{"pod", "big-0"}}), 0);
   EXPECT_NE(m.Find("gpuledger_device_info", {{"mig_profile", "3g.40gb"}}), nullptr);
+  // The physical GPU's layout: its instances, the most compute slices first.
+  EXPECT_NE(m.Find("gpuledger_device_info", {{"layout", "3g.40gb+2g.20gb"}}), nullptr);
 }
 
 // An A100 has no GPM and this node no dcgm-exporter: the instance's compute is its slice time

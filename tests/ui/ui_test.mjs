@@ -209,12 +209,22 @@ check(shownDevices.length === devices.length && devices.length > 0,
 for (const [i, d] of devices.entries()) {
   const got = shownDevices[i] || {};
   check(got.gpu === d.gpu_uuid, `devices: row ${i} is ${got.gpu}, the API says ${d.gpu_uuid}`);
-  check(got.model === d.gpu_model && got.sharing === d.sharing_mode, `devices: ${d.gpu_uuid} placement`);
+  check(got.model === d.gpu_model && got.sharing === d.sharing_mode &&
+        got.layout === d.layouts.join(" then "), `devices: ${d.gpu_uuid} placement`);
   check(got.cost === money(d.cost_nanos), `devices: ${d.gpu_uuid} cost ${got.cost}`);
   check(got.granted === hours(String(BigInt(d.metered_us) - BigInt(d.unallocated_us))),
         `devices: ${d.gpu_uuid} granted ${got.granted}`);
   check(got.used === hours(d.busy_us) && got.idle === hours(d.idle_us), `devices: ${d.gpu_uuid} used/idle`);
 }
+// Each GPU's layout came from its agent's device_info through the ledger: the demo scenario's
+// (src/sim/example_scenario.yaml) MIG instances, largest first, and advertised replicas.
+const layoutsOn = (node) => JSON.stringify(devices.filter((d) => d.node === node).map((d) => d.layouts));
+check(layoutsOn("gpu-h200-mig-0") === JSON.stringify([["3g.71gb+2g.35gb+1g.18gb+1g.18gb"]]),
+      `devices: the MIG H200's layouts ${layoutsOn("gpu-h200-mig-0")}`);
+check(layoutsOn("gpu-a100-ts-0") === JSON.stringify([["4 replicas"], ["4 replicas"]]),
+      `devices: the time-sliced A100s' layouts ${layoutsOn("gpu-a100-ts-0")}`);
+check(layoutsOn("gpu-l4-mps-0") === JSON.stringify([["4 replicas"]]),
+      `devices: the MPS L4's layouts ${layoutsOn("gpu-l4-mps-0")}`);
 const shared = devices.find((d) => d.sharing_mode === "time-slicing") || devices[0];
 const opener = `#devices tr[data-gpu="${shared.gpu_uuid}"] button`;
 await page.focus(opener);

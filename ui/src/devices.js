@@ -92,6 +92,7 @@ function appendRows(devices, from, count, query) {
       ["model", d.gpu_model],
       ["node", d.node],
       ["sharing", d.sharing_mode],
+      ["layout", d.layouts.join(" then ")],
       ["granted", gpuHours(granted)],
       ["used", gpuHours(d.busy_us)],
       ["idle", gpuHours(d.idle_us)],
@@ -103,7 +104,7 @@ function appendRows(devices, from, count, query) {
     detail.id = `device-detail-${index}`;
     detail.className = "detail-row";
     detail.hidden = true;
-    detail.insertCell().colSpan = 10;
+    detail.insertCell().colSpan = 11;
     button.setAttribute("aria-controls", detail.id);
     button.addEventListener("click", () => toggle(button, detail, d, query));
   }
