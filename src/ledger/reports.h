@@ -27,6 +27,10 @@ struct ReportQuery {
   // every device-hour is still split over all of its consumers). Idle, unattributed and the
   // totals are the whole window's; an edge that filters decides whether to show them.
   Filter filter;
+  // Only the rows are wanted: idle, unattributed and the totals are left zero, and a
+  // device-hour none of whose rows (nor its platform row) the filter keeps is not split, so a
+  // filter for one workload sums a sliver of the window. The rows are as without it.
+  bool rows_only = false;
 };
 
 // How many threads sum a report: one per `devices_per_worker` devices of the window, at most

@@ -189,6 +189,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   auto query = ParseReportParams(store, *p);
   if (!query) return FromError(query.error());
   const bool filtered = !query->filter.empty();
+  query->rows_only = filtered;  // a filtered answer has no idle, unattributed or totals
   auto reports = reads.Reports(store, *query);
   if (!reports) return ReportError(reports.error());
   json data = json::array();
