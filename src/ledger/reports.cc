@@ -179,14 +179,31 @@ class Keys {
   Keys(const Snapshot& s, const ReportQuery& q)
       : s_(s), q_(q), consumer_only_(ConsumerOnly(q.group_by, q.filter)) {
     if (consumer_only_) by_consumer_.assign(s.consumers().size(), kUnknown);
+    for (const FilterClause& c : q.filter)
+      if (c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode")
+        placement_filter_.push_back(c);
+    if (!placement_filter_.empty()) placement_fails_.assign(s.placements().size(), -1);
   }
 
   // The key id of usage row i, or -1 when the filter leaves it out, where its placement takes
-  // part (ByConsumer() is nullptr).
+  // part (ByConsumer() is nullptr). A placement the filter's node, model or mode clauses leave
+  // out leaves its rows out without a lookup: a filter for one node reads a sliver.
   std::int32_t Of(std::size_t i) {
     const std::uint32_t consumer = s_.usage().consumer[i];
-    const std::uint64_t pair =
-        (static_cast<std::uint64_t>(consumer) << 32) | s_.usage().placement[i];
+    const std::uint32_t placement = s_.usage().placement[i];
+    if (!placement_filter_.empty()) {
+      std::int8_t& fails = placement_fails_[placement];
+      if (fails < 0) {
+        static const ConsumerInfo kAnyone;  // the clauses read the placement alone
+        const Placement& p = s_.placements()[placement];
+        fails = Matches(placement_filter_, kAnyone,
+                        report::Placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing})
+                    ? 0
+                    : 1;
+      }
+      if (fails == 1) return -1;
+    }
+    const std::uint64_t pair = (static_cast<std::uint64_t>(consumer) << 32) | placement;
     auto [it, fresh] = by_pair_.try_emplace(pair, kUnknown);
     if (fresh) it->second = Compute(i);
     return it->second;
@@ -252,6 +269,8 @@ class Keys {
   const ReportQuery& q_;
   const bool consumer_only_;
   std::vector<std::int32_t> by_consumer_;
+  Filter placement_filter_;                   // the filter's clauses on node, model or mode
+  std::vector<std::int8_t> placement_fails_;  // by placement: -1 unknown, 0 passes, 1 fails
   std::unordered_map<std::uint64_t, std::int32_t> by_pair_;
   std::unordered_map<std::uint64_t, std::int32_t> platform_;
   std::unordered_map<std::string, std::uint32_t> ids_;

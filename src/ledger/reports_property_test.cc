@@ -129,9 +129,9 @@ RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours) {
 }
 
 // The plain computation: priced device-hours and usage read back, one BuildReport per step,
-// rows kept when their key's first level is a namespace the filter's clause names.
+// rows kept when their key's first level is the namespace or node the filter's clause names.
 std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQuery& q,
-                                      const std::string& only_namespace) {
+                                      const std::string& only_first_level) {
   auto devices = billing::ReadPricedDeviceHours(store, q.window);
   EXPECT_TRUE(devices.ok());
   auto usage = store.ReadUsage(q.window);
@@ -142,9 +142,9 @@ std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQue
     auto r = report::BuildReport(*devices, *usage, q.group_by, q.policy, q.idle, t,
                                  std::min(t + step, q.window.to_us));
     EXPECT_TRUE(r.ok()) << r.error().message;
-    if (!only_namespace.empty())
+    if (!only_first_level.empty())
       std::erase_if(r->rows, [&](const report::Row& row) {
-        return !row.key.starts_with(only_namespace + "/") && row.key != only_namespace;
+        return !row.key.starts_with(only_first_level + "/") && row.key != only_first_level;
       });
     out.push_back(report::ReportToJson(*r));
   }
@@ -184,11 +184,14 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     const int to = from + 1 + static_cast<int>(rng() % (hours - from));
     q.window = {Hour(from), Hour(to)};
     q.step = trial % 3 == 0 ? 0 : (1 + static_cast<Micros>(rng() % 12)) * kMicrosPerHour;
-    std::string only_namespace;
+    std::string only_first_level;
     if (by.starts_with("namespace") && trial % 2 == 0) {
       // Trial 8 names the namespace idle goes to (its platform rows are on every device).
-      only_namespace = kNamespaces[(trial / 4 + trial / 16) % 4];
-      q.filter = *ParseFilter("namespace:\"" + only_namespace + "\"");
+      only_first_level = kNamespaces[(trial / 4 + trial / 16) % 4];
+      q.filter = *ParseFilter("namespace:\"" + only_first_level + "\"");
+    } else if (by == "node,gpu_model" && trial % 16 == 3) {
+      only_first_level = "node-b";  // the key's first level is its node
+      q.filter = *ParseFilter("node:\"node-b\"");
     }
     // Every other query read by several connections at once, a day each.
     auto ours = trial % 2 == 0 ? ReadReports(**store, q)
@@ -222,11 +225,11 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
       ReportQuery whole = q;
       whole.step = 0;
       EXPECT_EQ(report::ReportToJson(SumSteps(*parts)),
-                PlainReports(**store, whole, only_namespace).front())
+                PlainReports(**store, whole, only_first_level).front())
           << "trial " << trial << " by " << by;
       ++summed;
     }
-    const std::vector<std::string> plain = PlainReports(**store, q, only_namespace);
+    const std::vector<std::string> plain = PlainReports(**store, q, only_first_level);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
     for (std::size_t i = 0; i < plain.size(); ++i) {
       EXPECT_EQ(report::ReportToJson((*ours)[i]), plain[i])

@@ -22,17 +22,25 @@ json FiguresJson(const Figures& f) {
           {"quality", std::string(ToString(f.quality))}};
 }
 
-// A consumer row: the figures, activity, granted memory, share source and classification.
-json RowJson(const Row& row) {
-  json j = FiguresJson(row.figures);
-  j["key"] = row.key;
-  j["compute_source"] = FormatSource(row.figures.quality, row.figures.compute_rule);
+}  // namespace
+
+void AddComputeSource(const Figures& f, json& j) {
+  j["compute_source"] = FormatSource(f.quality, f.compute_rule);
   // The worst error its rules showed on real hardware (model/compute_band.h); null: unmeasured.
-  if (auto band = MeasuredComputeBandOfRules(row.figures.compute_rule)) {
+  if (auto band = MeasuredComputeBandOfRules(f.compute_rule)) {
     j["compute_error_band"] = *band;
   } else {
     j["compute_error_band"] = nullptr;
   }
+}
+
+namespace {
+
+// A consumer row: the figures, activity, granted memory, share source and classification.
+json RowJson(const Row& row) {
+  json j = FiguresJson(row.figures);
+  j["key"] = row.key;
+  AddComputeSource(row.figures, j);
   j["activity"] = ActivityJson(row.figures);
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;

@@ -30,6 +30,9 @@ Result<Report> ReportFromJson(std::string_view json);
 //  "allocated_gpu_us","compute_gpu_us","source"}: the activity integrals, the allocated and
 // compute time of the rows that carried activity, and FormatSource of its quality and rule.
 nlohmann::json ActivityJson(const Figures& figures);
+// Sets "compute_source" (FormatSource of the quality and rules) and "compute_error_band" (the
+// widest error the rules showed on real hardware, model/compute_band.h; null where unmeasured).
+void AddComputeSource(const Figures& figures, nlohmann::json& out);
 // {"class","signals":{name: fraction},"thresholds":{name: fraction},"basis","reason"}.
 nlohmann::json UtilizationJson(const utilization::Classification& c);
 

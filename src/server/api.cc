@@ -88,12 +88,13 @@ json ActivityEntry(const report::Figures& f) {
   return a;
 }
 
-// One allocation entry. Consumer rows (`row` set) carry activity, share source and the
-// utilization class; __idle__ and __unattributed__ have none of them.
+// One allocation entry. Consumer rows (`row` set) carry their compute source and its error band,
+// activity, share source and the utilization class; __idle__ and __unattributed__ have none.
 json AllocationEntry(const std::string& name, const report::Figures& f, Micros from, Micros to,
                      const report::Row* row = nullptr) {
   json entry = AllocationFigures(name, f, from, to);
   if (row != nullptr) {
+    report::AddComputeSource(f, entry);
     entry["activity"] = ActivityEntry(f);
     entry["share_source"] = f.share_source;
     entry["utilization"] = report::UtilizationJson(row->utilization);

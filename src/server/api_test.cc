@@ -199,6 +199,29 @@ TEST_F(ApiTest, ReportFilterKeepsTheMatchingRowsAndTheWholeTotals) {
   EXPECT_NE(typo["error"].get<std::string>().find("filter, step)"), std::string::npos);
 }
 
+// A filtered allocation sums only the devices its consumers are on, and its entries carry the
+// report rows' figures and compute source with its error band (what the web UI shows when it
+// opens one node's GPUs).
+TEST_F(ApiTest, FilteredAllocationEntriesEqualTheReportRows) {
+  json report = Get("/api/v1/report", {{"aggregate", "device,container"}});
+  json alloc =
+      Get("/api/v1/allocation",
+          {{"aggregate", "device,container"}, {"filter", "node:\"a100\""}, {"accumulate", "true"}});
+  ASSERT_EQ(alloc["data"].size(), 1u);
+  const json& set = alloc["data"][0];
+  EXPECT_EQ(set.size(), 3u);  // train-0, api-0, api-1 on the A100; no idle entry
+  int matched = 0;
+  for (const json& row : report["rows"]) {
+    const std::string key = row["key"];
+    if (!set.contains(key)) continue;
+    ++matched;
+    for (const char* field : {"cost_nanos", "allocated_gpu_us", "compute_gpu_us", "quality",
+                              "compute_source", "compute_error_band"})
+      EXPECT_EQ(set[key][field], row[field]) << key << " " << field;
+  }
+  EXPECT_EQ(matched, 3);
+}
+
 // With a step, the report carries each step's cost per group beside the window's figures
 // (what the web UI's cost view draws, summed in one pass): the window's part equals the report
 // without a step, each step's costs the allocation's for that step, and they sum to the rows.

@@ -1,8 +1,9 @@
 // The devices view: each GPU (/api/v1/devices) with its sharing mode, granted vs used vs idle
 // GPU time and its cost; opening one lists the containers on it with their figures and where
-// each came from (/api/v1/report grouped by device and container, for the same window, policy
-// and idle handling, filtered to the GPU's node: read when opened, so a fleet of 10,000 GPUs
-// does not send every container up front).
+// each came from (/api/v1/allocation grouped by device and container over the whole window, for
+// the same policy and idle handling, filtered to the GPU's node: read when opened, so a fleet of
+// 10,000 GPUs does not send every container up front, and summed over that node's devices
+// alone).
 import { $, formatMoney, getJson, gpuHours, percent, tableRow } from "./api.js";
 
 function band(value) {
@@ -26,7 +27,7 @@ function containerTable(gpu, rows) {
   }
   const body = table.createTBody();
   for (const r of rows) {
-    const container = r.key.slice(gpu.length + 1);
+    const container = r.name.slice(gpu.length + 1);
     body.append(tableRow([
       ["container", container],
       ["cost", formatMoney(r.cost_nanos)],
@@ -54,10 +55,14 @@ async function toggle(button, detail, device, query) {
   detail.dataset.state = "loading";
   const cell = detail.cells[0];
   try {
-    const report = await getJson("/api/v1/report", {
-      ...query, aggregate: "device,container", filter: `node:"${device.node}"`,
+    const allocation = await getJson("/api/v1/allocation", {
+      ...query, aggregate: "device,container", filter: `node:"${device.node}"`, accumulate: "true",
     });
-    const rows = report.rows.filter((r) => r.key.startsWith(`${device.gpu_uuid}/`));
+    // The report's order: cost, highest first, then name.
+    const rows = Object.values(allocation.data[0] || {})
+      .filter((e) => e.name.startsWith(`${device.gpu_uuid}/`))
+      .sort((a, b) => (a.cost_nanos !== b.cost_nanos ? (a.cost_nanos > b.cost_nanos ? -1 : 1)
+        : (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)));
     cell.replaceChildren(containerTable(device.gpu_uuid, rows));
     button.textContent = `${rows.length} container${rows.length === 1 ? "" : "s"}`;
     detail.dataset.state = "ready";
