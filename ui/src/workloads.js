@@ -73,14 +73,19 @@ function controllerFilter(key) {
 // workload's steps are read: a fleet has thousands of workloads.
 export async function renderWorkloads(query, current) {
   const params = { ...query, aggregate: "controller" };
-  const report = await getJson("/api/v1/report", params);
-  if (!current()) return false;
-  const key = fillChoices(report, new URLSearchParams(location.hash.slice(1)).get("workload"));
-  const row = report.rows.find((r) => r.key === key);
-  if (!row) return true;
-  const allocation = await getJson("/api/v1/allocation",
+  const steps = (key) => getJson("/api/v1/allocation",
     { ...params, step: stepFor(query.window),
       filter: [query.filter, controllerFilter(key)].filter((f) => f).join("+") });
+  // A workload the address names is read beside the list (a linked page waits for one answer,
+  // not two in turn); unneeded if the list does not have it.
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("workload");
+  const early = wanted ? steps(wanted).catch(() => null) : null;
+  const report = await getJson("/api/v1/report", params);
+  if (!current()) return false;
+  const key = fillChoices(report, wanted);
+  const row = report.rows.find((r) => r.key === key);
+  if (!row) return true;
+  const allocation = (key === wanted && (await early)) || (await steps(key));
   if (!current()) return false;
   renderSummary(row);
   renderSteps(key, allocation);
