@@ -89,6 +89,10 @@ Result<Filter> ParseFilter(std::string_view text) {
   return filter;
 }
 
+bool ReadsPlacement(const FilterClause& c) {
+  return c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode";
+}
+
 bool Matches(const Filter& filter, const UsageRow& row) {
   static const std::string kNoCluster;  // no filter field reads the cluster
   return Matches(filter, row.consumer,

@@ -26,6 +26,8 @@ struct FilterClause {
 using Filter = std::vector<FilterClause>;
 
 Result<Filter> ParseFilter(std::string_view text);
+// Whether the clause reads where a row was (node, gpu_model, sharing_mode), not who it was.
+bool ReadsPlacement(const FilterClause& clause);
 bool Matches(const Filter& filter, const UsageRow& row);
 bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed);
 

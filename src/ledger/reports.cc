@@ -1,6 +1,7 @@
 #include "ledger/reports.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -168,9 +169,7 @@ bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filt
     if (d.kind == Kind::kCluster || d.kind == Kind::kNode || d.kind == Kind::kGpuModel ||
         d.kind == Kind::kDevice || d.kind == Kind::kSharingMode)
       return false;
-  for (const auto& c : filter)
-    if (c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode") return false;
-  return true;
+  return std::none_of(filter.begin(), filter.end(), ReadsPlacement);
 }
 
 // Report keys as ids, memoised by what a key depends on.
@@ -179,9 +178,8 @@ class Keys {
   Keys(const Snapshot& s, const ReportQuery& q)
       : s_(s), q_(q), consumer_only_(ConsumerOnly(q.group_by, q.filter)) {
     if (consumer_only_) by_consumer_.assign(s.consumers().size(), kUnknown);
-    for (const FilterClause& c : q.filter)
-      if (c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode")
-        placement_filter_.push_back(c);
+    std::copy_if(q.filter.begin(), q.filter.end(), std::back_inserter(placement_filter_),
+                 ReadsPlacement);
     if (!placement_filter_.empty()) placement_fails_.assign(s.placements().size(), -1);
   }
 

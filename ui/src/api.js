@@ -52,10 +52,8 @@ export function percent(part, whole) {
 }
 
 // GET path?params from the API, with the token the user gave (if any). An error answer
-// throws an Error with the API's message and its status. `exact: false` parses numbers as
-// doubles, for what is only drawn (a chart): parsing every integer of a large answer as a
-// BigInt costs the browser more than the server's answer did.
-export async function getJson(path, params, { exact = true } = {}) {
+// throws an Error with the API's message and its status.
+export async function getJson(path, params) {
   const url = `${path}?${new URLSearchParams(params)}`;
   const headers = {};
   const token = sessionStorage.getItem("gpuledger-token");
@@ -73,7 +71,7 @@ export async function getJson(path, params, { exact = true } = {}) {
     error.status = response.status;
     throw error;
   }
-  return exact ? parseExact(text) : JSON.parse(text);
+  return parseExact(text);
 }
 
 // A table row of cells, each [field, text]; the first is the row's header cell.
