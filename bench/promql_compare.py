@@ -74,9 +74,13 @@ def write_series(db, openmetrics_path, import_path):
     """Both files in one pass: OpenMetrics (seconds) for promtool, text with ms for VM."""
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     labels = {}
-    for ns, key, value in con.execute("SELECT namespace, key, value FROM namespace_labels"):
-        if key == "team":
-            labels[ns] = value
+    # Each consumer carries its namespace's labels as written (schema 11); the generator's
+    # never change.
+    for ns, text in con.execute(
+            "SELECT DISTINCT namespace, namespace_labels FROM consumers WHERE namespace_labels != ''"):
+        team = json.loads(text).get("team")
+        if team is not None:
+            labels[ns] = team
     # One series' samples must be consecutive and in time order.
     rows = sorted(usage_rows(con), key=lambda r: (r[0], r[1], r[2], r[3], r[6], r[7]))
     first = last = None

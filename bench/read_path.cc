@@ -70,13 +70,6 @@ class CountingScan final : public store::LedgerScan {
   std::int64_t keys = 0;
   bool ByKey() const override { return true; }
   Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
-  Status OnPodLabel(const std::string&, const std::string&, const std::string&, const std::string&,
-                    const std::string&) override {
-    return Status::Ok();
-  }
-  Status OnNamespaceLabel(const std::string&, const std::string&, const std::string&) override {
-    return Status::Ok();
-  }
   Status OnDeviceHour(const DeviceHour&) override { return Internal("expected rows by key"); }
   Status OnUsage(const UsageRow&) override { return Internal("expected rows by key"); }
   Status OnGpuKey(std::int64_t, const GpuUuid&) override { return Key(); }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -242,6 +243,54 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
   EXPECT_NE(bad.error().message.find("n1:9400@9999999999999.prom: line 2:"), std::string::npos)
       << bad.error().message;
   EXPECT_FALSE(ReplayFiles((dir.path() / "none").string(), second).ok());
+}
+
+// Issue 38: labels are those in force when an hour was last written. The pod watch relabels
+// pod a halfway through the second hour; the first hour, closed before, keeps the old label, and
+// the second, written again after, has the new one. No write rewrites an hour it did not touch.
+TEST(Ingestor, AnHourKeepsTheLabelsInForceWhenItWasLastWritten) {
+  TempDir dir("gpuledger-ingest");
+  FakeAgent agent;
+  // Minute by minute from the first hour's start to the second's last minute, in two parts:
+  // to 1:30, then the rest.
+  for (int i = 0; i < 120; ++i) {
+    const fs::path part = dir.path() / (i <= 90 ? "before" : "after");
+    fs::create_directories(part);
+    const std::int64_t ms = (kH0 + i * 60 * kS) / 1000;
+    ASSERT_TRUE(
+        WriteFile((part / fmt::format("n1:9400@{}.prom", ms)).string(), agent.Render()).ok());
+    agent.Advance(60);
+  }
+  std::string team = "vision";
+  auto describe = [&team](const ConsumerRef& ref) {
+    ConsumerInfo info{ref};
+    if (ref.pod == "a") info.labels = {{"team", team}};
+    info.namespace_labels = {{"cost-center", team == "vision" ? "cc-1" : "cc-2"}};
+    return info;
+  };
+  auto store = Open(dir.path() / "l.db");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  Ingestor ingestor(*store, catalog, "c1", describe, Facts());
+  ASSERT_TRUE(ingestor.Start().ok());
+  ASSERT_TRUE(ReplayFiles((dir.path() / "before").string(), ingestor).ok());
+  team = "speech";
+  ASSERT_TRUE(ReplayFiles((dir.path() / "after").string(), ingestor).ok());
+
+  auto usage = store->ReadUsage({});
+  ASSERT_TRUE(usage.ok()) << usage.error().message;
+  std::map<std::pair<Micros, std::string>, std::string> labels;  // (hour, pod) -> team/center
+  for (const UsageRow& u : *usage) {
+    auto team_label = u.consumer.labels.find("team");
+    labels[{u.hour_us, u.consumer.ref.pod}] =
+        (team_label == u.consumer.labels.end() ? "-" : team_label->second) + "/" +
+        u.consumer.namespace_labels.at("cost-center");
+  }
+  const std::map<std::pair<Micros, std::string>, std::string> want = {
+      {{kH0, "a"}, "vision/cc-1"},
+      {{kH0, "b"}, "-/cc-1"},
+      {{kH0 + kMicrosPerHour, "a"}, "speech/cc-2"},
+      {{kH0 + kMicrosPerHour, "b"}, "-/cc-2"}};
+  EXPECT_EQ(labels, want);
 }
 
 // The single "ingest_state" key of earlier builds (state version 2: entries without sighting

@@ -6,14 +6,14 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
                                                         const billing::ExportRequest& request) {
   const auto [first, last] = s.DeviceRange(request.from_us, request.to_us);
   const UsageColumns& u = s.usage();
-  // The platform namespace's labels, when a row of it in the window has some (as
-  // billing::BuildExportRows takes them from the window's rows).
+  // The platform namespace's labels: those of its last row in the window with some (as
+  // billing::BuildExportRows takes them from the window's rows, the last one winning).
   const std::map<std::string, std::string>* platform_labels = nullptr;
   if (request.idle.kind == cost::IdleHandling::Kind::kNamespace)
-    for (std::uint32_t i = s.first_usage()[first]; i < s.first_usage()[last]; ++i) {
-      const ConsumerInfo& c = s.consumers()[u.consumer[i]];
+    for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i) {
+      const ConsumerInfo& c = s.consumers()[u.consumer[i - 1]];
       if (c.ref.namespace_name == request.idle.namespace_name && !c.namespace_labels.empty()) {
-        platform_labels = &s.namespace_labels().at(c.ref.namespace_name);
+        platform_labels = &c.namespace_labels;
         break;
       }
     }

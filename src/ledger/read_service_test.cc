@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "store_test_env/store_test_env.h"
 
 namespace gpuledger::ledger {
@@ -142,6 +147,89 @@ TEST_P(ReadServiceTest, ReadsAWindowOlderThanTheKeptDaysAlone) {
   EXPECT_EQ(reads.stats().direct_reads, 1);
   EXPECT_EQ(all->front().total.device_hours, 2);
   EXPECT_EQ(recent->front().total.device_hours, 1);
+}
+
+// Issue 38: a relabel mid-window moves only the hours after it. A pod's label changes at hour
+// 2 and another namespace's at hour 2 too; a report by label over the four hours charges each
+// side to the label in force, from a snapshot kept across the relabel as from a fresh one, as
+// the plain report computes it, and with idle charged to the relabelled namespace (its
+// platform row takes that namespace's labels of the step's last row) step by step.
+TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto hours = [](int from, int to, const char* pod_team, const char* namespace_team) {
+    std::vector<LedgerHour> out;
+    for (int h = from; h < to; ++h) {
+      LedgerHour a = OneHour(h, kMicrosPerHour);  // ml/train-0, the whole hour
+      a.usage[0].consumer.labels = {{"team", pod_team}};
+      out.push_back(a);
+      LedgerHour b;
+      b.device = MakeDevice(Hour(h), "GPU-b");
+      b.device.price_nanos = 3'600'000'000;
+      b.usage.push_back(MakeUsage(b.device, "infer", "asr-0", "main", kMicrosPerHour / 2));
+      b.usage[0].consumer.namespace_labels = {{"team", namespace_team}};
+      b.device.unallocated_us = b.device.metered_us - kMicrosPerHour / 2;
+      out.push_back(b);
+    }
+    return out;
+  };
+  ASSERT_TRUE((*store)->WriteHours(hours(0, 2, "vision", "asr")).ok());
+  ReadService reads;
+  ReportQuery by_team = ByNamespace({Hour(0), Hour(4)});
+  by_team.group_by = *report::ParseGroupBy("label:team");
+  ASSERT_TRUE(reads.Reports(**store, by_team).ok());  // a snapshot kept across the relabel
+  ASSERT_TRUE((*store)->WriteHours(hours(2, 4, "speech", "speech-infer")).ok());
+
+  auto got = reads.Reports(**store, by_team);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(reads.stats().cache_refreshes, 1);
+  std::map<std::string, Nanos> cost;
+  for (const report::Row& row : got->front().rows) cost[row.key] = row.figures.cost_nanos;
+  const std::map<std::string, Nanos> want = {{"vision", 7'200'000'000},
+                                             {"speech", 7'200'000'000},
+                                             {"asr", 3'600'000'000},
+                                             {"speech-infer", 3'600'000'000}};
+  EXPECT_EQ(cost, want);
+  EXPECT_EQ(got->front().idle.cost_nanos, 7'200'000'000);
+
+  // The plain report over the rows as read, and a fresh snapshot, agree row for row; so do
+  // they with idle charged to the relabelled namespace, over the window and hour by hour.
+  const std::vector<DeviceHour> devices = store::testing::MustReadDevices(**store);
+  const std::vector<UsageRow> usage = store::testing::MustReadUsage(**store);
+  ReportQuery to_infer = by_team;
+  to_infer.idle = *cost::ParseIdleHandling("namespace:infer");
+  ReportQuery hourly = to_infer;
+  hourly.step = kMicrosPerHour;
+  for (const ReportQuery& q : {by_team, to_infer, hourly}) {
+    ReadService fresh;
+    auto kept = reads.Reports(**store, q);
+    auto loaded = fresh.Reports(**store, q);
+    ASSERT_TRUE(kept.ok() && loaded.ok());
+    const Micros step = q.step > 0 ? q.step : q.window.to_us - q.window.from_us;
+    ASSERT_EQ(kept->size(), loaded->size());
+    for (std::size_t i = 0; i < kept->size(); ++i) {
+      const Micros from = q.window.from_us + static_cast<Micros>(i) * step;
+      auto plain = report::BuildReport(devices, usage, q.group_by, q.policy, q.idle, from,
+                                       std::min(from + step, q.window.to_us));
+      ASSERT_TRUE(plain.ok()) << plain.error().message;
+      for (const report::Report* r : {&(*kept)[i], &(*loaded)[i]}) {
+        ASSERT_EQ(r->rows.size(), plain->rows.size()) << "step " << i;
+        for (std::size_t k = 0; k < r->rows.size(); ++k) {
+          EXPECT_EQ(r->rows[k].key, plain->rows[k].key) << "step " << i;
+          EXPECT_EQ(r->rows[k].figures.cost_nanos, plain->rows[k].figures.cost_nanos);
+        }
+      }
+    }
+  }
+  auto windowed = reads.Reports(**store, to_infer);
+  ASSERT_TRUE(windowed.ok());
+  std::map<std::string, Nanos> charged;
+  for (const report::Row& row : windowed->front().rows) charged[row.key] = row.figures.cost_nanos;
+  // The idle half of GPU-b goes to infer's platform row, under the namespace's last labels.
+  EXPECT_EQ(charged.at("speech-infer"), 3'600'000'000 + 7'200'000'000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReadServiceTest,

@@ -114,10 +114,15 @@ struct Acc {
   }
 };
 
+constexpr std::uint32_t kNoLabels = UINT32_MAX;  // Bucket::idle_labels_from
+
 // One step's report being built.
 struct Bucket {
   report::Report report;
-  bool idle_namespace_seen = false;  // a row of the idle namespace is in this step
+  // The consumer whose namespace labels the step's platform row carries: the last row of the
+  // idle namespace with namespace labels in the step (as report::BuildReport takes them), or
+  // kNoLabels.
+  std::uint32_t idle_labels_from = kNoLabels;
 };
 
 // A worker's sums for one step.
@@ -220,18 +225,17 @@ class Keys {
 
   // The key of the platform namespace's row on device d (idle handling namespace:NS), or -1
   // when the filter leaves it out.
-  std::int32_t PlatformOf(std::size_t d, bool with_labels) {
-    const std::uint64_t memo =
-        (static_cast<std::uint64_t>(s_.devices()[d].placement) << 1) | (with_labels ? 1 : 0);
+  // Its namespace labels are those of consumer `labels_from` (kNoLabels: none).
+  std::int32_t PlatformOf(std::size_t d, std::uint32_t labels_from) {
+    const std::uint64_t memo = (static_cast<std::uint64_t>(s_.devices()[d].placement) << 32) |
+                               static_cast<std::uint32_t>(labels_from + 1);
     auto [it, fresh] = platform_.try_emplace(memo, 0);
     if (!fresh) return it->second;
     const Placement& p = s_.placements()[s_.devices()[d].placement];
     UsageRow platform =
         report::PlatformIdleRow(q_.idle.namespace_name, p.node, p.gpu_model, p.gpu, p.sharing);
-    if (with_labels)
-      if (auto it2 = s_.namespace_labels().find(q_.idle.namespace_name);
-          it2 != s_.namespace_labels().end())
-        platform.consumer.namespace_labels = it2->second;
+    if (labels_from != kNoLabels)
+      platform.consumer.namespace_labels = s_.consumers()[labels_from].namespace_labels;
     it->second =
         !q_.filter.empty() && !Matches(q_.filter, platform)
             ? -1
@@ -341,17 +345,20 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
   const UsageColumns& u = s.usage();
   const bool namespace_idle = q.idle.kind == cost::IdleHandling::Kind::kNamespace;
   if (namespace_idle) {
-    // The platform row carries the idle namespace's labels when a row of it is in the step
-    // (report::BuildReport takes namespace labels from the step's rows).
+    // The platform row carries the idle namespace's labels of its last row in the step, labels
+    // being those in force when each row was written (report::BuildReport takes namespace
+    // labels from the step's rows, the last one winning).
     std::vector<bool> is_idle_namespace(s.consumers().size());
     for (std::size_t c = 0; c < s.consumers().size(); ++c)
       is_idle_namespace[c] = s.consumers()[c].ref.namespace_name == q.idle.namespace_name &&
                              !s.consumers()[c].namespace_labels.empty();
     for (Bucket& b : buckets) {
       const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
-      for (std::uint32_t i = s.first_usage()[first];
-           i < s.first_usage()[last] && !b.idle_namespace_seen; ++i)
-        b.idle_namespace_seen = is_idle_namespace[u.consumer[i]];
+      for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i)
+        if (is_idle_namespace[u.consumer[i - 1]]) {
+          b.idle_labels_from = u.consumer[i - 1];
+          break;
+        }
     }
   }
 
@@ -381,7 +388,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
   if (namespace_idle) {
     platform_key.resize(last - first);
     for (std::size_t d = first; d < last; ++d)
-      platform_key[d - first] = keys.PlatformOf(d, buckets[bucket_of(d)].idle_namespace_seen);
+      platform_key[d - first] = keys.PlatformOf(d, buckets[bucket_of(d)].idle_labels_from);
   }
   const std::size_t key_count = keys.names().size();
 

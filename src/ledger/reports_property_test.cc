@@ -34,14 +34,16 @@ const char* const kRules[] = {"", "process-samples", "mps-thread-share", "device
 const char* const kNamespaces[] = {"ml", "web", "platform", "research"};
 
 // A random ledger: `hours` hours of a few GPUs on two nodes, every sharing mode, consumers
-// with pod and namespace labels, credits and unpriced hours, electricity parts, and bills for
-// some node-days.
+// with pod and namespace labels that change over time, credits and unpriced hours, electricity
+// parts, and bills for some node-days.
 struct RandomLedger {
   std::vector<LedgerHour> hours;
   std::vector<Reconciliation> reconciliations;
 };
 
-RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours) {
+// `relabel` false: every consumer keeps its labels throughout (as a ledger before schema 11 kept
+// them).
+RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours, bool relabel = true) {
   auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   RandomLedger out;
   const int gpus = 1 + below(5);
@@ -78,8 +80,16 @@ RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours) {
                                      PodUid("uid-" + std::to_string(pod)), "c" + std::to_string(c)};
         u.consumer.owner_kind = below(2) == 0 ? "Deployment" : "";
         u.consumer.owner_name = u.consumer.owner_kind.empty() ? "" : "dep-" + std::to_string(pod);
-        if (pod % 3 != 0) u.consumer.labels = {{"team", pod % 2 == 0 ? "alpha" : "beta"}};
-        if (ns != 1) u.consumer.namespace_labels = {{"team", "ns-team-" + std::to_string(ns)}};
+        // Labels as they were in the hour (issue 38): pod 4 is relabelled halfway through, and
+        // namespace platform's label changes twice a day.
+        if (pod % 3 != 0)
+          u.consumer.labels = {
+              {"team", std::string(pod % 2 == 0 ? "alpha" : "beta") +
+                           (relabel && pod == 4 && h >= hours / 2 ? "-relabelled" : "")}};
+        if (ns != 1)
+          u.consumer.namespace_labels = {
+              {"team", "ns-team-" + std::to_string(ns) +
+                           (relabel && ns == 2 && h % 24 >= 12 ? "-pm" : "")}};
         u.node = d.node;
         u.gpu_model = d.gpu_model;
         u.sharing = d.sharing;
@@ -308,7 +318,8 @@ TEST_P(ReportsProperty, TheCompactLayoutChangesNoNumber) {
   ASSERT_TRUE(direct);
   std::mt19937_64 rng(37);
   const int hours = 72;
-  RandomLedger random = MakeRandomLedger(rng, hours);
+  // Schema 7 kept one label set per pod and namespace: labels that never change read back.
+  RandomLedger random = MakeRandomLedger(rng, hours, /*relabel=*/false);
   Status written = migrated->WriteAsVersion7(random.hours);
   ASSERT_TRUE(written) << written.error().message;
   auto old_layout = migrated->Open();

@@ -1,10 +1,8 @@
 #include "ledger/snapshot.h"
 
 #include <algorithm>
-#include <set>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -13,8 +11,6 @@
 #include "report/report.h"
 
 namespace gpuledger::ledger {
-
-using LabelMap = std::map<std::string, std::string>;
 
 // Builds a Snapshot from a store scan, rows by key: each key's strings are interned once, when
 // the store first names it, and a row maps its keys to the snapshot's indexes. A usage row finds
@@ -49,17 +45,6 @@ class SnapshotLoader final : public store::LedgerScan {
     s_.reconciliations_.push_back(r);
     return Status::Ok();
   }
-  Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
-                    const std::string& key, const std::string& value) override {
-    pod_labels_[PodKey(ns, pod, uid)][key] = value;
-    return Status::Ok();
-  }
-  Status OnNamespaceLabel(const std::string& ns, const std::string& key,
-                          const std::string& value) override {
-    namespace_labels_[ns][key] = value;
-    return Status::Ok();
-  }
-
   Status OnGpuKey(std::int64_t key, const GpuUuid& gpu) override {
     gpus_.Emplace(key).first = gpu;
     return Status::Ok();
@@ -71,18 +56,11 @@ class SnapshotLoader final : public store::LedgerScan {
   // A key per consumer: each becomes the snapshot's next consumer (appending, unless the
   // snapshot has it already).
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    if (append_) {
-      touched_namespaces_.insert(consumer.ref.namespace_name);
-      touched_pods_.insert(PodKey(consumer));
-    }
     auto [index, added] = consumers_.Emplace(key);
     if (!added) return Status::Ok();  // appending: the snapshot has it
     index = static_cast<std::uint32_t>(s_.consumers_.size());
     s_.consumer_keys_.push_back(key);
-    ConsumerInfo& info = s_.consumers_.emplace_back();
-    info.ref = consumer.ref;
-    info.owner_kind = consumer.owner_kind;
-    info.owner_name = consumer.owner_name;
+    s_.consumers_.push_back(consumer);  // with the labels its rows were written with
     return Status::Ok();
   }
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
@@ -171,7 +149,6 @@ class SnapshotLoader final : public store::LedgerScan {
 
   Status Finish() {
     FlushHour();
-    AttachLabels();
     // Rows were appended grouped by device in device order, each counted at its device + 1:
     // the counts summed are the offsets.
     SizeRowCounts();
@@ -207,24 +184,6 @@ class SnapshotLoader final : public store::LedgerScan {
   };
 
   static constexpr std::uint32_t kNone = UINT32_MAX;
-  // A pod as one string (namespace, name and UID, each ended by a NUL), written into `out`.
-  static void PodKeyInto(std::string_view ns, std::string_view pod, std::string_view uid,
-                         std::string& out) {
-    out.clear();
-    for (std::string_view part : {ns, pod, uid}) {
-      out += part;
-      out += '\0';
-    }
-  }
-  static std::string PodKey(std::string_view ns, std::string_view pod, std::string_view uid) {
-    std::string key;
-    PodKeyInto(ns, pod, uid, key);
-    return key;
-  }
-  static std::string PodKey(const ConsumerInfo& c) {
-    return PodKey(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value);
-  }
-
   static Status NotKeyed() { return Internal("the snapshot reads the ledger's rows by key"); }
   static Status MissingKey(std::string_view what) {
     return Internal(fmt::format("the ledger scan sent a {} before the strings of its keys", what));
@@ -322,57 +281,6 @@ class SnapshotLoader final : public store::LedgerScan {
     hour_rows_.clear();
   }
 
-  // The labels of the pods and namespaces the scan named are as it read them (the ledger's
-  // now); appending, the snapshot's other consumers of those pods and namespaces take them too.
-  // Labels change only with a write of their pod's or namespace's rows, and a refresh reads
-  // every hour written since, so no other consumer's labels changed. A label set is assigned
-  // only when it differs: most consumers a refresh names have theirs already.
-  void AttachLabels() {
-    if (!append_) {
-      s_.namespace_labels_ = std::move(namespace_labels_);
-      std::string pod;
-      for (ConsumerInfo& c : s_.consumers_) {
-        PodKeyInto(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value, pod);
-        if (auto it = pod_labels_.find(pod); it != pod_labels_.end()) c.labels = it->second;
-        if (auto it = s_.namespace_labels_.find(c.ref.namespace_name);
-            it != s_.namespace_labels_.end())
-          c.namespace_labels = it->second;
-      }
-      return;
-    }
-    std::set<std::string> changed_namespaces;
-    for (const std::string& ns : touched_namespaces_) {
-      auto fresh = namespace_labels_.find(ns);
-      auto held = s_.namespace_labels_.find(ns);
-      if (fresh == namespace_labels_.end()) {
-        if (held == s_.namespace_labels_.end()) continue;
-        s_.namespace_labels_.erase(held);
-      } else if (held == s_.namespace_labels_.end() || held->second != fresh->second) {
-        s_.namespace_labels_[ns] = fresh->second;
-      } else {
-        continue;
-      }
-      changed_namespaces.insert(ns);
-    }
-    const LabelMap none;
-    auto assign = [](LabelMap& to, const LabelMap& from) {
-      if (to != from) to = from;
-    };
-    std::string pod;
-    for (ConsumerInfo& c : s_.consumers_) {
-      PodKeyInto(c.ref.namespace_name, c.ref.pod, c.ref.pod_uid.value, pod);
-      const bool named = touched_pods_.contains(pod);
-      if (named) {
-        auto it = pod_labels_.find(pod);
-        assign(c.labels, it != pod_labels_.end() ? it->second : none);
-      }
-      if (named || changed_namespaces.contains(c.ref.namespace_name)) {
-        auto it = s_.namespace_labels_.find(c.ref.namespace_name);
-        assign(c.namespace_labels, it != s_.namespace_labels_.end() ? it->second : none);
-      }
-    }
-  }
-
   // As the report computes it: capacity less the unattributed and the rows' memory-time,
   // summed saturating in row order.
   void ComputeUnusedMemory() {
@@ -429,11 +337,6 @@ class SnapshotLoader final : public store::LedgerScan {
   const std::size_t devices_at_start_;
   const std::size_t rows_at_start_;
   const std::size_t reconciliations_at_start_;
-  std::unordered_map<std::string, LabelMap> pod_labels_;  // by PodKey
-  std::map<std::string, LabelMap> namespace_labels_;
-  // Appending: the pods (PodKey) and namespaces the scan named.
-  std::unordered_set<std::string> touched_pods_;
-  std::set<std::string> touched_namespaces_;
   report::SumCheck* hour_sums_ = nullptr;  // the current hour's
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
@@ -567,9 +470,6 @@ void Snapshot::DropUnusedEntries() {
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
   for (std::uint32_t& p : usage_.placement) p = placement_index[p];
   for (DeviceFigures& d : devices_) d.placement = placement_index[d.placement];
-  std::set<std::string_view> namespaces;
-  for (const ConsumerInfo& c : consumers_) namespaces.insert(c.ref.namespace_name);
-  std::erase_if(namespace_labels_, [&](const auto& ns) { return !namespaces.contains(ns.first); });
 }
 
 void Snapshot::Clear() {
@@ -580,7 +480,6 @@ void Snapshot::Clear() {
   consumer_keys_.clear();
   placements_.clear();
   rules_.clear();
-  namespace_labels_.clear();
   reconciliations_.clear();
   reconciled_.clear();
   hour_sums_.clear();

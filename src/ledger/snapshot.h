@@ -114,13 +114,11 @@ class Snapshot {
   const std::vector<DeviceFigures>& devices() const { return devices_; }
   const std::vector<std::uint32_t>& first_usage() const { return first_usage_; }
   const UsageColumns& usage() const { return usage_; }
-  const std::vector<ConsumerInfo>& consumers() const { return consumers_; }  // labels attached
+  // Each with the labels its rows were written with: a relabelled pod or namespace is a consumer
+  // per label set (schema 11).
+  const std::vector<ConsumerInfo>& consumers() const { return consumers_; }
   const std::vector<Placement>& placements() const { return placements_; }
   const std::vector<std::string>& rules() const { return rules_; }
-  // Namespace labels by namespace, for the namespaces of the snapshot's rows.
-  const std::map<std::string, std::map<std::string, std::string>>& namespace_labels() const {
-    return namespace_labels_;
-  }
   // Whether every sum a report over any window of this snapshot takes fits in 64 bits.
   bool sums_fit() const { return sums_.Check().ok(); }
   // The magnitude sums of every row of the snapshot (report::SumCheck).
@@ -167,7 +165,6 @@ class Snapshot {
   std::vector<std::int64_t> consumer_keys_;  // each consumer's key in the ledger's scans
   std::vector<Placement> placements_;
   std::vector<std::string> rules_;
-  std::map<std::string, std::map<std::string, std::string>> namespace_labels_;
   std::vector<Reconciliation> reconciliations_;
   std::unordered_map<std::uint32_t, Reconciled> reconciled_;
   report::SumCheck sums_;

@@ -137,7 +137,6 @@ class HourDecoder {
       for (const UsageFigures& f : d->usage) {
         row_.hour_us = d->device.hour_us;
         ApplyFigures(f, row_);
-        consumers_.Emplace(f.consumer);
         if (by_key_) {
           if (Status s = SendKey(Dimension::kConsumer, f.consumer); !s) return s;
           if (Status s = SendKey(Dimension::kContext, f.context); !s) return s;
@@ -149,38 +148,13 @@ class HourDecoder {
         row_.consumer.ref = c.ref;
         row_.consumer.owner_kind = c.owner_kind;
         row_.consumer.owner_name = c.owner_name;
+        row_.consumer.labels = c.labels;
+        row_.consumer.namespace_labels = c.namespace_labels;
         ApplyContext(cache_.Context(f.context), row_);
         if (Status s = scan_.OnUsage(row_); !s) return s;
       }
     }
     return Status::Ok();
-  }
-
-  // The labels of every consumer sent.
-  Status Labels() {
-    std::set<PodKey> pods;
-    std::set<std::string> namespaces;
-    for (std::int64_t id : consumers_.ids()) {
-      const ConsumerRef& c = cache_.Consumer(id).ref;
-      pods.emplace(c.namespace_name, c.pod, c.pod_uid.str());
-      namespaces.insert(c.namespace_name);
-    }
-    std::vector<SqlValue> cells;
-    for (const auto& [ns, pod, uid] : pods) {
-      cells.insert(cells.end(),
-                   {std::string_view(ns), std::string_view(pod), std::string_view(uid)});
-    }
-    Status read = db_.ForEachRowWithKey(
-        "read pod_labels", "SELECT namespace, pod, pod_uid, key, value FROM pod_labels",
-        kPodColumns, cells, [&](SqlRow& row) {
-          return scan_.OnPodLabel(row.Text(0), row.Text(1), row.Text(2), row.Text(3), row.Text(4));
-        });
-    if (!read) return read;
-    cells.assign(namespaces.begin(), namespaces.end());
-    return db_.ForEachRowWithKey(
-        "read namespace_labels", "SELECT namespace, key, value FROM namespace_labels",
-        std::span(kPodColumns).first(1), cells,
-        [&](SqlRow& row) { return scan_.OnNamespaceLabel(row.Text(0), row.Text(1), row.Text(2)); });
   }
 
  private:
@@ -281,7 +255,6 @@ class HourDecoder {
   std::vector<std::int64_t> order_ids_;   // the GPU ids order_ was sorted for, in stored order
   std::vector<std::size_t> permutation_;  // their positions in GPU UUID order
   UsageRow row_;                          // reused: its strings keep their capacity from row to row
-  DenseIdMap<char> consumers_;            // ids of the rows sent
   std::array<DenseIdMap<char>, kDimensions.size()> sent_;  // keys sent (ByKey)
 };
 
@@ -290,19 +263,8 @@ class Collector final : public LedgerScan {
  public:
   std::vector<DeviceHour> devices;
   std::vector<UsageRow> usage;
-  LabelTables labels;
 
   Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
-  Status OnPodLabel(const std::string& ns, const std::string& pod, const std::string& uid,
-                    const std::string& key, const std::string& value) override {
-    labels.AddPod(ns, pod, uid, key, value);
-    return Status::Ok();
-  }
-  Status OnNamespaceLabel(const std::string& ns, const std::string& key,
-                          const std::string& value) override {
-    labels.AddNamespace(ns, key, value);
-    return Status::Ok();
-  }
   Status OnDeviceHour(const DeviceHour& d) override {
     devices.push_back(d);
     return Status::Ok();
@@ -320,7 +282,17 @@ std::string DictionarySql(const SqlDialect& sql, Dimension dimension, std::strin
   std::string out = fmt::format("CREATE TABLE {} (\n  id {}", name, sql.dictionary_id);
   for (std::string_view column : table.columns)
     out += fmt::format(",\n  {} {} NOT NULL", column, sql.text);
-  out += fmt::format(",\n  UNIQUE ({})\n){};\n", fmt::join(table.columns, ", "), sql.table_options);
+  if (table.long_columns == 0 || sql.long_text_key.empty()) {
+    out +=
+        fmt::format(",\n  UNIQUE ({})\n){};\n", fmt::join(table.columns, ", "), sql.table_options);
+    return out;
+  }
+  // A key with digests is an index over expressions, which no table constraint can be.
+  std::vector<std::string> key(table.columns.begin(), table.columns.end());
+  for (std::size_t i = key.size() - table.long_columns; i < key.size(); ++i)
+    key[i] = fmt::format(fmt::runtime(sql.long_text_key), key[i]);
+  out += fmt::format("\n){};\nCREATE UNIQUE INDEX {}_key ON {} ({});\n", sql.table_options, name,
+                     name, fmt::join(key, ", "));
   return out;
 }
 
@@ -428,9 +400,63 @@ Status MoveToCompactHours(LegacyRows<DeviceHour>& devices, LegacyRows<UsageRow>&
   return write_batch();
 }
 
+Status MoveLabelsIntoConsumers(SqlConnection& db) {
+  const std::string what = "migrate schema 10 -> 11";
+  std::map<PodKey, LabelMap> pods;
+  std::map<std::string, LabelMap> namespaces;
+  Status read = db.ForEachRow(
+      what, "SELECT namespace, pod, pod_uid, key, value FROM pod_labels", {}, [&](SqlRow& row) {
+        pods[{row.Text(0), row.Text(1), row.Text(2)}][row.Text(3)] = row.Text(4);
+        return row.Check("pod_labels");
+      });
+  if (!read) return read;
+  read = db.ForEachRow(what, "SELECT namespace, key, value FROM namespace_labels", {},
+                       [&](SqlRow& row) {
+                         namespaces[row.Text(0)][row.Text(1)] = row.Text(2);
+                         return row.Check("namespace_labels");
+                       });
+  if (!read) return read;
+
+  const DimensionTable& table = TableOf(Dimension::kConsumer);
+  const std::size_t named = table.columns.size() - table.long_columns;  // the key before labels
+  std::vector<SqlColumn> columns = {{"id", SqlType::kInt}};
+  for (std::string_view column : table.columns) columns.push_back({column, SqlType::kText});
+  std::vector<std::string> texts;  // the cells' strings: SqlValue views them
+  std::vector<std::int64_t> ids;
+  read = db.ForEachRow(what,
+                       fmt::format("SELECT id, {} FROM consumers",
+                                   fmt::join(std::span(table.columns).first(named), ", ")),
+                       {}, [&](SqlRow& row) {
+                         const std::int64_t id = row.Int(0);
+                         std::vector<std::string> key;
+                         for (std::size_t i = 1; i <= named; ++i)
+                           key.push_back(row.Text(static_cast<int>(i)));
+                         if (Status s = row.Check("consumers"); !s) return s;
+                         auto pod = pods.find({key[0], key[1], key[2]});
+                         auto ns = namespaces.find(key[0]);
+                         if (pod == pods.end() && ns == namespaces.end()) return Status::Ok();
+                         key.push_back(pod == pods.end() ? "" : EncodeLabels(pod->second));
+                         key.push_back(ns == namespaces.end() ? "" : EncodeLabels(ns->second));
+                         ids.push_back(id);
+                         texts.insert(texts.end(), key.begin(), key.end());
+                         return Status::Ok();
+                       });
+  if (!read) return read;
+  std::vector<SqlValue> cells;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    cells.emplace_back(ids[i]);
+    for (std::size_t c = 0; c < table.columns.size(); ++c)
+      cells.emplace_back(std::string_view(texts[i * table.columns.size() + c]));
+  }
+  if (!cells.empty())
+    if (Status s = db.Upsert(what, SqlUpsert{"consumers", columns, 1, false}, cells); !s) return s;
+  if (Status s = db.Run(what, "DROP TABLE pod_labels", {}); !s) return s;
+  return db.Run(what, "DROP TABLE namespace_labels", {});
+}
+
 namespace {
 
-// Everything of `range`, or (usage false) its device-hours alone, without rows or labels.
+// Everything of `range`, or (usage false) its device-hours alone, without their rows.
 Status ScanHours(SqlConnection& db, DimensionCache& cache, const TimeRange& range, LedgerScan& scan,
                  bool usage) {
   cache.Trim();
@@ -453,8 +479,7 @@ Status ScanHours(SqlConnection& db, DimensionCache& cache, const TimeRange& rang
                       return decoder.Add(hour, gpu, placement, record);
                     });
   if (!read) return read;
-  if (Status s = decoder.Flush(); !s) return s;
-  return usage ? decoder.Labels() : Status::Ok();
+  return decoder.Flush();
 }
 
 }  // namespace
@@ -475,7 +500,6 @@ Result<std::vector<UsageRow>> ReadCompactUsage(SqlConnection& db, DimensionCache
                                                const TimeRange& range) {
   Collector collected;
   if (Status s = ScanCompactHours(db, cache, range, collected); !s) return s;
-  for (UsageRow& u : collected.usage) collected.labels.Attach(u);
   return std::move(collected.usage);
 }
 

@@ -16,7 +16,11 @@ const DimensionTable& TableOf(Dimension dimension) {
       {"gpus", {"uuid"}},
       // layout came with schema 10 (MigrateToPlacementLayouts); columns are only appended.
       {"placements", {"cluster", "node", "gpu_model", "sharing_mode", "pricing_class", "layout"}},
-      {"consumers", {"namespace", "pod", "pod_uid", "container", "owner_kind", "owner_name"}},
+      // labels and namespace_labels came with schema 11 (MigrateToConsumerLabels).
+      {"consumers",
+       {"namespace", "pod", "pod_uid", "container", "owner_kind", "owner_name", "labels",
+        "namespace_labels"},
+       2},
       {"usage_contexts",
        {"node", "gpu_model", "sharing_mode", "device_id", "compute_quality", "memory_quality",
         "compute_rule", "activity_quality", "activity_rule", "share_source"}},
@@ -33,8 +37,14 @@ DimensionKey PlacementKey(const DeviceHour& d) {
 
 DimensionKey ConsumerKey(const UsageRow& u) {
   const ConsumerRef& c = u.consumer.ref;
-  return {c.namespace_name,     c.pod, c.pod_uid.str(), c.container, u.consumer.owner_kind,
-          u.consumer.owner_name};
+  return {c.namespace_name,
+          c.pod,
+          c.pod_uid.str(),
+          c.container,
+          u.consumer.owner_kind,
+          u.consumer.owner_name,
+          EncodeLabels(u.consumer.labels),
+          EncodeLabels(u.consumer.namespace_labels)};
 }
 
 DimensionKey ContextKey(const UsageRow& u) {
@@ -118,6 +128,10 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       c.ref.container = key[3];
       c.owner_kind = key[4];
       c.owner_name = key[5];
+      if (!DecodeLabels(key[6], c.labels, &what) ||
+          !DecodeLabels(key[7], c.namespace_labels, &what)) {
+        return Internal(fmt::format("{} id {}: {}", table.table, id, what));
+      }
       consumers_.Emplace(id).first = std::move(c);
       break;
     }

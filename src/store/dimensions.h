@@ -1,6 +1,8 @@
 #pragma once
 // The ledger's dictionaries (schema 8, issue 37): the strings rows used to repeat (GPU UUIDs;
-// cluster, node, model, mode and pricing class of a device-hour; a consumer and its owner; a
+// cluster, node, model, mode and pricing class of a device-hour; a consumer, its owner and the
+// labels in force when its row was written (schema 11: a relabelled pod or namespace is a new
+// entry, so past hours keep their labels); a
 // usage row's device, qualities and rules) are each kept once, as a row of their own table,
 // and the hour records (store/hour_record.h) hold their integer ids. Ids are assigned by the
 // database, never reused or changed, so a cached id stays right for as long as the ledger
@@ -28,10 +30,13 @@ enum class Dimension { kGpu, kPlacement, kConsumer, kContext };
 inline constexpr std::array<Dimension, 4> kDimensions = {Dimension::kGpu, Dimension::kPlacement,
                                                          Dimension::kConsumer, Dimension::kContext};
 
-// A dictionary's table: `id` plus these text columns, unique together.
+// A dictionary's table: `id` plus these text columns, unique together. The last
+// `long_columns` may be long (a label set): a dialect whose index entries are bounded keys
+// them by a digest (SqlDialect::long_text_key).
 struct DimensionTable {
   std::string_view table;
   std::vector<std::string_view> columns;
+  std::size_t long_columns = 0;
 };
 const DimensionTable& TableOf(Dimension dimension);
 
@@ -65,7 +70,7 @@ class DimensionCache {
   void Clear();
 
   // The entries of learned ids (Has() must be true): the GPU's UUID; a DeviceHour with
-  // cluster, node, model, sharing, pricing class and price state set; a consumer without
+  // cluster, node, model, sharing, pricing class and price state set; a consumer with its
   // labels; a UsageRow with node, model, sharing, device, qualities and rules set.
   const GpuUuid& Gpu(std::int64_t id) const { return *gpus_.Find(id); }
   const DeviceHour& Placement(std::int64_t id) const { return *placements_.Find(id); }

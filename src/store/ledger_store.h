@@ -38,18 +38,13 @@ struct FindingQuery {
 // A range of the ledger read as a stream, for readers that keep a compact copy of their own
 // (the read service, ledger/). LedgerStore::Scan calls, in this order and from one read
 // snapshot: OnReconciliation for the days starting in the range; then hour by hour, the
-// hour's OnDeviceHour in GPU order, then OnUsage for its rows, without labels; then OnPodLabel
-// and OnNamespaceLabel for the consumers of the rows sent. A failed callback
-// stops the scan and Scan returns its error. The rows passed are valid only during the call.
+// hour's OnDeviceHour in GPU order, then OnUsage for its rows, each with the labels in force
+// when it was written. A failed callback stops the scan and Scan returns its error. The rows
+// passed are valid only during the call.
 class LedgerScan {
  public:
   virtual ~LedgerScan() = default;
   virtual Status OnReconciliation(const Reconciliation& reconciliation) = 0;
-  virtual Status OnPodLabel(const std::string& namespace_name, const std::string& pod,
-                            const std::string& pod_uid, const std::string& key,
-                            const std::string& value) = 0;
-  virtual Status OnNamespaceLabel(const std::string& namespace_name, const std::string& key,
-                                  const std::string& value) = 0;
   virtual Status OnDeviceHour(const DeviceHour& device) = 0;
   virtual Status OnUsage(const UsageRow& usage) = 0;
 
@@ -60,8 +55,8 @@ class LedgerScan {
   // its strings: one key for each distinct set of strings of its kind, the same in every scan
   // of the ledger (the dictionaries' ids, never reused). A key's strings come once, before
   // the first row naming it: a GPU's UUID; a placement's cluster, node, gpu_model, sharing,
-  // pricing_class and price_state; a consumer's ref and owner (no labels); a context's node,
-  // gpu_model, sharing, device_id, qualities and rules. Labels come as for any scan.
+  // pricing_class and price_state; a consumer's ref, owner and labels; a context's node,
+  // gpu_model, sharing, device_id, qualities and rules.
   virtual bool ByKey() const { return false; }
   virtual Status OnGpuKey(std::int64_t /*key*/, const GpuUuid& /*gpu*/) { return NotByKey(); }
   virtual Status OnPlacementKey(std::int64_t /*key*/, const DeviceHour& /*placement*/) {
@@ -90,7 +85,8 @@ class LedgerScan {
 struct LedgerChanges {
   std::int64_t generation = 0;  // the ledger's generation now
   // The hull of the hours the writes after the asked-for generation touched (device-hours,
-  // usage, labels, reconciled node-days): outside it every row reads as it did then. Empty
+  // usage rows with their labels, reconciled node-days): outside it every row reads as it did
+  // then. Empty
   // ({0, 0}) when nothing was written since.
   TimeRange touched{0, 0};
   TimeRange extent{0, 0};  // Extent() now
@@ -101,13 +97,13 @@ class LedgerStore {
   virtual ~LedgerStore() = default;
 
   // Writes all hours in one transaction; each replaces its (hour, gpu) rows entirely. On any
-  // failure nothing of the span is kept. Labels come from each row's ConsumerInfo: pod labels
-  // are upserted key by key (per namespace/pod/pod_uid), a namespace's labels replaced as a
-  // whole; within one span the last row naming a pod or namespace wins.
+  // failure nothing of the span is kept. Each row keeps its ConsumerInfo's pod and namespace
+  // labels as they are (the labels in force in its hour): a later relabel changes the rows
+  // written after it, never the ones before.
   virtual Status WriteHours(std::span<const LedgerHour> hours) = 0;
 
   virtual Result<std::vector<DeviceHour>> ReadDeviceHours(const TimeRange& range) = 0;
-  // Usage rows with their consumer info (owner, pod labels, namespace labels) filled in.
+  // Usage rows with their consumer info (owner, pod labels, namespace labels, as written).
   virtual Result<std::vector<UsageRow>> ReadUsage(const TimeRange& range) = 0;
   // Everything of `range` a report needs, streamed from one read snapshot (LedgerScan).
   virtual Status Scan(const TimeRange& range, LedgerScan& scan) = 0;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,6 +82,18 @@ TEST(PostgresLedger, UnreachableServerIsUnavailableAndNamesIt) {
   EXPECT_THAT(malformed.error().message, Not(HasSubstr("topsecret")));
 }
 
+// Version 10 kept labels in side tables, one set per pod and per namespace, and consumers
+// without them: this takes a schema of this build back to that shape (labels dropped, the side
+// tables empty).
+constexpr const char* kBackToVersion10 =
+    "ALTER TABLE consumers DROP COLUMN labels; ALTER TABLE consumers DROP COLUMN "
+    "namespace_labels; ALTER TABLE consumers ADD UNIQUE (namespace, pod, pod_uid, container, "
+    "owner_kind, owner_name); CREATE TABLE pod_labels (namespace TEXT COLLATE \"C\" NOT NULL, pod "
+    "TEXT COLLATE \"C\" NOT NULL, pod_uid TEXT COLLATE \"C\" NOT NULL, key TEXT COLLATE \"C\" NOT "
+    "NULL, value TEXT NOT NULL, PRIMARY KEY (namespace, pod, pod_uid, key)); CREATE TABLE "
+    "namespace_labels (namespace TEXT COLLATE \"C\" NOT NULL, key TEXT COLLATE \"C\" NOT NULL, "
+    "value TEXT NOT NULL, PRIMARY KEY (namespace, key)); ";
+
 class PostgresLedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -108,7 +121,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "10");
+      EXPECT_EQ(meta->at("schema_version"), "11");
     }
     return store;
   }
@@ -165,13 +178,12 @@ TEST_F(PostgresLedgerTest, ErrorsNameTheServerAndStatementNeverThePassword) {
   // A statement error: a table gone from under the store.
   auto store = Open();
   ASSERT_TRUE(store);
-  ASSERT_TRUE(ledger_->Query("DROP TABLE pod_labels"));
+  ASSERT_TRUE(ledger_->Query("DROP TABLE ledger_changes"));
   LedgerHour h{MakeDevice(Hour(0), "GPU-a"), {}};
   h.usage = {MakeUsage(h.device, "team-a", "api-1", "server", 1)};
-  h.usage[0].consumer.labels = {{"app", "api"}};
   Status s = store->WriteHours(std::span(&h, 1));
   ASSERT_FALSE(s);
-  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location() + ": write pod_labels:"));
+  EXPECT_THAT(s.error().message, HasSubstr(ledger_->Location() + ": log ledger change:"));
   EXPECT_THAT(s.error().message, HasSubstr("[42P01]"));
   EXPECT_THAT(s.error().message, Not(HasSubstr(password)));
 
@@ -373,13 +385,14 @@ TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
     ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
   }
   auto r = ledger_->Query(
+      std::string(kBackToVersion10) +
       "ALTER TABLE placements DROP COLUMN layout; "
       "ALTER TABLE placements ADD UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class); "
       "UPDATE meta SET value = '9' WHERE key = 'schema_version'");
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "11");
   auto before = store->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -396,6 +409,50 @@ TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
   EXPECT_EQ((*after)[0].layout, "");
   EXPECT_EQ((*after)[1].layout, "4g.71gb+3g.71gb");
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM placements"), "2");
+}
+
+// A schema at version 10 kept one label set per pod and per namespace in side tables: its
+// consumers get them (keyed by their digests), the side tables go, and a relabelled hour written
+// after keeps its own labels beside the migrated one's.
+TEST_F(PostgresLedgerTest, MigratesAVersion10SchemaToConsumerLabels) {
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000)};
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  }
+  const ConsumerRef& c = hour.usage[0].consumer.ref;
+  auto r = ledger_->Query(fmt::format(
+      "{3}INSERT INTO pod_labels VALUES ('{0}', '{1}', '{2}', 'team', 'vision'); INSERT INTO "
+      "namespace_labels VALUES ('{0}', 'cost-center', 'cc-7'); UPDATE meta SET value = '10' "
+      "WHERE key = 'schema_version'",
+      c.namespace_name, c.pod, c.pod_uid.str(), kBackToVersion10));
+  ASSERT_TRUE(r) << r.error().message;
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                            "current_schema() AND table_name IN ('pod_labels', "
+                            "'namespace_labels')"),
+            "0");
+  auto before = MustReadUsage(*store);
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].consumer.labels, (std::map<std::string, std::string>{{"team", "vision"}}));
+  EXPECT_EQ(before[0].consumer.namespace_labels,
+            (std::map<std::string, std::string>{{"cost-center", "cc-7"}}));
+
+  LedgerHour next = hour;
+  next.device.hour_us = Hour(1);
+  next.usage[0].hour_us = Hour(1);
+  next.usage[0].consumer.labels = {{"team", "speech"}};
+  next.usage[0].consumer.namespace_labels = before[0].consumer.namespace_labels;
+  ASSERT_TRUE(store->WriteHours(std::span(&next, 1)));
+  auto after = MustReadUsage(*store);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0].consumer.labels, before[0].consumer.labels);
+  EXPECT_EQ(after[1].consumer.labels, next.usage[0].consumer.labels);
+  EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM consumers"), "2");
 }
 
 // A schema at version 5 (no findings) keeps its rows and gets the findings table, typed as the
@@ -461,9 +518,8 @@ TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
       "SELECT count(*) FROM information_schema.tables "
       "WHERE table_schema = current_schema()");
   ASSERT_TRUE(tables) << tables.error().message;
-  // meta pod_labels namespace_labels reconciliations findings, the four dictionaries, hours,
-  // ledger_changes
-  EXPECT_EQ(*tables, "11");
+  // meta reconciliations findings, the four dictionaries, hours, ledger_changes
+  EXPECT_EQ(*tables, "9");
 }
 
 }  // namespace

@@ -179,6 +179,8 @@ CREATE TABLE ledger_changes (
 )sql",
     // 9 -> 10 adds placements.layout in code (MigrateToPlacementLayouts).
     "",
+    // 10 -> 11 moves labels into the consumers dictionary in code (MigrateToConsumerLabels).
+    "",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -254,17 +256,30 @@ Status MigrateToCompactHours(PgConn& conn) {
   return dropped ? Status::Ok() : dropped.status();
 }
 
+// Whether `table` of the connection's schema has `column` (a migration that adds it may find it
+// made already by the 7 -> 8 step of this build).
+Result<bool> HasColumn(PgConn& conn, const std::string& what, std::string_view table,
+                       std::string_view column) {
+  PgParams p;
+  p.Add(std::string(table));
+  p.Add(std::string(column));
+  auto has = conn.Exec(what,
+                       "SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                       "current_schema() AND table_name = $1 AND column_name = $2",
+                       p);
+  if (!has) return has.status();
+  std::int64_t columns = 0;
+  return has->rows() == 1 && has->Int(0, 0, columns) && columns > 0;
+}
+
 // 9 -> 10, as the SQLite ledger's (sqlite_schema.cc): placements gain `layout`, part of their
 // key, unless the 7 -> 8 step of this build made them with it; here by adding the column and
 // replacing the table's one UNIQUE constraint (its name is PostgreSQL's choice: looked up).
 Status MigrateToPlacementLayouts(PgConn& conn) {
   const std::string what = "migrate schema 9 -> 10";
-  auto has = conn.Exec(what,
-                       "SELECT count(*) FROM information_schema.columns WHERE table_schema = "
-                       "current_schema() AND table_name = 'placements' AND column_name = 'layout'");
+  auto has = HasColumn(conn, what, "placements", "layout");
   if (!has) return has.status();
-  std::int64_t columns = 0;
-  if (has->rows() == 1 && has->Int(0, 0, columns) && columns > 0) return Status::Ok();
+  if (*has) return Status::Ok();
   auto added = conn.Exec(what, R"sql(
 ALTER TABLE placements ADD COLUMN layout TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE placements ALTER COLUMN layout DROP DEFAULT;
@@ -279,6 +294,35 @@ ALTER TABLE placements
   ADD UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class, layout);
 )sql");
   return added ? Status::Ok() : added.status();
+}
+
+// 10 -> 11, as the SQLite ledger's (sqlite_schema.cc): consumers gain their labels, keyed by
+// their digests (kPostgresDialect), unless the 7 -> 8 step of this build made them with them;
+// the side tables' sets go to the consumers of their pods.
+Status MigrateToConsumerLabels(PgConn& conn) {
+  const std::string what = "migrate schema 10 -> 11";
+  auto has = HasColumn(conn, what, "consumers", "labels");
+  if (!has) return has.status();
+  if (!*has) {
+    auto added = conn.Exec(what, R"sql(
+ALTER TABLE consumers ADD COLUMN labels TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE consumers ADD COLUMN namespace_labels TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE consumers ALTER COLUMN labels DROP DEFAULT;
+ALTER TABLE consumers ALTER COLUMN namespace_labels DROP DEFAULT;
+DO $$
+DECLARE unique_key text;
+BEGIN
+  SELECT conname INTO STRICT unique_key FROM pg_constraint
+    WHERE conrelid = 'consumers'::regclass AND contype = 'u';
+  EXECUTE format('ALTER TABLE consumers DROP CONSTRAINT %I', unique_key);
+END $$;
+CREATE UNIQUE INDEX consumers_key ON consumers (namespace, pod, pod_uid, container, owner_kind,
+  owner_name, md5(labels), md5(namespace_labels));
+)sql");
+    if (!added) return added.status();
+  }
+  PgConnection connection(conn, /*in_transaction=*/true);
+  return MoveLabelsIntoConsumers(connection);
 }
 
 }  // namespace
@@ -311,9 +355,11 @@ Status MigratePostgresLedgerTo(PgConn& conn, std::int64_t target) {
                     conn.server(), *version, kSchemaVersion));
   }
   for (std::int64_t v = *version; v < target; ++v) {
-    if (v == 7 || v == 9) {
-      if (Status s = v == 7 ? MigrateToCompactHours(conn) : MigrateToPlacementLayouts(conn); !s)
-        return s;
+    if (v == 7 || v == 9 || v == 10) {
+      Status s = v == 7   ? MigrateToCompactHours(conn)
+                 : v == 9 ? MigrateToPlacementLayouts(conn)
+                          : MigrateToConsumerLabels(conn);
+      if (!s) return s;
       continue;
     }
     auto r = conn.Exec(fmt::format("migrate schema {} -> {}", v, v + 1),

@@ -4,24 +4,32 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/json_text.h"
 
 namespace gpuledger::store {
 
-void LabelTables::AddPod(std::string ns, std::string pod, std::string uid, std::string key,
-                         std::string value) {
-  pods[{std::move(ns), std::move(pod), std::move(uid)}].emplace(std::move(key), std::move(value));
+std::string EncodeLabels(const LabelMap& labels) {
+  return labels.empty() ? std::string() : JsonText(nlohmann::json(labels));
 }
 
-void LabelTables::AddNamespace(const std::string& ns, std::string key, std::string value) {
-  namespaces[ns].emplace(std::move(key), std::move(value));
-}
-
-void LabelTables::Attach(UsageRow& u) const {
-  const ConsumerRef& c = u.consumer.ref;
-  if (auto it = pods.find({c.namespace_name, c.pod, c.pod_uid.str()}); it != pods.end())
-    u.consumer.labels = it->second;
-  if (auto it = namespaces.find(c.namespace_name); it != namespaces.end())
-    u.consumer.namespace_labels = it->second;
+bool DecodeLabels(std::string_view text, LabelMap& labels, std::string* what) {
+  labels.clear();
+  if (text.empty()) return true;
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) {
+    *what = fmt::format("labels '{}' are not a JSON object", text);
+    return false;
+  }
+  for (const auto& [key, value] : parsed.items()) {
+    if (!value.is_string()) {
+      *what = fmt::format("label '{}' in '{}' is not a string", key, text);
+      return false;
+    }
+    labels.emplace(key, value.get<std::string>());
+  }
+  return true;
 }
 
 bool DecodeUsageEnums(UsageRow& u, std::string_view mode, std::string_view compute_quality,

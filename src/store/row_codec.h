@@ -1,6 +1,6 @@
 #pragma once
 // What every ledger store does the same way with rows outside the hour records: the checks of a
-// span before it is written, text columns as enums, the label side tables joined onto rows, and
+// span before it is written, text columns as enums and label sets, and
 // reconciliations read from any store's cursor. And schema 7's rows (device_hours and
 // usage_hours, one row per device-hour and per usage row), which only the 7 -> 8 migration
 // reads and the tests of older ledgers write: since schema 8 hours are compact records
@@ -20,17 +20,12 @@
 
 namespace gpuledger::store {
 
-// The labels side tables, as read for one range.
-struct LabelTables {
-  using LabelMap = std::map<std::string, std::string>;
-  std::map<std::tuple<std::string, std::string, std::string>, LabelMap> pods;  // ns, pod, uid
-  std::map<std::string, LabelMap> namespaces;
-
-  void AddPod(std::string ns, std::string pod, std::string uid, std::string key, std::string value);
-  void AddNamespace(const std::string& ns, std::string key, std::string value);
-  // Fills the row's pod and namespace labels from the tables.
-  void Attach(UsageRow& row) const;
-};
+// A label set as the consumers dictionary keeps it (schema 11): "" for none, else a JSON
+// object in key order, so one set always encodes to the same text and people can read it.
+using LabelMap = std::map<std::string, std::string>;
+std::string EncodeLabels(const LabelMap& labels);
+// The set EncodeLabels wrote; false, with `what` saying why, for other text.
+bool DecodeLabels(std::string_view text, LabelMap& labels, std::string* what);
 
 // Sets row.sharing and its qualities from their stored text. false, with `what` saying which
 // value was unknown, for a row this build cannot read.

@@ -1,5 +1,6 @@
-// The ledger store, written once: hours as compact records (store/compact_hours.h), labels,
-// meta, reconciliations and findings as plain tables, all through a SqlConnection.
+// The ledger store, written once: hours as compact records (store/compact_hours.h; their
+// consumers carry the labels in force), meta, reconciliations and findings as plain tables, all
+// through a SqlConnection.
 //
 // Money is integer nanos and every unit an integer (GPU-µs, bytes, mJ, memory-time in KiB-s);
 // costs are not stored: reports compute them from these rows. Text compares as bytes in both
@@ -28,9 +29,7 @@
 namespace gpuledger::store {
 namespace {
 
-using LabelMap = std::map<std::string, std::string>;
-
-// The hours a write of `hours` touches (their labels too are read with those hours' rows).
+// The hours a write of `hours` touches (labels are part of the rows: schema 11).
 TimeRange HoursTouched(std::span<const LedgerHour> hours) {
   const auto [first, last] = std::minmax_element(
       hours.begin(), hours.end(),
@@ -43,22 +42,6 @@ constexpr std::array<SqlColumn, 2> kMetaColumns = {{
     {"value", SqlType::kText},
 }};
 constexpr SqlUpsert kMetaUpsert = {"meta", kMetaColumns, 1, false};
-
-constexpr std::array<SqlColumn, 5> kPodLabelColumns = {{
-    {"namespace", SqlType::kText},
-    {"pod", SqlType::kText},
-    {"pod_uid", SqlType::kText},
-    {"key", SqlType::kText},
-    {"value", SqlType::kText},
-}};
-constexpr SqlUpsert kPodLabelUpsert = {"pod_labels", kPodLabelColumns, 4, true};
-
-constexpr std::array<SqlColumn, 3> kNamespaceLabelColumns = {{
-    {"namespace", SqlType::kText},
-    {"key", SqlType::kText},
-    {"value", SqlType::kText},
-}};
-constexpr SqlUpsert kNamespaceLabelUpsert = {"namespace_labels", kNamespaceLabelColumns, 2, true};
 
 // kReconciliationColumns with the key first.
 constexpr std::array<SqlColumn, 9> kReconciliationUpsertColumns = {{
@@ -113,8 +96,6 @@ class SqlLedger final : public LedgerStore {
   Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
 
  private:
-  Status WriteLabels(std::span<const LedgerHour> hours);
-  Status WriteNamespaceLabels(const std::map<std::string_view, const LabelMap*>& namespaces);
   // Counts one more change of what reports read, and logs the hours it touched (inside the
   // writer's transaction).
   Status BumpGeneration(const TimeRange& touched);
@@ -152,79 +133,11 @@ Status SqlLedger::WriteHours(std::span<const LedgerHour> hours) {
   auto txn = db_->Begin(/*write=*/true);
   if (!txn) return txn.status();
   Status written = WriteCompactHours(*db_, dimensions_, hours);
-  if (written) written = WriteLabels(hours);
   if (written) written = BumpGeneration(HoursTouched(hours));
   if (written) written = (*txn)->Commit();
   // Ids learned in a transaction that did not commit may not exist.
   if (!written) dimensions_.Clear();  // the transaction rolls back
   return written;
-}
-
-// Pod labels are upserted key by key; a namespace's labels are replaced as a whole. Within one
-// span the last row naming a pod or namespace wins, and each is written once; a label that did
-// not change is not written again (every hour names every namespace).
-Status SqlLedger::WriteLabels(std::span<const LedgerHour> hours) {
-  using PodKeyView = std::tuple<std::string_view, std::string_view, std::string_view>;
-  std::map<PodKeyView, const LabelMap*> pods;
-  std::map<std::string_view, const LabelMap*> namespaces;
-  for (const LedgerHour& hour : hours) {
-    for (const UsageRow& u : hour.usage) {
-      const ConsumerRef& c = u.consumer.ref;
-      if (!u.consumer.labels.empty()) {
-        pods[PodKeyView{c.namespace_name, c.pod, c.pod_uid.str()}] = &u.consumer.labels;
-      }
-      namespaces[c.namespace_name] = &u.consumer.namespace_labels;
-    }
-  }
-  std::vector<SqlValue> cells;
-  for (const auto& [pod, labels] : pods) {
-    for (const auto& [key, value] : *labels) {
-      cells.insert(cells.end(), {std::get<0>(pod), std::get<1>(pod), std::get<2>(pod),
-                                 std::string_view(key), std::string_view(value)});
-    }
-  }
-  if (!cells.empty()) {
-    if (Status s = db_->Upsert("write pod_labels", kPodLabelUpsert, cells); !s) return s;
-  }
-  return WriteNamespaceLabels(namespaces);
-}
-
-Status SqlLedger::WriteNamespaceLabels(
-    const std::map<std::string_view, const LabelMap*>& namespaces) {
-  if (namespaces.empty()) return Status::Ok();
-  // The keys a namespace no longer has go.
-  std::vector<SqlValue> names(namespaces.size());
-  std::transform(namespaces.begin(), namespaces.end(), names.begin(),
-                 [](const auto& entry) { return SqlValue(entry.first); });
-  std::vector<std::pair<std::string, std::string>> gone;
-  Status read =
-      db_->ForEachRowWithKey("read namespace_labels", "SELECT namespace, key FROM namespace_labels",
-                             std::span(kNamespaceLabelColumns).first(1), names, [&](SqlRow& row) {
-                               std::string ns = row.Text(0);
-                               std::string key = row.Text(1);
-                               auto labels = namespaces.find(ns);
-                               if (labels != namespaces.end() && !labels->second->contains(key))
-                                 gone.emplace_back(std::move(ns), std::move(key));
-                               return Status::Ok();
-                             });
-  if (!read) return read;
-  std::vector<SqlValue> cells;
-  if (!gone.empty()) {
-    for (const auto& [ns, key] : gone) {
-      cells.insert(cells.end(), {std::string_view(ns), std::string_view(key)});
-    }
-    const auto key_columns = std::span(kNamespaceLabelColumns).first(2);
-    Status deleted = db_->Delete("delete namespace_labels", "namespace_labels", key_columns, cells);
-    if (!deleted) return deleted;
-    cells.clear();
-  }
-  for (const auto& [ns, labels] : namespaces) {
-    for (const auto& [key, value] : *labels) {
-      cells.insert(cells.end(), {ns, std::string_view(key), std::string_view(value)});
-    }
-  }
-  if (cells.empty()) return Status::Ok();
-  return db_->Upsert("write namespace_labels", kNamespaceLabelUpsert, cells);
 }
 
 Result<std::vector<DeviceHour>> SqlLedger::ReadDeviceHours(const TimeRange& range) {
@@ -233,7 +146,6 @@ Result<std::vector<DeviceHour>> SqlLedger::ReadDeviceHours(const TimeRange& rang
 }
 
 Result<std::vector<UsageRow>> SqlLedger::ReadUsage(const TimeRange& range) {
-  // One snapshot: rows and labels agree even while a writer commits.
   return InSnapshot<std::vector<UsageRow>>(
       [&] { return ReadCompactUsage(*db_, dimensions_, range); });
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <span>
 #include <string>
 
@@ -48,6 +49,20 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
   return out;
 }
+
+// Version 10 kept labels in side tables, one set per pod and per namespace, and consumers
+// without them: this takes a file of this build back to that shape (its consumers' labels
+// dropped, the side tables empty).
+constexpr const char* kBackToVersion10 =
+    "CREATE TABLE c10 (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, pod TEXT NOT NULL, "
+    "pod_uid TEXT NOT NULL, container TEXT NOT NULL, owner_kind TEXT NOT NULL, owner_name TEXT "
+    "NOT NULL, UNIQUE (namespace, pod, pod_uid, container, owner_kind, owner_name)) STRICT; "
+    "INSERT INTO c10 SELECT id, namespace, pod, pod_uid, container, owner_kind, owner_name FROM "
+    "consumers; DROP TABLE consumers; ALTER TABLE c10 RENAME TO consumers; "
+    "CREATE TABLE pod_labels (namespace TEXT NOT NULL, pod TEXT NOT NULL, pod_uid TEXT NOT NULL, "
+    "key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (namespace, pod, pod_uid, key)) STRICT; "
+    "CREATE TABLE namespace_labels (namespace TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT "
+    "NULL, PRIMARY KEY (namespace, key)) STRICT;";
 
 // Version 6 had no histogram column: this takes a version-7 file back to it.
 constexpr const char* kBackToVersion6 = "ALTER TABLE usage_hours DROP COLUMN histogram;";
@@ -222,7 +237,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "10");
+  EXPECT_EQ(meta->at("schema_version"), "11");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -294,7 +309,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -340,7 +355,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -369,11 +384,13 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
     ASSERT_TRUE((*store)->WriteHours({&hour, 1}));  // generation 1
   }
   Exec(path,
-       "DROP TABLE ledger_changes; UPDATE meta SET value = '8' WHERE key = 'schema_version';");
+       (std::string(kBackToVersion10) +
+        "DROP TABLE ledger_changes; UPDATE meta SET value = '8' WHERE key = 'schema_version';")
+           .c_str());
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
   auto before = (*store)->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
@@ -404,6 +421,7 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
     ASSERT_TRUE(store) << store.error().message;
     ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
   }
+  Exec(path, kBackToVersion10);
   Exec(path,
        "CREATE TABLE p9 (id INTEGER PRIMARY KEY, cluster TEXT NOT NULL, node TEXT NOT NULL, "
        "gpu_model TEXT NOT NULL, sharing_mode TEXT NOT NULL, pricing_class TEXT NOT NULL, "
@@ -414,7 +432,7 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
   auto before = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -440,6 +458,66 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
   fs::remove_all(dir);
 }
 
+// Version 10 kept one label set per pod and per namespace, as last written, so relabelling
+// rewrote history. Opening such a file gives each consumer the sets its pod and namespace had
+// (all an older ledger knew), drops the side tables, and from then on each hour keeps its own.
+TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v10.db").string();
+  fs::remove(path);
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  hour.usage = {MakeUsage(hour.device, "train-0"), MakeUsage(hour.device, "train-1")};
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  const ConsumerRef& train0 = hour.usage[0].consumer.ref;
+  Exec(path, kBackToVersion10);
+  Exec(path, fmt::format("INSERT INTO pod_labels VALUES ('{0}', '{1}', '{2}', 'team', 'vision'), "
+                         "('{0}', '{1}', '{2}', 'app', 'trainer'); INSERT INTO namespace_labels "
+                         "VALUES ('{0}', 'cost-center', 'cc-7'); UPDATE meta SET value = '10' "
+                         "WHERE key = 'schema_version';",
+                         train0.namespace_name, train0.pod, train0.pod_uid.str())
+                 .c_str());
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ(QueryText(path,
+                      "SELECT count(*) FROM sqlite_schema WHERE name IN ('pod_labels', "
+                      "'namespace_labels')"),
+            "0");
+  const std::map<std::string, std::string> pod = {{"app", "trainer"}, {"team", "vision"}};
+  const std::map<std::string, std::string> ns = {{"cost-center", "cc-7"}};
+  auto usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 2u);
+  EXPECT_EQ((*usage)[0].consumer.labels, pod);
+  EXPECT_EQ((*usage)[0].consumer.namespace_labels, ns);
+  EXPECT_TRUE((*usage)[1].consumer.labels.empty());
+  EXPECT_EQ((*usage)[1].consumer.namespace_labels, ns);
+
+  // The next hour, relabelled: a consumer entry of its own; the migrated hour keeps its labels.
+  LedgerHour next = hour;
+  next.device.hour_us += kMicrosPerHour;
+  for (UsageRow& u : next.usage) {
+    u.hour_us = next.device.hour_us;
+    u.consumer.labels = {{"team", "speech"}};
+    u.consumer.namespace_labels = ns;
+  }
+  ASSERT_TRUE((*store)->WriteHours({&next, 1}));
+  usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(usage) << usage.error().message;
+  ASSERT_EQ(usage->size(), 4u);
+  EXPECT_EQ((*usage)[0].consumer.labels, pod);
+  EXPECT_EQ((*usage)[2].consumer.labels, next.usage[0].consumer.labels);
+  store->reset();
+  EXPECT_EQ(QueryText(path, "SELECT count(*) FROM consumers"), "4");
+  fs::remove_all(dir);
+}
+
 // Version 5 had no findings. Opening such a file adds the table and its index; the hours stay,
 // there are no findings, the table is STRICT, and the migrated file records findings.
 TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
@@ -459,7 +537,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "10");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

@@ -169,6 +169,8 @@ CREATE TABLE ledger_changes (
 )sql",
     // 9 -> 10 adds placements.layout in code (MigrateToPlacementLayouts).
     "",
+    // 10 -> 11 moves labels into the consumers dictionary in code (MigrateToConsumerLabels).
+    "",
 };
 
 constexpr std::string_view kCreateMeta =
@@ -259,25 +261,58 @@ Status MigrateToCompactHours(SqliteDb& db) {
                  "migrate schema 7 -> 8: drop the old tables");
 }
 
+// Whether `table` has `column` (a migration that adds it may find it made already by the
+// 7 -> 8 step of this build).
+Result<bool> HasColumn(SqliteDb& db, const std::string& what, std::string_view table,
+                       std::string_view column) {
+  auto has = db.Prepare(
+      fmt::format("SELECT count(*) FROM pragma_table_info('{}') WHERE name = '{}'", table, column),
+      what);
+  if (!has) return has.status();
+  auto row = has->Step();
+  if (!row) return row.error();
+  const bool present = *row && has->Int(0) > 0;
+  has->Reset();
+  return present;
+}
+
 // 9 -> 10 (issue 36): placements gain `layout` (a GPU's MIG layout or replicas, DeviceHour),
 // part of their key. A ledger that came through 7 -> 8 with this build has it already (that
 // step creates the dictionaries as this build has them); any other gets the table rebuilt with
 // it (SQLite cannot change a table's UNIQUE), ids kept, every old entry's layout "".
 Status MigrateToPlacementLayouts(SqliteDb& db) {
   const std::string what = "migrate schema 9 -> 10";
-  auto has = db.Prepare(
-      "SELECT count(*) FROM pragma_table_info('placements') WHERE name = 'layout'", what);
+  auto has = HasColumn(db, what, "placements", "layout");
   if (!has) return has.status();
-  auto row = has->Step();
-  if (!row) return row.error();
-  if (*row && has->Int(0) > 0) return Status::Ok();
-  has->Reset();
+  if (*has) return Status::Ok();
   return db.Exec(
       DictionarySql(kSqliteDialect, Dimension::kPlacement, "placements_10") +
           "INSERT INTO placements_10 (id, cluster, node, gpu_model, sharing_mode, pricing_class, "
           "layout) SELECT id, cluster, node, gpu_model, sharing_mode, pricing_class, '' FROM "
           "placements;\nDROP TABLE placements;\nALTER TABLE placements_10 RENAME TO placements;",
       what);
+}
+
+// 10 -> 11 (issue 38): a consumer's labels (its pod's and namespace's) become part of its
+// dictionary entry, so each row keeps the labels in force when it was written; the side tables
+// that held one set per pod and namespace go, their sets given to the consumers of their pods
+// (MoveLabelsIntoConsumers). A ledger that came through 7 -> 8 with this build has the columns.
+Status MigrateToConsumerLabels(SqliteDb& db) {
+  const std::string what = "migrate schema 10 -> 11";
+  auto has = HasColumn(db, what, "consumers", "labels");
+  if (!has) return has.status();
+  if (!*has) {
+    Status rebuilt = db.Exec(
+        DictionarySql(kSqliteDialect, Dimension::kConsumer, "consumers_11") +
+            "INSERT INTO consumers_11 (id, namespace, pod, pod_uid, container, owner_kind, "
+            "owner_name, labels, namespace_labels) SELECT id, namespace, pod, pod_uid, container, "
+            "owner_kind, owner_name, '', '' FROM consumers;\nDROP TABLE consumers;\nALTER TABLE "
+            "consumers_11 RENAME TO consumers;",
+        what);
+    if (!rebuilt) return rebuilt;
+  }
+  SqliteConnection connection(db);
+  return MoveLabelsIntoConsumers(connection);
 }
 
 }  // namespace
@@ -309,9 +344,10 @@ Status MigrateSqliteLedgerTo(SqliteDb& db, bool read_only, std::int64_t target) 
   if (!version) return version.status();
   for (std::int64_t v = *version; v < target; ++v) {
     const std::string what = fmt::format("migrate schema {} -> {}", v, v + 1);
-    Status s = v == 7   ? MigrateToCompactHours(db)
-               : v == 9 ? MigrateToPlacementLayouts(db)
-                        : db.Exec(kMigrations[static_cast<std::size_t>(v)], what);
+    Status s = v == 7    ? MigrateToCompactHours(db)
+               : v == 9  ? MigrateToPlacementLayouts(db)
+               : v == 10 ? MigrateToConsumerLabels(db)
+                         : db.Exec(kMigrations[static_cast<std::size_t>(v)], what);
     if (!s) return s;
   }
   if (Status s = db.Exec(fmt::format("INSERT OR REPLACE INTO meta (key, value) "
