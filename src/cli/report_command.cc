@@ -11,6 +11,7 @@
 #include "io/file_util.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
+#include "ledger/statements.h"
 #include "report/report_json.h"
 
 namespace gpuledger::cli {
@@ -28,6 +29,10 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   request.idle = o.idle;
   auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
   if (!query) return query.error();
+  // A closed month answers with its statement (ledger/statements.h), saying which.
+  auto closed = ledger::ClosedReport(store, *query);
+  if (!closed) return closed.error();
+  if (*closed) return std::move(**closed);
   auto reports = ledger::ReadReports(store, *query, open_more);
   if (!reports) return reports.error();
   return std::move(reports->front());

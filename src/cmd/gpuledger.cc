@@ -19,6 +19,7 @@
 #include "io/log_sink.h"
 
 #include "cli/audit_command.h"
+#include "cli/close_command.h"
 #include "cli/demo_command.h"
 #include "cli/export_command.h"
 #include "cli/metrics_command.h"
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
   AddKubeRouteFlags(*report_cmd, report.kube);
   report_cmd
       ->add_option("--window", report.window,
-                   "all | 7d | today | yesterday | week | lastweek | month | lastmonth | START,END")
+                   "all | 7d | today | yesterday | week | lastweek | month | lastmonth | YYYY-MM | "
+                   "START,END")
       ->capture_default_str();
   report_cmd
       ->add_option("--by", report.by,
@@ -198,6 +200,21 @@ int main(int argc, char** argv) {
                    "FOCUS CSV bill (BilledCost, ResourceId, ChargePeriodStart/End)")
       ->required();
 
+  CloseOptions close;
+  auto* close_cmd = app.add_subcommand(
+      "close", "freeze a month's priced statement; closing again makes a new version");
+  close_cmd->add_option("--db", close.db, "ledger: an SQLite file or postgres://URL")->required();
+  close_cmd->add_option("--period", close.period, "the month, YYYY-MM (it must have ended)")
+      ->required();
+  close_cmd->add_option("--policy", close.policy, "allocation | compute | memory | hybrid:ALPHA")
+      ->capture_default_str();
+  close_cmd->add_option("--idle", close.idle, "keep | share | namespace:NS")->capture_default_str();
+  StatementsOptions statements;
+  auto* statements_cmd = app.add_subcommand("statements", "the closed statements, every version");
+  statements_cmd->add_option("--db", statements.db, "ledger: an SQLite file or postgres://URL")
+      ->required();
+  statements_cmd->add_option("--period", statements.period, "one month, YYYY-MM");
+
   ExportCommandOptions export_opts;
   gpuledger::billing::ExportOptions& eo = export_opts.export_options;
   auto* export_cmd =
@@ -301,6 +318,12 @@ int main(int argc, char** argv) {
     reconcile.imported_at_us = gpuledger::SystemClock().Now().wall_us;
     return RunReconcile(reconcile, std::cout, std::cerr);
   }
+  if (close_cmd->parsed()) {
+    close.build = GPULEDGER_VERSION;
+    close.now_us = gpuledger::SystemClock().Now().wall_us;
+    return RunClose(close, std::cout, std::cerr);
+  }
+  if (statements_cmd->parsed()) return RunStatements(statements, std::cout, std::cerr);
   if (export_cmd->parsed()) return RunExport(export_opts, std::cout, std::cerr);
   if (audit_cmd->parsed()) return RunAudit(audit, std::cout, std::cerr);
   if (rightsize_cmd->parsed()) return RunRightsize(rightsize, std::cout, std::cerr);

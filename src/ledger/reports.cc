@@ -161,18 +161,11 @@ struct Sums {
   }
 };
 
-// Cost descending, then key: report::BuildReport's order.
-void SortRows(std::vector<report::Row>& rows) {
-  std::sort(rows.begin(), rows.end(), [](const report::Row& a, const report::Row& b) {
-    return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
-  });
-}
-
 bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filter) {
   using Kind = report::Dimension::Kind;
   for (const auto& d : dims)
     if (d.kind == Kind::kCluster || d.kind == Kind::kNode || d.kind == Kind::kGpuModel ||
-        d.kind == Kind::kDevice || d.kind == Kind::kSharingMode)
+        d.kind == Kind::kDevice || d.kind == Kind::kSharingMode || d.kind == Kind::kEntry)
       return false;
   return std::none_of(filter.begin(), filter.end(), ReadsPlacement);
 }
@@ -463,7 +456,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       r.rows.push_back(
           report::Row{keys.names()[key], f, utilization::Classify(report::UtilizationInputs(f))});
     }
-    SortRows(r.rows);
+    report::SortRows(r.rows);
     r.total.unpriced_models.assign(total.unpriced.begin(), total.unpriced.end());
     out.push_back(std::move(r));
   }
@@ -505,7 +498,7 @@ class MergedReports {
       report::Report& r = reports_[i];
       for (auto& [key, f] : rows_[i])
         r.rows.push_back(report::Row{key, f, utilization::Classify(report::UtilizationInputs(f))});
-      SortRows(r.rows);
+      report::SortRows(r.rows);
       r.total.unpriced_models.assign(unpriced_[i].begin(), unpriced_[i].end());
     }
     return std::move(reports_);

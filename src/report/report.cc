@@ -58,8 +58,53 @@ std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d,
       return ns + c.ref.pod;
     case Dimension::Kind::kSharingMode:
       return std::string(ToString(row.sharing));
+    case Dimension::Kind::kEntry:
+      return EncodeEntry(c, row);
   }
   return {};
+}
+
+void Put(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
+// Reads a field Put wrote from the front of `in`.
+std::optional<std::string> Take(std::string_view& in) {
+  const std::size_t colon = in.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon > 9) return std::nullopt;
+  std::size_t size = 0;
+  for (char c : in.substr(0, colon)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    size = size * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (in.size() - colon - 1 < size) return std::nullopt;
+  std::string field(in.substr(colon + 1, size));
+  in.remove_prefix(colon + 1 + size);
+  return field;
+}
+
+void PutLabels(std::string& out, const std::map<std::string, std::string>& labels) {
+  Put(out, std::to_string(labels.size()));
+  for (const auto& [key, value] : labels) {
+    Put(out, key);
+    Put(out, value);
+  }
+}
+
+bool TakeLabels(std::string_view& in, std::map<std::string, std::string>& labels) {
+  auto count = Take(in);
+  if (!count || count->empty() || count->size() > 9 ||
+      count->find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  for (std::size_t n = std::stoul(*count); n > 0; --n) {
+    auto key = Take(in);
+    auto value = key ? Take(in) : std::nullopt;
+    if (!value) return false;
+    labels.emplace(std::move(*key), std::move(*value));
+  }
+  return true;
 }
 
 }  // namespace
@@ -96,10 +141,49 @@ std::string ToString(const std::vector<Dimension>& dims) {
       out += "label:" + d.label;
       continue;
     }
+    if (d.kind == Dimension::Kind::kEntry) out += "entry";
     for (const auto& n : kDimNames)
       if (n.kind == d.kind) out += n.name;
   }
   return out;
+}
+
+std::string EncodeEntry(const ConsumerInfo& c, const Placed& placed) {
+  std::string out;
+  for (std::string_view field : {std::string_view(c.ref.namespace_name),
+                                 std::string_view(c.ref.pod), std::string_view(c.ref.pod_uid.value),
+                                 std::string_view(c.ref.container), std::string_view(c.owner_kind),
+                                 std::string_view(c.owner_name), std::string_view(placed.cluster),
+                                 std::string_view(placed.node), std::string_view(placed.gpu_model),
+                                 std::string_view(placed.gpu.value), ToString(placed.sharing)})
+    Put(out, field);
+  PutLabels(out, c.labels);
+  PutLabels(out, c.namespace_labels);
+  return out;
+}
+
+std::optional<Entry> DecodeEntry(std::string_view key) {
+  std::string fields[11];
+  for (std::string& field : fields) {
+    auto taken = Take(key);
+    if (!taken) return std::nullopt;
+    field = std::move(*taken);
+  }
+  Entry e;
+  auto sharing = ParseSharingMode(fields[10]);
+  if (!sharing) return std::nullopt;
+  e.consumer.ref = ConsumerRef{fields[0], fields[1], PodUid(fields[2]), fields[3]};
+  e.consumer.owner_kind = fields[4];
+  e.consumer.owner_name = fields[5];
+  e.cluster = fields[6];
+  e.node = fields[7];
+  e.gpu_model = fields[8];
+  e.gpu = GpuUuid(fields[9]);
+  e.sharing = *sharing;
+  if (!TakeLabels(key, e.consumer.labels) || !TakeLabels(key, e.consumer.namespace_labels) ||
+      !key.empty())
+    return std::nullopt;
+  return e;
 }
 
 std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
@@ -118,6 +202,12 @@ std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims) {
   static const std::string kNoCluster;
   return KeyOf(row.consumer, Placed{kNoCluster, row.node, row.gpu_model, row.gpu, row.sharing},
                dims);
+}
+
+void SortRows(std::vector<Row>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
+  });
 }
 
 void Figures::Add(const Figures& o) {
@@ -352,9 +442,7 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
   }
   for (auto& [key, f] : rows)
     r.rows.push_back(Row{key, f, utilization::Classify(UtilizationInputs(f))});
-  std::sort(r.rows.begin(), r.rows.end(), [](const Row& a, const Row& b) {
-    return std::tie(b.figures.cost_nanos, a.key) < std::tie(a.figures.cost_nanos, b.key);
-  });
+  SortRows(r.rows);
   r.total.unpriced_models.assign(unpriced.begin(), unpriced.end());
   return r;
 }

@@ -5,6 +5,7 @@
 // Exactness: every device-hour's price is split by cost::SplitDeviceHour, so
 //   Σ rows.cost + idle.cost + unattributed.cost == total.device_cost_nanos   exactly.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,7 +30,10 @@ struct Dimension {
     kDevice,
     kContainer,
     kPod,
-    kSharingMode
+    kSharingMode,
+    // Everything a key reads, as one level (EncodeEntry): a closed statement's rows, which any
+    // grouping can regroup (ledger/statements.h). Not a grouping users ask for.
+    kEntry
   };
   Kind kind = Kind::kNamespace;
   std::string label;  // kLabel: the label key
@@ -56,6 +60,21 @@ struct Placed {
 // The same key for a consumer placed so, without a UsageRow.
 std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
                   const std::vector<Dimension>& dims);
+
+// A consumer placed so, as one key level (Dimension::Kind::kEntry): its ref, owner, pod and
+// namespace labels, and the cluster, node, model, GPU and mode, each length-prefixed.
+std::string EncodeEntry(const ConsumerInfo& consumer, const Placed& placed);
+// What EncodeEntry wrote; nullopt for other text.
+struct Entry {
+  ConsumerInfo consumer;
+  std::string cluster;
+  std::string node;
+  std::string gpu_model;
+  GpuUuid gpu;
+  SharingMode sharing = SharingMode::kExclusive;
+  Placed placed() const { return Placed{cluster, node, gpu_model, gpu, sharing}; }
+};
+std::optional<Entry> DecodeEntry(std::string_view key);
 
 struct Figures {
   GpuMicros allocated_gpu_us = 0;
@@ -116,6 +135,19 @@ struct Totals {
   }
 };
 
+// Cost descending, then key: the order of every report's rows.
+void SortRows(std::vector<Row>& rows);
+
+// The closed statement a report was read from (ledger/statements.h); a report without one is
+// the ledger's live figures.
+struct StatementRef {
+  std::string period;  // "2026-11"
+  int version = 0;
+  Micros closed_at_us = 0;
+  std::string build;
+  bool operator==(const StatementRef&) const = default;
+};
+
 struct Report {
   Micros from_us = 0;
   Micros to_us = 0;
@@ -126,6 +158,7 @@ struct Report {
   Figures idle;           // unallocated / not busy / unused memory, and its cost
   Figures unattributed;   // busy time and memory no known process explains
   Totals total;
+  std::optional<StatementRef> statement;  // set: these are a closed period's frozen figures
 };
 
 // The sums a report over some rows takes, checked to fit in 64 bits: BuildReport's own check,

@@ -129,6 +129,12 @@ json ReportJson(const Report& r) {
                 {"busy_us", r.total.busy_us},
                 {"device_hours", r.total.device_hours},
                 {"unpriced_models", r.total.unpriced_models}}}};
+  if (r.statement) {
+    out["statement"] = {{"period", r.statement->period},
+                        {"version", r.statement->version},
+                        {"closed_at", FormatRfc3339(r.statement->closed_at_us)},
+                        {"build", r.statement->build}};
+  }
   return out;
 }
 
@@ -141,9 +147,14 @@ Result<Report> ReportFromJson(std::string_view text) {
     if (!from || !to) return InvalidArgument("report JSON: bad window");
     r.from_us = *from;
     r.to_us = *to;
-    auto by = ParseGroupBy(j.at("aggregate").get<std::string>());
-    if (!by) return by.error();
-    r.group_by = *by;
+    const std::string aggregate = j.at("aggregate").get<std::string>();
+    if (aggregate == "entry") {  // a closed statement's body (Dimension::Kind::kEntry)
+      r.group_by = {Dimension{Dimension::Kind::kEntry, ""}};
+    } else {
+      auto by = ParseGroupBy(aggregate);
+      if (!by) return by.error();
+      r.group_by = *by;
+    }
     auto policy = cost::ParsePolicy(j.at("policy").get<std::string>());
     if (!policy) return policy.error();
     r.policy = *policy;
@@ -165,6 +176,13 @@ Result<Report> ReportFromJson(std::string_view text) {
     r.total.busy_us = t.at("busy_us").get<std::int64_t>();
     r.total.device_hours = t.at("device_hours").get<int>();
     r.total.unpriced_models = t.at("unpriced_models").get<std::vector<std::string>>();
+    if (j.contains("statement")) {
+      const json& st = j.at("statement");
+      auto closed = ParseRfc3339(st.at("closed_at").get<std::string>());
+      if (!closed) return InvalidArgument("report JSON: bad statement closed_at");
+      r.statement = StatementRef{st.at("period").get<std::string>(), st.at("version").get<int>(),
+                                 *closed, st.at("build").get<std::string>()};
+    }
     return r;
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("report JSON: ") + e.what());

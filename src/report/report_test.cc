@@ -80,6 +80,54 @@ Nanos Sum(const Report& r) {
   return s;
 }
 
+// A closed statement's rows (issue 38) are keyed by EncodeEntry: every string a grouping reads,
+// read back exactly, whatever it holds (separators, digits, empty strings, UTF-8).
+TEST(Report, EntriesRoundTripAndRefuseOtherText) {
+  ConsumerInfo c;
+  c.ref = ConsumerRef{"ml", "train-0:1/2", PodUid("uid"), ""};
+  c.owner_kind = "Job";
+  c.owner_name = "12:34";
+  c.labels = {{"team", "vision"}, {"a:b", ""}, {"ünï", "çødé/7"}};
+  c.namespace_labels = {{"cost-center", "cc-42"}};
+  const std::string cluster = "prod";
+  const std::string node = "node/1";
+  const std::string model = "H100";
+  const GpuUuid gpu("GPU-1");
+  const Placed placed{cluster, node, model, gpu, SharingMode::kMig};
+  const std::string key = EncodeEntry(c, placed);
+  auto back = DecodeEntry(key);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->consumer.ref, c.ref);
+  EXPECT_EQ(back->consumer.owner_kind, c.owner_kind);
+  EXPECT_EQ(back->consumer.owner_name, c.owner_name);
+  EXPECT_EQ(back->consumer.labels, c.labels);
+  EXPECT_EQ(back->consumer.namespace_labels, c.namespace_labels);
+  EXPECT_EQ(EncodeEntry(back->consumer, back->placed()), key);
+  for (const auto* dims : {"namespace,label:team", "controller", "device,container,node",
+                           "cluster,gpu_model,sharing_mode", "label:a:b"})
+    EXPECT_EQ(KeyOf(back->consumer, back->placed(), *ParseGroupBy(dims)),
+              KeyOf(c, placed, *ParseGroupBy(dims)))
+        << dims;
+  for (std::string bad : {std::string(), std::string("ml"), key + "x",
+                          key.substr(0, key.size() - 1), std::string("99999999999:x")})
+    EXPECT_FALSE(DecodeEntry(bad).has_value()) << bad;
+}
+
+TEST(Window, AMonthIsItsUtcCalendarMonth) {
+  const auto november = MonthRange("2026-11");
+  ASSERT_TRUE(november.has_value());
+  EXPECT_EQ(FormatRfc3339(november->from_us), "2026-11-01T00:00:00Z");
+  EXPECT_EQ(FormatRfc3339(november->to_us), "2026-12-01T00:00:00Z");
+  EXPECT_EQ(FormatRfc3339(MonthRange("2026-12")->to_us), "2027-01-01T00:00:00Z");
+  EXPECT_EQ(MonthOf(*november), "2026-11");
+  EXPECT_EQ(MonthOf({november->from_us, november->to_us - kMicrosPerHour}), "");
+  for (const char* bad : {"2026-13", "2026-00", "2026-1", "26-11", "2026/11", "1969-12"})
+    EXPECT_FALSE(MonthRange(bad).has_value()) << bad;
+  auto resolved = ResolveWindow("2026-02", {0, 0});
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->to_us - resolved->from_us, 28 * 24 * kMicrosPerHour);
+}
+
 TEST(Report, AllocationByNamespaceKeepsIdleVisible) {
   Fixture f;
   auto r = *BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), cost::Policy{},

@@ -34,8 +34,29 @@ std::optional<TimeRange> CalendarWindow(std::string_view word, Micros end_us) {
 
 }  // namespace
 
+std::optional<TimeRange> MonthRange(std::string_view month) {
+  if (month.size() != 7 || month[4] != '-') return std::nullopt;
+  for (std::size_t i : {0, 1, 2, 3, 5, 6})
+    if (month[i] < '0' || month[i] > '9') return std::nullopt;
+  const std::int64_t year = std::stoll(std::string(month.substr(0, 4)));
+  const unsigned m = static_cast<unsigned>(std::stoi(std::string(month.substr(5, 2))));
+  if (year < 1970 || m < 1 || m > 12) return std::nullopt;
+  const std::int64_t first = DaysFromCivil(year, m, 1);
+  const std::int64_t next = m == 12 ? DaysFromCivil(year + 1, 1, 1) : DaysFromCivil(year, m + 1, 1);
+  return TimeRange{first * kMicrosPerDay, next * kMicrosPerDay};
+}
+
+std::string MonthOf(const TimeRange& range) {
+  if (range.from_us < 0 || range.from_us % kMicrosPerDay != 0) return "";
+  const CivilDate date = CivilFromDays(range.from_us / kMicrosPerDay);
+  const std::string month = fmt::format("{:04}-{:02}", date.year, date.month);
+  auto whole = MonthRange(month);
+  return whole && *whole == range ? month : "";
+}
+
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
   if (window == "all" || window.empty()) return extent;
+  if (auto month = MonthRange(window)) return *month;
   if (auto calendar = CalendarWindow(window, extent.to_us)) {
     if (calendar->from_us < 0)
       return InvalidArgument(fmt::format("window '{}': before 1970", window));
@@ -58,7 +79,7 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
   if (!length || *length <= 0)
     return InvalidArgument(fmt::format(
         "window '{}': expected all, a duration such as 7d or 24h, today, yesterday, week, "
-        "lastweek, month, lastmonth, or START,END (RFC 3339 or unix seconds)",
+        "lastweek, month, lastmonth, a month YYYY-MM, or START,END (RFC 3339 or unix seconds)",
         window));
   return TimeRange{HourStart(extent.to_us - *length), extent.to_us};
 }

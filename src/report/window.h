@@ -1,6 +1,8 @@
 #pragma once
 // Report windows as users write them, resolved against what a ledger holds.
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "common/result.h"
@@ -15,7 +17,13 @@ namespace gpuledger::report {
 // week or month holding the ledger's last instant: "today" and "week" and "month" (from the
 // start of that day, week or month to the end), "yesterday", "lastweek" and "lastmonth" (the
 // whole one before). Weeks start on Sunday, as OpenCost's do. Relative windows are widened to
-// whole hours. `extent` is what the ledger holds.
+// whole hours. "YYYY-MM" is that UTC month (a closed period's window). `extent` is what the
+// ledger holds.
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent);
+
+// "2026-11" -> [2026-11-01T00:00Z, 2026-12-01T00:00Z); nullopt for other text.
+std::optional<TimeRange> MonthRange(std::string_view month);
+// The "YYYY-MM" of a month's first instant (MonthRange's inverse), or "" for another instant.
+std::string MonthOf(const TimeRange& range);
 
 }  // namespace gpuledger::report

@@ -14,6 +14,7 @@
 #include "ledger/devices.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
+#include "ledger/statements.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/metric_table.h"
 #include "recommendations/rightsize_json.h"
@@ -237,6 +238,10 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   if (query->step == 0) {
+    // A closed month answers with its statement (ledger/statements.h), saying which.
+    auto closed = ledger::ClosedReport(store, *query);
+    if (!closed) return ReportError(closed.error());
+    if (*closed) return {200, "application/json", report::ReportToJson(**closed)};
     auto reports = reads.Reports(store, *query);
     if (!reports) return ReportError(reports.error());
     return {200, "application/json", report::ReportToJson(reports->front())};
@@ -247,6 +252,33 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   json out = report::ReportJson(stepped->window);
   out["steps"] = StepCosts(stepped->steps);
   return {200, "application/json", JsonText(out, 2) + "\n"};
+}
+
+// The closed statements, every version (issue 38): headings only, each with its total and
+// what priced it; a report over the month reads the latest of its policy and idle handling.
+ApiResponse Statements(store::LedgerStore& store, const Params& p) {
+  if (auto u = UnknownParam(p, {"period"}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (period)", u));
+  const std::string period = Get(p, "period", "");
+  if (!period.empty() && !report::MonthRange(period))
+    return JsonError(400, fmt::format("parameter 'period': '{}' is not a month YYYY-MM", period));
+  auto statements = store.ReadStatements(period, /*with_body=*/false);
+  if (!statements) return FromError(statements.error());
+  json out = json::array();
+  for (const Statement& st : *statements) {
+    json provenance = json::parse(st.provenance, nullptr, /*allow_exceptions=*/false);
+    out.push_back(
+        {{"period", st.period},
+         {"window", {{"start", FormatRfc3339(st.from_us)}, {"end", FormatRfc3339(st.to_us)}}},
+         {"policy", st.policy},
+         {"idle_handling", st.idle},
+         {"version", st.version},
+         {"closed_at", FormatRfc3339(st.closed_at_us)},
+         {"build", st.build},
+         {"device_cost_nanos", st.total_cost_nanos},
+         {"provenance", provenance}});
+  }
+  return {200, "application/json", JsonText(json{{"statements", out}}, 2) + "\n"};
 }
 
 ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
@@ -351,9 +383,9 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
 }
 
 // The API's endpoints; CanonicalPath maps the others' names of them.
-constexpr std::string_view kEndpoints[] = {"/api/v1/allocation",      "/api/v1/report",
-                                           "/api/v1/devices",         "/api/v1/findings",
-                                           "/api/v1/recommendations", "/api/v1/export/focus"};
+constexpr std::string_view kEndpoints[] = {
+    "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",   "/api/v1/findings",
+    "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements"};
 
 // OpenCost's and Kubecost's paths of the allocation API, so their clients (`kubectl cost`,
 // dashboards) reach ours unchanged.
@@ -415,6 +447,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   if (path == "/api/v1/devices") return Devices(**store, reads_, params);
   if (path == "/api/v1/findings") return Findings(**store, params, policy_);
   if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
+  if (path == "/api/v1/statements") return Statements(**store, params);
   return ExportFocus(**store, params);
 }
 

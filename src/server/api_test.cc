@@ -13,6 +13,7 @@
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "ledger/filter.h"
+#include "ledger/statements.h"
 #include "report/report_json.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
@@ -308,6 +309,42 @@ TEST_F(ApiTest, DevicesAndReportRoundTrip) {
   for (const auto& row : report->rows) sum += row.figures.cost_nanos;
   EXPECT_EQ(sum, report->total.device_cost_nanos);
   EXPECT_EQ(report::ReportToJson(*report), r.body);
+}
+
+// Issue 38: once November is closed, a report over exactly November (its policy and idle
+// handling) is the statement, saying which version, with the figures the ledger gave; the
+// statements endpoint lists it with its total and what priced it.
+TEST_F(ApiTest, AClosedMonthIsReportedFromItsStatement) {
+  const Params november = {{"window", "2026-11"}, {"aggregate", "label:team"}};
+  json live = Get("/api/v1/report", november);
+  EXPECT_FALSE(live.contains("statement"));
+  auto closed = ledger::ClosePeriod(
+      *store_, {"2026-11", "allocation", "keep", "test", *ParseRfc3339("2026-12-05T00:00:00Z")});
+  ASSERT_TRUE(closed.ok()) << closed.error().message;
+
+  json frozen = Get("/api/v1/report", november);
+  ASSERT_TRUE(frozen.contains("statement")) << frozen.dump();
+  EXPECT_EQ(frozen["statement"]["period"], "2026-11");
+  EXPECT_EQ(frozen["statement"]["version"], 1);
+  EXPECT_EQ(frozen["rows"], live["rows"]);
+  EXPECT_EQ(frozen["total"], live["total"]);
+  // Another policy, a step or another window reads the ledger.
+  EXPECT_FALSE(
+      Get("/api/v1/report", {{"window", "2026-11"}, {"policy", "compute"}}).contains("statement"));
+  EXPECT_FALSE(Get("/api/v1/report", {{"window", "all"}}).contains("statement"));
+
+  json listed = Get("/api/v1/statements", {});
+  ASSERT_EQ(listed["statements"].size(), 1u);
+  const json& st = listed["statements"][0];
+  EXPECT_EQ(st["period"], "2026-11");
+  EXPECT_EQ(st["version"], 1);
+  EXPECT_EQ(st["policy"], "allocation");
+  EXPECT_EQ(st["idle_handling"], "keep");
+  EXPECT_EQ(st["device_cost_nanos"], live["total"]["device_cost_nanos"]);
+  EXPECT_EQ(st["provenance"]["prices"].size(), 2u);  // A100 and L4, on-demand
+  EXPECT_TRUE(Get("/api/v1/statements", {{"period", "2026-10"}})["statements"].empty());
+  EXPECT_EQ(Get("/api/v1/statements", {{"period", "november"}}, 400)["error"],
+            "parameter 'period': 'november' is not a month YYYY-MM");
 }
 
 TEST_F(ApiTest, ExportsFocusCsv) {

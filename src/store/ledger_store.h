@@ -18,6 +18,7 @@
 #include "model/finding.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
+#include "model/statement.h"
 
 namespace gpuledger::store {
 
@@ -155,6 +156,21 @@ class LedgerStore {
     (void)findings;
     return Unsupported("this ledger store cannot record guardrail findings");
   }
+  // Closed statements (issue 38). WriteStatement adds `statement` as the next version of its
+  // (period, policy, idle), in one transaction, and returns that version; nothing else of the
+  // ledger changes. A store that cannot hold them says kUnsupported.
+  virtual Result<int> WriteStatement(const Statement& statement) {
+    (void)statement;
+    return Unsupported("this ledger store cannot record closed statements");
+  }
+  // The statements of `period` ("" every period), ordered by period, policy, idle, version;
+  // with their bodies only when `with_body`. A store that cannot hold them has none.
+  virtual Result<std::vector<Statement>> ReadStatements(const std::string& period, bool with_body) {
+    (void)period;
+    (void)with_body;
+    return std::vector<Statement>{};
+  }
+
   // The findings `query` selects, ordered as Finding's fields compare: (first_seen_us, node,
   // kind in FindingKind order, subject in ConsumerRef order, gpu_uuid, cluster). A store that
   // cannot hold them has none.

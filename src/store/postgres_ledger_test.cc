@@ -82,11 +82,12 @@ TEST(PostgresLedger, UnreachableServerIsUnavailableAndNamesIt) {
   EXPECT_THAT(malformed.error().message, Not(HasSubstr("topsecret")));
 }
 
-// Version 10 kept labels in side tables, one set per pod and per namespace, and consumers
-// without them: this takes a schema of this build back to that shape (labels dropped, the side
-// tables empty).
+// Version 10 kept labels in side tables, one set per pod and per namespace, consumers without
+// them, and no statements: this takes a ledger of this build back to that shape (labels
+// dropped, the side tables empty).
 constexpr const char* kBackToVersion10 =
-    "ALTER TABLE consumers DROP COLUMN labels; ALTER TABLE consumers DROP COLUMN "
+    "DROP TABLE statements; ALTER TABLE consumers DROP COLUMN labels; ALTER TABLE consumers DROP "
+    "COLUMN "
     "namespace_labels; ALTER TABLE consumers ADD UNIQUE (namespace, pod, pod_uid, container, "
     "owner_kind, owner_name); CREATE TABLE pod_labels (namespace TEXT COLLATE \"C\" NOT NULL, pod "
     "TEXT COLLATE \"C\" NOT NULL, pod_uid TEXT COLLATE \"C\" NOT NULL, key TEXT COLLATE \"C\" NOT "
@@ -121,7 +122,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "11");
+      EXPECT_EQ(meta->at("schema_version"), "12");
     }
     return store;
   }
@@ -392,7 +393,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "12");
   auto before = store->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -431,7 +432,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion10SchemaToConsumerLabels) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "12");
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
                             "current_schema() AND table_name IN ('pod_labels', "
                             "'namespace_labels')"),
@@ -518,8 +519,8 @@ TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
       "SELECT count(*) FROM information_schema.tables "
       "WHERE table_schema = current_schema()");
   ASSERT_TRUE(tables) << tables.error().message;
-  // meta reconciliations findings, the four dictionaries, hours, ledger_changes
-  EXPECT_EQ(*tables, "9");
+  // meta reconciliations findings, the four dictionaries, hours, ledger_changes, statements
+  EXPECT_EQ(*tables, "10");
 }
 
 }  // namespace

@@ -181,6 +181,23 @@ CREATE TABLE ledger_changes (
     "",
     // 10 -> 11 moves labels into the consumers dictionary in code (MigrateToConsumerLabels).
     "",
+    // 11 -> 12: closed statements, as the SQLite ledger's.
+    R"sql(
+CREATE TABLE statements (
+  period           TEXT COLLATE "C" NOT NULL,
+  policy           TEXT COLLATE "C" NOT NULL,
+  idle             TEXT COLLATE "C" NOT NULL,
+  version          BIGINT NOT NULL,
+  from_us          BIGINT NOT NULL,
+  to_us            BIGINT NOT NULL,
+  closed_at_us     BIGINT NOT NULL,
+  build            TEXT   NOT NULL,
+  provenance       TEXT   NOT NULL,
+  total_cost_nanos BIGINT NOT NULL,
+  body             TEXT   NOT NULL,
+  PRIMARY KEY (period, policy, idle, version)
+);
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

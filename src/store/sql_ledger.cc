@@ -94,6 +94,8 @@ class SqlLedger final : public LedgerStore {
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
   Status WriteFindings(std::span<const Finding> findings) override;
   Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
+  Result<int> WriteStatement(const Statement& statement) override;
+  Result<std::vector<Statement>> ReadStatements(const std::string& period, bool with_body) override;
 
  private:
   // Counts one more change of what reports read, and logs the hours it touched (inside the
@@ -392,6 +394,69 @@ Result<std::vector<Finding>> SqlLedger::ReadFindings(const FindingQuery& query) 
       });
   if (!read) return read;
   SortFindings(out);
+  return out;
+}
+
+Result<int> SqlLedger::WriteStatement(const Statement& st) {
+  if (Status s = db_->CheckWritable(); !s) return s;
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  const std::array<SqlValue, 3> key = {std::string_view(st.period), std::string_view(st.policy),
+                                       std::string_view(st.idle)};
+  auto last = db_->FirstInt("read statement versions",
+                            "SELECT COALESCE(MAX(version), 0) FROM statements WHERE period = ?1 "
+                            "AND policy = ?2 AND idle = ?3",
+                            key);
+  if (!last) return last.status();
+  const int version = static_cast<int>(last->value_or(0)) + 1;
+  const std::array<SqlValue, 11> row = {std::string_view(st.period),
+                                        std::string_view(st.policy),
+                                        std::string_view(st.idle),
+                                        std::int64_t{version},
+                                        st.from_us,
+                                        st.to_us,
+                                        st.closed_at_us,
+                                        std::string_view(st.build),
+                                        std::string_view(st.provenance),
+                                        st.total_cost_nanos,
+                                        std::string_view(st.body)};
+  if (Status s = db_->Run("write statement",
+                          "INSERT INTO statements (period, policy, idle, version, from_us, to_us, "
+                          "closed_at_us, build, provenance, total_cost_nanos, body) VALUES (?1, "
+                          "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                          row);
+      !s)
+    return s;
+  if (Status s = (*txn)->Commit(); !s) return s;
+  return version;
+}
+
+Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& period,
+                                                         bool with_body) {
+  std::vector<Statement> out;
+  const std::array<SqlValue, 1> args = {std::string_view(period)};
+  Status read = db_->ForEachRow(
+      "read statements",
+      fmt::format("SELECT period, policy, idle, version, from_us, to_us, closed_at_us, build, "
+                  "provenance, total_cost_nanos, {} FROM statements WHERE ?1 = '' OR period = ?1 "
+                  "ORDER BY period, policy, idle, version",
+                  with_body ? "body" : "''"),
+      args, [&](SqlRow& row) -> Status {
+        Statement& st = out.emplace_back();
+        st.period = row.Text(0);
+        st.policy = row.Text(1);
+        st.idle = row.Text(2);
+        st.version = static_cast<int>(row.Int(3));
+        st.from_us = row.Int(4);
+        st.to_us = row.Int(5);
+        st.closed_at_us = row.Int(6);
+        st.build = row.Text(7);
+        st.provenance = row.Text(8);
+        st.total_cost_nanos = row.Int(9);
+        st.body = row.Text(10);
+        return row.Check("statements");
+      });
+  if (!read) return read;
   return out;
 }
 

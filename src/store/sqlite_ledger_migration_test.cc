@@ -50,11 +50,12 @@ std::string QueryText(const std::string& path, const std::string& sql) {
   return out;
 }
 
-// Version 10 kept labels in side tables, one set per pod and per namespace, and consumers
-// without them: this takes a file of this build back to that shape (its consumers' labels
+// Version 10 kept labels in side tables, one set per pod and per namespace, consumers without
+// them, and no statements: this takes a ledger of this build back to that shape (labels
 // dropped, the side tables empty).
 constexpr const char* kBackToVersion10 =
-    "CREATE TABLE c10 (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, pod TEXT NOT NULL, "
+    "DROP TABLE statements; CREATE TABLE c10 (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, pod "
+    "TEXT NOT NULL, "
     "pod_uid TEXT NOT NULL, container TEXT NOT NULL, owner_kind TEXT NOT NULL, owner_name TEXT "
     "NOT NULL, UNIQUE (namespace, pod, pod_uid, container, owner_kind, owner_name)) STRICT; "
     "INSERT INTO c10 SELECT id, namespace, pod, pod_uid, container, owner_kind, owner_name FROM "
@@ -237,7 +238,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "11");
+  EXPECT_EQ(meta->at("schema_version"), "12");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -309,7 +310,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -355,7 +356,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -390,7 +391,7 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   auto before = (*store)->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
@@ -432,7 +433,7 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   auto before = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -484,7 +485,7 @@ TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   EXPECT_EQ(QueryText(path,
                       "SELECT count(*) FROM sqlite_schema WHERE name IN ('pod_labels', "
                       "'namespace_labels')"),
@@ -537,7 +538,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "11");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

@@ -171,6 +171,23 @@ CREATE TABLE ledger_changes (
     "",
     // 10 -> 11 moves labels into the consumers dictionary in code (MigrateToConsumerLabels).
     "",
+    // 11 -> 12: closed statements, every version kept (model/statement.h).
+    R"sql(
+CREATE TABLE statements (
+  period           TEXT    NOT NULL,
+  policy           TEXT    NOT NULL,
+  idle             TEXT    NOT NULL,
+  version          INTEGER NOT NULL,
+  from_us          INTEGER NOT NULL,
+  to_us            INTEGER NOT NULL,
+  closed_at_us     INTEGER NOT NULL,
+  build            TEXT    NOT NULL,
+  provenance       TEXT    NOT NULL,
+  total_cost_nanos INTEGER NOT NULL,
+  body             TEXT    NOT NULL,
+  PRIMARY KEY (period, policy, idle, version)
+) STRICT;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

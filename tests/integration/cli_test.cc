@@ -188,6 +188,41 @@ TEST_F(CliTest, ReportJsonConservesMoneyForEveryPolicy) {
 // Issue 29, finding 4: a label that is not UTF-8 made `report --format json` abort (exit 134,
 // nlohmann's type_error 316). Ingestion refuses such labels now; a ledger that holds one anyway
 // (written by an older build, or by hand) still reports, with U+FFFD in its place.
+// Issue 38 as a user closes a month: `close` freezes it, a report over exactly that month says
+// it is the closed statement and which version, closing again makes version 2, `statements`
+// lists both, and a month that is not one (or has not ended) is refused with exit 2.
+TEST_F(CliTest, CloseFreezesAMonthAndReportsSayWhichVersion) {
+  ASSERT_EQ(Run("demo --no-serve --hours 6 --out " + Path("d")).code, 0);  // November 2026
+  const std::string db = Path("d/gpuledger.db");
+  Output live = Run("report --db " + db + " --window 2026-11 --by label:team --format json");
+  ASSERT_EQ(live.code, 0) << live.err;
+  Output closed = Run("close --db " + db + " --period 2026-11");
+  ASSERT_EQ(closed.code, 0) << closed.err;
+  EXPECT_NE(closed.out.find("closed 2026-11 (policy allocation, idle keep) as version 1"),
+            std::string::npos)
+      << closed.out;
+  Output frozen = Run("report --db " + db + " --window 2026-11 --by label:team --format json");
+  ASSERT_EQ(frozen.code, 0) << frozen.err;
+  const auto live_json = nlohmann::json::parse(live.out);
+  const auto frozen_json = nlohmann::json::parse(frozen.out);
+  EXPECT_EQ(frozen_json["statement"]["version"], 1);
+  EXPECT_EQ(frozen_json["rows"], live_json["rows"]);
+  Output table = Run("report --db " + db + " --window 2026-11");
+  EXPECT_NE(table.out.find("closed statement 2026-11 version 1"), std::string::npos) << table.out;
+
+  ASSERT_EQ(Run("close --db " + db + " --period 2026-11").code, 0);
+  Output listed = Run("statements --db " + db);
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("\n2026-11,allocation,keep,1,"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\n2026-11,allocation,keep,2,"), std::string::npos) << listed.out;
+  EXPECT_NE(Run("report --db " + db + " --window 2026-11").out.find("version 2"),
+            std::string::npos);
+
+  Output bad = Run("close --db " + db + " --period 2026-13");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "error: --period '2026-13': expected a month as YYYY-MM (2026-11)\n");
+}
+
 TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {
   ASSERT_EQ(Run("demo --no-serve --hours 2 --out " + Path("d")).code, 0);
   sqlite3* db = nullptr;

@@ -1,0 +1,146 @@
+#include "ledger/statements.h"
+
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/json_text.h"
+#include "common/time_util.h"
+#include "ledger/snapshot.h"
+#include "report/report_json.h"
+#include "report/window.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+// What priced the month, as it stands in the snapshot: per GPU model and pricing class the
+// device-hours and the lowest and highest hourly price (as modelled, before any bill), and each
+// bill's factor per node-day.
+std::string Provenance(const Snapshot& s, const TimeRange& month) {
+  struct Prices {
+    std::int64_t device_hours = 0;
+    Nanos lowest = INT64_MAX;
+    Nanos highest = INT64_MIN;
+  };
+  std::map<std::pair<std::string, std::string>, Prices> prices;
+  const auto [first, last] = s.DeviceRange(month.from_us, month.to_us);
+  for (std::size_t d = first; d < last; ++d) {
+    const DeviceFigures& f = s.devices()[d];
+    const Placement& p = s.placements()[f.placement];
+    const Snapshot::Reconciled* reconciled = s.ReconciledOf(d);
+    const Nanos modelled = reconciled != nullptr ? reconciled->modelled_nanos : f.price_nanos;
+    Prices& entry = prices[{p.gpu_model, p.pricing_class}];
+    ++entry.device_hours;
+    entry.lowest = std::min(entry.lowest, modelled);
+    entry.highest = std::max(entry.highest, modelled);
+  }
+  nlohmann::json out = {{"prices", nlohmann::json::array()},
+                        {"reconciliations", nlohmann::json::array()}};
+  for (const auto& [key, p] : prices)
+    out["prices"].push_back({{"gpu_model", key.first},
+                             {"pricing_class", key.second},
+                             {"device_hours", p.device_hours},
+                             {"lowest_price_nanos", p.lowest},
+                             {"highest_price_nanos", p.highest}});
+  for (const Reconciliation& r : s.reconciliations()) {
+    if (r.day_us < month.from_us || r.day_us >= month.to_us) continue;
+    out["reconciliations"].push_back({{"node", r.node},
+                                      {"day", FormatRfc3339(r.day_us)},
+                                      {"factor", r.factor},
+                                      {"bill_file", r.bill_file}});
+  }
+  return JsonText(out);
+}
+
+}  // namespace
+
+Result<Statement> ClosePeriod(store::LedgerStore& store, const CloseRequest& request) {
+  const std::optional<TimeRange> month = report::MonthRange(request.period);
+  if (!month)
+    return InvalidArgument(
+        fmt::format("--period '{}': expected a month as YYYY-MM (2026-11)", request.period));
+  if (request.now_us < month->to_us)
+    return InvalidArgument(fmt::format("--period {}: the month has not ended (it ends {})",
+                                       request.period, FormatRfc3339(month->to_us)));
+  ReportQuery q;
+  q.window = *month;
+  q.group_by = {report::Dimension{report::Dimension::Kind::kEntry, ""}};
+  auto policy = cost::ParsePolicy(request.policy);
+  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
+  q.policy = *policy;
+  auto idle = cost::ParseIdleHandling(request.idle);
+  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
+  q.idle = *idle;
+
+  auto snapshot = Snapshot::Load(store, *month);
+  if (!snapshot) return snapshot.error();
+  auto reports = BuildReports(**snapshot, q);
+  if (!reports) return reports.error();
+  Statement st;
+  st.period = request.period;
+  st.from_us = month->from_us;
+  st.to_us = month->to_us;
+  st.policy = cost::ToString(q.policy);
+  st.idle = cost::ToString(q.idle);
+  st.closed_at_us = request.now_us;
+  st.build = request.build;
+  st.provenance = Provenance(**snapshot, *month);
+  st.body = JsonText(report::ReportJson(reports->front()));
+  st.total_cost_nanos = reports->front().total.device_cost_nanos;
+  auto version = store.WriteStatement(st);
+  if (!version) return version.error();
+  st.version = *version;
+  return st;
+}
+
+Result<report::Report> StatementReport(const Statement& st,
+                                       const std::vector<report::Dimension>& group_by) {
+  auto fine = report::ReportFromJson(st.body);
+  if (!fine)
+    return Internal(
+        fmt::format("statement {} version {}: {}", st.period, st.version, fine.error().message));
+  report::Report out = std::move(*fine);
+  std::map<std::string, report::Figures> rows;
+  for (const report::Row& row : out.rows) {
+    auto entry = report::DecodeEntry(row.key);
+    if (!entry)
+      return Internal(
+          fmt::format("statement {} version {}: a row key is not an entry", st.period, st.version));
+    rows[report::KeyOf(entry->consumer, entry->placed(), group_by)].Add(row.figures);
+  }
+  out.group_by = group_by;
+  out.rows.clear();
+  for (auto& [key, f] : rows)
+    out.rows.push_back(report::Row{key, f, utilization::Classify(report::UtilizationInputs(f))});
+  report::SortRows(out.rows);
+  out.statement = report::StatementRef{st.period, st.version, st.closed_at_us, st.build};
+  return out;
+}
+
+Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
+                                                   const ReportQuery& q) {
+  const std::string period = report::MonthOf(q.window);
+  if (period.empty() || q.step != 0 || !q.filter.empty()) return std::optional<report::Report>();
+  auto statements = store.ReadStatements(period, /*with_body=*/false);
+  if (!statements) return statements.error();
+  const std::string policy = cost::ToString(q.policy);
+  const std::string idle = cost::ToString(q.idle);
+  const Statement* latest = nullptr;
+  for (const Statement& st : *statements)  // in version order
+    if (st.policy == policy && st.idle == idle) latest = &st;
+  if (latest == nullptr) return std::optional<report::Report>();
+  auto whole = store.ReadStatements(period, /*with_body=*/true);
+  if (!whole) return whole.error();
+  for (const Statement& st : *whole)
+    if (st.policy == policy && st.idle == idle && st.version == latest->version) {
+      auto r = StatementReport(st, q.group_by);
+      if (!r) return r.error();
+      return std::optional<report::Report>(std::move(*r));
+    }
+  return Internal(
+      fmt::format("statement {} version {} went while it was read", period, latest->version));
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,46 @@
+#pragma once
+// Closed periods (issue 38): a month's priced statement frozen when finance books it. Closing
+// reads the month as any report does and keeps its report at the finest grain (a row per
+// consumer, label set and GPU: report::Dimension::Kind::kEntry), with what priced it, as the
+// next version of its (month, policy, idle handling). A report over exactly that month, policy
+// and idle handling is then regrouped from the latest version, whatever the ledger holds now;
+// later prices, bills, catalogs or relabelling change the live figures, never a statement.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "ledger/reports.h"
+#include "model/statement.h"
+#include "report/report.h"
+#include "store/ledger_store.h"
+
+namespace gpuledger::ledger {
+
+struct CloseRequest {
+  std::string period;  // "2026-11"
+  std::string policy = "allocation";
+  std::string idle = "keep";
+  std::string build;  // the gpuledger version closing it
+  Micros now_us = 0;  // a month closes once it has ended
+};
+
+// Closes `request.period`: kInvalidArgument for a period that is not a month "YYYY-MM", has not
+// ended, or whose policy or idle handling does not parse (naming the field). Returns the
+// statement written, with its version.
+Result<Statement> ClosePeriod(store::LedgerStore& store, const CloseRequest& request);
+
+// The statement's month grouped by `group_by`, regrouped from its body: integer for integer
+// the report the ledger gave for that grouping when it was closed. kInternal for a body this
+// build cannot read.
+Result<report::Report> StatementReport(const Statement& statement,
+                                       const std::vector<report::Dimension>& group_by);
+
+// The report a query gets from a closed statement: where its window is exactly a month, it
+// has no step or filter, and that month was closed for its policy and idle handling, the
+// latest version's regrouped report; else nullopt (the query reads the ledger).
+Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
+                                                   const ReportQuery& query);
+
+}  // namespace gpuledger::ledger

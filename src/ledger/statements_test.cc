@@ -1,0 +1,202 @@
+// Closed periods (issue 38): a closed month's statement regroups, integer for integer, to the
+// reports the ledger gave when it was closed; a later change of prices (a catalog change that
+// re-priced the month's hours) changes the live figures and not the statement; closing again
+// makes version 2 with the new figures while version 1 stays readable; in SQLite and PostgreSQL.
+#include "ledger/statements.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/time_util.h"
+#include "report/window.h"
+#include "store_test_env/store_test_env.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+using store::testing::MakeDevice;
+using store::testing::MakeTestLedger;
+using store::testing::MakeUsage;
+using store::testing::StoreKind;
+using store::testing::StoreKindName;
+
+const TimeRange kNovember = *report::MonthRange("2026-11");
+const Micros kDecember5 = *ParseRfc3339("2026-12-05T00:00:00Z");
+
+// Two GPUs over a few hours of November's first and last days and of December's first: ml's
+// trainer (pod label team=vision, relabelled speech on the last day) and web's server (its
+// namespace labelled team=web) sharing GPU-b; each device-hour priced at `price`.
+std::vector<LedgerHour> Hours(Nanos price) {
+  std::vector<LedgerHour> out;
+  for (Micros day : {kNovember.from_us, kNovember.to_us - kMicrosPerDay, kNovember.to_us}) {
+    for (int h = 0; h < 3; ++h) {
+      const Micros hour = day + h * kMicrosPerHour;
+      LedgerHour a;
+      a.device = MakeDevice(hour, "GPU-a");
+      a.device.price_nanos = price;
+      a.usage.push_back(MakeUsage(a.device, "ml", "train-0", "main", kMicrosPerHour));
+      a.usage[0].consumer.owner_kind = "Job";
+      a.usage[0].consumer.owner_name = "train";
+      a.usage[0].consumer.labels = {
+          {"team", day == kNovember.from_us ? std::string("vision") : std::string("speech")}};
+      a.usage[0].compute_us = kMicrosPerHour / 2;
+      a.device.busy_us = kMicrosPerHour / 2;
+      a.device.idle_us = kMicrosPerHour / 2;
+      out.push_back(a);
+      LedgerHour b;
+      b.device = MakeDevice(hour, "GPU-b");
+      b.device.price_nanos = price + 1;
+      b.usage.push_back(MakeUsage(b.device, "web", "api-0", "server", kMicrosPerHour / 3));
+      b.usage[0].consumer.namespace_labels = {{"team", "web"}};
+      b.usage.push_back(MakeUsage(b.device, "ml", "eval-0", "main", kMicrosPerHour / 4));
+      b.device.unallocated_us = b.device.metered_us - kMicrosPerHour / 3 - kMicrosPerHour / 4;
+      out.push_back(b);
+    }
+  }
+  return out;
+}
+
+ReportQuery November(const char* by, const char* policy = "allocation", const char* idle = "keep") {
+  ReportQuery q;
+  q.window = kNovember;
+  q.group_by = *report::ParseGroupBy(by);
+  q.policy = *cost::ParsePolicy(policy);
+  q.idle = *cost::ParseIdleHandling(idle);
+  return q;
+}
+
+// The report's figures, row by row, as text: what two reports must share.
+std::vector<std::string> Figures(const report::Report& r) {
+  std::vector<std::string> out;
+  auto line = [&](const std::string& key, const report::Figures& f) {
+    out.push_back(
+        fmt::format("{} alloc={} compute={} mem={} energy={} cost={} q={} rule={} "
+                    "granted={} naive={}/{}",
+                    key, f.allocated_gpu_us, f.compute_gpu_us, f.memory_kib_s, f.energy_mj,
+                    f.cost_nanos, ToString(f.quality), f.compute_rule, f.granted_memory_kib_s,
+                    f.naive_compute_gpu_us, f.naive_cost_nanos));
+  };
+  for (const report::Row& row : r.rows) line(row.key, row.figures);
+  line("idle", r.idle);
+  line("unattributed", r.unattributed);
+  out.push_back(fmt::format("total {} {} {}", r.total.device_cost_nanos, r.total.metered_us,
+                            r.total.device_hours));
+  return out;
+}
+
+class StatementsTest : public ::testing::TestWithParam<StoreKind> {};
+
+TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  store::LedgerStore& store = **opened;
+  ASSERT_TRUE(store.WriteHours(Hours(2'000'000'000)).ok());
+
+  // Nothing closed yet: reports read the ledger.
+  auto none = ClosedReport(store, November("namespace"));
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->has_value());
+
+  const CloseRequest close{"2026-11", "allocation", "namespace:web", "test-build", kDecember5};
+  auto v1 = ClosePeriod(store, close);
+  ASSERT_TRUE(v1.ok()) << v1.error().message;
+  EXPECT_EQ(v1->version, 1);
+  EXPECT_EQ(v1->policy, "allocation");
+  EXPECT_EQ(v1->idle, "namespace:web");
+  EXPECT_NE(v1->provenance.find("\"lowest_price_nanos\":2000000000"), std::string::npos)
+      << v1->provenance;
+
+  // Regrouped, the statement is every report of the month as the ledger gave it at closing.
+  std::vector<std::vector<std::string>> at_close;
+  for (const char* by : {"namespace", "label:team", "controller", "device,container", "node",
+                         "namespace,label:team"}) {
+    const ReportQuery q = November(by, "allocation", "namespace:web");
+    auto live = ReadReports(store, q);
+    ASSERT_TRUE(live.ok()) << live.error().message;
+    auto closed = StatementReport(*v1, q.group_by);
+    ASSERT_TRUE(closed.ok()) << closed.error().message;
+    EXPECT_EQ(Figures(*closed), Figures(live->front())) << by;
+    ASSERT_TRUE(closed->statement.has_value());
+    EXPECT_EQ(closed->statement->version, 1);
+    at_close.push_back(Figures(live->front()));
+  }
+  // The relabel inside the month stays in it: vision before, speech after.
+  auto by_team = StatementReport(*v1, *report::ParseGroupBy("label:team"));
+  ASSERT_TRUE(by_team.ok());
+  std::map<std::string, Nanos> team_cost;
+  for (const report::Row& row : by_team->rows) team_cost[row.key] = row.figures.cost_nanos;
+  EXPECT_EQ(team_cost.at("vision"), 3 * 2'000'000'000LL);
+  EXPECT_EQ(team_cost.at("speech"), 3 * 2'000'000'000LL);
+
+  // A catalog change re-prices November's hours: the live figures move, the closed month not.
+  ASSERT_TRUE(store.WriteHours(Hours(3'000'000'000)).ok());
+  const ReportQuery q = November("namespace", "allocation", "namespace:web");
+  auto live = ReadReports(store, q);
+  ASSERT_TRUE(live.ok());
+  EXPECT_NE(Figures(live->front()), at_close[0]);
+  auto still = ClosedReport(store, q);
+  ASSERT_TRUE(still.ok()) << still.error().message;
+  ASSERT_TRUE(still->has_value());
+  EXPECT_EQ(Figures(**still), at_close[0]);
+  EXPECT_EQ((*still)->statement->version, 1);
+  // Another policy was never closed: it reads the ledger.
+  auto other = ClosedReport(store, November("namespace", "compute", "namespace:web"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->has_value());
+
+  // Closing again: version 2 has the new figures; version 1 is still there, unchanged.
+  auto v2 = ClosePeriod(store, close);
+  ASSERT_TRUE(v2.ok()) << v2.error().message;
+  EXPECT_EQ(v2->version, 2);
+  auto now = ClosedReport(store, q);
+  ASSERT_TRUE(now.ok() && now->has_value());
+  EXPECT_EQ(Figures(**now), Figures(live->front()));
+  EXPECT_EQ((*now)->statement->version, 2);
+  auto listed = store.ReadStatements("", /*with_body=*/true);
+  ASSERT_TRUE(listed.ok()) << listed.error().message;
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].version, 1);
+  EXPECT_EQ((*listed)[1].version, 2);
+  EXPECT_EQ((*listed)[0].total_cost_nanos, 6 * (2 * 2'000'000'000LL + 1));
+  EXPECT_EQ((*listed)[1].total_cost_nanos, 6 * (2 * 3'000'000'000LL + 1));
+  auto first = StatementReport((*listed)[0], q.group_by);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(Figures(*first), at_close[0]);
+}
+
+TEST_P(StatementsTest, OnlyAnEndedMonthCloses) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  auto open_month = ClosePeriod(**opened, {"2026-12", "allocation", "keep", "b", kDecember5});
+  ASSERT_FALSE(open_month.ok());
+  EXPECT_EQ(open_month.error().message,
+            "--period 2026-12: the month has not ended (it ends 2027-01-01T00:00:00Z)");
+  for (const char* bad : {"2026-13", "2026-1", "november", "2026-11-01"}) {
+    auto refused = ClosePeriod(**opened, {bad, "allocation", "keep", "b", kDecember5});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  }
+  auto bad_policy = ClosePeriod(**opened, {"2026-11", "cheapest", "keep", "b", kDecember5});
+  ASSERT_FALSE(bad_policy.ok());
+  EXPECT_EQ(bad_policy.error().message.rfind("--policy: ", 0), 0u) << bad_policy.error().message;
+  auto listed = (*opened)->ReadStatements("", false);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StatementsTest,
+                         ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres),
+                         [](const auto& info) { return StoreKindName(info.param); });
+
+}  // namespace
+}  // namespace gpuledger::ledger
