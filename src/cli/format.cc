@@ -123,6 +123,17 @@ std::string RenderReport(const report::Report& r, Format format, bool wide) {
               : fmt::format("{:<{}}  {:>11}  {:>11}  {:>13}\n", "total", width,
                             GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
                             DisplayMoney(r.total.device_cost_nanos));
+  for (const report::Adjustment& a : r.adjustments) {
+    out += fmt::format("adjustment for {} (late data since statement version {}): {}\n", a.period,
+                       a.version, DisplayMoney(a.device_cost_nanos));
+    for (const auto& [key, cost] : a.rows)
+      out += fmt::format("  {:<{}}  {:>13}\n", key, width, DisplayMoney(cost));
+    if (a.idle_cost_nanos != 0)
+      out += fmt::format("  {:<{}}  {:>13}\n", "(idle)", width, DisplayMoney(a.idle_cost_nanos));
+    if (a.unattributed_cost_nanos != 0)
+      out += fmt::format("  {:<{}}  {:>13}\n", "(unattributed)", width,
+                         DisplayMoney(a.unattributed_cost_nanos));
+  }
   if (starred)
     out += "* nvml-only: no SM activity (GPM or DCGM) to tell a starved GPU from a busy one\n";
   if (!r.total.unpriced_models.empty())

@@ -33,9 +33,16 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   auto closed = ledger::ClosedReport(store, *query);
   if (!closed) return closed.error();
   if (*closed) return std::move(**closed);
-  auto reports = ledger::ReadReports(store, *query, open_more);
-  if (!reports) return reports.error();
-  return std::move(reports->front());
+  auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
+    auto reports = ledger::ReadReports(store, q, open_more);
+    if (!reports) return reports.error();
+    return std::move(reports->front());
+  };
+  auto r = live(*query);
+  if (!r) return r;
+  // A month after closed ones carries their late data (ledger/statements.h).
+  if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s) return s.error();
+  return r;
 }
 
 namespace {

@@ -143,4 +143,82 @@ Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
       fmt::format("statement {} version {} went while it was read", period, latest->version));
 }
 
+namespace {
+
+// "2026-12" -> "2027-01".
+std::string NextMonth(const std::string& month) {
+  const TimeRange range = *report::MonthRange(month);
+  const CivilDate next = CivilFromDays(range.to_us / kMicrosPerDay);
+  return fmt::format("{:04}-{:02}", next.year, next.month);
+}
+
+Result<Nanos> Less(Nanos live, Nanos booked, const std::string& what) {
+  Nanos out = 0;
+  if (__builtin_sub_overflow(live, booked, &out))
+    return InvalidArgument(fmt::format("{}: the adjustment does not fit in 64 bits", what));
+  return out;
+}
+
+}  // namespace
+
+Status AddAdjustments(store::LedgerStore& store, const ReportQuery& q, const LiveReports& live,
+                      report::Report& out) {
+  const std::string month = report::MonthOf(q.window);
+  if (month.empty() || q.step != 0 || !q.filter.empty()) return Status::Ok();
+  auto statements = store.ReadStatements("", /*with_body=*/false);
+  if (!statements) return statements.error();
+  const std::string policy = cost::ToString(q.policy);
+  const std::string idle = cost::ToString(q.idle);
+  std::map<std::string, int> latest;  // closed month -> its latest version
+  for (const Statement& st : *statements)
+    if (st.policy == policy && st.idle == idle) latest[st.period] = st.version;
+  if (latest.contains(month)) return Status::Ok();
+  for (const auto& [period, version] : latest) {
+    if (period >= month) break;
+    std::string next = NextMonth(period);
+    while (next < month && latest.contains(next)) next = NextMonth(next);
+    if (next != month) continue;  // another open month carries it
+
+    ReportQuery closed = q;
+    closed.window = *report::MonthRange(period);
+    auto now = live(closed);
+    if (!now) return now.error();
+    auto whole = store.ReadStatements(period, /*with_body=*/true);
+    if (!whole) return whole.error();
+    const Statement* booked = nullptr;
+    for (const Statement& st : *whole)
+      if (st.policy == policy && st.idle == idle && st.version == version) booked = &st;
+    if (booked == nullptr)
+      return Internal(
+          fmt::format("statement {} version {} went while it was read", period, version));
+    auto then = StatementReport(*booked, q.group_by);
+    if (!then) return then.error();
+
+    std::map<std::string, std::pair<Nanos, Nanos>> costs;  // key -> (live, booked)
+    for (const report::Row& row : now->rows) costs[row.key].first = row.figures.cost_nanos;
+    for (const report::Row& row : then->rows) costs[row.key].second = row.figures.cost_nanos;
+    report::Adjustment a;
+    a.period = period;
+    a.version = version;
+    const std::string what = "adjustment for " + period;
+    for (const auto& [key, cost] : costs) {
+      auto delta = Less(cost.first, cost.second, what);
+      if (!delta) return delta.error();
+      if (*delta != 0) a.rows.emplace_back(key, *delta);
+    }
+    auto idle_delta = Less(now->idle.cost_nanos, then->idle.cost_nanos, what);
+    auto unattributed_delta =
+        Less(now->unattributed.cost_nanos, then->unattributed.cost_nanos, what);
+    auto device_delta = Less(now->total.device_cost_nanos, then->total.device_cost_nanos, what);
+    if (!idle_delta) return idle_delta.error();
+    if (!unattributed_delta) return unattributed_delta.error();
+    if (!device_delta) return device_delta.error();
+    a.idle_cost_nanos = *idle_delta;
+    a.unattributed_cost_nanos = *unattributed_delta;
+    a.device_cost_nanos = *device_delta;
+    out.adjustments.push_back(std::move(a));
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpuledger::ledger

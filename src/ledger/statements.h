@@ -6,6 +6,7 @@
 // and idle handling is then regrouped from the latest version, whatever the ledger holds now;
 // later prices, bills, catalogs or relabelling change the live figures, never a statement.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,5 +43,18 @@ Result<report::Report> StatementReport(const Statement& statement,
 // latest version's regrouped report; else nullopt (the query reads the ledger).
 Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
                                                    const ReportQuery& query);
+
+// A query's live report, as the edge reads reports (the server's kept snapshot, the CLI's
+// reads a day at a time).
+using LiveReports = std::function<Result<report::Report>(const ReportQuery&)>;
+
+// Adds to `report`, the live report of `query`, the late data it carries: where its window is
+// exactly a month with no step or filter, each closed month before it (of the query's policy
+// and idle handling) whose first month not closed is this one gets an adjustment, its live
+// figures (read by `live`) less its latest statement's, grouped as the query. So the latest
+// statements, the adjustments and the open months' figures sum to the ledger, exactly; an
+// adjustment is carried until its month is closed again.
+Status AddAdjustments(store::LedgerStore& store, const ReportQuery& query, const LiveReports& live,
+                      report::Report& report);
 
 }  // namespace gpuledger::ledger

@@ -171,6 +171,94 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   EXPECT_EQ(Figures(*first), at_close[0]);
 }
 
+// Late data for a closed hour is kept in the ledger and carried, as an adjustment, into the
+// first month not closed after it: the statement plus the adjustment is the ledger, key for key
+// and in total, exactly; closing the next month moves the adjustment on, and closing the late
+// month again settles it.
+TEST_P(StatementsTest, LateDataForAClosedMonthIsAnAdjustmentInTheNextOpenMonth) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  store::LedgerStore& store = **opened;
+  std::vector<LedgerHour> hours = Hours(2'000'000'000);
+  ASSERT_TRUE(store.WriteHours(hours).ok());
+  const CloseRequest close{"2026-11", "allocation", "keep", "test-build", kDecember5};
+  auto v1 = ClosePeriod(store, close);
+  ASSERT_TRUE(v1.ok()) << v1.error().message;
+
+  // Late data: a pod on GPU-b in a closed hour, and a device-hour of a GPU nobody had sent.
+  LedgerHour late = hours[1];  // GPU-b, November's first hour
+  late.usage.push_back(MakeUsage(late.device, "research", "late-0", "main", kMicrosPerHour / 6));
+  late.device.unallocated_us -= kMicrosPerHour / 6;
+  LedgerHour unseen;
+  unseen.device = MakeDevice(kNovember.from_us + 5 * kMicrosPerHour, "GPU-c");
+  unseen.device.price_nanos = 700'000'000;
+  unseen.usage.push_back(MakeUsage(unseen.device, "research", "late-1", "main", kMicrosPerHour));
+  ASSERT_TRUE(store.WriteHours(std::vector{late, unseen}).ok());
+
+  auto live = [&](const ReportQuery& q) -> Result<report::Report> {
+    auto reports = ReadReports(store, q);
+    if (!reports) return reports.error();
+    return std::move(reports->front());
+  };
+  auto report_of = [&](const char* month) {
+    ReportQuery q = November("namespace");
+    q.window = *report::MonthRange(month);
+    auto r = live(q);
+    EXPECT_TRUE(r.ok());
+    EXPECT_TRUE(AddAdjustments(store, q, live, *r).ok());
+    return *r;
+  };
+  const report::Report december = report_of("2026-12");
+  ASSERT_EQ(december.adjustments.size(), 1u);
+  const report::Adjustment& a = december.adjustments[0];
+  EXPECT_EQ(a.period, "2026-11");
+  EXPECT_EQ(a.version, 1);
+  // Its own figures are December's alone.
+  ReportQuery december_query = November("namespace");
+  december_query.window = *report::MonthRange("2026-12");
+  EXPECT_EQ(Figures(december), Figures(*live(december_query)));
+
+  // The statement plus the adjustment is the ledger's November, exactly.
+  auto now = live(November("namespace"));
+  auto then = StatementReport(*v1, *report::ParseGroupBy("namespace"));
+  ASSERT_TRUE(now.ok() && then.ok());
+  std::map<std::string, Nanos> sum;
+  for (const report::Row& row : then->rows) sum[row.key] += row.figures.cost_nanos;
+  for (const auto& [key, cost] : a.rows) sum[key] += cost;
+  std::map<std::string, Nanos> want;
+  for (const report::Row& row : now->rows) want[row.key] = row.figures.cost_nanos;
+  EXPECT_EQ(sum, want);
+  EXPECT_EQ(then->idle.cost_nanos + a.idle_cost_nanos, now->idle.cost_nanos);
+  EXPECT_EQ(then->total.device_cost_nanos + a.device_cost_nanos, now->total.device_cost_nanos);
+  EXPECT_EQ(a.device_cost_nanos, 700'000'000);
+  // research's late pods: a sixth of GPU-b's hour (out of its idle) and GPU-c's hour.
+  EXPECT_EQ(a.rows, (std::vector<std::pair<std::string, Nanos>>{
+                        {"research", (2'000'000'001LL + 5) / 6 + 700'000'000}}));
+  EXPECT_EQ(a.idle_cost_nanos, -((2'000'000'001LL + 5) / 6));
+
+  // December closed too: January carries November's adjustment (December's is nothing).
+  auto january_5 = *ParseRfc3339("2027-01-05T00:00:00Z");
+  ASSERT_TRUE(ClosePeriod(store, {"2026-12", "allocation", "keep", "b", january_5}).ok());
+  const report::Report january = report_of("2027-01");
+  ASSERT_EQ(january.adjustments.size(), 2u);
+  EXPECT_EQ(january.adjustments[0], a);
+  EXPECT_EQ(january.adjustments[1].period, "2026-12");
+  EXPECT_EQ(january.adjustments[1].device_cost_nanos, 0);
+  EXPECT_TRUE(january.adjustments[1].rows.empty());
+  EXPECT_TRUE(report_of("2026-12").adjustments.empty());  // December is closed: its statement
+
+  // November closed again: version 2 books the late data; nothing is left to carry.
+  ASSERT_TRUE(ClosePeriod(store, {"2026-11", "allocation", "keep", "b", january_5}).ok());
+  const report::Report settled = report_of("2027-01");
+  ASSERT_EQ(settled.adjustments.size(), 2u);
+  EXPECT_EQ(settled.adjustments[0].version, 2);
+  EXPECT_EQ(settled.adjustments[0].device_cost_nanos, 0);
+  EXPECT_TRUE(settled.adjustments[0].rows.empty());
+}
+
 TEST_P(StatementsTest, OnlyAnEndedMonthCloses) {
   std::string skip;
   auto ledger = MakeTestLedger(GetParam(), skip);

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -148,6 +149,20 @@ struct StatementRef {
   bool operator==(const StatementRef&) const = default;
 };
 
+// Late data for a closed month (issue 38): what the ledger holds for it now less what its latest
+// statement booked, carried into the first open month after it until it is closed again. Each
+// group's, idle's and unattributed cost, and the device cost, as the live figures less the
+// statement's; groups whose cost did not move are left out.
+struct Adjustment {
+  std::string period;  // the closed month, "2026-11"
+  int version = 0;     // its latest statement, which the figures are against
+  std::vector<std::pair<std::string, Nanos>> rows;  // by key, in key order
+  Nanos idle_cost_nanos = 0;
+  Nanos unattributed_cost_nanos = 0;
+  Nanos device_cost_nanos = 0;
+  bool operator==(const Adjustment&) const = default;
+};
+
 struct Report {
   Micros from_us = 0;
   Micros to_us = 0;
@@ -159,6 +174,9 @@ struct Report {
   Figures unattributed;   // busy time and memory no known process explains
   Totals total;
   std::optional<StatementRef> statement;  // set: these are a closed period's frozen figures
+  // A month's report: the closed months before it whose late data it carries (beside its own
+  // figures, never in them).
+  std::vector<Adjustment> adjustments;
 };
 
 // The sums a report over some rows takes, checked to fit in 64 bits: BuildReport's own check,

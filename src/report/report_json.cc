@@ -129,6 +129,20 @@ json ReportJson(const Report& r) {
                 {"busy_us", r.total.busy_us},
                 {"device_hours", r.total.device_hours},
                 {"unpriced_models", r.total.unpriced_models}}}};
+  if (!r.adjustments.empty()) {
+    json adjustments = json::array();
+    for (const Adjustment& a : r.adjustments) {
+      json rows = json::array();
+      for (const auto& [key, cost] : a.rows) rows.push_back({{"key", key}, {"cost_nanos", cost}});
+      adjustments.push_back({{"period", a.period},
+                             {"version", a.version},
+                             {"rows", rows},
+                             {"idle_cost_nanos", a.idle_cost_nanos},
+                             {"unattributed_cost_nanos", a.unattributed_cost_nanos},
+                             {"device_cost_nanos", a.device_cost_nanos}});
+    }
+    out["adjustments"] = adjustments;
+  }
   if (r.statement) {
     out["statement"] = {{"period", r.statement->period},
                         {"version", r.statement->version},
@@ -176,6 +190,19 @@ Result<Report> ReportFromJson(std::string_view text) {
     r.total.busy_us = t.at("busy_us").get<std::int64_t>();
     r.total.device_hours = t.at("device_hours").get<int>();
     r.total.unpriced_models = t.at("unpriced_models").get<std::vector<std::string>>();
+    if (j.contains("adjustments")) {
+      for (const json& a : j.at("adjustments")) {
+        Adjustment& adjustment = r.adjustments.emplace_back();
+        adjustment.period = a.at("period").get<std::string>();
+        adjustment.version = a.at("version").get<int>();
+        for (const json& row : a.at("rows"))
+          adjustment.rows.emplace_back(row.at("key").get<std::string>(),
+                                       row.at("cost_nanos").get<std::int64_t>());
+        adjustment.idle_cost_nanos = a.at("idle_cost_nanos").get<std::int64_t>();
+        adjustment.unattributed_cost_nanos = a.at("unattributed_cost_nanos").get<std::int64_t>();
+        adjustment.device_cost_nanos = a.at("device_cost_nanos").get<std::int64_t>();
+      }
+    }
     if (j.contains("statement")) {
       const json& st = j.at("statement");
       auto closed = ParseRfc3339(st.at("closed_at").get<std::string>());

@@ -242,9 +242,17 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
     auto closed = ledger::ClosedReport(store, *query);
     if (!closed) return ReportError(closed.error());
     if (*closed) return {200, "application/json", report::ReportToJson(**closed)};
-    auto reports = reads.Reports(store, *query);
-    if (!reports) return ReportError(reports.error());
-    return {200, "application/json", report::ReportToJson(reports->front())};
+    auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
+      auto reports = reads.Reports(store, q);
+      if (!reports) return reports.error();
+      return std::move(reports->front());
+    };
+    auto r = live(*query);
+    if (!r) return ReportError(r.error());
+    // A month after closed ones carries their late data.
+    if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s)
+      return ReportError(s.error());
+    return {200, "application/json", report::ReportToJson(*r)};
   }
   // With a step: the window's report and each step's cost, summed in one pass.
   auto stepped = reads.ReportAndSteps(store, *query);

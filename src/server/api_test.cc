@@ -332,6 +332,13 @@ TEST_F(ApiTest, AClosedMonthIsReportedFromItsStatement) {
   EXPECT_FALSE(
       Get("/api/v1/report", {{"window", "2026-11"}, {"policy", "compute"}}).contains("statement"));
   EXPECT_FALSE(Get("/api/v1/report", {{"window", "all"}}).contains("statement"));
+  // December, the next open month, carries November's late data: none here.
+  json december = Get("/api/v1/report", {{"window", "2026-12"}});
+  ASSERT_EQ(december["adjustments"].size(), 1u) << december.dump();
+  EXPECT_EQ(december["adjustments"][0]["period"], "2026-11");
+  EXPECT_EQ(december["adjustments"][0]["version"], 1);
+  EXPECT_EQ(december["adjustments"][0]["device_cost_nanos"], 0);
+  EXPECT_TRUE(december["adjustments"][0]["rows"].empty());
 
   json listed = Get("/api/v1/statements", {});
   ASSERT_EQ(listed["statements"].size(), 1u);

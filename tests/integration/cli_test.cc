@@ -218,6 +218,12 @@ TEST_F(CliTest, CloseFreezesAMonthAndReportsSayWhichVersion) {
   EXPECT_NE(Run("report --db " + db + " --window 2026-11").out.find("version 2"),
             std::string::npos);
 
+  Output december = Run("report --db " + db + " --window 2026-12");
+  EXPECT_NE(
+      december.out.find("adjustment for 2026-11 (late data since statement version 2): $0.00"),
+      std::string::npos)
+      << december.out;
+
   Output bad = Run("close --db " + db + " --period 2026-13");
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err, "error: --period '2026-13': expected a month as YYYY-MM (2026-11)\n");
