@@ -77,10 +77,9 @@ std::string RenderReport(const report::Report& r, Format format, bool wide) {
   std::string out = fmt::format("{} .. {}   policy {}   idle {}\n", FormatRfc3339(r.from_us),
                                 FormatRfc3339(r.to_us), cost::ToString(r.policy),
                                 cost::ToString(r.idle_handling));
-  if (r.statement)
-    out += fmt::format("closed statement {} version {}, closed {} by gpuledger {}\n",
-                       r.statement->period, r.statement->version,
-                       FormatRfc3339(r.statement->closed_at_us), r.statement->build);
+  for (const report::StatementRef& st : r.statements)
+    out += fmt::format("closed statement {} version {}, closed {} by gpuledger {}\n", st.period,
+                       st.version, FormatRfc3339(st.closed_at_us), st.build);
   const std::string head = aggregate.size() > width ? aggregate.substr(0, width) : aggregate;
   out += wide ? fmt::format("{:<{}}  {:>11}  {:>11}  {:>11}  {:>13}  {:<9}  {}\n", head, width,
                             "alloc GPU-h", "used GPU-h", "mem GiB-h", "cost", "quality", "class")

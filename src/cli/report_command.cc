@@ -29,18 +29,17 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   request.idle = o.idle;
   auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
   if (!query) return query.error();
-  // A closed month answers with its statement (ledger/statements.h), saying which.
-  auto closed = ledger::ClosedReport(store, *query);
-  if (!closed) return closed.error();
-  if (*closed) return std::move(**closed);
   auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
     auto reports = ledger::ReadReports(store, q, open_more);
     if (!reports) return reports.error();
     return std::move(reports->front());
   };
-  auto r = live(*query);
+  // Closed months answer with their statements, saying which (ledger/statements.h).
+  auto closed = ledger::PeriodReport(store, *query, live);
+  if (!closed) return closed.error();
+  auto r = *closed ? Result<report::Report>(std::move(**closed)) : live(*query);
   if (!r) return r;
-  // A month after closed ones carries their late data (ledger/statements.h).
+  // An open month after closed ones carries their late data.
   if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s) return s.error();
   return r;
 }

@@ -1,6 +1,8 @@
 #include "ledger/statements.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -115,32 +117,8 @@ Result<report::Report> StatementReport(const Statement& st,
   for (auto& [key, f] : rows)
     out.rows.push_back(report::Row{key, f, utilization::Classify(report::UtilizationInputs(f))});
   report::SortRows(out.rows);
-  out.statement = report::StatementRef{st.period, st.version, st.closed_at_us, st.build};
+  out.statements = {report::StatementRef{st.period, st.version, st.closed_at_us, st.build}};
   return out;
-}
-
-Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
-                                                   const ReportQuery& q) {
-  const std::string period = report::MonthOf(q.window);
-  if (period.empty() || q.step != 0 || !q.filter.empty()) return std::optional<report::Report>();
-  auto statements = store.ReadStatements(period, /*with_body=*/false);
-  if (!statements) return statements.error();
-  const std::string policy = cost::ToString(q.policy);
-  const std::string idle = cost::ToString(q.idle);
-  const Statement* latest = nullptr;
-  for (const Statement& st : *statements)  // in version order
-    if (st.policy == policy && st.idle == idle) latest = &st;
-  if (latest == nullptr) return std::optional<report::Report>();
-  auto whole = store.ReadStatements(period, /*with_body=*/true);
-  if (!whole) return whole.error();
-  for (const Statement& st : *whole)
-    if (st.policy == policy && st.idle == idle && st.version == latest->version) {
-      auto r = StatementReport(st, q.group_by);
-      if (!r) return r.error();
-      return std::optional<report::Report>(std::move(*r));
-    }
-  return Internal(
-      fmt::format("statement {} version {} went while it was read", period, latest->version));
 }
 
 namespace {
@@ -152,6 +130,49 @@ std::string NextMonth(const std::string& month) {
   return fmt::format("{:04}-{:02}", next.year, next.month);
 }
 
+// The months a window is made of, when it is whole UTC months; else none.
+std::vector<std::string> MonthsOf(const TimeRange& window) {
+  constexpr std::size_t kMaxMonths = 1200;
+  std::vector<std::string> months;
+  Micros cursor = window.from_us;
+  while (cursor >= 0 && cursor < window.to_us && months.size() < kMaxMonths) {
+    if (cursor % kMicrosPerDay != 0) return {};
+    const CivilDate day = CivilFromDays(cursor / kMicrosPerDay);
+    std::string month = fmt::format("{:04}-{:02}", day.year, day.month);
+    const TimeRange range = *report::MonthRange(month);
+    if (range.from_us != cursor || range.to_us > window.to_us) return {};
+    months.push_back(std::move(month));
+    cursor = range.to_us;
+  }
+  if (cursor != window.to_us) return {};
+  return months;
+}
+
+// The latest statement (heading) of each month closed with the query's policy and idle handling.
+Result<std::map<std::string, Statement>> LatestStatements(store::LedgerStore& store,
+                                                          const ReportQuery& q) {
+  auto statements = store.ReadStatements("", /*with_body=*/false);
+  if (!statements) return statements.error();
+  const std::string policy = cost::ToString(q.policy);
+  const std::string idle = cost::ToString(q.idle);
+  std::map<std::string, Statement> latest;
+  for (Statement& st : *statements)  // in version order
+    if (st.policy == policy && st.idle == idle) latest[st.period] = std::move(st);
+  return latest;
+}
+
+// The month's statement of `heading`'s version, regrouped as the query.
+Result<report::Report> ReadStatementReport(store::LedgerStore& store, const Statement& heading,
+                                           const ReportQuery& q) {
+  auto whole = store.ReadStatements(heading.period, /*with_body=*/true);
+  if (!whole) return whole.error();
+  for (const Statement& st : *whole)
+    if (st.policy == heading.policy && st.idle == heading.idle && st.version == heading.version)
+      return StatementReport(st, q.group_by);
+  return Internal(fmt::format("statement {} version {} went while it was read", heading.period,
+                              heading.version));
+}
+
 Result<Nanos> Less(Nanos live, Nanos booked, const std::string& what) {
   Nanos out = 0;
   if (__builtin_sub_overflow(live, booked, &out))
@@ -161,37 +182,71 @@ Result<Nanos> Less(Nanos live, Nanos booked, const std::string& what) {
 
 }  // namespace
 
+Result<std::optional<report::Report>> PeriodReport(store::LedgerStore& store, const ReportQuery& q,
+                                                   const LiveReports& live) {
+  const std::vector<std::string> months = MonthsOf(q.window);
+  if (months.empty() || q.step != 0 || !q.filter.empty()) return std::optional<report::Report>();
+  auto latest = LatestStatements(store, q);
+  if (!latest) return latest.error();
+  if (std::none_of(months.begin(), months.end(),
+                   [&](const std::string& m) { return latest->contains(m); }))
+    return std::optional<report::Report>();
+
+  report::Report out;
+  out.from_us = q.window.from_us;
+  out.to_us = q.window.to_us;
+  out.group_by = q.group_by;
+  out.policy = q.policy;
+  out.idle_handling = q.idle;
+  std::map<std::string, report::Figures> rows;
+  std::set<std::string> unpriced;
+  for (std::size_t i = 0; i < months.size();) {
+    Result<report::Report> part = InvalidArgument("");
+    if (auto closed = latest->find(months[i]); closed != latest->end()) {
+      part = ReadStatementReport(store, closed->second, q);
+      ++i;
+    } else {  // a run of open months, read live as one window
+      std::size_t end = i + 1;
+      while (end < months.size() && !latest->contains(months[end])) ++end;
+      ReportQuery open = q;
+      open.window = {report::MonthRange(months[i])->from_us,
+                     report::MonthRange(months[end - 1])->to_us};
+      part = live(open);
+      i = end;
+    }
+    if (!part) return part.error();
+    for (const report::Row& row : part->rows) rows[row.key].Add(row.figures);
+    out.idle.Add(part->idle);
+    out.unattributed.Add(part->unattributed);
+    out.total.AddSums(part->total);
+    unpriced.insert(part->total.unpriced_models.begin(), part->total.unpriced_models.end());
+    out.statements.insert(out.statements.end(), part->statements.begin(), part->statements.end());
+  }
+  for (auto& [key, f] : rows)
+    out.rows.push_back(report::Row{key, f, utilization::Classify(report::UtilizationInputs(f))});
+  report::SortRows(out.rows);
+  out.total.unpriced_models.assign(unpriced.begin(), unpriced.end());
+  return std::optional<report::Report>(std::move(out));
+}
+
 Status AddAdjustments(store::LedgerStore& store, const ReportQuery& q, const LiveReports& live,
                       report::Report& out) {
-  const std::string month = report::MonthOf(q.window);
-  if (month.empty() || q.step != 0 || !q.filter.empty()) return Status::Ok();
-  auto statements = store.ReadStatements("", /*with_body=*/false);
-  if (!statements) return statements.error();
-  const std::string policy = cost::ToString(q.policy);
-  const std::string idle = cost::ToString(q.idle);
-  std::map<std::string, int> latest;  // closed month -> its latest version
-  for (const Statement& st : *statements)
-    if (st.policy == policy && st.idle == idle) latest[st.period] = st.version;
-  if (latest.contains(month)) return Status::Ok();
-  for (const auto& [period, version] : latest) {
-    if (period >= month) break;
+  const std::vector<std::string> months = MonthsOf(q.window);
+  if (months.empty() || q.step != 0 || !q.filter.empty()) return Status::Ok();
+  auto latest = LatestStatements(store, q);
+  if (!latest) return latest.error();
+  for (const auto& [period, booked] : *latest) {
+    if (period >= months.back()) break;
     std::string next = NextMonth(period);
-    while (next < month && latest.contains(next)) next = NextMonth(next);
-    if (next != month) continue;  // another open month carries it
+    while (latest->contains(next)) next = NextMonth(next);
+    // Carried by the window's open month that is its first, else by another report.
+    if (std::find(months.begin(), months.end(), next) == months.end()) continue;
 
     ReportQuery closed = q;
     closed.window = *report::MonthRange(period);
     auto now = live(closed);
     if (!now) return now.error();
-    auto whole = store.ReadStatements(period, /*with_body=*/true);
-    if (!whole) return whole.error();
-    const Statement* booked = nullptr;
-    for (const Statement& st : *whole)
-      if (st.policy == policy && st.idle == idle && st.version == version) booked = &st;
-    if (booked == nullptr)
-      return Internal(
-          fmt::format("statement {} version {} went while it was read", period, version));
-    auto then = StatementReport(*booked, q.group_by);
+    auto then = ReadStatementReport(store, booked, q);
     if (!then) return then.error();
 
     std::map<std::string, std::pair<Nanos, Nanos>> costs;  // key -> (live, booked)
@@ -199,7 +254,7 @@ Status AddAdjustments(store::LedgerStore& store, const ReportQuery& q, const Liv
     for (const report::Row& row : then->rows) costs[row.key].second = row.figures.cost_nanos;
     report::Adjustment a;
     a.period = period;
-    a.version = version;
+    a.version = booked.version;
     const std::string what = "adjustment for " + period;
     for (const auto& [key, cost] : costs) {
       auto delta = Less(cost.first, cost.second, what);

@@ -2,9 +2,10 @@
 // Closed periods (issue 38): a month's priced statement frozen when finance books it. Closing
 // reads the month as any report does and keeps its report at the finest grain (a row per
 // consumer, label set and GPU: report::Dimension::Kind::kEntry), with what priced it, as the
-// next version of its (month, policy, idle handling). A report over exactly that month, policy
-// and idle handling is then regrouped from the latest version, whatever the ledger holds now;
-// later prices, bills, catalogs or relabelling change the live figures, never a statement.
+// next version of its (month, policy, idle handling). A report over whole months with that
+// policy and idle handling then takes each closed one from its latest version, whatever the
+// ledger holds now: later prices, bills, catalogs or relabelling change the live figures, never
+// a statement, and late data shows as an adjustment in the first open month after its own.
 
 #include <functional>
 #include <optional>
@@ -38,20 +39,22 @@ Result<Statement> ClosePeriod(store::LedgerStore& store, const CloseRequest& req
 Result<report::Report> StatementReport(const Statement& statement,
                                        const std::vector<report::Dimension>& group_by);
 
-// The report a query gets from a closed statement: where its window is exactly a month, it
-// has no step or filter, and that month was closed for its policy and idle handling, the
-// latest version's regrouped report; else nullopt (the query reads the ledger).
-Result<std::optional<report::Report>> ClosedReport(store::LedgerStore& store,
-                                                   const ReportQuery& query);
-
 // A query's live report, as the edge reads reports (the server's kept snapshot, the CLI's
 // reads a day at a time).
 using LiveReports = std::function<Result<report::Report>(const ReportQuery&)>;
 
-// Adds to `report`, the live report of `query`, the late data it carries: where its window is
-// exactly a month with no step or filter, each closed month before it (of the query's policy
-// and idle handling) whose first month not closed is this one gets an adjustment, its live
-// figures (read by `live`) less its latest statement's, grouped as the query. So the latest
+// The report of a query over whole UTC months some of which are closed (with its policy and
+// idle handling), with no step or filter: each closed month's latest statement regrouped, and
+// each run of the other months read by `live`, summed, the statements it holds named in month
+// order. nullopt for any other query: it reads the ledger alone.
+Result<std::optional<report::Report>> PeriodReport(store::LedgerStore& store,
+                                                   const ReportQuery& query,
+                                                   const LiveReports& live);
+
+// Adds to `report` (PeriodReport's or the live report of `query`) the late data it carries:
+// where its window is whole months with no step or filter, each closed month (of the query's
+// policy and idle handling) whose first month not closed is one of them gets an adjustment, its
+// live figures (read by `live`) less its latest statement's, grouped as the query. So the latest
 // statements, the adjustments and the open months' figures sum to the ledger, exactly; an
 // adjustment is carried until its month is closed again.
 Status AddAdjustments(store::LedgerStore& store, const ReportQuery& query, const LiveReports& live,

@@ -98,6 +98,14 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   store::LedgerStore& store = **opened;
   ASSERT_TRUE(store.WriteHours(Hours(2'000'000'000)).ok());
+  auto live_of = [&](const ReportQuery& q) -> Result<report::Report> {
+    auto reports = ReadReports(store, q);
+    if (!reports) return reports.error();
+    return std::move(reports->front());
+  };
+  auto ClosedReport = [&](store::LedgerStore& s, const ReportQuery& q) {
+    return PeriodReport(s, q, live_of);
+  };
 
   // Nothing closed yet: reports read the ledger.
   auto none = ClosedReport(store, November("namespace"));
@@ -123,8 +131,8 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
     auto closed = StatementReport(*v1, q.group_by);
     ASSERT_TRUE(closed.ok()) << closed.error().message;
     EXPECT_EQ(Figures(*closed), Figures(live->front())) << by;
-    ASSERT_TRUE(closed->statement.has_value());
-    EXPECT_EQ(closed->statement->version, 1);
+    ASSERT_TRUE(!closed->statements.empty());
+    EXPECT_EQ(closed->statements[0].version, 1);
     at_close.push_back(Figures(live->front()));
   }
   // The relabel inside the month stays in it: vision before, speech after.
@@ -145,7 +153,7 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   ASSERT_TRUE(still.ok()) << still.error().message;
   ASSERT_TRUE(still->has_value());
   EXPECT_EQ(Figures(**still), at_close[0]);
-  EXPECT_EQ((*still)->statement->version, 1);
+  EXPECT_EQ((*still)->statements[0].version, 1);
   // Another policy was never closed: it reads the ledger.
   auto other = ClosedReport(store, November("namespace", "compute", "namespace:web"));
   ASSERT_TRUE(other.ok());
@@ -158,7 +166,7 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   auto now = ClosedReport(store, q);
   ASSERT_TRUE(now.ok() && now->has_value());
   EXPECT_EQ(Figures(**now), Figures(live->front()));
-  EXPECT_EQ((*now)->statement->version, 2);
+  EXPECT_EQ((*now)->statements[0].version, 2);
   auto listed = store.ReadStatements("", /*with_body=*/true);
   ASSERT_TRUE(listed.ok()) << listed.error().message;
   ASSERT_EQ(listed->size(), 2u);
@@ -249,6 +257,38 @@ TEST_P(StatementsTest, LateDataForAClosedMonthIsAnAdjustmentInTheNextOpenMonth) 
   EXPECT_EQ(january.adjustments[1].device_cost_nanos, 0);
   EXPECT_TRUE(january.adjustments[1].rows.empty());
   EXPECT_TRUE(report_of("2026-12").adjustments.empty());  // December is closed: its statement
+
+  // A quarter's report: November and December from their statements, January live, and
+  // November's late data carried by January; all of it sums to the ledger's quarter, exactly.
+  ReportQuery quarter = November("namespace");
+  quarter.window = {kNovember.from_us, report::MonthRange("2027-01")->to_us};
+  auto combined = PeriodReport(store, quarter, live);
+  ASSERT_TRUE(combined.ok()) << combined.error().message;
+  ASSERT_TRUE(combined->has_value());
+  report::Report& q4 = **combined;
+  ASSERT_TRUE(AddAdjustments(store, quarter, live, q4).ok());
+  ASSERT_EQ(q4.statements.size(), 2u);
+  EXPECT_EQ(q4.statements[0].period, "2026-11");
+  EXPECT_EQ(q4.statements[1].period, "2026-12");
+  ASSERT_EQ(q4.adjustments.size(), 2u);
+  Nanos booked = q4.idle.cost_nanos + q4.unattributed.cost_nanos;
+  for (const report::Row& row : q4.rows) booked += row.figures.cost_nanos;
+  EXPECT_EQ(booked, q4.total.device_cost_nanos);
+  for (const report::Adjustment& adjustment : q4.adjustments) {
+    booked += adjustment.idle_cost_nanos + adjustment.unattributed_cost_nanos;
+    for (const auto& [key, cost] : adjustment.rows) booked += cost;
+  }
+  auto ledger_quarter = live(quarter);
+  ASSERT_TRUE(ledger_quarter.ok());
+  EXPECT_EQ(booked, ledger_quarter->total.device_cost_nanos);
+  EXPECT_EQ(q4.total.device_cost_nanos + a.device_cost_nanos,
+            ledger_quarter->total.device_cost_nanos);
+  // A window that is not whole months reads the ledger alone.
+  ReportQuery ragged = quarter;
+  ragged.window.to_us -= kMicrosPerHour;
+  auto alone = PeriodReport(store, ragged, live);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_FALSE(alone->has_value());
 
   // November closed again: version 2 books the late data; nothing is left to carry.
   ASSERT_TRUE(ClosePeriod(store, {"2026-11", "allocation", "keep", "b", january_5}).ok());

@@ -139,8 +139,8 @@ struct Totals {
 // Cost descending, then key: the order of every report's rows.
 void SortRows(std::vector<Row>& rows);
 
-// The closed statement a report was read from (ledger/statements.h); a report without one is
-// the ledger's live figures.
+// A closed statement a report was read from (ledger/statements.h); a report without any is the
+// ledger's live figures.
 struct StatementRef {
   std::string period;  // "2026-11"
   int version = 0;
@@ -173,7 +173,9 @@ struct Report {
   Figures idle;           // unallocated / not busy / unused memory, and its cost
   Figures unattributed;   // busy time and memory no known process explains
   Totals total;
-  std::optional<StatementRef> statement;  // set: these are a closed period's frozen figures
+  // The closed months whose frozen figures it holds, in month order (the other months of its
+  // window are the ledger's live figures).
+  std::vector<StatementRef> statements;
   // A month's report: the closed months before it whose late data it carries (beside its own
   // figures, never in them).
   std::vector<Adjustment> adjustments;

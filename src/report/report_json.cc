@@ -143,11 +143,14 @@ json ReportJson(const Report& r) {
     }
     out["adjustments"] = adjustments;
   }
-  if (r.statement) {
-    out["statement"] = {{"period", r.statement->period},
-                        {"version", r.statement->version},
-                        {"closed_at", FormatRfc3339(r.statement->closed_at_us)},
-                        {"build", r.statement->build}};
+  if (!r.statements.empty()) {
+    json statements = json::array();
+    for (const StatementRef& st : r.statements)
+      statements.push_back({{"period", st.period},
+                            {"version", st.version},
+                            {"closed_at", FormatRfc3339(st.closed_at_us)},
+                            {"build", st.build}});
+    out["statements"] = statements;
   }
   return out;
 }
@@ -203,12 +206,14 @@ Result<Report> ReportFromJson(std::string_view text) {
         adjustment.device_cost_nanos = a.at("device_cost_nanos").get<std::int64_t>();
       }
     }
-    if (j.contains("statement")) {
-      const json& st = j.at("statement");
-      auto closed = ParseRfc3339(st.at("closed_at").get<std::string>());
-      if (!closed) return InvalidArgument("report JSON: bad statement closed_at");
-      r.statement = StatementRef{st.at("period").get<std::string>(), st.at("version").get<int>(),
-                                 *closed, st.at("build").get<std::string>()};
+    if (j.contains("statements")) {
+      for (const json& st : j.at("statements")) {
+        auto closed = ParseRfc3339(st.at("closed_at").get<std::string>());
+        if (!closed) return InvalidArgument("report JSON: bad statement closed_at");
+        r.statements.push_back(StatementRef{st.at("period").get<std::string>(),
+                                            st.at("version").get<int>(), *closed,
+                                            st.at("build").get<std::string>()});
+      }
     }
     return r;
   } catch (const std::exception& e) {

@@ -238,18 +238,17 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   if (query->step == 0) {
-    // A closed month answers with its statement (ledger/statements.h), saying which.
-    auto closed = ledger::ClosedReport(store, *query);
-    if (!closed) return ReportError(closed.error());
-    if (*closed) return {200, "application/json", report::ReportToJson(**closed)};
     auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
       auto reports = reads.Reports(store, q);
       if (!reports) return reports.error();
       return std::move(reports->front());
     };
-    auto r = live(*query);
+    // Closed months answer with their statements, saying which (ledger/statements.h).
+    auto closed = ledger::PeriodReport(store, *query, live);
+    if (!closed) return ReportError(closed.error());
+    auto r = *closed ? Result<report::Report>(std::move(**closed)) : live(*query);
     if (!r) return ReportError(r.error());
-    // A month after closed ones carries their late data.
+    // An open month after closed ones carries their late data.
     if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s)
       return ReportError(s.error());
     return {200, "application/json", report::ReportToJson(*r)};

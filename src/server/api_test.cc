@@ -317,21 +317,21 @@ TEST_F(ApiTest, DevicesAndReportRoundTrip) {
 TEST_F(ApiTest, AClosedMonthIsReportedFromItsStatement) {
   const Params november = {{"window", "2026-11"}, {"aggregate", "label:team"}};
   json live = Get("/api/v1/report", november);
-  EXPECT_FALSE(live.contains("statement"));
+  EXPECT_FALSE(live.contains("statements"));
   auto closed = ledger::ClosePeriod(
       *store_, {"2026-11", "allocation", "keep", "test", *ParseRfc3339("2026-12-05T00:00:00Z")});
   ASSERT_TRUE(closed.ok()) << closed.error().message;
 
   json frozen = Get("/api/v1/report", november);
-  ASSERT_TRUE(frozen.contains("statement")) << frozen.dump();
-  EXPECT_EQ(frozen["statement"]["period"], "2026-11");
-  EXPECT_EQ(frozen["statement"]["version"], 1);
+  ASSERT_TRUE(frozen.contains("statements")) << frozen.dump();
+  EXPECT_EQ(frozen["statements"][0]["period"], "2026-11");
+  EXPECT_EQ(frozen["statements"][0]["version"], 1);
   EXPECT_EQ(frozen["rows"], live["rows"]);
   EXPECT_EQ(frozen["total"], live["total"]);
   // Another policy, a step or another window reads the ledger.
   EXPECT_FALSE(
-      Get("/api/v1/report", {{"window", "2026-11"}, {"policy", "compute"}}).contains("statement"));
-  EXPECT_FALSE(Get("/api/v1/report", {{"window", "all"}}).contains("statement"));
+      Get("/api/v1/report", {{"window", "2026-11"}, {"policy", "compute"}}).contains("statements"));
+  EXPECT_FALSE(Get("/api/v1/report", {{"window", "all"}}).contains("statements"));
   // December, the next open month, carries November's late data: none here.
   json december = Get("/api/v1/report", {{"window", "2026-12"}});
   ASSERT_EQ(december["adjustments"].size(), 1u) << december.dump();

@@ -205,7 +205,7 @@ TEST_F(CliTest, CloseFreezesAMonthAndReportsSayWhichVersion) {
   ASSERT_EQ(frozen.code, 0) << frozen.err;
   const auto live_json = nlohmann::json::parse(live.out);
   const auto frozen_json = nlohmann::json::parse(frozen.out);
-  EXPECT_EQ(frozen_json["statement"]["version"], 1);
+  EXPECT_EQ(frozen_json["statements"][0]["version"], 1);
   EXPECT_EQ(frozen_json["rows"], live_json["rows"]);
   Output table = Run("report --db " + db + " --window 2026-11");
   EXPECT_NE(table.out.find("closed statement 2026-11 version 1"), std::string::npos) << table.out;
