@@ -194,7 +194,7 @@ CREATE TABLE statements (
   build            TEXT   NOT NULL,
   provenance       TEXT   NOT NULL,
   total_cost_nanos BIGINT NOT NULL,
-  body             TEXT   NOT NULL,
+  body             BYTEA  NOT NULL,
   PRIMARY KEY (period, policy, idle, version)
 );
 )sql",

@@ -419,7 +419,7 @@ Result<int> SqlLedger::WriteStatement(const Statement& st) {
                                         std::string_view(st.build),
                                         std::string_view(st.provenance),
                                         st.total_cost_nanos,
-                                        std::string_view(st.body)};
+                                        SqlBytes{st.body}};
   if (Status s = db_->Run("write statement",
                           "INSERT INTO statements (period, policy, idle, version, from_us, to_us, "
                           "closed_at_us, build, provenance, total_cost_nanos, body) VALUES (?1, "
@@ -438,9 +438,9 @@ Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& peri
   Status read = db_->ForEachRow(
       "read statements",
       fmt::format("SELECT period, policy, idle, version, from_us, to_us, closed_at_us, build, "
-                  "provenance, total_cost_nanos, {} FROM statements WHERE ?1 = '' OR period = ?1 "
+                  "provenance, total_cost_nanos{} FROM statements WHERE ?1 = '' OR period = ?1 "
                   "ORDER BY period, policy, idle, version",
-                  with_body ? "body" : "''"),
+                  with_body ? ", body" : ""),
       args, [&](SqlRow& row) -> Status {
         Statement& st = out.emplace_back();
         st.period = row.Text(0);
@@ -453,7 +453,7 @@ Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& peri
         st.build = row.Text(7);
         st.provenance = row.Text(8);
         st.total_cost_nanos = row.Int(9);
-        st.body = row.Text(10);
+        if (with_body) st.body = std::string(row.Bytes(10));
         return row.Check("statements");
       });
   if (!read) return read;

@@ -184,7 +184,7 @@ CREATE TABLE statements (
   build            TEXT    NOT NULL,
   provenance       TEXT    NOT NULL,
   total_cost_nanos INTEGER NOT NULL,
-  body             TEXT    NOT NULL,
+  body             BLOB    NOT NULL,
   PRIMARY KEY (period, policy, idle, version)
 ) STRICT;
 )sql",
