@@ -21,9 +21,9 @@ struct Statement {
   // What priced it, as JSON: the device-hour prices per GPU model and pricing class and the
   // bills' factors per node-day.
   std::string provenance;
-  // The period's report at its finest grain (report::Dimension::Kind::kEntry), as report JSON
-  // gzipped: any grouping of the period is regrouped from it. Empty when only the heading was
-  // read.
+  // The period's report at its finest grain (report::Dimension::Kind::kEntry), gzipped: its
+  // heading, then a row per line, as report JSON (ledger/statements.cc). Any grouping of the
+  // period is regrouped from it. Empty when only the heading was read.
   std::string body;
   Nanos total_cost_nanos = 0;  // the report's device cost, for listings
 };

@@ -37,7 +37,7 @@ void AddComputeSource(const Figures& f, json& j) {
 namespace {
 
 // A consumer row: the figures, activity, granted memory, share source and classification.
-json RowJson(const Row& row) {
+json ConsumerRowJson(const Row& row, bool with_utilization) {
   json j = FiguresJson(row.figures);
   j["key"] = row.key;
   AddComputeSource(row.figures, j);
@@ -46,7 +46,7 @@ json RowJson(const Row& row) {
   j["share_source"] = row.figures.share_source;
   j["naive"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
                 {"cost_nanos", row.figures.naive_cost_nanos}};
-  j["utilization"] = UtilizationJson(row.utilization);
+  if (with_utilization) j["utilization"] = UtilizationJson(row.utilization);
   return j;
 }
 
@@ -87,6 +87,20 @@ Figures FiguresFrom(const json& j) {
 }
 
 }  // namespace
+
+json RowJson(const Row& row, bool with_utilization) {
+  return ConsumerRowJson(row, with_utilization);
+}
+
+Result<Row> RowFromJson(const json& row) {
+  try {
+    Figures f = FiguresFrom(row);
+    auto c = utilization::Classify(UtilizationInputs(f));
+    return Row{row.at("key").get<std::string>(), std::move(f), std::move(c)};
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("report JSON row: ") + e.what());
+  }
+}
 
 json ActivityJson(const Figures& f) {
   return {{"sm_active_gpu_us", f.activity.sm_active_us},
@@ -180,9 +194,9 @@ Result<Report> ReportFromJson(std::string_view text) {
     r.idle_handling = *idle;
     // The classification is derived: recomputed from the figures, as BuildReport computes it.
     for (const auto& row : j.at("rows")) {
-      Figures f = FiguresFrom(row);
-      auto c = utilization::Classify(UtilizationInputs(f));
-      r.rows.push_back(Row{row.at("key").get<std::string>(), std::move(f), std::move(c)});
+      auto read = RowFromJson(row);
+      if (!read) return read.error();
+      r.rows.push_back(std::move(*read));
     }
     r.idle = FiguresFrom(j.at("idle"));
     r.unattributed = FiguresFrom(j.at("unattributed"));

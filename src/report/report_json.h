@@ -26,6 +26,11 @@ std::string ReportToJson(const Report& report);
 nlohmann::json ReportJson(const Report& report);
 Result<Report> ReportFromJson(std::string_view json);
 
+// One consumer row of the document ("key", its figures, "utilization" only when asked for) and
+// back (the classification recomputed), for a reader that keeps rows one at a time.
+nlohmann::json RowJson(const Row& row, bool with_utilization = true);
+Result<Row> RowFromJson(const nlohmann::json& row);
+
 // {"sm_active_gpu_us","sm_occupancy_gpu_us","tensor_active_gpu_us","dram_active_gpu_us",
 //  "allocated_gpu_us","compute_gpu_us","source"}: the activity integrals, the allocated and
 // compute time of the rows that carried activity, and FormatSource of its quality and rule.
