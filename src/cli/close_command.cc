@@ -40,7 +40,7 @@ int RunStatements(const StatementsOptions& o, std::ostream& out, std::ostream& e
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  auto statements = (*store)->ReadStatements(o.period, /*with_body=*/false);
+  auto statements = (*store)->ReadStatements(o.period);
   if (!statements) {
     err << "error: " << statements.error().message << "\n";
     return ExitCodeFor(statements.error());

@@ -187,7 +187,7 @@ std::vector<std::string> MonthsOf(const TimeRange& window) {
 // The latest statement (heading) of each month closed with the query's policy and idle handling.
 Result<std::map<std::string, Statement>> LatestStatements(store::LedgerStore& store,
                                                           const ReportQuery& q) {
-  auto statements = store.ReadStatements("", /*with_body=*/false);
+  auto statements = store.ReadStatements("");
   if (!statements) return statements.error();
   const std::string policy = cost::ToString(q.policy);
   const std::string idle = cost::ToString(q.idle);
@@ -200,13 +200,11 @@ Result<std::map<std::string, Statement>> LatestStatements(store::LedgerStore& st
 // The month's statement of `heading`'s version, regrouped as the query.
 Result<report::Report> ReadStatementReport(store::LedgerStore& store, const Statement& heading,
                                            const ReportQuery& q) {
-  auto whole = store.ReadStatements(heading.period, /*with_body=*/true);
-  if (!whole) return whole.error();
-  for (const Statement& st : *whole)
-    if (st.policy == heading.policy && st.idle == heading.idle && st.version == heading.version)
-      return StatementReport(st, q.group_by);
-  return Internal(fmt::format("statement {} version {} went while it was read", heading.period,
-                              heading.version));
+  auto body = store.ReadStatementBody(heading);
+  if (!body) return body.error();
+  Statement whole = heading;
+  whole.body = std::move(*body);
+  return StatementReport(whole, q.group_by);
 }
 
 Result<Nanos> Less(Nanos live, Nanos booked, const std::string& what) {
@@ -236,20 +234,16 @@ Result<std::optional<report::Report>> PeriodReport(store::LedgerStore& store, co
   out.idle_handling = q.idle;
   std::map<std::string, report::Figures> rows;
   std::set<std::string> unpriced;
-  for (std::size_t i = 0; i < months.size();) {
-    Result<report::Report> part = InvalidArgument("");
-    if (auto closed = latest->find(months[i]); closed != latest->end()) {
-      part = ReadStatementReport(store, closed->second, q);
-      ++i;
-    } else {  // a run of open months, read live as one window
-      std::size_t end = i + 1;
-      while (end < months.size() && !latest->contains(months[end])) ++end;
-      ReportQuery open = q;
-      open.window = {report::MonthRange(months[i])->from_us,
-                     report::MonthRange(months[end - 1])->to_us};
-      part = live(open);
-      i = end;
-    }
+  for (std::size_t i = 0, end = 0; i < months.size(); i = end) {
+    const auto closed = latest->find(months[i]);
+    // A closed month alone, or a run of open months read live as one window.
+    end = i + 1;
+    while (closed == latest->end() && end < months.size() && !latest->contains(months[end])) ++end;
+    ReportQuery open = q;
+    open.window = {report::MonthRange(months[i])->from_us,
+                   report::MonthRange(months[end - 1])->to_us};
+    auto part =
+        closed != latest->end() ? ReadStatementReport(store, closed->second, q) : live(open);
     if (!part) return part.error();
     for (const report::Row& row : part->rows) rows[row.key].Add(row.figures);
     out.idle.Add(part->idle);

@@ -88,6 +88,15 @@ std::vector<std::string> Figures(const report::Report& r) {
   return out;
 }
 
+// The ledger's live report of a query, as the CLI reads it.
+LiveReports LiveFrom(store::LedgerStore& store) {
+  return [&store](const ReportQuery& q) -> Result<report::Report> {
+    auto reports = ReadReports(store, q);
+    if (!reports) return reports.error();
+    return std::move(reports->front());
+  };
+}
+
 class StatementsTest : public ::testing::TestWithParam<StoreKind> {};
 
 TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo) {
@@ -98,11 +107,7 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   store::LedgerStore& store = **opened;
   ASSERT_TRUE(store.WriteHours(Hours(2'000'000'000)).ok());
-  auto live_of = [&](const ReportQuery& q) -> Result<report::Report> {
-    auto reports = ReadReports(store, q);
-    if (!reports) return reports.error();
-    return std::move(reports->front());
-  };
+  const LiveReports live_of = LiveFrom(store);
   auto ClosedReport = [&](store::LedgerStore& s, const ReportQuery& q) {
     return PeriodReport(s, q, live_of);
   };
@@ -167,14 +172,18 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
   ASSERT_TRUE(now.ok() && now->has_value());
   EXPECT_EQ(Figures(**now), Figures(live->front()));
   EXPECT_EQ((*now)->statements[0].version, 2);
-  auto listed = store.ReadStatements("", /*with_body=*/true);
+  auto listed = store.ReadStatements("");
   ASSERT_TRUE(listed.ok()) << listed.error().message;
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[0].version, 1);
   EXPECT_EQ((*listed)[1].version, 2);
   EXPECT_EQ((*listed)[0].total_cost_nanos, 6 * (2 * 2'000'000'000LL + 1));
   EXPECT_EQ((*listed)[1].total_cost_nanos, 6 * (2 * 3'000'000'000LL + 1));
-  auto first = StatementReport((*listed)[0], q.group_by);
+  Statement first_version = (*listed)[0];
+  auto body = store.ReadStatementBody(first_version);
+  ASSERT_TRUE(body.ok()) << body.error().message;
+  first_version.body = std::move(*body);
+  auto first = StatementReport(first_version, q.group_by);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(Figures(*first), at_close[0]);
 }
@@ -206,11 +215,7 @@ TEST_P(StatementsTest, LateDataForAClosedMonthIsAnAdjustmentInTheNextOpenMonth) 
   unseen.usage.push_back(MakeUsage(unseen.device, "research", "late-1", "main", kMicrosPerHour));
   ASSERT_TRUE(store.WriteHours(std::vector{late, unseen}).ok());
 
-  auto live = [&](const ReportQuery& q) -> Result<report::Report> {
-    auto reports = ReadReports(store, q);
-    if (!reports) return reports.error();
-    return std::move(reports->front());
-  };
+  const LiveReports live = LiveFrom(store);
   auto report_of = [&](const char* month) {
     ReportQuery q = November("namespace");
     q.window = *report::MonthRange(month);
@@ -317,7 +322,7 @@ TEST_P(StatementsTest, OnlyAnEndedMonthCloses) {
   auto bad_policy = ClosePeriod(**opened, {"2026-11", "cheapest", "keep", "b", kDecember5});
   ASSERT_FALSE(bad_policy.ok());
   EXPECT_EQ(bad_policy.error().message.rfind("--policy: ", 0), 0u) << bad_policy.error().message;
-  auto listed = (*opened)->ReadStatements("", false);
+  auto listed = (*opened)->ReadStatements("");
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());
 }

@@ -269,7 +269,7 @@ ApiResponse Statements(store::LedgerStore& store, const Params& p) {
   const std::string period = Get(p, "period", "");
   if (!period.empty() && !report::MonthRange(period))
     return JsonError(400, fmt::format("parameter 'period': '{}' is not a month YYYY-MM", period));
-  auto statements = store.ReadStatements(period, /*with_body=*/false);
+  auto statements = store.ReadStatements(period);
   if (!statements) return FromError(statements.error());
   json out = json::array();
   for (const Statement& st : *statements) {

@@ -163,12 +163,17 @@ class LedgerStore {
     (void)statement;
     return Unsupported("this ledger store cannot record closed statements");
   }
-  // The statements of `period` ("" every period), ordered by period, policy, idle, version;
-  // with their bodies only when `with_body`. A store that cannot hold them has none.
-  virtual Result<std::vector<Statement>> ReadStatements(const std::string& period, bool with_body) {
+  // The statements of `period` ("" every period), ordered by period, policy, idle, version,
+  // without their bodies. A store that cannot hold them has none.
+  virtual Result<std::vector<Statement>> ReadStatements(const std::string& period) {
     (void)period;
-    (void)with_body;
     return std::vector<Statement>{};
+  }
+  // The body of the statement `heading` names (its period, policy, idle and version): one
+  // version's bytes, never the others'. kInternal when there is no such statement.
+  virtual Result<std::string> ReadStatementBody(const Statement& heading) {
+    (void)heading;
+    return Unsupported("this ledger store cannot record closed statements");
   }
 
   // The findings `query` selects, ordered as Finding's fields compare: (first_seen_us, node,

@@ -289,6 +289,21 @@ Result<bool> HasColumn(PgConn& conn, const std::string& what, std::string_view t
   return has->rows() == 1 && has->Int(0, 0, columns) && columns > 0;
 }
 
+// Drops `table`'s one UNIQUE constraint, whose name is PostgreSQL's choice (looked up), so a
+// migration can key the table anew.
+std::string DropUniqueConstraintSql(std::string_view table) {
+  return fmt::format(R"sql(
+DO $$
+DECLARE unique_key text;
+BEGIN
+  SELECT conname INTO STRICT unique_key FROM pg_constraint
+    WHERE conrelid = '{0}'::regclass AND contype = 'u';
+  EXECUTE format('ALTER TABLE {0} DROP CONSTRAINT %I', unique_key);
+END $$;
+)sql",
+                     table);
+}
+
 // 9 -> 10, as the SQLite ledger's (sqlite_schema.cc): placements gain `layout`, part of their
 // key, unless the 7 -> 8 step of this build made them with it; here by adding the column and
 // replacing the table's one UNIQUE constraint (its name is PostgreSQL's choice: looked up).
@@ -300,13 +315,8 @@ Status MigrateToPlacementLayouts(PgConn& conn) {
   auto added = conn.Exec(what, R"sql(
 ALTER TABLE placements ADD COLUMN layout TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE placements ALTER COLUMN layout DROP DEFAULT;
-DO $$
-DECLARE unique_key text;
-BEGIN
-  SELECT conname INTO STRICT unique_key FROM pg_constraint
-    WHERE conrelid = 'placements'::regclass AND contype = 'u';
-  EXECUTE format('ALTER TABLE placements DROP CONSTRAINT %I', unique_key);
-END $$;
+)sql" + DropUniqueConstraintSql("placements") +
+                                   R"sql(
 ALTER TABLE placements
   ADD UNIQUE (cluster, node, gpu_model, sharing_mode, pricing_class, layout);
 )sql");
@@ -326,13 +336,8 @@ ALTER TABLE consumers ADD COLUMN labels TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE consumers ADD COLUMN namespace_labels TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE consumers ALTER COLUMN labels DROP DEFAULT;
 ALTER TABLE consumers ALTER COLUMN namespace_labels DROP DEFAULT;
-DO $$
-DECLARE unique_key text;
-BEGIN
-  SELECT conname INTO STRICT unique_key FROM pg_constraint
-    WHERE conrelid = 'consumers'::regclass AND contype = 'u';
-  EXECUTE format('ALTER TABLE consumers DROP CONSTRAINT %I', unique_key);
-END $$;
+)sql" + DropUniqueConstraintSql("consumers") +
+                                     R"sql(
 CREATE UNIQUE INDEX consumers_key ON consumers (namespace, pod, pod_uid, container, owner_kind,
   owner_name, md5(labels), md5(namespace_labels));
 )sql");

@@ -95,7 +95,8 @@ class SqlLedger final : public LedgerStore {
   Status WriteFindings(std::span<const Finding> findings) override;
   Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
   Result<int> WriteStatement(const Statement& statement) override;
-  Result<std::vector<Statement>> ReadStatements(const std::string& period, bool with_body) override;
+  Result<std::vector<Statement>> ReadStatements(const std::string& period) override;
+  Result<std::string> ReadStatementBody(const Statement& heading) override;
 
  private:
   // Counts one more change of what reports read, and logs the hours it touched (inside the
@@ -431,16 +432,14 @@ Result<int> SqlLedger::WriteStatement(const Statement& st) {
   return version;
 }
 
-Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& period,
-                                                         bool with_body) {
+Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& period) {
   std::vector<Statement> out;
   const std::array<SqlValue, 1> args = {std::string_view(period)};
   Status read = db_->ForEachRow(
       "read statements",
-      fmt::format("SELECT period, policy, idle, version, from_us, to_us, closed_at_us, build, "
-                  "provenance, total_cost_nanos{} FROM statements WHERE ?1 = '' OR period = ?1 "
-                  "ORDER BY period, policy, idle, version",
-                  with_body ? ", body" : ""),
+      "SELECT period, policy, idle, version, from_us, to_us, closed_at_us, build, provenance, "
+      "total_cost_nanos FROM statements WHERE ?1 = '' OR period = ?1 "
+      "ORDER BY period, policy, idle, version",
       args, [&](SqlRow& row) -> Status {
         Statement& st = out.emplace_back();
         st.period = row.Text(0);
@@ -453,11 +452,29 @@ Result<std::vector<Statement>> SqlLedger::ReadStatements(const std::string& peri
         st.build = row.Text(7);
         st.provenance = row.Text(8);
         st.total_cost_nanos = row.Int(9);
-        if (with_body) st.body = std::string(row.Bytes(10));
         return row.Check("statements");
       });
   if (!read) return read;
   return out;
+}
+
+Result<std::string> SqlLedger::ReadStatementBody(const Statement& heading) {
+  std::optional<std::string> body;
+  const std::array<SqlValue, 4> key = {
+      std::string_view(heading.period), std::string_view(heading.policy),
+      std::string_view(heading.idle), std::int64_t{heading.version}};
+  Status read = db_->ForEachRow("read statement",
+                                "SELECT body FROM statements WHERE period = ?1 AND policy = ?2 "
+                                "AND idle = ?3 AND version = ?4",
+                                key, [&](SqlRow& row) -> Status {
+                                  body = std::string(row.Bytes(0));
+                                  return row.Check("statements");
+                                });
+  if (!read) return read;
+  if (!body)
+    return Internal(fmt::format("{}: no statement {} version {} ({}, {})", db_->name(),
+                                heading.period, heading.version, heading.policy, heading.idle));
+  return std::move(*body);
 }
 
 }  // namespace
