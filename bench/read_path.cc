@@ -7,6 +7,7 @@
 // Cold figures of a fresh process are the CLI's (bench/read_path.sh times them).
 //
 // Usage: read_path --db SPEC [--repeat 5] [--refresh]
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -37,6 +38,12 @@ double PeakRssMib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Bytes the heap holds now (glibc's count of what is allocated, mmap'ed blocks included).
+double HeapMib() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1 << 20);
+}
+
 // Bytes per second of summing a 512 MiB array of int64 (best of three): what one core of this
 // machine streams from memory.
 double SumBandwidth() {
@@ -54,11 +61,7 @@ double SumBandwidth() {
 
 // The bytes a report reads: every column of every usage row and every device figure.
 double ScanBytes(const ledger::Snapshot& s) {
-  const ledger::UsageColumns& u = s.usage();
-  const double per_row = sizeof(cost::ConsumerWeights) + sizeof(Activity) +
-                         2 * sizeof(std::uint32_t) + 2 * sizeof(Quality) +
-                         3 * sizeof(std::uint16_t);
-  return per_row * static_cast<double>(u.size()) +
+  return static_cast<double>(s.usage().bytes()) +
          static_cast<double>(s.devices().size() * (sizeof(ledger::DeviceFigures) + 4));
 }
 
@@ -129,6 +132,7 @@ int main(int argc, char** argv) {
                counted.devices, counted.rows, counted.keys, Seconds(t_scan));
   }
   ledger::ReadService reads;
+  const double heap_before = HeapMib();
   const auto t0 = std::chrono::steady_clock::now();
   auto snapshot = reads.SnapshotFor(**store, *extent);
   if (!snapshot) {
@@ -142,6 +146,16 @@ int main(int argc, char** argv) {
       "snapshot: {} device-hours, {} usage rows, {} consumers; load {:.2f} s, peak RSS "
       "{:.0f} MiB\n",
       s.devices().size(), s.usage().size(), s.consumers().size(), load_s, PeakRssMib());
+  const double devices_mib =
+      static_cast<double>(s.devices().capacity() * sizeof(ledger::DeviceFigures) +
+                          s.first_usage().capacity() * sizeof(std::uint32_t)) /
+      (1 << 20);
+  const double rows_mib = static_cast<double>(s.usage().bytes()) / (1 << 20);
+  const double held = HeapMib() - heap_before;
+  fmt::print(
+      "kept snapshot: {:.0f} MiB on the heap (device-hours {:.0f}, usage rows {:.0f}, consumers "
+      "and dictionaries {:.0f})\n",
+      held, devices_mib, rows_mib, held - devices_mib - rows_mib);
 
   const double bandwidth = SumBandwidth();
   const double floor_s = ScanBytes(s) / bandwidth;

@@ -22,6 +22,7 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
   DeviceHour modelled;
   DeviceHour priced;
   std::vector<billing::ExportConsumer> consumers;
+  std::vector<cost::ConsumerWeights> weights;
   for (std::size_t d = first; d < last; ++d) {
     const Placement& p = s.placements()[s.devices()[d].placement];
     s.FillDeviceNumbers(d, priced);
@@ -35,14 +36,16 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
     if (reconciled != nullptr) modelled.price_nanos = reconciled->modelled_nanos;
     const std::uint32_t row_first = s.first_usage()[d];
     const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
+    weights.resize(row_count);
+    for (std::uint32_t k = 0; k < row_count; ++k) weights[k] = u.figures[row_first + k].weights;
     consumers.clear();
-    for (std::uint32_t i = row_first; i < row_first + row_count; ++i)
-      consumers.push_back(
-          {&s.consumers()[u.consumer[i]], u.weights[i].allocated_us, u.weights[i].compute_us});
+    for (std::uint32_t k = 0; k < row_count; ++k)
+      consumers.push_back({&s.consumers()[u.consumer[row_first + k]], weights[k].allocated_us,
+                           weights[k].compute_us});
     builder.AddDeviceHour(
         modelled, priced,
         reconciled != nullptr ? &s.reconciliations()[reconciled->reconciliation] : nullptr,
-        consumers, std::span(u.weights.data() + row_first, row_count), platform_labels);
+        consumers, weights, platform_labels);
   }
   return builder.Finish();
 }

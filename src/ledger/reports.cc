@@ -186,8 +186,9 @@ class Keys {
   // out leaves its rows out without a lookup: a filter for one node reads a sliver.
   std::int32_t Of(std::size_t i) {
     const std::uint32_t consumer = s_.usage().consumer[i];
-    const std::uint32_t placement = s_.usage().placement[i];
+    const std::uint32_t context = s_.usage().context[i];
     if (!placement_filter_.empty()) {
+      const std::uint32_t placement = s_.contexts()[context].placement;
       std::int8_t& fails = placement_fails_[placement];
       if (fails < 0) {
         static const ConsumerInfo kAnyone;  // the clauses read the placement alone
@@ -199,7 +200,8 @@ class Keys {
       }
       if (fails == 1) return -1;
     }
-    const std::uint64_t pair = (static_cast<std::uint64_t>(consumer) << 32) | placement;
+    // A row's context names its placement: memoised by context, a row reads no more.
+    const std::uint64_t pair = (static_cast<std::uint64_t>(consumer) << 32) | context;
     auto [it, fresh] = by_pair_.try_emplace(pair, kUnknown);
     if (fresh) it->second = Compute(i);
     return it->second;
@@ -244,7 +246,7 @@ class Keys {
   static constexpr std::int32_t kUnknown = -2;
 
   std::int32_t Compute(std::size_t i) {
-    const Placement& p = s_.placements()[s_.usage().placement[i]];
+    const Placement& p = s_.placements()[s_.contexts()[s_.usage().context[i]].placement];
     return KeyFor(s_.consumers()[s_.usage().consumer[i]],
                   report::Placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing});
   }
@@ -272,27 +274,28 @@ class Keys {
   std::vector<std::string> names_;
 };
 
-void AddRow(Acc& a, const UsageColumns& u, std::size_t i, Nanos cost, const DeviceFigures& device) {
-  const cost::ConsumerWeights& w = u.weights[i];
+void AddRow(Acc& a, const UsageFigures& figures, const RowContext& c, Nanos cost,
+            const DeviceFigures& device) {
+  const cost::ConsumerWeights& w = figures.weights;
   a.present = true;
   a.allocated_us += w.allocated_us;
   a.compute_us += w.compute_us;
   a.memory_kib_s = report::AddKibSeconds(a.memory_kib_s, w.memory_kib_s);
   a.energy_mj += w.energy_mj;
   a.cost_nanos += cost;
-  a.quality = Combine(a.quality, u.compute_quality[i]);
-  a.compute_rule.Add(u.compute_rule[i]);
-  a.activity += u.activity[i];
-  if (u.activity_quality[i] != Quality::kNone) {
+  a.quality = Combine(a.quality, c.compute_quality);
+  a.compute_rule.Add(c.compute_rule);
+  a.activity += figures.activity;
+  if (c.activity_quality != Quality::kNone) {
     a.activity_allocated_us += w.allocated_us;
     a.activity_compute_us += w.compute_us;
-    a.activity_quality = Combine(a.activity_quality, u.activity_quality[i]);
-    a.activity_rule.Add(u.activity_rule[i]);
+    a.activity_quality = Combine(a.activity_quality, c.activity_quality);
+    a.activity_rule.Add(c.activity_rule);
   }
   a.granted_memory_kib_s = report::AddKibSeconds(
       a.granted_memory_kib_s,
       cost::MemoryCapacityKibSeconds(device.memory_total_bytes, w.allocated_us));
-  a.share_source.Add(u.share_source[i]);
+  a.share_source.Add(c.share_source);
   a.naive_compute_us = report::AddSaturating(a.naive_compute_us, device.busy_us);
   a.naive_cost_nanos = report::AddSaturating(a.naive_cost_nanos, device.price_nanos);
 }
@@ -305,8 +308,10 @@ Status CheckSums(const Snapshot& s, std::size_t first, std::size_t last) {
   for (std::size_t k = first; k < last; ++k) {
     s.FillDeviceNumbers(k, d);
     sums.AddDevice(d);
-    for (std::uint32_t i = s.first_usage()[k]; i < s.first_usage()[k + 1]; ++i)
-      sums.AddUsage(s.usage().weights[i], s.usage().activity[i]);
+    for (std::uint32_t i = s.first_usage()[k]; i < s.first_usage()[k + 1]; ++i) {
+      const UsageFigures f = s.usage().figures[i];
+      sums.AddUsage(f.weights, f.activity);
+    }
   }
   return sums.Check();
 }
@@ -396,6 +401,8 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
   auto sum_part = [&](std::size_t part_first, std::size_t part_last, std::vector<Sums>& sums) {
     sums.resize(buckets.size());
     DeviceHour device;
+    std::vector<UsageFigures> figures;
+    std::vector<cost::ConsumerWeights> weights;
     for (std::size_t d = part_first; d < part_last; ++d) {
       const DeviceFigures& f = s.devices()[d];
       Sums& b = sums[bucket_of(d)];
@@ -404,12 +411,18 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
       if (q.rows_only && !kept(d, row_first, row_count)) continue;
       s.FillDeviceNumbers(d, device);
-      const cost::DeviceHourCost split = cost::SplitDeviceHour(
-          device, std::span(u.weights.data() + row_first, row_count), q.policy, q.idle);
+      figures.resize(row_count);
+      weights.resize(row_count);
+      for (std::uint32_t k = 0; k < row_count; ++k) {
+        figures[k] = u.figures[row_first + k];
+        weights[k] = figures[k].weights;
+      }
+      const cost::DeviceHourCost split = cost::SplitDeviceHour(device, weights, q.policy, q.idle);
       for (std::uint32_t k = 0; k < row_count; ++k) {
         const std::int32_t key = key_of(row_first + k);
         if (key >= 0)
-          AddRow(b.rows[static_cast<std::size_t>(key)], u, row_first + k, split.consumers[k], f);
+          AddRow(b.rows[static_cast<std::size_t>(key)], figures[k],
+                 s.contexts()[u.context[row_first + k]], split.consumers[k], f);
       }
       Nanos idle_cost = split.idle;
       if (namespace_idle && split.idle != 0) {

@@ -108,6 +108,13 @@ RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours, bool relabel = tr
           u.activity_rule = kRules[below(5)];
         }
         u.share_source = below(4) == 0 ? "annotation" : "";
+        if (below(40) == 0) {
+          // Figures past the snapshot's packed widths (ledger/packed_ints.h), and at their
+          // edges: kept exactly all the same.
+          u.memory_kib_s = (std::int64_t{1} << 48) - 1 + below(3);
+          u.energy_mj = (std::int64_t{1} << 32) - 2 + below(3);
+          u.activity.dram_active_us = (std::int64_t{1} << 33) + below(1000);
+        }
         allocated += u.allocated_us;
         compute += u.compute_us;
         lh.usage.push_back(std::move(u));

@@ -32,6 +32,8 @@ class SnapshotLoader final : public store::LedgerScan {
       rule_ids_.emplace(s_.rules_[i], static_cast<std::uint16_t>(i));
     for (std::size_t i = 0; i < s_.placements_.size(); ++i)
       placement_ids_.emplace(s_.placements_[i], static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < s_.contexts_.size(); ++i)
+      context_ids_.emplace(s_.contexts_[i], static_cast<std::uint32_t>(i));
     // A scan's keys are the ledger's: a consumer the snapshot holds keeps its index.
     for (std::size_t i = 0; i < s_.consumer_keys_.size(); ++i)
       consumers_.Emplace(s_.consumer_keys_[i]).first = static_cast<std::uint32_t>(i);
@@ -64,14 +66,13 @@ class SnapshotLoader final : public store::LedgerScan {
     return Status::Ok();
   }
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
-    contexts_.Emplace(key).first = Context{c.node,
-                                           c.gpu_model,
-                                           c.sharing,
-                                           c.compute_quality,
-                                           c.activity_quality,
-                                           RuleOf(c.compute_rule),
-                                           RuleOf(c.activity_rule),
-                                           RuleOf(c.share_source)};
+    Context& context = contexts_.Emplace(key).first;
+    context = Context{c.node, c.gpu_model, c.sharing};
+    context.row.compute_quality = c.compute_quality;
+    context.row.activity_quality = c.activity_quality;
+    context.row.compute_rule = RuleOf(c.compute_rule);
+    context.row.activity_rule = RuleOf(c.activity_rule);
+    context.row.share_source = RuleOf(c.share_source);
     return Status::Ok();
   }
 
@@ -127,23 +128,18 @@ class SnapshotLoader final : public store::LedgerScan {
     if (c->device_placement != d.placement) {
       const Placement& dp = s_.placements_[d.placement];
       c->device_placement = d.placement;
-      c->row_placement =
-          c->node == dp.node && c->gpu_model == dp.gpu_model && c->sharing == dp.sharing
-              ? d.placement
-              : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing, dp.pricing_class,
-                            dp.layout);
+      RowContext row = c->row;
+      row.placement = c->node == dp.node && c->gpu_model == dp.gpu_model && c->sharing == dp.sharing
+                          ? d.placement
+                          : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing,
+                                        dp.pricing_class, dp.layout);
+      c->row_context = ContextOf(row);
     }
-    p.placement = c->row_placement;
+    p.context = c->row_context;
     p.consumer = *consumer;
-    p.weights = cost::WeightsOf(u);
-    p.activity = u.activity;
-    p.compute_quality = c->compute_quality;
-    p.activity_quality = c->activity_quality;
-    p.compute_rule = c->compute_rule;
-    p.activity_rule = c->activity_rule;
-    p.share_source = c->share_source;
+    p.figures = UsageFigures{cost::WeightsOf(u), u.activity};
     hour_rows_.push_back(p);
-    hour_sums_->AddUsage(p.weights, p.activity);
+    hour_sums_->AddUsage(p.figures.weights, p.figures.activity);
     return Status::Ok();
   }
 
@@ -166,14 +162,10 @@ class SnapshotLoader final : public store::LedgerScan {
     std::string node;
     std::string gpu_model;
     SharingMode sharing = SharingMode::kExclusive;
-    Quality compute_quality = Quality::kNone;
-    Quality activity_quality = Quality::kNone;
-    std::uint16_t compute_rule = 0;
-    std::uint16_t activity_rule = 0;
-    std::uint16_t share_source = 0;
-    // The row placement of its rows on the last device placement seen (kNone: none yet).
+    RowContext row;  // its qualities and rules (the placement is the row's)
+    // Its rows' RowContext on the last device placement seen (kNone: none yet).
     std::uint32_t device_placement = kNone;
-    std::uint32_t row_placement = 0;
+    std::uint32_t row_context = 0;
   };
 
   // A GPU key's placement as last seen.
@@ -191,15 +183,9 @@ class SnapshotLoader final : public store::LedgerScan {
 
   struct Pending {
     std::uint32_t device = 0;
-    std::uint32_t placement = 0;
+    std::uint32_t context = 0;
     std::uint32_t consumer = 0;
-    cost::ConsumerWeights weights;
-    Activity activity;
-    Quality compute_quality = Quality::kNone;
-    Quality activity_quality = Quality::kNone;
-    std::uint16_t compute_rule = 0;
-    std::uint16_t activity_rule = 0;
-    std::uint16_t share_source = 0;
+    UsageFigures figures;
   };
 
   // The index of a placement, added when new. Called only when a GPU's or a context's last
@@ -211,6 +197,14 @@ class SnapshotLoader final : public store::LedgerScan {
     auto [it, added] =
         placement_ids_.try_emplace(p, static_cast<std::uint32_t>(s_.placements_.size()));
     if (added) s_.placements_.push_back(std::move(p));
+    return it->second;
+  }
+
+  // The index of a row context, added when new (as rarely as PlacementOf).
+  std::uint32_t ContextOf(const RowContext& row) {
+    auto [it, added] =
+        context_ids_.try_emplace(row, static_cast<std::uint32_t>(s_.contexts_.size()));
+    if (added) s_.contexts_.push_back(row);
     return it->second;
   }
 
@@ -268,15 +262,7 @@ class SnapshotLoader final : public store::LedgerScan {
     SizeRowCounts();
     for (const Pending& p : hour_rows_) {
       ++s_.first_usage_[p.device + 1];
-      u.weights.push_back(p.weights);
-      u.activity.push_back(p.activity);
-      u.consumer.push_back(p.consumer);
-      u.placement.push_back(p.placement);
-      u.compute_quality.push_back(p.compute_quality);
-      u.activity_quality.push_back(p.activity_quality);
-      u.compute_rule.push_back(p.compute_rule);
-      u.activity_rule.push_back(p.activity_rule);
-      u.share_source.push_back(p.share_source);
+      u.push_back(p.consumer, p.context, p.figures);
     }
     hour_rows_.clear();
   }
@@ -290,7 +276,7 @@ class SnapshotLoader final : public store::LedgerScan {
           cost::MemoryCapacityKibSeconds(f.memory_total_bytes, f.metered_us);
       KibSeconds used = f.unattributed_memory_kib_s;
       for (std::uint32_t i = s_.first_usage_[d]; i < s_.first_usage_[d + 1]; ++i)
-        used = report::AddKibSeconds(used, s_.usage_.weights[i].memory_kib_s);
+        used = report::AddKibSeconds(used, s_.usage_.figures[i].weights.memory_kib_s);
       f.unused_memory_kib_s = static_cast<KibSeconds>(
           std::clamp<__int128>(static_cast<__int128>(capacity) - used, 0, INT64_MAX));
     }
@@ -339,6 +325,7 @@ class SnapshotLoader final : public store::LedgerScan {
   const std::size_t reconciliations_at_start_;
   report::SumCheck* hour_sums_ = nullptr;  // the current hour's
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
+  std::map<RowContext, std::uint32_t> context_ids_;
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
   bool hour_started_ = false;
   bool reserved_ = false;
@@ -414,16 +401,12 @@ void Snapshot::Keep(Micros from_us, Micros to_us) {
   const auto [first, last] = DeviceRange(from_us, to_us);
   const std::uint32_t row_first = first_usage_.empty() ? 0 : first_usage_[first];
   const std::uint32_t row_last = first_usage_.empty() ? 0 : first_usage_[last];
-  auto keep = [](auto& column, std::size_t begin, std::size_t end) {
-    column.erase(column.begin() + static_cast<std::ptrdiff_t>(end), column.end());
-    column.erase(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(begin));
-  };
-  keep(devices_, first, last);
+  KeepRange(devices_, first, last);
   if (!first_usage_.empty()) {
-    keep(first_usage_, first, last + 1);
+    KeepRange(first_usage_, first, last + 1);
     for (std::uint32_t& offset : first_usage_) offset -= row_first;
   }
-  usage_.ForEachColumn([&](auto& column) { keep(column, row_first, row_last); });
+  usage_.ForEachColumn([&](auto& column) { KeepRange(column, row_first, row_last); });
 
   // Bills of the kept days, and the kept devices' prices as billed, renumbered.
   std::vector<std::uint32_t> renumbered(reconciliations_.size(), UINT32_MAX);
@@ -450,9 +433,12 @@ void Snapshot::Keep(Micros from_us, Micros to_us) {
 void Snapshot::DropUnusedEntries() {
   constexpr std::uint32_t kDropped = UINT32_MAX;
   std::vector<std::uint32_t> consumer_index(consumers_.size(), kDropped);
+  std::vector<std::uint32_t> context_index(contexts_.size(), kDropped);
   std::vector<std::uint32_t> placement_index(placements_.size(), kDropped);
   for (std::uint32_t c : usage_.consumer) consumer_index[c] = 0;
-  for (std::uint32_t p : usage_.placement) placement_index[p] = 0;
+  for (std::uint32_t c : usage_.context) context_index[c] = 0;
+  for (std::size_t c = 0; c < contexts_.size(); ++c)
+    if (context_index[c] != kDropped) placement_index[contexts_[c].placement] = 0;
   for (const DeviceFigures& d : devices_) placement_index[d.placement] = 0;
   auto compact = [](auto& entries, std::vector<std::uint32_t>& index) {
     std::size_t kept = 0;
@@ -466,9 +452,11 @@ void Snapshot::DropUnusedEntries() {
   };
   compact(consumers_, consumer_index);
   compact(consumer_keys_, consumer_index);
+  compact(contexts_, context_index);
   compact(placements_, placement_index);
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
-  for (std::uint32_t& p : usage_.placement) p = placement_index[p];
+  for (std::uint32_t& c : usage_.context) c = context_index[c];
+  for (RowContext& c : contexts_) c.placement = placement_index[c.placement];
   for (DeviceFigures& d : devices_) d.placement = placement_index[d.placement];
 }
 
@@ -479,6 +467,7 @@ void Snapshot::Clear() {
   consumers_.clear();
   consumer_keys_.clear();
   placements_.clear();
+  contexts_.clear();
   rules_.clear();
   reconciliations_.clear();
   reconciled_.clear();
