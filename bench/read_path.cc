@@ -61,8 +61,8 @@ double SumBandwidth() {
 
 // The bytes a report reads: every column of every usage row and every device figure.
 double ScanBytes(const ledger::Snapshot& s) {
-  return static_cast<double>(s.usage().bytes()) +
-         static_cast<double>(s.devices().size() * (sizeof(ledger::DeviceFigures) + 4));
+  return static_cast<double>(s.usage().bytes() + s.devices().bytes() +
+                             s.first_usage().size() * sizeof(std::uint32_t));
 }
 
 // Counts what a store scan by key sends and keeps nothing: the store's share of a snapshot load.
@@ -147,8 +147,7 @@ int main(int argc, char** argv) {
       "{:.0f} MiB\n",
       s.devices().size(), s.usage().size(), s.consumers().size(), load_s, PeakRssMib());
   const double devices_mib =
-      static_cast<double>(s.devices().capacity() * sizeof(ledger::DeviceFigures) +
-                          s.first_usage().capacity() * sizeof(std::uint32_t)) /
+      static_cast<double>(s.devices().bytes() + s.first_usage().size() * sizeof(std::uint32_t)) /
       (1 << 20);
   const double rows_mib = static_cast<double>(s.usage().bytes()) / (1 << 20);
   const double held = HeapMib() - heap_before;

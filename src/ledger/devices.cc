@@ -35,7 +35,7 @@ std::vector<DeviceSummary> SummarizeDevices(const Snapshot& s, const TimeRange& 
   std::vector<PlacementSums> by_placement(s.placements().size());
   const auto [first, last] = s.DeviceRange(window.from_us, window.to_us);
   for (std::size_t d = first; d < last; ++d) {
-    const DeviceFigures& f = s.devices()[d];
+    const DeviceFigures f = s.devices()[d];
     PlacementSums& p = by_placement[f.placement];
     DeviceSummary& a = p.sums;
     if (p.first_device == SIZE_MAX) {

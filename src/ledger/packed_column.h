@@ -62,6 +62,25 @@ class PackedColumn {
     packed_.push_back(p);
   }
 
+  // Record i replaced by `whole` (e.g. a figure known only once the rows after it are read).
+  void Set(std::size_t i, const Whole& whole) {
+    Packed p{};
+    const bool fits = p.Pack(whole);
+    const auto it = AsideAt(i);
+    const bool was_aside = it != aside_.end() && it->first == i;
+    if (fits) {
+      if (was_aside) aside_.erase(it);
+    } else {
+      p = Packed{};
+      p.MarkAside();
+      if (was_aside)
+        it->second = whole;
+      else
+        aside_.insert(it, {i, whole});
+    }
+    packed_[i] = p;
+  }
+
   std::size_t size() const { return packed_.size(); }
   void reserve(std::size_t n) { packed_.reserve(n); }
   void clear() {
@@ -80,10 +99,14 @@ class PackedColumn {
   }
 
  private:
-  Whole Aside(std::size_t i) const {
-    const auto it = std::lower_bound(aside_.begin(), aside_.end(), i,
-                                     [](const auto& a, std::size_t k) { return a.first < k; });
-    return it->second;
+  Whole Aside(std::size_t i) const { return AsideAt(i)->second; }
+  auto AsideAt(std::size_t i) const {
+    return std::lower_bound(aside_.begin(), aside_.end(), i,
+                            [](const auto& a, std::size_t k) { return a.first < k; });
+  }
+  auto AsideAt(std::size_t i) {
+    return std::lower_bound(aside_.begin(), aside_.end(), i,
+                            [](const auto& a, std::size_t k) { return a.first < k; });
   }
 
   std::vector<Packed> packed_;

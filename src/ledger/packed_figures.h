@@ -1,12 +1,13 @@
 #pragma once
 // The snapshot's figures in their narrow forms (packed_column.h): a usage row's in 36 bytes
-// (was 64).
+// (was 64), a device-hour's in 76 (was 128).
 
 #include <cstdint>
 
 #include "cost/policy.h"
 #include "ledger/packed_column.h"
 #include "model/activity.h"
+#include "model/ledger.h"
 
 namespace gpuledger::ledger {
 
@@ -46,5 +47,98 @@ struct PackedUsage {
   bool aside() const { return set_aside != 0; }
 };
 static_assert(sizeof(PackedUsage) == 36);
+
+// A device-hour's numbers (DeviceHour without its strings); prices already reconciled.
+struct DeviceFigures {
+  Micros hour_us = 0;
+  std::uint32_t placement = 0;  // Snapshot::placements()
+  PriceState price_state = PriceState::kPriced;
+  Nanos price_nanos = 0;
+  Nanos energy_price_nanos = 0;
+  GpuMicros metered_us = 0;
+  GpuMicros unmetered_us = 0;
+  GpuMicros unallocated_us = 0;
+  GpuMicros busy_us = 0;
+  GpuMicros idle_us = 0;
+  GpuMicros unattributed_us = 0;
+  Bytes memory_total_bytes = 0;
+  KibSeconds unattributed_memory_kib_s = 0;
+  MilliJoules energy_mj = 0;
+  MilliJoules idle_energy_mj = 0;
+  MilliJoules unattributed_energy_mj = 0;
+  // What the device's memory could have held less what its rows and the unattributed bucket
+  // held, clamped to [0, INT64_MAX] (the report's idle memory-time).
+  KibSeconds unused_memory_kib_s = 0;
+};
+
+// DeviceFigures in 76 bytes: the hour as a number of hours, GPU-µs and millijoules in 32 bits,
+// bytes, KiB-s and nano-dollars in 48 (a device-hour's price up to $281,000).
+struct PackedDevice {
+  using Whole = DeviceFigures;
+  std::uint32_t hour;  // hour_us / kMicrosPerHour
+  std::uint32_t placement;
+  std::uint32_t price_low;
+  std::uint32_t energy_price_low;
+  std::uint32_t metered_us;
+  std::uint32_t unmetered_us;
+  std::uint32_t unallocated_us;
+  std::uint32_t busy_us;
+  std::uint32_t idle_us;
+  std::uint32_t unattributed_us;
+  std::uint32_t memory_total_low;
+  std::uint32_t unattributed_memory_low;
+  std::uint32_t energy_mj;
+  std::uint32_t idle_energy_mj;
+  std::uint32_t unattributed_energy_mj;
+  std::uint32_t unused_memory_low;
+  std::uint16_t price_high;
+  std::uint16_t energy_price_high;
+  std::uint16_t memory_total_high;
+  std::uint16_t unattributed_memory_high;
+  std::uint16_t unused_memory_high;
+  std::uint8_t price_state;
+  std::uint8_t set_aside;
+
+  bool Pack(const DeviceFigures& f) {
+    if (f.hour_us % kMicrosPerHour != 0) return false;
+    placement = f.placement;
+    price_state = static_cast<std::uint8_t>(f.price_state);
+    return Narrow(f.hour_us / kMicrosPerHour, hour) &&
+           Narrow(f.price_nanos, price_low, price_high) &&
+           Narrow(f.energy_price_nanos, energy_price_low, energy_price_high) &&
+           Narrow(f.metered_us, metered_us) && Narrow(f.unmetered_us, unmetered_us) &&
+           Narrow(f.unallocated_us, unallocated_us) && Narrow(f.busy_us, busy_us) &&
+           Narrow(f.idle_us, idle_us) && Narrow(f.unattributed_us, unattributed_us) &&
+           Narrow(f.memory_total_bytes, memory_total_low, memory_total_high) &&
+           Narrow(f.unattributed_memory_kib_s, unattributed_memory_low, unattributed_memory_high) &&
+           Narrow(f.energy_mj, energy_mj) && Narrow(f.idle_energy_mj, idle_energy_mj) &&
+           Narrow(f.unattributed_energy_mj, unattributed_energy_mj) &&
+           Narrow(f.unused_memory_kib_s, unused_memory_low, unused_memory_high);
+  }
+  DeviceFigures Unpack() const {
+    DeviceFigures f;
+    f.hour_us = static_cast<Micros>(hour) * kMicrosPerHour;
+    f.placement = placement;
+    f.price_state = static_cast<PriceState>(price_state);
+    f.price_nanos = Widen(price_low, price_high);
+    f.energy_price_nanos = Widen(energy_price_low, energy_price_high);
+    f.metered_us = metered_us;
+    f.unmetered_us = unmetered_us;
+    f.unallocated_us = unallocated_us;
+    f.busy_us = busy_us;
+    f.idle_us = idle_us;
+    f.unattributed_us = unattributed_us;
+    f.memory_total_bytes = Widen(memory_total_low, memory_total_high);
+    f.unattributed_memory_kib_s = Widen(unattributed_memory_low, unattributed_memory_high);
+    f.energy_mj = energy_mj;
+    f.idle_energy_mj = idle_energy_mj;
+    f.unattributed_energy_mj = unattributed_energy_mj;
+    f.unused_memory_kib_s = Widen(unused_memory_low, unused_memory_high);
+    return f;
+  }
+  void MarkAside() { set_aside = 1; }
+  bool aside() const { return set_aside != 0; }
+};
+static_assert(sizeof(PackedDevice) == 76);
 
 }  // namespace gpuledger::ledger

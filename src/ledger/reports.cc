@@ -404,13 +404,13 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     std::vector<UsageFigures> figures;
     std::vector<cost::ConsumerWeights> weights;
     for (std::size_t d = part_first; d < part_last; ++d) {
-      const DeviceFigures& f = s.devices()[d];
-      Sums& b = sums[bucket_of(d)];
+      const DeviceFigures f = s.devices()[d];
+      Sums& b = sums[static_cast<std::size_t>((f.hour_us - from) / step)];
       if (b.rows.empty()) b.rows.resize(key_count);
       const std::uint32_t row_first = s.first_usage()[d];
       const std::uint32_t row_count = s.first_usage()[d + 1] - row_first;
       if (q.rows_only && !kept(d, row_first, row_count)) continue;
-      s.FillDeviceNumbers(d, device);
+      s.FillDeviceNumbers(f, device);
       figures.resize(row_count);
       weights.resize(row_count);
       for (std::uint32_t k = 0; k < row_count; ++k) {

@@ -127,6 +127,11 @@ RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours, bool relabel = tr
       d.idle_energy_mj = below(100'000);
       d.unattributed_energy_mj = below(100'000);
       d.energy_mj = d.idle_energy_mj + d.unattributed_energy_mj;
+      if (below(40) == 0) {
+        // Past the snapshot's packed widths (ledger/packed_figures.h): kept exactly.
+        d.energy_mj += std::int64_t{1} << 32;
+        d.unattributed_memory_kib_s = (std::int64_t{1} << 48) + below(1000);
+      }
       out.hours.push_back(std::move(lh));
     }
   }

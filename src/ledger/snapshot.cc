@@ -90,7 +90,8 @@ class SnapshotLoader final : public store::LedgerScan {
       placed.price_state = p->price_state;
     }
     if (d.hour_us != hour_us_ || !hour_started_) StartHour(d.hour_us);
-    hour_gpus_.Emplace(gpu_key).first = static_cast<std::uint32_t>(s_.devices_.size());
+    hour_gpus_.Emplace(gpu_key).first =
+        HourDevice{static_cast<std::uint32_t>(s_.devices_.size()), placed.placement};
     DeviceFigures f;
     f.hour_us = d.hour_us;
     f.placement = placed.placement;
@@ -116,21 +117,20 @@ class SnapshotLoader final : public store::LedgerScan {
   Status OnKeyedUsage(const UsageRow& u, std::int64_t gpu_key, std::int64_t consumer_key,
                       std::int64_t context_key) override {
     if (u.hour_us != hour_us_ || !hour_started_) StartHour(u.hour_us);
-    const std::uint32_t* device = hour_gpus_.Find(gpu_key);
+    const HourDevice* device = hour_gpus_.Find(gpu_key);
     if (device == nullptr) return Status::Ok();  // no device-hour: not reported
     Context* c = contexts_.Find(context_key);
     const std::uint32_t* consumer = consumers_.Find(consumer_key);
     if (c == nullptr || consumer == nullptr) return MissingKey("usage row");
-    const DeviceFigures& d = s_.devices_[*device];
     Pending p;
-    p.device = *device;
+    p.device = device->index;
     // A context names one device's node and model: its rows mostly sit on one placement.
-    if (c->device_placement != d.placement) {
-      const Placement& dp = s_.placements_[d.placement];
-      c->device_placement = d.placement;
+    if (c->device_placement != device->placement) {
+      const Placement& dp = s_.placements_[device->placement];
+      c->device_placement = device->placement;
       RowContext row = c->row;
       row.placement = c->node == dp.node && c->gpu_model == dp.gpu_model && c->sharing == dp.sharing
-                          ? d.placement
+                          ? device->placement
                           : PlacementOf(dp.cluster, c->node, c->gpu_model, dp.gpu, c->sharing,
                                         dp.pricing_class, dp.layout);
       c->row_context = ContextOf(row);
@@ -166,6 +166,12 @@ class SnapshotLoader final : public store::LedgerScan {
     // Its rows' RowContext on the last device placement seen (kNone: none yet).
     std::uint32_t device_placement = kNone;
     std::uint32_t row_context = 0;
+  };
+
+  // A device of the hour being read.
+  struct HourDevice {
+    std::uint32_t index = 0;  // in Snapshot::devices()
+    std::uint32_t placement = 0;
   };
 
   // A GPU key's placement as last seen.
@@ -271,7 +277,7 @@ class SnapshotLoader final : public store::LedgerScan {
   // summed saturating in row order.
   void ComputeUnusedMemory() {
     for (std::size_t d = devices_at_start_; d < s_.devices_.size(); ++d) {
-      DeviceFigures& f = s_.devices_[d];
+      DeviceFigures f = s_.devices_[d];
       const KibSeconds capacity =
           cost::MemoryCapacityKibSeconds(f.memory_total_bytes, f.metered_us);
       KibSeconds used = f.unattributed_memory_kib_s;
@@ -279,6 +285,7 @@ class SnapshotLoader final : public store::LedgerScan {
         used = report::AddKibSeconds(used, s_.usage_.figures[i].weights.memory_kib_s);
       f.unused_memory_kib_s = static_cast<KibSeconds>(
           std::clamp<__int128>(static_cast<__int128>(capacity) - used, 0, INT64_MAX));
+      s_.devices_.Set(d, f);
     }
   }
 
@@ -293,7 +300,7 @@ class SnapshotLoader final : public store::LedgerScan {
       node_day.clear();
       const auto [first, last] = s_.DeviceRange(r.day_us, r.day_us + kMicrosPerDay);
       for (std::size_t d = first; d < last; ++d) {
-        const DeviceFigures& f = s_.devices_[d];
+        const DeviceFigures f = s_.devices_[d];
         if (s_.placements_[f.placement].node != r.node) continue;
         indexes.push_back(d);
         DeviceHour h;
@@ -303,10 +310,11 @@ class SnapshotLoader final : public store::LedgerScan {
       }
       const std::vector<Nanos> shares = billing::ScaleToBill(r.billed_nanos, node_day);
       for (std::size_t k = 0; k < indexes.size(); ++k) {
-        DeviceFigures& f = s_.devices_[indexes[k]];
+        DeviceFigures f = s_.devices_[indexes[k]];
         s_.reconciled_[static_cast<std::uint32_t>(indexes[k])] =
             Snapshot::Reconciled{f.price_nanos, static_cast<std::uint32_t>(i)};
         f.price_nanos = shares[k];
+        s_.devices_.Set(indexes[k], f);
       }
     }
   }
@@ -330,7 +338,7 @@ class SnapshotLoader final : public store::LedgerScan {
   bool hour_started_ = false;
   bool reserved_ = false;
   Micros hour_us_ = 0;
-  DenseIdMap<std::uint32_t> hour_gpus_;  // the hour's devices by GPU key
+  DenseIdMap<HourDevice> hour_gpus_;  // the hour's devices by GPU key
   // The scan's keys and what they stand for.
   DenseIdMap<GpuUuid> gpus_;
   DenseIdMap<DeviceHour> placement_keys_;
@@ -439,7 +447,7 @@ void Snapshot::DropUnusedEntries() {
   for (std::uint32_t c : usage_.context) context_index[c] = 0;
   for (std::size_t c = 0; c < contexts_.size(); ++c)
     if (context_index[c] != kDropped) placement_index[contexts_[c].placement] = 0;
-  for (const DeviceFigures& d : devices_) placement_index[d.placement] = 0;
+  for (std::size_t d = 0; d < devices_.size(); ++d) placement_index[devices_[d].placement] = 0;
   auto compact = [](auto& entries, std::vector<std::uint32_t>& index) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -457,7 +465,11 @@ void Snapshot::DropUnusedEntries() {
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
   for (std::uint32_t& c : usage_.context) c = context_index[c];
   for (RowContext& c : contexts_) c.placement = placement_index[c.placement];
-  for (DeviceFigures& d : devices_) d.placement = placement_index[d.placement];
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    DeviceFigures f = devices_[d];
+    f.placement = placement_index[f.placement];
+    devices_.Set(d, f);
+  }
 }
 
 void Snapshot::Clear() {
@@ -481,15 +493,23 @@ void Snapshot::SumHours() {
 }
 
 std::pair<std::size_t, std::size_t> Snapshot::DeviceRange(Micros from_us, Micros to_us) const {
-  auto by_hour = [](const DeviceFigures& d, Micros t) { return d.hour_us < t; };
-  const auto first = std::lower_bound(devices_.begin(), devices_.end(), from_us, by_hour);
-  const auto last = std::lower_bound(first, devices_.end(), to_us, by_hour);
-  return {static_cast<std::size_t>(first - devices_.begin()),
-          static_cast<std::size_t>(last - devices_.begin())};
+  // The first device at or after hour t, from `low` on (devices are in hour order).
+  auto first_at = [&](std::size_t low, Micros t) {
+    std::size_t high = devices_.size();
+    while (low < high) {
+      const std::size_t mid = low + (high - low) / 2;
+      if (devices_[mid].hour_us < t)
+        low = mid + 1;
+      else
+        high = mid;
+    }
+    return low;
+  };
+  const std::size_t first = first_at(0, from_us);
+  return {first, first_at(first, to_us)};
 }
 
-void Snapshot::FillDeviceNumbers(std::size_t d, DeviceHour& out) const {
-  const DeviceFigures& f = devices_[d];
+void Snapshot::FillDeviceNumbers(const DeviceFigures& f, DeviceHour& out) const {
   out.hour_us = f.hour_us;
   out.sharing = placements_[f.placement].sharing;
   out.price_state = f.price_state;

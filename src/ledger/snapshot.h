@@ -35,29 +35,6 @@ struct Placement {
   auto operator<=>(const Placement&) const = default;
 };
 
-// A device-hour's numbers (DeviceHour without its strings); prices already reconciled.
-struct DeviceFigures {
-  Micros hour_us = 0;
-  std::uint32_t placement = 0;
-  PriceState price_state = PriceState::kPriced;
-  Nanos price_nanos = 0;
-  Nanos energy_price_nanos = 0;
-  GpuMicros metered_us = 0;
-  GpuMicros unmetered_us = 0;
-  GpuMicros unallocated_us = 0;
-  GpuMicros busy_us = 0;
-  GpuMicros idle_us = 0;
-  GpuMicros unattributed_us = 0;
-  Bytes memory_total_bytes = 0;
-  KibSeconds unattributed_memory_kib_s = 0;
-  MilliJoules energy_mj = 0;
-  MilliJoules idle_energy_mj = 0;
-  MilliJoules unattributed_energy_mj = 0;
-  // What the device's memory could have held less what its rows and the unattributed bucket
-  // held, clamped to [0, INT64_MAX] (the report's idle memory-time).
-  KibSeconds unused_memory_kib_s = 0;
-};
-
 // What a usage row's context key says, with the row's placement: interned, as few as the
 // placements times the qualities and rules met on them.
 struct RowContext {
@@ -122,7 +99,7 @@ class Snapshot {
                                                          const TimeRange& changed);
 
   const TimeRange& range() const { return range_; }
-  const std::vector<DeviceFigures>& devices() const { return devices_; }
+  const PackedColumn<PackedDevice>& devices() const { return devices_; }
   const std::vector<std::uint32_t>& first_usage() const { return first_usage_; }
   const UsageColumns& usage() const { return usage_; }
   // Each with the labels its rows were written with: a relabelled pod or namespace is a consumer
@@ -154,7 +131,10 @@ class Snapshot {
 
   // Device d's numbers (and sharing mode) into a DeviceHour, e.g. to split its price; its
   // strings are left as they are (the placement has them).
-  void FillDeviceNumbers(std::size_t d, DeviceHour& out) const;
+  void FillDeviceNumbers(std::size_t d, DeviceHour& out) const {
+    FillDeviceNumbers(devices_[d], out);
+  }
+  void FillDeviceNumbers(const DeviceFigures& f, DeviceHour& out) const;
 
  private:
   friend class SnapshotLoader;
@@ -170,7 +150,7 @@ class Snapshot {
   // The sums of every hour's rows (sums_ is their merge): a refresh drops and re-reads hours.
   std::map<Micros, report::SumCheck> hour_sums_;
   TimeRange range_;
-  std::vector<DeviceFigures> devices_;
+  PackedColumn<PackedDevice> devices_;
   std::vector<std::uint32_t> first_usage_;
   UsageColumns usage_;
   std::vector<ConsumerInfo> consumers_;

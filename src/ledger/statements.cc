@@ -34,7 +34,7 @@ std::string Provenance(const Snapshot& s, const TimeRange& month) {
   std::map<std::pair<std::string, std::string>, Prices> prices;
   const auto [first, last] = s.DeviceRange(month.from_us, month.to_us);
   for (std::size_t d = first; d < last; ++d) {
-    const DeviceFigures& f = s.devices()[d];
+    const DeviceFigures f = s.devices()[d];
     const Placement& p = s.placements()[f.placement];
     const Snapshot::Reconciled* reconciled = s.ReconciledOf(d);
     const Nanos modelled = reconciled != nullptr ? reconciled->modelled_nanos : f.price_nanos;
