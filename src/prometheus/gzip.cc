@@ -49,37 +49,36 @@ std::string Gzip(std::string_view data) {
   return out;
 }
 
-Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes) {
+Status GunzipChunks(std::string_view data, std::size_t max_bytes,
+                    const std::function<Status(std::string_view)>& on_chunk) {
+  constexpr std::size_t kChunk = 256u << 10;
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK) return Internal("gunzip: inflateInit2 failed");
-  std::string out(
-      std::min(std::max<std::size_t>(data.size() * 4, 256), std::max<std::size_t>(max_bytes, 1)),
-      '\0');
+  std::string out(kChunk, '\0');
   std::size_t handed = 0;
-  Result<std::string> result = Internal("gunzip: not finished");
+  Status result = Internal("gunzip: not finished");
   for (;;) {
     FeedInput(zs, data, handed);
-    if (zs.total_out == out.size()) {
-      // The output is full and the stream goes on: grow up to the cap, never past it.
-      if (out.size() >= max_bytes) {
-        result = InvalidArgument(fmt::format(
-            "gunzip: the stream expands past the limit of {} bytes (a gzip bomb, or raise the "
-            "limit)",
-            max_bytes));
+    zs.next_out = reinterpret_cast<Bytef*>(out.data());
+    zs.avail_out = static_cast<uInt>(out.size());
+    const int ret = inflate(&zs, Z_NO_FLUSH);
+    if (zs.total_out > max_bytes) {
+      result = InvalidArgument(fmt::format(
+          "gunzip: the stream expands past the limit of {} bytes (a gzip bomb, or raise the "
+          "limit)",
+          max_bytes));
+      break;
+    }
+    if (const std::size_t produced = out.size() - zs.avail_out; produced > 0) {
+      if (Status s = on_chunk(std::string_view(out.data(), produced)); !s) {
+        result = std::move(s);
         break;
       }
-      out.resize(std::min(out.size() * 2, max_bytes));
     }
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + zs.total_out);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - zs.total_out, UINT_MAX));
-    const int ret = inflate(&zs, Z_NO_FLUSH);
     if (ret == Z_STREAM_END) {
-      if (zs.avail_in != 0 || handed != data.size()) {
-        result = InvalidArgument("gunzip: trailing data after the gzip stream");
-      } else {
-        out.resize(zs.total_out);
-        result = std::move(out);
-      }
+      result = zs.avail_in != 0 || handed != data.size()
+                   ? InvalidArgument("gunzip: trailing data after the gzip stream")
+                   : Status::Ok();
       break;
     }
     if (ret == Z_BUF_ERROR && zs.avail_in == 0 && handed == data.size()) {
@@ -94,6 +93,44 @@ Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes) {
   }
   inflateEnd(&zs);
   return result;
+}
+
+Status GunzipLines(std::string_view data, std::size_t max_bytes,
+                   const std::function<Status(std::string_view)>& on_line) {
+  std::string partial;  // a line cut by the end of a piece
+  Status read = GunzipChunks(data, max_bytes, [&](std::string_view piece) {
+    for (std::size_t end = piece.find('\n'); end != std::string_view::npos;
+         end = piece.find('\n')) {
+      Status s = Status::Ok();
+      if (partial.empty()) {
+        s = on_line(piece.substr(0, end));
+      } else {
+        partial.append(piece.substr(0, end));
+        s = on_line(partial);
+        partial.clear();
+      }
+      if (!s) return s;
+      piece.remove_prefix(end + 1);
+    }
+    partial.append(piece);
+    return Status::Ok();
+  });
+  if (read && !partial.empty()) return on_line(partial);
+  return read;
+}
+
+Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(
+      std::min(std::max<std::size_t>(data.size() * 4, 256), std::max<std::size_t>(max_bytes, 1)));
+  if (Status s = GunzipChunks(data, max_bytes,
+                              [&](std::string_view chunk) {
+                                out.append(chunk);
+                                return Status::Ok();
+                              });
+      !s)
+    return s.error();
+  return out;
 }
 
 }  // namespace gpuledger::prometheus

@@ -5,6 +5,7 @@
 // error, not an out-of-memory kill.
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,14 @@ std::string Gzip(std::string_view data);
 // The inverse: an error (kInvalidArgument) for anything that is not one complete gzip stream,
 // or that inflates past `max_bytes`.
 Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes = kMaxGunzipBytes);
+// The same, handed to `on_chunk` a piece at a time (up to 256 KiB each, in order) instead of
+// held whole: what reads a large body line by line keeps a piece, not the text. An error from
+// `on_chunk` stops it and is returned.
+Status GunzipChunks(std::string_view data, std::size_t max_bytes,
+                    const std::function<Status(std::string_view)>& on_chunk);
+// The same, handed to `on_line` a line at a time (without its '\n'; a last line without one
+// too): what reads a body of lines keeps a piece and a line.
+Status GunzipLines(std::string_view data, std::size_t max_bytes,
+                   const std::function<Status(std::string_view)>& on_line);
 
 }  // namespace gpuledger::prometheus

@@ -4,6 +4,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 namespace gpuledger::prometheus {
 namespace {
@@ -51,6 +52,42 @@ TEST(Gunzip, StopsAGzipBombAtTheCap) {
   auto fits = Gunzip(bomb, 64u << 20);  // exactly at the cap is allowed
   ASSERT_TRUE(fits) << fits.error().message;
   EXPECT_EQ(fits->size(), 64u << 20);
+}
+
+// Lines of every length, some longer than a piece (256 KiB), come back one by one and whole.
+TEST(Gunzip, HandsOverLinesThatCrossPieces) {
+  std::mt19937 rng(5);
+  std::vector<std::string> lines;
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    const std::size_t length = i % 50 == 7 ? 300'000 + rng() % 1000 : rng() % 20'000;
+    std::string line(length, '\0');
+    for (char& c : line) c = static_cast<char>('a' + rng() % 26);
+    text += line;
+    text += '\n';
+    lines.push_back(std::move(line));
+  }
+  lines.emplace_back("a last line without its newline");
+  text += lines.back();
+  std::vector<std::string> back;
+  ASSERT_TRUE(GunzipLines(Gzip(text), kMaxGunzipBytes, [&](std::string_view line) {
+    back.emplace_back(line);
+    return Status::Ok();
+  }));
+  EXPECT_EQ(back, lines);
+
+  // The reader's error stops it, and is what comes back.
+  int seen = 0;
+  const Status stopped = GunzipLines(Gzip(text), kMaxGunzipBytes, [&](std::string_view) {
+    return ++seen == 3 ? InvalidArgument("line 3 is wrong") : Status::Ok();
+  });
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().message, "line 3 is wrong");
+  EXPECT_EQ(seen, 3);
+  // A broken stream or one past the cap is an error as for Gunzip.
+  EXPECT_FALSE(GunzipLines(Gzip(text).substr(0, 1000), kMaxGunzipBytes,
+                           [](std::string_view) { return Status::Ok(); }));
+  EXPECT_FALSE(GunzipLines(Gzip(text), 1u << 20, [](std::string_view) { return Status::Ok(); }));
 }
 
 }  // namespace
