@@ -139,10 +139,9 @@ std::string_view KindName(RowKind kind) {
   return "";
 }
 
-std::string Team(const ConsumerInfo& c, const std::string& key) {
-  if (auto it = c.labels.find(key); it != c.labels.end()) return it->second;
-  if (auto it = c.namespace_labels.find(key); it != c.namespace_labels.end()) return it->second;
-  return {};
+std::string Team(const ConsumerLabels& labels, const std::string& key) {
+  const std::string* value = labels.Find(key);
+  return value != nullptr ? *value : std::string();
 }
 
 std::string Quantity(GpuMicros us) { return DecimalRatio(us, kMicrosPerHourI, 9); }
@@ -237,7 +236,7 @@ void ExportBuilder::AddDeviceHour(const DeviceHour& modelled, const DeviceHour& 
     row.namespace_name = c.ref.namespace_name;
     row.owner_kind = c.owner_kind.empty() ? "Pod" : c.owner_kind;
     row.owner_name = c.owner_name.empty() ? c.ref.pod : c.owner_name;
-    row.team = Team(c, request.team_label);
+    row.team = Team({*consumers[k].labels, *consumers[k].namespace_labels}, request.team_label);
     row.quantity_us = by_compute ? consumers[k].compute_us : consumers[k].allocated_us;
     row.effective_nanos = eff.consumers[k];
     row.list_nanos = list.consumers[k];
@@ -253,9 +252,9 @@ void ExportBuilder::AddDeviceHour(const DeviceHour& modelled, const DeviceHour& 
   if (request.idle.kind == cost::IdleHandling::Kind::kNamespace) {
     // The platform namespace pays for idle capacity (as in the report).
     idle.namespace_name = request.idle.namespace_name;
-    ConsumerInfo platform;
-    if (platform_labels != nullptr) platform.namespace_labels = *platform_labels;
-    idle.team = Team(platform, request.team_label);
+    static const LabelMap kNone;
+    idle.team =
+        Team({kNone, platform_labels != nullptr ? *platform_labels : kNone}, request.team_label);
   }
   Add(std::move(idle), false);
   ExportRow unattributed = base;
@@ -308,7 +307,8 @@ Result<std::vector<ExportRow>> BuildExportRows(const ExportRequest& request,
     if (auto it = by_device.find(DeviceKey{modelled.hour_us, modelled.gpu.value});
         it != by_device.end())
       for (const UsageRow* u : it->second) {
-        consumers.push_back({&u->consumer, u->allocated_us, u->compute_us});
+        consumers.push_back({&u->consumer, &u->consumer.labels, &u->consumer.namespace_labels,
+                             u->allocated_us, u->compute_us});
         weights.push_back(cost::WeightsOf(*u));
       }
     const Reconciliation* rec = nullptr;

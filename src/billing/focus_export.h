@@ -72,6 +72,8 @@ struct ExportRow {
 // One consumer of an exported device-hour: who (namespace, owner, pod, labels) and its time.
 struct ExportConsumer {
   const ConsumerInfo* consumer = nullptr;
+  const LabelMap* labels = nullptr;  // its label sets (ConsumerLabels), where they are kept
+  const LabelMap* namespace_labels = nullptr;
   GpuMicros allocated_us = 0;
   GpuMicros compute_us = 0;
 };

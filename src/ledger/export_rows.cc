@@ -8,12 +8,13 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
   const UsageColumns& u = s.usage();
   // The platform namespace's labels: those of its last row in the window with some (as
   // billing::BuildExportRows takes them from the window's rows, the last one winning).
-  const std::map<std::string, std::string>* platform_labels = nullptr;
+  const LabelMap* platform_labels = nullptr;
   if (request.idle.kind == cost::IdleHandling::Kind::kNamespace)
     for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i) {
-      const ConsumerInfo& c = s.consumers()[u.consumer[i - 1]];
-      if (c.ref.namespace_name == request.idle.namespace_name && !c.namespace_labels.empty()) {
-        platform_labels = &c.namespace_labels;
+      const std::uint32_t c = u.consumer[i - 1];
+      const LabelMap& labels = s.labels(c).namespace_labels;
+      if (s.consumers()[c].ref.namespace_name == request.idle.namespace_name && !labels.empty()) {
+        platform_labels = &labels;
         break;
       }
     }
@@ -39,9 +40,12 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
     weights.resize(row_count);
     for (std::uint32_t k = 0; k < row_count; ++k) weights[k] = u.figures[row_first + k].weights;
     consumers.clear();
-    for (std::uint32_t k = 0; k < row_count; ++k)
-      consumers.push_back({&s.consumers()[u.consumer[row_first + k]], weights[k].allocated_us,
-                           weights[k].compute_us});
+    for (std::uint32_t k = 0; k < row_count; ++k) {
+      const std::uint32_t c = u.consumer[row_first + k];
+      const ConsumerLabels labels = s.labels(c);
+      consumers.push_back({&s.consumers()[c], &labels.labels, &labels.namespace_labels,
+                           weights[k].allocated_us, weights[k].compute_us});
+    }
     builder.AddDeviceHour(
         modelled, priced,
         reconciled != nullptr ? &s.reconciliations()[reconciled->reconciliation] : nullptr,

@@ -13,7 +13,8 @@ constexpr std::string_view kFields[] = {"namespace", "node",           "pod",
                                         "container", "controllerKind", "controllerName",
                                         "gpu_model", "sharing_mode"};
 
-std::string FieldValue(const FilterClause& c, const ConsumerInfo& info, const report::Placed& row) {
+std::string FieldValue(const FilterClause& c, const ConsumerInfo& info,
+                       const ConsumerLabels& labels, const report::Placed& row) {
   if (c.field == "namespace") return info.ref.namespace_name;
   if (c.field == "node") return row.node;
   if (c.field == "pod") return info.ref.pod;
@@ -23,9 +24,7 @@ std::string FieldValue(const FilterClause& c, const ConsumerInfo& info, const re
   if (c.field == "gpu_model") return row.gpu_model;
   if (c.field == "sharing_mode") return std::string(ToString(row.sharing));
   if (c.field == "label") {
-    if (auto it = info.labels.find(c.label_key); it != info.labels.end()) return it->second;
-    if (auto it = info.namespace_labels.find(c.label_key); it != info.namespace_labels.end())
-      return it->second;
+    if (const std::string* value = labels.Find(c.label_key)) return *value;
   }
   return {};
 }
@@ -100,8 +99,13 @@ bool Matches(const Filter& filter, const UsageRow& row) {
 }
 
 bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed) {
+  return Matches(filter, consumer, LabelsOf(consumer), placed);
+}
+
+bool Matches(const Filter& filter, const ConsumerInfo& consumer, const ConsumerLabels& labels,
+             const report::Placed& placed) {
   for (const FilterClause& c : filter) {
-    const std::string v = FieldValue(c, consumer, placed);
+    const std::string v = FieldValue(c, consumer, labels, placed);
     const bool in = std::find(c.values.begin(), c.values.end(), v) != c.values.end();
     if (in == c.negate) return false;
   }

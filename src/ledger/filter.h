@@ -30,5 +30,8 @@ Result<Filter> ParseFilter(std::string_view text);
 bool ReadsPlacement(const FilterClause& clause);
 bool Matches(const Filter& filter, const UsageRow& row);
 bool Matches(const Filter& filter, const ConsumerInfo& consumer, const report::Placed& placed);
+// The same, the consumer's label sets held apart from it.
+bool Matches(const Filter& filter, const ConsumerInfo& consumer, const ConsumerLabels& labels,
+             const report::Placed& placed);
 
 }  // namespace gpuledger::ledger

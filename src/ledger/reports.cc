@@ -214,7 +214,7 @@ class Keys {
     static const std::string kNone;
     const report::Placed none{kNone, kNone, kNone, GpuUuid{}, SharingMode::kExclusive};
     for (std::size_t c = 0; c < by_consumer_.size(); ++c)
-      if (by_consumer_[c] == kUnknown) by_consumer_[c] = KeyFor(s_.consumers()[c], none);
+      if (by_consumer_[c] == kUnknown) by_consumer_[c] = KeyFor(c, none);
     return &by_consumer_;
   }
 
@@ -230,7 +230,7 @@ class Keys {
     UsageRow platform =
         report::PlatformIdleRow(q_.idle.namespace_name, p.node, p.gpu_model, p.gpu, p.sharing);
     if (labels_from != kNoLabels)
-      platform.consumer.namespace_labels = s_.consumers()[labels_from].namespace_labels;
+      platform.consumer.namespace_labels = s_.labels(labels_from).namespace_labels;
     it->second =
         !q_.filter.empty() && !Matches(q_.filter, platform)
             ? -1
@@ -247,13 +247,15 @@ class Keys {
 
   std::int32_t Compute(std::size_t i) {
     const Placement& p = s_.placements()[s_.contexts()[s_.usage().context[i]].placement];
-    return KeyFor(s_.consumers()[s_.usage().consumer[i]],
+    return KeyFor(s_.usage().consumer[i],
                   report::Placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing});
   }
 
-  std::int32_t KeyFor(const ConsumerInfo& consumer, const report::Placed& placed) {
-    if (!q_.filter.empty() && !Matches(q_.filter, consumer, placed)) return -1;
-    return static_cast<std::int32_t>(Intern(report::KeyOf(consumer, placed, q_.group_by)));
+  std::int32_t KeyFor(std::size_t c, const report::Placed& placed) {
+    const ConsumerInfo& consumer = s_.consumers()[c];
+    const ConsumerLabels labels = s_.labels(c);
+    if (!q_.filter.empty() && !Matches(q_.filter, consumer, labels, placed)) return -1;
+    return static_cast<std::int32_t>(Intern(report::KeyOf(consumer, labels, placed, q_.group_by)));
   }
 
   std::uint32_t Intern(std::string key) {
@@ -349,7 +351,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     std::vector<bool> is_idle_namespace(s.consumers().size());
     for (std::size_t c = 0; c < s.consumers().size(); ++c)
       is_idle_namespace[c] = s.consumers()[c].ref.namespace_name == q.idle.namespace_name &&
-                             !s.consumers()[c].namespace_labels.empty();
+                             !s.labels(c).namespace_labels.empty();
     for (Bucket& b : buckets) {
       const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
       for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i)

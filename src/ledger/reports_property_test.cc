@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -488,6 +489,14 @@ TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
       EXPECT_EQ(ours[i].cost_nanos, want[i].cost_nanos);
       EXPECT_EQ(ours[i].busy_us, want[i].busy_us);
     }
+    // Bounded as it is refreshed: each label set is kept once, and only while a consumer names it.
+    const Snapshot& k = **kept;
+    std::set<LabelMap> named = {LabelMap{}};
+    for (std::size_t c = 0; c < k.consumers().size(); ++c) {
+      named.insert(k.labels(c).labels);
+      named.insert(k.labels(c).namespace_labels);
+    }
+    EXPECT_EQ(k.label_sets().size(), named.size()) << "round " << round;
     EXPECT_EQ(reads.stats().cache_loads, 1) << "round " << round;
     EXPECT_GT(reads.stats().cache_refreshes, refreshes) << "round " << round;
     refreshes = static_cast<int>(reads.stats().cache_refreshes);

@@ -1,6 +1,7 @@
 #include "ledger/snapshot.h"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -26,8 +27,12 @@ class SnapshotLoader final : public store::LedgerScan {
         reconciliations_at_start_(s.reconciliations_.size()) {
     if (!append_) {
       s_.rules_.push_back("");
+      s_.label_sets_.emplace_back();
+      label_ids_.insert(0);
       return;
     }
+    for (std::size_t i = 0; i < s_.label_sets_.size(); ++i)
+      label_ids_.insert(static_cast<std::uint32_t>(i));
     for (std::size_t i = 1; i < s_.rules_.size(); ++i)
       rule_ids_.emplace(s_.rules_[i], static_cast<std::uint16_t>(i));
     for (std::size_t i = 0; i < s_.placements_.size(); ++i)
@@ -62,7 +67,15 @@ class SnapshotLoader final : public store::LedgerScan {
     if (!added) return Status::Ok();  // appending: the snapshot has it
     index = static_cast<std::uint32_t>(s_.consumers_.size());
     s_.consumer_keys_.push_back(key);
-    s_.consumers_.push_back(consumer);  // with the labels its rows were written with
+    ConsumerInfo& c = s_.consumers_.emplace_back();
+    c.ref = consumer.ref;
+    c.owner_kind = consumer.owner_kind;
+    c.owner_name = consumer.owner_name;
+    c.annotated_gpu_fraction = consumer.annotated_gpu_fraction;
+    c.annotated_gpu_memory_bytes = consumer.annotated_gpu_memory_bytes;
+    // The labels its rows were written with, each set kept once.
+    s_.consumer_labels_.push_back(
+        {LabelSetOf(consumer.labels), LabelSetOf(consumer.namespace_labels)});
     return Status::Ok();
   }
   Status OnContextKey(std::int64_t key, const UsageRow& c) override {
@@ -206,6 +219,16 @@ class SnapshotLoader final : public store::LedgerScan {
     return it->second;
   }
 
+  // The index of a label set, added when new.
+  std::uint32_t LabelSetOf(const LabelMap& labels) {
+    if (labels.empty()) return 0;
+    if (auto it = label_ids_.find(labels); it != label_ids_.end()) return *it;
+    const auto id = static_cast<std::uint32_t>(s_.label_sets_.size());
+    s_.label_sets_.push_back(labels);
+    label_ids_.insert(id);
+    return id;
+  }
+
   // The index of a row context, added when new (as rarely as PlacementOf).
   std::uint32_t ContextOf(const RowContext& row) {
     auto [it, added] =
@@ -334,6 +357,18 @@ class SnapshotLoader final : public store::LedgerScan {
   report::SumCheck* hour_sums_ = nullptr;  // the current hour's
   std::unordered_map<Placement, std::uint32_t, PlacementHash> placement_ids_;
   std::map<RowContext, std::uint32_t> context_ids_;
+  // Label sets by their maps (indexes into label_sets_, compared by what they index).
+  struct ByLabels {
+    using is_transparent = void;
+    const std::vector<LabelMap>* sets;
+    const LabelMap& Of(std::uint32_t i) const { return (*sets)[i]; }
+    const LabelMap& Of(const LabelMap& m) const { return m; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Of(a) < Of(b);
+    }
+  };
+  std::set<std::uint32_t, ByLabels> label_ids_{ByLabels{&s_.label_sets_}};
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
   bool hour_started_ = false;
   bool reserved_ = false;
@@ -460,6 +495,16 @@ void Snapshot::DropUnusedEntries() {
   };
   compact(consumers_, consumer_index);
   compact(consumer_keys_, consumer_index);
+  compact(consumer_labels_, consumer_index);
+  // The label sets kept consumers name (the empty set stays first).
+  std::vector<std::uint32_t> label_index(label_sets_.size(), kDropped);
+  label_index[0] = 0;
+  for (const LabelIds& l : consumer_labels_) label_index[l.pod] = label_index[l.space] = 0;
+  compact(label_sets_, label_index);
+  for (LabelIds& l : consumer_labels_) {
+    l.pod = label_index[l.pod];
+    l.space = label_index[l.space];
+  }
   compact(contexts_, context_index);
   compact(placements_, placement_index);
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
@@ -478,6 +523,8 @@ void Snapshot::Clear() {
   usage_.ForEachColumn([](auto& column) { column.clear(); });
   consumers_.clear();
   consumer_keys_.clear();
+  consumer_labels_.clear();
+  label_sets_.clear();
   placements_.clear();
   contexts_.clear();
   rules_.clear();

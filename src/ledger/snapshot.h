@@ -102,9 +102,17 @@ class Snapshot {
   const PackedColumn<PackedDevice>& devices() const { return devices_; }
   const std::vector<std::uint32_t>& first_usage() const { return first_usage_; }
   const UsageColumns& usage() const { return usage_; }
-  // Each with the labels its rows were written with: a relabelled pod or namespace is a consumer
-  // per label set (schema 11).
+  // Each without its label maps (labels(c) has them), which are kept once per distinct set: a
+  // workload's replicas share theirs and a namespace's pods its own, and a real pod carries
+  // kilobytes of them.
   const std::vector<ConsumerInfo>& consumers() const { return consumers_; }
+  // Consumer c's labels as its rows were written: a relabelled pod or namespace is a consumer
+  // per label set (schema 11).
+  ConsumerLabels labels(std::size_t c) const {
+    return {label_sets_[consumer_labels_[c].pod], label_sets_[consumer_labels_[c].space]};
+  }
+  // The distinct label sets its consumers name (0: the empty one).
+  const std::vector<LabelMap>& label_sets() const { return label_sets_; }
   const std::vector<Placement>& placements() const { return placements_; }
   const std::vector<RowContext>& contexts() const { return contexts_; }
   const std::vector<std::string>& rules() const { return rules_; }
@@ -155,6 +163,12 @@ class Snapshot {
   UsageColumns usage_;
   std::vector<ConsumerInfo> consumers_;
   std::vector<std::int64_t> consumer_keys_;  // each consumer's key in the ledger's scans
+  struct LabelIds {
+    std::uint32_t pod = 0;    // in label_sets_
+    std::uint32_t space = 0;  // its namespace's
+  };
+  std::vector<LabelIds> consumer_labels_;  // by consumer
+  std::vector<LabelMap> label_sets_;       // distinct; 0 is the empty set
   std::vector<Placement> placements_;
   std::vector<RowContext> contexts_;
   std::vector<std::string> rules_;

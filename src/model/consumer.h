@@ -31,17 +31,33 @@ struct ConsumerRef {
   std::string Key() const { return namespace_name + "/" + pod + "/" + container; }
 };
 
+using LabelMap = std::map<std::string, std::string>;
+
 // Metadata that reports aggregate by; not needed to attribute.
 struct ConsumerInfo {
   ConsumerRef ref;
   std::string owner_kind;  // top controller: Deployment, StatefulSet, Job, CronJob, ... or "Pod"
   std::string owner_name;
-  std::map<std::string, std::string> labels;            // pod labels
-  std::map<std::string, std::string> namespace_labels;  // inherited when the pod lacks a key
+  LabelMap labels;            // pod labels
+  LabelMap namespace_labels;  // inherited when the pod lacks a key
   // A GPU share the pod's annotations declare (KAI/Run:ai "gpu-fraction", "gpu-memory"): the
   // server applies it to the pod's rows (attribution/annotated_shares.h). Unset: none.
   std::optional<double> annotated_gpu_fraction;  // (0, 1]
   std::optional<Bytes> annotated_gpu_memory_bytes;
 };
+
+// A consumer's label sets, where they may be kept apart from it (ledger::Snapshot keeps each
+// distinct set once: the replicas of a workload share one, a namespace's pods another).
+struct ConsumerLabels {
+  const LabelMap& labels;
+  const LabelMap& namespace_labels;
+  // The value of label `key`: the pod's, else its namespace's; nullptr when neither has it.
+  const std::string* Find(const std::string& key) const {
+    if (auto it = labels.find(key); it != labels.end()) return &it->second;
+    if (auto it = namespace_labels.find(key); it != namespace_labels.end()) return &it->second;
+    return nullptr;
+  }
+};
+inline ConsumerLabels LabelsOf(const ConsumerInfo& c) { return {c.labels, c.namespace_labels}; }
 
 }  // namespace gpuledger

@@ -29,8 +29,8 @@ constexpr DimName kDimNames[] = {
 
 // `namespace_shown`: an earlier level of the key is the namespace, so the controller, pod and
 // container levels leave it out ("ml/Job/train", not "ml/ml/Job/train").
-std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d,
-                  bool namespace_shown) {
+std::string Level(const ConsumerInfo& c, const ConsumerLabels& labels, const Placed& row,
+                  const Dimension& d, bool namespace_shown) {
   const std::string ns = namespace_shown ? "" : c.ref.namespace_name + "/";
   switch (d.kind) {
     case Dimension::Kind::kCluster:
@@ -38,10 +38,8 @@ std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d,
     case Dimension::Kind::kNamespace:
       return c.ref.namespace_name;
     case Dimension::Kind::kLabel: {
-      if (auto it = c.labels.find(d.label); it != c.labels.end()) return it->second;
-      if (auto it = c.namespace_labels.find(d.label); it != c.namespace_labels.end())
-        return it->second;
-      return std::string(kUnlabelled);
+      const std::string* value = labels.Find(d.label);
+      return value != nullptr ? *value : std::string(kUnlabelled);
     }
     case Dimension::Kind::kController:
       return ns + (c.owner_kind.empty() ? "Pod" : c.owner_kind) + "/" +
@@ -59,7 +57,7 @@ std::string Level(const ConsumerInfo& c, const Placed& row, const Dimension& d,
     case Dimension::Kind::kSharingMode:
       return std::string(ToString(row.sharing));
     case Dimension::Kind::kEntry:
-      return EncodeEntry(c, row);
+      return EncodeEntry(c, labels, row);
   }
   return {};
 }
@@ -148,7 +146,7 @@ std::string ToString(const std::vector<Dimension>& dims) {
   return out;
 }
 
-std::string EncodeEntry(const ConsumerInfo& c, const Placed& placed) {
+std::string EncodeEntry(const ConsumerInfo& c, const ConsumerLabels& labels, const Placed& placed) {
   std::string out;
   for (std::string_view field : {std::string_view(c.ref.namespace_name),
                                  std::string_view(c.ref.pod), std::string_view(c.ref.pod_uid.value),
@@ -157,8 +155,8 @@ std::string EncodeEntry(const ConsumerInfo& c, const Placed& placed) {
                                  std::string_view(placed.node), std::string_view(placed.gpu_model),
                                  std::string_view(placed.gpu.value), ToString(placed.sharing)})
     Put(out, field);
-  PutLabels(out, c.labels);
-  PutLabels(out, c.namespace_labels);
+  PutLabels(out, labels.labels);
+  PutLabels(out, labels.namespace_labels);
   return out;
 }
 
@@ -188,11 +186,16 @@ std::optional<Entry> DecodeEntry(std::string_view key) {
 
 std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
                   const std::vector<Dimension>& dims) {
+  return KeyOf(consumer, LabelsOf(consumer), placed, dims);
+}
+
+std::string KeyOf(const ConsumerInfo& consumer, const ConsumerLabels& labels, const Placed& placed,
+                  const std::vector<Dimension>& dims) {
   std::string key;
   bool namespace_shown = false;
   for (const auto& d : dims) {
     if (!key.empty()) key += "/";
-    key += Level(consumer, placed, d, namespace_shown);
+    key += Level(consumer, labels, placed, d, namespace_shown);
     namespace_shown = namespace_shown || d.kind == Dimension::Kind::kNamespace;
   }
   return key;

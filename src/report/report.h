@@ -61,10 +61,14 @@ struct Placed {
 // The same key for a consumer placed so, without a UsageRow.
 std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
                   const std::vector<Dimension>& dims);
+// The same, the consumer's label sets held apart from it.
+std::string KeyOf(const ConsumerInfo& consumer, const ConsumerLabels& labels, const Placed& placed,
+                  const std::vector<Dimension>& dims);
 
 // A consumer placed so, as one key level (Dimension::Kind::kEntry): its ref, owner, pod and
 // namespace labels, and the cluster, node, model, GPU and mode, each length-prefixed.
-std::string EncodeEntry(const ConsumerInfo& consumer, const Placed& placed);
+std::string EncodeEntry(const ConsumerInfo& consumer, const ConsumerLabels& labels,
+                        const Placed& placed);
 // What EncodeEntry wrote; nullopt for other text.
 struct Entry {
   ConsumerInfo consumer;

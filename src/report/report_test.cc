@@ -94,7 +94,7 @@ TEST(Report, EntriesRoundTripAndRefuseOtherText) {
   const std::string model = "H100";
   const GpuUuid gpu("GPU-1");
   const Placed placed{cluster, node, model, gpu, SharingMode::kMig};
-  const std::string key = EncodeEntry(c, placed);
+  const std::string key = EncodeEntry(c, LabelsOf(c), placed);
   auto back = DecodeEntry(key);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->consumer.ref, c.ref);
@@ -102,7 +102,7 @@ TEST(Report, EntriesRoundTripAndRefuseOtherText) {
   EXPECT_EQ(back->consumer.owner_name, c.owner_name);
   EXPECT_EQ(back->consumer.labels, c.labels);
   EXPECT_EQ(back->consumer.namespace_labels, c.namespace_labels);
-  EXPECT_EQ(EncodeEntry(back->consumer, back->placed()), key);
+  EXPECT_EQ(EncodeEntry(back->consumer, LabelsOf(back->consumer), back->placed()), key);
   for (const auto* dims : {"namespace,label:team", "controller", "device,container,node",
                            "cluster,gpu_model,sharing_mode", "label:a:b"})
     EXPECT_EQ(KeyOf(back->consumer, back->placed(), *ParseGroupBy(dims)),

@@ -22,7 +22,7 @@ namespace gpuledger::store {
 
 // A label set as the consumers dictionary keeps it (schema 11): "" for none, else a JSON
 // object in key order, so one set always encodes to the same text and people can read it.
-using LabelMap = std::map<std::string, std::string>;
+using gpuledger::LabelMap;
 std::string EncodeLabels(const LabelMap& labels);
 // The set EncodeLabels wrote; false, with `what` saying why, for other text.
 bool DecodeLabels(std::string_view text, LabelMap& labels, std::string* what);
