@@ -30,7 +30,10 @@ std::int64_t RandomFigure(std::mt19937_64& rng) {
 
 UsageFigures RandomUsage(std::mt19937_64& rng) {
   UsageFigures f;
-  f.weights = {RandomFigure(rng), RandomFigure(rng), RandomFigure(rng) * 1000, RandomFigure(rng)};
+  // Memory-time runs past 32 bits (an hour of 141 GiB is 5e11 KiB-s): drawn from 49 bits too.
+  const std::int64_t memory =
+      rng() % 2 == 0 ? RandomFigure(rng) : static_cast<std::int64_t>(rng() % (1ULL << 49));
+  f.weights = {RandomFigure(rng), RandomFigure(rng), memory, RandomFigure(rng)};
   f.activity = {RandomFigure(rng), RandomFigure(rng), RandomFigure(rng), RandomFigure(rng)};
   return f;
 }
