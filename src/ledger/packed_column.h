@@ -53,20 +53,15 @@ class PackedColumn {
   }
 
   void push_back(const Whole& whole) {
-    Packed p{};
-    if (!p.Pack(whole)) {
-      p = Packed{};
-      p.MarkAside();
-      aside_.emplace_back(packed_.size(), whole);
-    }
-    packed_.push_back(p);
+    packed_.emplace_back();
+    Set(packed_.size() - 1, whole);
   }
 
   // Record i replaced by `whole` (e.g. a figure known only once the rows after it are read).
   void Set(std::size_t i, const Whole& whole) {
     Packed p{};
     const bool fits = p.Pack(whole);
-    const auto it = AsideAt(i);
+    const auto it = AsideAt(aside_, i);
     const bool was_aside = it != aside_.end() && it->first == i;
     if (fits) {
       if (was_aside) aside_.erase(it);
@@ -99,13 +94,11 @@ class PackedColumn {
   }
 
  private:
-  Whole Aside(std::size_t i) const { return AsideAt(i)->second; }
-  auto AsideAt(std::size_t i) const {
-    return std::lower_bound(aside_.begin(), aside_.end(), i,
-                            [](const auto& a, std::size_t k) { return a.first < k; });
-  }
-  auto AsideAt(std::size_t i) {
-    return std::lower_bound(aside_.begin(), aside_.end(), i,
+  Whole Aside(std::size_t i) const { return AsideAt(aside_, i)->second; }
+  // The first record set aside at or after index i (const or not, as `aside` is).
+  template <typename Aside>
+  static auto AsideAt(Aside& aside, std::size_t i) {
+    return std::lower_bound(aside.begin(), aside.end(), i,
                             [](const auto& a, std::size_t k) { return a.first < k; });
   }
 
