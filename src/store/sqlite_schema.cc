@@ -5,8 +5,10 @@
 #include "store/sqlite_connection.h"
 
 #include <array>
+#include <chrono>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -384,7 +386,17 @@ Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options) {
     // The first statement that reads the file: a file that is not a database fails here.
     auto mode = db.Prepare("PRAGMA journal_mode = WAL", "set journal_mode=WAL");
     if (!mode) return mode.status();
+    // Switching a new file to WAL needs it alone, and SQLite may answer "locked" without calling
+    // the busy handler (it would risk a deadlock), so writers opening one new file together
+    // retry here for as long as the busy timeout allows.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options.busy_timeout_ms);
     auto row = mode->Step();
+    while (!row && row.error().code == ErrorCode::kUnavailable &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      row = mode->Step();
+    }
     if (!row) return row.status();
     std::string got = *row ? mode->Text(0) : "";
     mode->Reset();
