@@ -12,107 +12,12 @@
 #include <unordered_map>
 
 #include "billing/reconciled_prices.h"
+#include "ledger/day_rollup.h"
+#include "ledger/row_sums.h"
 #include "model/usage.h"
 
 namespace gpuledger::ledger {
 namespace {
-
-// A set of rule ids (Snapshot::rules()); 0, the empty rule, is never added.
-class RuleSet {
- public:
-  void Add(std::uint16_t id) {
-    if (id == 0) return;
-    if (id < 64) {
-      mask_ |= std::uint64_t{1} << id;
-      return;
-    }
-    if (std::find(more_.begin(), more_.end(), id) == more_.end()) more_.push_back(id);
-  }
-  void Merge(const RuleSet& o) {
-    mask_ |= o.mask_;
-    for (std::uint16_t id : o.more_) Add(id);
-  }
-  // The text MergeRules gives for these rules merged in any order: one rule as it is, several
-  // as the sorted union of their '+'-separated parts.
-  std::string Text(const std::vector<std::string>& rules) const {
-    std::vector<std::uint16_t> ids = more_;
-    for (int i = 1; i < 64; ++i)
-      if (mask_ & (std::uint64_t{1} << i)) ids.push_back(static_cast<std::uint16_t>(i));
-    if (ids.empty()) return {};
-    if (ids.size() == 1) return rules[ids[0]];
-    std::string merged;
-    for (std::uint16_t id : ids) merged = MergeRules(merged, rules[id]);
-    return merged;
-  }
-
- private:
-  std::uint64_t mask_ = 0;
-  std::vector<std::uint16_t> more_;
-};
-
-// One report row being summed (report::Figures without its strings).
-struct Acc {
-  bool present = false;
-  GpuMicros allocated_us = 0;
-  GpuMicros compute_us = 0;
-  KibSeconds memory_kib_s = 0;
-  MilliJoules energy_mj = 0;
-  Nanos cost_nanos = 0;
-  Quality quality = Quality::kNone;
-  RuleSet compute_rule;
-  Activity activity;
-  GpuMicros activity_allocated_us = 0;
-  GpuMicros activity_compute_us = 0;
-  Quality activity_quality = Quality::kNone;
-  RuleSet activity_rule;
-  KibSeconds granted_memory_kib_s = 0;
-  RuleSet share_source;
-  GpuMicros naive_compute_us = 0;
-  Nanos naive_cost_nanos = 0;
-
-  // Sums another part's rows of the same key (memory-time saturating, as Figures::Add).
-  void Merge(const Acc& o) {
-    if (!o.present) return;
-    present = true;
-    allocated_us += o.allocated_us;
-    compute_us += o.compute_us;
-    memory_kib_s = report::AddKibSeconds(memory_kib_s, o.memory_kib_s);
-    energy_mj += o.energy_mj;
-    cost_nanos += o.cost_nanos;
-    quality = Combine(quality, o.quality);
-    compute_rule.Merge(o.compute_rule);
-    activity += o.activity;
-    activity_allocated_us += o.activity_allocated_us;
-    activity_compute_us += o.activity_compute_us;
-    activity_quality = Combine(activity_quality, o.activity_quality);
-    activity_rule.Merge(o.activity_rule);
-    granted_memory_kib_s = report::AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
-    share_source.Merge(o.share_source);
-    naive_compute_us = report::AddSaturating(naive_compute_us, o.naive_compute_us);
-    naive_cost_nanos = report::AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
-  }
-
-  report::Figures ToFigures(const std::vector<std::string>& rules) const {
-    report::Figures f;
-    f.allocated_gpu_us = allocated_us;
-    f.compute_gpu_us = compute_us;
-    f.memory_kib_s = memory_kib_s;
-    f.energy_mj = energy_mj;
-    f.cost_nanos = cost_nanos;
-    f.quality = quality;
-    f.compute_rule = compute_rule.Text(rules);
-    f.activity = activity;
-    f.activity_allocated_gpu_us = activity_allocated_us;
-    f.activity_compute_gpu_us = activity_compute_us;
-    f.activity_quality = activity_quality;
-    f.activity_rule = activity_rule.Text(rules);
-    f.granted_memory_kib_s = granted_memory_kib_s;
-    f.share_source = share_source.Text(rules);
-    f.naive_compute_gpu_us = naive_compute_us;
-    f.naive_cost_nanos = naive_cost_nanos;
-    return f;
-  }
-};
 
 constexpr std::uint32_t kNoLabels = UINT32_MAX;  // Bucket::idle_labels_from
 
@@ -127,7 +32,7 @@ struct Bucket {
 
 // A worker's sums for one step.
 struct Sums {
-  std::vector<Acc> rows;  // by key id; empty until the worker meets a device of the step
+  std::vector<RowSums> rows;  // by key id; empty until the worker meets a device of the step
   report::Figures idle;
   report::Figures unattributed;
   report::Totals total;
@@ -276,7 +181,7 @@ class Keys {
   std::vector<std::string> names_;
 };
 
-void AddRow(Acc& a, const UsageFigures& figures, const RowContext& c, Nanos cost,
+void AddRow(RowSums& a, const UsageFigures& figures, const RowContext& c, Nanos cost,
             const DeviceFigures& device) {
   const cost::ConsumerWeights& w = figures.weights;
   a.present = true;
@@ -525,6 +430,35 @@ class MergedReports {
   std::vector<std::set<std::string>> unpriced_;
 };
 
+// Adds the day starting at `day_us` as `store` keeps it summed to `days`; an error (unavailable)
+// when it is not kept, or kept in bytes this build does not read: it is then read from its rows.
+Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& kind,
+                   DaysSummed& days) {
+  auto kept = store.ReadDayRollup(day_us, kind);
+  if (!kept) return kept.status();
+  if (!*kept) return Unavailable("not kept");
+  auto day = DecodeDayRollup(**kept);
+  if (!day) return day.status();
+  days.Add(*day);
+  return Status::Ok();
+}
+
+// Sums the day `snapshot` holds at its finest grain, keeps it in `store` when nothing was written
+// since the ledger stood at `generation` (a store that cannot keep it sums it again next time),
+// and adds it to `days`. No report of its own: `days` has the day.
+Result<std::vector<report::Report>> KeepDay(store::LedgerStore& store, const Snapshot& snapshot,
+                                            const ReportQuery& query,
+                                            const Parallelism& parallelism, std::int64_t generation,
+                                            const std::string& kind, DaysSummed& days) {
+  const Micros day_us = snapshot.range().from_us;
+  auto entries = BuildReports(snapshot, DayRollupQuery(query, day_us), parallelism);
+  if (!entries) return entries.error();
+  DayRollup day{std::move(entries->front()), snapshot.sums()};
+  (void)store.WriteDayRollup(day_us, kind, generation, EncodeDayRollup(day.day, day.sums));
+  days.Add(day);
+  return std::vector<report::Report>{};
+}
+
 // Days a reader without a snapshot holds at once.
 constexpr Micros kPartDays = 1;
 
@@ -579,6 +513,11 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     readers.push_back(opened.back().get());
   }
   const Parallelism each{.max_workers = readers.size() > 1 ? 1u : 4u};
+  // Whole days are read kept summed where the ledger keeps them (day_rollup.h), and summed from
+  // their rows and kept where it does not yet: the next report reads one record per day.
+  const bool days_summed = ReadsDaysSummed(query);
+  const std::string kind = DayRollupKind(query.policy, query.idle);
+  std::vector<DaysSummed> summed(readers.size(), DaysSummed(query));
   std::mutex mu;
   std::map<std::size_t, std::vector<report::Report>> done;  // parts not yet added, by index
   std::size_t next = 0;
@@ -594,20 +533,33 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
         std::lock_guard lock(mu);
         if (failed) return;
       }
-      auto snapshot = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
-      Result<std::vector<report::Report>> reports =
-          snapshot ? BuildReports(**snapshot, query, each) : snapshot.error();
+      const bool whole_day = days_summed && parts[i].from_us % kMicrosPerDay == 0 &&
+                             parts[i].to_us - parts[i].from_us == kMicrosPerDay;
+      const bool kept =
+          whole_day && ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader]).ok();
+      Result<std::vector<report::Report>> reports = std::vector<report::Report>{};
+      std::shared_ptr<const Snapshot> snapshot;
+      if (!kept) {
+        auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
+        if (loaded) snapshot = *loaded;
+        reports = !loaded     ? loaded.error()
+                  : whole_day ? KeepDay(*readers[reader], *snapshot, query, each, *generation, kind,
+                                        summed[reader])
+                              : BuildReports(*snapshot, query, each);
+      }
       std::lock_guard lock(mu);
       if (!reports) {
         if (!failed) failed = reports.error();
         return;
       }
-      sums.Merge((*snapshot)->sums());
-      // Only this reader holds it: the next part reads into its columns.
-      recycled = std::const_pointer_cast<Snapshot>(std::move(*snapshot));
+      if (snapshot != nullptr) {
+        if (!whole_day) sums.Merge(snapshot->sums());  // a day kept carries its sums
+        // Only this reader holds it: the next part reads into its columns.
+        recycled = std::const_pointer_cast<Snapshot>(std::move(snapshot));
+      }
       done.emplace(i, std::move(*reports));
       for (auto it = done.find(next); it != done.end(); it = done.find(next)) {
-        merged.Add(std::move(it->second));
+        if (!it->second.empty()) merged.Add(std::move(it->second));
         done.erase(it);
         ++next;
       }
@@ -619,6 +571,11 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     read(0);
   }
   if (failed) return *failed;
+  for (DaysSummed& days : summed) {
+    if (days.empty()) continue;
+    sums.Merge(days.sums());
+    merged.Add({days.Finish()});
+  }
   // A write between the parts, or sums that might not fit: the window read whole, in one
   // snapshot, decides (and names what does not fit).
   auto after = store.Generation();

@@ -14,10 +14,12 @@
 
 #include "billing/ledger_reads.h"
 #include "billing/reconciled_prices.h"
+#include "ledger/day_rollup.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"
 #include "ledger/read_service.h"
 #include "ledger/reports.h"
+#include "prometheus/gzip.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
 #include "store_test_env/store_test_env.h"
@@ -501,6 +503,110 @@ TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
     EXPECT_GT(reads.stats().cache_refreshes, refreshes) << "round " << round;
     refreshes = static_cast<int>(reads.stats().cache_refreshes);
   }
+}
+
+// Days kept summed (day_rollup.h): a report reads them where the ledger keeps them and keeps
+// them where it does not, answering as the plain computation either way; a write drops the
+// days it touches, and a kept day this build cannot read is summed from its rows again.
+TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  store::LedgerStore& store = **opened;
+  std::mt19937_64 rng(20261206);
+  const int hours = 5 * 24;
+  const RandomLedger random = MakeRandomLedger(rng, hours);
+  ASSERT_TRUE(store.WriteHours(random.hours).ok());
+  ASSERT_TRUE(store.WriteReconciliations(random.reconciliations).ok());
+  auto kept = [&](int day, const ReportQuery& q) {
+    auto body = store.ReadDayRollup(Hour(24 * day), DayRollupKind(q.policy, q.idle));
+    EXPECT_TRUE(body.ok());
+    return body.ok() && body->has_value();
+  };
+
+  const char* const policies[] = {"allocation", "compute", "memory", "hybrid:0.35"};
+  const char* const idles[] = {"keep", "share", "namespace:platform"};
+  const char* const groupings[] = {"namespace", "label:team",       "controller", "node,gpu_model",
+                                   "device",    "pod,sharing_mode", "cluster"};
+  int read_kept = 0;
+  for (int trial = 0; trial < 36; ++trial) {
+    ReportQuery q;
+    q.policy = *cost::ParsePolicy(policies[trial % 4]);
+    q.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 3]);
+    q.group_by = *report::ParseGroupBy(groupings[trial % 7]);
+    q.window = {Hour(static_cast<int>(rng() % 30)), Hour(hours - static_cast<int>(rng() % 30))};
+    const bool was_kept = kept(2, q);
+    auto ours = trial % 2 == 0 ? ReadReports(store, q)
+                               : ReadReports(store, q, [&] { return ledger->Open(); });
+    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    EXPECT_EQ(report::ReportToJson(ours->front()), PlainReports(store, q, "").front())
+        << "trial " << trial << " by " << groupings[trial % 7];
+    if (!ReadsDaysSummed(q)) continue;  // read from rows: nothing kept, nothing read kept
+    EXPECT_TRUE(kept(2, q)) << "trial " << trial;
+    if (was_kept) ++read_kept;
+  }
+  EXPECT_GT(read_kept, 8);
+
+  ReportQuery q;
+  q.policy = *cost::ParsePolicy("allocation");
+  q.idle = *cost::ParseIdleHandling("share");
+  q.group_by = *report::ParseGroupBy("namespace");
+  q.window = {Hour(0), Hour(hours)};
+  auto answers_as_rows = [&](const std::string& when) {
+    auto ours = ReadReports(store, q);
+    ASSERT_TRUE(ours.ok()) << ours.error().message;
+    EXPECT_EQ(report::ReportToJson(ours->front()), PlainReports(store, q, "").front()) << when;
+  };
+  answers_as_rows("first read");
+  for (int day = 0; day < 5; ++day) EXPECT_TRUE(kept(day, q)) << "day " << day;
+
+  // A late row in day 2: that day is dropped, the others stay, and the answer moves with it.
+  LedgerHour late = random.hours[random.hours.size() / 2];
+  ASSERT_EQ(late.device.hour_us / kMicrosPerDay, Hour(60) / kMicrosPerDay);
+  UsageRow extra;
+  extra.hour_us = late.device.hour_us;
+  extra.gpu = late.device.gpu;
+  extra.consumer.ref = ConsumerRef{"late", "pod-late", PodUid("uid-late"), "c"};
+  extra.node = late.device.node;
+  extra.gpu_model = late.device.gpu_model;
+  extra.sharing = late.device.sharing;
+  extra.allocated_us = 1;
+  late.usage.push_back(extra);
+  late.device.unallocated_us -= 1;
+  ASSERT_TRUE(store.WriteHours(std::span(&late, 1)).ok());
+  EXPECT_FALSE(kept(2, q));
+  EXPECT_TRUE(kept(1, q) && kept(3, q));
+  answers_as_rows("after a late row");
+  EXPECT_TRUE(kept(2, q));
+
+  // A bill for day 3 reprices it: dropped, and summed again at the bill.
+  Reconciliation bill;
+  bill.node = "node-a";
+  bill.day_us = Hour(72);
+  bill.billed_nanos = 123'456'789;
+  bill.factor = "1/1";
+  bill.currency = "USD";
+  bill.bill_file = "late-bill.csv";
+  ASSERT_TRUE(store.WriteReconciliations(std::span(&bill, 1)).ok());
+  EXPECT_FALSE(kept(3, q));
+  EXPECT_TRUE(kept(2, q) && kept(4, q));
+  answers_as_rows("after a bill");
+
+  // Bytes this build cannot read: the day is summed from its rows and kept anew.
+  auto generation = store.Generation();
+  ASSERT_TRUE(generation.ok());
+  const std::string kind = DayRollupKind(q.policy, q.idle);
+  EXPECT_FALSE(*store.WriteDayRollup(Hour(24), kind, *generation - 1, "stale"));
+  ASSERT_TRUE(*store.WriteDayRollup(Hour(24), kind, *generation, "not a day"));
+  answers_as_rows("after damage");
+  auto mended = store.ReadDayRollup(Hour(24), kind);
+  ASSERT_TRUE(mended.ok() && mended->has_value());
+  EXPECT_TRUE(DecodeDayRollup(**mended).ok());
+  auto damaged = DecodeDayRollup(prometheus::Gzip(std::string("\x01\x02", 2)));
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_EQ(damaged.error().message, "day kept summed byte 2: day end ends inside it");
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReportsProperty,

@@ -28,10 +28,11 @@ void FeedInput(z_stream& zs, std::string_view data, std::size_t& handed) {
 
 }  // namespace
 
-std::string Gzip(std::string_view data) {
+std::string Gzip(std::string_view data, GzipLevel level) {
   z_stream zs{};
   // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+  if (deflateInit2(&zs, level == GzipLevel::kFast ? Z_BEST_SPEED : Z_DEFAULT_COMPRESSION,
+                   Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
     DieZlib("deflateInit2", zs);
   std::string out(std::max<std::size_t>(deflateBound(&zs, data.size()), 64), '\0');
   std::size_t handed = 0;  // input bytes given to zlib so far (avail_in is 32-bit)

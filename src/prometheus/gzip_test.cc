@@ -31,6 +31,13 @@ TEST(Gzip, RoundTrips) {
   auto noise_back = Gunzip(Gzip(noise));
   ASSERT_TRUE(noise_back) << noise_back.error().message;
   EXPECT_EQ(*noise_back, noise);
+
+  // The fast level: the same bytes back.
+  for (std::string_view data : {std::string_view(text), std::string_view(noise)}) {
+    auto fast = Gunzip(Gzip(data, GzipLevel::kFast), 2 << 20);
+    ASSERT_TRUE(fast) << fast.error().message;
+    EXPECT_EQ(*fast, data);
+  }
 }
 
 TEST(Gunzip, RejectsBrokenStreams) {

@@ -285,6 +285,28 @@ void SumCheck::AddUsage(const cost::ConsumerWeights& w, const Activity& a) {
   for (int i = 0; i < kUsageSums; ++i) AddMagnitude(usage_[i], values[i]);
 }
 
+std::array<std::uint64_t, SumCheck::kWords> SumCheck::Words() const {
+  std::array<std::uint64_t, kWords> words{};
+  for (int i = 0; i < kDeviceSums + kUsageSums; ++i) {
+    const auto sum =
+        static_cast<unsigned __int128>(i < kDeviceSums ? device_[i] : usage_[i - kDeviceSums]);
+    words[static_cast<std::size_t>(2 * i)] = static_cast<std::uint64_t>(sum >> 64);
+    words[static_cast<std::size_t>(2 * i + 1)] = static_cast<std::uint64_t>(sum);
+  }
+  return words;
+}
+
+SumCheck SumCheck::FromWords(const std::array<std::uint64_t, kWords>& words) {
+  SumCheck out;
+  for (int i = 0; i < kDeviceSums + kUsageSums; ++i) {
+    const auto sum = static_cast<__int128>(
+        (static_cast<unsigned __int128>(words[static_cast<std::size_t>(2 * i)]) << 64) |
+        words[static_cast<std::size_t>(2 * i + 1)]);
+    (i < kDeviceSums ? out.device_[i] : out.usage_[i - kDeviceSums]) = sum;
+  }
+  return out;
+}
+
 void SumCheck::Merge(const SumCheck& other) {
   for (int i = 0; i < kDeviceSums; ++i) device_[i] += other.device_[i];
   for (int i = 0; i < kUsageSums; ++i) usage_[i] += other.usage_[i];

@@ -5,6 +5,8 @@
 // Exactness: every device-hour's price is split by cost::SplitDeviceHour, so
 //   Σ rows.cost + idle.cost + unattributed.cost == total.device_cost_nanos   exactly.
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -189,6 +191,14 @@ struct Report {
 // for readers that keep rows their own way (ledger/snapshot.h). Add every row of the window.
 class SumCheck {
  public:
+  static constexpr int kDeviceSums = 9;
+  static constexpr int kUsageSums = 7;
+  // The sums as words, each sum's high half then its low half, and back: what a day kept
+  // summed (ledger/day_rollup.h) carries, so days read that way are checked as their rows.
+  static constexpr int kWords = 2 * (kDeviceSums + kUsageSums);
+  std::array<std::uint64_t, kWords> Words() const;
+  static SumCheck FromWords(const std::array<std::uint64_t, kWords>& words);
+
   void AddDevice(const DeviceHour& device);
   void AddUsage(const cost::ConsumerWeights& weights, const Activity& activity);
   void Merge(const SumCheck& other);  // the sums of both sets of rows
@@ -196,8 +206,6 @@ class SumCheck {
   Status Check() const;
 
  private:
-  static constexpr int kDeviceSums = 9;
-  static constexpr int kUsageSums = 7;
   __int128 device_[kDeviceSums] = {};
   __int128 usage_[kUsageSums] = {};
 };

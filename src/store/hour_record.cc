@@ -4,76 +4,12 @@
 
 #include <fmt/format.h>
 
+#include "common/varint.h"
+
 namespace gpuledger::store {
 namespace {
 
 enum Parts : std::uint64_t { kActivity = 1, kHistogram = 2, kKnownParts = 3 };
-
-void PutUnsigned(std::uint64_t v, std::string& out) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-void PutSigned(std::int64_t v, std::string& out) {
-  const auto u = static_cast<std::uint64_t>(v);
-  PutUnsigned((u << 1) ^ (v < 0 ? ~std::uint64_t{0} : 0), out);
-}
-
-// Reads varints from a record, remembering the first failure.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-
-  std::uint64_t Unsigned(std::string_view field) {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= bytes_.size()) return Fail(field, "ends inside it");
-      const auto byte = static_cast<std::uint8_t>(bytes_[pos_++]);
-      // The tenth byte holds bit 63 only.
-      if (shift == 63 && byte > 1) return Fail(field, "is longer than 64 bits");
-      v |= std::uint64_t{byte & 0x7fu} << shift;
-      if ((byte & 0x80) == 0) {
-        // One spelling per value: a record that reads back encodes to the same bytes.
-        if (byte == 0 && shift > 0) return Fail(field, "is not in its shortest form");
-        return v;
-      }
-    }
-    return Fail(field, "is longer than 64 bits");
-  }
-  std::int64_t Signed(std::string_view field) {
-    const std::uint64_t u = Unsigned(field);
-    return static_cast<std::int64_t>((u >> 1) ^ (~(u & 1) + 1));
-  }
-  // An id or count: at most INT64_MAX.
-  std::int64_t Count(std::string_view field) {
-    const std::uint64_t u = Unsigned(field);
-    if (u > static_cast<std::uint64_t>(INT64_MAX))
-      return static_cast<std::int64_t>(Fail(field, "is past INT64_MAX"));
-    return static_cast<std::int64_t>(u);
-  }
-  std::uint8_t Byte(std::string_view field) {
-    if (pos_ >= bytes_.size()) return static_cast<std::uint8_t>(Fail(field, "is missing"));
-    return static_cast<std::uint8_t>(bytes_[pos_++]);
-  }
-
-  bool ok() const { return what_.empty(); }
-  bool AtEnd() const { return pos_ == bytes_.size(); }
-  std::size_t left() const { return bytes_.size() - pos_; }
-  const std::string& what() const { return what_; }
-  std::uint64_t Fail(std::string_view field, std::string_view why) {
-    if (what_.empty()) what_ = fmt::format("hour record byte {}: {} {}", pos_, field, why);
-    pos_ = bytes_.size();  // every later read fails too, and reads as 0
-    return 0;
-  }
-
- private:
-  std::string_view bytes_;
-  std::size_t pos_ = 0;
-  std::string what_;
-};
 
 }  // namespace
 
@@ -136,7 +72,7 @@ void EncodeHourRecord(const DeviceHour& d, const std::vector<UsageFigures>& usag
 
 bool DecodeHourRecord(std::string_view record, DeviceHour& d, std::vector<UsageFigures>& usage,
                       std::string* what) {
-  Reader r(record);
+  VarintReader r(record, "hour record");
   const std::uint8_t format = r.Byte("format");
   if (r.ok() && format != kHourRecordFormat) {
     r.Fail("format", fmt::format("{} is not one this build reads ({})", format, kHourRecordFormat));

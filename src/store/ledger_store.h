@@ -176,6 +176,28 @@ class LedgerStore {
     return Unsupported("this ledger store cannot record closed statements");
   }
 
+  // Days kept summed (ledger/day_rollup.h): a day's report at its finest grain for one `kind`
+  // (the format, policy and idle handling it was summed for), so a later report reads it rather
+  // than the day's rows. Every write of hours or reconciliations drops the kept days it touches,
+  // in its own transaction: one that is there is the day as it stands. The day starting at
+  // `day_us` kept as `kind`, or nullopt. A store that cannot keep them has none.
+  virtual Result<std::optional<std::string>> ReadDayRollup(Micros day_us, std::string_view kind) {
+    (void)day_us;
+    (void)kind;
+    return std::optional<std::string>();
+  }
+  // Keeps `body` as the day `day_us` summed as `kind` (replacing one kept before) when nothing
+  // was written since the ledger stood at `generation` (Generation() before the day was read),
+  // and returns true; else keeps nothing and returns false, as a store that cannot keep them.
+  virtual Result<bool> WriteDayRollup(Micros day_us, std::string_view kind, std::int64_t generation,
+                                      std::string_view body) {
+    (void)day_us;
+    (void)kind;
+    (void)generation;
+    (void)body;
+    return false;
+  }
+
   // The findings `query` selects, ordered as Finding's fields compare: (first_seen_us, node,
   // kind in FindingKind order, subject in ConsumerRef order, gpu_uuid, cluster). A store that
   // cannot hold them has none.

@@ -553,7 +553,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "12"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "13"}}));
   store.reset();
 
   // A file written by a newer build is refused, not misread.
@@ -1077,7 +1077,7 @@ TEST_P(LedgerStoreTest, Version7LedgerMovesToCompactHoursRowForRow) {
 
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "13");
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM device_hours"));
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM usage_hours"));
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM hours"), "6");

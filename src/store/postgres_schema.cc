@@ -198,6 +198,15 @@ CREATE TABLE statements (
   PRIMARY KEY (period, policy, idle, version)
 );
 )sql",
+    // 12 -> 13: days kept summed, as the SQLite ledger's.
+    R"sql(
+CREATE TABLE day_rollups (
+  day_us BIGINT NOT NULL,
+  kind   TEXT COLLATE "C" NOT NULL,
+  body   BYTEA NOT NULL,
+  PRIMARY KEY (day_us, kind)
+);
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

@@ -97,6 +97,9 @@ class SqlLedger final : public LedgerStore {
   Result<int> WriteStatement(const Statement& statement) override;
   Result<std::vector<Statement>> ReadStatements(const std::string& period) override;
   Result<std::string> ReadStatementBody(const Statement& heading) override;
+  Result<std::optional<std::string>> ReadDayRollup(Micros day_us, std::string_view kind) override;
+  Result<bool> WriteDayRollup(Micros day_us, std::string_view kind, std::int64_t generation,
+                              std::string_view body) override;
 
  private:
   // Counts one more change of what reports read, and logs the hours it touched (inside the
@@ -192,6 +195,12 @@ Status SqlLedger::BumpGeneration(const TimeRange& touched) {
                  "INSERT INTO ledger_changes (generation, from_us, to_us) "
                  "SELECT CAST(value AS BIGINT), ?2, ?3 FROM meta WHERE key = ?1",
                  change);
+  }
+  // The days kept summed that the write reaches are no longer the days as they stand.
+  const std::array<SqlValue, 2> days = {touched.to_us, touched.from_us - kMicrosPerDay};
+  if (s) {
+    s = db_->Run("drop the days kept summed that the write touched",
+                 "DELETE FROM day_rollups WHERE day_us < ?1 AND day_us > ?2", days);
   }
   const std::array<SqlValue, 2> trim = {kGenerationKey, LedgerStore::kChangeLogLength};
   if (s) {
@@ -475,6 +484,47 @@ Result<std::string> SqlLedger::ReadStatementBody(const Statement& heading) {
     return Internal(fmt::format("{}: no statement {} version {} ({}, {})", db_->name(),
                                 heading.period, heading.version, heading.policy, heading.idle));
   return std::move(*body);
+}
+
+Result<std::optional<std::string>> SqlLedger::ReadDayRollup(Micros day_us, std::string_view kind) {
+  std::optional<std::string> body;
+  const std::array<SqlValue, 2> key = {day_us, kind};
+  Status read = db_->ForEachRow("read a day kept summed",
+                                "SELECT body FROM day_rollups WHERE day_us = ?1 AND kind = ?2", key,
+                                [&](SqlRow& row) -> Status {
+                                  body = std::string(row.Bytes(0));
+                                  return row.Check("day_rollups");
+                                });
+  if (!read) return read;
+  return body;
+}
+
+Result<bool> SqlLedger::WriteDayRollup(Micros day_us, std::string_view kind,
+                                       std::int64_t generation, std::string_view body) {
+  if (Status s = db_->CheckWritable(); !s) return s;
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  // The generation's row held first, as every write of hours or bills takes it (PostgreSQL's
+  // writers hold no lock on the whole ledger): a write that has not committed yet is waited for
+  // and then seen, and one that comes later drops what this keeps.
+  const std::array<SqlValue, 1> key = {kGenerationKey};
+  if (Status s = db_->Run("hold the ledger generation",
+                          "UPDATE meta SET value = value WHERE key = ?1", key);
+      !s)
+    return s;
+  auto now = Generation();
+  if (!now) return now.error();
+  // Nothing written at all (no row to hold) keeps nothing either.
+  if (*now != generation || generation == 0) return false;  // rolled back: nothing written
+  const std::array<SqlValue, 3> row = {day_us, kind, SqlBytes{body}};
+  if (Status s = db_->Run("keep a day summed",
+                          "INSERT INTO day_rollups (day_us, kind, body) VALUES (?1, ?2, ?3) "
+                          "ON CONFLICT (day_us, kind) DO UPDATE SET body = excluded.body",
+                          row);
+      !s)
+    return s;
+  if (Status s = (*txn)->Commit(); !s) return s;
+  return true;
 }
 
 }  // namespace

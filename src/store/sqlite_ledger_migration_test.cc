@@ -54,7 +54,8 @@ std::string QueryText(const std::string& path, const std::string& sql) {
 // them, and no statements: this takes a ledger of this build back to that shape (labels
 // dropped, the side tables empty).
 constexpr const char* kBackToVersion10 =
-    "DROP TABLE statements; CREATE TABLE c10 (id INTEGER PRIMARY KEY, namespace TEXT NOT NULL, pod "
+    "DROP TABLE day_rollups; DROP TABLE statements; CREATE TABLE c10 (id INTEGER PRIMARY KEY, "
+    "namespace TEXT NOT NULL, pod "
     "TEXT NOT NULL, "
     "pod_uid TEXT NOT NULL, container TEXT NOT NULL, owner_kind TEXT NOT NULL, owner_name TEXT "
     "NOT NULL, UNIQUE (namespace, pod, pod_uid, container, owner_kind, owner_name)) STRICT; "
@@ -238,7 +239,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "12");
+  EXPECT_EQ(meta->at("schema_version"), "13");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -310,7 +311,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -356,7 +357,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -391,7 +392,7 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   auto before = (*store)->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
@@ -433,7 +434,7 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   auto before = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -485,7 +486,7 @@ TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   EXPECT_EQ(QueryText(path,
                       "SELECT count(*) FROM sqlite_schema WHERE name IN ('pod_labels', "
                       "'namespace_labels')"),
@@ -538,7 +539,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "12");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);

@@ -190,6 +190,16 @@ CREATE TABLE statements (
   PRIMARY KEY (period, policy, idle, version)
 ) STRICT;
 )sql",
+    // 12 -> 13: days kept summed per policy and idle handling (ledger/day_rollup.h), dropped
+    // by any write that touches their day.
+    R"sql(
+CREATE TABLE day_rollups (
+  day_us INTEGER NOT NULL,
+  kind   TEXT    NOT NULL,
+  body   BLOB    NOT NULL,
+  PRIMARY KEY (day_us, kind)
+) STRICT;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

@@ -1,0 +1,264 @@
+#include "ledger/day_rollup.h"
+
+#include <array>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/varint.h"
+#include "prometheus/gzip.h"
+#include "utilization/classify.h"
+
+namespace gpuledger::ledger {
+namespace {
+
+// A kept day inflated: our own bytes, so a bound far above any day (10,000 GPUs keep about
+// 10 MB) rather than the network's.
+constexpr std::size_t kMaxDayBytes = std::size_t{4} << 30;
+
+// Layout (before gzip): format; the day's first and last hour; the sums' words; the rule texts
+// (after the empty one, which is id 0); idle and unattributed figures; the totals and the
+// unpriced models; the rows, each its entry key and figures. Figures are their numbers (signed),
+// their two qualities (a byte each) and their three rules (ids).
+constexpr std::size_t kNumbers = 14;
+
+std::array<std::int64_t, kNumbers> NumbersOf(const report::Figures& f) {
+  return {f.allocated_gpu_us,
+          f.compute_gpu_us,
+          f.memory_kib_s,
+          f.energy_mj,
+          f.cost_nanos,
+          f.activity.sm_active_us,
+          f.activity.sm_occupancy_us,
+          f.activity.tensor_active_us,
+          f.activity.dram_active_us,
+          f.activity_allocated_gpu_us,
+          f.activity_compute_gpu_us,
+          f.granted_memory_kib_s,
+          f.naive_compute_gpu_us,
+          f.naive_cost_nanos};
+}
+
+class Encoder {
+ public:
+  void Figures(const report::Figures& f) {
+    for (std::int64_t v : NumbersOf(f)) PutSigned(v, out_);
+    out_.push_back(static_cast<char>(f.quality));
+    out_.push_back(static_cast<char>(f.activity_quality));
+    for (const std::string* rule : {&f.compute_rule, &f.activity_rule, &f.share_source})
+      PutUnsigned(rule_ids_.at(*rule), out_);
+  }
+  // Every rule text of `f`, numbered in the order met (the empty one is 0).
+  void LearnRules(const report::Figures& f) {
+    for (const std::string* rule : {&f.compute_rule, &f.activity_rule, &f.share_source})
+      if (rule_ids_.try_emplace(*rule, rule_ids_.size()).second) rules_.push_back(*rule);
+  }
+  std::string& out() { return out_; }
+  const std::vector<std::string>& rules() const { return rules_; }
+
+ private:
+  std::map<std::string, std::size_t> rule_ids_ = {{"", 0}};
+  std::vector<std::string> rules_;  // after the empty one
+  std::string out_;
+};
+
+Quality ReadQuality(VarintReader& r, std::string_view field) {
+  const std::uint8_t q = r.Byte(field);
+  if (q > static_cast<std::uint8_t>(Quality::kNone)) r.Fail(field, "is not a quality");
+  return r.ok() ? static_cast<Quality>(q) : Quality::kNone;
+}
+
+}  // namespace
+
+std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& idle) {
+  return fmt::format("{} {} {}", kDayRollupFormat, cost::ToString(policy), cost::ToString(idle));
+}
+
+bool ReadsDaysSummed(const ReportQuery& query) {
+  return query.step == 0 && query.filter.empty() && !query.rows_only && StepsSumToWindow(query);
+}
+
+ReportQuery DayRollupQuery(const ReportQuery& query, Micros day_us) {
+  ReportQuery day;
+  day.window = {day_us, day_us + kMicrosPerDay};
+  day.group_by = {report::Dimension{report::Dimension::Kind::kEntry, ""}};
+  day.policy = query.policy;
+  day.idle = query.idle;
+  return day;
+}
+
+std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& sums) {
+  Encoder e;
+  e.LearnRules(day.idle);
+  e.LearnRules(day.unattributed);
+  for (const report::Row& row : day.rows) e.LearnRules(row.figures);
+  std::string& out = e.out();
+  PutUnsigned(kDayRollupFormat, out);
+  PutSigned(day.from_us, out);
+  PutSigned(day.to_us, out);
+  for (std::uint64_t word : sums.Words()) PutUnsigned(word, out);
+  PutUnsigned(e.rules().size(), out);
+  for (const std::string& rule : e.rules()) PutText(rule, out);
+  e.Figures(day.idle);
+  e.Figures(day.unattributed);
+  const report::Totals& t = day.total;
+  for (std::int64_t v :
+       {t.device_cost_nanos, t.metered_us, t.unmetered_us, t.busy_us, std::int64_t{t.device_hours}})
+    PutSigned(v, out);
+  PutUnsigned(t.unpriced_models.size(), out);
+  for (const std::string& model : t.unpriced_models) PutText(model, out);
+  PutUnsigned(day.rows.size(), out);
+  for (const report::Row& row : day.rows) {
+    PutText(row.key, out);
+    e.Figures(row.figures);
+  }
+  // Fast compression: a day is kept by the report that first reads it, while it waits.
+  return prometheus::Gzip(out, prometheus::GzipLevel::kFast);
+}
+
+DaysSummed::DaysSummed(const ReportQuery& query) {
+  report_.from_us = query.window.from_us;
+  report_.to_us = query.window.to_us;
+  report_.group_by = query.group_by;
+  report_.policy = query.policy;
+  report_.idle_handling = query.idle;
+}
+
+std::uint16_t DaysSummed::RuleId(std::string_view text) {
+  if (text.empty()) return 0;
+  if (auto it = rule_ids_.find(text); it != rule_ids_.end()) return it->second;
+  const auto id = static_cast<std::uint16_t>(rules_.size());
+  rules_.emplace_back(text);
+  rule_ids_.emplace(std::string(text), id);
+  return id;
+}
+
+std::uint32_t DaysSummed::KeyOfEntry(std::string_view entry) {
+  if (auto it = entry_keys_.find(entry); it != entry_keys_.end()) return it->second;
+  // An entry BuildReports wrote, or one DecodeDayRollup checked.
+  const std::optional<report::Entry> decoded = report::DecodeEntry(entry);
+  std::string key = decoded ? report::KeyOf(decoded->consumer, decoded->placed(), report_.group_by)
+                            : std::string(entry);
+  auto [id, added] = key_ids_.try_emplace(std::move(key), keys_.size());
+  if (added) {
+    keys_.push_back(id->first);
+    rows_.emplace_back();
+  }
+  entry_keys_.emplace(std::string(entry), id->second);
+  return id->second;
+}
+
+Result<DayRollup> DecodeDayRollup(std::string_view kept) {
+  auto bytes = prometheus::Gunzip(kept, kMaxDayBytes);
+  if (!bytes) return Internal("a day kept summed: " + bytes.error().message);
+  VarintReader r(*bytes, "day kept summed");
+  if (const std::uint64_t format = r.Unsigned("format"); r.ok() && format != kDayRollupFormat)
+    r.Fail("format",
+           fmt::format("{} is not {}, the one this build reads", format, kDayRollupFormat));
+  DayRollup out;
+  report::Report& day = out.day;
+  day.from_us = r.Signed("day start");
+  day.to_us = r.Signed("day end");
+  std::array<std::uint64_t, report::SumCheck::kWords> words{};
+  for (std::uint64_t& word : words) word = r.Unsigned("sums");
+  out.sums = report::SumCheck::FromWords(words);
+  std::vector<std::string_view> rules = {""};
+  const std::uint64_t rule_count = r.Unsigned("rule count");
+  if (rule_count > r.left()) r.Fail("rule count", "is more than there can be");
+  for (std::uint64_t i = 0; r.ok() && i < rule_count; ++i) rules.push_back(r.Text("rule"));
+  auto figures = [&](report::Figures& f) {
+    std::array<std::int64_t, kNumbers> v{};
+    for (std::int64_t& n : v) n = r.Signed("figure");
+    f.allocated_gpu_us = v[0];
+    f.compute_gpu_us = v[1];
+    f.memory_kib_s = v[2];
+    f.energy_mj = v[3];
+    f.cost_nanos = v[4];
+    f.activity = Activity{v[5], v[6], v[7], v[8]};
+    f.activity_allocated_gpu_us = v[9];
+    f.activity_compute_gpu_us = v[10];
+    f.granted_memory_kib_s = v[11];
+    f.naive_compute_gpu_us = v[12];
+    f.naive_cost_nanos = v[13];
+    f.quality = ReadQuality(r, "quality");
+    f.activity_quality = ReadQuality(r, "activity quality");
+    for (std::string* rule : {&f.compute_rule, &f.activity_rule, &f.share_source}) {
+      const std::uint64_t id = r.Unsigned("rule");
+      if (id >= rules.size()) r.Fail("rule", "is not in the day's rules");
+      if (r.ok()) rule->assign(rules[id]);
+    }
+  };
+  figures(day.idle);
+  figures(day.unattributed);
+  report::Totals& total = day.total;
+  total.device_cost_nanos = r.Signed("device cost");
+  total.metered_us = r.Signed("metered");
+  total.unmetered_us = r.Signed("unmetered");
+  total.busy_us = r.Signed("busy");
+  total.device_hours = static_cast<int>(r.Signed("device-hours"));
+  const std::uint64_t unpriced_count = r.Unsigned("unpriced models");
+  if (unpriced_count > r.left()) r.Fail("unpriced models", "are more than there can be");
+  for (std::uint64_t i = 0; r.ok() && i < unpriced_count; ++i)
+    total.unpriced_models.emplace_back(r.Text("unpriced model"));
+  const std::uint64_t row_count = r.Unsigned("row count");
+  if (row_count > r.left()) r.Fail("row count", "is more than there can be");
+  day.rows.reserve(r.ok() ? row_count : 0);
+  for (std::uint64_t i = 0; r.ok() && i < row_count; ++i) {
+    report::Row& row = day.rows.emplace_back();
+    row.key = r.Text("entry");
+    figures(row.figures);
+    if (r.ok() && !report::DecodeEntry(row.key))
+      r.Fail("entry", "is not a consumer placed (report::EncodeEntry)");
+  }
+  if (r.ok() && !r.AtEnd()) r.Fail("end", "has bytes after the rows");
+  if (!r.ok()) return Internal(r.what());
+  return out;
+}
+
+void DaysSummed::Add(const DayRollup& kept) {
+  const report::Report& day = kept.day;
+  for (const report::Row& row : day.rows) {
+    const report::Figures& f = row.figures;
+    RowSums sums;
+    sums.present = true;
+    sums.allocated_us = f.allocated_gpu_us;
+    sums.compute_us = f.compute_gpu_us;
+    sums.memory_kib_s = f.memory_kib_s;
+    sums.energy_mj = f.energy_mj;
+    sums.cost_nanos = f.cost_nanos;
+    sums.quality = f.quality;
+    sums.compute_rule.Add(RuleId(f.compute_rule));
+    sums.activity = f.activity;
+    sums.activity_allocated_us = f.activity_allocated_gpu_us;
+    sums.activity_compute_us = f.activity_compute_gpu_us;
+    sums.activity_quality = f.activity_quality;
+    sums.activity_rule.Add(RuleId(f.activity_rule));
+    sums.granted_memory_kib_s = f.granted_memory_kib_s;
+    sums.share_source.Add(RuleId(f.share_source));
+    sums.naive_compute_us = f.naive_compute_gpu_us;
+    sums.naive_cost_nanos = f.naive_cost_nanos;
+    rows_[KeyOfEntry(row.key)].Merge(sums);
+  }
+  report_.idle.Add(day.idle);
+  report_.unattributed.Add(day.unattributed);
+  report_.total.AddSums(day.total);
+  unpriced_.insert(day.total.unpriced_models.begin(), day.total.unpriced_models.end());
+  sums_.Merge(kept.sums);
+  ++days_;
+}
+
+report::Report DaysSummed::Finish() {
+  report::Report out = std::move(report_);
+  for (std::size_t key = 0; key < keys_.size(); ++key) {
+    if (!rows_[key].present) continue;
+    report::Figures f = rows_[key].ToFigures(rules_);
+    out.rows.push_back(
+        report::Row{keys_[key], f, utilization::Classify(report::UtilizationInputs(f))});
+  }
+  report::SortRows(out.rows);
+  out.total.unpriced_models.assign(unpriced_.begin(), unpriced_.end());
+  return out;
+}
+
+}  // namespace gpuledger::ledger

@@ -1,0 +1,91 @@
+#pragma once
+// Days kept summed (issue 32): a whole UTC day's report at its finest grain (a row per consumer,
+// label set and GPU: report::Dimension::Kind::kEntry, as a closed statement keeps a month) for
+// one policy and idle handling, kept in the ledger beside the day's rows. Any grouping of the
+// day regroups from it, integer for integer what the day's rows give, so a cold report over 30
+// days reads 30 of them rather than every usage row (at 10,000 GPUs about a million kept rows
+// for 23.6 million). A write that touches a day drops what was kept of it
+// (store::LedgerStore::WriteDayRollup), so one that is there is the day as it stands.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "cost/policy.h"
+#include "ledger/reports.h"
+#include "ledger/row_sums.h"
+#include "report/report.h"
+
+namespace gpuledger::ledger {
+
+// A kept day's bytes: a day in another format is not read. Bump it whenever what a report sums
+// from a day's rows changes (a split rule, a figure), so no build answers from days an older
+// one summed.
+inline constexpr std::uint64_t kDayRollupFormat = 1;
+
+// The store's name for days kept summed with a policy and idle handling (and this format).
+std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& idle);
+
+// Whether a query's whole days may be read kept summed: one report (no step) of every row (no
+// filter, not rows only) whose days sum to its window (StepsSumToWindow).
+bool ReadsDaysSummed(const ReportQuery& query);
+
+// The day [from, from + 1 day) a query's days are kept as: its policy and idle handling, every
+// row at its finest grain.
+ReportQuery DayRollupQuery(const ReportQuery& query, Micros day_us);
+
+// `day`: BuildReports' report of DayRollupQuery (one whole UTC day); `sums`: the magnitude sums
+// of the day's rows (Snapshot::sums() of that day), so days read kept are checked as rows are.
+std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& sums);
+
+// A kept day read back: the day's report (EncodeDayRollup's `day`) and its rows' sums.
+struct DayRollup {
+  report::Report day;
+  report::SumCheck sums;
+};
+// kInternal, naming the byte, for bytes EncodeDayRollup did not write (another format, or
+// damaged): the caller sums that day from its rows instead.
+Result<DayRollup> DecodeDayRollup(std::string_view kept);
+
+// Days kept summed, regrouped and summed as one report of a query (its window, grouping, policy
+// and idle handling).
+class DaysSummed {
+ public:
+  explicit DaysSummed(const ReportQuery& query);
+
+  // Adds a day: one read back, or one just summed (its rows' keys are entries).
+  void Add(const DayRollup& day);
+  bool empty() const { return days_ == 0; }
+  // The magnitude sums of the rows of every day added.
+  const report::SumCheck& sums() const { return sums_; }
+  // The report over the days added, as BuildReports would give it over their rows.
+  report::Report Finish();
+
+ private:
+  std::uint32_t KeyOfEntry(std::string_view entry);
+  std::uint16_t RuleId(std::string_view text);
+
+  report::Report report_;  // the heading: window, grouping, policy, idle handling
+  int days_ = 0;
+  // An entry's key id (by entry text: a consumer lives for days, and its key is worked once).
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const {
+      return std::hash<std::string_view>{}(text);
+    }
+  };
+  std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> entry_keys_;
+  std::unordered_map<std::string, std::uint32_t> key_ids_;
+  std::vector<std::string> keys_;
+  std::vector<RowSums> rows_;  // by key id
+  std::vector<std::string> rules_ = {""};
+  std::unordered_map<std::string, std::uint16_t, TextHash, std::equal_to<>> rule_ids_;
+  std::set<std::string> unpriced_;
+  report::SumCheck sums_;
+};
+
+}  // namespace gpuledger::ledger

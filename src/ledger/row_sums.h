@@ -1,0 +1,114 @@
+#pragma once
+// A report row as it is summed (ledger/reports.cc from a snapshot's rows, ledger/day_rollup.cc
+// from days kept summed): its numbers, and its rules as ids into a table of rule texts, merged
+// into report::Figures' text once at the end rather than per row.
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/usage.h"
+#include "report/report.h"
+
+namespace gpuledger::ledger {
+
+// A set of rule ids (into a table of rule texts, Snapshot::rules()); 0, the empty rule, is
+// never added.
+class RuleSet {
+ public:
+  void Add(std::uint16_t id) {
+    if (id == 0) return;
+    if (id < 64) {
+      mask_ |= std::uint64_t{1} << id;
+      return;
+    }
+    if (std::find(more_.begin(), more_.end(), id) == more_.end()) more_.push_back(id);
+  }
+  void Merge(const RuleSet& o) {
+    mask_ |= o.mask_;
+    for (std::uint16_t id : o.more_) Add(id);
+  }
+  // The text MergeRules gives for these rules merged in any order: one rule as it is, several
+  // as the sorted union of their '+'-separated parts.
+  std::string Text(const std::vector<std::string>& rules) const {
+    std::vector<std::uint16_t> ids = more_;
+    for (int i = 1; i < 64; ++i)
+      if (mask_ & (std::uint64_t{1} << i)) ids.push_back(static_cast<std::uint16_t>(i));
+    if (ids.empty()) return {};
+    if (ids.size() == 1) return rules[ids[0]];
+    std::string merged;
+    for (std::uint16_t id : ids) merged = MergeRules(merged, rules[id]);
+    return merged;
+  }
+
+ private:
+  std::uint64_t mask_ = 0;
+  std::vector<std::uint16_t> more_;
+};
+
+// One report row being summed: report::Figures with its rules as ids.
+struct RowSums {
+  bool present = false;
+  GpuMicros allocated_us = 0;
+  GpuMicros compute_us = 0;
+  KibSeconds memory_kib_s = 0;
+  MilliJoules energy_mj = 0;
+  Nanos cost_nanos = 0;
+  Quality quality = Quality::kNone;
+  RuleSet compute_rule;
+  Activity activity;
+  GpuMicros activity_allocated_us = 0;
+  GpuMicros activity_compute_us = 0;
+  Quality activity_quality = Quality::kNone;
+  RuleSet activity_rule;
+  KibSeconds granted_memory_kib_s = 0;
+  RuleSet share_source;
+  GpuMicros naive_compute_us = 0;
+  Nanos naive_cost_nanos = 0;
+
+  // Sums another part's rows of the same key (memory-time saturating, as Figures::Add).
+  void Merge(const RowSums& o) {
+    if (!o.present) return;
+    present = true;
+    allocated_us += o.allocated_us;
+    compute_us += o.compute_us;
+    memory_kib_s = report::AddKibSeconds(memory_kib_s, o.memory_kib_s);
+    energy_mj += o.energy_mj;
+    cost_nanos += o.cost_nanos;
+    quality = Combine(quality, o.quality);
+    compute_rule.Merge(o.compute_rule);
+    activity += o.activity;
+    activity_allocated_us += o.activity_allocated_us;
+    activity_compute_us += o.activity_compute_us;
+    activity_quality = Combine(activity_quality, o.activity_quality);
+    activity_rule.Merge(o.activity_rule);
+    granted_memory_kib_s = report::AddKibSeconds(granted_memory_kib_s, o.granted_memory_kib_s);
+    share_source.Merge(o.share_source);
+    naive_compute_us = report::AddSaturating(naive_compute_us, o.naive_compute_us);
+    naive_cost_nanos = report::AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
+  }
+
+  report::Figures ToFigures(const std::vector<std::string>& rules) const {
+    report::Figures f;
+    f.allocated_gpu_us = allocated_us;
+    f.compute_gpu_us = compute_us;
+    f.memory_kib_s = memory_kib_s;
+    f.energy_mj = energy_mj;
+    f.cost_nanos = cost_nanos;
+    f.quality = quality;
+    f.compute_rule = compute_rule.Text(rules);
+    f.activity = activity;
+    f.activity_allocated_gpu_us = activity_allocated_us;
+    f.activity_compute_gpu_us = activity_compute_us;
+    f.activity_quality = activity_quality;
+    f.activity_rule = activity_rule.Text(rules);
+    f.granted_memory_kib_s = granted_memory_kib_s;
+    f.share_source = share_source.Text(rules);
+    f.naive_compute_gpu_us = naive_compute_us;
+    f.naive_cost_nanos = naive_cost_nanos;
+    return f;
+  }
+};
+
+}  // namespace gpuledger::ledger
