@@ -1,5 +1,6 @@
 #include "ledger/day_rollup.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <utility>
@@ -79,6 +80,10 @@ bool ReadsDaysSummed(const ReportQuery& query) {
   return query.step == 0 && query.filter.empty() && !query.rows_only && StepsSumToWindow(query);
 }
 
+namespace {
+
+// The day [day_us, day_us + 1 day) as a day is kept: the query's policy and idle handling, every
+// row at its finest grain.
 ReportQuery DayRollupQuery(const ReportQuery& query, Micros day_us) {
   ReportQuery day;
   day.window = {day_us, day_us + kMicrosPerDay};
@@ -86,6 +91,41 @@ ReportQuery DayRollupQuery(const ReportQuery& query, Micros day_us) {
   day.policy = query.policy;
   day.idle = query.idle;
   return day;
+}
+
+}  // namespace
+
+Result<DayRollup> SumDay(const Snapshot& snapshot, const ReportQuery& query,
+                         const Parallelism& parallelism) {
+  auto entries =
+      BuildReports(snapshot, DayRollupQuery(query, snapshot.range().from_us), parallelism);
+  if (!entries) return entries.error();
+  return DayRollup{std::move(entries->front()), snapshot.sums()};
+}
+
+Result<int> KeepDays(store::LedgerStore& store, const ReportQuery& query, const TimeRange& days,
+                     const std::function<bool()>& stop) {
+  const std::string kind = DayRollupKind(query.policy, query.idle);
+  auto kept = store.KeptDays(kind, days);
+  if (!kept) return kept.error();
+  const Micros first = (days.from_us + kMicrosPerDay - 1) / kMicrosPerDay * kMicrosPerDay;
+  int added = 0;
+  for (Micros day = first; day < days.to_us && !stop(); day += kMicrosPerDay) {
+    if (std::binary_search(kept->begin(), kept->end(), day)) continue;
+    // Read before the day: a write after it means the day may have changed, and is not kept.
+    auto generation = store.Generation();
+    if (!generation) return generation.error();
+    auto snapshot = Snapshot::Load(store, {day, day + kMicrosPerDay});
+    if (!snapshot) return snapshot.error();
+    if ((*snapshot)->devices().size() == 0) continue;  // nothing recorded that day
+    auto summed = SumDay(**snapshot, query);
+    if (!summed) return summed.error();
+    auto written =
+        store.WriteDayRollup(day, kind, *generation, EncodeDayRollup(summed->day, summed->sums));
+    if (!written) return written.error();
+    if (*written) ++added;
+  }
+  return added;
 }
 
 std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& sums) {

@@ -8,6 +8,7 @@
 // (store::LedgerStore::WriteDayRollup), so one that is there is the day as it stands.
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "ledger/reports.h"
 #include "ledger/row_sums.h"
 #include "report/report.h"
+#include "store/ledger_store.h"
 
 namespace gpuledger::ledger {
 
@@ -34,19 +36,28 @@ std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& 
 // filter, not rows only) whose days sum to its window (StepsSumToWindow).
 bool ReadsDaysSummed(const ReportQuery& query);
 
-// The day [from, from + 1 day) a query's days are kept as: its policy and idle handling, every
-// row at its finest grain.
-ReportQuery DayRollupQuery(const ReportQuery& query, Micros day_us);
-
-// `day`: BuildReports' report of DayRollupQuery (one whole UTC day); `sums`: the magnitude sums
-// of the day's rows (Snapshot::sums() of that day), so days read kept are checked as rows are.
-std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& sums);
-
-// A kept day read back: the day's report (EncodeDayRollup's `day`) and its rows' sums.
+// A day summed: its report at its finest grain (BuildReports' answer to DayRollupQuery) and the
+// magnitude sums of its rows (Snapshot::sums() of that day), so days read kept are checked for
+// overflow as rows are.
 struct DayRollup {
   report::Report day;
   report::SumCheck sums;
 };
+
+// The whole UTC day `snapshot` holds (Snapshot::Load of that day) summed for `query`'s policy
+// and idle handling.
+Result<DayRollup> SumDay(const Snapshot& snapshot, const ReportQuery& query,
+                         const Parallelism& parallelism = {});
+
+// The bytes the ledger keeps of a day (store::LedgerStore::WriteDayRollup's body).
+std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& sums);
+
+// Keeps summed, for `query`'s policy and idle handling, every whole UTC day starting in `days`
+// that the ledger does not keep yet, oldest first, each read alone (a day of the ledger in
+// memory at a time); `stop` is asked between days. What a server runs in the background so
+// that reports find the days kept. Returns how many it kept (a day written meanwhile is not).
+Result<int> KeepDays(store::LedgerStore& store, const ReportQuery& query, const TimeRange& days,
+                     const std::function<bool()>& stop);
 // kInternal, naming the byte, for bytes EncodeDayRollup did not write (another format, or
 // damaged): the caller sums that day from its rows instead.
 Result<DayRollup> DecodeDayRollup(std::string_view kept);

@@ -443,19 +443,18 @@ Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& 
   return Status::Ok();
 }
 
-// Sums the day `snapshot` holds at its finest grain, keeps it in `store` when nothing was written
-// since the ledger stood at `generation` (a store that cannot keep it sums it again next time),
-// and adds it to `days`. No report of its own: `days` has the day.
+// Sums the day `snapshot` holds, keeps it in `store` when nothing was written since the ledger
+// stood at `generation` (a store that cannot keep it sums it again next time), and adds it to
+// `days`. No report of its own: `days` has the day.
 Result<std::vector<report::Report>> KeepDay(store::LedgerStore& store, const Snapshot& snapshot,
                                             const ReportQuery& query,
                                             const Parallelism& parallelism, std::int64_t generation,
                                             const std::string& kind, DaysSummed& days) {
-  const Micros day_us = snapshot.range().from_us;
-  auto entries = BuildReports(snapshot, DayRollupQuery(query, day_us), parallelism);
-  if (!entries) return entries.error();
-  DayRollup day{std::move(entries->front()), snapshot.sums()};
-  (void)store.WriteDayRollup(day_us, kind, generation, EncodeDayRollup(day.day, day.sums));
-  days.Add(day);
+  auto day = SumDay(snapshot, query, parallelism);
+  if (!day) return day.error();
+  (void)store.WriteDayRollup(snapshot.range().from_us, kind, generation,
+                             EncodeDayRollup(day->day, day->sums));
+  days.Add(*day);
   return std::vector<report::Report>{};
 }
 

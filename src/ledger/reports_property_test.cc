@@ -604,6 +604,20 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   auto mended = store.ReadDayRollup(Hour(24), kind);
   ASSERT_TRUE(mended.ok() && mended->has_value());
   EXPECT_TRUE(DecodeDayRollup(**mended).ok());
+
+  // A keeper (what a server runs in the background) keeps each day not kept, once; asked to
+  // stop, none. A report then reads them all kept.
+  q.policy = *cost::ParsePolicy("hybrid:0.5");
+  const TimeRange all_days{Hour(0), Hour(hours)};
+  auto stopped = KeepDays(store, q, all_days, [] { return true; });
+  ASSERT_TRUE(stopped.ok()) << stopped.error().message;
+  EXPECT_EQ(*stopped, 0);
+  auto keeps = KeepDays(store, q, all_days, [] { return false; });
+  ASSERT_TRUE(keeps.ok()) << keeps.error().message;
+  EXPECT_EQ(*keeps, 5);
+  EXPECT_EQ(*KeepDays(store, q, all_days, [] { return false; }), 0);
+  EXPECT_EQ(store.KeptDays(DayRollupKind(q.policy, q.idle), all_days)->size(), 5u);
+  answers_as_rows("kept by a keeper");
   auto damaged = DecodeDayRollup(prometheus::Gzip(std::string("\x01\x02", 2)));
   ASSERT_FALSE(damaged.ok());
   EXPECT_EQ(damaged.error().message, "day kept summed byte 2: day end ends inside it");

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ledger/day_rollup.h"
+#include "ledger/report_request.h"
 #include "server/http_server.h"
 #include "store/ledger_store.h"
 
@@ -17,6 +19,24 @@ StoreOpener ReadConnections(const std::string& db) {
     return store::OpenSqliteLedger(store::SqliteLedgerPath(db), {.read_only = true});
   };
 }
+
+namespace {
+
+// Keeps summed the last `days` days that ended by `now_us`, for the reports' default policy and
+// idle handling. A failure is said and left: reports read those days' rows meanwhile.
+void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
+                   const std::atomic<bool>& stop, std::ostream& err) {
+  const Micros today = now_us / kMicrosPerDay * kMicrosPerDay;
+  ledger::ReportRequest defaults;
+  ledger::ReportQuery query;
+  query.policy = *cost::ParsePolicy(defaults.policy);
+  query.idle = *cost::ParseIdleHandling(defaults.idle);
+  auto kept = ledger::KeepDays(store, query, {today - days * kMicrosPerDay, today},
+                               [&] { return stop.load(); });
+  if (!kept) err << "warning: keeping days summed: " << kept.error().message << "\n";
+}
+
+}  // namespace
 
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
                    std::ostream& err) {
@@ -48,7 +68,16 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
       store::DisplayLedgerSpec(options.db), base, base);
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
-  while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The idle read-write connection keeps days between the checks for `stop`.
+  const Clock& clock = options.clock != nullptr ? *options.clock : TheSystemClock();
+  Micros next_keep_us = clock.Now().mono_us;
+  while (!stop.load()) {
+    if (options.keep_days_every_us > 0 && clock.Now().mono_us >= next_keep_us) {
+      KeepEndedDays(**store, options.keep_days, clock.Now().wall_us, stop, err);
+      next_keep_us = clock.Now().mono_us + options.keep_days_every_us;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   (*http)->Stop();
   serve.join();
   return Status::Ok();

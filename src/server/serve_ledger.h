@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
@@ -27,10 +28,16 @@ struct ServeLedgerOptions {
   std::function<std::string()> extra_metrics;  // appended to the server's /metrics when given
   guardrails::Policy policy = guardrails::DefaultPolicy();
   cost::Catalog catalog = cost::DefaultCatalog();  // for /api/v1/recommendations
+  // How often the ended days of the last `keep_days` are kept summed for the default policy and
+  // idle handling (ledger/day_rollup.h: a cold report then reads a record per day); 0: never.
+  Micros keep_days_every_us = 600 * kMicrosPerSecond;
+  int keep_days = 35;
+  const Clock* clock = nullptr;  // nullptr: the system's
 };
 
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning
-// when it serves an address beyond loopback without a token. An error when the ledger cannot be
+// when it serves an address beyond loopback without a token (and any failure to keep days,
+// which leaves reports reading rows). An error when the ledger cannot be
 // opened or the address bound.
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
                    std::ostream& err);

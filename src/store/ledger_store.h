@@ -186,6 +186,12 @@ class LedgerStore {
     (void)kind;
     return std::optional<std::string>();
   }
+  // The days starting in `range` kept summed as `kind`, in order (what a keeper need not sum).
+  virtual Result<std::vector<Micros>> KeptDays(std::string_view kind, const TimeRange& range) {
+    (void)kind;
+    (void)range;
+    return std::vector<Micros>{};
+  }
   // Keeps `body` as the day `day_us` summed as `kind` (replacing one kept before) when nothing
   // was written since the ledger stood at `generation` (Generation() before the day was read),
   // and returns true; else keeps nothing and returns false, as a store that cannot keep them.

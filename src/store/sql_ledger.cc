@@ -98,6 +98,7 @@ class SqlLedger final : public LedgerStore {
   Result<std::vector<Statement>> ReadStatements(const std::string& period) override;
   Result<std::string> ReadStatementBody(const Statement& heading) override;
   Result<std::optional<std::string>> ReadDayRollup(Micros day_us, std::string_view kind) override;
+  Result<std::vector<Micros>> KeptDays(std::string_view kind, const TimeRange& range) override;
   Result<bool> WriteDayRollup(Micros day_us, std::string_view kind, std::int64_t generation,
                               std::string_view body) override;
 
@@ -497,6 +498,20 @@ Result<std::optional<std::string>> SqlLedger::ReadDayRollup(Micros day_us, std::
                                 });
   if (!read) return read;
   return body;
+}
+
+Result<std::vector<Micros>> SqlLedger::KeptDays(std::string_view kind, const TimeRange& range) {
+  std::vector<Micros> days;
+  const std::array<SqlValue, 3> args = {kind, range.from_us, range.to_us};
+  Status read = db_->ForEachRow("list the days kept summed",
+                                "SELECT day_us FROM day_rollups WHERE kind = ?1 AND day_us >= ?2 "
+                                "AND day_us < ?3 ORDER BY day_us",
+                                args, [&](SqlRow& row) -> Status {
+                                  days.push_back(row.Int(0));
+                                  return row.Check("day_rollups");
+                                });
+  if (!read) return read;
+  return days;
 }
 
 Result<bool> SqlLedger::WriteDayRollup(Micros day_us, std::string_view kind,
