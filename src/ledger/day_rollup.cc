@@ -77,7 +77,9 @@ std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& 
 }
 
 bool ReadsDaysSummed(const ReportQuery& query) {
-  return query.step == 0 && query.filter.empty() && !query.rows_only && StepsSumToWindow(query);
+  const bool days_steps = query.step == 0 || (query.step % kMicrosPerDay == 0 &&
+                                              query.window.from_us % kMicrosPerDay == 0);
+  return days_steps && query.filter.empty() && !query.rows_only && StepsSumToWindow(query);
 }
 
 namespace {
@@ -158,11 +160,19 @@ std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& s
 }
 
 DaysSummed::DaysSummed(const ReportQuery& query) {
-  report_.from_us = query.window.from_us;
-  report_.to_us = query.window.to_us;
-  report_.group_by = query.group_by;
-  report_.policy = query.policy;
-  report_.idle_handling = query.idle;
+  const Micros from = query.window.from_us;
+  const Micros to = std::max(query.window.to_us, from);
+  step_us_ = query.step > 0 ? query.step : std::max<Micros>(to - from, 1);
+  // The steps as BuildReports makes them: from the window's start, the last one cut at its end.
+  for (Micros t = from; t < to || steps_.empty(); t += step_us_) {
+    report::Report& r = steps_.emplace_back().report;
+    r.from_us = t;
+    r.to_us = query.step > 0 ? std::min(t + step_us_, to) : to;
+    r.group_by = query.group_by;
+    r.policy = query.policy;
+    r.idle_handling = query.idle;
+    if (to <= from) break;
+  }
 }
 
 std::uint16_t DaysSummed::RuleId(std::string_view text) {
@@ -178,13 +188,11 @@ std::uint32_t DaysSummed::KeyOfEntry(std::string_view entry) {
   if (auto it = entry_keys_.find(entry); it != entry_keys_.end()) return it->second;
   // An entry BuildReports wrote, or one DecodeDayRollup checked.
   const std::optional<report::Entry> decoded = report::DecodeEntry(entry);
-  std::string key = decoded ? report::KeyOf(decoded->consumer, decoded->placed(), report_.group_by)
-                            : std::string(entry);
+  std::string key =
+      decoded ? report::KeyOf(decoded->consumer, decoded->placed(), steps_.front().report.group_by)
+              : std::string(entry);
   auto [id, added] = key_ids_.try_emplace(std::move(key), keys_.size());
-  if (added) {
-    keys_.push_back(id->first);
-    rows_.emplace_back();
-  }
+  if (added) keys_.push_back(id->first);
   entry_keys_.emplace(std::string(entry), id->second);
   return id->second;
 }
@@ -258,6 +266,9 @@ Result<DayRollup> DecodeDayRollup(std::string_view kept) {
 
 void DaysSummed::Add(const DayRollup& kept) {
   const report::Report& day = kept.day;
+  const auto at = static_cast<std::size_t>(
+      std::max<Micros>(day.from_us - steps_.front().report.from_us, 0) / step_us_);
+  Step& step = steps_[std::min(at, steps_.size() - 1)];
   for (const report::Row& row : day.rows) {
     const report::Figures& f = row.figures;
     RowSums sums;
@@ -278,26 +289,32 @@ void DaysSummed::Add(const DayRollup& kept) {
     sums.share_source.Add(RuleId(f.share_source));
     sums.naive_compute_us = f.naive_compute_gpu_us;
     sums.naive_cost_nanos = f.naive_cost_nanos;
-    rows_[KeyOfEntry(row.key)].Merge(sums);
+    const std::uint32_t key = KeyOfEntry(row.key);
+    if (key >= step.rows.size()) step.rows.resize(keys_.size());
+    step.rows[key].Merge(sums);
   }
-  report_.idle.Add(day.idle);
-  report_.unattributed.Add(day.unattributed);
-  report_.total.AddSums(day.total);
-  unpriced_.insert(day.total.unpriced_models.begin(), day.total.unpriced_models.end());
+  step.report.idle.Add(day.idle);
+  step.report.unattributed.Add(day.unattributed);
+  step.report.total.AddSums(day.total);
+  step.unpriced.insert(day.total.unpriced_models.begin(), day.total.unpriced_models.end());
   sums_.Merge(kept.sums);
   ++days_;
 }
 
-report::Report DaysSummed::Finish() {
-  report::Report out = std::move(report_);
-  for (std::size_t key = 0; key < keys_.size(); ++key) {
-    if (!rows_[key].present) continue;
-    report::Figures f = rows_[key].ToFigures(rules_);
-    out.rows.push_back(
-        report::Row{keys_[key], f, utilization::Classify(report::UtilizationInputs(f))});
+std::vector<report::Report> DaysSummed::Finish() {
+  std::vector<report::Report> out;
+  out.reserve(steps_.size());
+  for (Step& step : steps_) {
+    report::Report& r = out.emplace_back(std::move(step.report));
+    for (std::size_t key = 0; key < step.rows.size(); ++key) {
+      if (!step.rows[key].present) continue;
+      report::Figures f = step.rows[key].ToFigures(rules_);
+      r.rows.push_back(
+          report::Row{keys_[key], f, utilization::Classify(report::UtilizationInputs(f))});
+    }
+    report::SortRows(r.rows);
+    r.total.unpriced_models.assign(step.unpriced.begin(), step.unpriced.end());
   }
-  report::SortRows(out.rows);
-  out.total.unpriced_models.assign(unpriced_.begin(), unpriced_.end());
   return out;
 }
 

@@ -32,8 +32,9 @@ inline constexpr std::uint64_t kDayRollupFormat = 1;
 // The store's name for days kept summed with a policy and idle handling (and this format).
 std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& idle);
 
-// Whether a query's whole days may be read kept summed: one report (no step) of every row (no
-// filter, not rows only) whose days sum to its window (StepsSumToWindow).
+// Whether a query's whole days may be read kept summed: reports of every row (no filter, not
+// rows only) whose days sum to their windows (StepsSumToWindow), one over the window or one per
+// step of whole days from a day's start.
 bool ReadsDaysSummed(const ReportQuery& query);
 
 // A day summed: its report at its finest grain (BuildReports' answer to DayRollupQuery) and the
@@ -62,26 +63,35 @@ Result<int> KeepDays(store::LedgerStore& store, const ReportQuery& query, const 
 // damaged): the caller sums that day from its rows instead.
 Result<DayRollup> DecodeDayRollup(std::string_view kept);
 
-// Days kept summed, regrouped and summed as one report of a query (its window, grouping, policy
-// and idle handling).
+// Days kept summed, regrouped and summed as the reports of a query (its window, grouping,
+// policy and idle handling, and its steps, which ReadsDaysSummed makes whole days).
 class DaysSummed {
  public:
   explicit DaysSummed(const ReportQuery& query);
 
-  // Adds a day: one read back, or one just summed (its rows' keys are entries).
+  // Adds a day of the window: one read back, or one just summed (its rows' keys are entries).
   void Add(const DayRollup& day);
   bool empty() const { return days_ == 0; }
   // The magnitude sums of the rows of every day added.
   const report::SumCheck& sums() const { return sums_; }
-  // The report over the days added, as BuildReports would give it over their rows.
-  report::Report Finish();
+  // A report per step (one without a step) over the days added, as BuildReports would give
+  // them over their rows.
+  std::vector<report::Report> Finish();
 
  private:
   std::uint32_t KeyOfEntry(std::string_view entry);
   std::uint16_t RuleId(std::string_view text);
 
-  report::Report report_;  // the heading: window, grouping, policy, idle handling
+  // One step's report being summed.
+  struct Step {
+    report::Report report;      // the heading: window, grouping, policy, idle handling
+    std::vector<RowSums> rows;  // by key id
+    std::set<std::string> unpriced;
+  };
+  std::vector<Step> steps_;
+  Micros step_us_ = 0;
   int days_ = 0;
+  report::SumCheck sums_;
   // An entry's key id (by entry text: a consumer lives for days, and its key is worked once).
   struct TextHash {
     using is_transparent = void;
@@ -92,11 +102,8 @@ class DaysSummed {
   std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> entry_keys_;
   std::unordered_map<std::string, std::uint32_t> key_ids_;
   std::vector<std::string> keys_;
-  std::vector<RowSums> rows_;  // by key id
   std::vector<std::string> rules_ = {""};
   std::unordered_map<std::string, std::uint16_t, TextHash, std::equal_to<>> rule_ids_;
-  std::set<std::string> unpriced_;
-  report::SumCheck sums_;
 };
 
 }  // namespace gpuledger::ledger

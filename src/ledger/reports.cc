@@ -573,7 +573,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   for (DaysSummed& days : summed) {
     if (days.empty()) continue;
     sums.Merge(days.sums());
-    merged.Add({days.Finish()});
+    merged.Add(days.Finish());
   }
   // A write between the parts, or sums that might not fit: the window read whole, in one
   // snapshot, decides (and names what does not fit).

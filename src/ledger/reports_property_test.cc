@@ -531,23 +531,33 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   const char* const groupings[] = {"namespace", "label:team",       "controller", "node,gpu_model",
                                    "device",    "pod,sharing_mode", "cluster"};
   int read_kept = 0;
+  int stepped_read_kept = 0;  // steps of whole days, read kept
   for (int trial = 0; trial < 36; ++trial) {
     ReportQuery q;
     q.policy = *cost::ParsePolicy(policies[trial % 4]);
     q.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 3]);
     q.group_by = *report::ParseGroupBy(groupings[trial % 7]);
-    q.window = {Hour(static_cast<int>(rng() % 30)), Hour(hours - static_cast<int>(rng() % 30))};
+    // Every other window starts on a day, where steps of whole days read kept days too.
+    const int from =
+        trial % 2 == 0 ? 24 * static_cast<int>(rng() % 2) : static_cast<int>(rng() % 30);
+    q.window = {Hour(from), Hour(hours - static_cast<int>(rng() % 30))};
+    q.step = (trial / 2) % 3 == 0 ? 0 : (trial / 2) % 3 * kMicrosPerDay;
     const bool was_kept = kept(2, q);
-    auto ours = trial % 2 == 0 ? ReadReports(store, q)
-                               : ReadReports(store, q, [&] { return ledger->Open(); });
+    auto ours = trial % 4 < 2 ? ReadReports(store, q)
+                              : ReadReports(store, q, [&] { return ledger->Open(); });
     ASSERT_TRUE(ours.ok()) << ours.error().message;
-    EXPECT_EQ(report::ReportToJson(ours->front()), PlainReports(store, q, "").front())
-        << "trial " << trial << " by " << groupings[trial % 7];
+    const std::vector<std::string> plain = PlainReports(store, q, "");
+    ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
+    for (std::size_t i = 0; i < plain.size(); ++i)
+      EXPECT_EQ(report::ReportToJson((*ours)[i]), plain[i])
+          << "trial " << trial << " step " << i << " by " << groupings[trial % 7];
     if (!ReadsDaysSummed(q)) continue;  // read from rows: nothing kept, nothing read kept
     EXPECT_TRUE(kept(2, q)) << "trial " << trial;
     if (was_kept) ++read_kept;
+    if (was_kept && q.step > 0) ++stepped_read_kept;
   }
   EXPECT_GT(read_kept, 8);
+  EXPECT_GT(stepped_read_kept, 2);
 
   ReportQuery q;
   q.policy = *cost::ParsePolicy("allocation");
