@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ledger/day_rollup.h"
+
 namespace gpuledger::ledger {
 namespace {
 
@@ -59,7 +61,9 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
       return Snapshot::Load(store, window);
     }
   }
+  loading_ = true;
   auto loaded = Snapshot::Load(store, keep);
+  loading_ = false;
   if (!loaded) return loaded.error();
   kept_ = *loaded;
   kept_generation_ = *generation;
@@ -95,8 +99,20 @@ Result<std::shared_ptr<const Snapshot>> ReadService::RefreshKept(store::LedgerSt
   return std::shared_ptr<const Snapshot>();
 }
 
+Status ReadService::Warm(store::LedgerStore& store) {
+  auto extent = store.Extent();
+  if (!extent) return extent.status();
+  if (extent->to_us <= extent->from_us) return Status::Ok();  // nothing to keep yet
+  auto snapshot = SnapshotFor(store, {extent->to_us - kMicrosPerHour, extent->to_us});
+  return snapshot ? Status::Ok() : snapshot.status();
+}
+
 Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& store,
                                                          const ReportQuery& query) {
+  if (loading_ && ReadsDaysSummed(query)) {
+    ++kept_day_reads_;
+    return ReadReports(store, query);
+  }
   auto snapshot = SnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
   return BuildReports(**snapshot, query);
@@ -104,6 +120,12 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
 
 Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
                                                   const ReportQuery& query) {
+  if (loading_ && ReadsDaysSummed(query)) {  // whose steps sum to its window
+    ++kept_day_reads_;
+    auto steps = ReadReports(store, query);
+    if (!steps) return steps.error();
+    return SteppedReport{SumSteps(*steps), std::move(*steps)};
+  }
   auto snapshot = SnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
   auto steps = BuildReports(**snapshot, query);
@@ -117,7 +139,8 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
 }
 
 ReadServiceStats ReadService::stats() const {
-  return {cache_hits_.load(), cache_loads_.load(), cache_refreshes_.load(), direct_reads_.load()};
+  return {cache_hits_.load(), cache_loads_.load(), cache_refreshes_.load(), direct_reads_.load(),
+          kept_day_reads_.load()};
 }
 
 }  // namespace gpuledger::ledger

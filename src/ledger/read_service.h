@@ -29,6 +29,8 @@ struct ReadServiceStats {
   std::int64_t cache_loads = 0;  // the kept snapshot loaded whole: first use, or unknown changes
   std::int64_t cache_refreshes = 0;  // the kept snapshot's changed days read again
   std::int64_t direct_reads = 0;     // windows outside the kept days, read for one query
+  // Answered from the days the ledger keeps summed while the kept snapshot loaded whole.
+  std::int64_t kept_day_reads = 0;
 };
 
 // A window's report and its steps' reports, from one snapshot.
@@ -48,6 +50,11 @@ class ReadService {
   // A snapshot covering `window` at the ledger's current generation.
   Result<std::shared_ptr<const Snapshot>> SnapshotFor(store::LedgerStore& store,
                                                       const TimeRange& window);
+  // Loads the kept snapshot now (a server starting), so the first report does not wait for it.
+  // While it loads whole, a report whose days can be read kept summed (ReadsDaysSummed) reads
+  // them instead of waiting (ReadReports on the report's own connection): at 10,000 GPUs seconds
+  // where the load takes tens.
+  Status Warm(store::LedgerStore& store);
   ReadServiceStats stats() const;
 
  private:
@@ -64,6 +71,8 @@ class ReadService {
   std::atomic<std::int64_t> cache_loads_ = 0;
   std::atomic<std::int64_t> cache_refreshes_ = 0;
   std::atomic<std::int64_t> direct_reads_ = 0;
+  std::atomic<std::int64_t> kept_day_reads_ = 0;
+  std::atomic<bool> loading_ = false;  // the kept snapshot is loading whole
 };
 
 }  // namespace gpuledger::ledger

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "report/report_json.h"
+#include "store_test_env/forwarding_store.h"
 #include "store_test_env/store_test_env.h"
 
 namespace gpuledger::ledger {
@@ -230,6 +234,51 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
   for (const report::Row& row : windowed->front().rows) charged[row.key] = row.figures.cost_nanos;
   // The idle half of GPU-b goes to infer's platform row, under the namespace's last labels.
   EXPECT_EQ(charged.at("speech-infer"), 3'600'000'000 + 7'200'000'000);
+}
+
+// A server starting loads its snapshot (Warm); a report meanwhile whose days are kept summed
+// reads them rather than wait for the load, and answers as the snapshot does once it is there.
+TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  auto loader_store = ledger->Open();
+  ASSERT_TRUE(store.ok() && loader_store.ok());
+  store::LedgerStore& s = **store;
+  std::vector<LedgerHour> hours;
+  for (int h = 0; h < 4 * 24; ++h) hours.push_back(OneHour(h, (h % 7 + 1) * 60 * kMicrosPerSecond));
+  ASSERT_TRUE(s.WriteHours(hours).ok());
+  const ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
+  ASSERT_TRUE(ReadReports(s, q).ok());  // keeps the days that have ended
+
+  // The loader's scan is held until the report below has its answer.
+  class HeldScan : public store::testing::ForwardingStore {
+   public:
+    using ForwardingStore::ForwardingStore;
+    Status Scan(const TimeRange& r, store::LedgerScan& scan) override {
+      entered.set_value();
+      released.get_future().wait();
+      return ForwardingStore::Scan(r, scan);
+    }
+    std::promise<void> entered;
+    std::promise<void> released;
+  } held(**loader_store);
+  ReadService reads;
+  std::thread loader([&] { EXPECT_TRUE(reads.Warm(held).ok()); });
+  held.entered.get_future().wait();
+  auto during = reads.Reports(s, q);
+  held.released.set_value();
+  loader.join();
+  ASSERT_TRUE(during.ok()) << during.error().message;
+  EXPECT_EQ(reads.stats().kept_day_reads, 1);
+  EXPECT_EQ(reads.stats().cache_loads, 1);
+
+  auto after = reads.Reports(s, q);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_EQ(reads.stats().cache_hits, 1);
+  EXPECT_EQ(report::ReportToJson(during->front()), report::ReportToJson(after->front()));
+  EXPECT_EQ(during->front().total.device_hours, 4 * 24);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReadServiceTest,

@@ -460,6 +460,11 @@ Result<std::vector<report::Report>> KeepDay(store::LedgerStore& store, const Sna
 
 // Days a reader without a snapshot holds at once.
 constexpr Micros kPartDays = 1;
+// The ledger's last hours, which a live server may still be writing (an hour stays open to
+// samples for its ingest's keep_open, 3 hours by default): the days they fall in are read last.
+constexpr Micros kOpenHours = 6;
+// How often the open days are read again when writes keep landing in them.
+constexpr int kOpenRereads = 3;
 
 }  // namespace
 
@@ -494,9 +499,21 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
 
   auto generation = store.Generation();
   if (!generation) return generation.error();
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
   std::vector<TimeRange> parts;
   for (Micros t = days.from_us; t < days.to_us; t += part)
     parts.push_back({std::max(t, query.window.from_us), std::min(t + part, query.window.to_us)});
+  // The days a live ledger may still be writing (its last hours, while they stay open to
+  // samples): read from rows, never kept, and held apart, so that a write landing in them while
+  // the others are read costs reading them again, not the window whole.
+  const Micros open_from = extent->to_us - kOpenHours * kMicrosPerHour;
+  auto is_open = [&](std::size_t i) { return parts[i].to_us > open_from; };
+  std::size_t first_open = parts.size();
+  while (first_open > 0 && is_open(first_open - 1)) --first_open;
+  const Micros open_days_from = first_open < parts.size()
+                                    ? parts[first_open].from_us / kMicrosPerDay * kMicrosPerDay
+                                    : days.to_us;
 
   // Each reader takes a run of days, not every n-th day: a connection learns the strings of the
   // consumers its days name once, and consumers live for days, so runs learn each about once
@@ -517,11 +534,25 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   const bool days_summed = ReadsDaysSummed(query);
   const std::string kind = DayRollupKind(query.policy, query.idle);
   std::vector<DaysSummed> summed(readers.size(), DaysSummed(query));
+  // Part i from its rows, into `recycled`'s columns; its rows' sums added to `sums`.
+  auto from_rows = [&](store::LedgerStore& reader, std::size_t i,
+                       std::shared_ptr<Snapshot>& recycled,
+                       report::SumCheck& sums) -> Result<std::vector<report::Report>> {
+    auto loaded = Snapshot::Load(reader, parts[i], std::move(recycled));
+    if (!loaded) return loaded.error();
+    auto reports = BuildReports(**loaded, query, each);
+    sums.Merge((*loaded)->sums());
+    // Only this reader holds it: the next part reads into its columns.
+    recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
+    return reports;
+  };
   std::mutex mu;
   std::map<std::size_t, std::vector<report::Report>> done;  // parts not yet added, by index
   std::size_t next = 0;
   MergedReports merged;
   report::SumCheck sums;
+  std::vector<report::Report> open_reports;  // the open days', added last
+  report::SumCheck open_sums;
   std::optional<Error> failed;
   auto read = [&](std::size_t reader) {
     std::shared_ptr<Snapshot> recycled;  // the reader's last part's, for the next to fill
@@ -532,29 +563,31 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
         std::lock_guard lock(mu);
         if (failed) return;
       }
-      const bool whole_day = days_summed && parts[i].from_us % kMicrosPerDay == 0 &&
+      const bool whole_day = days_summed && !is_open(i) && parts[i].from_us % kMicrosPerDay == 0 &&
                              parts[i].to_us - parts[i].from_us == kMicrosPerDay;
-      const bool kept =
-          whole_day && ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader]).ok();
       Result<std::vector<report::Report>> reports = std::vector<report::Report>{};
-      std::shared_ptr<const Snapshot> snapshot;
-      if (!kept) {
+      report::SumCheck part_sums;
+      if (!whole_day) {
+        reports = from_rows(*readers[reader], i, recycled, part_sums);
+      } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader]).ok()) {
         auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
-        if (loaded) snapshot = *loaded;
-        reports = !loaded     ? loaded.error()
-                  : whole_day ? KeepDay(*readers[reader], *snapshot, query, each, *generation, kind,
-                                        summed[reader])
-                              : BuildReports(*snapshot, query, each);
+        reports = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
+                                   summed[reader])
+                         : loaded.error();
+        // A day kept carries its sums (DaysSummed::sums).
+        if (loaded) recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
       }
       std::lock_guard lock(mu);
       if (!reports) {
         if (!failed) failed = reports.error();
         return;
       }
-      if (snapshot != nullptr) {
-        if (!whole_day) sums.Merge(snapshot->sums());  // a day kept carries its sums
-        // Only this reader holds it: the next part reads into its columns.
-        recycled = std::const_pointer_cast<Snapshot>(std::move(snapshot));
+      if (is_open(i)) {
+        open_sums.Merge(part_sums);
+        for (report::Report& r : *reports) open_reports.push_back(std::move(r));
+        reports->clear();
+      } else {
+        sums.Merge(part_sums);
       }
       done.emplace(i, std::move(*reports));
       for (auto it = done.find(next); it != done.end(); it = done.find(next)) {
@@ -575,11 +608,41 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     sums.Merge(days.sums());
     merged.Add(days.Finish());
   }
-  // A write between the parts, or sums that might not fit: the window read whole, in one
-  // snapshot, decides (and names what does not fit).
+  // Writes while the days were read: where they touched only the open days (a live ledger's
+  // current hours), those are read again until no write lands meanwhile; anywhere else, or
+  // sums that might not fit, and the window read whole, in one snapshot, decides (and names
+  // what does not fit).
   auto after = store.Generation();
   if (!after) return after.error();
-  if (*after != *generation || !sums.Check().ok()) return whole();
+  for (int reread = 0; *after != *generation; ++reread) {
+    auto changes = store.ChangesSince(*generation);
+    if (!changes) return changes.error();
+    const bool in_open_days = *changes && ((*changes)->touched.to_us <= days.from_us ||
+                                           (*changes)->touched.from_us >= open_days_from);
+    if (!in_open_days || reread == kOpenRereads) return whole();
+    *after = (*changes)->generation;
+    open_reports.clear();
+    open_sums = {};
+    std::shared_ptr<Snapshot> recycled;
+    for (std::size_t i = first_open; i < parts.size(); ++i) {
+      auto reports = from_rows(store, i, recycled, open_sums);
+      if (!reports) return reports.error();
+      for (report::Report& r : *reports) open_reports.push_back(std::move(r));
+    }
+    auto now = store.Generation();
+    if (!now) return now.error();
+    if (*now == *after) break;  // nothing landed while the open days were read again
+  }
+  if (!open_reports.empty()) {
+    // One part's reports per step, in part order.
+    const std::size_t steps = open_reports.size() / (parts.size() - first_open);
+    for (std::size_t at = 0; at < open_reports.size(); at += steps)
+      merged.Add({std::make_move_iterator(open_reports.begin() + static_cast<std::ptrdiff_t>(at)),
+                  std::make_move_iterator(open_reports.begin() +
+                                          static_cast<std::ptrdiff_t>(at + steps))});
+  }
+  sums.Merge(open_sums);
+  if (!sums.Check().ok()) return whole();
   return merged.Finish();
 }
 

@@ -250,7 +250,8 @@ inline constexpr MetricDef kServerReportSnapshotsTotal{
     "gpuledger_server_report_snapshots_total", MetricType::kCounter, "result",
     "Reports and allocations by where their rows came from: the kept snapshot (hit), the kept "
     "snapshot after loading it whole (load) or after reading again the days written since "
-    "(refresh), or a window outside it read alone (direct).",
+    "(refresh), a window outside it read alone (direct), or the days the ledger keeps summed, "
+    "read while the kept snapshot loads (kept_days).",
     kExporterServer};
 // The ledger's last complete hour, priced (server/hour_cost.h): what dashboards and alerts on
 // spend read; the exact bill is the API's.

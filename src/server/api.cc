@@ -422,6 +422,12 @@ void Api::AddMetrics(std::function<std::string()> render) {
   extra_metrics_.push_back(std::move(render));
 }
 
+Status Api::WarmUp() {
+  auto store = pool_.Borrow();
+  if (!store) return store.status();
+  return reads_.Warm(**store);
+}
+
 ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   ApiResponse r = Route(path, params, authorization);
@@ -503,6 +509,8 @@ ApiResponse Api::Metrics() {
            static_cast<double>(reads.cache_refreshes));
   w.Sample(kServerReportSnapshotsTotal.name, {{"result", "direct"}},
            static_cast<double>(reads.direct_reads));
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "kept_days"}},
+           static_cast<double>(reads.kept_day_reads));
   std::string out = w.Take();
   out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background, never waited for
   for (const auto& render : extra) out += render();
