@@ -29,6 +29,11 @@ namespace gpuledger::ledger {
 // one summed.
 inline constexpr std::uint64_t kDayRollupFormat = 1;
 
+// The ledger's last hours, which a live server may still be writing (an hour stays open to
+// samples for its ingest's keep_open, 3 hours by default): the days they fall in are read from
+// rows and never kept, and a keeper keeps only the days that ended before them.
+inline constexpr Micros kOpenHours = 6;
+
 // The store's name for days kept summed with a policy and idle handling (and this format).
 std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& idle);
 

@@ -460,9 +460,6 @@ Result<std::vector<report::Report>> KeepDay(store::LedgerStore& store, const Sna
 
 // Days a reader without a snapshot holds at once.
 constexpr Micros kPartDays = 1;
-// The ledger's last hours, which a live server may still be writing (an hour stays open to
-// samples for its ingest's keep_open, 3 hours by default): the days they fall in are read last.
-constexpr Micros kOpenHours = 6;
 // How often the open days are read again when writes keep landing in them.
 constexpr int kOpenRereads = 3;
 

@@ -22,11 +22,13 @@ StoreOpener ReadConnections(const std::string& db) {
 
 namespace {
 
-// Keeps summed the last `days` days that ended by `now_us`, for the reports' default policy and
-// idle handling. A failure is said and left: reports read those days' rows meanwhile.
+// Keeps summed the last `days` days that ended before the hours still open at `now_us`, for
+// the reports' default policy and idle handling. A failure is said and left: reports read those
+// days' rows meanwhile.
 void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
                    const std::atomic<bool>& stop, std::ostream& err) {
-  const Micros today = now_us / kMicrosPerDay * kMicrosPerDay;
+  const Micros today =
+      (now_us - ledger::kOpenHours * kMicrosPerHour) / kMicrosPerDay * kMicrosPerDay;
   ledger::ReportRequest defaults;
   ledger::ReportQuery query;
   query.policy = *cost::ParsePolicy(defaults.policy);
