@@ -186,7 +186,8 @@ std::uint16_t DaysSummed::RuleId(std::string_view text) {
 
 std::uint32_t DaysSummed::KeyOfEntry(std::string_view entry) {
   if (auto it = entry_keys_.find(entry); it != entry_keys_.end()) return it->second;
-  // An entry BuildReports wrote, or one DecodeDayRollup checked.
+  // An entry BuildReports wrote (EncodeEntry), kept under gzip's CRC-32: one that does not decode
+  // could only be a bug, and shows as its own text rather than vanish.
   const std::optional<report::Entry> decoded = report::DecodeEntry(entry);
   std::string key =
       decoded ? report::KeyOf(decoded->consumer, decoded->placed(), steps_.front().report.group_by)
@@ -198,19 +199,32 @@ std::uint32_t DaysSummed::KeyOfEntry(std::string_view entry) {
 }
 
 Result<DayRollup> DecodeDayRollup(std::string_view kept) {
-  auto bytes = prometheus::Gunzip(kept, kMaxDayBytes);
-  if (!bytes) return Internal("a day kept summed: " + bytes.error().message);
-  VarintReader r(*bytes, "day kept summed");
+  DayRollup out;
+  std::string scratch;
+  if (Status s = DecodeDayRollup(kept, out, scratch); !s) return s.error();
+  return out;
+}
+
+Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scratch) {
+  scratch.clear();
+  const Status inflated =
+      prometheus::GunzipChunks(kept, kMaxDayBytes, [&](std::string_view piece) -> Status {
+        scratch.append(piece);
+        return Status::Ok();
+      });
+  if (!inflated) return Internal("a day kept summed: " + inflated.error().message);
+  VarintReader r(scratch, "day kept summed");
   if (const std::uint64_t format = r.Unsigned("format"); r.ok() && format != kDayRollupFormat)
     r.Fail("format",
            fmt::format("{} is not {}, the one this build reads", format, kDayRollupFormat));
-  DayRollup out;
   report::Report& day = out.day;
+  day.idle = {};
+  day.unattributed = {};
+  day.total = {};
   day.from_us = r.Signed("day start");
   day.to_us = r.Signed("day end");
   std::array<std::uint64_t, report::SumCheck::kWords> words{};
   for (std::uint64_t& word : words) word = r.Unsigned("sums");
-  out.sums = report::SumCheck::FromWords(words);
   std::vector<std::string_view> rules = {""};
   const std::uint64_t rule_count = r.Unsigned("rule count");
   if (rule_count > r.left()) r.Fail("rule count", "is more than there can be");
@@ -251,17 +265,19 @@ Result<DayRollup> DecodeDayRollup(std::string_view kept) {
     total.unpriced_models.emplace_back(r.Text("unpriced model"));
   const std::uint64_t row_count = r.Unsigned("row count");
   if (row_count > r.left()) r.Fail("row count", "is more than there can be");
-  day.rows.reserve(r.ok() ? row_count : 0);
-  for (std::uint64_t i = 0; r.ok() && i < row_count; ++i) {
-    report::Row& row = day.rows.emplace_back();
-    row.key = r.Text("entry");
+  // The rows in place: their strings keep their room from the day read before.
+  day.rows.resize(r.ok() ? row_count : 0);
+  for (report::Row& row : day.rows) {
+    row.key.assign(r.Text("entry"));
     figures(row.figures);
-    if (r.ok() && !report::DecodeEntry(row.key))
-      r.Fail("entry", "is not a consumer placed (report::EncodeEntry)");
   }
   if (r.ok() && !r.AtEnd()) r.Fail("end", "has bytes after the rows");
-  if (!r.ok()) return Internal(r.what());
-  return out;
+  if (!r.ok()) {
+    day.rows.clear();
+    return Internal(r.what());
+  }
+  out.sums = report::SumCheck::FromWords(words);
+  return Status::Ok();
 }
 
 void DaysSummed::Add(const DayRollup& kept) {

@@ -67,6 +67,9 @@ Result<int> KeepDays(store::LedgerStore& store, const ReportQuery& query, const 
 // kInternal, naming the byte, for bytes EncodeDayRollup did not write (another format, or
 // damaged): the caller sums that day from its rows instead.
 Result<DayRollup> DecodeDayRollup(std::string_view kept);
+// The same into `out`, inflating through `scratch`: a reader of many days reuses both, so their
+// memory is allocated and faulted in once, not per day. `out` is empty of rows on an error.
+Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scratch);
 
 // Days kept summed, regrouped and summed as the reports of a query (its window, grouping,
 // policy and idle handling, and its steps, which ReadsDaysSummed makes whole days).

@@ -432,14 +432,14 @@ class MergedReports {
 
 // Adds the day starting at `day_us` as `store` keeps it summed to `days`; an error (unavailable)
 // when it is not kept, or kept in bytes this build does not read: it is then read from its rows.
+// `scratch` and `bytes` are the reader's, reused from day to day.
 Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& kind,
-                   DaysSummed& days) {
+                   DaysSummed& days, DayRollup& scratch, std::string& bytes) {
   auto kept = store.ReadDayRollup(day_us, kind);
   if (!kept) return kept.status();
   if (!*kept) return Unavailable("not kept");
-  auto day = DecodeDayRollup(**kept);
-  if (!day) return day.status();
-  days.Add(*day);
+  if (Status s = DecodeDayRollup(**kept, scratch, bytes); !s) return s;
+  days.Add(scratch);
   return Status::Ok();
 }
 
@@ -553,6 +553,8 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   std::optional<Error> failed;
   auto read = [&](std::size_t reader) {
     std::shared_ptr<Snapshot> recycled;  // the reader's last part's, for the next to fill
+    DayRollup kept_day;                  // the reader's last kept day's, likewise
+    std::string kept_bytes;
     const std::size_t first = parts.size() * reader / readers.size();
     const std::size_t last = parts.size() * (reader + 1) / readers.size();
     for (std::size_t i = first; i < last; ++i) {
@@ -566,7 +568,9 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       report::SumCheck part_sums;
       if (!whole_day) {
         reports = from_rows(*readers[reader], i, recycled, part_sums);
-      } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader]).ok()) {
+      } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader], kept_day,
+                              kept_bytes)
+                      .ok()) {
         auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
         reports = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
                                    summed[reader])
