@@ -9,7 +9,6 @@
 
 #include "common/varint.h"
 #include "prometheus/gzip.h"
-#include "utilization/classify.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -159,20 +158,8 @@ std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& s
   return prometheus::Gzip(out, prometheus::GzipLevel::kFast);
 }
 
-DaysSummed::DaysSummed(const ReportQuery& query) {
-  const Micros from = query.window.from_us;
-  const Micros to = std::max(query.window.to_us, from);
-  step_us_ = query.step > 0 ? query.step : std::max<Micros>(to - from, 1);
-  // The steps as BuildReports makes them: from the window's start, the last one cut at its end.
-  for (Micros t = from; t < to || steps_.empty(); t += step_us_) {
-    report::Report& r = steps_.emplace_back().report;
-    r.from_us = t;
-    r.to_us = query.step > 0 ? std::min(t + step_us_, to) : to;
-    r.group_by = query.group_by;
-    r.policy = query.policy;
-    r.idle_handling = query.idle;
-    if (to <= from) break;
-  }
+DaysSummed::DaysSummed(const ReportQuery& query) : step_us_(StepLength(query)) {
+  for (report::Report& heading : StepReports(query)) steps_.push_back({std::move(heading)});
 }
 
 std::uint16_t DaysSummed::RuleId(std::string_view text) {
@@ -286,25 +273,8 @@ void DaysSummed::Add(const DayRollup& kept) {
       std::max<Micros>(day.from_us - steps_.front().report.from_us, 0) / step_us_);
   Step& step = steps_[std::min(at, steps_.size() - 1)];
   for (const report::Row& row : day.rows) {
-    const report::Figures& f = row.figures;
-    RowSums sums;
-    sums.present = true;
-    sums.allocated_us = f.allocated_gpu_us;
-    sums.compute_us = f.compute_gpu_us;
-    sums.memory_kib_s = f.memory_kib_s;
-    sums.energy_mj = f.energy_mj;
-    sums.cost_nanos = f.cost_nanos;
-    sums.quality = f.quality;
-    sums.compute_rule.Add(RuleId(f.compute_rule));
-    sums.activity = f.activity;
-    sums.activity_allocated_us = f.activity_allocated_gpu_us;
-    sums.activity_compute_us = f.activity_compute_gpu_us;
-    sums.activity_quality = f.activity_quality;
-    sums.activity_rule.Add(RuleId(f.activity_rule));
-    sums.granted_memory_kib_s = f.granted_memory_kib_s;
-    sums.share_source.Add(RuleId(f.share_source));
-    sums.naive_compute_us = f.naive_compute_gpu_us;
-    sums.naive_cost_nanos = f.naive_cost_nanos;
+    const RowSums sums =
+        RowSums::FromFigures(row.figures, [&](const std::string& rule) { return RuleId(rule); });
     const std::uint32_t key = KeyOfEntry(row.key);
     if (key >= step.rows.size()) step.rows.resize(keys_.size());
     step.rows[key].Merge(sums);
@@ -320,17 +290,8 @@ void DaysSummed::Add(const DayRollup& kept) {
 std::vector<report::Report> DaysSummed::Finish() {
   std::vector<report::Report> out;
   out.reserve(steps_.size());
-  for (Step& step : steps_) {
-    report::Report& r = out.emplace_back(std::move(step.report));
-    for (std::size_t key = 0; key < step.rows.size(); ++key) {
-      if (!step.rows[key].present) continue;
-      report::Figures f = step.rows[key].ToFigures(rules_);
-      r.rows.push_back(
-          report::Row{keys_[key], f, utilization::Classify(report::UtilizationInputs(f))});
-    }
-    report::SortRows(r.rows);
-    r.total.unpriced_models.assign(step.unpriced.begin(), step.unpriced.end());
-  }
+  for (Step& step : steps_)
+    FinishRows(step.rows, keys_, rules_, step.unpriced, out.emplace_back(std::move(step.report)));
   return out;
 }
 

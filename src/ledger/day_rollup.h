@@ -96,8 +96,8 @@ class DaysSummed {
     std::vector<RowSums> rows;  // by key id
     std::set<std::string> unpriced;
   };
-  std::vector<Step> steps_;
   Micros step_us_ = 0;
+  std::vector<Step> steps_;
   int days_ = 0;
   report::SumCheck sums_;
   // An entry's key id (by entry text: a consumer lives for days, and its key is worked once).

@@ -225,22 +225,36 @@ Status CheckSums(const Snapshot& s, std::size_t first, std::size_t last) {
 
 }  // namespace
 
+Micros StepLength(const ReportQuery& query) {
+  const Micros from = query.window.from_us;
+  const Micros to = std::max(query.window.to_us, from);
+  return query.step > 0 ? query.step : std::max<Micros>(to - from, 1);
+}
+
+std::vector<report::Report> StepReports(const ReportQuery& query) {
+  const Micros from = query.window.from_us;
+  const Micros to = std::max(query.window.to_us, from);
+  const Micros step = StepLength(query);
+  std::vector<report::Report> out;
+  for (Micros t = from; t < to || out.empty(); t += step) {
+    report::Report& r = out.emplace_back();
+    r.from_us = t;
+    r.to_us = query.step > 0 ? std::min(t + step, to) : to;
+    r.group_by = query.group_by;
+    r.policy = query.policy;
+    r.idle_handling = query.idle;
+    if (to <= from) break;
+  }
+  return out;
+}
+
 Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const ReportQuery& q,
                                                  const Parallelism& parallelism) {
   const Micros from = q.window.from_us;
   const Micros to = std::max(q.window.to_us, from);
-  const Micros step = q.step > 0 ? q.step : std::max<Micros>(to - from, 1);
+  const Micros step = StepLength(q);
   std::vector<Bucket> buckets;
-  for (Micros t = from; t < to || buckets.empty(); t += step) {
-    Bucket b;
-    b.report.from_us = t;
-    b.report.to_us = q.step > 0 ? std::min(t + step, to) : to;
-    b.report.group_by = q.group_by;
-    b.report.policy = q.policy;
-    b.report.idle_handling = q.idle;
-    buckets.push_back(std::move(b));
-    if (to <= from) break;
-  }
+  for (report::Report& heading : StepReports(q)) buckets.push_back({std::move(heading)});
   if (!s.sums_fit())
     for (const Bucket& b : buckets) {
       const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
@@ -370,14 +384,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     r.idle = total.idle;
     r.unattributed = total.unattributed;
     r.total = total.total;
-    for (std::size_t key = 0; key < key_count; ++key) {
-      if (!total.rows[key].present) continue;
-      report::Figures f = total.rows[key].ToFigures(s.rules());
-      r.rows.push_back(
-          report::Row{keys.names()[key], f, utilization::Classify(report::UtilizationInputs(f))});
-    }
-    report::SortRows(r.rows);
-    r.total.unpriced_models.assign(total.unpriced.begin(), total.unpriced.end());
+    FinishRows(total.rows, keys.names(), s.rules(), total.unpriced, r);
     out.push_back(std::move(r));
   }
   return out;
@@ -445,17 +452,16 @@ Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& 
 
 // Sums the day `snapshot` holds, keeps it in `store` when nothing was written since the ledger
 // stood at `generation` (a store that cannot keep it sums it again next time), and adds it to
-// `days`. No report of its own: `days` has the day.
-Result<std::vector<report::Report>> KeepDay(store::LedgerStore& store, const Snapshot& snapshot,
-                                            const ReportQuery& query,
-                                            const Parallelism& parallelism, std::int64_t generation,
-                                            const std::string& kind, DaysSummed& days) {
+// `days`.
+Status KeepDay(store::LedgerStore& store, const Snapshot& snapshot, const ReportQuery& query,
+               const Parallelism& parallelism, std::int64_t generation, const std::string& kind,
+               DaysSummed& days) {
   auto day = SumDay(snapshot, query, parallelism);
-  if (!day) return day.error();
+  if (!day) return day.status();
   (void)store.WriteDayRollup(snapshot.range().from_us, kind, generation,
                              EncodeDayRollup(day->day, day->sums));
   days.Add(*day);
-  return std::vector<report::Report>{};
+  return Status::Ok();
 }
 
 // Days a reader without a snapshot holds at once.
@@ -548,7 +554,8 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   std::size_t next = 0;
   MergedReports merged;
   report::SumCheck sums;
-  std::vector<report::Report> open_reports;  // the open days', added last
+  // The open days' reports, by part from first_open: added last.
+  std::vector<std::vector<report::Report>> open_parts(parts.size() - first_open);
   report::SumCheck open_sums;
   std::optional<Error> failed;
   auto read = [&](std::size_t reader) {
@@ -571,11 +578,12 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader], kept_day,
                               kept_bytes)
                       .ok()) {
+        // No report of its own: summed[reader] has the day, and its sums (DaysSummed::sums).
         auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
-        reports = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
-                                   summed[reader])
-                         : loaded.error();
-        // A day kept carries its sums (DaysSummed::sums).
+        Status keep = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
+                                       summed[reader])
+                             : loaded.status();
+        if (!keep) reports = keep.error();
         if (loaded) recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
       }
       std::lock_guard lock(mu);
@@ -585,7 +593,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       }
       if (is_open(i)) {
         open_sums.Merge(part_sums);
-        for (report::Report& r : *reports) open_reports.push_back(std::move(r));
+        open_parts[i - first_open] = std::move(*reports);
         reports->clear();
       } else {
         sums.Merge(part_sums);
@@ -622,26 +630,18 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
                                            (*changes)->touched.from_us >= open_days_from);
     if (!in_open_days || reread == kOpenRereads) return whole();
     *after = (*changes)->generation;
-    open_reports.clear();
     open_sums = {};
     std::shared_ptr<Snapshot> recycled;
     for (std::size_t i = first_open; i < parts.size(); ++i) {
       auto reports = from_rows(store, i, recycled, open_sums);
       if (!reports) return reports.error();
-      for (report::Report& r : *reports) open_reports.push_back(std::move(r));
+      open_parts[i - first_open] = std::move(*reports);
     }
     auto now = store.Generation();
     if (!now) return now.error();
     if (*now == *after) break;  // nothing landed while the open days were read again
   }
-  if (!open_reports.empty()) {
-    // One part's reports per step, in part order.
-    const std::size_t steps = open_reports.size() / (parts.size() - first_open);
-    for (std::size_t at = 0; at < open_reports.size(); at += steps)
-      merged.Add({std::make_move_iterator(open_reports.begin() + static_cast<std::ptrdiff_t>(at)),
-                  std::make_move_iterator(open_reports.begin() +
-                                          static_cast<std::ptrdiff_t>(at + steps))});
-  }
+  for (std::vector<report::Report>& open : open_parts) merged.Add(std::move(open));
   sums.Merge(open_sums);
   if (!sums.Check().ok()) return whole();
   return merged.Finish();

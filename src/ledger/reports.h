@@ -40,6 +40,13 @@ struct Parallelism {
   unsigned max_workers = 4;
 };
 
+// The length of a query's steps: its step, or its whole window (at least 1 µs) without one.
+Micros StepLength(const ReportQuery& query);
+// The reports of a query's steps before anything is summed into them: each step's window (from
+// the window's start, the last cut at its end; one for an empty window), the query's grouping,
+// policy and idle handling.
+std::vector<report::Report> StepReports(const ReportQuery& query);
+
 // kInvalidArgument for a window whose sums do not fit in 64 bits (report::BuildReport's).
 // The snapshot must cover query.window.
 Result<std::vector<report::Report>> BuildReports(const Snapshot& snapshot, const ReportQuery& query,

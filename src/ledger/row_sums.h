@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,31 @@ struct RowSums {
     naive_cost_nanos = report::AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
   }
 
+  // A row's figures as sums, its rule texts numbered by `rule_id` (text -> id): ToFigures'
+  // inverse, for rows summed already (a kept day's).
+  template <typename RuleId>
+  static RowSums FromFigures(const report::Figures& f, RuleId&& rule_id) {
+    RowSums s;
+    s.present = true;
+    s.allocated_us = f.allocated_gpu_us;
+    s.compute_us = f.compute_gpu_us;
+    s.memory_kib_s = f.memory_kib_s;
+    s.energy_mj = f.energy_mj;
+    s.cost_nanos = f.cost_nanos;
+    s.quality = f.quality;
+    s.compute_rule.Add(rule_id(f.compute_rule));
+    s.activity = f.activity;
+    s.activity_allocated_us = f.activity_allocated_gpu_us;
+    s.activity_compute_us = f.activity_compute_gpu_us;
+    s.activity_quality = f.activity_quality;
+    s.activity_rule.Add(rule_id(f.activity_rule));
+    s.granted_memory_kib_s = f.granted_memory_kib_s;
+    s.share_source.Add(rule_id(f.share_source));
+    s.naive_compute_us = f.naive_compute_gpu_us;
+    s.naive_cost_nanos = f.naive_cost_nanos;
+    return s;
+  }
+
   report::Figures ToFigures(const std::vector<std::string>& rules) const {
     report::Figures f;
     f.allocated_gpu_us = allocated_us;
@@ -110,5 +136,20 @@ struct RowSums {
     return f;
   }
 };
+
+// Fills `r`'s rows from sums by key id (a row per key present, named by `keys`, rule texts from
+// `rules`), in report order, and its unpriced models.
+inline void FinishRows(const std::vector<RowSums>& rows, const std::vector<std::string>& keys,
+                       const std::vector<std::string>& rules, const std::set<std::string>& unpriced,
+                       report::Report& r) {
+  for (std::size_t key = 0; key < rows.size(); ++key) {
+    if (!rows[key].present) continue;
+    report::Figures f = rows[key].ToFigures(rules);
+    r.rows.push_back(
+        report::Row{keys[key], f, utilization::Classify(report::UtilizationInputs(f))});
+  }
+  report::SortRows(r.rows);
+  r.total.unpriced_models.assign(unpriced.begin(), unpriced.end());
+}
 
 }  // namespace gpuledger::ledger
