@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "ledger/day_rollup.h"
 #include "ledger/read_service.h"
 #include "ledger/reports.h"
 #include "ledger/snapshot.h"
@@ -94,6 +96,28 @@ class CountingScan final : public store::LedgerScan {
     return Status::Ok();
   }
 };
+
+// A report run once, then `repeat` times more: the first run's time, the median of the others.
+struct Timed {
+  double first_s = 0;
+  double median_s = 0;
+  std::size_t rows = 0;  // of the first report
+};
+Result<Timed> TimeReports(int repeat,
+                          const std::function<Result<std::vector<report::Report>>()>& run) {
+  Timed timed;
+  std::vector<double> runs;
+  for (int i = 0; i <= repeat; ++i) {
+    const auto t = std::chrono::steady_clock::now();
+    auto reports = run();
+    (i == 0 ? timed.first_s : runs.emplace_back()) = Seconds(t);
+    if (!reports) return reports.error();
+    timed.rows = reports->front().rows.size();
+  }
+  std::sort(runs.begin(), runs.end());
+  timed.median_s = runs.empty() ? timed.first_s : runs[runs.size() / 2];
+  return timed;
+}
 
 }  // namespace
 }  // namespace gpuledger
@@ -170,28 +194,52 @@ int main(int argc, char** argv) {
                            {"report --by label:team", "label:team", 0},
                            {"report --by controller", "controller", 0},
                            {"allocation aggregate=namespace step=1d", "namespace", kMicrosPerDay}};
-  for (const Query& q : queries) {
+  auto query_of = [&](const Query& q) {
     ledger::ReportQuery query;
     query.window = *extent;
     query.group_by = *report::ParseGroupBy(q.by);
     query.step = q.step;
-    std::vector<double> runs;
-    std::size_t rows = 0;
-    for (int i = 0; i < repeat; ++i) {
-      const auto t1 = std::chrono::steady_clock::now();
-      auto reports = ledger::BuildReports(s, query);
-      runs.push_back(Seconds(t1));
-      if (!reports) {
-        fmt::print(stderr, "error: {}\n", reports.error().message);
-        return 1;
-      }
-      rows = reports->front().rows.size();
+    return query;
+  };
+  for (const Query& q : queries) {
+    auto timed = TimeReports(repeat, [&] { return ledger::BuildReports(s, query_of(q)); });
+    if (!timed) {
+      fmt::print(stderr, "error: {}\n", timed.error().message);
+      return 1;
     }
-    std::sort(runs.begin(), runs.end());
-    const double median = runs[runs.size() / 2];
-    fmt::print("warm {:<42} {:>8.3f} s  ({} rows, {:.1f}x the memory floor)\n", q.name, median,
-               rows, median / floor_s);
+    fmt::print("warm {:<42} {:>8.3f} s  ({} rows, {:.1f}x the memory floor)\n", q.name,
+               timed->median_s, timed->rows, timed->median_s / floor_s);
   }
+  fmt::print("peak RSS {:.0f} MiB\n", PeakRssMib());
+
+  // The same reports as the server answers them: regrouped from the days the ledger keeps
+  // summed, held in memory (ledger/held_days.h), the open hours from the kept snapshot. The
+  // ended days are kept first where they are not (what the server's keeper does).
+  ledger::ReportQuery keep;
+  const TimeRange ended{extent->from_us, extent->to_us - ledger::kOpenHours * kMicrosPerHour};
+  const auto t_keep = std::chrono::steady_clock::now();
+  auto kept_days = ledger::KeepDays(**store, keep, ended, [] { return false; });
+  if (!kept_days) {
+    fmt::print(stderr, "error: {}\n", kept_days.error().message);
+    return 1;
+  }
+  fmt::print("days kept summed: {} kept now in {:.2f} s\n", *kept_days, Seconds(t_keep));
+  const double heap_before_held = HeapMib();
+  for (const Query& q : queries) {
+    auto timed = TimeReports(repeat, [&] { return reads.Reports(**store, query_of(q)); });
+    if (!timed) {
+      fmt::print(stderr, "error: {}\n", timed.error().message);
+      return 1;
+    }
+    if (&q == &queries[0])
+      fmt::print("held days: the first report reads them in {:.3f} s\n", timed->first_s);
+    fmt::print("warm {:<42} {:>8.3f} s  ({} rows, from held days)\n", q.name, timed->median_s,
+               timed->rows);
+  }
+  const ledger::ReadServiceStats stats = reads.stats();
+  fmt::print("held days: {} days, {} rows, {:.0f} MiB on the heap; {} of {} reports from them\n",
+             stats.held_days, stats.held_rows, HeapMib() - heap_before_held, stats.held_day_reads,
+             (repeat + 1) * std::size(queries));
   fmt::print("peak RSS {:.0f} MiB\n", PeakRssMib());
   if (refresh) {
     const TimeRange last{extent->to_us - kMicrosPerHour, extent->to_us};

@@ -21,24 +21,6 @@ constexpr std::size_t kMaxDayBytes = std::size_t{4} << 30;
 // (after the empty one, which is id 0); idle and unattributed figures; the totals and the
 // unpriced models; the rows, each its entry key and figures. Figures are their numbers (signed),
 // their two qualities (a byte each) and their three rules (ids).
-constexpr std::size_t kNumbers = 14;
-
-std::array<std::int64_t, kNumbers> NumbersOf(const report::Figures& f) {
-  return {f.allocated_gpu_us,
-          f.compute_gpu_us,
-          f.memory_kib_s,
-          f.energy_mj,
-          f.cost_nanos,
-          f.activity.sm_active_us,
-          f.activity.sm_occupancy_us,
-          f.activity.tensor_active_us,
-          f.activity.dram_active_us,
-          f.activity_allocated_gpu_us,
-          f.activity_compute_gpu_us,
-          f.granted_memory_kib_s,
-          f.naive_compute_gpu_us,
-          f.naive_cost_nanos};
-}
 
 class Encoder {
  public:
@@ -158,42 +140,10 @@ std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& s
   return prometheus::Gzip(out, prometheus::GzipLevel::kFast);
 }
 
-DaysSummed::DaysSummed(const ReportQuery& query) : step_us_(StepLength(query)) {
-  for (report::Report& heading : StepReports(query)) steps_.push_back({std::move(heading)});
-}
-
-std::uint16_t DaysSummed::RuleId(std::string_view text) {
-  if (text.empty()) return 0;
-  if (auto it = rule_ids_.find(text); it != rule_ids_.end()) return it->second;
-  const auto id = static_cast<std::uint16_t>(rules_.size());
-  rules_.emplace_back(text);
-  rule_ids_.emplace(std::string(text), id);
-  return id;
-}
-
-std::uint32_t DaysSummed::KeyOfEntry(std::string_view entry) {
-  if (auto it = entry_keys_.find(entry); it != entry_keys_.end()) return it->second;
-  // An entry BuildReports wrote (EncodeEntry), kept under gzip's CRC-32: one that does not decode
-  // could only be a bug, and shows as its own text rather than vanish.
-  const std::optional<report::Entry> decoded = report::DecodeEntry(entry);
-  std::string key =
-      decoded ? report::KeyOf(decoded->consumer, decoded->placed(), steps_.front().report.group_by)
-              : std::string(entry);
-  auto [id, added] = key_ids_.try_emplace(std::move(key), keys_.size());
-  if (added) keys_.push_back(id->first);
-  entry_keys_.emplace(std::string(entry), id->second);
-  return id->second;
-}
-
-Result<DayRollup> DecodeDayRollup(std::string_view kept) {
-  DayRollup out;
-  std::string scratch;
-  if (Status s = DecodeDayRollup(kept, out, scratch); !s) return s.error();
-  return out;
-}
-
-Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scratch) {
+Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
+                       std::string& scratch) {
   scratch.clear();
+  out.rows.clear();
   const Status inflated =
       prometheus::GunzipChunks(kept, kMaxDayBytes, [&](std::string_view piece) -> Status {
         scratch.append(piece);
@@ -204,21 +154,33 @@ Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scrat
   if (const std::uint64_t format = r.Unsigned("format"); r.ok() && format != kDayRollupFormat)
     r.Fail("format",
            fmt::format("{} is not {}, the one this build reads", format, kDayRollupFormat));
-  report::Report& day = out.day;
-  day.idle = {};
-  day.unattributed = {};
-  day.total = {};
-  day.from_us = r.Signed("day start");
-  day.to_us = r.Signed("day end");
+  out.idle = {};
+  out.unattributed = {};
+  out.total = {};
+  out.from_us = r.Signed("day start");
+  out.to_us = r.Signed("day end");
   std::array<std::uint64_t, report::SumCheck::kWords> words{};
   for (std::uint64_t& word : words) word = r.Unsigned("sums");
+  // The day's rules by its own ids, and as the tables number them.
   std::vector<std::string_view> rules = {""};
+  std::vector<std::uint16_t> rule_ids = {0};
   const std::uint64_t rule_count = r.Unsigned("rule count");
   if (rule_count > r.left()) r.Fail("rule count", "is more than there can be");
-  for (std::uint64_t i = 0; r.ok() && i < rule_count; ++i) rules.push_back(r.Text("rule"));
-  auto figures = [&](report::Figures& f) {
-    std::array<std::int64_t, kNumbers> v{};
+  for (std::uint64_t i = 0; r.ok() && i < rule_count; ++i) {
+    rules.push_back(r.Text("rule"));
+    rule_ids.push_back(tables.Rule(rules.back()));
+  }
+  auto rule = [&]() -> std::uint16_t {
+    const std::uint64_t id = r.Unsigned("rule");
+    if (id >= rules.size()) r.Fail("rule", "is not in the day's rules");
+    return r.ok() ? static_cast<std::uint16_t>(id) : 0;
+  };
+  auto numbers = [&](std::array<std::int64_t, kSummedNumbers>& v) {
     for (std::int64_t& n : v) n = r.Signed("figure");
+  };
+  auto figures = [&](report::Figures& f) {
+    std::array<std::int64_t, kSummedNumbers> v{};
+    numbers(v);
     f.allocated_gpu_us = v[0];
     f.compute_gpu_us = v[1];
     f.memory_kib_s = v[2];
@@ -232,15 +194,12 @@ Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scrat
     f.naive_cost_nanos = v[13];
     f.quality = ReadQuality(r, "quality");
     f.activity_quality = ReadQuality(r, "activity quality");
-    for (std::string* rule : {&f.compute_rule, &f.activity_rule, &f.share_source}) {
-      const std::uint64_t id = r.Unsigned("rule");
-      if (id >= rules.size()) r.Fail("rule", "is not in the day's rules");
-      if (r.ok()) rule->assign(rules[id]);
-    }
+    for (std::string* text : {&f.compute_rule, &f.activity_rule, &f.share_source})
+      text->assign(rules[rule()]);
   };
-  figures(day.idle);
-  figures(day.unattributed);
-  report::Totals& total = day.total;
+  figures(out.idle);
+  figures(out.unattributed);
+  report::Totals& total = out.total;
   total.device_cost_nanos = r.Signed("device cost");
   total.metered_us = r.Signed("metered");
   total.unmetered_us = r.Signed("unmetered");
@@ -252,47 +211,22 @@ Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scrat
     total.unpriced_models.emplace_back(r.Text("unpriced model"));
   const std::uint64_t row_count = r.Unsigned("row count");
   if (row_count > r.left()) r.Fail("row count", "is more than there can be");
-  // The rows in place: their strings keep their room from the day read before.
-  day.rows.resize(r.ok() ? row_count : 0);
-  for (report::Row& row : day.rows) {
-    row.key.assign(r.Text("entry"));
-    figures(row.figures);
+  out.rows.resize(r.ok() ? row_count : 0);
+  for (SummedRow& row : out.rows) {
+    row.entry = tables.Entry(r.Text("entry"));
+    numbers(row.numbers);
+    row.quality = ReadQuality(r, "quality");
+    row.activity_quality = ReadQuality(r, "activity quality");
+    for (std::uint16_t& id : row.rules) id = rule_ids[rule()];
+    if (!r.ok()) break;
   }
   if (r.ok() && !r.AtEnd()) r.Fail("end", "has bytes after the rows");
   if (!r.ok()) {
-    day.rows.clear();
+    out.rows.clear();
     return Internal(r.what());
   }
   out.sums = report::SumCheck::FromWords(words);
   return Status::Ok();
-}
-
-void DaysSummed::Add(const DayRollup& kept) {
-  const report::Report& day = kept.day;
-  const auto at = static_cast<std::size_t>(
-      std::max<Micros>(day.from_us - steps_.front().report.from_us, 0) / step_us_);
-  Step& step = steps_[std::min(at, steps_.size() - 1)];
-  for (const report::Row& row : day.rows) {
-    const RowSums sums =
-        RowSums::FromFigures(row.figures, [&](const std::string& rule) { return RuleId(rule); });
-    const std::uint32_t key = KeyOfEntry(row.key);
-    if (key >= step.rows.size()) step.rows.resize(keys_.size());
-    step.rows[key].Merge(sums);
-  }
-  step.report.idle.Add(day.idle);
-  step.report.unattributed.Add(day.unattributed);
-  step.report.total.AddSums(day.total);
-  step.unpriced.insert(day.total.unpriced_models.begin(), day.total.unpriced_models.end());
-  sums_.Merge(kept.sums);
-  ++days_;
-}
-
-std::vector<report::Report> DaysSummed::Finish() {
-  std::vector<report::Report> out;
-  out.reserve(steps_.size());
-  for (Step& step : steps_)
-    FinishRows(step.rows, keys_, rules_, step.unpriced, out.emplace_back(std::move(step.report)));
-  return out;
 }
 
 }  // namespace gpuledger::ledger

@@ -9,16 +9,14 @@
 
 #include <cstdint>
 #include <functional>
-#include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
 #include "cost/policy.h"
+#include "ledger/days_summed.h"
 #include "ledger/reports.h"
-#include "ledger/row_sums.h"
 #include "report/report.h"
 #include "store/ledger_store.h"
 
@@ -64,54 +62,12 @@ std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& s
 // that reports find the days kept. Returns how many it kept (a day written meanwhile is not).
 Result<int> KeepDays(store::LedgerStore& store, const ReportQuery& query, const TimeRange& days,
                      const std::function<bool()>& stop);
-// kInternal, naming the byte, for bytes EncodeDayRollup did not write (another format, or
-// damaged): the caller sums that day from its rows instead.
-Result<DayRollup> DecodeDayRollup(std::string_view kept);
-// The same into `out`, inflating through `scratch`: a reader of many days reuses both, so their
-// memory is allocated and faulted in once, not per day. `out` is empty of rows on an error.
-Status DecodeDayRollup(std::string_view kept, DayRollup& out, std::string& scratch);
-
-// Days kept summed, regrouped and summed as the reports of a query (its window, grouping,
-// policy and idle handling, and its steps, which ReadsDaysSummed makes whole days).
-class DaysSummed {
- public:
-  explicit DaysSummed(const ReportQuery& query);
-
-  // Adds a day of the window: one read back, or one just summed (its rows' keys are entries).
-  void Add(const DayRollup& day);
-  bool empty() const { return days_ == 0; }
-  // The magnitude sums of the rows of every day added.
-  const report::SumCheck& sums() const { return sums_; }
-  // A report per step (one without a step) over the days added, as BuildReports would give
-  // them over their rows.
-  std::vector<report::Report> Finish();
-
- private:
-  std::uint32_t KeyOfEntry(std::string_view entry);
-  std::uint16_t RuleId(std::string_view text);
-
-  // One step's report being summed.
-  struct Step {
-    report::Report report;      // the heading: window, grouping, policy, idle handling
-    std::vector<RowSums> rows;  // by key id
-    std::set<std::string> unpriced;
-  };
-  Micros step_us_ = 0;
-  std::vector<Step> steps_;
-  int days_ = 0;
-  report::SumCheck sums_;
-  // An entry's key id (by entry text: a consumer lives for days, and its key is worked once).
-  struct TextHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const {
-      return std::hash<std::string_view>{}(text);
-    }
-  };
-  std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> entry_keys_;
-  std::unordered_map<std::string, std::uint32_t> key_ids_;
-  std::vector<std::string> keys_;
-  std::vector<std::string> rules_ = {""};
-  std::unordered_map<std::string, std::uint16_t, TextHash, std::equal_to<>> rule_ids_;
-};
+// Reads the bytes of a kept day into `out`, its entries and rules into `tables`, inflating
+// through `scratch`: a reader of many days reuses both, so their memory is allocated and
+// faulted in once, not per day. kInternal, naming the byte, for bytes EncodeDayRollup did not
+// write (another format, or damaged): the caller sums that day from its rows instead; `out` is
+// then empty of rows.
+Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
+                       std::string& scratch);
 
 }  // namespace gpuledger::ledger

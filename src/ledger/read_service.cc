@@ -22,6 +22,11 @@ TimeRange KeptDays(const TimeRange& extent, int cached_days) {
 // Refreshes that meet a write each time before the store is read again whole.
 constexpr int kRefreshTries = 3;
 
+Micros FloorDay(Micros t) { return t / kMicrosPerDay * kMicrosPerDay; }
+
+// No answer from days kept summed: the kept snapshot answers.
+Result<ReadService::MaybeReports> NotFromDays() { return ReadService::MaybeReports(); }
+
 }  // namespace
 
 Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerStore& store,
@@ -30,16 +35,12 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   // it is (one extra load later), never newer.
   auto generation = store.Generation();
   if (!generation) return generation.error();
-  auto kept = [&]() -> std::shared_ptr<const Snapshot> {
+  {
+    std::lock_guard lock(mu_);
     if (kept_ && kept_generation_ == *generation && Covers(*kept_, kept_extent_, window)) {
       ++cache_hits_;
       return kept_;
     }
-    return nullptr;
-  };
-  {
-    std::lock_guard lock(mu_);
-    if (auto hit = kept()) return hit;
   }
   auto extent = store.Extent();
   if (!extent) return extent.error();
@@ -50,24 +51,33 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
     return Snapshot::Load(store, window);
   }
   std::lock_guard lock(mu_);
-  if (auto hit = kept()) return hit;  // loaded by another request meanwhile
+  auto kept = KeptAt(store, *generation, *extent);
+  if (!kept) return kept.error();
+  if (Covers(**kept, kept_extent_, window)) return *kept;
+  // Not in the kept days after all (the ledger grew meanwhile): read for this query.
+  ++direct_reads_;
+  return Snapshot::Load(store, window);
+}
+
+Result<std::shared_ptr<const Snapshot>> ReadService::KeptAt(store::LedgerStore& store,
+                                                            std::int64_t generation,
+                                                            const TimeRange& extent) {
+  if (kept_ && kept_generation_ == generation) {  // loaded by another request meanwhile
+    ++cache_hits_;
+    return kept_;
+  }
   if (kept_ != nullptr) {
     auto refreshed = RefreshKept(store);
     if (!refreshed) return refreshed.error();
-    if (*refreshed != nullptr) {
-      if (Covers(**refreshed, kept_extent_, window)) return *refreshed;
-      // Not in the kept days after all (the ledger grew meanwhile): read for this query.
-      ++direct_reads_;
-      return Snapshot::Load(store, window);
-    }
+    if (*refreshed != nullptr) return *refreshed;
   }
   loading_ = true;
-  auto loaded = Snapshot::Load(store, keep);
+  auto loaded = Snapshot::Load(store, KeptDays(extent, options_.cached_days));
   loading_ = false;
   if (!loaded) return loaded.error();
   kept_ = *loaded;
-  kept_generation_ = *generation;
-  kept_extent_ = *extent;
+  kept_generation_ = generation;
+  kept_extent_ = extent;
   ++cache_loads_;
   return kept_;
 }
@@ -75,7 +85,7 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
 Result<std::shared_ptr<const Snapshot>> ReadService::RefreshKept(store::LedgerStore& store) {
   // Each try reads what changed since the kept generation, then those days; a write landing
   // during the read makes the days disagree, so the kept snapshot is trusted only when the
-  // generation after the read is the one the changes were read at (then every day holds it).
+  // generation after the read is the one its changes were read at (then every day holds it).
   for (int attempt = 0; attempt < kRefreshTries; ++attempt) {
     auto changes = store.ChangesSince(kept_generation_);
     if (!changes) return changes.error();
@@ -99,20 +109,173 @@ Result<std::shared_ptr<const Snapshot>> ReadService::RefreshKept(store::LedgerSt
   return std::shared_ptr<const Snapshot>();
 }
 
-Status ReadService::Warm(store::LedgerStore& store) {
+Status ReadService::Warm(store::LedgerStore& store, const ReportQuery* hold) {
   auto extent = store.Extent();
   if (!extent) return extent.status();
   if (extent->to_us <= extent->from_us) return Status::Ok();  // nothing to keep yet
+  if (hold != nullptr && ReadsDaysSummed(*hold)) {
+    // First, so that reports over them answer while the snapshot loads.
+    const TimeRange days = DaysHeldFor(*hold, *extent);
+    if (days.from_us < days.to_us) {
+      auto generation = store.Generation();
+      if (!generation) return generation.status();
+      std::lock_guard lock(held_mu_);
+      auto held = HoldDays(store, DayRollupKind(hold->policy, hold->idle), days, *generation,
+                           *extent, /*every_day=*/false);
+      if (!held) return held.status();
+    }
+  }
   auto snapshot = SnapshotFor(store, {extent->to_us - kMicrosPerHour, extent->to_us});
   return snapshot ? Status::Ok() : snapshot.status();
 }
 
+TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& extent) const {
+  // From the window's first whole day (a step's days start on the window's start) to where the
+  // ledger's open hours begin or the window's last whole day ends, the rows after them starting
+  // a step; held as long as the snapshot's days are kept, no longer.
+  const TimeRange& w = query.window;
+  const Micros from = FloorDay(std::max(w.from_us, extent.from_us) + kMicrosPerDay - 1);
+  Micros to = std::min(FloorDay(extent.to_us - kOpenHours * kMicrosPerHour), FloorDay(w.to_us));
+  if (query.step > 0 && to > w.from_us) to = w.from_us + (to - w.from_us) / query.step * query.step;
+  if (to <= from || from < KeptDays(extent, options_.cached_days).from_us) return {0, 0};
+  return {from, to};
+}
+
+Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t generation,
+                                   const TimeRange& extent) {
+  if (held_generation_ == generation) return true;
+  if (held_generation_ >= 0) {
+    auto changes = store.ChangesSince(held_generation_);
+    if (!changes) return changes.error();
+    if (*changes) {
+      // What the writes since touched, as the ledger dropped its records of those days.
+      held_.Drop((*changes)->touched);
+      held_.DropBefore(KeptDays((*changes)->extent, options_.cached_days).from_us);
+      held_generation_ = (*changes)->generation;
+      return held_generation_ == generation;  // else written since `generation` was read
+    }
+  }
+  held_.Clear();  // nothing held, or held at a generation the store no longer knows
+  held_generation_ = generation;
+  return true;
+}
+
+Result<bool> ReadService::HoldDays(store::LedgerStore& store, const std::string& kind,
+                                   const TimeRange& days, std::int64_t generation,
+                                   const TimeRange& extent, bool every_day) {
+  auto synced = SyncHeld(store, generation, extent);
+  if (!synced || !*synced) return synced;
+  held_.Compact();
+  // Days not held yet are read from the ledger's records, and held only if no write landed
+  // since `generation` (then they are the days as the ledger has them at it).
+  std::vector<SummedDay> read;
+  std::string bytes;
+  bool every = true;
+  for (Micros day = days.from_us; day < days.to_us; day += kMicrosPerDay) {
+    if (held_.Find(kind, day) != nullptr) continue;
+    auto record = store.ReadDayRollup(day, kind);
+    if (!record) return record.error();
+    SummedDay& summed = read.emplace_back();
+    // Not kept (yet), or in bytes this build does not read: the rows answer.
+    if (!*record || !DecodeDayRollup(**record, held_.tables(), summed, bytes).ok()) {
+      read.pop_back();
+      every = false;
+      if (every_day) return false;
+    }
+  }
+  if (!read.empty()) {
+    auto after = store.Generation();
+    if (!after) return after.error();
+    if (*after != generation) return false;
+    for (SummedDay& day : read) held_.Hold(kind, std::move(day));
+  }
+  held_days_ = static_cast<std::int64_t>(held_.days());
+  held_rows_ = static_cast<std::int64_t>(held_.rows());
+  return every;
+}
+
+Result<ReadService::MaybeReports> ReadService::FromDaysSummed(store::LedgerStore& store,
+                                                              const ReportQuery& query) {
+  if (!ReadsDaysSummed(query)) return NotFromDays();
+  auto held = FromHeldDays(store, query);
+  if (!held || *held || !loading_) return held;
+  // Not held, and the snapshot is loading whole: the ledger's records of the days, on this
+  // report's own connection.
+  ++kept_day_reads_;
+  auto reports = ReadReports(store, query);
+  if (!reports) return reports.error();
+  return MaybeReports(std::move(*reports));
+}
+
+Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& store,
+                                                            const ReportQuery& query) {
+  auto generation = store.Generation();
+  if (!generation) return generation.error();
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  const TimeRange days = DaysHeldFor(query, *extent);
+  if (days.from_us >= days.to_us) return NotFromDays();
+  const TimeRange& w = query.window;
+  const TimeRange around[] = {{w.from_us, days.from_us}, {days.to_us, w.to_us}};
+  const std::string kind = DayRollupKind(query.policy, query.idle);
+
+  std::lock_guard held_lock(held_mu_);
+  auto held = HoldDays(store, kind, days, *generation, *extent, /*every_day=*/true);
+  if (!held) return held.error();
+  if (!*held) return NotFromDays();
+  // The rows around the days at the same generation: from the kept snapshot when it is there
+  // and not busy (a whole load takes tens of seconds at 10,000 GPUs), else read for this
+  // report (a day or two).
+  std::shared_ptr<const Snapshot> rows[2];
+  if (std::unique_lock lock(mu_, std::try_to_lock); lock.owns_lock() && kept_ != nullptr) {
+    if (kept_generation_ != *generation) {
+      auto refreshed = RefreshKept(store);
+      if (!refreshed) return refreshed.error();
+    }
+    if (kept_ != nullptr && kept_generation_ == *generation &&
+        std::all_of(std::begin(around), std::end(around), [&](const TimeRange& r) {
+          return r.from_us >= r.to_us || Covers(*kept_, kept_extent_, r);
+        }))
+      rows[0] = rows[1] = kept_;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (rows[i] != nullptr || around[i].from_us >= around[i].to_us) continue;
+    auto loaded = Snapshot::Load(store, around[i]);
+    if (!loaded) return loaded.error();
+    rows[i] = *loaded;
+    auto after = store.Generation();
+    if (!after) return after.error();
+    if (*after != *generation) return NotFromDays();  // written meanwhile
+  }
+
+  DaysSummed summed(query, held_.tables());
+  for (Micros day = days.from_us; day < days.to_us; day += kMicrosPerDay) {
+    const SummedDay* one = held_.Find(kind, day);
+    if (one == nullptr) return NotFromDays();  // cannot be: HoldDays held every one
+    summed.Add(*one);
+  }
+  report::SumCheck sums = summed.sums();
+  for (int i = 0; i < 2; ++i) {
+    if (around[i].from_us >= around[i].to_us) continue;
+    ReportQuery part = query;
+    part.window = around[i];  // each starts a step
+    auto reports = BuildReports(*rows[i], part);
+    if (!reports) return NotFromDays();  // the window read whole names what does not fit
+    for (const report::Report& r : *reports) summed.AddGrouped(r);
+    // A snapshot's sums bound the rows read from it.
+    if (i == 0 || rows[1] != rows[0]) sums.Merge(rows[i]->sums());
+  }
+  // Where the sums might not fit, the window read whole decides.
+  if (!held_.tables().ok() || !sums.Check().ok()) return NotFromDays();
+  ++held_day_reads_;
+  return MaybeReports(summed.Finish());
+}
+
 Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& store,
                                                          const ReportQuery& query) {
-  if (loading_ && ReadsDaysSummed(query)) {
-    ++kept_day_reads_;
-    return ReadReports(store, query);
-  }
+  auto summed = FromDaysSummed(store, query);
+  if (!summed) return summed.error();
+  if (*summed) return std::move(**summed);
   auto snapshot = SnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
   return BuildReports(**snapshot, query);
@@ -120,12 +283,9 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
 
 Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
                                                   const ReportQuery& query) {
-  if (loading_ && ReadsDaysSummed(query)) {  // whose steps sum to its window
-    ++kept_day_reads_;
-    auto steps = ReadReports(store, query);
-    if (!steps) return steps.error();
-    return SteppedReport{SumSteps(*steps), std::move(*steps)};
-  }
+  auto summed = FromDaysSummed(store, query);  // whose steps sum to its window
+  if (!summed) return summed.error();
+  if (*summed) return SteppedReport{SumSteps(**summed), std::move(**summed)};
   auto snapshot = SnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
   auto steps = BuildReports(**snapshot, query);
@@ -139,8 +299,9 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
 }
 
 ReadServiceStats ReadService::stats() const {
-  return {cache_hits_.load(), cache_loads_.load(), cache_refreshes_.load(), direct_reads_.load(),
-          kept_day_reads_.load()};
+  return {cache_hits_.load(),   cache_loads_.load(),    cache_refreshes_.load(),
+          direct_reads_.load(), kept_day_reads_.load(), held_day_reads_.load(),
+          held_days_.load(),    held_rows_.load()};
 }
 
 }  // namespace gpuledger::ledger

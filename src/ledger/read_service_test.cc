@@ -237,7 +237,8 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
 }
 
 // A server starting loads its snapshot (Warm); a report meanwhile whose days are kept summed
-// reads them rather than wait for the load, and answers as the snapshot does once it is there.
+// regroups them rather than wait for the load, one whose days are not reads them a day at a
+// time, and each answers as the snapshot does once it is there.
 TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   std::string skip;
   auto ledger = MakeTestLedger(GetParam(), skip);
@@ -267,18 +268,30 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   ReadService reads;
   std::thread loader([&] { EXPECT_TRUE(reads.Warm(held).ok()); });
   held.entered.get_future().wait();
+  // The kept days, held, the rest of the window read for the report alone.
   auto during = reads.Reports(s, q);
+  // A policy whose days are not kept: the ledger's rows, a day at a time (and kept).
+  ReportQuery by_compute = q;
+  by_compute.policy = *cost::ParsePolicy("compute");
+  auto not_kept = reads.Reports(s, by_compute);
   held.released.set_value();
   loader.join();
   ASSERT_TRUE(during.ok()) << during.error().message;
+  ASSERT_TRUE(not_kept.ok()) << not_kept.error().message;
+  EXPECT_EQ(reads.stats().held_day_reads, 1);
   EXPECT_EQ(reads.stats().kept_day_reads, 1);
   EXPECT_EQ(reads.stats().cache_loads, 1);
 
+  // Then the held days again, the open hours from the loaded snapshot.
   auto after = reads.Reports(s, q);
   ASSERT_TRUE(after.ok()) << after.error().message;
-  EXPECT_EQ(reads.stats().cache_hits, 1);
+  EXPECT_EQ(reads.stats().held_day_reads, 2);
   EXPECT_EQ(report::ReportToJson(during->front()), report::ReportToJson(after->front()));
   EXPECT_EQ(during->front().total.device_hours, 4 * 24);
+  auto snapshot = reads.SnapshotFor(s, q.window);
+  ASSERT_TRUE(snapshot.ok());
+  EXPECT_EQ(report::ReportToJson(not_kept->front()),
+            report::ReportToJson(BuildReports(**snapshot, by_compute)->front()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReadServiceTest,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -441,11 +442,11 @@ class MergedReports {
 // when it is not kept, or kept in bytes this build does not read: it is then read from its rows.
 // `scratch` and `bytes` are the reader's, reused from day to day.
 Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& kind,
-                   DaysSummed& days, DayRollup& scratch, std::string& bytes) {
+                   DayTables& tables, DaysSummed& days, SummedDay& scratch, std::string& bytes) {
   auto kept = store.ReadDayRollup(day_us, kind);
   if (!kept) return kept.status();
   if (!*kept) return Unavailable("not kept");
-  if (Status s = DecodeDayRollup(**kept, scratch, bytes); !s) return s;
+  if (Status s = DecodeDayRollup(**kept, tables, scratch, bytes); !s) return s;
   days.Add(scratch);
   return Status::Ok();
 }
@@ -455,12 +456,12 @@ Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& 
 // `days`.
 Status KeepDay(store::LedgerStore& store, const Snapshot& snapshot, const ReportQuery& query,
                const Parallelism& parallelism, std::int64_t generation, const std::string& kind,
-               DaysSummed& days) {
+               DayTables& tables, DaysSummed& days) {
   auto day = SumDay(snapshot, query, parallelism);
   if (!day) return day.status();
   (void)store.WriteDayRollup(snapshot.range().from_us, kind, generation,
                              EncodeDayRollup(day->day, day->sums));
-  days.Add(*day);
+  days.Add(ToSummedDay(day->day, day->sums, tables));
   return Status::Ok();
 }
 
@@ -536,7 +537,12 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   // their rows and kept where it does not yet: the next report reads one record per day.
   const bool days_summed = ReadsDaysSummed(query);
   const std::string kind = DayRollupKind(query.policy, query.idle);
-  std::vector<DaysSummed> summed(readers.size(), DaysSummed(query));
+  // Each reader's own: entries and rules are interned as its days are read.
+  std::vector<std::unique_ptr<DayTables>> tables;
+  std::vector<DaysSummed> summed;
+  summed.reserve(readers.size());
+  for (std::size_t r = 0; r < readers.size(); ++r)
+    summed.emplace_back(query, *tables.emplace_back(std::make_unique<DayTables>()));
   // Part i from its rows, into `recycled`'s columns; its rows' sums added to `sums`.
   auto from_rows = [&](store::LedgerStore& reader, std::size_t i,
                        std::shared_ptr<Snapshot>& recycled,
@@ -560,7 +566,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   std::optional<Error> failed;
   auto read = [&](std::size_t reader) {
     std::shared_ptr<Snapshot> recycled;  // the reader's last part's, for the next to fill
-    DayRollup kept_day;                  // the reader's last kept day's, likewise
+    SummedDay kept_day;                  // the reader's last kept day's, likewise
     std::string kept_bytes;
     const std::size_t first = parts.size() * reader / readers.size();
     const std::size_t last = parts.size() * (reader + 1) / readers.size();
@@ -575,13 +581,13 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       report::SumCheck part_sums;
       if (!whole_day) {
         reports = from_rows(*readers[reader], i, recycled, part_sums);
-      } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, summed[reader], kept_day,
-                              kept_bytes)
+      } else if (!ReadKeptDay(*readers[reader], parts[i].from_us, kind, *tables[reader],
+                              summed[reader], kept_day, kept_bytes)
                       .ok()) {
         // No report of its own: summed[reader] has the day, and its sums (DaysSummed::sums).
         auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
         Status keep = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
-                                       summed[reader])
+                                       *tables[reader], summed[reader])
                              : loaded.status();
         if (!keep) reports = keep.error();
         if (loaded) recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
@@ -612,6 +618,8 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     read(0);
   }
   if (failed) return *failed;
+  for (const auto& t : tables)
+    if (!t->ok()) return whole();  // more rule texts than ids
   for (DaysSummed& days : summed) {
     if (days.empty()) continue;
     sums.Merge(days.sums());

@@ -178,6 +178,34 @@ std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQue
   return out;
 }
 
+// `hour` with one more usage row, of a consumer no other row names, taken from its idle time:
+// a late sample landing in an hour already written.
+LedgerHour WithALateRow(LedgerHour hour) {
+  UsageRow extra;
+  extra.hour_us = hour.device.hour_us;
+  extra.gpu = hour.device.gpu;
+  extra.consumer.ref = ConsumerRef{"late", "pod-late", PodUid("uid-late"), "c"};
+  extra.node = hour.device.node;
+  extra.gpu_model = hour.device.gpu_model;
+  extra.sharing = hour.device.sharing;
+  extra.allocated_us = 1;
+  hour.usage.push_back(extra);
+  hour.device.unallocated_us -= 1;
+  return hour;
+}
+
+// A bill for node-a's day starting at `day_us`, posted late: it reprices that day.
+Reconciliation ALateBill(Micros day_us) {
+  Reconciliation bill;
+  bill.node = "node-a";
+  bill.day_us = day_us;
+  bill.billed_nanos = 123'456'789;
+  bill.factor = "1/1";
+  bill.currency = "USD";
+  bill.bill_file = "late-bill.csv";
+  return bill;
+}
+
 class ReportsProperty : public ::testing::TestWithParam<StoreKind> {};
 
 TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
@@ -578,18 +606,8 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   EXPECT_FALSE(kept(4, q));
 
   // A late row in day 2: that day is dropped, the others stay, and the answer moves with it.
-  LedgerHour late = random.hours[random.hours.size() / 2];
+  const LedgerHour late = WithALateRow(random.hours[random.hours.size() / 2]);
   ASSERT_EQ(late.device.hour_us / kMicrosPerDay, Hour(60) / kMicrosPerDay);
-  UsageRow extra;
-  extra.hour_us = late.device.hour_us;
-  extra.gpu = late.device.gpu;
-  extra.consumer.ref = ConsumerRef{"late", "pod-late", PodUid("uid-late"), "c"};
-  extra.node = late.device.node;
-  extra.gpu_model = late.device.gpu_model;
-  extra.sharing = late.device.sharing;
-  extra.allocated_us = 1;
-  late.usage.push_back(extra);
-  late.device.unallocated_us -= 1;
   ASSERT_TRUE(store.WriteHours(std::span(&late, 1)).ok());
   EXPECT_FALSE(kept(2, q));
   EXPECT_TRUE(kept(1, q) && kept(3, q));
@@ -597,13 +615,7 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   EXPECT_TRUE(kept(2, q));
 
   // A bill for day 3 reprices it: dropped, and summed again at the bill.
-  Reconciliation bill;
-  bill.node = "node-a";
-  bill.day_us = Hour(72);
-  bill.billed_nanos = 123'456'789;
-  bill.factor = "1/1";
-  bill.currency = "USD";
-  bill.bill_file = "late-bill.csv";
+  const Reconciliation bill = ALateBill(Hour(72));
   ASSERT_TRUE(store.WriteReconciliations(std::span(&bill, 1)).ok());
   EXPECT_FALSE(kept(3, q));
   EXPECT_TRUE(kept(2, q));
@@ -618,7 +630,10 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   answers_as_rows("after damage");
   auto mended = store.ReadDayRollup(Hour(24), kind);
   ASSERT_TRUE(mended.ok() && mended->has_value());
-  EXPECT_TRUE(DecodeDayRollup(**mended).ok());
+  DayTables tables;
+  SummedDay decoded;
+  std::string scratch;
+  EXPECT_TRUE(DecodeDayRollup(**mended, tables, decoded, scratch).ok());
 
   // A keeper (what a server runs in the background) keeps each day not kept, once; asked to
   // stop, none. A report then reads them all kept.
@@ -633,9 +648,93 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   EXPECT_EQ(*KeepDays(store, q, all_days, [] { return false; }), 0);
   EXPECT_EQ(store.KeptDays(DayRollupKind(q.policy, q.idle), all_days)->size(), 5u);
   answers_as_rows("kept by a keeper");
-  auto damaged = DecodeDayRollup(prometheus::Gzip(std::string("\x01\x02", 2)));
+  Status damaged =
+      DecodeDayRollup(prometheus::Gzip(std::string("\x01\x02", 2)), tables, decoded, scratch);
   ASSERT_FALSE(damaged.ok());
   EXPECT_EQ(damaged.error().message, "day kept summed byte 2: day end ends inside it");
+  EXPECT_TRUE(decoded.rows.empty());
+}
+
+// A server's read service regroups the days the ledger keeps summed as it holds them in
+// memory, the window's other hours from its kept snapshot: the plain computation's answer for
+// every policy, idle handling, grouping, window and step, while the ledger is written under
+// it (a late row, a bill, a day appended), each write dropping the held days it touched.
+TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto opened = ledger->Open();
+  auto writer = ledger->Open();
+  ASSERT_TRUE(opened.ok() && writer.ok());
+  store::LedgerStore& store = **opened;
+  std::mt19937_64 rng(20261208);
+  const int days = 6;
+  const RandomLedger random = MakeRandomLedger(rng, days * 24);
+  std::vector<LedgerHour> first_days;
+  std::vector<LedgerHour> last_day;
+  for (const LedgerHour& h : random.hours)
+    (h.device.hour_us < Hour((days - 1) * 24) ? first_days : last_day).push_back(h);
+  ASSERT_TRUE((*writer)->WriteHours(first_days).ok());
+  ASSERT_TRUE((*writer)->WriteReconciliations(random.reconciliations).ok());
+
+  // Four kinds, as many as are held at once: a stale day held would show.
+  const char* const policies[] = {"allocation", "hybrid:0.35"};
+  const char* const idles[] = {"keep", "namespace:platform"};
+  const char* const groupings[] = {"namespace", "label:team",       "controller", "node,gpu_model",
+                                   "device",    "pod,sharing_mode", "cluster"};
+  ReadService reads;
+  int trial = 0;
+  auto answers_as_rows = [&](const std::string& when, int written_days) {
+    const std::int64_t held_before = reads.stats().held_day_reads;
+    const int hours = written_days * 24;
+    for (int n = 0; n < 24; ++n, ++trial) {
+      ReportQuery q;
+      q.policy = *cost::ParsePolicy(policies[trial % 2]);
+      q.idle = *cost::ParseIdleHandling(idles[(trial / 2) % 2]);
+      q.group_by = *report::ParseGroupBy(groupings[trial % 7]);
+      const int from =
+          trial % 2 == 0 ? 24 * static_cast<int>(rng() % 2) : static_cast<int>(rng() % 30);
+      q.window = {Hour(from), Hour(hours - static_cast<int>(rng() % 30))};
+      q.step = (trial / 2) % 3 == 0 ? 0 : (trial / 2) % 3 * kMicrosPerDay;
+      // What a server's keeper does for its policy: here for most trials' policies.
+      if (trial % 5 != 4) {
+        const TimeRange ended{Hour(0), Hour(hours) - kOpenHours * kMicrosPerHour};
+        ASSERT_TRUE(KeepDays(store, q, ended, [] { return false; }).ok());
+      }
+      const std::vector<std::string> plain = PlainReports(store, q, "");
+      std::vector<report::Report> ours;
+      if (trial % 3 == 2) {
+        auto stepped = reads.ReportAndSteps(store, q);
+        ASSERT_TRUE(stepped.ok()) << stepped.error().message;
+        ours = std::move(stepped->steps);
+        if (q.step == 0) ours = {std::move(stepped->window)};
+      } else {
+        auto reports = reads.Reports(store, q);
+        ASSERT_TRUE(reports.ok()) << reports.error().message;
+        ours = std::move(*reports);
+      }
+      ASSERT_EQ(ours.size(), plain.size()) << when << " trial " << trial;
+      for (std::size_t i = 0; i < plain.size(); ++i)
+        EXPECT_EQ(report::ReportToJson(ours[i]), plain[i])
+            << when << " trial " << trial << " step " << i << " by " << groupings[trial % 7];
+    }
+    EXPECT_GT(reads.stats().held_day_reads - held_before, 6) << when;
+  };
+  answers_as_rows("first", days - 1);
+  EXPECT_GT(reads.stats().held_days, 3);
+
+  // A late row in day 2, and a bill repricing day 3.
+  const LedgerHour late = WithALateRow(first_days[first_days.size() / 2]);
+  ASSERT_TRUE((*writer)->WriteHours(std::span(&late, 1)).ok());
+  answers_as_rows("after a late row", days - 1);
+  const Reconciliation bill = ALateBill(Hour(72));
+  ASSERT_TRUE((*writer)->WriteReconciliations(std::span(&bill, 1)).ok());
+  answers_as_rows("after a bill", days - 1);
+
+  // A day appended: the one before it closes, and the kept days move on.
+  ASSERT_TRUE((*writer)->WriteHours(last_day).ok());
+  answers_as_rows("after a day appended", days);
+  EXPECT_GT(reads.stats().cache_refreshes, 0);
 }
 
 // The real store, with a write into the ledger landing while a day is read: what a live server

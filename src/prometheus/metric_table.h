@@ -251,7 +251,8 @@ inline constexpr MetricDef kServerReportSnapshotsTotal{
     "Reports and allocations by where their rows came from: the kept snapshot (hit), the kept "
     "snapshot after loading it whole (load) or after reading again the days written since "
     "(refresh), a window outside it read alone (direct), or the days the ledger keeps summed, "
-    "read while the kept snapshot loads (kept_days).",
+    "read while the kept snapshot loads (kept_days) or as the server holds them in memory "
+    "(held_days).",
     kExporterServer};
 // The ledger's last complete hour, priced (server/hour_cost.h): what dashboards and alerts on
 // spend read; the exact bill is the API's.

@@ -425,7 +425,14 @@ void Api::AddMetrics(std::function<std::string()> render) {
 Status Api::WarmUp() {
   auto store = pool_.Borrow();
   if (!store) return store.status();
-  return reads_.Warm(**store);
+  auto extent = (*store)->Extent();
+  if (!extent) return extent.status();
+  if (extent->to_us <= extent->from_us) return Status::Ok();  // nothing to read yet
+  // The days kept summed of the default report (policy and idle handling) first, held: the
+  // first reports over them regroup them rather than read them, even while the snapshot loads.
+  auto defaults = ledger::ParseReportRequest({}, *extent, ledger::ParameterNames());
+  if (!defaults) return defaults.status();
+  return reads_.Warm(**store, &*defaults);
 }
 
 ApiResponse Api::Handle(const std::string& path, const Params& params,
@@ -511,6 +518,8 @@ ApiResponse Api::Metrics() {
            static_cast<double>(reads.direct_reads));
   w.Sample(kServerReportSnapshotsTotal.name, {{"result", "kept_days"}},
            static_cast<double>(reads.kept_day_reads));
+  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "held_days"}},
+           static_cast<double>(reads.held_day_reads));
   std::string out = w.Take();
   out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background, never waited for
   for (const auto& render : extra) out += render();

@@ -68,8 +68,9 @@ class Api {
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
   void AddMetrics(std::function<std::string()> render);
-  // Loads what reports read (the kept snapshot of the ledger's last days) before the first
-  // report asks; reports whose days the ledger keeps summed do not wait for it meanwhile.
+  // Loads what reports read (the default policy's days kept summed, held; then the kept
+  // snapshot of the ledger's last days) before the first report asks; reports whose days the
+  // ledger keeps summed do not wait for the snapshot meanwhile.
   Status WarmUp();
   // Handles one request; `authorization` is the Authorization header's value.
   ApiResponse Handle(const std::string& path, const Params& params,
