@@ -179,6 +179,11 @@ int main(int argc, char** argv) {
   server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");
   server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH or postgres://URL")->required();
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
+  server_cmd
+      ->add_option("--snapshot-days", server.snapshot_days,
+                   "days of the ledger's rows kept in memory for the API (docs/performance.md)")
+      ->check(CLI::Range(1, 400))
+      ->capture_default_str();
   server_cmd->add_option("--token-file", server.token_file, "require this bearer token on /api");
   server_cmd->add_option("--catalog", server.catalog, "price catalog YAML");
   server_cmd->add_option("--policy", server.policy,

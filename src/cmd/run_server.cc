@@ -180,6 +180,17 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerFlag
 
 // Serves the ledger until `stop` (server/serve_ledger.h); an error is printed and its exit code
 // returned.
+server::ServeLedgerOptions ServeOptions(const ServerFlags& o, const std::string& path,
+                                        const std::string& token,
+                                        std::function<std::string()> extra_metrics,
+                                        const guardrails::Policy& policy,
+                                        const cost::Catalog& catalog) {
+  server::ServeLedgerOptions options{path,   o.listen, token, false, std::move(extra_metrics),
+                                     policy, catalog};
+  options.reads.snapshot_days = o.snapshot_days;
+  return options;
+}
+
 int Serve(server::ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
           std::ostream& err) {
   if (Status s = server::ServeLedger(std::move(options), stop, out, err); !s.ok()) {
@@ -278,9 +289,10 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
   auto served = server::RunIngestServer(
       config, *source, stop,
       [&](std::function<std::string()> extra_metrics) {
-        return Serve({path, o.listen, token, false,
-                      BothMetrics(std::move(extra_metrics), webhook_metrics), policy, catalog},
-                     stop, out, err);
+        return Serve(
+            ServeOptions(o, path, token, BothMetrics(std::move(extra_metrics), webhook_metrics),
+                         policy, catalog),
+            stop, out, err);
       },
       out);
   if (!served) {
@@ -388,7 +400,7 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
         BothMetrics(std::move(webhook_metrics), [e = events.get()] { return e->RenderMetrics(); });
   }
   if (ingest) return RunIngest(o, path, token, catalog, policy, webhook_metrics, stop, out, err);
-  return Serve({path, o.listen, token, false, webhook_metrics, policy, catalog}, stop, out, err);
+  return Serve(ServeOptions(o, path, token, webhook_metrics, policy, catalog), stop, out, err);
 }
 
 }  // namespace gpuledger::cmd

@@ -35,6 +35,8 @@ struct ServerFlags {
   std::string cluster;  // empty: the ledger's meta "cluster", else "default"
   std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
+  // Days of the ledger's rows the API keeps in memory (ledger::ReadServiceOptions).
+  int snapshot_days = 35;
   std::string token_file;
   std::string catalog;
   // Kubernetes metadata (owners, labels, node labels for prices): any of these starts the watch.

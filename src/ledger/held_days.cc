@@ -25,6 +25,7 @@ void HeldDays::Hold(const std::string& kind, SummedDay day) {
       return a.second.last_used < b.second.last_used;
     });
     kinds_.erase(least);
+    dropped_ = true;
   }
   Kind& k = kinds_[kind];
   k.last_used = ++uses_;
@@ -38,24 +39,30 @@ void HeldDays::Drop(const TimeRange& touched) {
     // touched.from_us.
     auto first = kind.days.upper_bound(touched.from_us - kMicrosPerDay);
     auto last = kind.days.lower_bound(touched.to_us);
+    dropped_ = dropped_ || first != last;
     kind.days.erase(first, last);
   }
 }
 
 void HeldDays::DropBefore(Micros from_us) {
-  for (auto& [name, kind] : kinds_)
-    kind.days.erase(kind.days.begin(), kind.days.lower_bound(from_us));
+  for (auto& [name, kind] : kinds_) {
+    auto last = kind.days.lower_bound(from_us);
+    dropped_ = dropped_ || last != kind.days.begin();
+    kind.days.erase(kind.days.begin(), last);
+  }
 }
 
 void HeldDays::Clear() {
   kinds_.clear();
   tables_ = std::make_unique<DayTables>();
   entries_after_compact_ = 0;
+  dropped_ = false;
 }
 
 void HeldDays::Compact() {
   const std::size_t entries = tables_->entries();
-  if (entries < kCompactFrom || entries < 2 * entries_after_compact_) return;
+  if (!dropped_ || entries < kCompactFrom || entries < 2 * entries_after_compact_) return;
+  dropped_ = false;
   auto fresh = std::make_unique<DayTables>();
   const DayTables& old = *tables_;
   std::vector<std::uint32_t> entry_of(entries, 0);  // new id + 1; 0 not named yet

@@ -30,8 +30,9 @@ class HeldDays {
   // Drops the held days that start before `from_us`.
   void DropBefore(Micros from_us);
   void Clear();
-  // Reads the held days' rows into fresh tables when most of the tables' entries are no held
-  // day's (consumers come and go): call between reports, as it renumbers every entry.
+  // Reads the held days' rows into fresh tables when days were let go since the last time and
+  // the tables have doubled since (most of their entries may be no held day's: consumers come
+  // and go). Call between reports: it renumbers every entry.
   void Compact();
 
   DayTables& tables() { return *tables_; }
@@ -50,6 +51,7 @@ class HeldDays {
   std::map<std::string, Kind> kinds_;
   std::uint64_t uses_ = 0;
   std::size_t entries_after_compact_ = 0;
+  bool dropped_ = false;  // a day was let go since the last Compact
 };
 
 }  // namespace gpuledger::ledger

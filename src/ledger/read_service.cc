@@ -14,15 +14,19 @@ bool Covers(const Snapshot& snapshot, const TimeRange& extent, const TimeRange& 
   return from >= to || (from >= snapshot.range().from_us && to <= snapshot.range().to_us);
 }
 
-// The days a ledger of `extent` keeps in memory.
-TimeRange KeptDays(const TimeRange& extent, int cached_days) {
-  return {std::max(extent.from_us, extent.to_us - cached_days * kMicrosPerDay), extent.to_us};
+// The last `days` days of a ledger of `extent`.
+TimeRange KeptDays(const TimeRange& extent, int days) {
+  return {std::max(extent.from_us, extent.to_us - days * kMicrosPerDay), extent.to_us};
 }
 
 // Refreshes that meet a write each time before the store is read again whole.
 constexpr int kRefreshTries = 3;
 
 Micros FloorDay(Micros t) { return t / kMicrosPerDay * kMicrosPerDay; }
+
+bool Overlaps(const TimeRange& a, const TimeRange& b) {
+  return a.from_us < b.to_us && b.from_us < a.to_us;
+}
 
 // No answer from days kept summed: the kept snapshot answers.
 Result<ReadService::MaybeReports> NotFromDays() { return ReadService::MaybeReports(); }
@@ -31,6 +35,15 @@ Result<ReadService::MaybeReports> NotFromDays() { return ReadService::MaybeRepor
 
 Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerStore& store,
                                                                  const TimeRange& window) {
+  auto kept = KeptSnapshotFor(store, window);
+  if (!kept) return kept.error();
+  if (*kept != nullptr) return *kept;
+  ++direct_reads_;
+  return Snapshot::Load(store, window);
+}
+
+Result<std::shared_ptr<const Snapshot>> ReadService::KeptSnapshotFor(store::LedgerStore& store,
+                                                                     const TimeRange& window) {
   // Read before the snapshot: a write landing in between makes the kept copy look older than
   // it is (one extra load later), never newer.
   auto generation = store.Generation();
@@ -44,19 +57,15 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   }
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  const TimeRange keep = KeptDays(*extent, options_.cached_days);
-  if (window.from_us < keep.from_us && window.to_us > extent->from_us) {
-    // Outside the lock: reports from the kept snapshot do not wait for this one.
-    ++direct_reads_;
-    return Snapshot::Load(store, window);
-  }
+  const TimeRange keep = KeptDays(*extent, options_.snapshot_days);
+  // Outside the lock: reports from the kept snapshot do not wait for this one.
+  if (window.from_us < keep.from_us && window.to_us > extent->from_us)
+    return std::shared_ptr<const Snapshot>();
   std::lock_guard lock(mu_);
   auto kept = KeptAt(store, *generation, *extent);
   if (!kept) return kept.error();
   if (Covers(**kept, kept_extent_, window)) return *kept;
-  // Not in the kept days after all (the ledger grew meanwhile): read for this query.
-  ++direct_reads_;
-  return Snapshot::Load(store, window);
+  return std::shared_ptr<const Snapshot>();  // not in the kept days after all (the ledger grew)
 }
 
 Result<std::shared_ptr<const Snapshot>> ReadService::KeptAt(store::LedgerStore& store,
@@ -72,7 +81,7 @@ Result<std::shared_ptr<const Snapshot>> ReadService::KeptAt(store::LedgerStore& 
     if (*refreshed != nullptr) return *refreshed;
   }
   loading_ = true;
-  auto loaded = Snapshot::Load(store, KeptDays(extent, options_.cached_days));
+  auto loaded = Snapshot::Load(store, KeptDays(extent, options_.snapshot_days));
   loading_ = false;
   if (!loaded) return loaded.error();
   kept_ = *loaded;
@@ -92,7 +101,7 @@ Result<std::shared_ptr<const Snapshot>> ReadService::RefreshKept(store::LedgerSt
     if (!*changes) break;  // the store cannot say: read whole
     const store::LedgerChanges& c = **changes;
     auto refreshed = Snapshot::Refresh(store, std::move(kept_),
-                                       KeptDays(c.extent, options_.cached_days), c.touched);
+                                       KeptDays(c.extent, options_.snapshot_days), c.touched);
     if (!refreshed) return refreshed.error();  // kept_ is gone: the next read loads whole
     kept_ = *refreshed;
     kept_generation_ = c.generation;
@@ -137,7 +146,7 @@ TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& ex
   const Micros from = FloorDay(std::max(w.from_us, extent.from_us) + kMicrosPerDay - 1);
   Micros to = std::min(FloorDay(extent.to_us - kOpenHours * kMicrosPerHour), FloorDay(w.to_us));
   if (query.step > 0 && to > w.from_us) to = w.from_us + (to - w.from_us) / query.step * query.step;
-  if (to <= from || from < KeptDays(extent, options_.cached_days).from_us) return {0, 0};
+  if (to <= from || from < KeptDays(extent, options_.held_days).from_us) return {0, 0};
   return {from, to};
 }
 
@@ -150,12 +159,17 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
     if (*changes) {
       // What the writes since touched, as the ledger dropped its records of those days.
       held_.Drop((*changes)->touched);
-      held_.DropBefore(KeptDays((*changes)->extent, options_.cached_days).from_us);
+      const TimeRange held = KeptDays((*changes)->extent, options_.held_days);
+      held_.DropBefore(held.from_us);
+      if (head_rows_ && (Overlaps(head_rows_->range(), (*changes)->touched) ||
+                         head_rows_->range().from_us < held.from_us))
+        head_rows_ = nullptr;
       held_generation_ = (*changes)->generation;
       return held_generation_ == generation;  // else written since `generation` was read
     }
   }
   held_.Clear();  // nothing held, or held at a generation the store no longer knows
+  head_rows_ = nullptr;
   held_generation_ = generation;
   return true;
 }
@@ -232,20 +246,24 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
       auto refreshed = RefreshKept(store);
       if (!refreshed) return refreshed.error();
     }
-    if (kept_ != nullptr && kept_generation_ == *generation &&
-        std::all_of(std::begin(around), std::end(around), [&](const TimeRange& r) {
-          return r.from_us >= r.to_us || Covers(*kept_, kept_extent_, r);
-        }))
-      rows[0] = rows[1] = kept_;
+    for (int i = 0; i < 2; ++i)
+      if (kept_ != nullptr && kept_generation_ == *generation &&
+          Covers(*kept_, kept_extent_, around[i]))
+        rows[i] = kept_;
   }
+  // A window's partial first day before the kept snapshot's days (a 30-day window with fewer
+  // kept) is the same for a day of reports: its rows are held beside the days, as they are.
+  if (rows[0] == nullptr && head_rows_ != nullptr && Covers(*head_rows_, *extent, around[0]))
+    rows[0] = head_rows_;
   for (int i = 0; i < 2; ++i) {
     if (rows[i] != nullptr || around[i].from_us >= around[i].to_us) continue;
     auto loaded = Snapshot::Load(store, around[i]);
     if (!loaded) return loaded.error();
-    rows[i] = *loaded;
     auto after = store.Generation();
     if (!after) return after.error();
     if (*after != *generation) return NotFromDays();  // written meanwhile
+    rows[i] = *loaded;
+    if (i == 0) head_rows_ = rows[i];
   }
 
   DaysSummed summed(query, held_.tables());
@@ -276,9 +294,13 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
   auto summed = FromDaysSummed(store, query);
   if (!summed) return summed.error();
   if (*summed) return std::move(**summed);
-  auto snapshot = SnapshotFor(store, query.window);
+  auto snapshot = KeptSnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
-  return BuildReports(**snapshot, query);
+  if (*snapshot != nullptr) return BuildReports(**snapshot, query);
+  // Outside the kept days: a day at a time, so a report holds a day of the ledger, not the
+  // window (the kept snapshot is what bounds a server's memory).
+  ++direct_reads_;
+  return ReadReports(store, query);
 }
 
 Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
@@ -286,14 +308,18 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
   auto summed = FromDaysSummed(store, query);  // whose steps sum to its window
   if (!summed) return summed.error();
   if (*summed) return SteppedReport{SumSteps(**summed), std::move(**summed)};
-  auto snapshot = SnapshotFor(store, query.window);
-  if (!snapshot) return snapshot.error();
-  auto steps = BuildReports(**snapshot, query);
-  if (!steps) return steps.error();
-  if (StepsSumToWindow(query)) return SteppedReport{SumSteps(*steps), std::move(*steps)};
   ReportQuery whole = query;
   whole.step = 0;
-  auto window = BuildReports(**snapshot, whole);
+  auto snapshot = KeptSnapshotFor(store, query.window);
+  if (!snapshot) return snapshot.error();
+  auto reports = [&](const ReportQuery& q) {
+    return *snapshot != nullptr ? BuildReports(**snapshot, q) : ReadReports(store, q);
+  };
+  if (*snapshot == nullptr) ++direct_reads_;
+  auto steps = reports(query);
+  if (!steps) return steps.error();
+  if (StepsSumToWindow(query)) return SteppedReport{SumSteps(*steps), std::move(*steps)};
+  auto window = reports(whole);
   if (!window) return window.error();
   return SteppedReport{std::move(window->front()), std::move(*steps)};
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The one place a long-running reader (the server) answers reports from (issue 32). It keeps
-// the snapshot of the ledger's last `cached_days` days, so a report over them is a scan of
+// the snapshot of the ledger's last `snapshot_days` days, so a report over them is a scan of
 // memory; a window reaching further back is read from the store for that query alone. When the
 // ledger's generation moves, the kept snapshot reads again only the days written since
 // (LedgerStore::ChangesSince; a live server writes the current hour every round), and whole
@@ -25,7 +25,13 @@
 namespace gpuledger::ledger {
 
 struct ReadServiceOptions {
-  int cached_days = 35;  // a 30-day window with room; at 10,000 GPUs about 3.4 GiB
+  // Days of the ledger's rows kept in memory (a 30-day window with room): what every query
+  // reads, and most of a server's memory (at 10,000 GPUs x 35 days about 1.8 GiB). A window
+  // reaching further back is read for its query alone (reports a day at a time).
+  int snapshot_days = 35;
+  // Days kept summed held in memory (HeldDays), which reports over whole days regroup: at
+  // 10,000 GPUs about 10 MiB a day.
+  int held_days = 35;
 };
 
 struct ReadServiceStats {
@@ -74,6 +80,10 @@ class ReadService {
   // The kept snapshot brought to the ledger now by reading its changed days, when the store
   // can say which; nullptr (kept_ dropped) when it cannot. Holds mu_.
   Result<std::shared_ptr<const Snapshot>> RefreshKept(store::LedgerStore& store);
+  // The kept snapshot when it covers `window` (brought to the ledger now); nullptr when the
+  // window reaches before its days.
+  Result<std::shared_ptr<const Snapshot>> KeptSnapshotFor(store::LedgerStore& store,
+                                                          const TimeRange& window);
   // The kept snapshot at `generation` (the ledger's now, read before): refreshed, or loaded
   // whole, over the days kept before `extent`'s end. Holds mu_.
   Result<std::shared_ptr<const Snapshot>> KeptAt(store::LedgerStore& store, std::int64_t generation,
@@ -111,6 +121,9 @@ class ReadService {
   std::mutex held_mu_;  // taken before mu_, never after
   HeldDays held_;       // at held_generation_, under held_mu_
   std::int64_t held_generation_ = -1;
+  // The rows of the last window's partial first day read because the kept snapshot's days do
+  // not reach it; held and dropped as the held days are.
+  std::shared_ptr<const Snapshot> head_rows_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
   std::atomic<bool> loading_ = false;  // the kept snapshot is loading whole

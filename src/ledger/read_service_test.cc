@@ -142,7 +142,7 @@ TEST_P(ReadServiceTest, ReadsAWindowOlderThanTheKeptDaysAlone) {
   const std::vector<LedgerHour> hours = {OneHour(0, kMicrosPerHour),
                                          OneHour(24 * 10, kMicrosPerHour)};
   ASSERT_TRUE((*store)->WriteHours(hours).ok());
-  ReadService reads(ReadServiceOptions{.cached_days = 2});
+  ReadService reads(ReadServiceOptions{.snapshot_days = 2});
   auto recent = reads.Reports(**store, ByNamespace({Hour(24 * 10), Hour(24 * 10 + 1)}));
   ASSERT_TRUE(recent.ok());
   auto all = reads.Reports(**store, ByNamespace({Hour(0), Hour(24 * 10 + 1)}));

@@ -1,6 +1,7 @@
 // The read service's reports against the plain computation (report::BuildReport over the rows
 // the store reads back, priced as billed), integer for integer, on random ledgers in SQLite and
 // PostgreSQL: every policy and idle handling, groupings, steps, windows and filters.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -445,7 +446,7 @@ TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
   ASSERT_TRUE(store.WriteHours(start.hours).ok());
   ASSERT_TRUE(store.WriteReconciliations(start.reconciliations).ok());
 
-  ReadService reads(ReadServiceOptions{.cached_days = 3});
+  ReadService reads(ReadServiceOptions{.snapshot_days = 3});
   const char* const groupings[] = {"namespace", "label:team", "controller", "device,pod",
                                    "namespace,label:team"};
   const char* const idles[] = {"keep", "share", "namespace:platform", "namespace:web"};
@@ -682,10 +683,33 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
   const char* const idles[] = {"keep", "namespace:platform"};
   const char* const groupings[] = {"namespace", "label:team",       "controller", "node,gpu_model",
                                    "device",    "pod,sharing_mode", "cluster"};
+  // `service`'s reports (or its window's and steps') of `q` are the plain computation's.
+  auto answers_as_plain = [&](ReadService& service, const ReportQuery& q, bool stepped,
+                              const std::string& what) {
+    const std::vector<std::string> plain = PlainReports(store, q, "");
+    std::vector<report::Report> ours;
+    if (stepped) {
+      auto both = service.ReportAndSteps(store, q);
+      ASSERT_TRUE(both.ok()) << both.error().message;
+      ours = std::move(both->steps);
+      if (q.step == 0) ours = {std::move(both->window)};
+    } else {
+      auto reports = service.Reports(store, q);
+      ASSERT_TRUE(reports.ok()) << reports.error().message;
+      ours = std::move(*reports);
+    }
+    ASSERT_EQ(ours.size(), plain.size()) << what;
+    for (std::size_t i = 0; i < plain.size(); ++i)
+      EXPECT_EQ(report::ReportToJson(ours[i]), plain[i]) << what << " step " << i;
+  };
   ReadService reads;
+  // A server keeping two days of rows: a window's first day and any report it cannot regroup
+  // are read for the report alone.
+  ReadService short_reads(ReadServiceOptions{.snapshot_days = 2});
   int trial = 0;
   auto answers_as_rows = [&](const std::string& when, int written_days) {
     const std::int64_t held_before = reads.stats().held_day_reads;
+    const std::int64_t short_held_before = short_reads.stats().held_day_reads;
     const int hours = written_days * 24;
     for (int n = 0; n < 24; ++n, ++trial) {
       ReportQuery q;
@@ -701,40 +725,42 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
         const TimeRange ended{Hour(0), Hour(hours) - kOpenHours * kMicrosPerHour};
         ASSERT_TRUE(KeepDays(store, q, ended, [] { return false; }).ok());
       }
-      const std::vector<std::string> plain = PlainReports(store, q, "");
-      std::vector<report::Report> ours;
-      if (trial % 3 == 2) {
-        auto stepped = reads.ReportAndSteps(store, q);
-        ASSERT_TRUE(stepped.ok()) << stepped.error().message;
-        ours = std::move(stepped->steps);
-        if (q.step == 0) ours = {std::move(stepped->window)};
-      } else {
-        auto reports = reads.Reports(store, q);
-        ASSERT_TRUE(reports.ok()) << reports.error().message;
-        ours = std::move(*reports);
-      }
-      ASSERT_EQ(ours.size(), plain.size()) << when << " trial " << trial;
-      for (std::size_t i = 0; i < plain.size(); ++i)
-        EXPECT_EQ(report::ReportToJson(ours[i]), plain[i])
-            << when << " trial " << trial << " step " << i << " by " << groupings[trial % 7];
+      for (ReadService* service : {&reads, &short_reads})
+        answers_as_plain(*service, q, trial % 3 == 2,
+                         fmt::format("{} trial {} by {}{}", when, trial, groupings[trial % 7],
+                                     service == &reads ? "" : ", two days of rows kept"));
     }
     EXPECT_GT(reads.stats().held_day_reads - held_before, 6) << when;
+    EXPECT_GT(short_reads.stats().held_day_reads - short_held_before, 6) << when;
   };
   answers_as_rows("first", days - 1);
   EXPECT_GT(reads.stats().held_days, 3);
 
-  // A late row in day 2, and a bill repricing day 3.
+  // A late row in day 2, and bills repricing days 3 and 0.
   const LedgerHour late = WithALateRow(first_days[first_days.size() / 2]);
   ASSERT_TRUE((*writer)->WriteHours(std::span(&late, 1)).ok());
   answers_as_rows("after a late row", days - 1);
   const Reconciliation bill = ALateBill(Hour(72));
   ASSERT_TRUE((*writer)->WriteReconciliations(std::span(&bill, 1)).ok());
   answers_as_rows("after a bill", days - 1);
+  // And one repricing the first day, which the two-day reader holds the rows of as a window's
+  // partial first day.
+  ReportQuery from_day_0;
+  from_day_0.policy = *cost::ParsePolicy("allocation");
+  from_day_0.idle = *cost::ParseIdleHandling("keep");
+  from_day_0.group_by = *report::ParseGroupBy("namespace");
+  from_day_0.window = {Hour(5), Hour((days - 1) * 24)};
+  answers_as_plain(short_reads, from_day_0, false, "from day 0");
+  const Reconciliation first_day_bill = ALateBill(Hour(0));
+  ASSERT_TRUE((*writer)->WriteReconciliations(std::span(&first_day_bill, 1)).ok());
+  answers_as_plain(short_reads, from_day_0, false, "from day 0, after a bill for it");
+  answers_as_rows("after a bill for the first day", days - 1);
 
   // A day appended: the one before it closes, and the kept days move on.
   ASSERT_TRUE((*writer)->WriteHours(last_day).ok());
   answers_as_rows("after a day appended", days);
   EXPECT_GT(reads.stats().cache_refreshes, 0);
+  EXPECT_GT(short_reads.stats().direct_reads, 8);  // the reports it could not regroup
 }
 
 // The real store, with a write into the ledger landing while a day is read: what a live server

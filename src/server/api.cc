@@ -405,8 +405,9 @@ std::string_view CanonicalPath(std::string_view path) {
 }  // namespace
 
 Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog,
-         const Clock* clock)
+         const Clock* clock, ledger::ReadServiceOptions reads)
     : pool_(std::move(open)),
+      reads_(reads),
       token_(std::move(token)),
       policy_(std::move(policy)),
       catalog_(std::move(catalog)),

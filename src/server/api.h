@@ -61,9 +61,11 @@ class Api {
   // `policy`: the guardrail policy /api/v1/findings applies (kinds off, label exemptions,
   // idle-allocation thresholds). `catalog`: the prices of the models /api/v1/recommendations
   // may suggest moving to (the server's --catalog).
-  // `clock`: the wall clock /metrics' hour is taken from (nullptr: the system's).
+  // `clock`: the wall clock /metrics' hour is taken from (nullptr: the system's). `reads`: what
+  // the read service keeps in memory.
   Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy(),
-      cost::Catalog catalog = cost::DefaultCatalog(), const Clock* clock = nullptr);
+      cost::Catalog catalog = cost::DefaultCatalog(), const Clock* clock = nullptr,
+      ledger::ReadServiceOptions reads = {});
 
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.

@@ -47,7 +47,8 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
   // `store` (opened read-write, so the schema is current) stays open while serving: a
   // read-only SQLite connection needs the WAL files a writer keeps. The API reads through its
   // own connections, one per concurrent request, so a long report holds up no probe.
-  Api api(ReadConnections(options.db), options.token, options.policy, options.catalog);
+  Api api(ReadConnections(options.db), options.token, options.policy, options.catalog,
+          options.clock, options.reads);
   if (options.extra_metrics) api.AddMetrics(std::move(options.extra_metrics));
   auto http = HttpServer::Bind(options.listen, api);
   if (!http && options.fallback_any_port) {

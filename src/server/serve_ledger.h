@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
+#include "ledger/read_service.h"
 #include "server/api.h"
 
 namespace gpuledger::server {
@@ -32,7 +33,8 @@ struct ServeLedgerOptions {
   // idle handling (ledger/day_rollup.h: a cold report then reads a record per day); 0: never.
   Micros keep_days_every_us = 600 * kMicrosPerSecond;
   int keep_days = 35;
-  const Clock* clock = nullptr;  // nullptr: the system's
+  const Clock* clock = nullptr;      // nullptr: the system's
+  ledger::ReadServiceOptions reads;  // how many days of rows and of days summed it keeps
 };
 
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning
