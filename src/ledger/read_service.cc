@@ -130,7 +130,7 @@ Status ReadService::Warm(store::LedgerStore& store, const ReportQuery* hold) {
       if (!generation) return generation.status();
       std::lock_guard lock(held_mu_);
       auto held = HoldDays(store, DayRollupKind(hold->policy, hold->idle), days, *generation,
-                           *extent, /*every_day=*/false);
+                           /*every_day=*/false);
       if (!held) return held.status();
     }
   }
@@ -141,7 +141,7 @@ Status ReadService::Warm(store::LedgerStore& store, const ReportQuery* hold) {
 TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& extent) const {
   // From the window's first whole day (a step's days start on the window's start) to where the
   // ledger's open hours begin or the window's last whole day ends, the rows after them starting
-  // a step; held as long as the snapshot's days are kept, no longer.
+  // a step; within the last held_days days.
   const TimeRange& w = query.window;
   const Micros from = FloorDay(std::max(w.from_us, extent.from_us) + kMicrosPerDay - 1);
   Micros to = std::min(FloorDay(extent.to_us - kOpenHours * kMicrosPerHour), FloorDay(w.to_us));
@@ -150,8 +150,7 @@ TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& ex
   return {from, to};
 }
 
-Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t generation,
-                                   const TimeRange& extent) {
+Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t generation) {
   if (held_generation_ == generation) return true;
   if (held_generation_ >= 0) {
     auto changes = store.ChangesSince(held_generation_);
@@ -175,9 +174,8 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
 }
 
 Result<bool> ReadService::HoldDays(store::LedgerStore& store, const std::string& kind,
-                                   const TimeRange& days, std::int64_t generation,
-                                   const TimeRange& extent, bool every_day) {
-  auto synced = SyncHeld(store, generation, extent);
+                                   const TimeRange& days, std::int64_t generation, bool every_day) {
+  auto synced = SyncHeld(store, generation);
   if (!synced || !*synced) return synced;
   held_.Compact();
   // Days not held yet are read from the ledger's records, and held only if no write landed
@@ -234,7 +232,7 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   const std::string kind = DayRollupKind(query.policy, query.idle);
 
   std::lock_guard held_lock(held_mu_);
-  auto held = HoldDays(store, kind, days, *generation, *extent, /*every_day=*/true);
+  auto held = HoldDays(store, kind, days, *generation, /*every_day=*/true);
   if (!held) return held.error();
   if (!*held) return NotFromDays();
   // The rows around the days at the same generation: from the kept snapshot when it is there

@@ -93,13 +93,12 @@ class ReadService {
   // Brings the held days to `generation` (the ledger's now): drops what the writes since
   // touched, as the ledger dropped its records of those days. false when the ledger moved past
   // it meanwhile. Holds held_mu_.
-  Result<bool> SyncHeld(store::LedgerStore& store, std::int64_t generation,
-                        const TimeRange& extent);
+  Result<bool> SyncHeld(store::LedgerStore& store, std::int64_t generation);
   // Holds the days `kind` keeps summed in `days` at `generation`, reading those not held from
   // the ledger's records. Whether every day is held now (with `every_day`, it stops at the
   // first that is not kept). Holds held_mu_.
   Result<bool> HoldDays(store::LedgerStore& store, const std::string& kind, const TimeRange& days,
-                        std::int64_t generation, const TimeRange& extent, bool every_day);
+                        std::int64_t generation, bool every_day);
   // The reports of a query that ReadsDaysSummed from days kept summed: the held days, else
   // while the kept snapshot loads whole the ledger's records (ReadReports). nullopt when they
   // cannot answer it (a day not kept): the caller reads the snapshot.
