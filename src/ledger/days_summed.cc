@@ -163,10 +163,7 @@ void DaysSummed::Add(const SummedDay& day) {
     if (key >= step.rows.size()) step.rows.resize(local_keys_.size());
     step.rows[key].Merge(SumsOf(row));
   }
-  step.report.idle.Add(day.idle);
-  step.report.unattributed.Add(day.unattributed);
-  step.report.total.AddSums(day.total);
-  step.unpriced.insert(day.total.unpriced_models.begin(), day.total.unpriced_models.end());
+  step.AddTotals(day.idle, day.unattributed, day.total);
   sums_.Merge(day.sums);
   ++days_;
 }
@@ -180,10 +177,7 @@ void DaysSummed::AddGrouped(const report::Report& part) {
     if (key >= step.rows.size()) step.rows.resize(local_keys_.size());
     step.rows[key].Merge(sums);
   }
-  step.report.idle.Add(part.idle);
-  step.report.unattributed.Add(part.unattributed);
-  step.report.total.AddSums(part.total);
-  step.unpriced.insert(part.total.unpriced_models.begin(), part.total.unpriced_models.end());
+  step.AddTotals(part.idle, part.unattributed, part.total);
   ++days_;
 }
 

@@ -126,6 +126,14 @@ class DaysSummed {
     report::Report report;      // the heading: window, grouping, policy, idle handling
     std::vector<RowSums> rows;  // by local key id
     std::set<std::string> unpriced;
+    // What a day or part adds besides its rows.
+    void AddTotals(const report::Figures& idle, const report::Figures& unattributed,
+                   const report::Totals& total) {
+      report.idle.Add(idle);
+      report.unattributed.Add(unattributed);
+      report.total.AddSums(total);
+      unpriced.insert(total.unpriced_models.begin(), total.unpriced_models.end());
+    }
   };
   DayTables& tables_;
   DayTables::Grouping& grouping_;
