@@ -428,6 +428,23 @@ TEST(ResolveWindow, CalendarWordsAsOpenCostReadsThem) {
             at("2025-12-01T00:00:00Z"));
 }
 
+// "30d" as OpenCost reads it: today and the 29 whole days before, so that `step=1d` steps over
+// calendar days on a live ledger (issue 32); other units stay that much before the end.
+TEST(ResolveWindow, WholeDaysAreCalendarDaysEndingWithTheLedgersLastDay) {
+  auto at = [](const char* text) { return *ParseRfc3339(text); };
+  const TimeRange live{at("2026-09-01T00:00:00Z"), at("2026-11-25T05:00:00Z")};
+  EXPECT_EQ(ResolveWindow("7d", live)->from_us, at("2026-11-19T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("7d", live)->to_us, live.to_us);
+  EXPECT_EQ(*ResolveWindow("1d", live), *ResolveWindow("today", live));
+  EXPECT_EQ(ResolveWindow("30d", live)->from_us, at("2026-10-27T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("168h", live)->from_us, at("2026-11-18T05:00:00Z"));
+  EXPECT_EQ(ResolveWindow("6d24h", live)->from_us, at("2026-11-18T05:00:00Z"));
+  // A ledger ending at midnight: its last day is the one before, so 7d is 7 whole days.
+  const TimeRange replayed{at("2026-09-01T00:00:00Z"), at("2026-11-25T00:00:00Z")};
+  EXPECT_EQ(ResolveWindow("7d", replayed)->from_us, at("2026-11-18T00:00:00Z"));
+  EXPECT_EQ(ResolveWindow("7d", replayed)->from_us, ResolveWindow("168h", replayed)->from_us);
+}
+
 TEST(ParseGroupBy, RejectsUnknownNamesClearly) {
   auto bad = ParseGroupBy("namespace,teams");
   ASSERT_FALSE(bad);

@@ -32,6 +32,17 @@ std::optional<TimeRange> CalendarWindow(std::string_view word, Micros end_us) {
   return std::nullopt;
 }
 
+// N of a window written "Nd" (digits, then d): a number of calendar days.
+std::optional<std::int64_t> WholeDays(std::string_view window) {
+  if (window.size() < 2 || window.size() > 7 || window.back() != 'd') return std::nullopt;
+  std::int64_t days = 0;
+  for (char c : window.substr(0, window.size() - 1)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    days = days * 10 + (c - '0');
+  }
+  return days > 0 ? std::optional(days) : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<TimeRange> MonthRange(std::string_view month) {
@@ -81,6 +92,12 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
         "window '{}': expected all, a duration such as 7d or 24h, today, yesterday, week, "
         "lastweek, month, lastmonth, a month YYYY-MM, or START,END (RFC 3339 or unix seconds)",
         window));
+  if (auto days = WholeDays(window)) {
+    // OpenCost's reading of "the past N days": the day holding the ledger's last instant and
+    // the N-1 whole days before it, so that steps of days are calendar days.
+    const std::int64_t last_day = (extent.to_us - 1) / kMicrosPerDay;
+    return TimeRange{(last_day - *days + 1) * kMicrosPerDay, extent.to_us};
+  }
   return TimeRange{HourStart(extent.to_us - *length), extent.to_us};
 }
 

@@ -11,8 +11,10 @@
 
 namespace gpuledger::report {
 
-// "all"; a duration ("7d", "24h": that much up to the end of what the ledger holds — a live
-// ledger ends now, a replayed one at its last hour, so the same words work on both);
+// "all"; a duration ("24h", "90m": that much up to the end of what the ledger holds — a live
+// ledger ends now, a replayed one at its last hour, so the same words work on both); whole days
+// ("7d": as OpenCost reads them, the day holding the ledger's last instant and the 6 whole days
+// before it, up to the end, so that a step of days steps over calendar days);
 // "START,END" in RFC 3339 or in unix seconds; OpenCost's calendar words, in UTC, about the day,
 // week or month holding the ledger's last instant: "today" and "week" and "month" (from the
 // start of that day, week or month to the end), "yesterday", "lastweek" and "lastmonth" (the
