@@ -60,7 +60,7 @@ std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& 
 bool ReadsDaysSummed(const ReportQuery& query) {
   const bool days_steps = query.step == 0 || (query.step % kMicrosPerDay == 0 &&
                                               query.window.from_us % kMicrosPerDay == 0);
-  return days_steps && query.filter.empty() && !query.rows_only && StepsSumToWindow(query);
+  return days_steps && StepsSumToWindow(query);
 }
 
 namespace {

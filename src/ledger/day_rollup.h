@@ -35,9 +35,9 @@ inline constexpr Micros kOpenHours = 6;
 // The store's name for days kept summed with a policy and idle handling (and this format).
 std::string DayRollupKind(const cost::Policy& policy, const cost::IdleHandling& idle);
 
-// Whether a query's whole days may be read kept summed: reports of every row (no filter, not
-// rows only) whose days sum to their windows (StepsSumToWindow), one over the window or one per
-// step of whole days from a day's start.
+// Whether a query's whole days may be read kept summed: reports whose days sum to their
+// windows (StepsSumToWindow), one over the window or one per step of whole days from a day's
+// start (filtered or not: a day's rows are kept per entry, which a filter reads).
 bool ReadsDaysSummed(const ReportQuery& query);
 
 // A day summed: its report at its finest grain (BuildReports' answer to DayRollupQuery) and the

@@ -18,7 +18,26 @@ std::string GroupingName(const std::vector<report::Dimension>& group_by) {
   return name;
 }
 
-// Groupings whose keys a DayTables keeps: past it they are worked again from the first.
+// A filter's name in DayTables' memo.
+std::string FilterName(const Filter& filter) {
+  std::string name;
+  for (const FilterClause& c : filter) {
+    name += c.field;
+    name += '[';
+    name += c.label_key;
+    name += c.negate ? "]!" : "]";
+    for (const std::string& v : c.values) {
+      name += std::to_string(v.size());
+      name += ':';
+      name += v;
+    }
+    name += '\n';
+  }
+  return name;
+}
+
+// Groupings (and filters) whose keys a DayTables keeps: past it they are worked again from the
+// first.
 constexpr std::size_t kKeptGroupings = 16;
 
 RowSums SumsOf(const SummedRow& row) {
@@ -93,6 +112,25 @@ DayTables::Grouping& DayTables::GroupingOf(const std::vector<report::Dimension>&
   return *kept;
 }
 
+DayTables::Selection& DayTables::SelectionOf(const Filter& filter) {
+  std::string name = FilterName(filter);
+  if (auto it = selections_.find(name); it != selections_.end()) return *it->second;
+  if (selections_.size() >= kKeptGroupings) selections_.clear();
+  auto& kept = selections_[std::move(name)];
+  kept = std::make_unique<Selection>(*this, filter);
+  return *kept;
+}
+
+bool DayTables::Selection::Keeps(std::uint32_t entry) {
+  if (entry < keeps_.size() && keeps_[entry] >= 0) return keeps_[entry] == 1;
+  // An entry that does not decode (a bug, see KeyOfEntry) is what no filter names.
+  const std::optional<report::Entry> decoded = report::DecodeEntry(tables_.entry(entry));
+  const bool keeps = decoded && Matches(filter_, decoded->consumer, decoded->placed());
+  if (entry >= keeps_.size()) keeps_.resize(tables_.entries(), -1);
+  keeps_[entry] = keeps ? 1 : 0;
+  return keeps;
+}
+
 std::uint32_t DayTables::Grouping::KeyOfEntry(std::uint32_t entry) {
   if (entry < key_of_entry_.size() && key_of_entry_[entry] != 0) return key_of_entry_[entry] - 1;
   // An entry BuildReports wrote (EncodeEntry), kept under gzip's CRC-32: one that does not
@@ -136,7 +174,11 @@ SummedDay ToSummedDay(const report::Report& day, const report::SumCheck& sums, D
 }
 
 DaysSummed::DaysSummed(const ReportQuery& query, DayTables& tables)
-    : tables_(tables), grouping_(tables.GroupingOf(query.group_by)), step_us_(StepLength(query)) {
+    : tables_(tables),
+      grouping_(tables.GroupingOf(query.group_by)),
+      selection_(query.filter.empty() ? nullptr : &tables.SelectionOf(query.filter)),
+      rows_only_(query.rows_only),
+      step_us_(StepLength(query)) {
   for (report::Report& heading : StepReports(query)) steps_.push_back({std::move(heading)});
 }
 
@@ -159,11 +201,12 @@ std::uint32_t DaysSummed::Local(std::uint32_t key) {
 void DaysSummed::Add(const SummedDay& day) {
   Step& step = StepAt(day.from_us);
   for (const SummedRow& row : day.rows) {
+    if (selection_ != nullptr && !selection_->Keeps(row.entry)) continue;
     const std::uint32_t key = Local(grouping_.KeyOfEntry(row.entry));
     if (key >= step.rows.size()) step.rows.resize(local_keys_.size());
     step.rows[key].Merge(SumsOf(row));
   }
-  step.AddTotals(day.idle, day.unattributed, day.total);
+  if (!rows_only_) step.AddTotals(day.idle, day.unattributed, day.total);
   sums_.Merge(day.sums);
   ++days_;
 }

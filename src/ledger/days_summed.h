@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/text_hash.h"
+#include "ledger/filter.h"
 #include "ledger/reports.h"
 #include "ledger/row_sums.h"
 #include "report/report.h"
@@ -84,6 +85,21 @@ class DayTables {
   // The grouping's memo, kept for the next report grouped so (a handful are kept).
   Grouping& GroupingOf(const std::vector<report::Dimension>& group_by);
 
+  // Whether a filter keeps each entry (Matches of the decoded entry), worked once.
+  class Selection {
+   public:
+    Selection(const DayTables& tables, Filter filter)
+        : tables_(tables), filter_(std::move(filter)) {}
+    bool Keeps(std::uint32_t entry);
+
+   private:
+    const DayTables& tables_;
+    const Filter filter_;
+    std::vector<std::int8_t> keeps_;  // 1 kept, 0 left out, -1 not worked yet
+  };
+  // The filter's memo, kept for the next report filtered so (a handful are kept).
+  Selection& SelectionOf(const Filter& filter);
+
  private:
   std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> entry_ids_;
   std::vector<const std::string*> entry_texts_;  // into entry_ids_' keys, which never move
@@ -91,13 +107,16 @@ class DayTables {
   std::vector<std::string> rules_ = {""};
   bool ok_ = true;
   std::unordered_map<std::string, std::unique_ptr<Grouping>> groupings_;
+  std::unordered_map<std::string, std::unique_ptr<Selection>> selections_;
 };
 
 // `day` (a DayRollup's report, its rows' keys entries) as a SummedDay of `tables`.
 SummedDay ToSummedDay(const report::Report& day, const report::SumCheck& sums, DayTables& tables);
 
 // Days summed, regrouped and summed as the reports of a query (its window, grouping, policy
-// and idle handling, and its steps, which ReadsDaysSummed makes whole days).
+// and idle handling, filter, and its steps, which ReadsDaysSummed makes whole days). A filter
+// keeps the rows of the entries it matches, each as it is in the whole cluster, as
+// BuildReports' filter does; with rows_only the idle, unattributed and totals stay zero.
 class DaysSummed {
  public:
   DaysSummed(const ReportQuery& query, DayTables& tables);
@@ -137,6 +156,8 @@ class DaysSummed {
   };
   DayTables& tables_;
   DayTables::Grouping& grouping_;
+  DayTables::Selection* selection_ = nullptr;  // nullptr: every row
+  bool rows_only_ = false;
   Micros step_us_ = 0;
   std::vector<Step> steps_;
   int days_ = 0;

@@ -563,6 +563,7 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
                                    "device",    "pod,sharing_mode", "cluster"};
   int read_kept = 0;
   int stepped_read_kept = 0;  // steps of whole days, read kept
+  int filtered_read_kept = 0;
   for (int trial = 0; trial < 36; ++trial) {
     ReportQuery q;
     q.policy = *cost::ParsePolicy(policies[trial % 4]);
@@ -573,11 +574,19 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
         trial % 2 == 0 ? 24 * static_cast<int>(rng() % 2) : static_cast<int>(rng() % 30);
     q.window = {Hour(from), Hour(hours - static_cast<int>(rng() % 30))};
     q.step = (trial / 2) % 3 == 0 ? 0 : (trial / 2) % 3 * kMicrosPerDay;
+    std::string only;  // a filter's: rows whose key starts with it
+    if (trial % 7 == 0) {
+      only = kNamespaces[(trial / 7) % 4];
+      q.filter = *ParseFilter("namespace:\"" + only + "\"");
+    } else if (trial % 7 == 3) {
+      only = "node-b";
+      q.filter = *ParseFilter("node:\"node-b\"");
+    }
     const bool was_kept = kept(2, q);
     auto ours = trial % 4 < 2 ? ReadReports(store, q)
                               : ReadReports(store, q, [&] { return ledger->Open(); });
     ASSERT_TRUE(ours.ok()) << ours.error().message;
-    const std::vector<std::string> plain = PlainReports(store, q, "");
+    const std::vector<std::string> plain = PlainReports(store, q, only);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
     for (std::size_t i = 0; i < plain.size(); ++i)
       EXPECT_EQ(report::ReportToJson((*ours)[i]), plain[i])
@@ -586,7 +595,9 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
     EXPECT_TRUE(kept(2, q)) << "trial " << trial;
     if (was_kept) ++read_kept;
     if (was_kept && q.step > 0) ++stepped_read_kept;
+    if (was_kept && !q.filter.empty()) ++filtered_read_kept;
   }
+  EXPECT_GT(filtered_read_kept, 2);
   EXPECT_GT(read_kept, 8);
   EXPECT_GT(stepped_read_kept, 2);
 
@@ -685,8 +696,8 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
                                    "device",    "pod,sharing_mode", "cluster"};
   // `service`'s reports (or its window's and steps') of `q` are the plain computation's.
   auto answers_as_plain = [&](ReadService& service, const ReportQuery& q, bool stepped,
-                              const std::string& what) {
-    const std::vector<std::string> plain = PlainReports(store, q, "");
+                              const std::string& what, const std::string& only = "") {
+    const std::vector<std::string> plain = PlainReports(store, q, only);
     std::vector<report::Report> ours;
     if (stepped) {
       auto both = service.ReportAndSteps(store, q);
@@ -701,6 +712,18 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
     ASSERT_EQ(ours.size(), plain.size()) << what;
     for (std::size_t i = 0; i < plain.size(); ++i)
       EXPECT_EQ(report::ReportToJson(ours[i]), plain[i]) << what << " step " << i;
+    if (q.filter.empty()) return;
+    // Only the rows of a filter (the allocation API's filtered answer): the same rows, no totals.
+    ReportQuery rows_only = q;
+    rows_only.rows_only = true;
+    auto only_rows = service.Reports(store, rows_only);
+    ASSERT_TRUE(only_rows.ok()) << only_rows.error().message;
+    ASSERT_EQ(only_rows->size(), plain.size()) << what;
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(report::ReportJson((*only_rows)[i])["rows"], report::ReportJson(ours[i])["rows"])
+          << what << " rows only, step " << i;
+      EXPECT_EQ((*only_rows)[i].total.device_hours, 0) << what;
+    }
   };
   ReadService reads;
   // A server keeping two days of rows: a window's first day and any report it cannot regroup
@@ -720,6 +743,16 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
           trial % 2 == 0 ? 24 * static_cast<int>(rng() % 2) : static_cast<int>(rng() % 30);
       q.window = {Hour(from), Hour(hours - static_cast<int>(rng() % 30))};
       q.step = (trial / 2) % 3 == 0 ? 0 : (trial / 2) % 3 * kMicrosPerDay;
+      // Filters on who (a namespace, which idle may go to) and where (a node), read from the
+      // held days' entries; the rows kept are those whose key starts with what is named.
+      std::string only;
+      if (trial % 7 == 0 && trial % 3 != 2) {
+        only = kNamespaces[(trial / 7) % 4];
+        q.filter = *ParseFilter("namespace:\"" + only + "\"");
+      } else if (trial % 7 == 3) {
+        only = "node-b";
+        q.filter = *ParseFilter("node:\"node-b\"");
+      }
       // What a server's keeper does for its policy: here for most trials' policies.
       if (trial % 5 != 4) {
         const TimeRange ended{Hour(0), Hour(hours) - kOpenHours * kMicrosPerHour};
@@ -727,8 +760,10 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
       }
       for (ReadService* service : {&reads, &short_reads})
         answers_as_plain(*service, q, trial % 3 == 2,
-                         fmt::format("{} trial {} by {}{}", when, trial, groupings[trial % 7],
-                                     service == &reads ? "" : ", two days of rows kept"));
+                         fmt::format("{} trial {} by {}{}{}", when, trial, groupings[trial % 7],
+                                     only.empty() ? "" : " only " + only,
+                                     service == &reads ? "" : ", two days of rows kept"),
+                         only);
     }
     EXPECT_GT(reads.stats().held_day_reads - held_before, 6) << when;
     EXPECT_GT(short_reads.stats().held_day_reads - short_held_before, 6) << when;
