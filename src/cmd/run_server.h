@@ -13,6 +13,7 @@
 #include <string>
 
 #include "http/client.h"
+#include "ledger/read_service.h"
 
 namespace gpuledger::cmd {
 
@@ -36,7 +37,7 @@ struct ServerFlags {
   std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
   // Days of the ledger's rows the API keeps in memory (ledger::ReadServiceOptions).
-  int snapshot_days = 35;
+  int snapshot_days = ledger::ReadServiceOptions{}.snapshot_days;
   std::string token_file;
   std::string catalog;
   // Kubernetes metadata (owners, labels, node labels for prices): any of these starts the watch.

@@ -42,6 +42,82 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   return Snapshot::Load(store, window);
 }
 
+Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& store,
+                                                        const TimeRange& window) {
+  auto kept = KeptSnapshotFor(store, window);
+  if (!kept) return kept.error();
+  if (*kept != nullptr) return SummarizeDevices(**kept, window);
+  ++direct_reads_;
+  using Summaries = std::shared_ptr<const std::vector<DeviceSummary>>;
+  // Each try reads the parts it does not hold; they agree when no write landed meanwhile.
+  for (int attempt = 0; attempt < kRefreshTries; ++attempt) {
+    auto generation = store.Generation();
+    if (!generation) return generation.error();
+    auto extent = store.Extent();
+    if (!extent) return extent.error();
+    // The window's days (the first and last may be parts of one); whole days that ended before
+    // the open hours, within the days held, are held.
+    struct Part {
+      TimeRange range;
+      bool holds = false;
+      Summaries summaries;
+    };
+    std::vector<Part> parts;
+    const Micros closed = FloorDay(extent->to_us - kOpenHours * kMicrosPerHour);
+    const Micros oldest = KeptDays(*extent, options_.held_days).from_us;
+    const Micros to = std::min(window.to_us, extent->to_us);
+    for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
+      const Micros end = std::min(FloorDay(t) + kMicrosPerDay, to);
+      parts.push_back(
+          {{t, end},
+           t % kMicrosPerDay == 0 && end == t + kMicrosPerDay && end <= closed && t >= oldest});
+      t = end;
+    }
+    {
+      std::lock_guard held_lock(held_mu_);
+      auto synced = SyncHeld(store, *generation);
+      if (!synced) return synced.error();
+      for (Part& part : parts)
+        if (auto it = held_devices_.find(part.range.from_us);
+            *synced && part.holds && it != held_devices_.end())
+          part.summaries = it->second;
+      // The open days from the kept snapshot, when it is not busy loading.
+      if (std::unique_lock lock(mu_, std::try_to_lock);
+          lock.owns_lock() && kept_ != nullptr && kept_generation_ == *generation)
+        for (Part& part : parts)
+          if (part.summaries == nullptr && Covers(*kept_, kept_extent_, part.range))
+            part.summaries = std::make_shared<const std::vector<DeviceSummary>>(
+                SummarizeDevices(*kept_, part.range));
+    }
+    std::shared_ptr<Snapshot> recycled;  // the last part's columns, for the next to fill
+    for (Part& part : parts) {
+      if (part.summaries != nullptr) continue;
+      auto loaded = Snapshot::Load(store, part.range, std::move(recycled));
+      if (!loaded) return loaded.error();
+      part.summaries = std::make_shared<const std::vector<DeviceSummary>>(
+          SummarizeDevices(**loaded, part.range));
+      recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
+    }
+    auto after = store.Generation();
+    if (!after) return after.error();
+    if (*after != *generation) continue;
+    {
+      std::lock_guard held_lock(held_mu_);
+      if (held_generation_ == *generation)
+        for (const Part& part : parts)
+          if (part.holds) held_devices_.try_emplace(part.range.from_us, part.summaries);
+      held_device_days_ = static_cast<std::int64_t>(held_devices_.size());
+    }
+    std::vector<DeviceSummary> out;
+    for (const Part& part : parts) out = MergeDevices(std::move(out), *part.summaries);
+    return out;
+  }
+  // Written to during every try: the window whole, in one snapshot.
+  auto whole = Snapshot::Load(store, window);
+  if (!whole) return whole.error();
+  return SummarizeDevices(**whole, window);
+}
+
 Result<std::shared_ptr<const Snapshot>> ReadService::KeptSnapshotFor(store::LedgerStore& store,
                                                                      const TimeRange& window) {
   // Read before the snapshot: a write landing in between makes the kept copy look older than
@@ -160,6 +236,10 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
       held_.Drop((*changes)->touched);
       const TimeRange held = KeptDays((*changes)->extent, options_.held_days);
       held_.DropBefore(held.from_us);
+      std::erase_if(held_devices_, [&](const auto& day) {
+        return day.first < held.from_us ||
+               Overlaps({day.first, day.first + kMicrosPerDay}, (*changes)->touched);
+      });
       if (head_rows_ && (Overlaps(head_rows_->range(), (*changes)->touched) ||
                          head_rows_->range().from_us < held.from_us))
         head_rows_ = nullptr;
@@ -169,6 +249,7 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
   }
   held_.Clear();  // nothing held, or held at a generation the store no longer knows
   head_rows_ = nullptr;
+  held_devices_.clear();
   held_generation_ = generation;
   return true;
 }
@@ -325,7 +406,7 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
 ReadServiceStats ReadService::stats() const {
   return {cache_hits_.load(),   cache_loads_.load(),    cache_refreshes_.load(),
           direct_reads_.load(), kept_day_reads_.load(), held_day_reads_.load(),
-          held_days_.load(),    held_rows_.load()};
+          held_days_.load(),    held_rows_.load(),      held_device_days_.load()};
 }
 
 }  // namespace gpuledger::ledger

@@ -11,12 +11,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
 
 #include "common/result.h"
+#include "ledger/devices.h"
 #include "ledger/held_days.h"
 #include "ledger/reports.h"
 #include "ledger/snapshot.h"
@@ -25,10 +27,12 @@
 namespace gpuledger::ledger {
 
 struct ReadServiceOptions {
-  // Days of the ledger's rows kept in memory (a 30-day window with room): what every query
-  // reads, and most of a server's memory (at 10,000 GPUs x 35 days about 1.8 GiB). A window
-  // reaching further back is read for its query alone (reports a day at a time).
-  int snapshot_days = 35;
+  // Days of the ledger's rows kept in memory, and most of a server's memory (at 10,000 GPUs
+  // about 52 MiB a day): the API's default window ("7d", today and the six days before) in
+  // rows, so every query over it is a scan of memory. Reports over whole days further back
+  // regroup the held days; devices read the day summaries held; the rest of a window reaching
+  // further back is read for its query alone (reports a day at a time).
+  int snapshot_days = 7;
   // Days kept summed held in memory (HeldDays), which reports over whole days regroup: at
   // 10,000 GPUs about 10 MiB a day.
   int held_days = 35;
@@ -44,8 +48,9 @@ struct ReadServiceStats {
   // Answered from the days held summed in memory (HeldDays), their open hours from the kept
   // snapshot.
   std::int64_t held_day_reads = 0;
-  std::int64_t held_days = 0;  // days held now, of every policy and idle handling
-  std::int64_t held_rows = 0;  // their rows
+  std::int64_t held_days = 0;         // days held now, of every policy and idle handling
+  std::int64_t held_rows = 0;         // their rows
+  std::int64_t held_device_days = 0;  // days of each GPU's summary held (Devices)
 };
 
 // A window's report and its steps' reports, from one snapshot.
@@ -65,6 +70,12 @@ class ReadService {
   // A snapshot covering `window` at the ledger's current generation.
   Result<std::shared_ptr<const Snapshot>> SnapshotFor(store::LedgerStore& store,
                                                       const TimeRange& window);
+  // Each GPU's summary over `window` (SummarizeDevices): from the kept snapshot when it covers
+  // the window; else a day at a time, each whole day that ended before the open hours summed
+  // once and held (dropped by the writes that touch it, as the held days are), the hours the
+  // kept snapshot holds from it, the others read for the query. A server's memory is its kept
+  // days, not the window a devices page asks for.
+  Result<std::vector<DeviceSummary>> Devices(store::LedgerStore& store, const TimeRange& window);
   // Loads the kept snapshot now (a server starting), so the first report does not wait for it;
   // first, with `hold`, holds the days the ledger keeps summed of its window, policy and idle
   // handling. While the snapshot loads whole, a report whose days can be read kept summed
@@ -123,8 +134,12 @@ class ReadService {
   // The rows of the last window's partial first day read because the kept snapshot's days do
   // not reach it; held and dropped as the held days are.
   std::shared_ptr<const Snapshot> head_rows_;
+  // Each GPU's summary of a whole day, by the day's start (at 10,000 GPUs about 3 MB a day);
+  // held and dropped as the held days are.
+  std::map<Micros, std::shared_ptr<const std::vector<DeviceSummary>>> held_devices_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
+  std::atomic<std::int64_t> held_device_days_ = 0;
   std::atomic<bool> loading_ = false;  // the kept snapshot is loading whole
 };
 

@@ -2,6 +2,7 @@
 // the store reads back, priced as billed), integer for integer, on random ledgers in SQLite and
 // PostgreSQL: every policy and idle handling, groupings, steps, windows and filters.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -175,6 +176,20 @@ std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQue
         return !row.key.starts_with(only_first_level + "/") && row.key != only_first_level;
       });
     out.push_back(report::ReportToJson(*r));
+  }
+  return out;
+}
+
+// Every field of each GPU's summary, a line each: two lists compare as their texts.
+std::string DevicesText(const std::vector<DeviceSummary>& devices) {
+  std::string out;
+  for (const DeviceSummary& d : devices) {
+    const Placement& p = d.placement;
+    out += fmt::format("{} {} {} {} {} {} {} [{}] {} ", p.gpu.value, p.cluster, p.node, p.gpu_model,
+                       static_cast<int>(p.sharing), p.pricing_class, p.layout,
+                       fmt::join(d.layouts, ","), d.memory_total_bytes);
+    out += fmt::format("{} {} {} {} {} {} {} {}\n", d.metered_us, d.unmetered_us, d.busy_us,
+                       d.idle_us, d.unattributed_us, d.unallocated_us, d.energy_mj, d.cost_nanos);
   }
   return out;
 }
@@ -767,6 +782,20 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
     }
     EXPECT_GT(reads.stats().held_day_reads - held_before, 6) << when;
     EXPECT_GT(short_reads.stats().held_day_reads - short_held_before, 6) << when;
+    // Each GPU's summary: the two-day reader's from days it holds summed (asked twice: the
+    // second answer is theirs) and the hours around them, as one snapshot of the window.
+    for (const TimeRange window :
+         {TimeRange{Hour(0), Hour(hours)}, TimeRange{Hour(5), Hour(hours - 7)}}) {
+      auto plain = Snapshot::Load(store, window);
+      ASSERT_TRUE(plain.ok()) << plain.error().message;
+      const std::string want = DevicesText(SummarizeDevices(**plain, window));
+      for (ReadService* service : {&reads, &short_reads, &short_reads}) {
+        auto ours = service->Devices(store, window);
+        ASSERT_TRUE(ours.ok()) << ours.error().message;
+        EXPECT_EQ(DevicesText(*ours), want) << when << " devices from hour " << window.from_us;
+      }
+    }
+    EXPECT_GT(short_reads.stats().held_device_days, 2) << when;
   };
   answers_as_rows("first", days - 1);
   EXPECT_GT(reads.stats().held_days, 3);

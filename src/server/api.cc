@@ -344,10 +344,10 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
   // A device's cost does not depend on the policy, but an unknown one is a mistake to say.
   if (auto policy = cost::ParsePolicy(Get(p, "policy", "allocation")); !policy)
     return JsonError(400, "parameter 'policy': " + policy.error().message);
-  auto snapshot = reads.SnapshotFor(store, *window);
-  if (!snapshot) return FromError(snapshot.error());
+  auto devices = reads.Devices(store, *window);
+  if (!devices) return FromError(devices.error());
   json out = json::array();
-  for (const ledger::DeviceSummary& a : ledger::SummarizeDevices(**snapshot, *window))
+  for (const ledger::DeviceSummary& a : *devices)
     out.push_back(
         {{"gpu_uuid", a.placement.gpu.value},
          {"gpu_model", a.placement.gpu_model},
