@@ -75,27 +75,4 @@ std::vector<DeviceSummary> SummarizeDevices(const Snapshot& s, const TimeRange& 
   return out;
 }
 
-std::vector<DeviceSummary> MergeDevices(std::vector<DeviceSummary> earlier,
-                                        const std::vector<DeviceSummary>& later) {
-  std::vector<DeviceSummary> out;
-  out.reserve(earlier.size() + later.size());
-  auto a = earlier.begin();
-  auto b = later.begin();
-  while (a != earlier.end() || b != later.end()) {
-    if (b == later.end() || (a != earlier.end() && a->placement.gpu < b->placement.gpu)) {
-      out.push_back(std::move(*a++));
-    } else if (a == earlier.end() || b->placement.gpu < a->placement.gpu) {
-      out.push_back(*b++);
-    } else {
-      DeviceSummary& both = out.emplace_back(std::move(*a++));
-      AddTo(both, *b, b->cost_nanos);
-      for (const std::string& layout : b->layouts)
-        if (std::find(both.layouts.begin(), both.layouts.end(), layout) == both.layouts.end())
-          both.layouts.push_back(layout);
-      ++b;
-    }
-  }
-  return out;
-}
-
 }  // namespace gpuledger::ledger

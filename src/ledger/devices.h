@@ -28,10 +28,4 @@ struct DeviceSummary {
 // One summary per GPU with a device-hour in `window`, ordered by GPU UUID.
 std::vector<DeviceSummary> SummarizeDevices(const Snapshot& snapshot, const TimeRange& window);
 
-// The summaries of two adjacent windows (`later` after `earlier`'s, each SummarizeDevices'
-// answer) as SummarizeDevices over both at once: a GPU in both keeps its earlier placement and
-// memory, its layouts in the order they first appeared, its figures summed.
-std::vector<DeviceSummary> MergeDevices(std::vector<DeviceSummary> earlier,
-                                        const std::vector<DeviceSummary>& later);
-
 }  // namespace gpuledger::ledger

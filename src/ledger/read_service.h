@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +19,7 @@
 #include "common/result.h"
 #include "ledger/devices.h"
 #include "ledger/held_days.h"
+#include "ledger/held_devices.h"
 #include "ledger/reports.h"
 #include "ledger/snapshot.h"
 #include "store/ledger_store.h"
@@ -28,11 +28,12 @@ namespace gpuledger::ledger {
 
 struct ReadServiceOptions {
   // Days of the ledger's rows kept in memory, and most of a server's memory (at 10,000 GPUs
-  // about 52 MiB a day): the API's default window ("7d", today and the six days before) in
-  // rows, so every query over it is a scan of memory. Reports over whole days further back
-  // regroup the held days; devices read the day summaries held; the rest of a window reaching
-  // further back is read for its query alone (reports a day at a time).
-  int snapshot_days = 7;
+  // about 52 MiB a day): the open hours, and "24h" or "48h" with hourly steps. Reports over
+  // whole days further back (filtered or not, steps of days) regroup the held days, devices
+  // sum the GPU summaries held by day; the rest of a window reaching further back (hourly
+  // steps over "7d") is read for its query alone, a day at a time. 3 days hold a server at
+  // 10,000 GPUs x 30 days under 1 GiB (docs/performance.md).
+  int snapshot_days = 3;
   // Days kept summed held in memory (HeldDays), which reports over whole days regroup: at
   // 10,000 GPUs about 10 MiB a day.
   int held_days = 35;
@@ -78,10 +79,11 @@ class ReadService {
   Result<std::vector<DeviceSummary>> Devices(store::LedgerStore& store, const TimeRange& window);
   // Loads the kept snapshot now (a server starting), so the first report does not wait for it;
   // first, with `hold`, holds the days the ledger keeps summed of its window, policy and idle
-  // handling. While the snapshot loads whole, a report whose days can be read kept summed
-  // (ReadsDaysSummed) regroups the held days (its other hours read for it alone) or reads
-  // the ledger's records (ReadReports on the report's own connection) instead of waiting: at
-  // 10,000 GPUs seconds where the load takes tens.
+  // handling; last, holds each GPU's summary of the days before the kept rows (Devices). While the
+  // snapshot loads whole, a report whose days can be read kept summed (ReadsDaysSummed) regroups
+  // the held days (its other hours read for it alone) or reads the ledger's records (ReadReports on
+  // the report's own connection) instead of waiting: at 10,000 GPUs seconds where the load takes
+  // tens.
   Status Warm(store::LedgerStore& store, const ReportQuery* hold = nullptr);
   ReadServiceStats stats() const;
 
@@ -134,9 +136,8 @@ class ReadService {
   // The rows of the last window's partial first day read because the kept snapshot's days do
   // not reach it; held and dropped as the held days are.
   std::shared_ptr<const Snapshot> head_rows_;
-  // Each GPU's summary of a whole day, by the day's start (at 10,000 GPUs about 3 MB a day);
-  // held and dropped as the held days are.
-  std::map<Micros, std::shared_ptr<const std::vector<DeviceSummary>>> held_devices_;
+  // Each GPU's summary of the whole days Devices read, held and dropped as the held days are.
+  HeldDevices held_devices_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
   std::atomic<std::int64_t> held_device_days_ = 0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <map>
 #include <string>
@@ -253,17 +254,22 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   const ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
   ASSERT_TRUE(ReadReports(s, q).ok());  // keeps the days that have ended
 
-  // The loader's scan is held until the report below has its answer.
+  // The loader's first scan (the snapshot's) is held until the report below has its answer.
   class HeldScan : public store::testing::ForwardingStore {
    public:
     using ForwardingStore::ForwardingStore;
     Status Scan(const TimeRange& r, store::LedgerScan& scan) override {
-      entered.set_value();
-      released.get_future().wait();
+      if (!scanned_.exchange(true)) {
+        entered.set_value();
+        released.get_future().wait();
+      }
       return ForwardingStore::Scan(r, scan);
     }
     std::promise<void> entered;
     std::promise<void> released;
+
+   private:
+    std::atomic<bool> scanned_ = false;
   } held(**loader_store);
   ReadService reads;
   std::thread loader([&] { EXPECT_TRUE(reads.Warm(held).ok()); });

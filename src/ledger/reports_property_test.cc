@@ -740,7 +740,7 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
       EXPECT_EQ((*only_rows)[i].total.device_hours, 0) << what;
     }
   };
-  ReadService reads;
+  ReadService reads(ReadServiceOptions{.snapshot_days = 35});
   // A server keeping two days of rows: a window's first day and any report it cannot regroup
   // are read for the report alone.
   ReadService short_reads(ReadServiceOptions{.snapshot_days = 2});

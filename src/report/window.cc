@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "common/time_util.h"
@@ -66,7 +67,11 @@ std::string MonthOf(const TimeRange& range) {
 }
 
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
-  if (window == "all" || window.empty()) return extent;
+  // From the start of the ledger's first day (nothing is before its first hour): steps of
+  // days over it are calendar days, as they are over "30d".
+  if (window == "all" || window.empty())
+    return TimeRange{std::min(extent.from_us, extent.from_us / kMicrosPerDay * kMicrosPerDay),
+                     extent.to_us};
   if (auto month = MonthRange(window)) return *month;
   if (auto calendar = CalendarWindow(window, extent.to_us)) {
     if (calendar->from_us < 0)

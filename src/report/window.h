@@ -11,7 +11,7 @@
 
 namespace gpuledger::report {
 
-// "all"; a duration ("24h", "90m": that much up to the end of what the ledger holds — a live
+// "all" (from the start of the ledger's first UTC day); a duration ("24h", "90m": that much up to the end of what the ledger holds — a live
 // ledger ends now, a replayed one at its last hour, so the same words work on both); whole days
 // ("7d": as OpenCost reads them, the day holding the ledger's last instant and the 6 whole days
 // before it, up to the end, so that a step of days steps over calendar days);
