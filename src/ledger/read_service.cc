@@ -47,7 +47,6 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
   auto kept = KeptSnapshotFor(store, window);
   if (!kept) return kept.error();
   if (*kept != nullptr) return SummarizeDevices(**kept, window);
-  ++direct_reads_;
   // Each try reads the parts not held; they agree when no write landed meanwhile.
   for (int attempt = 0; attempt < kRefreshTries; ++attempt) {
     auto generation = store.Generation();
@@ -92,6 +91,7 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
     std::shared_ptr<Snapshot> recycled;  // the last part's columns, for the next to fill
     for (Part& part : parts) {
       if (part.held || part.read) continue;
+      if (recycled == nullptr) ++direct_reads_;  // once a request
       auto loaded = Snapshot::Load(store, part.range, std::move(recycled));
       if (!loaded) return loaded.error();
       part.summaries = SummarizeDevices(**loaded, part.range);
@@ -118,6 +118,7 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
     return held_devices_.Sum(in_order);
   }
   // Written to during every try: the window whole, in one snapshot.
+  ++direct_reads_;
   auto whole = Snapshot::Load(store, window);
   if (!whole) return whole.error();
   return SummarizeDevices(**whole, window);

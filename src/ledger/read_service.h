@@ -43,7 +43,7 @@ struct ReadServiceStats {
   std::int64_t cache_hits = 0;   // answered from the kept snapshot
   std::int64_t cache_loads = 0;  // the kept snapshot loaded whole: first use, or unknown changes
   std::int64_t cache_refreshes = 0;  // the kept snapshot's changed days read again
-  std::int64_t direct_reads = 0;     // windows outside the kept days, read for one query
+  std::int64_t direct_reads = 0;     // rows outside the kept days, read for one query
   // Answered from the days the ledger keeps summed while the kept snapshot loaded whole.
   std::int64_t kept_day_reads = 0;
   // Answered from the days held summed in memory (HeldDays), their open hours from the kept
