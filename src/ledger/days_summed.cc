@@ -18,24 +18,6 @@ std::string GroupingName(const std::vector<report::Dimension>& group_by) {
   return name;
 }
 
-// A filter's name in DayTables' memo.
-std::string FilterName(const Filter& filter) {
-  std::string name;
-  for (const FilterClause& c : filter) {
-    name += c.field;
-    name += '[';
-    name += c.label_key;
-    name += c.negate ? "]!" : "]";
-    for (const std::string& v : c.values) {
-      name += std::to_string(v.size());
-      name += ':';
-      name += v;
-    }
-    name += '\n';
-  }
-  return name;
-}
-
 // Groupings (and filters) whose keys a DayTables keeps: past it they are worked again from the
 // first.
 constexpr std::size_t kKeptGroupings = 16;
@@ -113,7 +95,7 @@ DayTables::Grouping& DayTables::GroupingOf(const std::vector<report::Dimension>&
 }
 
 DayTables::Selection& DayTables::SelectionOf(const Filter& filter) {
-  std::string name = FilterName(filter);
+  std::string name = FilterKey(filter);
   if (auto it = selections_.find(name); it != selections_.end()) return *it->second;
   if (selections_.size() >= kKeptGroupings) selections_.clear();
   auto& kept = selections_[std::move(name)];

@@ -88,6 +88,23 @@ Result<Filter> ParseFilter(std::string_view text) {
   return filter;
 }
 
+std::string FilterKey(const Filter& filter) {
+  std::string key;
+  for (const FilterClause& c : filter) {
+    key += c.field;
+    key += '[';
+    key += c.label_key;
+    key += c.negate ? "]!" : "]";
+    for (const std::string& v : c.values) {
+      key += std::to_string(v.size());
+      key += ':';
+      key += v;
+    }
+    key += '\n';
+  }
+  return key;
+}
+
 bool ReadsPlacement(const FilterClause& c) {
   return c.field == "node" || c.field == "gpu_model" || c.field == "sharing_mode";
 }

@@ -26,6 +26,9 @@ struct FilterClause {
 using Filter = std::vector<FilterClause>;
 
 Result<Filter> ParseFilter(std::string_view text);
+// The same text for the same clauses, another for any other: what a memo of a filter's
+// answers is keyed by.
+std::string FilterKey(const Filter& filter);
 // Whether the clause reads where a row was (node, gpu_model, sharing_mode), not who it was.
 bool ReadsPlacement(const FilterClause& clause);
 bool Matches(const Filter& filter, const UsageRow& row);

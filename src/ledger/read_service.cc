@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "ledger/day_rollup.h"
 
 namespace gpuledger::ledger {
@@ -27,6 +29,16 @@ Micros FloorDay(Micros t) { return t / kMicrosPerDay * kMicrosPerDay; }
 bool Overlaps(const TimeRange& a, const TimeRange& b) {
   return a.from_us < b.to_us && b.from_us < a.to_us;
 }
+
+// What a part's reports depend on, but for the ledger's generation.
+std::string PartKey(const ReportQuery& q) {
+  return fmt::format("{} {} {} {} {} {} {}\n{}", q.window.from_us, q.window.to_us, q.step,
+                     q.rows_only, report::ToString(q.group_by), cost::ToString(q.policy),
+                     cost::ToString(q.idle), FilterKey(q.filter));
+}
+
+// Parts answered kept at once: a dashboard's handful of views, each a first and an open day.
+constexpr std::size_t kPartAnswers = 16;
 
 // No answer from days kept summed: the kept snapshot answers.
 Result<ReadService::MaybeReports> NotFromDays() { return ReadService::MaybeReports(); }
@@ -238,6 +250,7 @@ TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& ex
 
 Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t generation) {
   if (held_generation_ == generation) return true;
+  part_answers_.clear();  // answered at another generation
   if (held_generation_ >= 0) {
     auto changes = store.ChangesSince(held_generation_);
     if (!changes) return changes.error();
@@ -324,11 +337,22 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   auto held = HoldDays(store, kind, days, *generation, /*every_day=*/true);
   if (!held) return held.error();
   if (!*held) return NotFromDays();
+  // The parts around the days, as answered since the last write (a dashboard asks for the same
+  // open day again and again), else from rows.
+  ReportQuery parts[2] = {query, query};
+  const PartAnswer* answered[2] = {};
+  bool answers_all = true;
+  for (int i = 0; i < 2; ++i) {
+    parts[i].window = around[i];  // each starts a step
+    if (around[i].from_us < around[i].to_us) answered[i] = AnsweredPart(parts[i]);
+    answers_all = answers_all && (answered[i] != nullptr || around[i].from_us >= around[i].to_us);
+  }
   // The rows around the days at the same generation: from the kept snapshot when it is there
   // and not busy (a whole load takes tens of seconds at 10,000 GPUs), else read for this
   // report (a day or two).
   std::shared_ptr<const Snapshot> rows[2];
-  if (std::unique_lock lock(mu_, std::try_to_lock); lock.owns_lock() && kept_ != nullptr) {
+  if (std::unique_lock lock(mu_, std::try_to_lock);
+      !answers_all && lock.owns_lock() && kept_ != nullptr) {
     if (kept_generation_ != *generation) {
       auto refreshed = RefreshKept(store);
       if (!refreshed) return refreshed.error();
@@ -343,7 +367,8 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   if (rows[0] == nullptr && head_rows_ != nullptr && Covers(*head_rows_, *extent, around[0]))
     rows[0] = head_rows_;
   for (int i = 0; i < 2; ++i) {
-    if (rows[i] != nullptr || around[i].from_us >= around[i].to_us) continue;
+    if (rows[i] != nullptr || answered[i] != nullptr || around[i].from_us >= around[i].to_us)
+      continue;
     auto loaded = Snapshot::Load(store, around[i]);
     if (!loaded) return loaded.error();
     auto after = store.Generation();
@@ -362,18 +387,33 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   report::SumCheck sums = summed.sums();
   for (int i = 0; i < 2; ++i) {
     if (around[i].from_us >= around[i].to_us) continue;
-    ReportQuery part = query;
-    part.window = around[i];  // each starts a step
-    auto reports = BuildReports(*rows[i], part);
-    if (!reports) return NotFromDays();  // the window read whole names what does not fit
-    for (const report::Report& r : *reports) summed.AddGrouped(r);
-    // A snapshot's sums bound the rows read from it.
-    if (i == 0 || rows[1] != rows[0]) sums.Merge(rows[i]->sums());
+    if (answered[i] == nullptr) {
+      auto reports = BuildReports(*rows[i], parts[i]);
+      if (!reports) return NotFromDays();  // the window read whole names what does not fit
+      // A snapshot's sums bound the rows read from it.
+      answered[i] = &AnswerPart(parts[i], std::move(*reports), rows[i]->sums());
+    }
+    for (const report::Report& r : answered[i]->reports) summed.AddGrouped(r);
+    sums.Merge(answered[i]->sums);
   }
   // Where the sums might not fit, the window read whole decides.
   if (!held_.tables().ok() || !sums.Check().ok()) return NotFromDays();
   ++held_day_reads_;
   return MaybeReports(summed.Finish());
+}
+
+const ReadService::PartAnswer* ReadService::AnsweredPart(const ReportQuery& part) const {
+  const std::string key = PartKey(part);
+  for (const PartAnswer& a : part_answers_)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+const ReadService::PartAnswer& ReadService::AnswerPart(const ReportQuery& part,
+                                                       std::vector<report::Report> reports,
+                                                       const report::SumCheck& sums) {
+  if (part_answers_.size() >= kPartAnswers) part_answers_.pop_front();
+  return part_answers_.emplace_back(PartAnswer{PartKey(part), std::move(reports), sums});
 }
 
 Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& store,

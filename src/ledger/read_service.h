@@ -11,9 +11,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
@@ -119,6 +121,20 @@ class ReadService {
   // FromDaysSummed from the held days. Takes held_mu_, and mu_ when free.
   Result<MaybeReports> FromHeldDays(store::LedgerStore& store, const ReportQuery& query);
 
+  // A part of a held report's window (its first or open day) as answered from rows at
+  // held_generation_, with the sums of the rows it was read from.
+  struct PartAnswer {
+    std::string key;
+    std::vector<report::Report> reports;
+    report::SumCheck sums;
+  };
+  // The answer to `part` at held_generation_; nullptr when there is none. Holds held_mu_.
+  const PartAnswer* AnsweredPart(const ReportQuery& part) const;
+  // Keeps `reports`, the answer to `part` at held_generation_ (the oldest let go past a
+  // handful). Holds held_mu_.
+  const PartAnswer& AnswerPart(const ReportQuery& part, std::vector<report::Report> reports,
+                               const report::SumCheck& sums);
+
   const ReadServiceOptions options_;
   std::mutex mu_;  // held while the kept snapshot loads; stats() never waits for it
   std::shared_ptr<const Snapshot> kept_;
@@ -138,6 +154,8 @@ class ReadService {
   std::shared_ptr<const Snapshot> head_rows_;
   // Each GPU's summary of the whole days Devices read, held and dropped as the held days are.
   HeldDevices held_devices_;
+  // Parts answered since the last write, newest last (under held_mu_).
+  std::deque<PartAnswer> part_answers_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
   std::atomic<std::int64_t> held_device_days_ = 0;

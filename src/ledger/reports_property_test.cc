@@ -804,6 +804,19 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
   const LedgerHour late = WithALateRow(first_days[first_days.size() / 2]);
   ASSERT_TRUE((*writer)->WriteHours(std::span(&late, 1)).ok());
   answers_as_rows("after a late row", days - 1);
+  // The open day's rows answered once are answered again, until a write lands in them.
+  ReportQuery open_day;
+  open_day.policy = *cost::ParsePolicy("allocation");
+  open_day.idle = *cost::ParseIdleHandling("keep");
+  open_day.group_by = *report::ParseGroupBy("namespace");
+  open_day.window = {Hour(0), Hour((days - 1) * 24)};
+  for (const char* when : {"open day", "open day again"})
+    for (ReadService* service : {&reads, &short_reads})
+      answers_as_plain(*service, open_day, false, when);
+  const LedgerHour late_open = WithALateRow(first_days.back());
+  ASSERT_TRUE((*writer)->WriteHours(std::span(&late_open, 1)).ok());
+  for (ReadService* service : {&reads, &short_reads})
+    answers_as_plain(*service, open_day, false, "open day after a late row in it");
   const Reconciliation bill = ALateBill(Hour(72));
   ASSERT_TRUE((*writer)->WriteReconciliations(std::span(&bill, 1)).ok());
   answers_as_rows("after a bill", days - 1);
