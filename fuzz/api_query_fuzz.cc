@@ -67,22 +67,29 @@ void WriteLedger(store::LedgerStore& store) {
   if (!store.WriteHours(hours).ok()) std::abort();
 }
 
-// The path of a fresh ledger for this process, written once.
-std::string LedgerPath() {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("gpuledger-fuzz-api-" + std::to_string(::getpid()) + ".db"))
-                               .string();
-  std::filesystem::remove(path);
-  auto store = store::OpenSqliteLedger(path);
-  if (!store) std::abort();
-  WriteLedger(**store);
-  return path;
-}
+// A fresh ledger for this process, written once, removed at exit.
+struct Ledger {
+  Ledger()
+      : path((std::filesystem::temp_directory_path() /
+              ("gpuledger-fuzz-api-" + std::to_string(::getpid()) + ".db"))
+                 .string()) {
+    std::filesystem::remove(path);
+    auto store = store::OpenSqliteLedger(path);
+    if (!store) std::abort();
+    WriteLedger(**store);
+  }
+  ~Ledger() {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+  const std::string path;
+};
 
-// One Api for the whole run, destroyed at exit (its background thread joined there).
+// One Api for the whole run, destroyed at exit (its background thread joined there) before
+// its ledger is removed: statics go in the reverse of their construction.
 server::Api& TheApi() {
-  static const std::string path = LedgerPath();
-  static server::Api api([] { return store::OpenSqliteLedger(path); }, "t0ken");
+  static const Ledger ledger;
+  static server::Api api([] { return store::OpenSqliteLedger(ledger.path); }, "t0ken");
   return api;
 }
 

@@ -14,6 +14,7 @@
 #include "fake_apiserver/fake_apiserver.h"
 #include "io/file_util.h"
 #include "process_util.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -95,9 +96,9 @@ TEST(MetadataE2e, LedgerRowsCarryOwnersLabelsAndNodePrices) {
 
 // The server finds the agents from their Service's Endpoints, as it would in a cluster.
 TEST(MetadataE2e, ScrapeTargetsComeFromTheAgentsEndpoints) {
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-ep-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  // Removed last, after the processes below that write into it have stopped.
+  const testing::TempDir temp("gpuledger-ep");
+  const fs::path& dir = temp.path();
   const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
 name: ep
@@ -149,7 +150,6 @@ workloads:
   EXPECT_EQ(j["rows"][0]["key"], "ml/solo-0");
   EXPECT_GT(j["rows"][0]["allocated_gpu_us"].get<std::int64_t>(), 3 * kMicrosPerSecond);
   api.Stop();
-  fs::remove_all(dir);
 }
 
 }  // namespace

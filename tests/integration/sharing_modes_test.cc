@@ -16,11 +16,13 @@
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "store/ledger_store.h"
+#include "temp_dir.h"
 
 namespace gpuledger {
 namespace {
 
 struct SimRun {
+  std::unique_ptr<testing::TempDir> dir;  // outlives the store: members go in reverse order
   std::unique_ptr<store::LedgerStore> store;
   std::map<ConsumerRef, sim::Truth> truth;
   sim::NaiveTallies naive;
@@ -29,14 +31,10 @@ struct SimRun {
 SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond) {
   auto scenario = sim::ParseScenario(yaml, "test.yaml");
   EXPECT_TRUE(scenario.ok()) << scenario.error().message;
-  auto dir = std::filesystem::temp_directory_path() /
-             ("gpuledger-it-" + std::to_string(::getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  auto store = store::OpenSqliteLedger((dir / "ledger.db").string());
-  EXPECT_TRUE(store.ok());
   SimRun run;
+  run.dir = std::make_unique<testing::TempDir>("gpuledger-it");
+  auto store = store::OpenSqliteLedger((run.dir->path() / "ledger.db").string());
+  EXPECT_TRUE(store.ok());
   run.store = std::move(*store);
   sim::Simulator simulator(*scenario, step_us);
   cost::Catalog catalog = cost::DefaultCatalog();
