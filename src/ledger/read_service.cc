@@ -65,8 +65,9 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
     if (!generation) return generation.error();
     auto extent = store.Extent();
     if (!extent) return extent.error();
-    // The window's days (the first and last may be parts of one); whole days that ended before
-    // the open hours, within the days held, are held.
+    // The window's days (the first and last may be parts of one). A part that is all the
+    // ledger holds of its day (its first day starts at its first hour), ended before the open
+    // hours and within the days held, is held.
     struct Part {
       TimeRange range;
       bool holds = false;
@@ -80,9 +81,10 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
     const Micros to = std::min(window.to_us, extent->to_us);
     for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
       const Micros end = std::min(FloorDay(t) + kMicrosPerDay, to);
-      parts.push_back(
-          {{t, end},
-           t % kMicrosPerDay == 0 && end == t + kMicrosPerDay && end <= closed && t >= oldest});
+      const Micros day = FloorDay(t);
+      parts.push_back({{t, end},
+                       t == std::max(day, extent->from_us) && end == day + kMicrosPerDay &&
+                           end <= closed && t >= oldest});
       t = end;
     }
     {
