@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "store/row_codec.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -19,9 +20,13 @@ namespace {
 
 std::atomic<int> g_counter{0};
 
+// As one path component: a parameterised test's name ("Name/Sqlite") would make TempDir a
+// directory inside one that nothing removes.
 std::string CurrentTestName() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  return info != nullptr ? info->name() : "x";
+  std::string name = info != nullptr ? info->name() : "x";
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name;
 }
 
 class SqliteTestLedger final : public TestLedger {
