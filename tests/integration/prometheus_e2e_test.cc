@@ -25,6 +25,7 @@
 #include "io/file_util.h"
 #include "process_util.h"
 #include "store/ledger_store.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -120,9 +121,9 @@ TEST(PrometheusE2e, ScrapePrometheusAndVictoriaMetricsLedgersAgree) {
   if (!Has("prometheus") || !Has("victoria-metrics"))
     GTEST_SKIP()
         << "needs the Debian packages prometheus and victoria-metrics (make deps installs them)";
-  const fs::path dir = fs::temp_directory_path() / ("gpuledger-prom-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  // Removed last, after Prometheus, VictoriaMetrics and the nodes writing into it have stopped.
+  const testing::TempDir temp("gpuledger-prom");
+  const fs::path& dir = temp.path();
   const std::string bin = gpuledger::test_paths::kGpuledgerBin;
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), R"(
 name: prom
@@ -313,7 +314,6 @@ workloads:
     }
   }
   EXPECT_EQ(compared, 6);
-  fs::remove_all(dir);
 }
 
 // A real Prometheus over data written with promtool from OpenMetrics text (in DIR/data),

@@ -17,6 +17,7 @@
 #include "io/file_util.h"
 #include "process_util.h"
 #include "prometheus/exposition_parser.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace gpuledger {
@@ -94,10 +95,9 @@ Seen Scrape(int port) {
 }
 
 TEST(SharingNodeE2e, MpsHamiAndGpuShareNodesShowTheirModeAndDeclaredShares) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("gpuledger-sharing-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  // Removed last, after the nodes and the server writing into it have stopped.
+  const testing::TempDir temp("gpuledger-sharing");
+  const fs::path& dir = temp.path();
   ASSERT_TRUE(WriteFile((dir / "scenario.yaml").string(), kScenario).ok());
   const std::map<std::string, std::pair<std::string, std::vector<Expected>>> nodes = {
       {"mps",
