@@ -59,4 +59,10 @@ int HexDigitValue(char c) {
   return -1;
 }
 
+void AppendLengthPrefixed(std::string& out, std::string_view field) {
+  out += std::to_string(field.size());
+  out += ':';
+  out += field;
+}
+
 }  // namespace gpuledger

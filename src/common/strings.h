@@ -25,4 +25,8 @@ bool IsValidUtf8(std::string_view s);
 // The value of a hex digit (0-9, a-f, A-F), or -1 for any other byte.
 int HexDigitValue(char c);
 
+// Appends `field` as "<length>:<bytes>": fields so appended never join alike, whatever bytes
+// they hold (keys of several texts, encoded entries).
+void AppendLengthPrefixed(std::string& out, std::string_view field);
+
 }  // namespace gpuledger

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
 #include "ingest/counter_ledger.h"
 
 namespace gpuledger::ingest {
@@ -79,9 +80,7 @@ std::string SeriesKey(const Sample& s) {
     key += '\x1f';
     key += k;
     key += '\x1e';
-    key += std::to_string(v.size());
-    key += ':';
-    key += v;
+    AppendLengthPrefixed(key, v);
   }
   return key;
 }

@@ -95,11 +95,7 @@ std::string FilterKey(const Filter& filter) {
     key += '[';
     key += c.label_key;
     key += c.negate ? "]!" : "]";
-    for (const std::string& v : c.values) {
-      key += std::to_string(v.size());
-      key += ':';
-      key += v;
-    }
+    for (const std::string& v : c.values) AppendLengthPrefixed(key, v);
     key += '\n';
   }
   return key;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace gpuledger::ledger {
 namespace {
 
@@ -11,27 +13,32 @@ constexpr std::size_t kCompactFrom = 4096;
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
+// A summary's figures (const or not), in the order HeldDevices::Gpu keeps them: one list for
+// both ways.
+template <typename Summary>
+auto FieldsOf(Summary& d) {
+  return std::array{&d.metered_us,      &d.unmetered_us,   &d.busy_us,   &d.idle_us,
+                    &d.unattributed_us, &d.unallocated_us, &d.energy_mj, &d.cost_nanos};
+}
+
 std::array<std::int64_t, 8> FiguresOf(const DeviceSummary& d) {
-  return {d.metered_us,      d.unmetered_us,   d.busy_us,   d.idle_us,
-          d.unattributed_us, d.unallocated_us, d.energy_mj, d.cost_nanos};
+  std::array<std::int64_t, 8> out{};
+  const auto fields = FieldsOf(d);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = *fields[i];
+  return out;
 }
 
 // What a head is: every field but the figures, each length-prefixed.
 std::string HeadKey(const DeviceSummary& d) {
   std::string key;
-  auto add = [&](const std::string& field) {
-    key += std::to_string(field.size());
-    key += ':';
-    key += field;
-  };
   const Placement& p = d.placement;
   for (const std::string* field :
        {&p.cluster, &p.node, &p.gpu_model, &p.gpu.value, &p.pricing_class, &p.layout})
-    add(*field);
+    AppendLengthPrefixed(key, *field);
   key += std::to_string(static_cast<int>(p.sharing));
   key += '/';
   key += std::to_string(d.memory_total_bytes);
-  for (const std::string& layout : d.layouts) add(layout);
+  for (const std::string& layout : d.layouts) AppendLengthPrefixed(key, layout);
   return key;
 }
 
@@ -119,15 +126,8 @@ std::vector<DeviceSummary> HeldDevices::Sum(const std::vector<const Part*>& part
     DeviceSummary& d = out.emplace_back(heads_[s.first_head].summary);
     d.layouts.clear();
     for (const std::string* layout : s.layouts) d.layouts.push_back(*layout);
-    const auto& f = s.figures;
-    d.metered_us = f[0];
-    d.unmetered_us = f[1];
-    d.busy_us = f[2];
-    d.idle_us = f[3];
-    d.unattributed_us = f[4];
-    d.unallocated_us = f[5];
-    d.energy_mj = f[6];
-    d.cost_nanos = f[7];
+    const auto fields = FieldsOf(d);
+    for (std::size_t i = 0; i < fields.size(); ++i) *fields[i] = s.figures[i];
   }
   std::sort(out.begin(), out.end(), [](const DeviceSummary& a, const DeviceSummary& b) {
     return a.placement.gpu < b.placement.gpu;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "model/usage.h"
 
 namespace gpuledger::report {
@@ -62,11 +63,7 @@ std::string Level(const ConsumerInfo& c, const ConsumerLabels& labels, const Pla
   return {};
 }
 
-void Put(std::string& out, std::string_view field) {
-  out += std::to_string(field.size());
-  out += ':';
-  out += field;
-}
+void Put(std::string& out, std::string_view field) { AppendLengthPrefixed(out, field); }
 
 // Reads a field Put wrote from the front of `in`.
 std::optional<std::string> Take(std::string_view& in) {

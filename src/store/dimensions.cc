@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/strings.h"
 #include "store/row_codec.h"
 
 namespace gpuledger::store {
@@ -63,11 +64,7 @@ DimensionKey ContextKey(const UsageRow& u) {
 // Length-prefixed, so no string inside a key can make two keys join alike.
 std::string DimensionCache::Joined(const DimensionKey& key) {
   std::string out;
-  for (const std::string& part : key) {
-    out += std::to_string(part.size());
-    out.push_back(':');
-    out += part;
-  }
+  for (const std::string& part : key) AppendLengthPrefixed(out, part);
   return out;
 }
 
