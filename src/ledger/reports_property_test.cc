@@ -36,6 +36,13 @@ using store::testing::MakeTestLedger;
 using store::testing::StoreKind;
 using store::testing::StoreKindName;
 
+// A report's rows as its document writes them (the rest of the report left empty).
+std::string RowsText(const report::Report& r) {
+  report::Report rows;
+  rows.rows = r.rows;
+  return report::ReportToJson(rows);
+}
+
 const char* const kRules[] = {"", "process-samples", "mps-thread-share", "device-activity",
                               "process-samples+device-activity"};
 const char* const kNamespaces[] = {"ml", "web", "platform", "research"};
@@ -285,8 +292,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
       ASSERT_TRUE(only.ok());
       ASSERT_EQ(only->size(), parts->size());
       for (std::size_t i = 0; i < only->size(); ++i) {
-        EXPECT_EQ(report::ReportJson((*only)[i])["rows"], report::ReportJson((*parts)[i])["rows"])
-            << "trial " << trial;
+        EXPECT_EQ(RowsText((*only)[i]), RowsText((*parts)[i])) << "trial " << trial;
         EXPECT_EQ((*only)[i].total.device_hours, 0);
         ++rows_only_compared;
       }
@@ -735,8 +741,7 @@ TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
     ASSERT_TRUE(only_rows.ok()) << only_rows.error().message;
     ASSERT_EQ(only_rows->size(), plain.size()) << what;
     for (std::size_t i = 0; i < plain.size(); ++i) {
-      EXPECT_EQ(report::ReportJson((*only_rows)[i])["rows"], report::ReportJson(ours[i])["rows"])
-          << what << " rows only, step " << i;
+      EXPECT_EQ(RowsText((*only_rows)[i]), RowsText(ours[i])) << what << " rows only, step " << i;
       EXPECT_EQ((*only_rows)[i].total.device_hours, 0) << what;
     }
   };

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
+#include "common/json_writer.h"
 #include "common/time_util.h"
 #include "ledger/snapshot.h"
 #include "prometheus/gzip.h"
@@ -70,12 +71,12 @@ std::string Provenance(const Snapshot& s, const TimeRange& month) {
 std::string EncodeBody(report::Report fine) {
   const std::vector<report::Row> rows = std::move(fine.rows);
   fine.rows.clear();
-  std::string out = JsonText(report::ReportJson(fine));
+  JsonWriter heading;
+  report::WriteReport(heading, fine);
+  std::string out = std::move(heading).Take();
   for (const report::Row& row : rows) {
-    nlohmann::json j = report::RowJson(row, /*with_utilization=*/false);
-    j.erase("compute_error_band");
     out += '\n';
-    out += JsonText(j);
+    out += report::StoredRowToJson(row);
   }
   return out;
 }

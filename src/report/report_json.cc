@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/json_text.h"
 #include "common/time_util.h"
+#include "common/units.h"
 #include "model/compute_band.h"
 
 namespace gpuledger::report {
@@ -13,41 +13,141 @@ namespace {
 
 using nlohmann::json;
 
-json FiguresJson(const Figures& f) {
-  return {{"allocated_gpu_us", f.allocated_gpu_us},
-          {"compute_gpu_us", f.compute_gpu_us},
-          {"memory_kib_s", f.memory_kib_s},
-          {"energy_mj", f.energy_mj},
-          {"cost_nanos", f.cost_nanos},
-          {"quality", std::string(ToString(f.quality))}};
+void WriteTime(JsonWriter& w, std::string_view key, Micros at) { w.String(key, FormatRfc3339(at)); }
+
+// {"allocated_gpu_us","compute_gpu_us","cost_nanos","energy_mj","memory_kib_s","quality"}:
+// idle's and unattributed's figures, and the first of a consumer row's.
+void WriteFigures(JsonWriter& w, const Figures& f) {
+  w.BeginObject();
+  w.Int("allocated_gpu_us", f.allocated_gpu_us);
+  w.Int("compute_gpu_us", f.compute_gpu_us);
+  w.Int("cost_nanos", f.cost_nanos);
+  w.Int("energy_mj", f.energy_mj);
+  w.Int("memory_kib_s", f.memory_kib_s);
+  w.String("quality", ToString(f.quality));
+  w.EndObject();
 }
 
-}  // namespace
-
-void AddComputeSource(const Figures& f, json& j) {
-  j["compute_source"] = FormatSource(f.quality, f.compute_rule);
-  // The worst error its rules showed on real hardware (model/compute_band.h); null: unmeasured.
-  if (auto band = MeasuredComputeBandOfRules(f.compute_rule)) {
-    j["compute_error_band"] = *band;
-  } else {
-    j["compute_error_band"] = nullptr;
+// A consumer row, its keys in byte order: the figures, their sources, activity, granted memory,
+// share source, the naive contrast and (`full`) the error band and classification, which a
+// stored row leaves to RowFromJson.
+void WriteRow(JsonWriter& w, const Row& row, bool full) {
+  const Figures& f = row.figures;
+  w.BeginObject();
+  w.Key("activity");
+  WriteActivity(w, f);
+  w.Int("allocated_gpu_us", f.allocated_gpu_us);
+  if (full) WriteComputeErrorBand(w, f);
+  w.Int("compute_gpu_us", f.compute_gpu_us);
+  w.String("compute_source", FormatSource(f.quality, f.compute_rule));
+  w.Int("cost_nanos", f.cost_nanos);
+  w.Int("energy_mj", f.energy_mj);
+  w.Int("granted_memory_kib_s", f.granted_memory_kib_s);
+  w.String("key", row.key);
+  w.Int("memory_kib_s", f.memory_kib_s);
+  w.Key("naive");
+  w.BeginObject();
+  w.Int("compute_gpu_us", f.naive_compute_gpu_us);
+  w.Int("cost_nanos", f.naive_cost_nanos);
+  w.EndObject();
+  w.String("quality", ToString(f.quality));
+  w.String("share_source", f.share_source);
+  if (full) {
+    w.Key("utilization");
+    WriteUtilization(w, row.utilization);
   }
+  w.EndObject();
 }
 
-namespace {
+// {name: value} of named values in a tree's order (a name given twice: its last value).
+void WriteNamed(JsonWriter& w, const std::vector<std::pair<std::string, double>>& named) {
+  std::vector<std::string_view> names;
+  names.reserve(named.size());
+  for (const auto& [name, value] : named) names.push_back(name);
+  w.BeginObject();
+  for (const std::size_t i : KeyOrder(names)) {
+    w.Key(names[i]);
+    w.Double(named[i].second);
+  }
+  w.EndObject();
+}
 
-// A consumer row: the figures, activity, granted memory, share source and classification.
-json ConsumerRowJson(const Row& row, bool with_utilization) {
-  json j = FiguresJson(row.figures);
-  j["key"] = row.key;
-  AddComputeSource(row.figures, j);
-  j["activity"] = ActivityJson(row.figures);
-  j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
-  j["share_source"] = row.figures.share_source;
-  j["naive"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
-                {"cost_nanos", row.figures.naive_cost_nanos}};
-  if (with_utilization) j["utilization"] = UtilizationJson(row.utilization);
-  return j;
+// Each step's cost per group, idle and unattributed (StepCosts in the header's words).
+void WriteSteps(JsonWriter& w, const std::vector<Report>& steps) {
+  w.BeginArray();
+  for (const Report& step : steps) {
+    std::vector<std::string_view> keys;
+    std::vector<Nanos> costs;
+    keys.reserve(step.rows.size() + 2);
+    costs.reserve(step.rows.size() + 2);
+    for (const Row& row : step.rows) {
+      keys.push_back(row.key);
+      costs.push_back(row.figures.cost_nanos);
+    }
+    keys.push_back("__idle__");
+    costs.push_back(step.idle.cost_nanos);
+    keys.push_back("__unattributed__");
+    costs.push_back(step.unattributed.cost_nanos);
+    w.BeginObject();
+    w.Key("cost_nanos");
+    w.BeginObject();
+    for (const std::size_t i : KeyOrder(keys)) w.Int(keys[i], costs[i]);
+    w.EndObject();
+    WriteTime(w, "end", step.to_us);
+    WriteTime(w, "start", step.from_us);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteAdjustments(JsonWriter& w, const std::vector<Adjustment>& adjustments) {
+  w.BeginArray();
+  for (const Adjustment& a : adjustments) {
+    w.BeginObject();
+    w.Int("device_cost_nanos", a.device_cost_nanos);
+    w.Int("idle_cost_nanos", a.idle_cost_nanos);
+    w.String("period", a.period);
+    w.Key("rows");
+    w.BeginArray();
+    for (const auto& [key, cost] : a.rows) {
+      w.BeginObject();
+      w.Int("cost_nanos", cost);
+      w.String("key", key);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Int("unattributed_cost_nanos", a.unattributed_cost_nanos);
+    w.Int("version", a.version);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteStatements(JsonWriter& w, const std::vector<StatementRef>& statements) {
+  w.BeginArray();
+  for (const StatementRef& st : statements) {
+    w.BeginObject();
+    w.String("build", st.build);
+    WriteTime(w, "closed_at", st.closed_at_us);
+    w.String("period", st.period);
+    w.Int("version", st.version);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteTotals(JsonWriter& w, const Totals& t) {
+  w.BeginObject();
+  w.Int("busy_us", t.busy_us);
+  w.Int("device_cost_nanos", t.device_cost_nanos);
+  w.Int("device_hours", t.device_hours);
+  w.Int("metered_us", t.metered_us);
+  w.Int("unmetered_us", t.unmetered_us);
+  w.Key("unpriced_models");
+  w.BeginArray();
+  for (const std::string& model : t.unpriced_models) w.String(model);
+  w.EndArray();
+  w.EndObject();
 }
 
 Figures FiguresFrom(const json& j) {
@@ -88,8 +188,48 @@ Figures FiguresFrom(const json& j) {
 
 }  // namespace
 
-json RowJson(const Row& row, bool with_utilization) {
-  return ConsumerRowJson(row, with_utilization);
+void WriteActivity(JsonWriter& w, const Figures& f, bool with_gpu_hours) {
+  // Each signal in GPU-µs, and in GPU-hours when asked for (whose key sorts just before).
+  const auto signal = [&](std::string_view hours_key, std::string_view us_key, GpuMicros us) {
+    if (with_gpu_hours) w.Double(hours_key, static_cast<double>(us) / kMicrosPerHour);
+    w.Int(us_key, us);
+  };
+  w.BeginObject();
+  w.Int("allocated_gpu_us", f.activity_allocated_gpu_us);
+  w.Int("compute_gpu_us", f.activity_compute_gpu_us);
+  signal("dram_active_gpu_hours", "dram_active_gpu_us", f.activity.dram_active_us);
+  signal("sm_active_gpu_hours", "sm_active_gpu_us", f.activity.sm_active_us);
+  signal("sm_occupancy_gpu_hours", "sm_occupancy_gpu_us", f.activity.sm_occupancy_us);
+  w.String("source", FormatSource(f.activity_quality, f.activity_rule));
+  signal("tensor_active_gpu_hours", "tensor_active_gpu_us", f.activity.tensor_active_us);
+  w.EndObject();
+}
+
+void WriteComputeErrorBand(JsonWriter& w, const Figures& f) {
+  w.Key("compute_error_band");
+  if (auto band = MeasuredComputeBandOfRules(f.compute_rule)) {
+    w.Double(*band);
+  } else {
+    w.Null();
+  }
+}
+
+void WriteUtilization(JsonWriter& w, const utilization::Classification& c) {
+  w.BeginObject();
+  w.String("basis", c.basis);
+  w.String("class", utilization::ToString(c.cls));
+  w.String("reason", c.reason);
+  w.Key("signals");
+  WriteNamed(w, c.signals);
+  w.Key("thresholds");
+  WriteNamed(w, c.thresholds);
+  w.EndObject();
+}
+
+std::string StoredRowToJson(const Row& row) {
+  JsonWriter w;
+  WriteRow(w, row, /*full=*/false);
+  return std::move(w).Take();
 }
 
 Result<Row> RowFromJson(const json& row) {
@@ -102,71 +242,51 @@ Result<Row> RowFromJson(const json& row) {
   }
 }
 
-json ActivityJson(const Figures& f) {
-  return {{"sm_active_gpu_us", f.activity.sm_active_us},
-          {"sm_occupancy_gpu_us", f.activity.sm_occupancy_us},
-          {"tensor_active_gpu_us", f.activity.tensor_active_us},
-          {"dram_active_gpu_us", f.activity.dram_active_us},
-          {"allocated_gpu_us", f.activity_allocated_gpu_us},
-          {"compute_gpu_us", f.activity_compute_gpu_us},
-          {"source", FormatSource(f.activity_quality, f.activity_rule)}};
-}
-
-json UtilizationJson(const utilization::Classification& c) {
-  json signals = json::object();
-  for (const auto& [name, v] : c.signals) signals[name] = v;
-  json thresholds = json::object();
-  for (const auto& [name, v] : c.thresholds) thresholds[name] = v;
-  return {{"class", std::string(utilization::ToString(c.cls))},
-          {"signals", signals},
-          {"thresholds", thresholds},
-          {"basis", c.basis},
-          {"reason", c.reason}};
-}
-
-std::string ReportToJson(const Report& r) { return JsonText(ReportJson(r), 2) + "\n"; }
-
-json ReportJson(const Report& r) {
-  json rows = json::array();
-  for (const auto& row : r.rows) rows.push_back(RowJson(row));
-  json out = {{"window", {{"start", FormatRfc3339(r.from_us)}, {"end", FormatRfc3339(r.to_us)}}},
-              {"aggregate", ToString(r.group_by)},
-              {"policy", cost::ToString(r.policy)},
-              {"idle_handling", cost::ToString(r.idle_handling)},
-              {"rows", rows},
-              {"idle", FiguresJson(r.idle)},
-              {"unattributed", FiguresJson(r.unattributed)},
-              {"total",
-               {{"device_cost_nanos", r.total.device_cost_nanos},
-                {"metered_us", r.total.metered_us},
-                {"unmetered_us", r.total.unmetered_us},
-                {"busy_us", r.total.busy_us},
-                {"device_hours", r.total.device_hours},
-                {"unpriced_models", r.total.unpriced_models}}}};
+void WriteReport(JsonWriter& w, const Report& r, const std::vector<Report>* steps) {
+  w.BeginObject();
   if (!r.adjustments.empty()) {
-    json adjustments = json::array();
-    for (const Adjustment& a : r.adjustments) {
-      json rows = json::array();
-      for (const auto& [key, cost] : a.rows) rows.push_back({{"key", key}, {"cost_nanos", cost}});
-      adjustments.push_back({{"period", a.period},
-                             {"version", a.version},
-                             {"rows", rows},
-                             {"idle_cost_nanos", a.idle_cost_nanos},
-                             {"unattributed_cost_nanos", a.unattributed_cost_nanos},
-                             {"device_cost_nanos", a.device_cost_nanos}});
-    }
-    out["adjustments"] = adjustments;
+    w.Key("adjustments");
+    WriteAdjustments(w, r.adjustments);
   }
+  w.String("aggregate", ToString(r.group_by));
+  w.Key("idle");
+  WriteFigures(w, r.idle);
+  w.String("idle_handling", cost::ToString(r.idle_handling));
+  w.String("policy", cost::ToString(r.policy));
+  w.Key("rows");
+  w.BeginArray();
+  for (const Row& row : r.rows) WriteRow(w, row, /*full=*/true);
+  w.EndArray();
   if (!r.statements.empty()) {
-    json statements = json::array();
-    for (const StatementRef& st : r.statements)
-      statements.push_back({{"period", st.period},
-                            {"version", st.version},
-                            {"closed_at", FormatRfc3339(st.closed_at_us)},
-                            {"build", st.build}});
-    out["statements"] = statements;
+    w.Key("statements");
+    WriteStatements(w, r.statements);
   }
-  return out;
+  if (steps != nullptr) {
+    w.Key("steps");
+    WriteSteps(w, *steps);
+  }
+  w.Key("total");
+  WriteTotals(w, r.total);
+  w.Key("unattributed");
+  WriteFigures(w, r.unattributed);
+  w.Key("window");
+  w.BeginObject();
+  WriteTime(w, "end", r.to_us);
+  WriteTime(w, "start", r.from_us);
+  w.EndObject();
+  w.EndObject();
+}
+
+std::string ReportToJson(const Report& r) {
+  JsonWriter w(2);
+  WriteReport(w, r);
+  return std::move(w).Take() + "\n";
+}
+
+std::string ReportToJson(const Report& window, const std::vector<Report>& steps) {
+  JsonWriter w(2);
+  WriteReport(w, window, &steps);
+  return std::move(w).Take() + "\n";
 }
 
 Result<Report> ReportFromJson(std::string_view text) {

@@ -11,6 +11,7 @@
 #include "billing/ledger_reads.h"
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "common/json_writer.h"
 #include "common/time_util.h"
 #include "guardrails/ledger_findings.h"
 #include "ledger/devices.h"
@@ -57,52 +58,75 @@ double Efficiency(const report::Figures& f) {
              : 0.0;
 }
 
-json AllocationFigures(const std::string& name, const report::Figures& f, Micros from, Micros to) {
-  return {{"name", name},
-          {"window", {{"start", FormatRfc3339(from)}, {"end", FormatRfc3339(to)}}},
-          {"start", FormatRfc3339(from)},
-          {"end", FormatRfc3339(to)},
-          {"allocated_gpu_us", f.allocated_gpu_us},
-          {"compute_gpu_us", f.compute_gpu_us},
-          {"memory_kib_s", f.memory_kib_s},
-          {"energy_mj", f.energy_mj},
-          {"cost_nanos", f.cost_nanos},
-          {"quality", std::string(ToString(f.quality))},
-          {"gpuHours", static_cast<double>(f.allocated_gpu_us) / kMicrosPerHour},
-          {"gpuUsageHours", static_cast<double>(f.compute_gpu_us) / kMicrosPerHour},
-          {"gpuCost", Units(f.cost_nanos)},
-          {"gpuCostAdjustment", 0.0},
-          {"totalCost", Units(f.cost_nanos)},
-          {"minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond)},
-          // OpenCost's efficiency: what was used of what was allocated (GPU only here).
-          {"gpuEfficiency", Efficiency(f)},
-          {"totalEfficiency", Efficiency(f)}};
-}
-
 double Hours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
 
-// The report row's activity block with OpenCost-style GPU-hour fields beside the exact GPU-µs.
-json ActivityEntry(const report::Figures& f) {
-  json a = report::ActivityJson(f);
-  a["sm_active_gpu_hours"] = Hours(f.activity.sm_active_us);
-  a["sm_occupancy_gpu_hours"] = Hours(f.activity.sm_occupancy_us);
-  a["tensor_active_gpu_hours"] = Hours(f.activity.tensor_active_us);
-  a["dram_active_gpu_hours"] = Hours(f.activity.dram_active_us);
-  return a;
+// One allocation entry, its keys in byte order (as a tree writes them: json_writer.h): exact
+// figures beside OpenCost's names and units. Consumer rows (`row` set) carry their compute
+// source and its error band, activity (with GPU-hours), share source and the utilization
+// class; __idle__ and __unattributed__ have none.
+void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Figures& f,
+                          Micros from, Micros to, const report::Row* row = nullptr) {
+  const std::string start = FormatRfc3339(from);
+  const std::string end = FormatRfc3339(to);
+  w.BeginObject();
+  if (row != nullptr) {
+    w.Key("activity");
+    report::WriteActivity(w, f, /*with_gpu_hours=*/true);
+  }
+  w.Int("allocated_gpu_us", f.allocated_gpu_us);
+  if (row != nullptr) report::WriteComputeErrorBand(w, f);
+  w.Int("compute_gpu_us", f.compute_gpu_us);
+  if (row != nullptr) w.String("compute_source", report::FormatSource(f.quality, f.compute_rule));
+  w.Int("cost_nanos", f.cost_nanos);
+  w.String("end", end);
+  w.Int("energy_mj", f.energy_mj);
+  w.Double("gpuCost", Units(f.cost_nanos));
+  w.Double("gpuCostAdjustment", 0.0);
+  // OpenCost's efficiency: what was used of what was allocated (GPU only here).
+  w.Double("gpuEfficiency", Efficiency(f));
+  w.Double("gpuHours", Hours(f.allocated_gpu_us));
+  w.Double("gpuUsageHours", Hours(f.compute_gpu_us));
+  w.Int("memory_kib_s", f.memory_kib_s);
+  w.Double("minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond));
+  w.String("name", name);
+  w.String("quality", ToString(f.quality));
+  if (row != nullptr) w.String("share_source", f.share_source);
+  w.String("start", start);
+  w.Double("totalCost", Units(f.cost_nanos));
+  w.Double("totalEfficiency", Efficiency(f));
+  if (row != nullptr) {
+    w.Key("utilization");
+    report::WriteUtilization(w, row->utilization);
+  }
+  w.Key("window");
+  w.BeginObject();
+  w.String("end", end);
+  w.String("start", start);
+  w.EndObject();
+  w.EndObject();
 }
 
-// One allocation entry. Consumer rows (`row` set) carry their compute source and its error band,
-// activity, share source and the utilization class; __idle__ and __unattributed__ have none.
-json AllocationEntry(const std::string& name, const report::Figures& f, Micros from, Micros to,
-                     const report::Row* row = nullptr) {
-  json entry = AllocationFigures(name, f, from, to);
-  if (row != nullptr) {
-    report::AddComputeSource(f, entry);
-    entry["activity"] = ActivityEntry(f);
-    entry["share_source"] = f.share_source;
-    entry["utilization"] = report::UtilizationJson(row->utilization);
+// A step's allocation set: {name: entry}, its rows by key, with "__idle__" and "__unattributed__"
+// unless filtered (a tree's order; of a key given twice the last, as assigning it twice keeps).
+void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered) {
+  std::vector<std::string_view> names;
+  names.reserve(r.rows.size() + 2);
+  for (const report::Row& row : r.rows) names.push_back(row.key);
+  if (!filtered) {
+    names.push_back("__idle__");
+    names.push_back("__unattributed__");
   }
-  return entry;
+  w.BeginObject();
+  for (const std::size_t i : KeyOrder(names)) {
+    w.Key(names[i]);
+    if (i < r.rows.size()) {
+      WriteAllocationEntry(w, names[i], r.rows[i].figures, r.from_us, r.to_us, &r.rows[i]);
+    } else {
+      WriteAllocationEntry(w, names[i], i == r.rows.size() ? r.idle : r.unattributed, r.from_us,
+                           r.to_us);
+    }
+  }
+  w.EndObject();
 }
 
 }  // namespace
@@ -196,39 +220,18 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   query->rows_only = filtered;  // a filtered answer has no idle, unattributed or totals
   auto reports = reads.Reports(store, *query);
   if (!reports) return ReportError(reports.error());
-  json data = json::array();
-  for (const report::Report& r : *reports) {
-    // A filter selects consumers after pricing (each one's cost is what it is in the whole
-    // cluster); idle and unattributed belong to no consumer, so a filtered answer has none.
-    json set = json::object();
-    for (const auto& row : r.rows)
-      set[row.key] = AllocationEntry(row.key, row.figures, r.from_us, r.to_us, &row);
-    if (!filtered) {
-      set["__idle__"] = AllocationEntry("__idle__", r.idle, r.from_us, r.to_us);
-      set["__unattributed__"] =
-          AllocationEntry("__unattributed__", r.unattributed, r.from_us, r.to_us);
-    }
-    data.push_back(std::move(set));
-  }
-  return {200, "application/json",
-          JsonText(json{{"code", 200}, {"status", "success"}, {"data", data}}) + "\n"};
-}
-
-// Each step's cost per group: {"start","end","cost_nanos":{key: nanos, "__idle__": nanos,
-// "__unattributed__": nanos}}, what a chart of the report over time draws. Idle and
-// unattributed are there filtered or not, as the report's own are.
-json StepCosts(const std::vector<report::Report>& steps) {
-  json out = json::array();
-  for (const report::Report& r : steps) {
-    json costs = json::object();
-    for (const report::Row& row : r.rows) costs[row.key] = row.figures.cost_nanos;
-    costs["__idle__"] = r.idle.cost_nanos;
-    costs["__unattributed__"] = r.unattributed.cost_nanos;
-    out.push_back({{"start", FormatRfc3339(r.from_us)},
-                   {"end", FormatRfc3339(r.to_us)},
-                   {"cost_nanos", std::move(costs)}});
-  }
-  return out;
+  // A filter selects consumers after pricing (each one's cost is what it is in the whole
+  // cluster); idle and unattributed belong to no consumer, so a filtered answer has none.
+  JsonWriter w;
+  w.BeginObject();
+  w.Int("code", 200);
+  w.Key("data");
+  w.BeginArray();
+  for (const report::Report& r : *reports) WriteAllocationSet(w, r, filtered);
+  w.EndArray();
+  w.String("status", "success");
+  w.EndObject();
+  return {200, "application/json", std::move(w).Take() + "\n"};
 }
 
 ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
@@ -258,9 +261,7 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   // With a step: the window's report and each step's cost, summed in one pass.
   auto stepped = reads.ReportAndSteps(store, *query);
   if (!stepped) return ReportError(stepped.error());
-  json out = report::ReportJson(stepped->window);
-  out["steps"] = StepCosts(stepped->steps);
-  return {200, "application/json", JsonText(out, 2) + "\n"};
+  return {200, "application/json", report::ReportToJson(stepped->window, stepped->steps)};
 }
 
 // The closed statements, every version (issue 38): headings only, each with its total and

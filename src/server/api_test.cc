@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "ledger/filter.h"
@@ -67,7 +68,12 @@ class ApiTest : public ::testing::Test {
   json Get(const std::string& path, const Params& params, int want_status = 200) {
     ApiResponse r = api_->Handle(path, params, "Bearer s3cret");
     EXPECT_EQ(r.status, want_status) << r.body;
-    return json::parse(r.body);
+    json parsed = json::parse(r.body);
+    // Answers written without a tree read as a tree writes them: keys in byte order, each once,
+    // numbers in nlohmann's form (json_writer.h), on one line or indented by 2.
+    EXPECT_TRUE(r.body == JsonText(parsed) + "\n" || r.body == JsonText(parsed, 2) + "\n")
+        << path << ": " << r.body.substr(0, 2000);
+    return parsed;
   }
 
   std::filesystem::path dir_;
