@@ -54,7 +54,7 @@ binary: deps-build
 
 # The read path at 10,000 GPUs x 30 days (docs/performance.md; minutes, and about 9 GB of disk).
 bench: build
-	./bench/read_path.sh $(BUILD)
+	python3 bench/bench_table.py $(BUILD)
 
 # gpuledger in $(PREFIX)/bin, and the kubectl plugin: kubectl-gpuledger, a link to it, so that
 # `kubectl gpuledger report|audit|rightsize` read through the current context (docs/install.md).

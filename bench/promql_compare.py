@@ -6,7 +6,7 @@ VictoriaMetrics (import API), then `sum by (LABEL) (increase(...[WINDOW]))` time
 cold (first query after start) and warm (best of three). Standard-library Python.
 
 Usage: bench/promql_compare.py LEDGER.db [WORKDIR] [--skip-prometheus] [--queries-only]
-Prints markdown table rows: figure | time. VictoriaMetrics runs with its result cache off, so
+Prints markdown table rows: figure | time; `make bench` (bench/bench_table.py) calls measure(). VictoriaMetrics runs with its result cache off, so
 every query is computed (as each of ours is); promtool's backfill takes minutes per million
 samples, hence --skip-prometheus for the largest ledgers. --queries-only times the queries again
 on what an earlier run left in WORKDIR (its series and VictoriaMetrics' data): the writing and
@@ -131,13 +131,15 @@ def timed_query(base, promql, at):
     return took, len(body["data"]["result"])
 
 
-def compare(name, base, window_s, at):
+def compare(base, window_s, at):
+    """{grouping: (groups, cold s, warm s)}, the grouping as gpuledger names it."""
+    out = {}
     for by, label in GROUPINGS:
         promql = f"sum by ({label}) (increase({METRIC}[{window_s}s]))"
         cold, groups = timed_query(base, promql, at)
         warm = min(timed_query(base, promql, at)[0] for _ in range(3))
-        print(f"| {name} `sum by ({label}) (increase(...[30d]))` ({groups} groups) | "
-              f"{cold:.2f} s cold, {warm:.2f} s warm |")
+        out[by] = (groups, cold, warm)
+    return out
 
 
 def series_window(vm_text):
@@ -151,35 +153,50 @@ def series_window(vm_text):
     return first, last
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    skip_prometheus = "--skip-prometheus" in sys.argv
-    queries_only = "--queries-only" in sys.argv
-    db = args[0]
-    work = args[1] if len(args) > 1 else "/var/tmp/gpuledger-promql"
+def measure(db, work, prometheus=True, queries_only=False):
+    """{engine: {grouping: (groups, cold s, warm s)}}: the ledger's usage written as counters
+    into WORKDIR and imported (or, queries_only, what an earlier run left there), then queried."""
     om, vm_text = os.path.join(work, "series.om"), os.path.join(work, "series.prom")
     if queries_only:
         first, last = series_window(vm_text)
-        run_victoria_metrics(work, None, last - first + 3600, last)
-        return
+        window_s, at = last - first + 3600, last
+        out = {}
+        if prometheus and os.path.isdir(os.path.join(work, "prom-data")):
+            out["Prometheus"] = run_prometheus(work, None, window_s, at)
+        out["VictoriaMetrics"] = run_victoria_metrics(work, None, window_s, at)
+        return out
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     t0 = time.monotonic()
     samples, first, last = write_series(db, om, vm_text)
     print(f"<!-- {samples} samples written in {time.monotonic() - t0:.0f} s -->", flush=True)
     window_s, at = last - first + 3600, last
+    out = {}
+    if prometheus:
+        out["Prometheus"] = run_prometheus(work, om, window_s, at)
+    out["VictoriaMetrics"] = run_victoria_metrics(work, vm_text, window_s, at)
+    return out
 
-    if not skip_prometheus:
-        run_prometheus(work, om, window_s, at)
-    run_victoria_metrics(work, vm_text, window_s, at)
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    results = measure(args[0], args[1] if len(args) > 1 else "/var/tmp/gpuledger-promql",
+                      prometheus="--skip-prometheus" not in sys.argv,
+                      queries_only="--queries-only" in sys.argv)
+    for engine, groupings in results.items():
+        for by, (groups, cold, warm) in groupings.items():
+            label = dict(GROUPINGS)[by]
+            print(f"| {engine} `sum by ({label}) (increase(...[30d]))` ({groups} groups) | "
+                  f"{cold:.2f} s cold, {warm:.2f} s warm |")
 
 
 def run_prometheus(work, om, window_s, at):
     prom_data = os.path.join(work, "prom-data")
-    t0 = time.monotonic()
-    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, prom_data],
-                   check=True, stdout=subprocess.DEVNULL)
-    print(f"<!-- promtool backfill {time.monotonic() - t0:.0f} s -->", flush=True)
+    if om is not None:  # else backfilled by an earlier run
+        t0 = time.monotonic()
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", om, prom_data],
+                       check=True, stdout=subprocess.DEVNULL)
+        print(f"<!-- promtool backfill {time.monotonic() - t0:.0f} s -->", flush=True)
     port = free_port()
     with open(os.path.join(work, "prometheus.yml"), "w") as f:
         f.write("global: {scrape_interval: 1h}\n")
@@ -191,7 +208,7 @@ def run_prometheus(work, om, window_s, at):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_ready(f"http://127.0.0.1:{port}/-/ready")
-        compare("Prometheus 2.42", f"http://127.0.0.1:{port}", window_s, at)
+        return compare(f"http://127.0.0.1:{port}", window_s, at)
     finally:
         prom.terminate()
         prom.wait()
@@ -218,7 +235,7 @@ def run_victoria_metrics(work, vm_text, window_s, at):
                 urllib.request.urlopen(req, timeout=3600).read()
             urllib.request.urlopen(f"{base}/internal/force_flush", timeout=600).read()
             print(f"<!-- VictoriaMetrics import {time.monotonic() - t0:.0f} s -->", flush=True)
-        compare("VictoriaMetrics", base, window_s, at)
+        return compare(base, window_s, at)
     finally:
         vm.terminate()
         vm.wait()

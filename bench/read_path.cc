@@ -4,7 +4,7 @@
 // the columns a report reads divided by the bandwidth of summing a large array here. With
 // --refresh, the ledger's last hour is written again as it is (what a live server's every
 // ingest round does) and the kept snapshot brought up to date, timed.
-// Cold figures of a fresh process are the CLI's (bench/read_path.sh times them).
+// Cold figures of a fresh process are the CLI's (`make bench`, bench/bench_table.py, times them).
 //
 // Usage: read_path --db SPEC [--repeat 5] [--refresh]
 #include <malloc.h>
