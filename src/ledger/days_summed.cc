@@ -22,6 +22,18 @@ std::string GroupingName(const std::vector<report::Dimension>& group_by) {
 // first.
 constexpr std::size_t kKeptGroupings = 16;
 
+// The memo kept under `name`, made when absent; past kKeptGroupings all are let go (a few are
+// asked for again and again; a stream of new ones must not grow without bound).
+template <typename T, typename Make>
+T& Kept(std::unordered_map<std::string, std::unique_ptr<T>>& kept, std::string name,
+        const Make& make) {
+  if (auto it = kept.find(name); it != kept.end()) return *it->second;
+  if (kept.size() >= kKeptGroupings) kept.clear();
+  auto& slot = kept[std::move(name)];
+  slot = make();
+  return *slot;
+}
+
 RowSums SumsOf(const SummedRow& row) {
   const auto& v = row.numbers;
   RowSums s;
@@ -86,21 +98,13 @@ std::uint16_t DayTables::Rule(std::string_view text) {
 }
 
 DayTables::Grouping& DayTables::GroupingOf(const std::vector<report::Dimension>& group_by) {
-  std::string name = GroupingName(group_by);
-  if (auto it = groupings_.find(name); it != groupings_.end()) return *it->second;
-  if (groupings_.size() >= kKeptGroupings) groupings_.clear();
-  auto& kept = groupings_[std::move(name)];
-  kept = std::make_unique<Grouping>(*this, group_by);
-  return *kept;
+  return Kept(groupings_, GroupingName(group_by),
+              [&] { return std::make_unique<Grouping>(*this, group_by); });
 }
 
 DayTables::Selection& DayTables::SelectionOf(const Filter& filter) {
-  std::string name = FilterKey(filter);
-  if (auto it = selections_.find(name); it != selections_.end()) return *it->second;
-  if (selections_.size() >= kKeptGroupings) selections_.clear();
-  auto& kept = selections_[std::move(name)];
-  kept = std::make_unique<Selection>(*this, filter);
-  return *kept;
+  return Kept(selections_, FilterKey(filter),
+              [&] { return std::make_unique<Selection>(*this, filter); });
 }
 
 bool DayTables::Selection::Keeps(std::uint32_t entry) {

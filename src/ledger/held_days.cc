@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include "ledger/day_map.h"
+
 namespace gpuledger::ledger {
 namespace {
 
@@ -34,22 +36,13 @@ void HeldDays::Hold(const std::string& kind, SummedDay day) {
 }
 
 void HeldDays::Drop(const TimeRange& touched) {
-  for (auto& [name, kind] : kinds_) {
-    // A day [d, d + 1 day) is touched when it starts before touched.to_us and ends after
-    // touched.from_us.
-    auto first = kind.days.upper_bound(touched.from_us - kMicrosPerDay);
-    auto last = kind.days.lower_bound(touched.to_us);
-    dropped_ = dropped_ || first != last;
-    kind.days.erase(first, last);
-  }
+  for (auto& [name, kind] : kinds_)
+    if (EraseDaysTouched(kind.days, touched)) dropped_ = true;
 }
 
 void HeldDays::DropBefore(Micros from_us) {
-  for (auto& [name, kind] : kinds_) {
-    auto last = kind.days.lower_bound(from_us);
-    dropped_ = dropped_ || last != kind.days.begin();
-    kind.days.erase(kind.days.begin(), last);
-  }
+  for (auto& [name, kind] : kinds_)
+    if (EraseDaysBefore(kind.days, from_us)) dropped_ = true;
 }
 
 void HeldDays::Clear() {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/strings.h"
+#include "ledger/day_map.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -72,16 +73,11 @@ const HeldDevices::Part* HeldDevices::Find(Micros day_us) const {
 void HeldDevices::Hold(Micros day_us, Part day) { days_.insert_or_assign(day_us, std::move(day)); }
 
 void HeldDevices::Drop(const TimeRange& touched) {
-  auto first = days_.upper_bound(touched.from_us - kMicrosPerDay);
-  auto last = days_.lower_bound(touched.to_us);
-  dropped_ = dropped_ || first != last;
-  days_.erase(first, last);
+  if (EraseDaysTouched(days_, touched)) dropped_ = true;
 }
 
 void HeldDevices::DropBefore(Micros from_us) {
-  auto last = days_.lower_bound(from_us);
-  dropped_ = dropped_ || last != days_.begin();
-  days_.erase(days_.begin(), last);
+  if (EraseDaysBefore(days_, from_us)) dropped_ = true;
 }
 
 void HeldDevices::Clear() { *this = HeldDevices(); }

@@ -16,7 +16,7 @@ using nlohmann::json;
 void WriteTime(JsonWriter& w, std::string_view key, Micros at) { w.String(key, FormatRfc3339(at)); }
 
 // {"allocated_gpu_us","compute_gpu_us","cost_nanos","energy_mj","memory_kib_s","quality"}:
-// idle's and unattributed's figures, and the first of a consumer row's.
+// idle's and unattributed's figures.
 void WriteFigures(JsonWriter& w, const Figures& f) {
   w.BeginObject();
   w.Int("allocated_gpu_us", f.allocated_gpu_us);
@@ -65,14 +65,11 @@ void WriteNamed(JsonWriter& w, const std::vector<std::pair<std::string, double>>
   names.reserve(named.size());
   for (const auto& [name, value] : named) names.push_back(name);
   w.BeginObject();
-  for (const std::size_t i : KeyOrder(names)) {
-    w.Key(names[i]);
-    w.Double(named[i].second);
-  }
+  for (const std::size_t i : KeyOrder(names)) w.Double(names[i], named[i].second);
   w.EndObject();
 }
 
-// Each step's cost per group, idle and unattributed (StepCosts in the header's words).
+// "steps": each step's cost per group, idle's and unattributed's (report_json.h).
 void WriteSteps(JsonWriter& w, const std::vector<Report>& steps) {
   w.BeginArray();
   for (const Report& step : steps) {
