@@ -349,33 +349,44 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
     return JsonError(400, "parameter 'policy': " + policy.error().message);
   auto devices = reads.Devices(store, *window);
   if (!devices) return FromError(devices.error());
-  json out = json::array();
-  for (const ledger::DeviceSummary& a : *devices)
-    out.push_back(
-        {{"gpu_uuid", a.placement.gpu.value},
-         {"gpu_model", a.placement.gpu_model},
-         {"node", a.placement.node},
-         {"sharing_mode", std::string(ToString(a.placement.sharing))},
-         {"layouts", a.layouts},
-         {"pricing_class", a.placement.pricing_class},
-         {"memory_total_bytes", a.memory_total_bytes},
-         {"metered_us", a.metered_us},
-         {"unmetered_us", a.unmetered_us},
-         {"busy_us", a.busy_us},
-         {"idle_us", a.idle_us},
-         {"unattributed_us", a.unattributed_us},
-         {"unallocated_us", a.unallocated_us},
-         {"energy_mj", a.energy_mj},
-         {"cost_nanos", a.cost_nanos},
-         {"utilization", a.metered_us > 0 ? static_cast<double>(a.busy_us) / a.metered_us : 0.0}});
-  return {200, "application/json",
-          JsonText(json{
-              {"code", 200},
-              {"status", "success"},
-              {"window",
-               {{"start", FormatRfc3339(window->from_us)}, {"end", FormatRfc3339(window->to_us)}}},
-              {"data", out}}) +
-              "\n"};
+  // Written without a tree, keys in byte order (json_writer.h): 10,000 GPUs are 4 MB.
+  JsonWriter w;
+  w.BeginObject();
+  w.Int("code", 200);
+  w.Key("data");
+  w.BeginArray();
+  for (const ledger::DeviceSummary& a : *devices) {
+    w.BeginObject();
+    w.Int("busy_us", a.busy_us);
+    w.Int("cost_nanos", a.cost_nanos);
+    w.Int("energy_mj", a.energy_mj);
+    w.String("gpu_model", a.placement.gpu_model);
+    w.String("gpu_uuid", a.placement.gpu.value);
+    w.Int("idle_us", a.idle_us);
+    w.Key("layouts");
+    w.BeginArray();
+    for (const std::string& layout : a.layouts) w.String(layout);
+    w.EndArray();
+    w.Int("memory_total_bytes", a.memory_total_bytes);
+    w.Int("metered_us", a.metered_us);
+    w.String("node", a.placement.node);
+    w.String("pricing_class", a.placement.pricing_class);
+    w.String("sharing_mode", ToString(a.placement.sharing));
+    w.Int("unallocated_us", a.unallocated_us);
+    w.Int("unattributed_us", a.unattributed_us);
+    w.Int("unmetered_us", a.unmetered_us);
+    w.Double("utilization", a.metered_us > 0 ? static_cast<double>(a.busy_us) / a.metered_us : 0.0);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.String("status", "success");
+  w.Key("window");
+  w.BeginObject();
+  w.String("end", FormatRfc3339(window->to_us));
+  w.String("start", FormatRfc3339(window->from_us));
+  w.EndObject();
+  w.EndObject();
+  return {200, "application/json", std::move(w).Take() + "\n"};
 }
 
 ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
