@@ -329,6 +329,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
     return JsonError(400,
                      fmt::format("parameter 'state': state '{}': expected open or all", state));
   q.open_only = state == "open";
+  q.max_usage_rows = guardrails::kServerFindingsUsageRows;  // one request must not take the host
   auto doc = guardrails::ReadFindingsDocument(store, q, policy);
   if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
   json out = guardrails::FindingsObject(*doc);
@@ -461,7 +462,12 @@ ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   const std::int64_t direct_reads = reads_.stats().direct_reads;
   ApiResponse r = Route(path, params, authorization);
-  if (reads_.stats().direct_reads != direct_reads) GiveBackFreedMemory();
+  // Findings and recommendations read their window's rows for themselves (not through the read
+  // service): what they freed goes back too.
+  const std::string_view endpoint = CanonicalPath(path);
+  if (reads_.stats().direct_reads != direct_reads || endpoint == "/api/v1/findings" ||
+      endpoint == "/api/v1/recommendations")
+    GiveBackFreedMemory();
   // Paths the API does not serve share one label value, whatever they were answered (a 404,
   // or a 401 before the path is looked at): a scanner must not grow the series without bound.
   const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||

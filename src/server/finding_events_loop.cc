@@ -40,6 +40,7 @@ Status FindingEventsLoop::RunOnce() {
   guardrails::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;
+  q.max_usage_rows = guardrails::kServerFindingsUsageRows;
   auto doc = guardrails::ReadFindingsDocument(**store, q, policy_);
   if (!doc) return doc.error();
   return events_.Publish(doc->findings);
