@@ -4,6 +4,7 @@
 // these; everything they compute is in the pure functions of bill.h, focus_export.h and
 // billing/reconciled_prices.h.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,17 @@ namespace gpuledger::billing {
 // Σ price_nanos over a reconciled node-day inside `range` == its billed_nanos exactly.
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
                                                       const TimeRange& range);
+
+// The usage rows of `range` as LedgerStore::ReadUsage gives them, read a day at a time and
+// refused past `max_rows` (0: no limit) with kInvalidArgument "window: ...": for the services
+// that hold a window's rows whole (findings, rightsizing). A row as read takes about 1.7 KiB
+// (labels and all): a month at 10,000 GPUs passed 24 GB and the server was killed. A refusal
+// costs at most a day's rows over the limit.
+Result<std::vector<UsageRow>> ReadUsageAtMost(store::LedgerStore& store, const TimeRange& range,
+                                              std::size_t max_rows);
+// The limit `gpuledger server` sets (about 1.7 GiB at the peak): a day at 10,000 GPUs, about
+// two weeks at 1,000. The CLI reads without one (its user chose the machine).
+inline constexpr std::size_t kServerUsageRows = 1'000'000;
 
 struct ExportOptions {
   std::string window = "all";         // as `report --window` (report::ResolveWindow)

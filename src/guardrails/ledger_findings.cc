@@ -46,29 +46,6 @@ Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text) {
   return InvalidArgument(fmt::format("severity '{}': expected info, warning or critical", text));
 }
 
-namespace {
-
-// The window's usage rows, a day at a time, refused past `max_rows` (0: no limit).
-Result<std::vector<UsageRow>> ReadUsageWithin(store::LedgerStore& store, const TimeRange& range,
-                                              std::size_t max_rows) {
-  if (max_rows == 0) return store.ReadUsage(range);
-  std::vector<UsageRow> rows;
-  for (Micros from = range.from_us; from < range.to_us; from += kMicrosPerDay) {
-    auto day = store.ReadUsage({from, std::min(range.to_us, from + kMicrosPerDay)});
-    if (!day) return day.error();
-    if (rows.size() + day->size() > max_rows)
-      return InvalidArgument(fmt::format(
-          "window: {} to {} holds more than {} usage rows, more than findings read at once "
-          "(they hold every row of the window); ask a shorter window",
-          FormatRfc3339(range.from_us), FormatRfc3339(range.to_us), max_rows));
-    rows.insert(rows.end(), std::make_move_iterator(day->begin()),
-                std::make_move_iterator(day->end()));
-  }
-  return rows;
-}
-
-}  // namespace
-
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const FindingsQuery& query,
                                               const Policy& policy) {
   auto extent = store.Extent();
@@ -93,7 +70,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   fq.min_severity = query.min_severity;
   auto recorded = store.ReadFindings(fq);
   if (!recorded) return recorded.error();
-  auto usage = ReadUsageWithin(store, range, query.max_usage_rows);
+  auto usage = billing::ReadUsageAtMost(store, range, query.max_usage_rows);
   if (!usage) return usage.error();
   auto devices = billing::ReadPricedDeviceHours(store, range);
   if (!devices) return devices.error();

@@ -30,16 +30,9 @@ struct FindingsQuery {
   std::string namespace_name;            // empty: all
   std::optional<Severity> min_severity;  // this one and worse
   bool open_only = false;
-  // At most this many usage rows read (0: no limit). Pricing and the idle detector hold the
-  // window's rows whole, about 1.7 KiB each as read (labels and all): a month at 10,000 GPUs
-  // (16 million rows) passed 24 GB and the server was killed. Past it, kInvalidArgument naming
-  // the window; rows are read a day at a time, so a refusal costs at most a day over the limit.
+  // At most this many usage rows read (0: no limit; billing::ReadUsageAtMost).
   std::size_t max_usage_rows = 0;
 };
-
-// The limit `gpuledger server` sets (about 1.7 GiB of rows at the peak): two weeks at 1,000 GPUs,
-// a day at 10,000. The CLI's `audit` reads without one (its user chose the machine).
-inline constexpr std::size_t kServerFindingsUsageRows = 1'000'000;
 
 struct FindingsDocument {
   Micros from_us = 0, to_us = 0;  // the window, resolved

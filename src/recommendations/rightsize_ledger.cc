@@ -44,7 +44,7 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const Right
   if (!window) return window.error();
   auto devices = billing::ReadPricedDeviceHours(store, *window);
   if (!devices) return devices.error();
-  auto usage = store.ReadUsage(*window);
+  auto usage = billing::ReadUsageAtMost(store, *window, query.max_usage_rows);
   if (!usage) return usage.error();
 
   RightsizeOptions options;

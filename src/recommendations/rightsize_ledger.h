@@ -3,6 +3,7 @@
 // /api/v1/recommendations ask for it: the query as the user typed it, validated once here,
 // the window's priced device-hours and usage read, the candidate models from the catalog.
 
+#include <cstddef>
 #include <string>
 
 #include "common/result.h"
@@ -19,6 +20,7 @@ struct RightsizeQuery {
   std::string workload;            // "" all, else "ns/Kind/name"
   std::string headroom = "1.2";    // memory room above the peak, 1.0-4.0
   std::string percentile = "p95";  // p50, p95 or p99 of the compute share
+  std::size_t max_usage_rows = 0;  // 0: no limit (billing::ReadUsageAtMost)
 };
 
 struct RightsizeAnswer {

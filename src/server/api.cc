@@ -304,6 +304,7 @@ ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
   q.workload = Get(p, "workload", "");
   q.headroom = Get(p, "headroom", q.headroom);
   q.percentile = Get(p, "percentile", q.percentile);
+  q.max_usage_rows = billing::kServerUsageRows;  // one request must not take the host
   auto answer = recommendations::ReadRightsizePlan(store, q, catalog);
   if (!answer)
     return ParameterError(answer.error(),
@@ -329,7 +330,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
     return JsonError(400,
                      fmt::format("parameter 'state': state '{}': expected open or all", state));
   q.open_only = state == "open";
-  q.max_usage_rows = guardrails::kServerFindingsUsageRows;  // one request must not take the host
+  q.max_usage_rows = billing::kServerUsageRows;  // one request must not take the host
   auto doc = guardrails::ReadFindingsDocument(store, q, policy);
   if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
   json out = guardrails::FindingsObject(*doc);

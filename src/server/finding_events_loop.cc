@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "billing/ledger_reads.h"
 #include "guardrails/ledger_findings.h"
 
 namespace gpuledger::server {
@@ -40,7 +41,7 @@ Status FindingEventsLoop::RunOnce() {
   guardrails::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;
-  q.max_usage_rows = guardrails::kServerFindingsUsageRows;
+  q.max_usage_rows = billing::kServerUsageRows;
   auto doc = guardrails::ReadFindingsDocument(**store, q, policy_);
   if (!doc) return doc.error();
   return events_.Publish(doc->findings);
