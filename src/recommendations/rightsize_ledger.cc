@@ -42,10 +42,11 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const Right
   if (!extent) return extent.error();
   auto window = report::ResolveWindow(query.window, *extent);
   if (!window) return window.error();
-  auto devices = billing::ReadPricedDeviceHours(store, *window);
-  if (!devices) return devices.error();
+  // The rows first: past the limit nothing else is read.
   auto usage = billing::ReadUsageAtMost(store, *window, query.max_usage_rows);
   if (!usage) return usage.error();
+  auto devices = billing::ReadPricedDeviceHours(store, *window);
+  if (!devices) return devices.error();
 
   RightsizeOptions options;
   options.summary.from_us = window->from_us;
