@@ -185,10 +185,12 @@ Figures FiguresFrom(const json& j) {
 
 }  // namespace
 
+double GpuHours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
+
 void WriteActivity(JsonWriter& w, const Figures& f, bool with_gpu_hours) {
   // Each signal in GPU-µs, and in GPU-hours when asked for (whose key sorts just before).
   const auto signal = [&](std::string_view hours_key, std::string_view us_key, GpuMicros us) {
-    if (with_gpu_hours) w.Double(hours_key, static_cast<double>(us) / kMicrosPerHour);
+    if (with_gpu_hours) w.Double(hours_key, GpuHours(us));
     w.Int(us_key, us);
   };
   w.BeginObject();

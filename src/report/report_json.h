@@ -48,6 +48,8 @@ Result<Row> RowFromJson(const nlohmann::json& row);
 // and compute time of the rows that carried activity, and FormatSource of its quality and rule;
 // `with_gpu_hours` adds "<signal>_gpu_hours" beside each "<signal>_gpu_us" (OpenCost's unit).
 void WriteActivity(JsonWriter& out, const Figures& figures, bool with_gpu_hours = false);
+// GPU-µs as GPU-hours (OpenCost's unit beside ours), for every "_gpu_hours" / "gpuHours" field.
+double GpuHours(GpuMicros us);
 // "compute_error_band": the widest error the rules showed on real hardware
 // (model/compute_band.h); null where unmeasured. "compute_source" is FormatSource(quality, rule).
 void WriteComputeErrorBand(JsonWriter& out, const Figures& figures);

@@ -58,8 +58,6 @@ double Efficiency(const report::Figures& f) {
              : 0.0;
 }
 
-double Hours(GpuMicros us) { return static_cast<double>(us) / kMicrosPerHour; }
-
 // One allocation entry, its keys in byte order (as a tree writes them: json_writer.h): exact
 // figures beside OpenCost's names and units. Consumer rows (`row` set) carry their compute
 // source and its error band, activity (with GPU-hours), share source and the utilization
@@ -84,8 +82,8 @@ void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Fi
   w.Double("gpuCostAdjustment", 0.0);
   // OpenCost's efficiency: what was used of what was allocated (GPU only here).
   w.Double("gpuEfficiency", Efficiency(f));
-  w.Double("gpuHours", Hours(f.allocated_gpu_us));
-  w.Double("gpuUsageHours", Hours(f.compute_gpu_us));
+  w.Double("gpuHours", report::GpuHours(f.allocated_gpu_us));
+  w.Double("gpuUsageHours", report::GpuHours(f.compute_gpu_us));
   w.Int("memory_kib_s", f.memory_kib_s);
   w.Double("minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond));
   w.String("name", name);
