@@ -40,4 +40,7 @@ ask "allocation 30d filtered" \
 ask "devices all" "/api/v1/devices?window=all" 3
 ask "report 7d step=6h" "/api/v1/report?window=7d&aggregate=namespace&step=6h" 3
 ask "allocation 720h step=1d" "/api/v1/allocation?window=720h&aggregate=namespace&step=1d" 1
+ask "findings 24h" "/api/v1/findings?window=24h" 3
+ask "findings 7d" "/api/v1/findings?window=7d" 1
+ask "findings 30d" "/api/v1/findings?window=30d" 1
 echo "| peak | | | $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$pid/status") |"

@@ -10,6 +10,7 @@
 #include "common/json_text.h"
 #include "guardrails/ledger_findings.h"
 #include "guardrails/policy_yaml.h"
+#include "ledger/read_service.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {
@@ -51,7 +52,8 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
   q.min_severity = *severity;
   auto store = OpenExistingLedger("--db", o.db);
   if (!store) return store.error();
-  auto doc = guardrails::ReadFindingsDocument(**store, q, policy);
+  ledger::ReadService reads;
+  auto doc = guardrails::ReadFindingsDocument(**store, reads, q, policy);
   if (!doc) {
     if (doc.error().code == ErrorCode::kInvalidArgument)
       return InvalidArgument("--since: " + doc.error().message);

@@ -16,6 +16,7 @@
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
+#include "ledger/read_service.h"
 #include "model/compute_band.h"
 #include "recommendations/rightsize_ledger.h"
 #include "server/serve_ledger.h"
@@ -344,8 +345,9 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
   guardrails::FindingsQuery all_findings;
   all_findings.window = "all";
+  ledger::ReadService reads;
   auto findings =
-      guardrails::ReadFindingsDocument(**store, all_findings, guardrails::DefaultPolicy());
+      guardrails::ReadFindingsDocument(**store, reads, all_findings, guardrails::DefaultPolicy());
   if (!findings) {
     err << "error: " << findings.error().message << "\n";
     return 1;

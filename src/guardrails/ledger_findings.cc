@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "billing/ledger_reads.h"
 #include "common/time_util.h"
 #include "report/window.h"
 
@@ -46,8 +49,118 @@ Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text) {
   return InvalidArgument(fmt::format("severity '{}': expected info, warning or critical", text));
 }
 
-Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const FindingsQuery& query,
-                                              const Policy& policy) {
+namespace {
+
+// Prices a window's recorded findings and finds its idle allocations, a day of rows at a time.
+class FindingsOverDays final : public ledger::DayReader {
+ public:
+  FindingsOverDays(std::vector<Finding> recorded, const Policy& policy, std::string cluster,
+                   Micros now_us)
+      : recorded_(std::move(recorded)),
+        policy_(policy),
+        cluster_(std::move(cluster)),
+        now_us_(now_us) {
+    for (const Finding& f : recorded_) subjects_.insert(f.subject);
+  }
+
+  void Begin() override {
+    costs_.emplace(recorded_);
+    idle_.emplace(policy_, cluster_, now_us_);
+    labels_.clear();
+  }
+
+  Status OnDay(const ledger::Snapshot& s, const TimeRange& part) override {
+    idle_->Through(part.from_us);
+    const auto& consumers = s.consumers();
+    const auto& contexts = s.contexts();
+    const auto& placements = s.placements();
+    const auto& device_ids = s.device_ids();
+    // What each consumer and placement of the snapshot is to findings, looked up once a day.
+    std::vector<char> subject(consumers.size()), priced(consumers.size());
+    for (std::size_t c = 0; c < consumers.size(); ++c) {
+      subject[c] = subjects_.contains(consumers[c].ref) && !labels_.contains(consumers[c].ref);
+      priced[c] = costs_->Concerns(consumers[c].ref);
+    }
+    std::vector<char> stale_node(placements.size());
+    for (std::size_t p = 0; p < placements.size(); ++p)
+      stale_node[p] = costs_->ConcernsDevicesOf(placements[p].node);
+    // The MIG instances the part's rows hold name their GPUs (a snapshot kept may hold others).
+    std::vector<char> instance(contexts.size());
+    for (std::size_t c = 0; c < contexts.size(); ++c)
+      instance[c] = device_ids[contexts[c].device_id].starts_with("MIG-");
+    const bool idle = policy_.Enabled(FindingKind::kIdleAllocation);
+    std::unordered_map<std::uint64_t, IdleRuns::Series> series;  // by consumer and context
+
+    const auto& usage = s.usage();
+    const auto [first, last] = s.DeviceRange(part.from_us, part.to_us);
+    for (std::size_t d = first; d < last; ++d) {
+      const ledger::DeviceFigures device = s.devices()[d];
+      const HourPrice price{device.price_nanos, device.metered_us, device.memory_total_bytes};
+      if (stale_node[device.placement]) {
+        const ledger::Placement& p = placements[device.placement];
+        costs_->AddDeviceHour(device.hour_us, p.node, p.gpu.value, price);
+      }
+      for (std::uint32_t i = s.first_usage()[d]; i < s.first_usage()[d + 1]; ++i) {
+        const std::uint32_t c = usage.consumer[i];
+        const std::uint32_t k = usage.context[i];
+        const ledger::RowContext& context = contexts[k];
+        const ledger::Placement& p = placements[context.placement];
+        if (instance[k]) {
+          costs_->NameInstance(device_ids[context.device_id], p.gpu.value);
+          instance[k] = 0;
+        }
+        if (!idle && !subject[c] && !priced[c]) continue;
+        const ledger::UsageFigures f = usage.figures[i];
+        const FindingRow row{device.hour_us,
+                             p.node,
+                             &consumers[c].ref,
+                             p.gpu.value,
+                             device_ids[context.device_id],
+                             f.weights.allocated_us,
+                             f.weights.compute_us,
+                             f.weights.memory_kib_s};
+        if (subject[c]) labels_.try_emplace(consumers[c].ref, s.labels(c).labels);
+        if (priced[c]) costs_->AddRow(row, price);
+        if (!idle) continue;
+        const std::uint64_t key = std::uint64_t{c} << 32 | k;
+        auto [at, added] = series.try_emplace(key, 0);
+        if (added) at->second = idle_->SeriesOf(row);
+        idle_->Add(at->second, row, price, s.labels(c).labels);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The recorded findings priced (those exempt by their subject's labels left out), then the
+  // idle allocations.
+  std::pair<std::vector<PricedFinding>, std::vector<PricedFinding>> Take() {
+    std::vector<PricedFinding> recorded;
+    static const LabelMap kNone;
+    for (PricedFinding& p : costs_->Take()) {
+      auto l = labels_.find(p.finding.subject);
+      if (!policy_.Exempt(p.finding.kind, p.finding.subject,
+                          l == labels_.end() ? kNone : l->second))
+        recorded.push_back(std::move(p));
+    }
+    return {std::move(recorded), idle_->Finish()};
+  }
+
+ private:
+  const std::vector<Finding> recorded_;
+  const Policy& policy_;
+  const std::string cluster_;
+  const Micros now_us_;
+  std::set<ConsumerRef> subjects_;  // of the recorded findings
+  std::optional<FindingCosts> costs_;
+  std::optional<IdleRuns> idle_;
+  // The pod labels of each recorded finding's subject, from its first row in the window.
+  std::map<ConsumerRef, LabelMap> labels_;
+};
+
+}  // namespace
+
+Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
+                                              const FindingsQuery& query, const Policy& policy) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
   auto window = report::ResolveWindow(query.window, *extent);
@@ -61,41 +174,33 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
     doc.currency = it->second;
 
-  const TimeRange range{doc.from_us, doc.to_us};
   store::FindingQuery fq;
-  fq.from_us = range.from_us;
-  fq.to_us = range.to_us;
+  fq.from_us = doc.from_us;
+  fq.to_us = doc.to_us;
   fq.kind = query.kind;
   fq.namespace_name = query.namespace_name;
   fq.min_severity = query.min_severity;
   auto recorded = store.ReadFindings(fq);
   if (!recorded) return recorded.error();
-  auto usage = billing::ReadUsageAtMost(store, range, query.max_usage_rows);
-  if (!usage) return usage.error();
-  auto devices = billing::ReadPricedDeviceHours(store, range);
-  if (!devices) return devices.error();
-
-  // Pod labels for label exemptions: the agent knows none, the ledger's rows carry them.
-  std::map<ConsumerRef, const std::map<std::string, std::string>*> labels;
-  for (const UsageRow& r : *usage) labels.try_emplace(r.consumer.ref, &r.consumer.labels);
-  static const std::map<std::string, std::string> kNone;
-  std::vector<Finding> all;
+  std::vector<Finding> wanted;
   for (Finding& f : *recorded) {
-    auto l = labels.find(f.subject);
-    if (!policy.Enabled(f.kind) ||
-        policy.Exempt(f.kind, f.subject, l == labels.end() ? kNone : *l->second))
-      continue;
+    if (!policy.Enabled(f.kind)) continue;
     // The policy in force now says how severe it is; the agent's is what it was told then.
     f.severity = policy.For(f.kind).severity;
-    if (Matches(f, query)) all.push_back(std::move(f));
+    if (Matches(f, query)) wanted.push_back(std::move(f));
   }
-  for (Finding& f : DetectIdleAllocations(*usage, policy, doc.cluster, extent->to_us))
-    if (Matches(f, query)) all.push_back(std::move(f));
-  std::sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
+  FindingsOverDays days(std::move(wanted), policy, doc.cluster, extent->to_us);
+  if (Status s = reads.EachDay(store, {doc.from_us, doc.to_us}, days); !s.ok()) return s.error();
+  auto [all, idle] = days.Take();
+  for (PricedFinding& p : idle)
+    if (Matches(p.finding, query)) all.push_back(std::move(p));
+  std::sort(all.begin(), all.end(), [](const PricedFinding& x, const PricedFinding& y) {
+    const Finding& a = x.finding;
+    const Finding& b = y.finding;
     return std::tie(a.first_seen_us, a.node, a.kind, a.subject, a.gpu_uuid) <
            std::tie(b.first_seen_us, b.node, b.kind, b.subject, b.gpu_uuid);
   });
-  doc.findings = PriceFindings(all, *devices, *usage);
+  doc.findings = std::move(all);
   for (const PricedFinding& p : doc.findings) {
     doc.total_cost_nanos += p.cost_nanos;
     doc.total_gpu_us += p.gpu_us;

@@ -7,9 +7,10 @@
 // that overlap it, and the idle allocations of its rows; label exemptions and kinds turned off
 // by the policy are applied here (the agent knows no labels). Each is priced with the rows of
 // the window: a finding's cost is what it cost within the window asked for. A finding is open
-// when it was still seen in the ledger's last hour.
+// when it was still seen in the ledger's last hour. The rows are read through the read service
+// a day at a time (ledger::ReadService::EachDay): what is held is a day of rows and each
+// finding's sums, so a month at 10,000 GPUs costs what a day does in memory.
 
-#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/result.h"
 #include "guardrails/policy.h"
 #include "guardrails/price_findings.h"
+#include "ledger/read_service.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::guardrails {
@@ -30,8 +32,6 @@ struct FindingsQuery {
   std::string namespace_name;            // empty: all
   std::optional<Severity> min_severity;  // this one and worse
   bool open_only = false;
-  // At most this many usage rows read (0: no limit; billing::ReadUsageAtMost).
-  std::size_t max_usage_rows = 0;
 };
 
 struct FindingsDocument {
@@ -52,8 +52,8 @@ struct FindingsDocument {
 };
 
 // kInvalidArgument naming the parameter for a bad window; store errors as they are.
-Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const FindingsQuery& query,
-                                              const Policy& policy);
+Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
+                                              const FindingsQuery& query, const Policy& policy);
 
 // {"window":{...},"cluster":...,"currency":...,"total_cost_nanos":int,"total_gpu_seconds":x,
 //  "findings":[{"kind","severity","state","cluster","node","namespace","pod","pod_uid",

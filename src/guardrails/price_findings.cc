@@ -30,14 +30,10 @@ std::int64_t EvidenceInt(std::string_view evidence, std::string_view key) {
 }
 
 // Price of `gpu_us` of a device-hour: price x gpu_us / metered, rounded half up.
-Nanos PriceOf(__int128 gpu_us, const DeviceHour& d) {
+Nanos PriceOf(__int128 gpu_us, const HourPrice& d) {
   if (gpu_us <= 0 || d.metered_us <= 0 || d.price_nanos <= 0) return 0;
   const __int128 num = gpu_us * d.price_nanos;
   return static_cast<Nanos>((2 * num + d.metered_us) / (2 * static_cast<__int128>(d.metered_us)));
-}
-
-bool OnDevice(const UsageRow& r, const std::string& device) {
-  return r.gpu.value == device || r.device_id == device;
 }
 
 }  // namespace
@@ -105,166 +101,241 @@ std::string Summary(const PricedFinding& p) {
   }
 }
 
-std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
-                                         std::span<const DeviceHour> devices,
-                                         std::span<const UsageRow> usage) {
-  std::map<std::tuple<Micros, std::string, std::string>, const DeviceHour*>
-      device_at;  // hour, node, gpu
-  for (const DeviceHour& d : devices) device_at[{d.hour_us, d.node, d.gpu.value}] = &d;
-  std::map<std::pair<std::string, ConsumerRef>, std::vector<const UsageRow*>>
-      rows_of;  // node, consumer
-  for (const UsageRow& r : usage) rows_of[{r.node, r.consumer.ref}].push_back(&r);
-  // A MIG instance's physical GPU, from the rows that name it.
-  std::map<std::string, std::string> parent;
-  for (const UsageRow& r : usage)
-    if (r.device_id.starts_with("MIG-")) parent[r.device_id] = r.gpu.value;
-
-  std::vector<PricedFinding> out;
-  out.reserve(findings.size());
-  for (const Finding& f : findings) {
-    PricedFinding p{f, 0, 0, std::string(kRiskBasis)};
-    const Micros from = f.first_seen_us;
-    const Micros to = std::max(from, f.resolved_us.value_or(f.last_seen_us));
-    auto in_window = [&](const UsageRow& r) {
-      return r.hour_us + kMicrosPerHour > from && r.hour_us < to;
-    };
-    auto device_of = [&](const UsageRow& r) -> const DeviceHour* {
-      auto it = device_at.find({r.hour_us, r.node, r.gpu.value});
-      return it == device_at.end() ? nullptr : it->second;
-    };
-    const auto rows = rows_of.find({f.node, f.subject});
-    auto each_row = [&](auto&& fn) {
-      if (rows == rows_of.end()) return;
-      for (const UsageRow* r : rows->second)
-        if (in_window(*r))
-          if (const DeviceHour* d = device_of(*r)) fn(*r, *d);
-    };
-    auto compute_beyond_grant = [&] {
-      p.cost_basis = kComputeBasis;
-      each_row([&](const UsageRow& r, const DeviceHour& d) {
-        if (!OnDevice(r, f.gpu_uuid)) return;
-        const GpuMicros beyond = std::max<GpuMicros>(0, r.compute_us - r.allocated_us);
-        p.gpu_us += beyond;
-        p.cost_nanos += PriceOf(beyond, d);
-      });
-    };
+FindingCosts::FindingCosts(std::vector<Finding> findings) {
+  priced_.reserve(findings.size());
+  pricing_.reserve(findings.size());
+  for (Finding& f : findings) {
+    Pricing p;
+    p.from_us = f.first_seen_us;
+    p.to_us = std::max(p.from_us, f.resolved_us.value_or(f.last_seen_us));
+    std::string_view basis = kRiskBasis;
     switch (f.kind) {
       case FindingKind::kUnallocatedAccess:
       case FindingKind::kUnmanagedProcess:
-        compute_beyond_grant();
+        basis = kComputeBasis;
         break;
       case FindingKind::kIsolationBreach:
-        if (const std::int64_t cap = EvidenceInt(f.evidence, "declared_memory_bytes"); cap > 0) {
-          // Byte-µs beyond the cap over the finding's part of each hour, as GPU-µs of the card.
-          p.cost_basis = kMemoryBasis;
-          each_row([&](const UsageRow& r, const DeviceHour& d) {
-            if (!OnDevice(r, f.gpu_uuid) || d.memory_total_bytes <= 0) return;
-            const Micros overlap =
-                std::min(to, r.hour_us + kMicrosPerHour) - std::max(from, r.hour_us);
-            const __int128 held = static_cast<__int128>(r.memory_kib_s) * 1024 * kMicrosPerSecond;
-            const __int128 beyond =
-                held - static_cast<__int128>(cap) * std::max<Micros>(0, overlap);
-            if (beyond <= 0) return;
-            const __int128 gpu_us = beyond / d.memory_total_bytes;
-            p.gpu_us += static_cast<GpuMicros>(gpu_us);
-            p.cost_nanos += PriceOf(gpu_us, d);
-          });
-        } else {
-          compute_beyond_grant();
-        }
+        p.memory_cap = EvidenceInt(f.evidence, "declared_memory_bytes");
+        basis = p.memory_cap > 0 ? kMemoryBasis : kComputeBasis;
         break;
       case FindingKind::kIdleAllocation:
-        p.cost_basis = kIdleBasis;
-        each_row([&](const UsageRow& r, const DeviceHour& d) {
-          if (!OnDevice(r, f.gpu_uuid)) return;
-          p.gpu_us += r.allocated_us;
-          p.cost_nanos += PriceOf(r.allocated_us, d);
-        });
+        basis = kIdleBasis;
         break;
-      case FindingKind::kStaleGrant: {
-        p.cost_basis = kStaleBasis;
-        const std::int64_t share = EvidenceInt(f.evidence, "share_ppd");
-        std::string gpu = f.gpu_uuid;
-        if (auto it = parent.find(gpu); it != parent.end()) gpu = it->second;
-        for (Micros h = HourStart(from); h < to && share > 0; h += kMicrosPerHour) {
-          auto d = device_at.find({h, f.node, gpu});
-          if (d == device_at.end()) continue;
-          const Micros overlap = std::min(to, h + kMicrosPerHour) - std::max(from, h);
-          const __int128 gpu_us = static_cast<__int128>(share) * overlap / kWholeGpu;
-          p.gpu_us += static_cast<GpuMicros>(gpu_us);
-          p.cost_nanos += PriceOf(gpu_us, *d->second);
-        }
+      case FindingKind::kStaleGrant:
+        basis = kStaleBasis;
+        p.share_ppd = EvidenceInt(f.evidence, "share_ppd");
+        if (p.share_ppd > 0) stale_by_node_[f.node].push_back(priced_.size());
         break;
-      }
       case FindingKind::kVisibleDevicesOverride:
-        p.cost_basis = kOverrideBasis;
+        basis = kOverrideBasis;
         break;
       default:
         break;
     }
-    out.push_back(std::move(p));
+    if (basis == kComputeBasis || basis == kMemoryBasis || basis == kIdleBasis)
+      by_subject_[f.subject].push_back(priced_.size());  // priced by its subject's rows
+    pricing_.push_back(std::move(p));
+    priced_.push_back({std::move(f), 0, 0, std::string(basis)});
   }
-  return out;
 }
 
-std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage, const Policy& policy,
-                                           const std::string& cluster, Micros now_us) {
-  std::vector<Finding> out;
-  if (!policy.Enabled(FindingKind::kIdleAllocation)) return out;
-  // Rows per (node, consumer, device held), in hour order.
-  std::map<std::tuple<std::string, ConsumerRef, std::string>, std::vector<const UsageRow*>> series;
-  for (const UsageRow& r : usage) {
-    const std::string device = r.device_id.starts_with("MIG-") ? r.device_id : r.gpu.value;
-    series[{r.node, r.consumer.ref, device}].push_back(&r);
-  }
-  const Micros open_from = HourStart(now_us) - kMicrosPerHour;  // the last complete hour
-  for (auto& [key, rows] : series) {
-    const auto& [node, ref, device] = key;
-    if (ref.IsHost() ||
-        policy.Exempt(FindingKind::kIdleAllocation, ref, rows.front()->consumer.labels))
+bool FindingCosts::ConcernsDevicesOf(std::string_view node) const {
+  return stale_by_node_.find(node) != stale_by_node_.end();
+}
+
+void FindingCosts::AddRow(const FindingRow& r, const HourPrice& d) {
+  const auto of = by_subject_.find(*r.subject);
+  if (of == by_subject_.end()) return;
+  for (std::size_t i : of->second) {
+    const Finding& f = priced_[i].finding;
+    const Pricing& p = pricing_[i];
+    if (f.node != r.node || r.hour_us + kMicrosPerHour <= p.from_us || r.hour_us >= p.to_us)
       continue;
-    std::sort(rows.begin(), rows.end(),
-              [](const UsageRow* a, const UsageRow* b) { return a->hour_us < b->hour_us; });
-    auto idle = [&](const UsageRow& r) {
-      return r.allocated_us > 0 &&
-             static_cast<double>(r.compute_us) <=
-                 policy.idle_compute_fraction * static_cast<double>(r.allocated_us);
-    };
-    std::size_t i = 0;
-    while (i < rows.size()) {
-      if (!idle(*rows[i])) {
-        ++i;
+    if (r.gpu != f.gpu_uuid && r.device_id != f.gpu_uuid) continue;  // another device
+    __int128 gpu_us = 0;
+    switch (f.kind) {
+      case FindingKind::kUnallocatedAccess:
+      case FindingKind::kUnmanagedProcess:
+        gpu_us = std::max<GpuMicros>(0, r.compute_us - r.allocated_us);
+        break;
+      case FindingKind::kIsolationBreach:
+        if (p.memory_cap > 0) {
+          // Byte-µs beyond the cap over the finding's part of the hour, as GPU-µs of the card.
+          if (d.memory_total_bytes <= 0) continue;
+          const Micros overlap =
+              std::min(p.to_us, r.hour_us + kMicrosPerHour) - std::max(p.from_us, r.hour_us);
+          const __int128 held = static_cast<__int128>(r.memory_kib_s) * 1024 * kMicrosPerSecond;
+          const __int128 beyond =
+              held - static_cast<__int128>(p.memory_cap) * std::max<Micros>(0, overlap);
+          if (beyond <= 0) continue;
+          gpu_us = beyond / d.memory_total_bytes;
+        } else {
+          gpu_us = std::max<GpuMicros>(0, r.compute_us - r.allocated_us);
+        }
+        break;
+      case FindingKind::kIdleAllocation:
+        gpu_us = r.allocated_us;
+        break;
+      default:
         continue;
-      }
-      std::size_t j = i;
-      GpuMicros allocated = rows[i]->allocated_us, compute = rows[i]->compute_us;
-      while (j + 1 < rows.size() && rows[j + 1]->hour_us == rows[j]->hour_us + kMicrosPerHour &&
-             idle(*rows[j + 1])) {
-        ++j;
-        allocated += rows[j]->allocated_us;
-        compute += rows[j]->compute_us;
-      }
-      const auto hours = static_cast<int>(j - i + 1);
-      if (hours >= policy.idle_allocation_hours) {
-        Finding f;
-        f.kind = FindingKind::kIdleAllocation;
-        f.severity = policy.For(f.kind).severity;
-        f.cluster = cluster;
-        f.node = node;
-        f.subject = ref;
-        f.gpu_uuid = device;
-        f.first_seen_us = rows[i]->hour_us;
-        f.last_seen_us = rows[j]->hour_us + kMicrosPerHour;
-        if (rows[j]->hour_us < open_from) f.resolved_us = f.last_seen_us;
-        f.evidence = fmt::format("hours={} allocated_gpu_us={} compute_gpu_us={}", hours, allocated,
-                                 compute);
-        if (!rows[i]->device_id.empty()) f.evidence += " device_id=" + rows[i]->device_id;
-        out.push_back(std::move(f));
-      }
-      i = j + 1;
     }
+    priced_[i].gpu_us += static_cast<GpuMicros>(gpu_us);
+    priced_[i].cost_nanos += PriceOf(gpu_us, d);
   }
-  return out;
+}
+
+void FindingCosts::AddDeviceHour(Micros hour_us, std::string_view node, std::string_view gpu,
+                                 const HourPrice& d) {
+  const auto of = stale_by_node_.find(node);
+  if (of == stale_by_node_.end()) return;
+  for (std::size_t i : of->second) {
+    Pricing& p = pricing_[i];
+    const std::string& held = priced_[i].finding.gpu_uuid;
+    // A MIG instance holds its GPU, which its rows may name only later: every GPU kept.
+    if (hour_us + kMicrosPerHour <= p.from_us || hour_us >= p.to_us ||
+        (gpu != held && !held.starts_with("MIG-")))
+      continue;
+    const Micros overlap =
+        std::min(p.to_us, hour_us + kMicrosPerHour) - std::max(p.from_us, hour_us);
+    const __int128 gpu_us = static_cast<__int128>(p.share_ppd) * overlap / kWholeGpu;
+    p.stale.push_back({std::string(gpu), static_cast<GpuMicros>(gpu_us), PriceOf(gpu_us, d)});
+  }
+}
+
+void FindingCosts::NameInstance(std::string_view instance, std::string_view gpu) {
+  if (auto it = instance_gpu_.find(instance); it != instance_gpu_.end())
+    it->second = gpu;
+  else
+    instance_gpu_.emplace(instance, gpu);
+}
+
+std::vector<PricedFinding> FindingCosts::Take() {
+  for (std::size_t i = 0; i < priced_.size(); ++i) {
+    Pricing& p = pricing_[i];
+    if (p.stale.empty()) continue;
+    std::string_view gpu = priced_[i].finding.gpu_uuid;
+    if (auto it = instance_gpu_.find(gpu); it != instance_gpu_.end()) gpu = it->second;
+    for (const StaleHour& h : p.stale) {
+      if (h.gpu != gpu) continue;
+      priced_[i].gpu_us += h.gpu_us;
+      priced_[i].cost_nanos += h.cost_nanos;
+    }
+    p.stale = {};
+  }
+  return std::move(priced_);
+}
+
+IdleRuns::IdleRuns(const Policy& policy, std::string cluster, Micros now_us)
+    : policy_(policy),
+      enabled_(policy.Enabled(FindingKind::kIdleAllocation)),
+      cluster_(std::move(cluster)),
+      open_from_us_(HourStart(now_us) - kMicrosPerHour) {}  // the last complete hour
+
+IdleRuns::Series IdleRuns::SeriesOf(const FindingRow& row) {
+  std::string device(row.device_id.starts_with("MIG-") ? row.device_id : row.gpu);
+  auto [it, added] =
+      index_.try_emplace({std::string(row.node), *row.subject, std::move(device)}, 0);
+  if (!added) return it->second;
+  if (free_.empty()) {
+    it->second = states_.size();
+    states_.emplace_back();
+  } else {
+    it->second = free_.back();
+    free_.pop_back();
+    states_[it->second] = State{};
+  }
+  State& s = states_[it->second];
+  std::tie(s.node, s.subject, s.device) = it->first;
+  s.host = s.subject.IsHost();
+  return it->second;
+}
+
+void IdleRuns::Add(Series series, const FindingRow& row, const HourPrice& device,
+                   const LabelMap& labels) {
+  State& s = states_[series];
+  if (!enabled_ || s.host) return;
+  if (row.hour_us != s.hour_us) {
+    EndHour(s);
+    s.hour_us = row.hour_us;
+    s.device_id = row.device_id;
+    // Only an hour that may begin a run asks whether its subject is exempt.
+    s.exempt = !(s.hours > 0 && row.hour_us == s.last_us + kMicrosPerHour) &&
+               policy_.Exempt(FindingKind::kIdleAllocation, s.subject, labels);
+  }
+  s.allocated_us += row.allocated_us;
+  s.compute_us += row.compute_us;
+  s.cost_nanos += PriceOf(row.allocated_us, device);
+}
+
+void IdleRuns::EndHour(State& s) {
+  if (s.hour_us < 0) return;
+  const bool idle =
+      s.allocated_us > 0 && static_cast<double>(s.compute_us) <=
+                                policy_.idle_compute_fraction * static_cast<double>(s.allocated_us);
+  if (!idle || (s.hours > 0 && s.hour_us != s.last_us + kMicrosPerHour)) EndRun(s);
+  if (idle && (s.hours > 0 || !s.exempt)) {
+    if (s.hours == 0) {
+      s.first_us = s.hour_us;
+      s.run_device_id = s.device_id;
+    }
+    ++s.hours;
+    s.last_us = s.hour_us;
+    s.run_allocated_us += s.allocated_us;
+    s.run_compute_us += s.compute_us;
+    s.run_cost_nanos += s.cost_nanos;
+  }
+  s.hour_us = -1;
+  s.allocated_us = s.compute_us = 0;
+  s.cost_nanos = 0;
+}
+
+void IdleRuns::EndRun(State& s) {
+  if (s.hours >= policy_.idle_allocation_hours && s.hours > 0) {
+    Finding f;
+    f.kind = FindingKind::kIdleAllocation;
+    f.severity = policy_.For(f.kind).severity;
+    f.cluster = cluster_;
+    f.node = s.node;
+    f.subject = s.subject;
+    f.gpu_uuid = s.device;
+    f.first_seen_us = s.first_us;
+    f.last_seen_us = s.last_us + kMicrosPerHour;
+    if (s.last_us < open_from_us_) f.resolved_us = f.last_seen_us;
+    f.evidence = fmt::format("hours={} allocated_gpu_us={} compute_gpu_us={}", s.hours,
+                             s.run_allocated_us, s.run_compute_us);
+    if (!s.run_device_id.empty()) f.evidence += " device_id=" + s.run_device_id;
+    found_.push_back({std::move(f), s.run_allocated_us, s.run_cost_nanos, std::string(kIdleBasis)});
+  }
+  s.hours = 0;
+  s.run_allocated_us = s.run_compute_us = 0;
+  s.run_cost_nanos = 0;
+}
+
+void IdleRuns::Through(Micros hour_us) {
+  for (auto it = index_.begin(); it != index_.end();) {
+    State& s = states_[it->second];
+    // Its next row could still extend the hour gathered or the run.
+    const Micros last = s.hour_us >= 0 ? s.hour_us : s.last_us;
+    if ((s.hour_us >= 0 || s.hours > 0) && last + kMicrosPerHour >= hour_us) {
+      ++it;
+      continue;
+    }
+    EndHour(s);
+    EndRun(s);
+    free_.push_back(it->second);
+    it = index_.erase(it);
+  }
+}
+
+std::vector<PricedFinding> IdleRuns::Finish() {
+  for (auto& [key, series] : index_) {
+    EndHour(states_[series]);
+    EndRun(states_[series]);
+  }
+  index_.clear();
+  states_.clear();
+  free_.clear();
+  return std::move(found_);
 }
 
 }  // namespace gpuledger::guardrails

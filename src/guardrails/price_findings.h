@@ -1,6 +1,7 @@
 #pragma once
 // What each finding cost, from the ledger's own rows (design section 5: "every finding
-// priced"), and the server-side detector of idle allocations.
+// priced"), and the server-side detector of idle allocations: both fed a window's rows a part
+// at a time (guardrails/ledger_findings.h reads them a day at a time).
 //
 // A device-hour's price per metered µs prices every GPU-µs of that hour (the device's own
 // price, reconciled when a bill was imported). Per kind, the GPU time priced is:
@@ -17,14 +18,17 @@
 // Each hour is priced on its own and rounded half up to whole nanos; the sum of the hours is
 // the finding's cost. Exact integers throughout.
 
-#include <span>
+#include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "common/units.h"
 #include "guardrails/policy.h"
+#include "model/consumer.h"
 #include "model/finding.h"
-#include "model/ledger.h"
 
 namespace gpuledger::guardrails {
 
@@ -40,18 +44,117 @@ struct PricedFinding {
 // `audit`, the API's "summary" and the Kubernetes Events all say this.
 std::string Summary(const PricedFinding& priced);
 
-// Prices `findings` with the rows of the hours they span. `devices` and `usage` must cover
-// [min first_seen, max last_seen] of the findings (more is fine).
-std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
-                                         std::span<const DeviceHour> devices,
-                                         std::span<const UsageRow> usage);
+// A device-hour's figures that price its GPU time.
+struct HourPrice {
+  Nanos price_nanos = 0;  // reconciled when a bill was imported
+  GpuMicros metered_us = 0;
+  Bytes memory_total_bytes = 0;
+};
 
-// idle-allocation findings from the ledger's rows (policy.idle_allocation_hours consecutive
-// hours of a consumer on a device with allocation and compute at most
-// policy.idle_compute_fraction of it). First seen at the start of the first idle hour, last
-// seen at the end of the last; resolved at that end when the run ended before `now_us`'s
-// hour (the consumer got busy or left), open otherwise. Exempt subjects are left out.
-std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage, const Policy& policy,
-                                           const std::string& cluster, Micros now_us);
+// A usage row as findings read it; its strings are the caller's, valid during the call.
+struct FindingRow {
+  Micros hour_us = 0;
+  std::string_view node;
+  const ConsumerRef* subject = nullptr;
+  std::string_view gpu;        // the physical GPU
+  std::string_view device_id;  // what it held: a replica, a MIG instance or the GPU
+  GpuMicros allocated_us = 0;
+  GpuMicros compute_us = 0;
+  KibSeconds memory_kib_s = 0;
+};
+
+// What findings cost, by the rules above, from the rows and device-hours of the hours they span
+// given in any order, each once: a reader of a window a day at a time holds the sums, not the
+// rows.
+class FindingCosts {
+ public:
+  explicit FindingCosts(std::vector<Finding> findings);
+
+  // Whether rows of `subject` price any finding (a reader may give only those).
+  bool Concerns(const ConsumerRef& subject) const { return by_subject_.contains(subject); }
+  // Whether device-hours of `node` price any finding (stale grants; a reader may give only
+  // those).
+  bool ConcernsDevicesOf(std::string_view node) const;
+  void AddRow(const FindingRow& row, const HourPrice& device);
+  void AddDeviceHour(Micros hour_us, std::string_view node, std::string_view gpu,
+                     const HourPrice& device);
+  // `instance` (a MIG instance's id) is a slice of `gpu`: a stale grant of it holds that GPU.
+  void NameInstance(std::string_view instance, std::string_view gpu);
+  // The findings, in the order given, priced.
+  std::vector<PricedFinding> Take();
+
+ private:
+  struct StaleHour {
+    std::string gpu;
+    GpuMicros gpu_us = 0;
+    Nanos cost_nanos = 0;
+  };
+  struct Pricing {
+    Micros from_us = 0, to_us = 0;  // first seen to resolved (or last seen)
+    std::int64_t memory_cap = 0;    // isolation-breach: the declared cap, bytes
+    std::int64_t share_ppd = 0;     // stale-grant: the share its grant holds
+    std::vector<StaleHour> stale;   // stale-grant: the device-hours it held, priced
+  };
+  std::vector<PricedFinding> priced_;
+  std::vector<Pricing> pricing_;
+  std::map<ConsumerRef, std::vector<std::size_t>> by_subject_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> stale_by_node_;
+  std::map<std::string, std::string, std::less<>> instance_gpu_;
+};
+
+// idle-allocation findings from the ledger's rows: policy.idle_allocation_hours consecutive
+// hours of a consumer on a device (a MIG instance, else the GPU; its rows of one hour summed)
+// with allocation and compute at most policy.idle_compute_fraction of it. First seen at the
+// start of the first idle hour, last seen at the end of the last; resolved at that end when
+// the run ended before `now_us`'s last complete hour (the consumer got busy or left), open
+// otherwise. Priced as they go (the allocation held, at each hour's price). A subject exempt
+// by the labels its rows carried when the run began, and host processes, are left out. State
+// is each series' last hour and open run: Through() lets go of the series that ended.
+class IdleRuns {
+ public:
+  IdleRuns(const Policy& policy, std::string cluster, Micros now_us);
+
+  using Series = std::size_t;
+  // The series `row` is of: its node, subject and device.
+  Series SeriesOf(const FindingRow& row);
+  // A row of `series`, in hour order within it; `labels`: its subject's pod labels.
+  void Add(Series series, const FindingRow& row, const HourPrice& device, const LabelMap& labels);
+  // Every row before `hour_us` was given: series with no row since the hour before it end
+  // (their Series ids are given out again).
+  void Through(Micros hour_us);
+  // The runs long enough, priced, in the order they ended.
+  std::vector<PricedFinding> Finish();
+
+ private:
+  struct State {
+    std::string node;
+    ConsumerRef subject;
+    std::string device;
+    bool host = false;
+    // The hour being gathered (its rows summed).
+    Micros hour_us = -1;
+    GpuMicros allocated_us = 0, compute_us = 0;
+    Nanos cost_nanos = 0;
+    std::string device_id;  // its first row's
+    bool exempt = false;    // by its first row's labels
+    // The run of idle hours up to the last one gathered.
+    int hours = 0;  // 0: none
+    Micros first_us = 0, last_us = 0;
+    GpuMicros run_allocated_us = 0, run_compute_us = 0;
+    Nanos run_cost_nanos = 0;
+    std::string run_device_id;
+  };
+  void EndHour(State& s);
+  void EndRun(State& s);
+
+  const Policy& policy_;
+  const bool enabled_;
+  std::string cluster_;
+  Micros open_from_us_;
+  std::map<std::tuple<std::string, ConsumerRef, std::string>, Series> index_;
+  std::vector<State> states_;
+  std::vector<Series> free_;
+  std::vector<PricedFinding> found_;
+};
 
 }  // namespace gpuledger::guardrails

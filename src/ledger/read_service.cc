@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/time_util.h"
 #include "ledger/day_rollup.h"
 
 namespace gpuledger::ledger {
@@ -52,6 +53,57 @@ Result<std::shared_ptr<const Snapshot>> ReadService::SnapshotFor(store::LedgerSt
   if (*kept != nullptr) return *kept;
   ++direct_reads_;
   return Snapshot::Load(store, window);
+}
+
+Status ReadService::EachDay(store::LedgerStore& store, const TimeRange& window, DayReader& reader) {
+  for (int attempt = 0; attempt < kRefreshTries; ++attempt) {
+    auto generation = store.Generation();
+    if (!generation) return generation.status();
+    auto extent = store.Extent();
+    if (!extent) return extent.status();
+    reader.Begin();
+    std::shared_ptr<const Snapshot> kept;  // from the first day it covers on
+    std::shared_ptr<Snapshot> recycled;    // the last day loaded alone, for the next to fill
+    TimeRange alone{0, 0};                 // the hull of the days loaded alone
+    const Micros to = std::min(window.to_us, extent->to_us);
+    for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
+      const TimeRange part{t, std::min(FloorDay(t) + kMicrosPerDay, to)};
+      t = part.to_us;
+      if (kept == nullptr) {
+        auto covering = KeptSnapshotFor(store, {part.from_us, to});
+        if (!covering) return covering.status();
+        kept = *covering;
+      }
+      if (kept != nullptr) {
+        if (Status s = reader.OnDay(*kept, part); !s.ok()) return s;
+        continue;
+      }
+      if (recycled == nullptr) ++direct_reads_;  // once a read
+      auto loaded = Snapshot::Load(store, part, std::move(recycled));
+      if (!loaded) return loaded.status();
+      if (alone.from_us == alone.to_us) alone.from_us = part.from_us;
+      alone.to_us = part.to_us;
+      Status s = reader.OnDay(**loaded, part);
+      recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
+      if (!s.ok()) return s;
+    }
+    if (alone.from_us == alone.to_us) return Status::Ok();  // all from one snapshot
+    // The days loaded alone still read as they did when the kept snapshot was taken (after
+    // them) when no write since the start touched them.
+    auto changes = store.ChangesSince(*generation);
+    if (!changes) return changes.status();
+    if (*changes != std::nullopt) {
+      if (!Overlaps((*changes)->touched, alone)) return Status::Ok();
+      continue;
+    }
+    auto after = store.Generation();  // the store cannot say what changed
+    if (!after) return after.status();
+    if (*after == *generation) return Status::Ok();
+  }
+  return Unavailable(
+      fmt::format("the ledger was written to during each of {} reads of its days from {} to {}; "
+                  "try again",
+                  kRefreshTries, FormatRfc3339(window.from_us), FormatRfc3339(window.to_us)));
 }
 
 Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& store,

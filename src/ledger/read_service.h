@@ -62,6 +62,18 @@ struct SteppedReport {
   std::vector<report::Report> steps;
 };
 
+// What reads a window a day at a time (ReadService::EachDay): what it gathers from a day's rows
+// it keeps, never the rows.
+class DayReader {
+ public:
+  virtual ~DayReader() = default;
+  // A read of the window begins: what an earlier try gathered is forgotten.
+  virtual void Begin() = 0;
+  // The rows of hours `part` (a day, or the part of one the window holds) in `snapshot`, which
+  // covers them; parts come oldest first.
+  virtual Status OnDay(const Snapshot& snapshot, const TimeRange& part) = 0;
+};
+
 class ReadService {
  public:
   explicit ReadService(ReadServiceOptions options = {}) : options_(options) {}
@@ -79,6 +91,11 @@ class ReadService {
   // kept snapshot holds from it, the others read for the query. A server's memory is its kept
   // days, not the window a devices page asks for.
   Result<std::vector<DeviceSummary>> Devices(store::LedgerStore& store, const TimeRange& window);
+  // Reads `window` a day at a time, oldest first, so a reader holds a day of rows rather than the
+  // window: the days the kept snapshot holds from it, each other day loaded for this read alone
+  // (into the last one's columns). The days agree: a write that lands meanwhile in a day loaded
+  // alone starts the read again (reader.Begin()), a few times; then kUnavailable.
+  Status EachDay(store::LedgerStore& store, const TimeRange& window, DayReader& reader);
   // Loads the kept snapshot now (a server starting), so the first report does not wait for it;
   // first, with `hold`, holds the days the ledger keeps summed of its window, policy and idle
   // handling; last, holds each GPU's summary of the days before the kept rows (Devices). While the

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <map>
 #include <string>
@@ -336,6 +337,88 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   ASSERT_TRUE(snapshot.ok());
   EXPECT_EQ(report::ReportToJson(not_kept->front()),
             report::ReportToJson(BuildReports(**snapshot, by_compute)->front()));
+}
+
+// Sums the allocation of the rows each day of a window gives, and may write to the ledger
+// while it reads.
+class AllocationByDay final : public DayReader {
+ public:
+  std::function<void(int part)> on_part;  // called before each part is summed
+  int begins = 0;
+  GpuMicros allocated_us = 0;
+  std::vector<TimeRange> parts;
+
+  void Begin() override {
+    ++begins;
+    allocated_us = 0;
+    parts.clear();
+  }
+  Status OnDay(const Snapshot& s, const TimeRange& part) override {
+    if (on_part) on_part(static_cast<int>(parts.size()));
+    parts.push_back(part);
+    const auto [first, last] = s.DeviceRange(part.from_us, part.to_us);
+    for (std::uint32_t i = s.first_usage()[first]; i < s.first_usage()[last]; ++i)
+      allocated_us += s.usage().figures[i].weights.allocated_us;
+    return Status::Ok();
+  }
+};
+
+// A window a day at a time: the kept days from memory, the others alone; a write landing in a
+// day already read alone starts the read again, one in the kept days does not need to; writes
+// each time give up with a clear error.
+TEST_P(ReadServiceTest, EachDayAgreesWithTheLedgerAcrossWritesMeanwhile) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  auto writer = ledger->Open();
+  ASSERT_TRUE(store.ok() && writer.ok());
+  std::vector<LedgerHour> hours;
+  for (int h = 0; h < 72; ++h) hours.push_back(OneHour(h, kMicrosPerHour / 2));
+  ASSERT_TRUE((*store)->WriteHours(hours).ok());
+  const TimeRange window{Hour(0), Hour(72)};  // kHour0 is midnight: three whole days
+  ReadService reads({.snapshot_days = 1});
+  AllocationByDay reader;
+  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  EXPECT_EQ(reader.begins, 1);
+  EXPECT_EQ(reader.allocated_us, 72 * kMicrosPerHour / 2);
+  ASSERT_EQ(reader.parts.size(), 3u);
+  EXPECT_EQ(reader.parts[0].from_us, Hour(0));
+  EXPECT_EQ(reader.parts[2].to_us, Hour(72));
+  EXPECT_EQ(reads.stats().direct_reads, 1);
+
+  // Hour 70 (a kept day, read last) rewritten while day one is read: one read, the write in it.
+  reader.on_part = [&](int part) {
+    if (part == 0 && reader.begins == 1)
+      ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(70, kMicrosPerHour)}).ok());
+  };
+  reader.begins = 0;
+  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  EXPECT_EQ(reader.begins, 1);
+  EXPECT_EQ(reader.allocated_us, 71 * kMicrosPerHour / 2 + kMicrosPerHour);
+
+  // Hour 1 (day one, read alone) rewritten while day two is read: read again, the write in it.
+  reader.on_part = [&](int part) {
+    if (part == 1 && reader.begins == 1)
+      ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(1, kMicrosPerHour)}).ok());
+  };
+  reader.begins = 0;
+  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  EXPECT_EQ(reader.begins, 2);
+  EXPECT_EQ(reader.allocated_us, 70 * kMicrosPerHour / 2 + 2 * kMicrosPerHour);
+
+  // Written to each time: an error that says so, not days that disagree.
+  GpuMicros allocated = kMicrosPerHour / 4;
+  reader.on_part = [&](int part) {
+    if (part == 1) ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(1, allocated++)}).ok());
+  };
+  reader.begins = 0;
+  Status s = reads.EachDay(**store, window, reader);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(s.error().message.find("written to during each of 3 reads"), std::string::npos)
+      << s.error().message;
+  EXPECT_EQ(reader.begins, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ReadServiceTest,

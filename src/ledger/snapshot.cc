@@ -27,6 +27,7 @@ class SnapshotLoader final : public store::LedgerScan {
         reconciliations_at_start_(s.reconciliations_.size()) {
     if (!append_) {
       s_.rules_.push_back("");
+      s_.device_ids_.push_back("");
       s_.label_sets_.emplace_back();
       label_ids_.insert(0);
       return;
@@ -35,6 +36,8 @@ class SnapshotLoader final : public store::LedgerScan {
       label_ids_.insert(static_cast<std::uint32_t>(i));
     for (std::size_t i = 1; i < s_.rules_.size(); ++i)
       rule_ids_.emplace(s_.rules_[i], static_cast<std::uint16_t>(i));
+    for (std::size_t i = 1; i < s_.device_ids_.size(); ++i)
+      device_id_ids_.emplace(s_.device_ids_[i], static_cast<std::uint32_t>(i));
     for (std::size_t i = 0; i < s_.placements_.size(); ++i)
       placement_ids_.emplace(s_.placements_[i], static_cast<std::uint32_t>(i));
     for (std::size_t i = 0; i < s_.contexts_.size(); ++i)
@@ -86,6 +89,7 @@ class SnapshotLoader final : public store::LedgerScan {
     context.row.compute_rule = RuleOf(c.compute_rule);
     context.row.activity_rule = RuleOf(c.activity_rule);
     context.row.share_source = RuleOf(c.share_source);
+    context.row.device_id = DeviceIdOf(c.device_id);
     return Status::Ok();
   }
 
@@ -244,6 +248,14 @@ class SnapshotLoader final : public store::LedgerScan {
     return it->second;
   }
 
+  std::uint32_t DeviceIdOf(const std::string& id) {
+    if (id.empty()) return 0;
+    auto [it, added] =
+        device_id_ids_.try_emplace(id, static_cast<std::uint32_t>(s_.device_ids_.size()));
+    if (added) s_.device_ids_.push_back(id);
+    return it->second;
+  }
+
   // A new hour: the last one's rows go to the columns.
   void StartHour(Micros hour_us) {
     FlushHour();
@@ -370,6 +382,7 @@ class SnapshotLoader final : public store::LedgerScan {
   };
   std::set<std::uint32_t, ByLabels> label_ids_{ByLabels{&s_.label_sets_}};
   std::unordered_map<std::string, std::uint16_t> rule_ids_;
+  std::unordered_map<std::string, std::uint32_t> device_id_ids_;
   bool hour_started_ = false;
   bool reserved_ = false;
   Micros hour_us_ = 0;
@@ -507,9 +520,17 @@ void Snapshot::DropUnusedEntries() {
   }
   compact(contexts_, context_index);
   compact(placements_, placement_index);
+  // The device ids kept contexts name ("" stays first).
+  std::vector<std::uint32_t> device_id_index(device_ids_.size(), kDropped);
+  device_id_index[0] = 0;
+  for (const RowContext& c : contexts_) device_id_index[c.device_id] = 0;
+  compact(device_ids_, device_id_index);
   for (std::uint32_t& c : usage_.consumer) c = consumer_index[c];
   for (std::uint32_t& c : usage_.context) c = context_index[c];
-  for (RowContext& c : contexts_) c.placement = placement_index[c.placement];
+  for (RowContext& c : contexts_) {
+    c.placement = placement_index[c.placement];
+    c.device_id = device_id_index[c.device_id];
+  }
   for (std::size_t d = 0; d < devices_.size(); ++d) {
     DeviceFigures f = devices_[d];
     f.placement = placement_index[f.placement];
@@ -528,6 +549,7 @@ void Snapshot::Clear() {
   placements_.clear();
   contexts_.clear();
   rules_.clear();
+  device_ids_.clear();
   reconciliations_.clear();
   reconciled_.clear();
   hour_sums_.clear();

@@ -36,9 +36,10 @@ struct Placement {
 };
 
 // What a usage row's context key says, with the row's placement: interned, as few as the
-// placements times the qualities and rules met on them.
+// placements times the device ids, qualities and rules met on them.
 struct RowContext {
   std::uint32_t placement = 0;  // Snapshot::placements()
+  std::uint32_t device_id = 0;  // Snapshot::device_ids(): the replica or MIG instance held
   Quality compute_quality = Quality::kNone;
   Quality activity_quality = Quality::kNone;
   std::uint16_t compute_rule = 0;  // Snapshot::rules(); 0 is ""
@@ -116,6 +117,8 @@ class Snapshot {
   const std::vector<Placement>& placements() const { return placements_; }
   const std::vector<RowContext>& contexts() const { return contexts_; }
   const std::vector<std::string>& rules() const { return rules_; }
+  // The devices rows held (UsageRow::device_id: a replica, a MIG instance or the GPU); 0 is "".
+  const std::vector<std::string>& device_ids() const { return device_ids_; }
   // Whether every sum a report over any window of this snapshot takes fits in 64 bits.
   bool sums_fit() const { return sums_.Check().ok(); }
   // The magnitude sums of every row of the snapshot (report::SumCheck).
@@ -172,6 +175,7 @@ class Snapshot {
   std::vector<Placement> placements_;
   std::vector<RowContext> contexts_;
   std::vector<std::string> rules_;
+  std::vector<std::string> device_ids_;
   std::vector<Reconciliation> reconciliations_;
   std::unordered_map<std::uint32_t, Reconciled> reconciled_;
   report::SumCheck sums_;

@@ -152,7 +152,11 @@ Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const P
 }
 
 ApiResponse FromError(const Error& e) {
-  return JsonError(e.code == ErrorCode::kInvalidArgument ? 400 : 500, e.message);
+  // kUnavailable: a read that met writes each time it tried; asking again is the remedy.
+  const int status = e.code == ErrorCode::kInvalidArgument ? 400
+                     : e.code == ErrorCode::kUnavailable   ? 503
+                                                           : 500;
+  return JsonError(status, e.message);
 }
 
 // A lower layer's bad-input message about one of `names` in the words the report endpoints
@@ -310,7 +314,8 @@ ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
   return {200, "application/json", recommendations::RightsizeToJson(*answer)};
 }
 
-ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrails::Policy& policy) {
+ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
+                     const guardrails::Policy& policy) {
   if (auto u = UnknownParam(p, {"window", "kind", "namespace", "severity", "state"}); !u.empty())
     return JsonError(
         400, fmt::format("unknown parameter '{}' (window, kind, namespace, severity, state)", u));
@@ -328,8 +333,7 @@ ApiResponse Findings(store::LedgerStore& store, const Params& p, const guardrail
     return JsonError(400,
                      fmt::format("parameter 'state': state '{}': expected open or all", state));
   q.open_only = state == "open";
-  q.max_usage_rows = billing::kServerUsageRows;  // one request must not take the host
-  auto doc = guardrails::ReadFindingsDocument(store, q, policy);
+  auto doc = guardrails::ReadFindingsDocument(store, reads, q, policy);
   if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
   json out = guardrails::FindingsObject(*doc);
   out["code"] = 200;
@@ -461,11 +465,10 @@ ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   const std::int64_t direct_reads = reads_.stats().direct_reads;
   ApiResponse r = Route(path, params, authorization);
-  // Findings and recommendations read their window's rows for themselves (not through the read
-  // service): what they freed goes back too.
-  const std::string_view endpoint = CanonicalPath(path);
-  if (reads_.stats().direct_reads != direct_reads || endpoint == "/api/v1/findings" ||
-      endpoint == "/api/v1/recommendations")
+  // Recommendations read their window's rows for themselves (not through the read service):
+  // what they freed goes back too.
+  if (reads_.stats().direct_reads != direct_reads ||
+      CanonicalPath(path) == "/api/v1/recommendations")
     GiveBackFreedMemory();
   // Paths the API does not serve share one label value, whatever they were answered (a 404,
   // or a 401 before the path is looked at): a scanner must not grow the series without bound.
@@ -494,7 +497,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
   if (path == "/api/v1/report") return Report(**store, reads_, params);
   if (path == "/api/v1/devices") return Devices(**store, reads_, params);
-  if (path == "/api/v1/findings") return Findings(**store, params, policy_);
+  if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
   if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
   if (path == "/api/v1/statements") return Statements(**store, params);
   return ExportFocus(**store, params);

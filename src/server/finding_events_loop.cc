@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "billing/ledger_reads.h"
 #include "guardrails/ledger_findings.h"
 
 namespace gpuledger::server {
@@ -41,8 +40,7 @@ Status FindingEventsLoop::RunOnce() {
   guardrails::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;
-  q.max_usage_rows = billing::kServerUsageRows;
-  auto doc = guardrails::ReadFindingsDocument(**store, q, policy_);
+  auto doc = guardrails::ReadFindingsDocument(**store, reads_, q, policy_);
   if (!doc) return doc.error();
   return events_.Publish(doc->findings);
 }

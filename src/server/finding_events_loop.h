@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "guardrails/policy.h"
+#include "ledger/read_service.h"
 #include "server/connection_pool.h"
 #include "server/finding_events.h"
 
@@ -39,6 +40,9 @@ class FindingEventsLoop {
   FindingEvents events_;
   Micros interval_us_;
   std::ostream& log_;
+  // Each round reads the last day's rows: kept, and brought up to the ledger by the hours
+  // written since the last round.
+  ledger::ReadService reads_{{.snapshot_days = 1, .held_days = 0}};
   std::string last_error_;
   std::thread thread_;
   std::mutex mu_;

@@ -42,10 +42,12 @@ SimRun Simulate(std::string_view yaml, Micros step_us = 60 * kMicrosPerSecond) {
   return run;
 }
 
-guardrails::FindingsDocument Findings(store::LedgerStore& store) {
+guardrails::FindingsDocument Findings(store::LedgerStore& store,
+                                      ledger::ReadServiceOptions kept = {}) {
   guardrails::FindingsQuery q;
   q.window = "all";
-  auto doc = guardrails::ReadFindingsDocument(store, q, guardrails::DefaultPolicy());
+  ledger::ReadService reads(kept);
+  auto doc = guardrails::ReadFindingsDocument(store, reads, q, guardrails::DefaultPolicy());
   EXPECT_TRUE(doc.ok()) << doc.error().message;
   return doc.ok() ? *doc : guardrails::FindingsDocument{};
 }
@@ -69,34 +71,23 @@ const sim::Truth& TruthOf(const SimRun& run, const std::string& pod) {
   return none;
 }
 
-// A limit on the rows read: at or above the window's rows the same document, read a day at a
-// time; below them a clear refusal naming the window, not a host run out of memory.
-TEST(Guardrails, FindingsPastTheirRowLimitAreRefusedAndUnderItUnchanged) {
+// Read a day at a time, the days kept in memory or each loaded alone: the same document,
+// finding for finding and nano for nano.
+TEST(Guardrails, FindingsAreTheSameWhicheverDaysTheReadServiceKeeps) {
   SimRun run = Simulate(sim::ExampleScenarioYaml());
-  const guardrails::FindingsDocument whole = Findings(*run.store);
-  ASSERT_FALSE(whole.findings.empty());
-  auto rows = run.store->ReadUsage({whole.from_us, whole.to_us});
-  ASSERT_TRUE(rows.ok());
-  guardrails::FindingsQuery q;
-  q.window = "all";
-  q.max_usage_rows = rows->size();
-  auto limited = guardrails::ReadFindingsDocument(*run.store, q, guardrails::DefaultPolicy());
-  ASSERT_TRUE(limited.ok()) << limited.error().message;
-  EXPECT_EQ(limited->total_cost_nanos, whole.total_cost_nanos);
-  EXPECT_EQ(limited->total_gpu_us, whole.total_gpu_us);
-  ASSERT_EQ(limited->findings.size(), whole.findings.size());
-  for (std::size_t i = 0; i < whole.findings.size(); ++i) {
-    EXPECT_EQ(limited->findings[i].finding, whole.findings[i].finding) << i;
-    EXPECT_EQ(limited->findings[i].cost_nanos, whole.findings[i].cost_nanos) << i;
+  const guardrails::FindingsDocument kept = Findings(*run.store);
+  ASSERT_FALSE(kept.findings.empty());
+  for (int days : {0, 1}) {
+    const guardrails::FindingsDocument alone = Findings(*run.store, {.snapshot_days = days});
+    EXPECT_EQ(alone.total_cost_nanos, kept.total_cost_nanos) << days;
+    EXPECT_EQ(alone.total_gpu_us, kept.total_gpu_us) << days;
+    ASSERT_EQ(alone.findings.size(), kept.findings.size()) << days;
+    for (std::size_t i = 0; i < kept.findings.size(); ++i) {
+      EXPECT_EQ(alone.findings[i].finding, kept.findings[i].finding) << days << " " << i;
+      EXPECT_EQ(alone.findings[i].cost_nanos, kept.findings[i].cost_nanos) << days << " " << i;
+      EXPECT_EQ(alone.findings[i].gpu_us, kept.findings[i].gpu_us) << days << " " << i;
+    }
   }
-  q.max_usage_rows = rows->size() - 1;
-  auto refused = guardrails::ReadFindingsDocument(*run.store, q, guardrails::DefaultPolicy());
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_TRUE(refused.error().message.starts_with("window: ")) << refused.error().message;
-  EXPECT_NE(refused.error().message.find(std::to_string(rows->size() - 1) + " usage rows"),
-            std::string::npos)
-      << refused.error().message;
 }
 
 // Every kind the demo's misbehaving workloads should raise, and nothing else.
