@@ -322,13 +322,22 @@ Result<std::vector<ExportRow>> BuildExportRows(const ExportRequest& request,
 
 std::span<const std::string_view> FocusColumnNames() { return kColumns; }
 
-std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportRow> rows) {
+std::string FocusCsvHeader() {
   std::string out;
   for (std::size_t i = 0; i < kColumns.size(); ++i) {
     if (i > 0) out += ',';
     out += kColumns[i];
   }
   out += '\n';
+  return out;
+}
+
+std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportRow> rows) {
+  return FocusCsvHeader() + RenderFocusRows(request, rows);
+}
+
+std::string RenderFocusRows(const ExportRequest& request, std::span<const ExportRow> rows) {
+  std::string out;
   const std::string method =
       fmt::format("gpuledger/{}/{}", cost::ToString(request.policy), cost::ToString(request.idle));
   for (const ExportRow& r : rows) {
@@ -446,11 +455,18 @@ std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportR
   return out;
 }
 
+std::string PlainCsvHeader() {
+  return "period_start,period_end,kind,cluster,namespace,owner_kind,owner_name,node,gpu_model,"
+         "sharing_mode,pricing_class,team,resource_id,gpu_us,effective_cost_nanos,"
+         "list_cost_nanos,billed_cost_nanos,reconciliation_factor\n";
+}
+
 std::string RenderPlainCsv(std::span<const ExportRow> rows) {
-  std::string out =
-      "period_start,period_end,kind,cluster,namespace,owner_kind,owner_name,node,gpu_model,"
-      "sharing_mode,pricing_class,team,resource_id,gpu_us,effective_cost_nanos,"
-      "list_cost_nanos,billed_cost_nanos,reconciliation_factor\n";
+  return PlainCsvHeader() + RenderPlainRows(rows);
+}
+
+std::string RenderPlainRows(std::span<const ExportRow> rows) {
+  std::string out;
   for (const ExportRow& r : rows) {
     const std::array<std::string, 18> fields = {
         FormatRfc3339(r.period_start_us),

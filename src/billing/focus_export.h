@@ -118,9 +118,15 @@ std::span<const std::string_view> FocusColumnNames();
 
 // FOCUS 1.2 CSV: the header above, one line per row, decimals exact, dates ISO 8601 UTC.
 std::string RenderFocusCsv(const ExportRequest& request, std::span<const ExportRow> rows);
+// Its parts, for a writer of rows a part at a time: the header line, and the rows' lines.
+std::string FocusCsvHeader();
+std::string RenderFocusRows(const ExportRequest& request, std::span<const ExportRow> rows);
 
 // gpuledger's own CSV of the same rows: integers only (nanos, GPU-µs), RFC 3339 periods.
 std::string RenderPlainCsv(std::span<const ExportRow> rows);
+// Its parts: the header line, and the rows' lines.
+std::string PlainCsvHeader();
+std::string RenderPlainRows(std::span<const ExportRow> rows);
 
 // What `/api/v1/export/focus` serves: RenderFocusCsv(BuildExportRows(...)).
 Result<std::string> ExportFocusCsv(const ExportRequest& request,

@@ -28,8 +28,16 @@ Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
   return priced;
 }
 
-Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptions& o) {
+namespace {
+
+struct ResolvedExport {
   ExportRequest request;
+  ledger::ExportFormat format = ledger::ExportFormat::kFocus;
+};
+
+Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& o) {
+  ResolvedExport out;
+  ExportRequest& request = out.request;
   auto period = ParseChargePeriod(o.period);
   if (!period) return period.error();
   request.period = *period;
@@ -41,6 +49,7 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
   request.idle = *idle;
   if (o.format != "focus" && o.format != "csv")
     return InvalidArgument(fmt::format("--format '{}': expected focus or csv", o.format));
+  out.format = o.format == "focus" ? ledger::ExportFormat::kFocus : ledger::ExportFormat::kPlain;
   request.team_label = o.team_label;
 
   auto extent = store.Extent();
@@ -54,13 +63,56 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptio
   if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
     request.currency = it->second;
   if (auto it = meta->find("cluster"); it != meta->end()) request.cluster = it->second;
+  return out;
+}
 
-  // The read service's snapshot: whole days, so reconciled node-days scale as a whole.
-  auto snapshot = ledger::Snapshot::Load(store, {request.from_us, request.to_us});
-  if (!snapshot) return snapshot.error();
-  auto rows = ledger::BuildExportRows(**snapshot, request);
-  if (!rows) return rows.error();
-  return o.format == "focus" ? RenderFocusCsv(request, *rows) : RenderPlainCsv(*rows);
+// The export held as a string, refused past a size.
+class StringSink final : public ledger::ExportSink {
+ public:
+  StringSink(const ExportRequest& request, std::size_t max_bytes)
+      : request_(request), max_bytes_(max_bytes) {}
+  Status Restart() override {
+    text_.clear();
+    return Status::Ok();
+  }
+  Status Write(std::string_view text) override {
+    if (max_bytes_ > 0 && text_.size() + text.size() > max_bytes_)
+      return InvalidArgument(fmt::format(
+          "window: the export of {} to {} passes {}, more than one request is answered with; "
+          "ask a shorter window (a day at a time), or run `gpuledger export --db` beside the "
+          "ledger",
+          FormatRfc3339(request_.from_us), FormatRfc3339(request_.to_us),
+          max_bytes_ % (1 << 20) == 0 ? fmt::format("{} MiB", max_bytes_ >> 20)
+                                      : fmt::format("{} bytes", max_bytes_)));
+    text_ += text;
+    return Status::Ok();
+  }
+  std::string Take() && { return std::move(text_); }
+
+ private:
+  const ExportRequest& request_;
+  const std::size_t max_bytes_;
+  std::string text_;
+};
+
+}  // namespace
+
+Status ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
+                       const ExportOptions& options, ledger::ExportSink& sink) {
+  auto resolved = ResolveExport(store, options);
+  if (!resolved) return resolved.error();
+  return ledger::WriteExport(store, reads, resolved->request, resolved->format, sink);
+}
+
+Result<std::string> ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
+                                    const ExportOptions& options, std::size_t max_bytes) {
+  auto resolved = ResolveExport(store, options);
+  if (!resolved) return resolved.error();
+  StringSink sink(resolved->request, max_bytes);
+  if (Status s = ledger::WriteExport(store, reads, resolved->request, resolved->format, sink);
+      !s.ok())
+    return s.error();
+  return std::move(sink).Take();
 }
 
 Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view content,

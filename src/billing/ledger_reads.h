@@ -11,6 +11,8 @@
 #include "billing/bill.h"
 #include "billing/focus_export.h"
 #include "common/result.h"
+#include "ledger/export_rows.h"
+#include "ledger/read_service.h"
 #include "model/ledger.h"
 #include "store/ledger_store.h"
 
@@ -43,10 +45,22 @@ struct ExportOptions {
   std::string team_label = "team";
 };
 
-// The export document (FOCUS 1.2 CSV or gpuledger's plain CSV) of a ledger: window resolved
-// against the ledger's extent, currency and cluster from its meta ("currency", default USD;
-// "cluster"). Bad options fail with kInvalidArgument naming the option.
-Result<std::string> ExportFromStore(store::LedgerStore& store, const ExportOptions& options);
+// The export document (FOCUS 1.2 CSV or gpuledger's plain CSV) of a ledger, written to `sink`
+// a day at a time through `reads` (ledger::WriteExport): window resolved against the ledger's
+// extent, currency and cluster from its meta ("currency", default USD; "cluster"). Bad options
+// fail with kInvalidArgument naming the option, before anything is written.
+Status ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
+                       const ExportOptions& options, ledger::ExportSink& sink);
+// The same document as one string of at most `max_bytes` (0: any size); past it
+// kInvalidArgument "window: the export of FROM to TO passes N MiB ...".
+Result<std::string> ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
+                                    const ExportOptions& options, std::size_t max_bytes = 0);
+// What `gpuledger server` answers at most: 3 days at 10,000 GPUs with daily periods (about 32
+// MB a day), a month at 1,000. The answer is held, then copied to the wire: at 10,000 GPUs a
+// 3-day export (92 MiB) took the server to 1,027 MiB at its peak, a week (225 MB) to 1.27 GiB.
+// Longer windows are asked a part at a time, or exported beside the ledger by `gpuledger
+// export --db`, which writes a day at a time.
+inline constexpr std::size_t kServerExportBytes = std::size_t{96} << 20;
 
 struct ReconcileResult {
   ReconcilePlan plan;  // what was recorded (node_days) and the bill rows that matched nothing

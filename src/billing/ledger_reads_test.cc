@@ -179,19 +179,29 @@ TEST_F(LedgerTest, BadBillWritesNothing) {
 TEST_F(LedgerTest, ExportBillsOnlyReconciledNodeDays) {
   ExportOptions o;
   o.window = "2024-06-01T00:00:00Z,2024-06-02T00:00:00Z";
-  auto before = ExportFromStore(*store_, o);
+  ledger::ReadService reads;
+  auto before = ExportFromStore(*store_, reads, o);
   ASSERT_TRUE(before.ok()) << before.error().message;
   ASSERT_TRUE(ImportBill(*store_, kBill90, "bill.csv", 1).ok());
   o.format = "csv";
-  auto after = ExportFromStore(*store_, o);
+  auto after = ExportFromStore(*store_, reads, o);
   ASSERT_TRUE(after.ok());
   // Plain CSV: the billed column of a's rows sums to $90, b's stays 0.
   EXPECT_THAT(*after, HasSubstr(",a,H100,exclusive,on-demand,,ml/Job/train,5400000000,"
                                 "45000000000,50000000000,45000000000,9/10"));
   EXPECT_THAT(*after, HasSubstr(",b,H100,exclusive,on-demand,,ml/Job/train,1800000000,"
                                 "2500000000,2500000000,0,"));
+  // Past a size: refused, naming the window and what to do instead.
+  auto limited = ExportFromStore(*store_, reads, o, after->size() - 1);
+  ASSERT_FALSE(limited.ok());
+  EXPECT_EQ(limited.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(limited.error().message,
+              HasSubstr("window: the export of 2024-06-01T00:00:00Z to 2024-06-02T00:00:00Z "
+                        "passes " +
+                        std::to_string(after->size() - 1) + " bytes"));
+  EXPECT_EQ(*ExportFromStore(*store_, reads, o, after->size()), *after);
   o.format = "xml";
-  EXPECT_EQ(ExportFromStore(*store_, o).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ExportFromStore(*store_, reads, o).error().code, ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

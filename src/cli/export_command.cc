@@ -3,9 +3,47 @@
 #include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "io/file_util.h"
+#include "ledger/export_rows.h"
+#include "ledger/read_service.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {
+namespace {
+
+// Standard output: what was written stays written.
+class OutputSink final : public ledger::ExportSink {
+ public:
+  explicit OutputSink(std::ostream& out) : out_(out) {}
+  Status Restart() override {
+    return Unavailable(
+        "a day already written changed in the ledger meanwhile (a bill imported, late rows); "
+        "export again, or to a file with --out");
+  }
+  Status Write(std::string_view text) override {
+    out_ << text;
+    return out_ ? Status::Ok() : IoError("standard output: write failed");
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+// --out FILE: in place once whole.
+class FileSink final : public ledger::ExportSink {
+ public:
+  explicit FileSink(const std::string& path) : file_(path) {}
+  Status Restart() override { return Named(file_.Restart()); }
+  Status Write(std::string_view text) override { return Named(file_.Write(text)); }
+  Status Commit() { return Named(file_.Commit()); }
+
+ private:
+  static Status Named(const Status& s) {
+    return s.ok() ? s : Status(IoError("--out: " + s.error().message));
+  }
+  FileWriter file_;
+};
+
+}  // namespace
 
 int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
   auto store = OpenExistingLedger("--db", o.db, /*read_only=*/true);
@@ -13,18 +51,20 @@ int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& er
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  auto doc = billing::ExportFromStore(**store, o.export_options);
-  if (!doc) {
-    err << "error: " << doc.error().message << "\n";
-    return ExitCodeFor(doc.error());
-  }
+  // Written a day at a time as the days are read: a month of a large cluster never held whole.
+  ledger::ReadService reads;
+  Status written = Status::Ok();
   if (o.out.empty() || o.out == "-") {
-    out << *doc;
-    return 0;
+    OutputSink sink(out);
+    written = billing::ExportFromStore(**store, reads, o.export_options, sink);
+  } else {
+    FileSink sink(o.out);
+    written = billing::ExportFromStore(**store, reads, o.export_options, sink);
+    if (written.ok()) written = sink.Commit();
   }
-  if (Status s = WriteFile(o.out, *doc); !s) {
-    err << "error: --out: " << s.error().message << "\n";
-    return 1;
+  if (!written.ok()) {
+    err << "error: " << written.error().message << "\n";
+    return ExitCodeFor(written.error());
   }
   return 0;
 }

@@ -1,24 +1,78 @@
 #include "ledger/export_rows.h"
 
+#include <algorithm>
+
+#include "model/reconciliation.h"
+
 namespace gpuledger::ledger {
+
+namespace {
+
+// The platform namespace's labels (idle handling namespace:): those of its last row in
+// [from_us, to_us) of `s` with some; nullptr when none.
+const LabelMap* PlatformLabels(const Snapshot& s, const billing::ExportRequest& request,
+                               Micros from_us, Micros to_us) {
+  if (request.idle.kind != cost::IdleHandling::Kind::kNamespace) return nullptr;
+  const auto [first, last] = s.DeviceRange(from_us, to_us);
+  const UsageColumns& u = s.usage();
+  for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i) {
+    const std::uint32_t c = u.consumer[i - 1];
+    const LabelMap& labels = s.labels(c).namespace_labels;
+    if (s.consumers()[c].ref.namespace_name == request.idle.namespace_name && !labels.empty())
+      return &labels;
+  }
+  return nullptr;
+}
+
+// Writes each day's rows as it comes.
+class ExportByDay final : public DayReader {
+ public:
+  ExportByDay(const billing::ExportRequest& request, ExportFormat format,
+              const LabelMap* platform_labels, ExportSink& sink)
+      : request_(request), format_(format), platform_labels_(platform_labels), sink_(sink) {}
+
+  void Begin() override {
+    status_ = begun_ ? sink_.Restart() : Status::Ok();
+    begun_ = true;
+    if (status_.ok())
+      status_ = sink_.Write(format_ == ExportFormat::kFocus ? billing::FocusCsvHeader()
+                                                            : billing::PlainCsvHeader());
+  }
+
+  Status OnDay(const Snapshot& s, const TimeRange& part) override {
+    if (!status_.ok()) return status_;
+    billing::ExportRequest day = request_;
+    day.from_us = part.from_us;
+    day.to_us = part.to_us;
+    auto rows = BuildExportRows(s, day, platform_labels_);
+    if (!rows) return rows.error();
+    return sink_.Write(format_ == ExportFormat::kFocus ? billing::RenderFocusRows(request_, *rows)
+                                                       : billing::RenderPlainRows(*rows));
+  }
+
+  const Status& status() const { return status_; }
+
+ private:
+  const billing::ExportRequest& request_;
+  const ExportFormat format_;
+  const LabelMap* platform_labels_;
+  ExportSink& sink_;
+  bool begun_ = false;
+  Status status_ = Status::Ok();
+};
+
+}  // namespace
 
 Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
                                                         const billing::ExportRequest& request) {
+  return BuildExportRows(s, request, PlatformLabels(s, request, request.from_us, request.to_us));
+}
+
+Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
+                                                        const billing::ExportRequest& request,
+                                                        const LabelMap* platform_labels) {
   const auto [first, last] = s.DeviceRange(request.from_us, request.to_us);
   const UsageColumns& u = s.usage();
-  // The platform namespace's labels: those of its last row in the window with some (as
-  // billing::BuildExportRows takes them from the window's rows, the last one winning).
-  const LabelMap* platform_labels = nullptr;
-  if (request.idle.kind == cost::IdleHandling::Kind::kNamespace)
-    for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i) {
-      const std::uint32_t c = u.consumer[i - 1];
-      const LabelMap& labels = s.labels(c).namespace_labels;
-      if (s.consumers()[c].ref.namespace_name == request.idle.namespace_name && !labels.empty()) {
-        platform_labels = &labels;
-        break;
-      }
-    }
-
   billing::ExportBuilder builder(request);
   DeviceHour modelled;
   DeviceHour priced;
@@ -52,6 +106,29 @@ Result<std::vector<billing::ExportRow>> BuildExportRows(const Snapshot& s,
         consumers, weights, platform_labels);
   }
   return builder.Finish();
+}
+
+Status WriteExport(store::LedgerStore& store, ReadService& reads,
+                   const billing::ExportRequest& request, ExportFormat format, ExportSink& sink) {
+  // The platform namespace's labels of the window's last row that has some: its days from the
+  // last back, until one has them.
+  LabelMap platform;
+  bool found = false;
+  for (Micros to = request.to_us;
+       request.idle.kind == cost::IdleHandling::Kind::kNamespace && to > request.from_us;) {
+    const Micros from = std::max(request.from_us, DayStart(to - 1));
+    auto snapshot = reads.SnapshotFor(store, {from, to});
+    if (!snapshot) return snapshot.status();
+    if (const LabelMap* labels = PlatformLabels(**snapshot, request, from, to)) {
+      platform = *labels;
+      found = true;
+      break;
+    }
+    to = from;
+  }
+  ExportByDay writer(request, format, found ? &platform : nullptr, sink);
+  if (Status s = reads.EachDay(store, {request.from_us, request.to_us}, writer); !s.ok()) return s;
+  return writer.status();
 }
 
 }  // namespace gpuledger::ledger

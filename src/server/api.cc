@@ -393,7 +393,7 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
   return {200, "application/json", std::move(w).Take() + "\n"};
 }
 
-ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
+ApiResponse ExportFocus(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
   billing::ExportOptions o;
@@ -402,7 +402,8 @@ ApiResponse ExportFocus(store::LedgerStore& store, const Params& p) {
   o.policy = Get(p, "policy", o.policy);
   o.idle = Get(p, "idle", o.idle);
   o.format = "focus";
-  auto csv = billing::ExportFromStore(store, o);
+  // A day at a time through the read service; one answer is held whole, so it has a size.
+  auto csv = billing::ExportFromStore(store, reads, o, billing::kServerExportBytes);
   if (!csv) return ParameterError(csv.error(), {"window", "period", "policy", "idle"});
   return {200, "text/csv; charset=utf-8", std::move(*csv)};
 }
@@ -500,7 +501,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
   if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
   if (path == "/api/v1/statements") return Statements(**store, params);
-  return ExportFocus(**store, params);
+  return ExportFocus(**store, reads_, params);
 }
 
 ApiResponse Api::Ready() {

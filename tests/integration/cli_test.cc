@@ -248,6 +248,31 @@ TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {
   EXPECT_NE(o.out.find("\"research-\xef\xbf\xbd\""), std::string::npos) << o.out;
 }
 
+// `export --out FILE` writes the file a day at a time, beside it until whole: the same bytes as
+// standard output gets, nothing left behind; a file it cannot create is an error naming it.
+TEST_F(CliTest, ExportToAFileIsWhatStandardOutputGets) {
+  ASSERT_EQ(Run("demo --no-serve --hours 30 --out " + Path("d")).code, 0);
+  const std::string db = Path("d/gpuledger.db");
+  for (const std::string format : {"focus", "csv"}) {
+    Output printed = Run("export --db " + db + " --format " + format + " --period hour");
+    ASSERT_EQ(printed.code, 0) << printed.err;
+    const std::string file = Path("export-" + format + ".csv");
+    Output written =
+        Run("export --db " + db + " --format " + format + " --period hour --out " + file);
+    ASSERT_EQ(written.code, 0) << written.err;
+    EXPECT_EQ(written.out, "");
+    auto content = ReadFile(file);
+    ASSERT_TRUE(content.ok());
+    EXPECT_EQ(*content, printed.out);
+    EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
+  }
+  Output refused = Run("export --db " + db + " --out " + Path("no/such/dir/x.csv"));
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("--out: " + Path("no/such/dir/x.csv") + ".tmp: cannot create"),
+            std::string::npos)
+      << refused.err;
+}
+
 // Issue 29, finding 7: a ledger on a read-only mount could not even be read: WAL mode wants a
 // -shm file beside it. The directory is bound read-only in a private mount namespace
 // (`unshare -rm`, which needs no privilege where user namespaces are allowed).
