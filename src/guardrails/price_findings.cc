@@ -203,10 +203,7 @@ void FindingCosts::AddDeviceHour(Micros hour_us, std::string_view node, std::str
 }
 
 void FindingCosts::NameInstance(std::string_view instance, std::string_view gpu) {
-  if (auto it = instance_gpu_.find(instance); it != instance_gpu_.end())
-    it->second = gpu;
-  else
-    instance_gpu_.emplace(instance, gpu);
+  instance_gpu_.insert_or_assign(std::string(instance), std::string(gpu));
 }
 
 std::vector<PricedFinding> FindingCosts::Take() {

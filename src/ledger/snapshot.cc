@@ -241,19 +241,19 @@ class SnapshotLoader final : public store::LedgerScan {
     return it->second;
   }
 
-  std::uint16_t RuleOf(const std::string& rule) {
-    if (rule.empty()) return 0;
-    auto [it, added] = rule_ids_.try_emplace(rule, static_cast<std::uint16_t>(s_.rules_.size()));
-    if (added) s_.rules_.push_back(rule);
+  // The index of a string in one of the snapshot's string dictionaries (0 is ""), added when
+  // new: a rule text, a device id.
+  template <typename Id>
+  static Id Intern(const std::string& text, std::unordered_map<std::string, Id>& ids,
+                   std::vector<std::string>& texts) {
+    if (text.empty()) return 0;
+    auto [it, added] = ids.try_emplace(text, static_cast<Id>(texts.size()));
+    if (added) texts.push_back(text);
     return it->second;
   }
-
+  std::uint16_t RuleOf(const std::string& rule) { return Intern(rule, rule_ids_, s_.rules_); }
   std::uint32_t DeviceIdOf(const std::string& id) {
-    if (id.empty()) return 0;
-    auto [it, added] =
-        device_id_ids_.try_emplace(id, static_cast<std::uint32_t>(s_.device_ids_.size()));
-    if (added) s_.device_ids_.push_back(id);
-    return it->second;
+    return Intern(id, device_id_ids_, s_.device_ids_);
   }
 
   // A new hour: the last one's rows go to the columns.
