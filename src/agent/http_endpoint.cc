@@ -43,6 +43,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
   };
   http::ServerOptions options;
   options.workers = 2;                 // scrapes copy a pre-rendered exposition
+  options.limits.max_body_bytes = 0;   // GETs only: a body is refused at its head (issue 58)
   options.probe_paths = {"/healthz"};  // liveness never queues behind a scrape
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();

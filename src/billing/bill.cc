@@ -193,6 +193,15 @@ Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
       plan.warnings.push_back({line.line, id, line.billed_nanos, "no such node in the ledger"});
       continue;
     }
+    // A bill row covers an hour to a month (a year for an upfront commitment); a longer one is a
+    // mistake that would make a warning or a record of every day (issue 58: a 1,000-year row
+    // printed 50 MB of warnings).
+    if (line.end_us - line.start_us > kMaxChargePeriodDays * kMicrosPerDay)
+      return InvalidArgument(fmt::format(
+          "{}:{}: the charge period {} to {} is longer than {} days; a bill row covers an hour "
+          "to a year",
+          bill_file, line.line, FormatRfc3339(line.start_us), FormatRfc3339(line.end_us),
+          kMaxChargePeriodDays));
     // Split the row over the UTC days it overlaps, by overlap length (exact).
     std::vector<Micros> days;
     std::vector<std::uint64_t> weights;

@@ -65,7 +65,9 @@ std::string MatchNode(const BillLine& line, std::span<const std::string> nodes);
 // `devices`' price_nanos on it) and the factor billed/modelled. `devices` must hold every
 // device-hour of the days the bill covers. Rows for nodes not in `devices`, and node-days with
 // no device-hour, become warnings, not errors. Errors (exit 2): a currency other than
-// `ledger_currency` (when both are known) or a node-day whose billed total is negative.
+// `ledger_currency` (when both are known), a node-day whose billed total is negative, or a row
+// whose charge period is longer than kMaxChargePeriodDays.
+inline constexpr Micros kMaxChargePeriodDays = 366;
 Result<ReconcilePlan> PlanReconciliation(std::span<const BillLine> lines,
                                          std::span<const DeviceHour> devices,
                                          std::string_view ledger_currency,

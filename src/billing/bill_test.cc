@@ -186,6 +186,27 @@ TEST(PlanReconciliation, RowSpanningTwoDaysSplitsExactlyByOverlap) {
   EXPECT_EQ(plan->node_days[1].billed_nanos, 7);
 }
 
+// Issue 58: a row of 1,000 years made a record or a warning of each of its 365,000 days (50 MB
+// printed). A row longer than a year is refused naming its line; a year is still reconciled.
+TEST(PlanReconciliation, ARowLongerThanAYearIsBadInput) {
+  BillLine line;
+  line.line = 7;
+  line.resource_id = "n";
+  line.start_us = kDay0;
+  line.end_us = kDay0 + 1000LL * 365 * 24 * kMicrosPerHour;
+  line.billed_nanos = kDollar;
+  std::vector<DeviceHour> devices = {Device("n", 1, kDollar)};
+  auto refused = PlanReconciliation(std::vector<BillLine>{line}, devices, "", "b.csv", 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(refused.error().message, HasSubstr("b.csv:7: the charge period"));
+  EXPECT_THAT(refused.error().message, HasSubstr("longer than 366 days"));
+  line.end_us = kDay0 + kMaxChargePeriodDays * 24 * kMicrosPerHour;
+  auto year = PlanReconciliation(std::vector<BillLine>{line}, devices, "", "b.csv", 0);
+  ASSERT_TRUE(year.ok()) << year.error().message;
+  EXPECT_EQ(year->node_days.size(), 1u);
+}
+
 // Issue 29: on a ledger that records no currency (built by `server`), lines in two currencies
 // were added up.
 TEST(PlanReconciliation, OneBillIsOneCurrencyEvenWhenTheLedgerHasNone) {

@@ -204,7 +204,11 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   auto ran = sim::BuildLedger(simulator, **store, inputs->catalog, run);
   if (o.progress && hours_done >= 0) err << "\n";
   if (!ran) {
-    err << "error: " << ran.error().message << "\n";
+    // A week cut short is not a ledger to read as one (issue 58): it goes, and says so.
+    store->reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix, ec);
+    err << "error: " << ran.error().message << "\n"
+        << fmt::format("gpuledger demo: removed the unfinished ledger {}\n", db);
     return stop.load() ? 130 : 1;  // 128 + SIGINT, as a shell reports an interrupted command
   }
   (void)(*store)->PutMeta("scenario", scenario.name);

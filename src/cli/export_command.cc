@@ -1,5 +1,7 @@
 #include "cli/export_command.h"
 
+#include <fmt/format.h>
+
 #include "cli/open_ledger.h"
 #include "cli/report_command.h"
 #include "io/file_util.h"
@@ -43,9 +45,28 @@ class FileSink final : public ledger::ExportSink {
   FileWriter file_;
 };
 
+// --out names a regular file or a new one, never the ledger or one of SQLite's files beside it
+// (issue 58: `export --db L --out L` replaced the ledger with the CSV and exited 0).
+Status CheckOut(const std::string& out, const std::string& db) {
+  if (Status s = CheckOutputPath(out, "--out"); !s.ok()) return s;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string file = db + suffix;
+    if (out == file || SameFile(out, file))
+      return InvalidArgument(
+          fmt::format("--out '{}' is the ledger's own file {}; name another", out, file));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.out.empty() && o.out != "-") {
+    if (Status s = CheckOut(o.out, o.db); !s.ok()) {
+      err << "error: " << s.error().message << "\n";
+      return ExitCodeFor(s.error());
+    }
+  }
   auto store = OpenExistingLedger("--db", o.db, /*read_only=*/true);
   if (!store) {
     err << "error: " << store.error().message << "\n";

@@ -28,10 +28,21 @@ int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err
     err << "error: " << result.error().message << "\n";
     return ExitCodeFor(result.error());
   }
-  for (const billing::BillWarning& w : result->plan.warnings) {
-    err << fmt::format("warning: {}:{}: {} ({} billed): {}\n", o.bill, w.line, w.resource_id,
+  // A bill of many unknown rows says so without flooding the terminal, and an id of megabytes
+  // is shown by its start (issue 58: a 20 MB ResourceId was echoed whole).
+  constexpr std::size_t kWarningsShown = 100, kIdShown = 200;
+  for (std::size_t i = 0; i < result->plan.warnings.size() && i < kWarningsShown; ++i) {
+    const billing::BillWarning& w = result->plan.warnings[i];
+    const std::string id = w.resource_id.size() <= kIdShown
+                               ? w.resource_id
+                               : fmt::format("{}... ({} bytes)", w.resource_id.substr(0, kIdShown),
+                                             w.resource_id.size());
+    err << fmt::format("warning: {}:{}: {:?} ({} billed): {}\n", o.bill, w.line, id,
                        DecimalFromNanos(w.billed_nanos), w.message);
   }
+  if (result->plan.warnings.size() > kWarningsShown)
+    err << fmt::format("warning: {}: {} more rows matched no node-day\n", o.bill,
+                       result->plan.warnings.size() - kWarningsShown);
   out << fmt::format("reconciled {} node-day(s) from {}\n", result->plan.node_days.size(), o.bill);
   out << "node,day,modelled,billed,factor,factor_ppm\n";
   for (const Reconciliation& r : result->plan.node_days) {

@@ -52,9 +52,9 @@ struct Token {
 
 Token ApiToken(const ServerAccess& server, k8s::ApiTransport& api) {
   if (!server.auth.bearer_token_file.empty()) {
-    auto read = ReadFile(server.auth.bearer_token_file);
+    auto read = ReadTokenFile(server.auth.bearer_token_file);
     if (!read) return {"", "--token-file " + read.error().message};
-    return {std::string(Trim(*read)), ""};
+    return {std::move(*read), ""};
   }
   const std::string secret = fmt::format("{}/{}", server.kube.namespace_name, kTokenSecret);
   auto res = api.Get(

@@ -268,7 +268,7 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
   if (files && !metadata->source) {
     const auto file = std::filesystem::path(o.source.substr(6)) / "metadata.json";
     if (std::filesystem::exists(file)) {
-      auto text = ReadFile(file.string());
+      auto text = ReadFile(file.string(), kConfigFile);
       auto tables = text.ok() ? k8s::ParseMetadataSnapshot(*text, file.string())
                               : Result<k8s::MetadataTables>(text.error());
       if (!tables) {
@@ -367,18 +367,12 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
   }
   std::string token;
   if (!o.token_file.empty()) {
-    auto t = ReadFile(o.token_file);
+    auto t = ReadTokenFile(o.token_file);
     if (!t) {
       err << "error: --token-file: " << t.error().message << "\n";
       return 2;
     }
-    token = *t;
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' '))
-      token.pop_back();
-    if (token.empty()) {
-      err << "error: --token-file: the file is empty\n";
-      return 2;
-    }
+    token = std::move(*t);
   }
   std::unique_ptr<webhook::BackgroundWebhook> admission;  // stops after the API, on return
   std::function<std::string()> webhook_metrics;

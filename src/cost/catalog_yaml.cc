@@ -544,7 +544,7 @@ Result<Catalog> ParseCatalogYaml(std::string_view text, std::string_view file_na
 }
 
 Result<Catalog> LoadCatalogFile(const std::string& path, const Catalog& base) {
-  auto text = ReadFile(path);
+  auto text = ReadFile(path, kConfigFile);
   if (!text) return text.error();
   return ParseCatalogYaml(*text, path, base);
 }

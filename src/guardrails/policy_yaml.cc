@@ -396,7 +396,7 @@ Result<Policy> ParsePolicyYaml(std::string_view text, std::string_view file_name
 }
 
 Result<Policy> LoadPolicyFile(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadFile(path, kConfigFile);
   if (!text) return text.error();
   return ParsePolicyYaml(*text, path);
 }

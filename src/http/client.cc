@@ -138,18 +138,18 @@ Result<ClientResponse> Get(const ClientRequest& request, const ClientAuth& auth)
   CurlList headers;
   std::string authorization;
   if (!auth.bearer_token_file.empty()) {
-    auto token = ReadFile(auth.bearer_token_file);
+    auto token = ReadTokenFile(auth.bearer_token_file);
     if (!token)
       return InvalidArgument(
           fmt::format("token file {}: {}", auth.bearer_token_file, token.error().message));
-    authorization = "Authorization: Bearer " + std::string(Trim(*token));
+    authorization = "Authorization: Bearer " + *token;
     headers.reset(curl_slist_append(nullptr, authorization.c_str()));
     curl_easy_setopt(h.get(), CURLOPT_HTTPHEADER, headers.get());
   }
   std::string password;
   if (!auth.basic_user.empty()) {
     if (!auth.basic_password_file.empty()) {
-      auto read = ReadFile(auth.basic_password_file);
+      auto read = ReadFile(auth.basic_password_file, kSecretFile);
       if (!read)
         return InvalidArgument(
             fmt::format("password file {}: {}", auth.basic_password_file, read.error().message));

@@ -75,14 +75,31 @@ ParseOutcome Refuse(int status, std::string reason) {
   return out;
 }
 
-// The request target in origin form ("/path?query"), decoded into `request`.
+// The request target in origin form ("/path?query") or absolute form
+// ("http://host:port/path?query", its authority dropped), decoded into `request`.
 std::string ParseTarget(std::string_view target, Request& request) {
+  for (std::string_view scheme : {"http://", "https://"})
+    if (target.size() > scheme.size() && Lower(target.substr(0, scheme.size())) == scheme) {
+      target.remove_prefix(scheme.size());
+      const auto path = target.find_first_of("/?");
+      if (path == 0) return "the absolute request target has no host";
+      target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+      if (target.front() == '?') return "the absolute request target has a query but no path";
+      break;
+    }
   if (target.empty() || target.front() != '/')
     return fmt::format("the request target must be a path starting with '/', got '{}'",
                        target.substr(0, 64));
   const auto question = target.find('?');
-  if (!PercentDecode(target.substr(0, question), false, request.path))
+  const std::string_view raw_path = target.substr(0, question);
+  if (!PercentDecode(raw_path, false, request.path))
     return "the path holds a malformed percent escape";
+  // Decoded, "/api%2Fv1/report" would be routed as "/api/v1/report", a path it is not: a
+  // proxy or a rule in front that matches paths would see one and the server answer another.
+  for (std::size_t i = 0; i + 2 < raw_path.size(); ++i)
+    if (raw_path[i] == '%' && raw_path[i + 1] == '2' &&
+        (raw_path[i + 2] == 'F' || raw_path[i + 2] == 'f'))
+      return "the path holds an encoded '/' (%2F)";
   if (question == std::string_view::npos) return {};
   std::string_view query = target.substr(question + 1);
   while (!query.empty()) {
@@ -204,6 +221,12 @@ ParseOutcome ParseRequest(std::string_view buffer, const RequestLimits& limits) 
     request.headers.emplace_back(Lower(field.substr(0, colon)), std::string(value));
   }
 
+  // RFC 9112 3.2: a client sends exactly one Host (HTTP/1.0 clients may send none).
+  const auto hosts = std::count_if(request.headers.begin(), request.headers.end(),
+                                   [](const auto& h) { return h.first == "host"; });
+  if (hosts > 1) return Refuse(400, "the request names Host more than once");
+  if (hosts == 0 && version == "HTTP/1.1") return Refuse(400, "the HTTP/1.1 request has no Host");
+
   // The body: Content-Length only.
   std::size_t body_bytes = 0;
   bool length_seen = false;
@@ -225,8 +248,14 @@ ParseOutcome ParseRequest(std::string_view buffer, const RequestLimits& limits) 
   if (body_bytes > limits.max_body_bytes)
     return Refuse(413, fmt::format("the request body of {} bytes is over the limit of {}",
                                    body_bytes, limits.max_body_bytes));
+  if (body_bytes > 0 && !limits.body_paths.empty() && !limits.body_paths.count(request.path))
+    return Refuse(413, fmt::format("{} takes no request body", request.path));
   const std::size_t body_start = head_end + 4;
-  if (buffer.size() - body_start < body_bytes) return {};
+  if (buffer.size() - body_start < body_bytes) {
+    ParseOutcome waiting;
+    waiting.pending_body_bytes = body_bytes;
+    return waiting;
+  }
   request.body = std::string(buffer.substr(body_start, body_bytes));
 
   const std::string& connection = request.Header("connection");

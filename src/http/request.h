@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,9 @@ struct Request {
 struct RequestLimits {
   std::size_t max_head_bytes = 16 * 1024;  // request line and headers with their CRLFs
   std::size_t max_body_bytes = 1024 * 1024;
+  // When set, the only paths whose requests may carry a body: any other is refused (413) as
+  // soon as its head arrives, before a byte of its body is held (issue 58).
+  std::set<std::string> body_paths;
 };
 
 inline constexpr std::size_t kMaxHeaders = 100;
@@ -44,11 +48,16 @@ struct ParseOutcome {
   std::size_t consumed = 0;  // bytes of `buffer` the request took (pipelined ones follow)
   int status = 0;            // when kRefused: 400, 413, 431, 501 or 505
   std::string reason;        // when kRefused: what was wrong, for the response body
+  // When kIncomplete with the whole head received: the body it declared, still to come.
+  std::size_t pending_body_bytes = 0;
 };
 
 // Parses the first request in `buffer`. kIncomplete while the head or the body is still short
 // of its end and within the limits; a head or body past its limit is refused as soon as the
-// bytes show it, so a client cannot make the server hold more than the limits.
+// bytes show it, so a client cannot make the server hold more than the limits. The target may
+// be in origin form ("/path?query") or absolute form ("http://host/path?query", RFC 9112
+// 3.2.2); an HTTP/1.1 request names exactly one Host, an HTTP/1.0 one at most one. A path
+// holding an encoded '/' (%2F) is refused rather than routed as another path.
 ParseOutcome ParseRequest(std::string_view buffer, const RequestLimits& limits);
 
 // RFC 9110 field grammar, for requests read and responses written: a method or header name is

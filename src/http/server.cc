@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -43,6 +44,8 @@ constexpr std::uint64_t kWakeKey = 1;
 constexpr auto kDrainTime = std::chrono::seconds(2);
 // How long accepting pauses when the process is out of descriptors and nothing can be evicted.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// A buffer this large is given back when it is done with, not kept for the next request.
+constexpr std::size_t kLargeBuffer = 1 << 20;
 
 std::chrono::microseconds Us(Micros us) { return std::chrono::microseconds(us); }
 
@@ -55,13 +58,15 @@ struct Connection {
   std::string out;       // the response being written
   std::size_t sent = 0;  // bytes of `out` written
   bool close_after_write = false;
-  bool peer_closed = false;      // the client sent EOF
-  bool request_started = false;  // bytes of the next request have arrived
-  TimePoint waiting_since;       // when it began waiting for its next request (eviction order)
-  TimePoint deadline;            // when the current state times out (not while handling)
-  std::uint32_t interest = 0;    // the epoll events asked for
-  SSL* ssl = nullptr;            // with TLS: the session, freed with the connection
-  bool tls_wants_other = false;  // the last TLS call needs the other direction (a handshake)
+  bool peer_closed = false;       // the client sent EOF
+  bool request_started = false;   // bytes of the next request have arrived
+  std::size_t body_reserved = 0;  // of the pending-body budget, for the body still coming
+  TimePoint waiting_since;        // when it began waiting for its next request (eviction order)
+  TimePoint write_started;        // when `out` began to be written
+  TimePoint deadline;             // when the current state times out (not while handling)
+  std::uint32_t interest = 0;     // the epoll events asked for
+  SSL* ssl = nullptr;             // with TLS: the session, freed with the connection
+  bool tls_wants_other = false;   // the last TLS call needs the other direction (a handshake)
 };
 
 // What one read or write on a connection came to.
@@ -202,6 +207,10 @@ struct Server::Impl {
   std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections;
   std::uint64_t next_key = 2;
   std::optional<TimePoint> accept_paused_until;
+  std::size_t bodies_reserved = 0;  // Σ of the connections' body_reserved
+  // A large buffer was let go: glibc keeps such memory mapped unless asked (issue 58: the
+  // webhook stayed at 1.1 GB after the stalled bodies closed).
+  bool trim_memory = false;
 
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
@@ -229,9 +238,24 @@ struct Server::Impl {
     ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, listen_fd, &ev);
   }
 
+  void ReleaseBody(Connection& c) {
+    bodies_reserved -= c.body_reserved;
+    c.body_reserved = 0;
+  }
+
+  // Frees what `c` holds of a large request or answer.
+  void Shrink(std::string& buffer) {
+    if (buffer.capacity() < kLargeBuffer) return;
+    buffer.shrink_to_fit();
+    trim_memory = true;
+  }
+
   void Close(std::uint64_t key) {
     auto it = connections.find(key);
     if (it == connections.end()) return;
+    ReleaseBody(*it->second);
+    if (it->second->in.capacity() >= kLargeBuffer || it->second->out.capacity() >= kLargeBuffer)
+      trim_memory = true;
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
     if (it->second->ssl != nullptr) SSL_free(it->second->ssl);
     ::close(it->second->fd);
@@ -337,13 +361,38 @@ struct Server::Impl {
     Advance(c, now);
   }
 
+  // Holds `bytes` of the pending-body budget for `c`'s request; when they would pass it, answers
+  // 503 with Retry-After, closes after, and returns false.
+  bool ReserveBody(Connection& c, std::size_t bytes, TimePoint now) {
+    if (bytes <= c.body_reserved) return true;
+    const std::size_t more = bytes - c.body_reserved;
+    if (bodies_reserved + more <= options.max_pending_body_bytes) {
+      bodies_reserved += more;
+      c.body_reserved += more;
+      return true;
+    }
+    stats.requests_refused.fetch_add(1, std::memory_order_relaxed);
+    ReleaseBody(c);
+    c.in.clear();
+    Shrink(c.in);
+    Response busy =
+        TextResponse(503, "the server is holding other requests' bodies; send this one again soon");
+    busy.headers.emplace_back("Retry-After", "1");
+    StartWrite(c, Serialize(busy, {.keep_alive = false}), /*close=*/true, now);
+    return false;
+  }
+
   // Parses what `c` has buffered: dispatches a whole request, refuses a bad one.
   void Advance(Connection& c, TimePoint now) {
     if (c.state != Connection::State::kReading) return;
     ParseOutcome parsed = ParseRequest(c.in, options.limits);
     switch (parsed.kind) {
       case ParseOutcome::Kind::kIncomplete:
-        if (c.peer_closed) Close(c.key);
+        if (c.peer_closed) {
+          Close(c.key);
+          return;
+        }
+        ReserveBody(c, parsed.pending_body_bytes, now);
         return;
       case ParseOutcome::Kind::kRefused:
         stats.requests_refused.fetch_add(1, std::memory_order_relaxed);
@@ -352,9 +401,12 @@ struct Server::Impl {
                    /*close=*/true, now);
         return;
       case ParseOutcome::Kind::kComplete:
+        // Held until answered, so counted as a body still coming is.
+        if (!ReserveBody(c, parsed.request.body.size(), now)) return;
         break;
     }
     c.in.erase(0, parsed.consumed);
+    Shrink(c.in);
     c.state = Connection::State::kHandling;
     c.request_started = false;
     Watch(c, 0);  // nothing more is read until this request is answered
@@ -363,12 +415,23 @@ struct Server::Impl {
   }
 
   void StartWrite(Connection& c, std::string bytes, bool close, TimePoint now) {
+    ReleaseBody(c);  // the request it answers is done with
     c.out = std::move(bytes);
     c.sent = 0;
     c.state = Connection::State::kWriting;
     c.close_after_write = close || c.peer_closed;
+    c.write_started = now;
     c.deadline = now + Us(options.write_timeout_us);
     Write(c, now);
+  }
+
+  // The write deadline after `sent` bytes: the timeout from the start, plus a second for each
+  // min_write_bytes_per_second written.
+  TimePoint WriteDeadline(const Connection& c) const {
+    const std::size_t rate = std::max<std::size_t>(1, options.min_write_bytes_per_second);
+    return c.write_started + Us(options.write_timeout_us) +
+           std::chrono::duration_cast<SteadyClock::duration>(
+               std::chrono::duration<double>(static_cast<double>(c.sent) / rate));
   }
 
   void Write(Connection& c, TimePoint now) {
@@ -377,6 +440,7 @@ struct Server::Impl {
       const Io io = Send(c, std::string_view(c.out).substr(c.sent), n);
       if (io == Io::kMoved) {
         c.sent += n;
+        c.deadline = WriteDeadline(c);
         continue;
       }
       if (io == Io::kWouldBlock) {
@@ -386,6 +450,7 @@ struct Server::Impl {
       Close(c.key);
       return;
     }
+    if (c.out.capacity() >= kLargeBuffer) trim_memory = true;
     std::string().swap(c.out);
     if (c.close_after_write) {
       if (c.peer_closed) {
@@ -522,6 +587,10 @@ struct Server::Impl {
         }
       }
       ExpireDeadlines(now);
+      if (trim_memory) {
+        trim_memory = false;
+        malloc_trim(0);
+      }
     }
 
     std::vector<std::uint64_t> keys;

@@ -192,7 +192,7 @@ class CurlTransport : public ApiTransport {
     }
     std::string token = config_.bearer_token;
     if (!config_.bearer_token_file.empty()) {
-      auto t = ReadFile(config_.bearer_token_file);
+      auto t = ReadFile(config_.bearer_token_file, kSecretFile);
       if (!t) {
         return Unavailable(
             fmt::format("token file {}: {}", config_.bearer_token_file, t.error().message));

@@ -69,7 +69,7 @@ class KubeconfigParser {
     if (file.empty()) {
       return std::string();
     }
-    auto content = ReadFile(Resolve(file));
+    auto content = ReadFile(Resolve(file), kPemFile);
     if (!content) {
       return Fail(field_prefix + "." + key,
                   fmt::format("cannot read {}: {}", Resolve(file), content.error().message));
@@ -156,7 +156,7 @@ class KubeconfigParser {
     std::string token_file = Str(user, "tokenFile");
     if (!token_file.empty()) {
       config.bearer_token_file = Resolve(token_file);
-      auto probe = ReadFile(config.bearer_token_file);
+      auto probe = ReadFile(config.bearer_token_file, kSecretFile);
       if (!probe) {
         return Fail(
             uprefix + ".tokenFile",
@@ -291,7 +291,7 @@ Result<ApiServerConfig> ParseKubeconfig(std::string_view yaml, const std::string
 }
 
 Result<ApiServerConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
-  auto content = ReadFile(path);
+  auto content = ReadFile(path, kConfigFile);
   if (!content) {
     return InvalidArgument(fmt::format("kubeconfig {}: {}", path, content.error().message));
   }
@@ -311,13 +311,13 @@ Result<ApiServerConfig> LoadInClusterConfig(const std::string& root, std::string
   // An IPv6 service address needs brackets in a URL.
   const bool ipv6 = host.find(':') != std::string_view::npos;
   config.server = fmt::format("https://{}{}{}:{}", ipv6 ? "[" : "", host, ipv6 ? "]" : "", port);
-  auto ca = ReadFile(dir + "/ca.crt");
+  auto ca = ReadFile(dir + "/ca.crt", kPemFile);
   if (!ca) {
     return IoError(fmt::format("in-cluster: {}/ca.crt: {}", dir, ca.error().message));
   }
   config.ca_pem = std::move(*ca);
   config.bearer_token_file = dir + "/token";
-  auto token = ReadFile(config.bearer_token_file);
+  auto token = ReadFile(config.bearer_token_file, kSecretFile);
   if (!token) {
     return IoError(
         fmt::format("in-cluster: {}: {}", config.bearer_token_file, token.error().message));

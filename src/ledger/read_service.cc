@@ -394,7 +394,7 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   // The parts around the days, as answered since the last write (a dashboard asks for the same
   // open day again and again), else from rows.
   ReportQuery parts[2] = {query, query};
-  const PartAnswer* answered[2] = {};
+  std::shared_ptr<const PartAnswer> answered[2];
   bool answers_all = true;
   for (int i = 0; i < 2; ++i) {
     parts[i].window = around[i];  // each starts a step
@@ -445,7 +445,7 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
       auto reports = BuildReports(*rows[i], parts[i]);
       if (!reports) return NotFromDays();  // the window read whole names what does not fit
       // A snapshot's sums bound the rows read from it.
-      answered[i] = &AnswerPart(parts[i], std::move(*reports), rows[i]->sums());
+      answered[i] = AnswerPart(parts[i], std::move(*reports), rows[i]->sums());
     }
     for (const report::Report& r : answered[i]->reports) summed.AddGrouped(r);
     sums.Merge(answered[i]->sums);
@@ -456,18 +456,19 @@ Result<ReadService::MaybeReports> ReadService::FromHeldDays(store::LedgerStore& 
   return MaybeReports(summed.Finish());
 }
 
-const ReadService::PartAnswer* ReadService::AnsweredPart(const ReportQuery& part) const {
+std::shared_ptr<const ReadService::PartAnswer> ReadService::AnsweredPart(
+    const ReportQuery& part) const {
   const std::string key = PartKey(part);
-  for (const PartAnswer& a : part_answers_)
-    if (a.key == key) return &a;
+  for (const auto& a : part_answers_)
+    if (a->key == key) return a;
   return nullptr;
 }
 
-const ReadService::PartAnswer& ReadService::AnswerPart(const ReportQuery& part,
-                                                       std::vector<report::Report> reports,
-                                                       const report::SumCheck& sums) {
+std::shared_ptr<const ReadService::PartAnswer> ReadService::AnswerPart(
+    const ReportQuery& part, std::vector<report::Report> reports, const report::SumCheck& sums) {
   if (part_answers_.size() >= kPartAnswers) part_answers_.pop_front();
-  return part_answers_.emplace_back(PartAnswer{PartKey(part), std::move(reports), sums});
+  return part_answers_.emplace_back(
+      std::make_shared<const PartAnswer>(PartAnswer{PartKey(part), std::move(reports), sums}));
 }
 
 Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& store,

@@ -146,11 +146,14 @@ class ReadService {
     report::SumCheck sums;
   };
   // The answer to `part` at held_generation_; nullptr when there is none. Holds held_mu_.
-  const PartAnswer* AnsweredPart(const ReportQuery& part) const;
+  // Shared, so that a report holding one part's answer keeps it while keeping another's lets
+  // the oldest go (issue 58: a pointer into the list outlived its entry and crashed the server).
+  std::shared_ptr<const PartAnswer> AnsweredPart(const ReportQuery& part) const;
   // Keeps `reports`, the answer to `part` at held_generation_ (the oldest let go past a
   // handful). Holds held_mu_.
-  const PartAnswer& AnswerPart(const ReportQuery& part, std::vector<report::Report> reports,
-                               const report::SumCheck& sums);
+  std::shared_ptr<const PartAnswer> AnswerPart(const ReportQuery& part,
+                                               std::vector<report::Report> reports,
+                                               const report::SumCheck& sums);
 
   const ReadServiceOptions options_;
   std::mutex mu_;  // held while the kept snapshot loads; stats() never waits for it
@@ -172,7 +175,7 @@ class ReadService {
   // Each GPU's summary of the whole days Devices read, held and dropped as the held days are.
   HeldDevices held_devices_;
   // Parts answered since the last write, newest last (under held_mu_).
-  std::deque<PartAnswer> part_answers_;
+  std::deque<std::shared_ptr<const PartAnswer>> part_answers_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
   std::atomic<std::int64_t> held_device_days_ = 0;

@@ -259,7 +259,8 @@ inline constexpr MetricDef kServerReportSnapshotsTotal{
 inline constexpr MetricDef kServerHourStartTimestampSeconds{
     "gpuledger_server_hour_start_timestamp_seconds", MetricType::kGauge, "",
     "Start of the ledger's last complete UTC hour, the one the gpuledger_server_hour_* cost "
-    "series describe.",
+    "series describe. With --token-file they are shown only to a scrape that sends the token "
+    "(the chargeback the token protects; the ServiceMonitor sends it).",
     kExporterServer};
 inline constexpr MetricDef kServerHourCost{
     "gpuledger_server_hour_cost", MetricType::kGauge, "namespace,currency",

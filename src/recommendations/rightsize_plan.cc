@@ -102,6 +102,16 @@ Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
   for (WorkloadSummary& s : *summaries) {
     if (!options.workload.empty() && s.usage.workload != options.workload) continue;
     if (s.usage.gpus_held_ppd <= 0) continue;  // holds no GPU (a device plugin): nothing to size
+    // Every saving is at most a month of what the workload holds: when that month fits in 64
+    // bits of nanos, so do they and their sums are checked below (issue 58).
+    if (__int128 month = static_cast<__int128>(s.usage.gpus_held_ppd) * s.usage.hourly_price_nanos *
+                         rightsizing::kHoursPerMonth / kWholeGpu;
+        month > INT64_MAX)
+      return InvalidArgument(fmt::format(
+          "window: a month of what '{}' holds ({} at {} nanos an hour each) passes the largest "
+          "amount gpuledger holds ({} nanos); check its price",
+          s.usage.workload, FormatGpus(s.usage.gpus_held_ppd), s.usage.hourly_price_nanos,
+          INT64_MAX));
     WorkloadAdvice a;
     a.ranked = rightsizing::Recommend(s.usage, options.recommend);
     a.summary = std::move(s);

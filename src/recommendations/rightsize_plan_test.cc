@@ -105,3 +105,35 @@ TEST(RightsizePlan, CandidateModelsComeFromTheCatalogCheapestFirst) {
 
 }  // namespace
 }  // namespace gpuledger::recommendations
+
+namespace gpuledger::recommendations {
+namespace {
+
+// Issue 58: a saving of 45,990,000,000,000,000,000 nanos (a month at $63M a GPU-hour) printed as
+// $9,096,511,852.58. A month past int64 nanos is an error naming the workload; just under it,
+// every saving is exact and at most that month.
+TEST(RightsizePlan, SavingsPastInt64AreAnErrorNeverAWrappedFigure) {
+  SmallOnes over(2);
+  for (DeviceHour& d : over.devices) d.price_nanos = 63'000'000'000'000'000;
+  auto refused = PlanRightsizing(over.devices, over.usage, {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("passes the largest amount"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(refused.error().message.find("ml/Deployment/svc-"), std::string::npos)
+      << refused.error().message;
+
+  SmallOnes under(2);
+  constexpr Nanos kPrice = 6'000'000'000'000'000;  // a month: 4.38e18 nanos
+  for (DeviceHour& d : under.devices) d.price_nanos = kPrice;
+  auto plan = PlanRightsizing(under.devices, under.usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  const Nanos each = static_cast<Nanos>((__int128{6} * kPrice * kMonth + 3) / 7);
+  for (const WorkloadAdvice& a : plan->workloads) {
+    ASSERT_FALSE(a.ranked.empty());
+    EXPECT_EQ(a.ranked[0].monthly_saving_nanos, each);
+  }
+  EXPECT_EQ(plan->total_monthly_saving_nanos, 2 * each);
+}
+
+}  // namespace
+}  // namespace gpuledger::recommendations

@@ -40,10 +40,13 @@ struct Dimension {
   };
   Kind kind = Kind::kNamespace;
   std::string label;  // kLabel: the label key
+  friend bool operator==(const Dimension&, const Dimension&) = default;
 };
 
 // "cluster", "namespace", "label:team", "controller", "node", "gpu_model", "device",
-// "container", "pod", "sharing_mode", or several joined by commas ("namespace,label:team").
+// "container", "pod", "sharing_mode", or several joined by commas ("namespace,label:team"):
+// each at most once, at most kMaxGroupLevels in all.
+inline constexpr std::size_t kMaxGroupLevels = 8;
 Result<std::vector<Dimension>> ParseGroupBy(std::string_view text);
 std::string ToString(const std::vector<Dimension>& dims);
 

@@ -97,13 +97,17 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
         "window '{}': expected all, a duration such as 7d or 24h, today, yesterday, week, "
         "lastweek, month, lastmonth, a month YYYY-MM, or START,END (RFC 3339 or unix seconds)",
         window));
+  TimeRange range{HourStart(extent.to_us - *length), extent.to_us};
   if (auto days = WholeDays(window)) {
     // OpenCost's reading of "the past N days": the day holding the ledger's last instant and
     // the N-1 whole days before it, so that steps of days are calendar days.
     const std::int64_t last_day = (extent.to_us - 1) / kMicrosPerDay;
-    return TimeRange{(last_day - *days + 1) * kMicrosPerDay, extent.to_us};
+    range.from_us = (last_day - *days + 1) * kMicrosPerDay;
   }
-  return TimeRange{HourStart(extent.to_us - *length), extent.to_us};
+  // Held to the bounds of an explicit START: a ledger holds nothing before 1970, and no reader
+  // meets a time before the epoch, where day arithmetic rounds the other way (issue 58).
+  range.from_us = std::max<Micros>(range.from_us, 0);
+  return range;
 }
 
 }  // namespace gpuledger::report

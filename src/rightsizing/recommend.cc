@@ -18,8 +18,12 @@ __int128 FloorDiv(__int128 n, __int128 d) {
   return (n % d != 0 && n < 0) ? q - 1 : q;
 }
 
-// n / d rounded half up (toward +infinity on a tie), d > 0.
-Nanos RoundHalfUp(__int128 n, __int128 d) { return static_cast<Nanos>(FloorDiv(2 * n + d, 2 * d)); }
+// n / d rounded half up (toward +infinity on a tie), d > 0; held to int64 rather than wrapped
+// (issue 58: a saving of 4.6e19 nanos printed as $9,096,511,852.58). PlanRightsizing refuses a
+// workload whose month does not fit, so a held value is never shown.
+Nanos RoundHalfUp(__int128 n, __int128 d) {
+  return static_cast<Nanos>(std::clamp<__int128>(FloorDiv(2 * n + d, 2 * d), INT64_MIN, INT64_MAX));
+}
 
 std::string_view PercentileName(Percentile p) {
   switch (p) {

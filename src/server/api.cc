@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include <fmt/format.h>
@@ -207,6 +208,19 @@ Result<Params> WithAccumulate(Params p) {
   return p;
 }
 
+// What one answer of the report endpoints may hold, as an export's (billing::kServerExportBytes):
+// it is held whole, then copied to the wire, under a pod limit of 1 GiB (issue 58: one
+// allocation by container with hourly steps over 30 days at 240 GPUs was 317 MB).
+constexpr std::size_t kMaxAnswerBytes = billing::kServerExportBytes;
+
+ApiResponse AnswerTooLarge(std::size_t steps_written, std::size_t steps) {
+  return JsonError(
+      400, fmt::format("the answer passes {} MiB after {} of its {} steps: narrow parameter "
+                       "'window', lengthen 'step' (or accumulate), aggregate by fewer or coarser "
+                       "levels, or add a 'filter'",
+                       kMaxAnswerBytes >> 20, steps_written, steps));
+}
+
 ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given) {
   if (auto u = UnknownParam(
           given, {"window", "aggregate", "step", "accumulate", "policy", "idle", "filter"});
@@ -229,7 +243,10 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   w.Int("code", 200);
   w.Key("data");
   w.BeginArray();
-  for (const report::Report& r : *reports) WriteAllocationSet(w, r, filtered);
+  for (std::size_t i = 0; i < reports->size(); ++i) {
+    WriteAllocationSet(w, (*reports)[i], filtered);
+    if (w.text().size() > kMaxAnswerBytes) return AnswerTooLarge(i + 1, reports->size());
+  }
   w.EndArray();
   w.String("status", "success");
   w.EndObject();
@@ -263,6 +280,12 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   // With a step: the window's report and each step's cost, summed in one pass.
   auto stepped = reads.ReportAndSteps(store, *query);
   if (!stepped) return ReportError(stepped.error());
+  // Each step's cost by key: at least its key, quoted, and a number.
+  std::size_t answer_bytes = 0;
+  for (const report::Report& step : stepped->steps)
+    for (const report::Row& row : step.rows) answer_bytes += row.key.size() + 24;
+  if (answer_bytes > kMaxAnswerBytes)
+    return AnswerTooLarge(stepped->steps.size(), stepped->steps.size());
   return {200, "application/json", report::ReportToJson(stepped->window, stepped->steps)};
 }
 
@@ -429,8 +452,9 @@ void GiveBackFreedMemory() { malloc_trim(0); }
 }  // namespace
 
 Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog,
-         const Clock* clock, ledger::ReadServiceOptions reads)
+         const Clock* clock, ledger::ReadServiceOptions reads, Micros heavy_wait_us)
     : pool_(std::move(open)),
+      heavy_wait_us_(heavy_wait_us),
       reads_(reads),
       token_(std::move(token)),
       policy_(std::move(policy)),
@@ -466,11 +490,8 @@ ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   const std::int64_t direct_reads = reads_.stats().direct_reads;
   ApiResponse r = Route(path, params, authorization);
-  // Recommendations read their window's rows for themselves (not through the read service):
-  // what they freed goes back too.
-  if (reads_.stats().direct_reads != direct_reads ||
-      CanonicalPath(path) == "/api/v1/recommendations")
-    GiveBackFreedMemory();
+  // Heavy requests give back what they freed themselves (Heavy).
+  if (reads_.stats().direct_reads != direct_reads) GiveBackFreedMemory();
   // Paths the API does not serve share one label value, whatever they were answered (a 404,
   // or a 401 before the path is looked at): a scanner must not grow the series without bound.
   const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
@@ -486,10 +507,9 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   const std::string path(CanonicalPath(requested));
   if (path == "/healthz") return {200, "text/plain", "ok\n"};
   if (path == "/readyz") return Ready();
-  if (path == "/metrics") return Metrics();
+  if (path == "/metrics") return Metrics(Authorized(authorization));
   if (!path.starts_with("/api/")) return JsonError(404, fmt::format("no endpoint {}", path));
-  if (!token_.empty() &&
-      !(authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_)))
+  if (!Authorized(authorization))
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
   if (std::find(std::begin(kEndpoints), std::end(kEndpoints), path) == std::end(kEndpoints))
     return JsonError(404, fmt::format("no endpoint {}", path));
@@ -498,10 +518,33 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
   if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
   if (path == "/api/v1/report") return Report(**store, reads_, params);
   if (path == "/api/v1/devices") return Devices(**store, reads_, params);
-  if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
-  if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
+  if (path == "/api/v1/findings")
+    return Heavy([&] { return Findings(**store, reads_, params, policy_); });
+  if (path == "/api/v1/recommendations")
+    return Heavy([&] { return Recommendations(**store, params, catalog_); });
   if (path == "/api/v1/statements") return Statements(**store, params);
-  return ExportFocus(**store, reads_, params);
+  return Heavy([&] { return ExportFocus(**store, reads_, params); });
+}
+
+ApiResponse Api::Heavy(const std::function<ApiResponse()>& answer) {
+  std::unique_lock slot(heavy_, std::defer_lock);
+  if (!slot.try_lock_for(std::chrono::microseconds(heavy_wait_us_))) {
+    const Micros seconds = std::max<Micros>(1, heavy_wait_us_ / kMicrosPerSecond);
+    ApiResponse busy = JsonError(
+        503, fmt::format("another recommendations, findings or export request has run for the "
+                         "{} s this one waited: ask again soon",
+                         seconds));
+    busy.headers.emplace_back("Retry-After", std::to_string(seconds));
+    return busy;
+  }
+  ApiResponse r = answer();
+  GiveBackFreedMemory();  // its rows, before the next one reads its own
+  return r;
+}
+
+bool Api::Authorized(const std::string& authorization) const {
+  return token_.empty() ||
+         (authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_));
 }
 
 ApiResponse Api::Ready() {
@@ -511,7 +554,7 @@ ApiResponse Api::Ready() {
   return {200, "text/plain", "ready\n"};
 }
 
-ApiResponse Api::Metrics() {
+ApiResponse Api::Metrics(bool costs) {
   std::map<std::pair<std::string, int>, std::int64_t> requests;
   std::vector<std::function<std::string()>> extra;
   {
@@ -554,7 +597,7 @@ ApiResponse Api::Metrics() {
   w.Sample(kServerReportSnapshotsTotal.name, {{"result", "held_days"}},
            static_cast<double>(reads.held_day_reads));
   std::string out = w.Take();
-  out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background, never waited for
+  if (costs) out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background
   for (const auto& render : extra) out += render();
   return {200, "text/plain; version=0.0.4; charset=utf-8", out};
 }

@@ -51,7 +51,12 @@ struct ApiResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones, e.g. Retry-After
 };
+
+// How long a heavy request (one that reads its window's rows for itself: recommendations,
+// findings, the FOCUS export) waits for the one that is running before it is a 503.
+inline constexpr Micros kHeavyWaitUs = 15 * kMicrosPerSecond;
 
 using Params = std::multimap<std::string, std::string>;
 
@@ -62,10 +67,11 @@ class Api {
   // idle-allocation thresholds). `catalog`: the prices of the models /api/v1/recommendations
   // may suggest moving to (the server's --catalog).
   // `clock`: the wall clock /metrics' hour is taken from (nullptr: the system's). `reads`: what
-  // the read service keeps in memory.
+  // the read service keeps in memory. `heavy_wait_us`: how long a heavy request waits for the
+  // one running (Heavy).
   Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy(),
       cost::Catalog catalog = cost::DefaultCatalog(), const Clock* clock = nullptr,
-      ledger::ReadServiceOptions reads = {});
+      ledger::ReadServiceOptions reads = {}, Micros heavy_wait_us = kHeavyWaitUs);
 
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
@@ -82,9 +88,20 @@ class Api {
   ApiResponse Route(const std::string& path, const Params& params,
                     const std::string& authorization);
   ApiResponse Ready();
-  ApiResponse Metrics();
+  // The server's own series; with `costs`, also the last hour's cost by namespace, which the
+  // token protects as it protects the reports (issue 58: polling it rebuilt the chargeback).
+  ApiResponse Metrics(bool costs);
+  // Whether `authorization` carries the token (always, when there is none).
+  bool Authorized(const std::string& authorization) const;
+
+  // One heavy request at a time: each may take hundreds of MB for its rows (recommendations
+  // over 30 days at 240 GPUs, 559 MB), and four at once took 1.9 GB under a pod limit of 1 GiB
+  // (issue 58). Others wait heavy_wait_us_ for it, then are answered 503 with Retry-After.
+  ApiResponse Heavy(const std::function<ApiResponse()>& answer);
 
   ConnectionPool pool_;
+  std::timed_mutex heavy_;
+  const Micros heavy_wait_us_;
   ledger::ReadService reads_;  // reports and allocations, from a kept snapshot
   std::string token_;
   const guardrails::Policy policy_;

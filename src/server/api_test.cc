@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +22,7 @@
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "store_test_env/forwarding_store.h"
 
 namespace gpuledger::server {
 namespace {
@@ -596,6 +600,123 @@ TEST_F(ApiTest, MetricsPriceTheLastCompleteHourAsItsReportDoes) {
           static_cast<double>(report["total"]["device_cost_nanos"].get<std::int64_t>()) / 1e9)),
       std::string::npos)
       << metrics;
+}
+
+}  // namespace
+}  // namespace gpuledger::server
+
+namespace gpuledger::server {
+namespace {
+
+// Issue 58: with --token-file set, /metrics without the token published each namespace's cost
+// every hour. The server's own series stay public (Prometheus and probes read them); the costs
+// need the token, as the reports do.
+TEST_F(ApiTest, MetricsKeepCostsBehindTheToken) {
+  auto extent = store_->Extent();
+  ASSERT_TRUE(extent.ok());
+  ManualClock clock(extent->to_us + kMicrosPerHour / 2);
+  Api api([path = (dir_ / "l.db").string()] { return store::OpenSqliteLedger(path); }, "s3cret",
+          guardrails::DefaultPolicy(), cost::DefaultCatalog(), &clock);
+  std::string with_token;
+  for (int i = 0; i < 200 && with_token.find("gpuledger_server_hour_cost{") == std::string::npos;
+       ++i) {
+    with_token = api.Handle("/metrics", {}, "Bearer s3cret").body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(with_token.find("gpuledger_server_hour_cost{"), std::string::npos) << with_token;
+  for (const char* auth : {"", "Bearer wrong", "s3cret"}) {
+    ApiResponse r = api.Handle("/metrics", {}, auth);
+    ASSERT_EQ(r.status, 200) << auth;
+    EXPECT_EQ(r.body.find("gpuledger_server_hour_"), std::string::npos) << auth << "\n" << r.body;
+    EXPECT_NE(r.body.find("gpuledger_server_ledger_up 1"), std::string::npos) << r.body;
+  }
+}
+
+}  // namespace
+}  // namespace gpuledger::server
+
+namespace gpuledger::server {
+namespace {
+
+// The ledger, with a heavy request's first row read held until released.
+class HeldRows : public store::testing::ForwardingStore {
+ public:
+  HeldRows(std::unique_ptr<store::LedgerStore> real, std::shared_future<void> released,
+           std::promise<void>* entered)
+      : ForwardingStore(*real), real_(std::move(real)), released_(released), entered_(entered) {}
+  Result<std::vector<UsageRow>> ReadUsage(const TimeRange& r) override {
+    Hold();
+    return ForwardingStore::ReadUsage(r);
+  }
+  Status Scan(const TimeRange& r, store::LedgerScan& scan) override {
+    Hold();
+    return ForwardingStore::Scan(r, scan);
+  }
+
+ private:
+  void Hold() {
+    if (entered_ == nullptr) return;
+    std::exchange(entered_, nullptr)->set_value();
+    released_.wait();
+  }
+  std::unique_ptr<store::LedgerStore> real_;
+  std::shared_future<void> released_;
+  std::promise<void>* entered_;
+};
+
+// Issue 58: four recommendations at once took the server to 1.9 GB (one, 559 MB), under a pod
+// limit of 1 GiB. Heavy requests run one at a time; the others wait for it, then are a 503 with
+// Retry-After; reports are not held up.
+TEST_F(ApiTest, HeavyRequestsRunOneAtATime) {
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first = true;
+  const std::string path = (dir_ / "l.db").string();
+  Api api(
+      [&]() -> Result<std::unique_ptr<store::LedgerStore>> {
+        auto real = store::OpenSqliteLedger(path);
+        if (!real) return real.error();
+        return std::unique_ptr<store::LedgerStore>(
+            new HeldRows(std::move(*real), released, first.exchange(false) ? &entered : nullptr));
+      },
+      "", guardrails::DefaultPolicy(), cost::DefaultCatalog(), nullptr, {},
+      /*heavy_wait_us=*/300 * 1000);
+  auto running = std::async(std::launch::async, [&] {
+    return api.Handle("/api/v1/recommendations", {{"window", "all"}}, "").status;
+  });
+  entered.get_future().wait();
+  for (const char* heavy :
+       {"/api/v1/findings", "/api/v1/recommendations", "/api/v1/export/focus"}) {
+    ApiResponse busy = api.Handle(heavy, {{"window", "all"}}, "");
+    EXPECT_EQ(busy.status, 503) << heavy << ": " << busy.body;
+    ASSERT_EQ(busy.headers.size(), 1u);
+    EXPECT_EQ(busy.headers[0], (std::pair<std::string, std::string>{"Retry-After", "1"}));
+  }
+  EXPECT_EQ(api.Handle("/api/v1/report", {{"aggregate", "namespace"}}, "").status, 200);
+  release.set_value();
+  EXPECT_EQ(running.get(), 200);
+  EXPECT_EQ(api.Handle("/api/v1/findings", {{"window", "all"}}, "").status, 200);
+}
+
+}  // namespace
+}  // namespace gpuledger::server
+
+namespace gpuledger::server {
+namespace {
+
+// Issue 58: `aggregate=pod,pod,...` 4,000 times made one GET build 680 MB. A level is taken once.
+TEST_F(ApiTest, ARepeatedGroupingLevelIsA400) {
+  std::string many = "pod";
+  for (int i = 1; i < 4000; ++i) many += ",pod";
+  for (const std::string& aggregate : {std::string("pod,pod"), many}) {
+    json e = Get("/api/v1/allocation", {{"aggregate", aggregate}, {"step", "1h"}}, 400);
+    EXPECT_NE(
+        e["error"].get<std::string>().find("parameter 'aggregate': grouping 'pod' given twice"),
+        std::string::npos)
+        << e["error"];
+  }
+  json ok = Get("/api/v1/allocation", {{"aggregate", "namespace,pod"}, {"step", "1h"}});
+  EXPECT_FALSE(ok["data"].empty());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ http::Response ToResponse(ApiResponse r) {
   out.status = r.status;
   out.content_type = std::move(r.content_type);
   out.body = std::move(r.body);
+  out.headers = std::move(r.headers);
   return out;
 }
 
@@ -56,8 +57,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
         authorization.empty() && !proxied.empty() ? "Bearer " + proxied : authorization));
   };
   http::ServerOptions options;
-  options.workers = 8;                 // concurrent reports; each borrows its own ledger reader
-  options.probe_paths = {"/healthz"};  // liveness never queues behind reports
+  options.workers = 8;                // concurrent reports; each borrows its own ledger reader
+  options.limits.max_body_bytes = 0;  // GETs only: a body is refused at its head (issue 58)
+  // Probes and scrapes never queue behind reports: with 16 recommendations at once, /readyz
+  // waited 8 s for a worker, past the manifest's 2 s, and load took the pod out of service
+  // (issue 58). Each reads at most the ledger's extent, on a connection of its own.
+  options.probe_paths = {"/healthz", "/readyz", "/metrics"};
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();
   api.AddMetrics([stats = (*http)->stats()] {

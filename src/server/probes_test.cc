@@ -1,5 +1,5 @@
-// Probes never wait: /healthz, /readyz and /metrics answer over HTTP while a report is held in
-// flight inside its ledger read, through the real HttpServer, Api and SQLite ledger.
+// Probes never wait: /healthz, /readyz and /metrics answer over HTTP while reports hold every
+// worker inside their ledger reads, through the real HttpServer, Api and SQLite ledger.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -11,6 +11,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cost/catalog.h"
 #include "server/api.h"
@@ -92,7 +93,7 @@ class HeldStore : public store::LedgerStore {
   Gate& gate_;
 };
 
-TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
+TEST(Probes, AnswerWithinAHundredMillisecondsWhileEveryWorkerHoldsAReport) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("gpuledger-probes-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -130,13 +131,19 @@ TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
     }
   } cleanup{gate, **http, serve};
 
-  auto report = std::async(std::launch::async, [port] {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(30s);
-    auto r = c.Get("/api/v1/report?aggregate=namespace");
-    return r ? r->status : -1;
-  });
+  // More reports than the server has workers (8): every worker is held, at the gate or waiting
+  // for the snapshot the first one loads, and the probes still answer (issue 58: /readyz waited
+  // 8 s behind 16 recommendations).
+  std::vector<std::future<int>> reports;
+  for (int i = 0; i < 12; ++i)
+    reports.push_back(std::async(std::launch::async, [port] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(30s);
+      auto r = c.Get("/api/v1/report?aggregate=namespace");
+      return r ? r->status : -1;
+    }));
   ASSERT_TRUE(gate.WaitEntered()) << "the report never reached the ledger";
+  std::this_thread::sleep_for(300ms);  // the others reach their workers
 
   httplib::Client probe("127.0.0.1", port);
   probe.set_read_timeout(2s);
@@ -151,9 +158,10 @@ TEST(Probes, AnswerWithinAHundredMillisecondsWhileAReportIsInFlight) {
       EXPECT_NE(r->body.find("gpuledger_server_ledger_up 1"), std::string::npos) << r->body;
     }
   }
-  EXPECT_EQ(report.wait_for(0s), std::future_status::timeout) << "the report was not held";
+  for (auto& report : reports)
+    EXPECT_EQ(report.wait_for(0s), std::future_status::timeout) << "a report was not held";
   gate.Release();
-  EXPECT_EQ(report.get(), 200);
+  for (auto& report : reports) EXPECT_EQ(report.get(), 200);
   std::filesystem::remove_all(dir);
 }
 

@@ -507,7 +507,7 @@ Result<Scenario> ParseScenario(std::string_view yaml_text, std::string_view file
 }
 
 Result<Scenario> LoadScenarioFile(const std::string& path) {
-  auto text = scenario::ReadDataFile(path);
+  auto text = scenario::ReadDataFile(path, kConfigFile);
   if (!text.ok()) return text.error();
   return ParseScenario(*text, path);
 }

@@ -19,6 +19,7 @@
 #include "common/result.h"
 #include "common/time_util.h"
 #include "common/units.h"
+#include "io/file_util.h"
 #include "sim/scenario.h"
 
 namespace gpuledger::sim::scenario {
@@ -190,7 +191,7 @@ std::string StripMe(std::string_view profile);
 
 // A user-named data file: as it is, or inflated when its name ends in ".gz" (capped, so a small
 // file cannot inflate into all memory). Errors name the path.
-Result<std::string> ReadDataFile(const std::string& path);
+Result<std::string> ReadDataFile(const std::string& path, FileKind kind = kDataFile);
 
 // What a series' value column holds: percent of the unit (compute; duty = value/100 x scale,
 // clamped to [0, 1]) or bytes (memory; value x scale, at least 0).

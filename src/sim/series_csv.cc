@@ -12,8 +12,8 @@
 
 namespace gpuledger::sim::scenario {
 
-Result<std::string> ReadDataFile(const std::string& path) {
-  auto text = ReadFile(path);
+Result<std::string> ReadDataFile(const std::string& path, FileKind kind) {
+  auto text = ReadFile(path, kind);
   if (!text.ok() || !path.ends_with(".gz")) return text;
   auto inflated = prometheus::Gunzip(*text);
   if (!inflated.ok()) return IoError(fmt::format("{}: {}", path, inflated.error().message));

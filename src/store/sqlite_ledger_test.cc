@@ -126,6 +126,41 @@ TEST(SqliteLedger, OpenErrorsNameThePath) {
   EXPECT_FALSE(fs::exists(dir.File("absent.db")));
 }
 
+// Issue 58: `report --db` on another program's SQLite file wrote gpuledger's tables into it.
+// Such a file is refused, untouched, naming its tables; an empty database becomes a ledger.
+TEST(SqliteLedger, AnotherProgramsDatabaseIsRefusedUntouched) {
+  TempDir dir;
+  const std::string foreign = dir.File("app.db");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users (id INTEGER); INSERT INTO users VALUES (1);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const auto size = fs::file_size(foreign);
+  for (bool read_only : {false, true}) {
+    auto r = OpenSqliteLedger(foreign, SqliteLedgerOptions{.read_only = read_only});
+    ASSERT_FALSE(r) << read_only;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(r.error().message,
+                HasSubstr("not a gpuledger ledger (it holds other tables: users)"));
+  }
+  EXPECT_EQ(fs::file_size(foreign), size);
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* count = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema", -1, &count, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(count, 0), 1);
+  sqlite3_finalize(count);
+  sqlite3_close(db);
+
+  const std::string empty = dir.File("empty.db");
+  ASSERT_EQ(sqlite3_open(empty.c_str(), &db), SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_NE(MustOpen(empty), nullptr);
+}
+
 TEST(OpenLedger, DispatchesOnTheSpec) {
   TempDir dir;
   const std::string path = dir.File("ledger.db");

@@ -346,6 +346,34 @@ Status MigrateToConsumerLabels(SqliteDb& db) {
 
 }  // namespace
 
+Status RefuseAnotherProgramsDatabase(SqliteDb& db) {
+  auto version = ReadSchemaVersion(db);
+  if (!version) return version.status();
+  if (*version != 0) return Status::Ok();
+  // No schema version: a new file, or another program's database, which must not gain
+  // gpuledger's tables (issue 58: `report --db` on a foreign file wrote them into it). A ledger
+  // from before versions has its device_hours.
+  auto tables = db.Prepare(
+      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name "
+      "NOT LIKE 'sqlite_%' AND name <> 'meta' AND NOT EXISTS (SELECT 1 "
+      "FROM sqlite_schema WHERE name = 'device_hours') ORDER BY name LIMIT 3",
+      "read schema");
+  if (!tables) return tables.status();
+  std::string names;
+  for (;;) {
+    auto row = tables->Step();
+    if (!row) return row.status();
+    if (!*row) break;
+    names += (names.empty() ? "" : ", ") + tables->Text(0);
+  }
+  tables->Reset();
+  if (names.empty()) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "sqlite {}: not a gpuledger ledger (it holds other tables: {}); name a ledger, or a new "
+      "file for a new one",
+      db.path(), names));
+}
+
 Status MigrateSqliteLedger(SqliteDb& db, bool read_only) {
   return MigrateSqliteLedgerTo(db, read_only, kSchemaVersion);
 }
@@ -391,6 +419,7 @@ Status MigrateSqliteLedgerTo(SqliteDb& db, bool read_only, std::int64_t target) 
 
 Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options) {
   sqlite3_busy_timeout(db.handle(), options.busy_timeout_ms);
+  if (Status s = RefuseAnotherProgramsDatabase(db); !s) return s;
   if (Status s = db.Exec("PRAGMA foreign_keys = OFF", "set foreign_keys=OFF"); !s) return s;
   if (!options.read_only) {
     // The first statement that reads the file: a file that is not a database fails here.

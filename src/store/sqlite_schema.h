@@ -21,7 +21,11 @@ inline bool IsStoreOwnedMetaKey(std::string_view key) {
 }
 
 // Busy timeout, foreign keys off, and (read-write) WAL with synchronous=NORMAL.
+// Refuses another program's database first (RefuseAnotherProgramsDatabase).
 Status ConfigureSqliteLedger(SqliteDb& db, const SqliteLedgerOptions& options);
+// kInvalidArgument when the file is another program's database (tables, none of a ledger's),
+// before anything is written to it.
+Status RefuseAnotherProgramsDatabase(SqliteDb& db);
 // Migrates the file to kSchemaVersion under the write lock (read-only: only checks it is there).
 Status MigrateSqliteLedger(SqliteDb& db, bool read_only);
 // Migrates to `target` (<= kSchemaVersion): the schema an older build left, for tests that

@@ -267,10 +267,23 @@ TEST_F(CliTest, ExportToAFileIsWhatStandardOutputGets) {
     EXPECT_FALSE(std::filesystem::exists(file + ".tmp"));
   }
   Output refused = Run("export --db " + db + " --out " + Path("no/such/dir/x.csv"));
-  EXPECT_NE(refused.code, 0);
-  EXPECT_NE(refused.err.find("--out: " + Path("no/such/dir/x.csv") + ".tmp: cannot create"),
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--out '" + Path("no/such/dir/x.csv") + "': the folder '" +
+                             Path("no/such/dir") + "' does not exist"),
             std::string::npos)
       << refused.err;
+  // Issue 58: --out naming the ledger replaced it with the CSV and exited 0; a device was
+  // replaced by a regular file. Each is refused before anything is written.
+  auto before = ReadFile(db);
+  ASSERT_TRUE(before.ok());
+  for (const std::string& out :
+       {db, db + "-wal", Path("d/./gpuledger.db"), std::string("/dev/null"), Path("d")}) {
+    Output o = Run("export --db " + db + " --out " + out);
+    EXPECT_EQ(o.code, 2) << out << ": " << o.err;
+    EXPECT_NE(o.err.find("--out '" + out + "'"), std::string::npos) << o.err;
+  }
+  EXPECT_EQ(*ReadFile(db), *before);
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
 }
 
 // Issue 29, finding 7: a ledger on a read-only mount could not even be read: WAL mode wants a
@@ -606,6 +619,9 @@ TEST_F(CliTest, AnInterruptedDemoStopsPromptlyAndSaysSo) {
   EXPECT_NE(o.err.find("interrupted"), std::string::npos) << o.err;
   // Not a timing assertion on the work: the whole year would take minutes.
   EXPECT_LT(took, std::chrono::seconds(60));
+  // Issue 58: the unfinished ledger stayed behind, to be read as if it were the demo's week.
+  EXPECT_NE(o.err.find("removed the unfinished ledger"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(Path("d/gpuledger.db")));
 }
 
 // Issue 29: a zero-byte file was taken as a ledger and the read commands wrote a schema into it.
