@@ -1,5 +1,7 @@
 #include "ledger/reports.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -23,6 +25,21 @@ namespace {
 constexpr std::uint32_t kNoLabels = UINT32_MAX;  // Bucket::idle_labels_from
 
 // One step's report being built.
+// The threads that sum `devices` devices.
+std::size_t ParallelWorkers(std::size_t devices, const Parallelism& parallelism) {
+  return std::clamp<std::size_t>(
+      devices / std::max<std::size_t>(parallelism.devices_per_worker, 1), 1,
+      std::clamp(std::thread::hardware_concurrency(), 1u, std::max(parallelism.max_workers, 1u)));
+}
+
+// The error of a report whose sums by step and group would pass ReportQuery::max_sum_bytes.
+Error TooManySums(std::size_t steps, std::size_t sums, std::size_t max_bytes) {
+  return InvalidArgument(fmt::format(
+      "step: {} sums by step and group over {} steps pass the {} MiB a report may hold here: "
+      "lengthen the step, narrow the window, group by fewer or coarser levels, or filter",
+      sums, steps, max_bytes >> 20));
+}
+
 struct Bucket {
   report::Report report;
   // The consumer whose namespace labels the step's platform row carries: the last row of the
@@ -320,6 +337,11 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       platform_key[d - first] = keys.PlatformOf(d, buckets[bucket_of(d)].idle_labels_from);
   }
   const std::size_t key_count = keys.names().size();
+  // Each worker sums every step's groups in an array of its own.
+  if (q.max_sum_bytes > 0 &&
+      buckets.size() * key_count * sizeof(RowSums) * ParallelWorkers(last - first, parallelism) >
+          q.max_sum_bytes)
+    return TooManySums(buckets.size(), buckets.size() * key_count, q.max_sum_bytes);
 
   // Whether device d has a row the report keeps (rows_only skips the others).
   auto kept = [&](std::size_t d, std::uint32_t row_first, std::uint32_t row_count) {
@@ -371,9 +393,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     }
   };
   const std::size_t devices = last - first;
-  const std::size_t workers = std::clamp<std::size_t>(
-      devices / std::max<std::size_t>(parallelism.devices_per_worker, 1), 1,
-      std::clamp(std::thread::hardware_concurrency(), 1u, std::max(parallelism.max_workers, 1u)));
+  const std::size_t workers = ParallelWorkers(devices, parallelism);
   std::vector<std::vector<Sums>> parts(workers);
   {
     std::vector<std::jthread> threads;
@@ -422,13 +442,21 @@ class MergedReports {
     for (std::size_t i = 0; i < part.size(); ++i) {
       report::Report& into = reports_[i];
       const report::Report& r = part[i];
-      for (const report::Row& row : r.rows) rows_[i][row.key].Add(row.figures);
+      for (const report::Row& row : r.rows) {
+        auto [it, added] = rows_[i].try_emplace(row.key);
+        it->second.Add(row.figures);
+        row_count_ += added ? 1 : 0;
+      }
       into.idle.Add(r.idle);
       into.unattributed.Add(r.unattributed);
       into.total.AddSums(r.total);
       unpriced_[i].insert(r.total.unpriced_models.begin(), r.total.unpriced_models.end());
     }
   }
+
+  // The rows held, over every step, and about what each takes here and once finished.
+  std::size_t rows() const { return row_count_; }
+  static constexpr std::size_t kRowBytes = sizeof(report::Row) + sizeof(report::Figures) + 64;
 
   std::vector<report::Report> Finish() {
     for (std::size_t i = 0; i < reports_.size(); ++i) {
@@ -444,6 +472,7 @@ class MergedReports {
  private:
   std::vector<report::Report> reports_;
   std::vector<std::map<std::string, report::Figures>> rows_;
+  std::size_t row_count_ = 0;
   std::vector<std::set<std::string>> unpriced_;
 };
 
@@ -618,6 +647,11 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
         if (!it->second.empty()) merged.Add(std::move(it->second));
         done.erase(it);
         ++next;
+      }
+      if (query.max_sum_bytes > 0 &&
+          merged.rows() * MergedReports::kRowBytes > query.max_sum_bytes && !failed) {
+        failed = TooManySums(StepReports(query).size(), merged.rows(), query.max_sum_bytes);
+        return;
       }
     }
   };

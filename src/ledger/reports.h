@@ -31,7 +31,15 @@ struct ReportQuery {
   // device-hour none of whose rows (nor its platform row) the filter keeps is not split, so a
   // filter for one workload sums a sliver of the window. The rows are as without it.
   bool rows_only = false;
+  // At most this many bytes of sums by step and group (0: no limit): a report whose steps times
+  // groups would pass it is kInvalidArgument ("step: ...") before it sums, or as soon as the
+  // days read show it (issue 58: hourly steps by container over 30 days at 10,000 GPUs were
+  // gigabytes before a byte was answered).
+  std::size_t max_sum_bytes = 0;
 };
+
+// What `gpuledger server` lets one report sum: a quarter of its pod's 1 GiB.
+inline constexpr std::size_t kServerSumBytes = std::size_t{256} << 20;
 
 // How many threads sum a report: one per `devices_per_worker` devices of the window, at most
 // `max_workers` (and the machine's cores). The answer is the same for any of them.

@@ -149,7 +149,9 @@ Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const P
   request.idle = Get(p, "idle", request.idle);
   request.step = Get(p, "step", "");
   request.filter = Get(p, "filter", "");
-  return ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
+  auto query = ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
+  if (query) query->max_sum_bytes = ledger::kServerSumBytes;  // one request must not take the pod
+  return query;
 }
 
 ApiResponse FromError(const Error& e) {
