@@ -75,7 +75,7 @@ std::map<std::string, std::vector<rightsizing::ModelPrice>> ModelsByClass(
     std::vector<rightsizing::ModelPrice>& models = out[e.pricing_class];
     const bool listed = std::any_of(models.begin(), models.end(),
                                     [&](const auto& m) { return m.gpu_model == e.gpu_model; });
-    if (!listed) models.push_back({e.gpu_model, memory, e.hourly_nanos});
+    if (!listed) models.push_back({e.gpu_model, memory, e.hourly_nanos, SpeedOf(e.gpu_model)});
   }
   for (auto& [cls, models] : out)
     std::sort(models.begin(), models.end(), [](const auto& a, const auto& b) {

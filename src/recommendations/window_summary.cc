@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "cost/gpu_speed.h"
+#include "model/compute_band.h"
 #include "report/report.h"
 
 namespace gpuledger::recommendations {
@@ -94,6 +96,11 @@ double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kCompu
                            Percentile p) {
   const int b = PercentileBucket(counts, PercentOf(p));
   return b < 0 ? 0.0 : kComputeShareBounds[static_cast<std::size_t>(b)];
+}
+
+rightsizing::GpuSpeed SpeedOf(std::string_view gpu_model) {
+  const cost::GpuDatasheet sheet = cost::GpuModelSpeed(gpu_model);
+  return {sheet.memory_bandwidth_gbs, sheet.fp16_dense_tflops};
 }
 
 Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
@@ -226,13 +233,28 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
     // Its own price per GPU-hour, and the class.
     if (auto r = row_of.find(key); r != row_of.end()) {
       const report::Figures& f = r->second->figures;
-      if (f.allocated_gpu_us > 0)
+      if (f.allocated_gpu_us > 0) {
         w.hourly_price_nanos =
             RoundHalfUp(static_cast<__int128>(f.cost_nanos) * kMicrosPerHour, f.allocated_gpu_us);
+        w.compute_of_allocation =
+            static_cast<double>(f.compute_gpu_us) / static_cast<double>(f.allocated_gpu_us);
+      }
+      // How far its compute may be off: an estimate's rules' measured band, none when a rule
+      // was never measured or nothing but the grant was known; a measured figure (its own
+      // counters: a MIG instance's GPM activity, an exclusive GPU) its rules' band or none.
+      w.compute_rule = f.compute_rule;
+      const std::optional<double> band = MeasuredComputeBandOfRules(f.compute_rule);
+      w.compute_band = f.quality == Quality::kEstimated   ? band
+                       : f.quality == Quality::kAllocated ? std::nullopt
+                                                          : std::optional(band.value_or(0.0));
       s.utilization = r->second->utilization;
     }
     if (auto m = o.models_by_class.find(s.pricing_class); m != o.models_by_class.end())
       w.other_models = m->second;
+    w.speed = SpeedOf(w.gpu_model);
+    w.bound = s.utilization.cls == utilization::Class::kMemoryBound
+                  ? rightsizing::Bound::kMemoryBandwidth
+                  : rightsizing::Bound::kUnknown;
 
     // The demand series: per hour its GPUs by compute share, busiest first.
     std::size_t shards = 0;

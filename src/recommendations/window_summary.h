@@ -71,6 +71,9 @@ struct WorkloadSummary {
   DemandSeries demand;
 };
 
+// The datasheet speed of a catalog model (cost::GpuModelSpeed); zeros when not known.
+rightsizing::GpuSpeed SpeedOf(std::string_view gpu_model);
+
 // Summaries of every Kubernetes workload with rows in [from_us, to_us) (host consumers and
 // unresolved processes are left out: nothing to resize), ordered by workload. Usage rows whose
 // (hour, gpu) has no device row are ignored, as in reports; a window whose sums do not fit in

@@ -43,6 +43,37 @@ std::string Gpus(SharePpd ppd) {
   return fmt::format("{:.2f}", static_cast<double>(ppd) / static_cast<double>(kWholeGpu));
 }
 
+// How much slower `to` is than `from` for a workload bound by `bound` (2.0: it does half the
+// work in the same time), and the sentence that says why; nullopt when a speed it needs is not
+// known.
+struct SpeedRatio {
+  double ratio = 0;
+  std::string why;
+};
+std::optional<SpeedRatio> Slowdown(const std::string& from_model, const GpuSpeed& from,
+                                   const std::string& to_model, const GpuSpeed& to, Bound bound) {
+  const bool bandwidth = from.memory_bandwidth_gbs > 0 && to.memory_bandwidth_gbs > 0;
+  const bool flops = from.fp16_dense_tflops > 0 && to.fp16_dense_tflops > 0;
+  if (!bandwidth || (bound == Bound::kUnknown && !flops)) return std::nullopt;
+  const double by_bandwidth = from.memory_bandwidth_gbs / to.memory_bandwidth_gbs;
+  const std::string bandwidth_why =
+      fmt::format("memory bandwidth {:.0f} GB/s on the {} against {:.0f} on the {}",
+                  to.memory_bandwidth_gbs, to_model, from.memory_bandwidth_gbs, from_model);
+  if (bound == Bound::kMemoryBandwidth)
+    return SpeedRatio{by_bandwidth, "it is memory-bound, so " + bandwidth_why + " binds"};
+  const double by_flops = from.fp16_dense_tflops / to.fp16_dense_tflops;
+  const std::string flops_why =
+      fmt::format("dense FP16 {:.0f} TFLOPS on the {} against {:.0f} on the {}",
+                  to.fp16_dense_tflops, to_model, from.fp16_dense_tflops, from_model);
+  if (by_bandwidth >= by_flops)
+    return SpeedRatio{by_bandwidth, fmt::format("what bounds it is not known, so the stricter of "
+                                                "{} and {} binds: the bandwidth",
+                                                bandwidth_why, flops_why)};
+  return SpeedRatio{by_flops, fmt::format("what bounds it is not known, so the stricter of {} and "
+                                          "{} binds: the FP16 throughput",
+                                          bandwidth_why, flops_why)};
+}
+
 }  // namespace
 
 double ComputeAt(const WorkloadUsage& u, Percentile p) {
@@ -69,6 +100,8 @@ std::string_view ActionName(Action action) {
       return "mig-profile";
     case Action::kCheaperModel:
       return "cheaper-model";
+    case Action::kRelease:
+      return "release";
   }
   return "keep";
 }
@@ -129,6 +162,16 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
     return keep(
         "No usage was observed in the window, so no recommendation can "
         "be made.");
+  if (!u.compute_band) {
+    std::vector<Recommendation> unsized = keep(fmt::format(
+        "Keep it as it is: its compute is an estimate by rule '{}', never measured against real "
+        "GPU time (docs/attribution.md), so no move is sized by it (issue 59: MIG presence "
+        "counted 48 GPU-hours where 3.3 were used). Its memory peak was {} per GPU.",
+        u.compute_rule, Gib(u.memory_peak_bytes)));
+    unsized[0].confidence = "low";
+    unsized[0].reasons.back() = "Confidence is low: what it computed is not known.";
+    return unsized;
+  }
 
   const std::string usage_line = fmt::format(
       "It held {} {} GPUs on average and kept {:.2f} busy; {} compute was {} "
@@ -138,7 +181,9 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
       Gib(memory_seen), Gib(memory_needed), o.memory_headroom);
 
   std::vector<Recommendation> out;
-  auto offer = [&](Recommendation r, SharePpd ppd, Nanos price) {
+  // Every move below is sized by compute: `need` of what it is given, `capacity`. Its margin,
+  // capacity / need - 1, must hold the figure's measured band for "high" (issue 59).
+  auto offer = [&](Recommendation r, SharePpd ppd, Nanos price, double need, double capacity) {
     r.recommended_ppd = ppd;
     r.recommended_hourly_nanos = HourlyCost(ppd, price);
     r.monthly_saving_nanos = MonthlySaving(u.gpus_held_ppd, u.hourly_price_nanos, ppd, price);
@@ -149,6 +194,14 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                     DisplayMoney(r.recommended_hourly_nanos), DisplayMoney(current_hourly),
                     DisplayMoney(r.monthly_saving_nanos)));
     r.reasons.insert(r.reasons.begin() + 1, usage_line);
+    const double margin = need > 0 ? capacity / need - 1 : INFINITY;
+    if (r.confidence == "high" && u.compute_band && *u.compute_band > margin) {
+      r.confidence = "medium";
+      r.reasons.push_back(fmt::format(
+          "Not high: its compute figure (rule '{}') was measured off by up to {} on real GPUs, "
+          "more than the {} of room this move leaves.",
+          u.compute_rule, Pct(*u.compute_band), Pct(margin)));
+    }
     out.push_back(std::move(r));
   };
 
@@ -164,7 +217,8 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                      fmt::format("Request {} instead of {} {} GPUs: it kept only {:.2f} of them "
                                  "busy, the rest were held idle.",
                                  r.target, Gpus(u.gpus_held_ppd), u.gpu_model, u.gpus_used));
-    offer(std::move(r), needed_ppd, u.hourly_price_nanos);
+    offer(std::move(r), needed_ppd, u.hourly_price_nanos, u.gpus_used,
+          static_cast<double>(needed_gpus));
   }
 
   // Sharing one GPU: only for a workload that fits on one.
@@ -188,7 +242,7 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                                    "keep to their part.",
                                    u.gpu_model, replicas, pct_name, Pct(compute), replicas,
                                    Gib(memory_needed), replicas, Gib(u.gpu_memory_bytes)));
-      offer(std::move(r), kWholeGpu / replicas, u.hourly_price_nanos);
+      offer(std::move(r), kWholeGpu / replicas, u.hourly_price_nanos, compute, 1.0 / replicas);
     }
     if (auto p = SmallestFittingProfile(u.gpu_model, memory_needed, compute);
         p && p->compute_slices < p->total_slices) {
@@ -204,44 +258,87 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                                    Pct(static_cast<double>(p->compute_slices) / p->total_slices),
                                    p->compute_slices, p->total_slices, Pct(compute), pct_name,
                                    p->compute_slices, p->total_slices));
-      offer(std::move(r), kWholeGpu / p->total_slices * p->compute_slices, u.hourly_price_nanos);
+      offer(std::move(r), kWholeGpu / p->total_slices * p->compute_slices, u.hourly_price_nanos,
+            compute, static_cast<double>(p->compute_slices) / p->total_slices);
     }
   }
 
-  // A cheaper model with the memory; compute is assumed to keep up below the
-  // threshold.
-  if (compute <= o.max_compute_for_cheaper_model) {
-    const ModelPrice* best = nullptr;
-    for (const ModelPrice& m : u.other_models) {
-      if (m.gpu_model == u.gpu_model || m.memory_bytes < memory_needed) continue;
-      if (best == nullptr || m.hourly_price_nanos < best->hourly_price_nanos) best = &m;
+  // A cheaper model with the memory that keeps up: the compute need scaled by how much slower
+  // it is for this workload (issue 59: 14% of an H200 was sent to a T4, which has 1/15 of its
+  // memory bandwidth). The cheapest that keeps up is offered; the cheapest that does not, when
+  // cheaper still, is named in every answer's reasons.
+  const ModelPrice* best = nullptr;
+  const ModelPrice* too_slow = nullptr;
+  std::optional<SpeedRatio> best_ratio, too_slow_ratio;
+  for (const ModelPrice& m : u.other_models) {
+    if (m.gpu_model == u.gpu_model || m.memory_bytes < memory_needed ||
+        m.hourly_price_nanos >= u.hourly_price_nanos)
+      continue;
+    auto slower = Slowdown(u.gpu_model, u.speed, m.gpu_model, m.speed, u.bound);
+    if (slower && compute * slower->ratio <= o.max_compute_on_other_model) {
+      if (best == nullptr || m.hourly_price_nanos < best->hourly_price_nanos) {
+        best = &m;
+        best_ratio = slower;
+      }
+    } else if (slower &&
+               (too_slow == nullptr || m.hourly_price_nanos < too_slow->hourly_price_nanos)) {
+      too_slow = &m;
+      too_slow_ratio = slower;
     }
-    if (best != nullptr) {
-      Recommendation r = base(Action::kCheaperModel);
-      r.target = best->gpu_model;
-      r.gpu_model = best->gpu_model;
-      r.reasons.insert(
-          r.reasons.begin(),
-          fmt::format("Move to {} {} GPU{}: the cheapest model in the catalog whose {} "
-                      "memory "
-                      "holds {}. Its compute was not measured: {} compute of {} is at "
-                      "most the "
-                      "{} of a {} under which a slower model is assumed to keep up.",
-                      needed_gpus, best->gpu_model, needed_gpus == 1 ? "" : "s",
-                      Gib(best->memory_bytes), Gib(memory_needed), pct_name, Pct(compute),
-                      Pct(o.max_compute_for_cheaper_model), u.gpu_model));
-      offer(std::move(r), needed_ppd, best->hourly_price_nanos);
-    }
+  }
+  std::string rejected;
+  if (too_slow != nullptr &&
+      (best == nullptr || too_slow->hourly_price_nanos < best->hourly_price_nanos))
+    rejected = fmt::format(
+        "Not the cheaper {}: {}; {} compute {} of the {} would be {} of a {}, above the {} "
+        "a move may take.",
+        too_slow->gpu_model, too_slow_ratio->why, pct_name, Pct(compute), u.gpu_model,
+        Pct(compute * too_slow_ratio->ratio), too_slow->gpu_model,
+        Pct(o.max_compute_on_other_model));
+  if (best != nullptr) {
+    Recommendation r = base(Action::kCheaperModel);
+    r.target = best->gpu_model;
+    r.gpu_model = best->gpu_model;
+    r.reasons.insert(
+        r.reasons.begin(),
+        fmt::format("Move to {} {} GPU{}: the cheapest model in the catalog whose {} of memory "
+                    "holds {} and that keeps up: {}; {} compute {} of the {} is {} of a {}, "
+                    "within the {} a move may take (datasheet speeds; its compute there is not "
+                    "measured).",
+                    needed_gpus, best->gpu_model, needed_gpus == 1 ? "" : "s",
+                    Gib(best->memory_bytes), Gib(memory_needed), best_ratio->why, pct_name,
+                    Pct(compute), u.gpu_model, Pct(compute * best_ratio->ratio), best->gpu_model,
+                    Pct(o.max_compute_on_other_model)));
+    offer(std::move(r), needed_ppd, best->hourly_price_nanos, compute * best_ratio->ratio,
+          o.max_compute_on_other_model);
+  }
+
+  // Nothing used: give the GPUs back.
+  if (u.hours_observed >= o.release_min_hours && u.gpus_used <= 0 &&
+      u.compute_of_allocation <= o.release_max_compute) {
+    Recommendation r = base(Action::kRelease);
+    r.target = "0 GPUs";
+    r.reasons.insert(
+        r.reasons.begin(),
+        fmt::format("Release its {} {} GPUs: over {:.0f} hours held it computed {:.2f}% of what it "
+                    "held and no hour busy, within the {} that counts as idle (the "
+                    "idle-allocation finding's rule; `gpuledger audit` shows it).",
+                    Gpus(u.gpus_held_ppd), u.gpu_model, u.hours_observed,
+                    u.compute_of_allocation * 100, Pct(o.release_max_compute)));
+    offer(std::move(r), 0, u.hourly_price_nanos, u.compute_of_allocation, o.release_max_compute);
   }
 
   if (out.empty()) {
-    return keep(fmt::format("Keep it as it is: no smaller layout saves money. {}", usage_line));
+    out = keep(fmt::format("Keep it as it is: no smaller layout saves money. {}", usage_line));
+  } else {
+    std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
+      if (a.monthly_saving_nanos != b.monthly_saving_nanos)
+        return a.monthly_saving_nanos > b.monthly_saving_nanos;
+      return a.action < b.action;
+    });
   }
-  std::stable_sort(out.begin(), out.end(), [](const Recommendation& a, const Recommendation& b) {
-    if (a.monthly_saving_nanos != b.monthly_saving_nanos)
-      return a.monthly_saving_nanos > b.monthly_saving_nanos;
-    return a.action < b.action;
-  });
+  if (!rejected.empty())
+    for (Recommendation& r : out) r.reasons.push_back(rejected);
   return out;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Rightsizing recommendations for one workload (design section 5, issue 12):
-// keep, fewer GPUs, a time-slice fraction, a MIG profile of the same model, or
-// a cheaper GPU model, each with the monthly saving at the workload's own
+// keep, release, fewer GPUs, a time-slice fraction, a MIG profile of the same model, or
+// a cheaper GPU model that keeps up, each with the monthly saving at the workload's own
 // price, a confidence and the reasons in words. Pure: the usage summary comes
 // in as values (the ledger's window summary fills it; not yet wired, see
 // docs/rightsizing.md).
@@ -17,6 +17,7 @@
 // best. When nothing saves money the list is one "keep". The alternatives are
 // exclusive: apply one.
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,11 +29,26 @@ namespace gpuledger::rightsizing {
 
 inline constexpr Micros kHoursPerMonth = 730;
 
+// How fast one GPU of a model is, from its vendor's datasheet (cost/gpu_speed.h); 0 where not
+// known.
+struct GpuSpeed {
+  double memory_bandwidth_gbs = 0;  // GB/s
+  double fp16_dense_tflops = 0;     // dense FP16/BF16 tensor throughput, no sparsity
+
+  friend bool operator==(const GpuSpeed&, const GpuSpeed&) = default;
+};
+
+// What limits a workload's speed on another model: its memory bandwidth (the utilization class
+// says memory-bound), or not known, when both must keep up (no class says compute-bound: a GPU
+// busy on its SMs may still wait on memory).
+enum class Bound { kUnknown, kMemoryBandwidth };
+
 // A GPU model a workload could move to, at the price it would pay for it.
 struct ModelPrice {
   std::string gpu_model;         // "L4"
   Bytes memory_bytes = 0;        // memory of one GPU
   Nanos hourly_price_nanos = 0;  // one GPU for one hour
+  GpuSpeed speed;
 
   friend bool operator==(const ModelPrice&, const ModelPrice&) = default;
 };
@@ -56,11 +72,22 @@ struct WorkloadUsage {
   double compute_p50 = 0;
   double compute_p95 = 0;
   double compute_p99 = 0;
+  // Its compute over what it held, over the window (Σ compute GPU-µs / Σ allocated): 0.004
+  // when it used 0.4% of its grant.
+  double compute_of_allocation = 0;
   double hours_observed = 0;             // hours with data
   double coverage = 0;                   // hours observed / hours of the window, 0..1
   Bytes gpu_memory_bytes = 0;            // memory of one GPU of gpu_model
   Nanos hourly_price_nanos = 0;          // one GPU of gpu_model for one hour, at its own pricing
   std::vector<ModelPrice> other_models;  // candidates for "cheaper-model"
+  GpuSpeed speed;                        // of gpu_model
+  Bound bound = Bound::kUnknown;
+  // How far its compute figure may be off, as its rules were measured on real GPUs
+  // (model/compute_band.h: 1.11 for process samples split on a time-sliced GPU); nullopt when
+  // a rule that gave it compute was never measured (MIG presence, the allocation fallback):
+  // then no move is sized by its compute.
+  std::optional<double> compute_band = 0.0;
+  std::string compute_rule;  // the rules, "+"-joined, for the reasons
 };
 
 enum class Percentile { kP50, kP95, kP99 };
@@ -76,20 +103,27 @@ struct RightsizingOptions {
   double min_days_medium = 1;      // below either: "low"
   double min_coverage_medium = 0.5;
   int max_time_slice_replicas = 8;  // 1/2, 1/4, 1/8 (a power of two, <= 16)
-  // "cheaper-model" only when the compute need (at the percentile) is at most
-  // this share of the current GPU: a slower model is assumed to keep up with
-  // that much (compute is not measured on the other model; the reason says so).
-  double max_compute_for_cheaper_model = 0.5;
+  // "cheaper-model" only when the compute need at the percentile, scaled to the other model by
+  // the speed ratio that binds (memory bandwidth for a memory-bound workload, else the larger
+  // of bandwidth and FP16 throughput), is at most this share of one of its GPUs: the rest is
+  // room for bursts. A model whose speed is not known is not offered.
+  double max_compute_on_other_model = 0.8;
+  // "release": a workload that held GPUs for at least release_min_hours, kept no GPU-hour busy
+  // and computed at most release_max_compute of what it held, as guardrails' idle-allocation
+  // counts idle (guardrails/policy.h: 1% for 24 hours).
+  double release_min_hours = 24;
+  double release_max_compute = 0.01;
   Nanos min_monthly_saving_nanos = 0;  // recommend only above this saving
 };
 
-enum class Action { kKeep, kFewerGpus, kTimeSlice, kMigProfile, kCheaperModel };
-std::string_view ActionName(Action action);  // "keep", "fewer-gpus", "time-slice", ...
+enum class Action { kKeep, kFewerGpus, kTimeSlice, kMigProfile, kCheaperModel, kRelease };
+// "keep", "fewer-gpus", "time-slice", "mig-profile", "cheaper-model", "release".
+std::string_view ActionName(Action action);
 
 struct Recommendation {
   std::string workload;
   Action action = Action::kKeep;
-  std::string target;            // "2 GPUs", "1/4", "1g.10gb", "L4", or "" for keep
+  std::string target;            // "2 GPUs", "1/4", "1g.10gb", "L4", "0 GPUs", or "" for keep
   std::string gpu_model;         // the model it would run on
   SharePpd recommended_ppd = 0;  // share of gpu_model's GPUs it would hold (all replicas)
   Nanos current_hourly_nanos = 0;
@@ -105,7 +139,8 @@ struct Recommendation {
 
 // "high (9.0 days observed, 95% coverage)" rules: high when both days and
 // coverage reach the high thresholds, medium when both reach the medium ones,
-// low otherwise.
+// low otherwise. Recommend lowers a move's "high" to "medium" when the compute
+// figure's band is wider than the margin the move leaves (its reasons say so).
 std::string Confidence(double days_observed, double coverage, const RightsizingOptions& options);
 
 // `share_ppd` of a GPU at `hourly_price_nanos` for one hour, rounded half up.

@@ -106,26 +106,149 @@ TEST(Recommend, SmallInferenceRankedSharing) {
   EXPECT_EQ(recs[0].confidence, "medium");  // 1.5 days, 75% coverage
 }
 
-TEST(Recommend, CheaperModel) {
+// Datasheet speeds (cost/gpu_speed.cc): GB/s and dense FP16 TFLOPS.
+constexpr GpuSpeed kH100Speed{3350, 989}, kH200Speed{4800, 989}, kT4Speed{320, 65},
+    kL4Speed{300, 121}, kA10GSpeed{600, 70}, kA10040Speed{1555, 312}, kA10080Speed{2039, 312};
+
+// Issue 59: "at most 50% of the current GPU" sent 14% of an H200 to a T4, which has 1/15 of its
+// bandwidth. A cheaper model is offered only when the need, scaled by the speed ratio that
+// binds, fits 80% of it; the cheaper ones that do not keep up are named with their arithmetic.
+TEST(Recommend, ACheaperModelOnlyWhenItKeepsUp) {
   WorkloadUsage u = Inference();
-  u.memory_peak_bytes = 12 * kGiB;                        // x 1.2 = 14.4 GiB: 1g.20gb on an H100
-  u.other_models = {{"L4", 23034 * kMiB, 1'668'800'000},  // $13.3504 / 8
-                    {"T4", 15360 * kMiB, 978'000'000},    // 15 GiB: holds 14.4 GiB
-                    {"A10G", 24 * kGiB, 2'036'000'000}};
+  u.memory_peak_bytes = 12 * kGiB;  // x 1.2 = 14.4 GiB: every candidate holds it
+  u.speed = kH100Speed;
+  u.other_models = {{"L4", 23034 * kMiB, 1'668'800'000, kL4Speed},
+                    {"T4", 15360 * kMiB, 978'000'000, kT4Speed},
+                    {"A10G", 24 * kGiB, 2'036'000'000, kA10GSpeed},
+                    {"A100-40GB", 40 * kGiB, 4'100'000'000, kA10040Speed},
+                    {"Mystery", 40 * kGiB, 500'000'000, GpuSpeed{}}};
+  auto cheaper = [](const std::vector<Recommendation>& recs) {
+    return std::find_if(recs.begin(), recs.end(),
+                        [](const Recommendation& r) { return r.action == Action::kCheaperModel; });
+  };
+  // Bound unknown: the stricter ratio. T4: max(3350/320, 989/65) = 15.2, so 12% is 183% of a
+  // T4; L4 11.2 (134%); A10G 14.1 (170%); A100-40GB max(2.15, 3.17) = 3.17: 38%, offered.
+  auto recs = Recommend(u, RightsizingOptions{});
+  auto it = cheaper(recs);
+  ASSERT_NE(it, recs.end());
+  EXPECT_EQ(it->target, "A100-40GB");
+  // (6.88 - 4.10) x 730 = 2,029.40
+  EXPECT_EQ(it->monthly_saving_nanos, 2'029'400'000'000);
+  EXPECT_NE(it->reasons[0].find("the FP16 throughput"), std::string::npos) << it->reasons[0];
+  EXPECT_NE(it->reasons[0].find("12% of the H100-80GB is 38% of a A100-40GB"), std::string::npos)
+      << it->reasons[0];
+  for (const Recommendation& r : recs) {
+    EXPECT_NE(r.reasons.back().find("Not the cheaper T4"), std::string::npos) << r.reasons.back();
+    EXPECT_NE(r.reasons.back().find("would be 183% of a T4"), std::string::npos)
+        << r.reasons.back();
+  }
+  // Memory-bound: the bandwidth alone. T4 3350/320 = 10.5 (126%) and L4 11.2 still not; A10G
+  // 3350/600 = 5.58 (67%) now keeps up, and is cheaper than the A100-40GB.
+  u.bound = Bound::kMemoryBandwidth;
+  recs = Recommend(u, RightsizingOptions{});
+  ASSERT_NE(cheaper(recs), recs.end());
+  EXPECT_EQ(cheaper(recs)->target, "A10G");
+  EXPECT_NE(cheaper(recs)->reasons[0].find("is 67% of a A10G"), std::string::npos)
+      << cheaper(recs)->reasons[0];
+  EXPECT_NE(cheaper(recs)->reasons[0].find("it is memory-bound"), std::string::npos);
+  // Light enough for a T4 by bandwidth: 5% x 10.5 = 52%.
+  u.compute_p95 = 0.05;
+  recs = Recommend(u, RightsizingOptions{});
+  ASSERT_NE(cheaper(recs), recs.end());
+  EXPECT_EQ(cheaper(recs)->target, "T4");
+  // A model whose speed is not known is never offered, however cheap.
+  for (const Recommendation& r : recs) EXPECT_NE(r.target, "Mystery");
+  // Without the current model's speed nothing is offered.
+  u.speed = {};
+  recs = Recommend(u, RightsizingOptions{});
+  EXPECT_EQ(cheaper(recs), recs.end());
+}
+
+// The demo's small-llm: memory-bound, p95 14% of an H200. A T4 or an L4 (1/15 and 1/16 of its
+// bandwidth) would need twice a whole card; an A100-80GB (2.35x slower) takes 33%.
+TEST(Recommend, AMemoryBoundLlmOnAnH200IsNotSentToAT4) {
+  WorkloadUsage u = Inference();
+  u.workload = "inference/Deployment/small-llm";
+  u.gpu_model = "H200-141GB";
+  u.speed = kH200Speed;
+  u.bound = Bound::kMemoryBandwidth;
+  u.compute_p95 = 0.14;
+  u.hourly_price_nanos = 10'600'000'000;
+  u.other_models = {{"T4", 15360 * kMiB, 978'000'000, kT4Speed},
+                    {"L4", 23034 * kMiB, 1'668'800'000, kL4Speed},
+                    {"A100-80GB", 80 * kGiB, 5'120'000'000, kA10080Speed}};
+  for (const Recommendation& r : Recommend(u, RightsizingOptions{})) {
+    EXPECT_NE(r.target, "T4");
+    EXPECT_NE(r.target, "L4");
+    EXPECT_NE(r.reasons.back().find("Not the cheaper T4: it is memory-bound, so memory bandwidth "
+                                    "320 GB/s on the T4 against 4800 on the H200-141GB binds"),
+              std::string::npos)
+        << r.reasons.back();
+    if (r.action == Action::kCheaperModel) EXPECT_EQ(r.target, "A100-80GB");
+  }
+}
+
+// Issue 59: notebooks idle all week were told "keep". Held for a day or more with p99 compute at
+// most 1% of a GPU (idle-allocation's rule): release, saving the whole month.
+TEST(Recommend, AnIdleWorkloadReleasesItsGpu) {
+  WorkloadUsage u = Inference();
+  u.workload = "notebooks/StatefulSet/jupyter-carol";
+  u.gpus_used = 0;
+  u.compute_p50 = u.compute_p95 = u.compute_p99 = 0.05;  // the histogram's lowest bucket
+  u.compute_of_allocation = 0.004;
+  u.hours_observed = 168;
+  u.coverage = 1;
   auto recs = Recommend(u, RightsizingOptions{});
   ASSERT_FALSE(recs.empty());
-  // T4: 15 GiB >= 14.4 GiB fits and is cheapest: 6.88 - 0.978 = 5.902 x 730 =
-  // 4308.46.
-  auto it = std::find_if(recs.begin(), recs.end(),
-                         [](const Recommendation& r) { return r.action == Action::kCheaperModel; });
-  ASSERT_NE(it, recs.end());
-  EXPECT_EQ(it->target, "T4");
-  EXPECT_EQ(it->monthly_saving_nanos, 4'308'460'000'000);
-  EXPECT_NE(it->reasons[0].find("Its compute was not measured"), std::string::npos);
-  // Above the compute threshold no cheaper model is offered.
-  u.compute_p95 = 0.6;
-  for (const auto& r : Recommend(u, RightsizingOptions{}))
-    EXPECT_NE(r.action, Action::kCheaperModel);
+  EXPECT_EQ(recs[0].action, Action::kRelease);
+  EXPECT_EQ(ActionName(recs[0].action), "release");
+  EXPECT_EQ(recs[0].target, "0 GPUs");
+  EXPECT_EQ(recs[0].recommended_ppd, 0);
+  EXPECT_EQ(recs[0].monthly_saving_nanos, kH100Hourly * 730);
+  EXPECT_NE(recs[0].reasons[0].find("idle-allocation"), std::string::npos) << recs[0].reasons[0];
+  // Busier than idle, an hour busy, or not held long enough: no release.
+  u.compute_of_allocation = 0.02;
+  EXPECT_NE(Recommend(u, RightsizingOptions{})[0].action, Action::kRelease);
+  u.compute_of_allocation = 0.004;
+  u.gpus_used = 0.01;
+  EXPECT_NE(Recommend(u, RightsizingOptions{})[0].action, Action::kRelease);
+  u.gpus_used = 0;
+  u.hours_observed = 12;
+  for (const Recommendation& r : Recommend(u, RightsizingOptions{}))
+    EXPECT_NE(r.action, Action::kRelease);
+}
+
+// Issue 59: confidence said "high" of moves whose compute figure could be off by more than the
+// room the move leaves, and an estimate never measured drove a move. A band wider than the
+// margin caps a move at "medium", saying which figure held it back; an unmeasured one sizes none.
+TEST(Recommend, ConfidenceFollowsTheComputeFiguresBand) {
+  WorkloadUsage u = Training();  // 10 days, 98%: high by history; 2.5 of 8 GPUs busy
+  u.gpus_used = 2.5;             // fewer-gpus to 3: 20% of room
+  u.compute_band = 0.014;        // kernel-time: within 1.4%
+  u.compute_rule = "kernel-time";
+  auto recs = Recommend(u, RightsizingOptions{});
+  ASSERT_EQ(recs[0].action, Action::kFewerGpus);
+  EXPECT_EQ(recs[0].confidence, "high");
+  u.compute_band = 1.11;  // process samples split on a time-sliced GPU: up to 111% off
+  u.compute_rule = "device-idle+process-samples";
+  recs = Recommend(u, RightsizingOptions{});
+  ASSERT_EQ(recs[0].action, Action::kFewerGpus);
+  EXPECT_EQ(recs[0].confidence, "medium");
+  EXPECT_NE(recs[0].reasons.back().find(
+                "Not high: its compute figure (rule 'device-idle+process-samples') was measured "
+                "off by up to 111% on real GPUs, more than the 20% of room this move leaves."),
+            std::string::npos)
+      << recs[0].reasons.back();
+  // Never measured (MIG presence on a pre-Hopper GPU): no move at all.
+  u.compute_band = std::nullopt;
+  u.compute_rule = "mig-presence";
+  recs = Recommend(u, RightsizingOptions{});
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].action, Action::kKeep);
+  EXPECT_EQ(recs[0].confidence, "low");
+  EXPECT_NE(recs[0].reasons[0].find("an estimate by rule 'mig-presence', never measured"),
+            std::string::npos)
+      << recs[0].reasons[0];
 }
 
 TEST(Recommend, MoneyIsRoundedHalfUpOnce) {

@@ -393,6 +393,32 @@ TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
   EXPECT_GE(mig, 1) << json_out.out;  // the demo has small inference pods on A100s
   EXPECT_GE(priced, 3) << json_out.out;
 
+  // Issue 59, as a new user saw it: small-llm (memory-bound, p95 14% of an H200) was sent to a
+  // T4 with "high"; the notebooks idle all week were kept or moved to MIG. A move keeps up or is
+  // not offered, and says why; an idle notebook gives its GPU back.
+  std::map<std::string, nlohmann::json> by_workload;
+  for (const auto& r : doc["recommendations"]) by_workload[r["workload"]] = r;
+  const nlohmann::json& llm = by_workload.at("inference/Deployment/small-llm");
+  EXPECT_EQ(llm["utilization"], "memory-bound");
+  EXPECT_NE(llm["to"], "T4");
+  EXPECT_NE(llm["reasons"].back().get<std::string>().find(
+                "Not the cheaper T4: it is memory-bound, so memory bandwidth 320 GB/s on the T4 "
+                "against 4800 on the H200-141GB binds"),
+            std::string::npos)
+      << llm["reasons"];
+  // notebook-erin's compute is MIG presence (48 GPU-hours counted, 3.33 used): it sizes nothing.
+  const nlohmann::json& erin = by_workload.at("research/Pod/notebook-erin");
+  EXPECT_EQ(erin["action"], "keep");
+  EXPECT_EQ(erin["confidence"], "low");
+  EXPECT_NE(erin["reasons"][0].get<std::string>().find("never measured"), std::string::npos);
+  for (const char* idle :
+       {"notebooks/StatefulSet/jupyter-carol", "notebooks/StatefulSet/jupyter-bob"}) {
+    const nlohmann::json& r = by_workload.at(idle);
+    EXPECT_EQ(r["action"], "release") << idle;
+    EXPECT_EQ(r["recommended_ppd"], 0) << idle;
+    EXPECT_NE(r["reasons"][0].get<std::string>().find("idle-allocation"), std::string::npos);
+  }
+
   // The table says the same total; bad parameters are exit 2 naming the flag.
   Output table = Run("rightsize --db " + db + " --window all");
   ASSERT_EQ(table.code, 0) << table.err;
