@@ -46,6 +46,7 @@ constexpr auto kDrainTime = std::chrono::seconds(2);
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // A buffer this large is given back when it is done with, not kept for the next request.
 constexpr std::size_t kLargeBuffer = 1 << 20;
+constexpr auto kTrimInterval = std::chrono::seconds(1);
 
 std::chrono::microseconds Us(Micros us) { return std::chrono::microseconds(us); }
 
@@ -209,8 +210,10 @@ struct Server::Impl {
   std::optional<TimePoint> accept_paused_until;
   std::size_t bodies_reserved = 0;  // Σ of the connections' body_reserved
   // A large buffer was let go: glibc keeps such memory mapped unless asked (issue 58: the
-  // webhook stayed at 1.1 GB after the stalled bodies closed).
+  // webhook stayed at 1.1 GB after the stalled bodies closed). Asked at most once a second:
+  // trimming walks the whole heap, and the loop answers every connection.
   bool trim_memory = false;
+  TimePoint last_trim;
 
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
@@ -243,19 +246,25 @@ struct Server::Impl {
     c.body_reserved = 0;
   }
 
-  // Frees what `c` holds of a large request or answer.
+  // Frees what `buffer` holds beyond its text when that is large (a request's remainder).
   void Shrink(std::string& buffer) {
     if (buffer.capacity() < kLargeBuffer) return;
     buffer.shrink_to_fit();
     trim_memory = true;
   }
 
+  // Frees `buffer` whole, asking for the memory back when it was large.
+  void LetGo(std::string& buffer) {
+    if (buffer.capacity() >= kLargeBuffer) trim_memory = true;
+    std::string().swap(buffer);
+  }
+
   void Close(std::uint64_t key) {
     auto it = connections.find(key);
     if (it == connections.end()) return;
     ReleaseBody(*it->second);
-    if (it->second->in.capacity() >= kLargeBuffer || it->second->out.capacity() >= kLargeBuffer)
-      trim_memory = true;
+    LetGo(it->second->in);
+    LetGo(it->second->out);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
     if (it->second->ssl != nullptr) SSL_free(it->second->ssl);
     ::close(it->second->fd);
@@ -373,8 +382,7 @@ struct Server::Impl {
     }
     stats.requests_refused.fetch_add(1, std::memory_order_relaxed);
     ReleaseBody(c);
-    c.in.clear();
-    Shrink(c.in);
+    LetGo(c.in);
     Response busy =
         TextResponse(503, "the server is holding other requests' bodies; send this one again soon");
     busy.headers.emplace_back("Retry-After", "1");
@@ -450,8 +458,7 @@ struct Server::Impl {
       Close(c.key);
       return;
     }
-    if (c.out.capacity() >= kLargeBuffer) trim_memory = true;
-    std::string().swap(c.out);
+    LetGo(c.out);
     if (c.close_after_write) {
       if (c.peer_closed) {
         Close(c.key);
@@ -587,8 +594,9 @@ struct Server::Impl {
         }
       }
       ExpireDeadlines(now);
-      if (trim_memory) {
+      if (trim_memory && now - last_trim >= kTrimInterval) {
         trim_memory = false;
+        last_trim = now;
         malloc_trim(0);
       }
     }

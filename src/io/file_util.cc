@@ -4,13 +4,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <cstdio>
+
+#include "common/strings.h"
 
 namespace gpuledger {
 
@@ -33,10 +34,7 @@ Result<std::string> ReadFile(const std::string& path, FileKind kind) {
 Result<std::string> ReadTokenFile(const std::string& path) {
   auto text = ReadFile(path, kSecretFile);
   if (!text) return text.error();
-  std::string token = std::move(*text);
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
-                            token.back() == '\t'))
-    token.pop_back();
+  const std::string token(Trim(*text));
   constexpr std::size_t kMaxToken = 4096;
   if (token.empty()) return InvalidArgument(fmt::format("{}: the file is empty", path));
   if (token.size() > kMaxToken)
@@ -57,12 +55,8 @@ Status CheckOutputPath(const std::string& path, std::string_view flag) {
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISREG(st.st_mode)) return Status::Ok();
     return InvalidArgument(
-        fmt::format("{} '{}': not a regular file ({}); name a new file or "
-                    "one to replace",
-                    flag, path,
-                    S_ISDIR(st.st_mode) ? "a folder"
-                                        : "a device, "
-                                          "FIFO or socket"));
+        fmt::format("{} '{}': not a regular file ({}); name a new file or one to replace", flag,
+                    path, S_ISDIR(st.st_mode) ? "a folder" : "a device, FIFO or socket"));
   }
   if (errno != ENOENT)
     return InvalidArgument(fmt::format("{} '{}': {}", flag, path, std::strerror(errno)));
@@ -75,8 +69,8 @@ Status CheckOutputPath(const std::string& path, std::string_view flag) {
 }
 
 bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa {
-  }, sb{};
+  struct stat sa {};
+  struct stat sb {};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
 }

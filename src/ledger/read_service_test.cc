@@ -37,6 +37,13 @@ LedgerHour OneHour(int hour, GpuMicros allocated_us) {
   return h;
 }
 
+// Four days of one GPU's hours, each allocated `allocated_us(hour)`.
+std::vector<LedgerHour> FourDays(const std::function<GpuMicros(int hour)>& allocated_us) {
+  std::vector<LedgerHour> hours;
+  for (int h = 0; h < 4 * 24; ++h) hours.push_back(OneHour(h, allocated_us(h)));
+  return hours;
+}
+
 ReportQuery ByNamespace(TimeRange window) {
   ReportQuery q;
   q.window = window;
@@ -287,9 +294,8 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   auto loader_store = ledger->Open();
   ASSERT_TRUE(store.ok() && loader_store.ok());
   store::LedgerStore& s = **store;
-  std::vector<LedgerHour> hours;
-  for (int h = 0; h < 4 * 24; ++h) hours.push_back(OneHour(h, (h % 7 + 1) * 60 * kMicrosPerSecond));
-  ASSERT_TRUE(s.WriteHours(hours).ok());
+  ASSERT_TRUE(
+      s.WriteHours(FourDays([](int h) { return (h % 7 + 1) * 60 * kMicrosPerSecond; })).ok());
   const ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
   ASSERT_TRUE(ReadReports(s, q).ok());  // keeps the days that have ended
 
@@ -351,9 +357,8 @@ TEST_P(ReadServiceTest, KeepsAPartAnswerWhileAReportReadsIt) {
   auto store = ledger->Open();
   ASSERT_TRUE(store.ok());
   store::LedgerStore& s = **store;
-  std::vector<LedgerHour> hours;
-  for (int h = 0; h < 4 * 24; ++h) hours.push_back(OneHour(h, (h % 5 + 1) * 60 * kMicrosPerSecond));
-  ASSERT_TRUE(s.WriteHours(hours).ok());
+  ASSERT_TRUE(
+      s.WriteHours(FourDays([](int h) { return (h % 5 + 1) * 60 * kMicrosPerSecond; })).ok());
   ASSERT_TRUE(ReadReports(s, ByNamespace({Hour(0), Hour(4 * 24)})).ok());  // keeps the days
 
   ReadService reads;
@@ -382,9 +387,7 @@ TEST_P(ReadServiceTest, AReportPastItsSumBudgetIsRefusedBeforeItSums) {
   auto store = ledger->Open();
   ASSERT_TRUE(store.ok());
   store::LedgerStore& s = **store;
-  std::vector<LedgerHour> hours;
-  for (int h = 0; h < 4 * 24; ++h) hours.push_back(OneHour(h, 30 * 60 * kMicrosPerSecond));
-  ASSERT_TRUE(s.WriteHours(hours).ok());
+  ASSERT_TRUE(s.WriteHours(FourDays([](int) { return 30 * 60 * kMicrosPerSecond; })).ok());
   ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
   q.step = kMicrosPerHour;
   auto whole = Snapshot::Load(s, q.window);

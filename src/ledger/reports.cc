@@ -24,7 +24,6 @@ namespace {
 
 constexpr std::uint32_t kNoLabels = UINT32_MAX;  // Bucket::idle_labels_from
 
-// One step's report being built.
 // The threads that sum `devices` devices.
 std::size_t ParallelWorkers(std::size_t devices, const Parallelism& parallelism) {
   return std::clamp<std::size_t>(
@@ -40,6 +39,7 @@ Error TooManySums(std::size_t steps, std::size_t sums, std::size_t max_bytes) {
       sums, steps, max_bytes >> 20));
 }
 
+// One step's report being built.
 struct Bucket {
   report::Report report;
   // The consumer whose namespace labels the step's platform row carries: the last row of the
@@ -454,7 +454,9 @@ class MergedReports {
     }
   }
 
-  // The rows held, over every step, and about what each takes here and once finished.
+  // The steps, the rows held over every step, and about what each row takes here and once
+  // finished.
+  std::size_t steps() const { return reports_.size(); }
   std::size_t rows() const { return row_count_; }
   static constexpr std::size_t kRowBytes = sizeof(report::Row) + sizeof(report::Figures) + 64;
 
@@ -650,7 +652,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
       }
       if (query.max_sum_bytes > 0 &&
           merged.rows() * MergedReports::kRowBytes > query.max_sum_bytes && !failed) {
-        failed = TooManySums(StepReports(query).size(), merged.rows(), query.max_sum_bytes);
+        failed = TooManySums(merged.steps(), merged.rows(), query.max_sum_bytes);
         return;
       }
     }

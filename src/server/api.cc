@@ -446,6 +446,13 @@ std::string_view CanonicalPath(std::string_view path) {
   return path;
 }
 
+// The endpoints that read their window's rows for themselves, each of which may hold hundreds of
+// MB: they run one at a time (Api::Heavy).
+bool IsHeavy(std::string_view path) {
+  return path == "/api/v1/findings" || path == "/api/v1/recommendations" ||
+         path == "/api/v1/export/focus";
+}
+
 // Returns what a read for one query alone freed (days of rows read and let go) to the system:
 // glibc keeps it otherwise, and a server's size would be its largest such read (at 10,000 GPUs
 // ~200 MB for a week of rows) on top of what it keeps.
@@ -492,8 +499,9 @@ ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
   const std::int64_t direct_reads = reads_.stats().direct_reads;
   ApiResponse r = Route(path, params, authorization);
-  // Heavy requests give back what they freed themselves (Heavy).
-  if (reads_.stats().direct_reads != direct_reads) GiveBackFreedMemory();
+  // Heavy requests gave back what they freed before letting the next one in (Heavy).
+  if (reads_.stats().direct_reads != direct_reads && !IsHeavy(CanonicalPath(path)))
+    GiveBackFreedMemory();
   // Paths the API does not serve share one label value, whatever they were answered (a 404,
   // or a 401 before the path is looked at): a scanner must not grow the series without bound.
   const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
@@ -517,15 +525,16 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
     return JsonError(404, fmt::format("no endpoint {}", path));
   auto store = pool_.Borrow();
   if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
-  if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
-  if (path == "/api/v1/report") return Report(**store, reads_, params);
-  if (path == "/api/v1/devices") return Devices(**store, reads_, params);
-  if (path == "/api/v1/findings")
-    return Heavy([&] { return Findings(**store, reads_, params, policy_); });
-  if (path == "/api/v1/recommendations")
-    return Heavy([&] { return Recommendations(**store, params, catalog_); });
-  if (path == "/api/v1/statements") return Statements(**store, params);
-  return Heavy([&] { return ExportFocus(**store, reads_, params); });
+  auto answer = [&] {
+    if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
+    if (path == "/api/v1/report") return Report(**store, reads_, params);
+    if (path == "/api/v1/devices") return Devices(**store, reads_, params);
+    if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
+    if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
+    if (path == "/api/v1/statements") return Statements(**store, params);
+    return ExportFocus(**store, reads_, params);
+  };
+  return IsHeavy(path) ? Heavy(answer) : answer();
 }
 
 ApiResponse Api::Heavy(const std::function<ApiResponse()>& answer) {
