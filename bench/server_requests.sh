@@ -43,4 +43,7 @@ ask "allocation 720h step=1d" "/api/v1/allocation?window=720h&aggregate=namespac
 ask "findings 24h" "/api/v1/findings?window=24h" 3
 ask "findings 7d" "/api/v1/findings?window=7d" 1
 ask "findings 30d" "/api/v1/findings?window=30d" 1
+ask "recommendations 24h" "/api/v1/recommendations?window=24h" 3
+ask "recommendations 7d" "/api/v1/recommendations?window=7d" 1
+ask "recommendations 30d" "/api/v1/recommendations?window=30d" 1
 echo "| peak | | | $(awk '/^VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$pid/status") |"

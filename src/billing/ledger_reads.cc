@@ -140,22 +140,4 @@ Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view c
   return result;
 }
 
-Result<std::vector<UsageRow>> ReadUsageAtMost(store::LedgerStore& store, const TimeRange& range,
-                                              std::size_t max_rows) {
-  if (max_rows == 0) return store.ReadUsage(range);
-  std::vector<UsageRow> rows;
-  for (Micros from = range.from_us; from < range.to_us; from += kMicrosPerDay) {
-    auto day = store.ReadUsage({from, std::min(range.to_us, from + kMicrosPerDay)});
-    if (!day) return day.error();
-    if (rows.size() + day->size() > max_rows)
-      return InvalidArgument(fmt::format(
-          "window: {} to {} holds more than {} usage rows, more than one request reads at once "
-          "(it holds every row of the window); ask a shorter window",
-          FormatRfc3339(range.from_us), FormatRfc3339(range.to_us), max_rows));
-    rows.insert(rows.end(), std::make_move_iterator(day->begin()),
-                std::make_move_iterator(day->end()));
-  }
-  return rows;
-}
-
 }  // namespace gpuledger::billing

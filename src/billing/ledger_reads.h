@@ -24,18 +24,6 @@ namespace gpuledger::billing {
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
                                                       const TimeRange& range);
 
-// The usage rows of `range` as LedgerStore::ReadUsage gives them, read a day at a time and
-// refused past `max_rows` (0: no limit) with kInvalidArgument "window: ...": for a service
-// that holds a window's rows whole (rightsizing). A row as read takes about 1.7 KiB (labels
-// and all): findings read so for a month at 10,000 GPUs passed 24 GB and the server was
-// killed, before they read a day at a time (ledger::ReadService::EachDay). A refusal
-// costs at most a day's rows over the limit.
-Result<std::vector<UsageRow>> ReadUsageAtMost(store::LedgerStore& store, const TimeRange& range,
-                                              std::size_t max_rows);
-// The limit `gpuledger server` sets (about 1.7 GiB at the peak): a day at 10,000 GPUs, about
-// two weeks at 1,000. The CLI reads without one (its user chose the machine).
-inline constexpr std::size_t kServerUsageRows = 1'000'000;
-
 struct ExportOptions {
   std::string window = "all";         // as `report --window` (report::ResolveWindow)
   std::string period = "day";         // hour | day

@@ -82,28 +82,6 @@ constexpr std::string_view kBill90 =
     "a,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,90,USD\n"
     "i-0abc,2024-06-01T00:00:00Z,2024-06-02T00:00:00Z,3.25,USD\n";
 
-// Findings and rightsizing hold their window's rows whole: the server reads them with a limit.
-TEST_F(LedgerTest, UsageIsReadADayAtATimeUpToItsLimitAndRefusedPastIt) {
-  const TimeRange two_days{kDay0, kDay0 + 2 * kMicrosPerDay};
-  auto all = store_->ReadUsage(two_days);
-  ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 5u);  // 4 on day 0 (3 of node a, 1 of b), 1 on day 1
-  for (const std::size_t limit : {std::size_t{0}, all->size()}) {
-    auto read = ReadUsageAtMost(*store_, two_days, limit);
-    ASSERT_TRUE(read.ok()) << read.error().message;
-    ASSERT_EQ(read->size(), all->size());
-    for (std::size_t i = 0; i < all->size(); ++i) {
-      EXPECT_EQ((*read)[i].hour_us, (*all)[i].hour_us);
-      EXPECT_EQ((*read)[i].node, (*all)[i].node);
-    }
-  }
-  auto refused = ReadUsageAtMost(*store_, two_days, all->size() - 1);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_THAT(refused.error().message, HasSubstr("window: 2024-06-01T00:00:00Z to "));
-  EXPECT_THAT(refused.error().message, HasSubstr("more than 4 usage rows"));
-}
-
 TEST_F(LedgerTest, ImportScalesTheNodeDayToTheBillExactly) {
   auto result = ImportBill(*store_, kBill90, "bill.csv", 7);
   ASSERT_TRUE(result.ok()) << result.error().message;

@@ -365,7 +365,8 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   // What could run on less, with the saving a month (recommendations/rightsize_plan.h).
   recommendations::RightsizeQuery all_window;
   all_window.window = "all";
-  auto rightsize = recommendations::ReadRightsizePlan(**store, all_window, inputs->catalog);
+  auto rightsize =
+      recommendations::ReadRightsizePlan(**store, nullptr, all_window, inputs->catalog);
   if (!rightsize) {
     err << "error: " << rightsize.error().message << "\n";
     return 1;

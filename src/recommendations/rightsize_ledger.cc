@@ -2,10 +2,12 @@
 
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "billing/ledger_reads.h"
+#include "ledger/reports.h"
+#include "recommendations/workload_hours.h"
 #include "report/window.h"
 
 namespace gpuledger::recommendations {
@@ -30,9 +32,81 @@ Result<rightsizing::Percentile> ParsePercentile(const std::string& text) {
   return InvalidArgument(fmt::format("percentile: expected p50, p95 or p99, got '{}'", text));
 }
 
+// The ledger's rows streamed by key into WorkloadHours: what is held is each workload's
+// figures and the dictionaries' keys, never a row past its call.
+class GatherScan final : public store::LedgerScan {
+ public:
+  GatherScan(WorkloadHours& hours, const SummaryOptions& options)
+      : hours_(hours), options_(options) {}
+
+  bool ByKey() const override { return true; }
+  Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
+  Status OnDeviceHour(const DeviceHour&) override { return NotKeyed(); }
+  Status OnUsage(const UsageRow&) override { return NotKeyed(); }
+  Status OnGpuKey(std::int64_t, const GpuUuid&) override { return Status::Ok(); }
+  Status OnContextKey(std::int64_t, const UsageRow&) override { return Status::Ok(); }
+  Status OnPlacementKey(std::int64_t key, const DeviceHour& placement) override {
+    placements_[key] = {placement.gpu_model, placement.pricing_class};
+    return Status::Ok();
+  }
+  Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
+    const std::string workload = WorkloadKeyOf(consumer, options_);
+    workloads_[key] =
+        workload.empty() ? kNone : hours_.Workload(workload, consumer.ref.namespace_name);
+    return Status::Ok();
+  }
+  Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu_key,
+                           std::int64_t placement_key) override {
+    auto p = placements_.find(placement_key);
+    if (p == placements_.end())
+      return Internal(
+          fmt::format("the ledger's scan named placement {} before its strings", placement_key));
+    hours_.Device(figures.hour_us, gpu_key,
+                  {figures.metered_us, figures.memory_total_bytes, p->second.gpu_model,
+                   p->second.pricing_class});
+    return Status::Ok();
+  }
+  Status OnKeyedUsage(const UsageRow& figures, std::int64_t gpu_key, std::int64_t consumer_key,
+                      std::int64_t) override {
+    auto w = workloads_.find(consumer_key);
+    if (w == workloads_.end())
+      return Internal(
+          fmt::format("the ledger's scan named consumer {} before its strings", consumer_key));
+    if (w->second != kNone) hours_.Row(w->second, figures.hour_us, gpu_key, figures);
+    return Status::Ok();
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = UINT32_MAX;
+  static Status NotKeyed() { return Internal("a scan by key was sent a row without keys"); }
+  struct Place {
+    std::string gpu_model, pricing_class;
+  };
+  WorkloadHours& hours_;
+  const SummaryOptions& options_;
+  std::unordered_map<std::int64_t, Place> placements_;
+  std::unordered_map<std::int64_t, std::uint32_t> workloads_;  // consumer key -> workload
+};
+
+// Every workload's figures over `window`, the ledger read a day at a time (each day one scan
+// of the store, streamed).
+Result<std::vector<GatheredWorkload>> Gather(store::LedgerStore& store, const TimeRange& window,
+                                             const SummaryOptions& options) {
+  WorkloadHours hours(options.compute_percentile);
+  GatherScan scan(hours, options);
+  for (Micros from = window.from_us; from < window.to_us;) {
+    const Micros day_end = (from / kMicrosPerDay + 1) * kMicrosPerDay;
+    const Micros to = std::min(window.to_us, day_end);
+    if (Status s = store.Scan({from, to}, scan); !s.ok()) return s.error();
+    from = to;
+  }
+  return hours.Finish();
+}
+
 }  // namespace
 
-Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const RightsizeQuery& query,
+Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
+                                          const RightsizeQuery& query,
                                           const cost::Catalog& catalog) {
   auto headroom = ParseHeadroom(query.headroom);
   if (!headroom) return headroom.error();
@@ -42,11 +116,6 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const Right
   if (!extent) return extent.error();
   auto window = report::ResolveWindow(query.window, *extent);
   if (!window) return window.error();
-  // The rows first: past the limit nothing else is read.
-  auto usage = billing::ReadUsageAtMost(store, *window, query.max_usage_rows);
-  if (!usage) return usage.error();
-  auto devices = billing::ReadPricedDeviceHours(store, *window);
-  if (!devices) return devices.error();
 
   RightsizeOptions options;
   options.summary.from_us = window->from_us;
@@ -57,7 +126,20 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const Right
   options.recommend.memory_headroom = *headroom;
   options.recommend.compute_percentile = *percentile;
   options.workload = query.workload;
-  auto plan = PlanRightsizing(*devices, *usage, options);
+
+  // What the ledger charged each workload and its utilization class: the report by controller,
+  // under the allocation policy, as `report --by controller` answers it.
+  ledger::ReportQuery by_controller;
+  by_controller.window = *window;
+  by_controller.group_by = {{report::Dimension::Kind::kController, ""}};
+  by_controller.max_sum_bytes = ledger::kServerSumBytes;
+  auto reports = reads != nullptr ? reads->Reports(store, by_controller)
+                                  : ledger::ReadReports(store, by_controller);
+  if (!reports) return reports.error();
+  auto gathered = Gather(store, *window, options.summary);
+  if (!gathered) return gathered.error();
+  auto plan =
+      PlanRightsizing(Summarize(std::move(*gathered), reports->front(), options.summary), options);
   if (!plan) return plan.error();
   return RightsizeAnswer{std::move(*plan), *window, *headroom, query.percentile};
 }

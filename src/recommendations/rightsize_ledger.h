@@ -1,7 +1,9 @@
 #pragma once
 // The rightsizing plan of a ledger window, as `gpuledger rightsize --db` and
-// /api/v1/recommendations ask for it: the query as the user typed it, validated once here,
-// the window's priced device-hours and usage read, the candidate models from the catalog.
+// /api/v1/recommendations ask for it: the query as the user typed it, validated once here;
+// the window's rows streamed a day at a time into each workload's figures (workload_hours.h:
+// no row is held, so a month at 10,000 GPUs costs its workloads' memory, not its rows'), its
+// report by workload for the prices, the candidate models from the catalog.
 
 #include <cstddef>
 #include <string>
@@ -9,6 +11,7 @@
 #include "common/result.h"
 #include "common/time_range.h"
 #include "cost/catalog.h"
+#include "ledger/read_service.h"
 #include "recommendations/rightsize_plan.h"
 #include "store/ledger_store.h"
 
@@ -20,7 +23,6 @@ struct RightsizeQuery {
   std::string workload;            // "" all, else "ns/Kind/name"
   std::string headroom = "1.2";    // memory room above the peak, 1.0-4.0
   std::string percentile = "p95";  // p50, p95 or p99 of the compute share
-  std::size_t max_usage_rows = 0;  // 0: no limit (billing::ReadUsageAtMost)
 };
 
 struct RightsizeAnswer {
@@ -32,8 +34,10 @@ struct RightsizeAnswer {
 
 // Errors of the query name the parameter first ("window: ...", "headroom: expected ...",
 // "percentile: ...", "workload: ..."): the CLI adds "--", the API "parameter '...'". Store
-// failures pass through.
-Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, const RightsizeQuery& query,
+// failures pass through. `reads` (the server's) answers the report by workload; without one it
+// is read as the CLI reads reports (ledger::ReadReports).
+Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
+                                          const RightsizeQuery& query,
                                           const cost::Catalog& catalog);
 
 }  // namespace gpuledger::recommendations

@@ -98,8 +98,13 @@ Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
                                       const RightsizeOptions& options) {
   auto summaries = SummarizeWorkloads(devices, usage, options.summary);
   if (!summaries) return summaries.error();
+  return PlanRightsizing(std::move(*summaries), options);
+}
+
+Result<RightsizePlan> PlanRightsizing(std::vector<WorkloadSummary> summaries,
+                                      const RightsizeOptions& options) {
   RightsizePlan plan;
-  for (WorkloadSummary& s : *summaries) {
+  for (WorkloadSummary& s : summaries) {
     if (!options.workload.empty() && s.usage.workload != options.workload) continue;
     if (s.usage.gpus_held_ppd <= 0) continue;  // holds no GPU (a device plugin): nothing to size
     // Every saving is at most a month of what the workload holds: when that month fits in 64

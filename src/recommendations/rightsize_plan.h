@@ -12,8 +12,8 @@
 //   (b) the sum of the plans plus the best actions of the workloads no plan moves,
 // and `total_basis` says which. Sums are exact (int64 nanos, checked).
 //
-// Seam for the what-if replay (a later issue): WorkloadAdvice keeps its summary's demand
-// series, which the replay would run against a proposed layout.
+// Seam for the what-if replay (issue 59): WorkloadAdvice keeps its summary's demand series,
+// which the replay runs against a proposed layout.
 
 #include <map>
 #include <span>
@@ -51,6 +51,9 @@ struct RightsizePlan {
 
 // kInvalidArgument when `options.workload` names no workload of the window, or when the window
 // is the report's error (sums past 64 bits).
+Result<RightsizePlan> PlanRightsizing(std::vector<WorkloadSummary> summaries,
+                                      const RightsizeOptions& options);
+// The same over rows given whole (SummarizeWorkloads).
 Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
                                       std::span<const UsageRow> usage,
                                       const RightsizeOptions& options);

@@ -13,225 +13,75 @@
 namespace gpuledger::recommendations {
 namespace {
 
-using rightsizing::Percentile;
-
-int PercentOf(Percentile p) {
-  switch (p) {
-    case Percentile::kP50:
-      return 50;
-    case Percentile::kP99:
-      return 99;
-    case Percentile::kP95:
-      break;
-  }
-  return 95;
-}
-
-// The 1-based nearest rank of percentile `percent` among `n` samples: ceil(n x percent / 100).
-std::int64_t NearestRank(std::int64_t n, int percent) {
-  return std::max<std::int64_t>(1, (n * percent + 99) / 100);
-}
-
-// The bucket index holding the nearest-rank sample of `counts`; -1 with no samples.
-template <std::size_t N>
-int PercentileBucket(const std::array<std::int64_t, N>& counts, int percent) {
-  std::int64_t n = 0;
-  for (std::int64_t c : counts) n += c;
-  if (n <= 0) return -1;
-  const std::int64_t rank = NearestRank(n, percent);
-  std::int64_t seen = 0;
-  for (std::size_t i = 0; i < N; ++i) {
-    seen += counts[i];
-    if (seen >= rank) return static_cast<int>(i);
-  }
-  return static_cast<int>(N) - 1;
-}
-
-// Nearest-rank percentile of values (sorted in place).
-template <typename T>
-T ValuePercentile(std::vector<T>& values, int percent) {
-  if (values.empty()) return T{};
-  std::sort(values.begin(), values.end());
-  return values[static_cast<std::size_t>(
-      NearestRank(static_cast<std::int64_t>(values.size()), percent) - 1)];
-}
-
 // n / d rounded half up, d > 0, n >= 0.
 std::int64_t RoundHalfUp(__int128 n, __int128 d) {
   return static_cast<std::int64_t>((2 * n + d) / (2 * d));
 }
 
-// One GPU of the workload in one hour: its containers' rows on that GPU, added.
-struct GpuHour {
-  GpuMicros allocated_us = 0;
-  GpuMicros compute_us = 0;
-  Bytes peak_memory_bytes = 0;  // Σ of its containers' hour peaks on the GPU
-  UsageHistogram histogram;
-  const DeviceHour* device = nullptr;
-  double Share() const {
-    const GpuMicros wall =
-        device != nullptr && device->metered_us > 0 ? device->metered_us : kMicrosPerHour;
-    return static_cast<double>(compute_us) / static_cast<double>(wall);
-  }
-};
-
-struct Acc {
-  std::string namespace_name;
-  std::map<std::pair<Micros, std::string>, GpuHour> gpu_hours;  // (hour, gpu uuid)
-  std::map<std::string, GpuMicros> allocated_by_model, allocated_by_class;
-};
-
-template <typename M>
-std::string Dominant(const M& by) {
-  std::string best;
-  GpuMicros most = -1;
-  for (const auto& [name, us] : by)
-    if (us > most) most = us, best = name;
-  return best;
+const std::vector<report::Dimension>& ByController() {
+  static const std::vector<report::Dimension> by{{report::Dimension::Kind::kController, ""}};
+  return by;
 }
 
 }  // namespace
-
-double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kComputeBuckets>& counts,
-                           Percentile p) {
-  const int b = PercentileBucket(counts, PercentOf(p));
-  return b < 0 ? 0.0 : kComputeShareBounds[static_cast<std::size_t>(b)];
-}
 
 rightsizing::GpuSpeed SpeedOf(std::string_view gpu_model) {
   const cost::GpuDatasheet sheet = cost::GpuModelSpeed(gpu_model);
   return {sheet.memory_bandwidth_gbs, sheet.fp16_dense_tflops};
 }
 
-Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
-                                                        std::span<const UsageRow> usage,
-                                                        const SummaryOptions& o) {
-  const std::vector<report::Dimension> by_controller{{report::Dimension::Kind::kController, ""}};
-  std::map<std::pair<Micros, std::string>, const DeviceHour*> device_of;
-  for (const DeviceHour& d : devices)
-    if (d.hour_us >= o.from_us && d.hour_us < o.to_us) device_of[{d.hour_us, d.gpu.value}] = &d;
+std::string WorkloadKeyOf(const ConsumerInfo& consumer, const SummaryOptions& o) {
+  const ConsumerRef& ref = consumer.ref;
+  if (ref.IsHost() || ref.namespace_name == kUnresolvedNamespace) return "";
+  if (!o.namespace_name.empty() && ref.namespace_name != o.namespace_name) return "";
+  static const std::string kNone;
+  static const GpuUuid kNoGpu;
+  return report::KeyOf(consumer, report::Placed{kNone, kNone, kNone, kNoGpu, {}}, ByController());
+}
 
-  std::map<std::string, Acc> accs;
-  for (const UsageRow& u : usage) {
-    if (u.hour_us < o.from_us || u.hour_us >= o.to_us) continue;
-    const ConsumerRef& ref = u.consumer.ref;
-    if (ref.IsHost() || ref.namespace_name == kUnresolvedNamespace) continue;
-    if (!o.namespace_name.empty() && ref.namespace_name != o.namespace_name) continue;
-    auto dev = device_of.find({u.hour_us, u.gpu.value});
-    if (dev == device_of.end()) continue;
-    Acc& acc = accs[report::KeyOf(u, by_controller)];
-    acc.namespace_name = ref.namespace_name;
-    GpuHour& g = acc.gpu_hours[{u.hour_us, u.gpu.value}];
-    g.device = dev->second;
-    g.allocated_us += u.allocated_us;
-    g.compute_us += u.compute_us;
-    g.peak_memory_bytes += u.peak_memory_bytes;
-    g.histogram += u.histogram;
-    acc.allocated_by_model[u.gpu_model] += u.allocated_us;
-    acc.allocated_by_class[dev->second->pricing_class] += u.allocated_us;
-  }
-  if (accs.empty()) return std::vector<WorkloadSummary>{};
-
-  // What the ledger charged each workload, and its utilization class: the report's own figures.
-  auto rep = report::BuildReport(devices, usage, by_controller, cost::Policy{},
-                                 cost::IdleHandling{}, o.from_us, o.to_us);
-  if (!rep) return rep.error();
+std::vector<WorkloadSummary> Summarize(std::vector<GatheredWorkload> gathered,
+                                       const report::Report& by_controller,
+                                       const SummaryOptions& o) {
   std::map<std::string, const report::Row*> row_of;
-  for (const report::Row& r : rep->rows) row_of[r.key] = &r;
-
-  const int percent = PercentOf(o.compute_percentile);
+  for (const report::Row& r : by_controller.rows) row_of[r.key] = &r;
   std::vector<WorkloadSummary> out;
-  for (auto& [key, acc] : accs) {
+  out.reserve(gathered.size());
+  for (GatheredWorkload& g : gathered) {
     WorkloadSummary s;
     rightsizing::WorkloadUsage& w = s.usage;
-    w.workload = key;
-    s.namespace_name = acc.namespace_name;
-    w.gpu_model = Dominant(acc.allocated_by_model);
-    s.pricing_class = Dominant(acc.allocated_by_class);
+    w.workload = g.key;
+    s.namespace_name = g.namespace_name;
+    w.gpu_model = g.gpu_model;
+    s.pricing_class = g.pricing_class;
     w.pool = s.pricing_class;
-
-    // Hours held, GPUs held, the busy GPU-hours.
-    std::map<Micros, std::vector<const GpuHour*>> by_hour;
-    __int128 allocated = 0;
-    for (const auto& [k, g] : acc.gpu_hours) {
-      if (g.allocated_us <= 0) continue;
-      by_hour[k.first].push_back(&g);
-      allocated += g.allocated_us;
-      if (g.device->gpu_model == w.gpu_model)
-        w.gpu_memory_bytes = std::max(w.gpu_memory_bytes, g.device->memory_total_bytes);
-    }
-    const std::int64_t hours = static_cast<std::int64_t>(by_hour.size());
-    if (hours > 0) {
-      w.hours_observed = static_cast<double>(hours);
-      const Micros first = by_hour.begin()->first, last = by_hour.rbegin()->first;
-      const std::int64_t span_hours = (last - first) / kMicrosPerHour + 1;  // whole hours
-      w.coverage = static_cast<double>(hours) / static_cast<double>(span_hours);
+    w.gpu_memory_bytes = g.gpu_memory_bytes;
+    if (g.hours > 0) {
+      w.hours_observed = static_cast<double>(g.hours);
+      const std::int64_t span_hours = (g.last_hour_us - g.first_hour_us) / kMicrosPerHour + 1;
+      w.coverage = static_cast<double>(g.hours) / static_cast<double>(span_hours);
       w.gpus_held_ppd =
-          RoundHalfUp(allocated * kWholeGpu, static_cast<__int128>(hours) * kMicrosPerHour);
+          RoundHalfUp(g.allocated_us * kWholeGpu, static_cast<__int128>(g.hours) * kMicrosPerHour);
     }
-    auto busy = [&](const GpuHour& g) {
-      const int b = PercentileBucket(g.histogram.compute, percent);
-      return b >= 0 ? b > 0 : g.Share() > kComputeShareBounds[0];
-    };
-    std::vector<std::int64_t> busy_per_hour;
-    std::vector<const GpuHour*> sized;  // the GPU-hours percentiles are taken over
-    for (const auto& [h, gs] : by_hour) {
-      std::int64_t n = 0;
-      for (const GpuHour* g : gs)
-        if (busy(*g)) ++n, sized.push_back(g);
-      busy_per_hour.push_back(n);
-    }
-    w.gpus_used = static_cast<double>(ValuePercentile(busy_per_hour, percent));
-    if (sized.empty())
-      for (const auto& [h, gs] : by_hour) sized.insert(sized.end(), gs.begin(), gs.end());
-
-    // Compute percentiles: histogram counts when the rows carry them, else hourly means.
-    std::array<std::int64_t, UsageHistogram::kComputeBuckets> compute{};
-    std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory{};
-    std::vector<double> shares;
-    std::vector<Bytes> peaks;
-    for (const GpuHour* g : sized) {
-      for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
-        compute[i] += g->histogram.compute[i];
-      shares.push_back(g->Share());
-    }
-    for (const auto& [h, gs] : by_hour)
-      for (const GpuHour* g : gs) {
-        for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
-          memory[i] += g->histogram.memory[i];
-        peaks.push_back(g->peak_memory_bytes);
-        w.memory_peak_bytes = std::max(w.memory_peak_bytes, g->peak_memory_bytes);
-      }
-    for (std::int64_t c : compute) s.compute_samples += c;
-    if (s.compute_samples > 0) {
-      w.compute_p50 = HistogramPercentile(compute, Percentile::kP50);
-      w.compute_p95 = HistogramPercentile(compute, Percentile::kP95);
-      w.compute_p99 = HistogramPercentile(compute, Percentile::kP99);
-      s.compute_basis = fmt::format("histogram: {} samples", s.compute_samples);
-    } else {
-      std::vector<double> v = shares;
-      w.compute_p50 = ValuePercentile(v, 50);
-      w.compute_p95 = ValuePercentile(v, 95);
-      w.compute_p99 = ValuePercentile(v, 99);
-      s.compute_samples = static_cast<std::int64_t>(shares.size());
-      s.compute_basis = fmt::format(
-          "hourly means of {} GPU-hours (no histograms in the ledger: bursts under an hour are "
-          "averaged)",
-          shares.size());
-    }
-    const int mb = PercentileBucket(memory, 99);
-    if (mb >= 0 && w.gpu_memory_bytes > 0) {
-      const Bytes upper =
-          w.gpu_memory_bytes / 8 * kMemoryEighthBounds[static_cast<std::size_t>(mb)];
-      w.memory_p99_bytes = std::min(upper, w.memory_peak_bytes);
-      s.memory_basis = "peak: the agent's hour peaks; p99: the memory histogram's bucket";
-    } else {
-      w.memory_p99_bytes = ValuePercentile(peaks, 99);
-      s.memory_basis = "peak: the agent's hour peaks; p99: of the hourly peaks";
-    }
+    w.gpus_used = g.gpus_used;
+    w.compute_p50 = g.compute_p50;
+    w.compute_p95 = g.compute_p95;
+    w.compute_p99 = g.compute_p99;
+    s.compute_samples = g.compute_samples;
+    s.compute_basis =
+        g.compute_from_histograms
+            ? fmt::format("histogram: {} samples", g.compute_samples)
+            : fmt::format(
+                  "hourly means of {} GPU-hours (no histograms in the ledger: bursts under an "
+                  "hour are averaged)",
+                  g.compute_samples);
+    w.memory_peak_bytes = g.memory_peak_bytes;
+    w.memory_p99_bytes = g.memory_p99_bytes;
+    s.memory_basis = g.memory_p99_from_histograms
+                         ? "peak: the agent's hour peaks; p99: the memory histogram's bucket"
+                         : "peak: the agent's hour peaks; p99: of the hourly peaks";
 
     // Its own price per GPU-hour, and the class.
-    if (auto r = row_of.find(key); r != row_of.end()) {
+    if (auto r = row_of.find(g.key); r != row_of.end()) {
       const report::Figures& f = r->second->figures;
       if (f.allocated_gpu_us > 0) {
         w.hourly_price_nanos =
@@ -255,28 +105,50 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
     w.bound = s.utilization.cls == utilization::Class::kMemoryBound
                   ? rightsizing::Bound::kMemoryBandwidth
                   : rightsizing::Bound::kUnknown;
-
-    // The demand series: per hour its GPUs by compute share, busiest first.
-    std::size_t shards = 0;
-    for (const auto& [h, gs] : by_hour) shards = std::max(shards, gs.size());
-    s.demand.shard_compute.assign(shards, std::vector<double>(by_hour.size(), 0.0));
-    s.demand.shard_memory.assign(shards, std::vector<Bytes>(by_hour.size(), 0));
-    std::size_t hi = 0;
-    for (auto& [h, gs] : by_hour) {
-      s.demand.hours.push_back(h);
-      std::vector<const GpuHour*> sorted = gs;
-      std::stable_sort(sorted.begin(), sorted.end(), [](const GpuHour* a, const GpuHour* b) {
-        return a->compute_us > b->compute_us;
-      });
-      for (std::size_t i = 0; i < sorted.size(); ++i) {
-        s.demand.shard_compute[i][hi] = sorted[i]->Share();
-        s.demand.shard_memory[i][hi] = sorted[i]->peak_memory_bytes;
-      }
-      ++hi;
-    }
+    s.demand = std::move(g.demand);
     out.push_back(std::move(s));
   }
   return out;
+}
+
+Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
+                                                        std::span<const UsageRow> usage,
+                                                        const SummaryOptions& o) {
+  // The report first: a window whose sums do not fit is its error.
+  auto rep = report::BuildReport(devices, usage, ByController(), cost::Policy{},
+                                 cost::IdleHandling{}, o.from_us, o.to_us);
+  if (!rep) return rep.error();
+
+  // Hour by hour, as a reader of the ledger gathers: the hour's devices (GPUs numbered in UUID
+  // order), then its rows.
+  std::map<std::string, std::int64_t> gpu_ids;
+  std::map<Micros, std::vector<const DeviceHour*>> devices_by_hour;
+  for (const DeviceHour& d : devices)
+    if (d.hour_us >= o.from_us && d.hour_us < o.to_us) {
+      gpu_ids.emplace(d.gpu.value, 0);
+      devices_by_hour[d.hour_us].push_back(&d);
+    }
+  std::int64_t next_id = 0;
+  for (auto& [uuid, id] : gpu_ids) id = next_id++;
+  std::map<Micros, std::vector<const UsageRow*>> rows_by_hour;
+  for (const UsageRow& u : usage)
+    if (u.hour_us >= o.from_us && u.hour_us < o.to_us) rows_by_hour[u.hour_us].push_back(&u);
+
+  WorkloadHours hours(o.compute_percentile);
+  for (const auto& [hour, hour_devices] : devices_by_hour) {
+    for (const DeviceHour* d : hour_devices)
+      hours.Device(hour, gpu_ids.at(d->gpu.value),
+                   {d->metered_us, d->memory_total_bytes, d->gpu_model, d->pricing_class});
+    auto rows = rows_by_hour.find(hour);
+    if (rows == rows_by_hour.end()) continue;
+    for (const UsageRow* u : rows->second) {
+      const std::string key = WorkloadKeyOf(u->consumer, o);
+      auto gpu = gpu_ids.find(u->gpu.value);
+      if (key.empty() || gpu == gpu_ids.end()) continue;
+      hours.Row(hours.Workload(key, u->consumer.ref.namespace_name), hour, gpu->second, *u);
+    }
+  }
+  return Summarize(hours.Finish(), *rep, o);
 }
 
 }  // namespace gpuledger::recommendations

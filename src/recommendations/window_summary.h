@@ -37,6 +37,8 @@
 
 #include "common/result.h"
 #include "model/ledger.h"
+#include "recommendations/workload_hours.h"
+#include "report/report.h"
 #include "rightsizing/recommend.h"
 #include "utilization/classify.h"
 
@@ -49,15 +51,6 @@ struct SummaryOptions {
   rightsizing::Percentile compute_percentile = rightsizing::Percentile::kP95;
   // Candidate models for "cheaper-model", per pricing class, at the catalog's prices.
   std::map<std::string, std::vector<rightsizing::ModelPrice>> models_by_class;
-};
-
-// One workload's demand, hour by hour, for the what-if replay: `hours` ascending; per shard
-// (its i-th busiest GPU in each hour, so replicas that restart under new names stay one
-// series) the compute share of one physical GPU and the memory peak on that GPU.
-struct DemandSeries {
-  std::vector<Micros> hours;
-  std::vector<std::vector<double>> shard_compute;  // [shard][hour index]
-  std::vector<std::vector<Bytes>> shard_memory;    // [shard][hour index]
 };
 
 struct WorkloadSummary {
@@ -74,10 +67,22 @@ struct WorkloadSummary {
 // The datasheet speed of a catalog model (cost::GpuModelSpeed); zeros when not known.
 rightsizing::GpuSpeed SpeedOf(std::string_view gpu_model);
 
-// Summaries of every Kubernetes workload with rows in [from_us, to_us) (host consumers and
-// unresolved processes are left out: nothing to resize), ordered by workload. Usage rows whose
-// (hour, gpu) has no device row are ignored, as in reports; a window whose sums do not fit in
-// 64 bits is the report's error.
+// The workload key ("namespace/Kind/name") a consumer's rows are summed under, or "" for a
+// consumer rightsizing leaves out: host consumers and unresolved processes (nothing to resize),
+// and those outside `options.namespace_name`.
+std::string WorkloadKeyOf(const ConsumerInfo& consumer, const SummaryOptions& options);
+
+// The summaries of what was gathered over the window (WorkloadHours::Finish), each joined to
+// its row of `by_controller` (the window's report grouped by controller, the allocation
+// policy): its price, compute quality and band, utilization class.
+std::vector<WorkloadSummary> Summarize(std::vector<GatheredWorkload> gathered,
+                                       const report::Report& by_controller,
+                                       const SummaryOptions& options);
+
+// Summaries of every Kubernetes workload with rows in [from_us, to_us), from rows given in any
+// order, ordered by workload: what a reader of the ledger gathers a day at a time, at once.
+// Usage rows whose (hour, gpu) has no device row are ignored, as in reports; a window whose
+// sums do not fit in 64 bits is the report's error.
 Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHour> devices,
                                                         std::span<const UsageRow> usage,
                                                         const SummaryOptions& options);

@@ -99,10 +99,11 @@ TEST(WindowSummary, EightGpusHeldTwoUsedGivesFewerGpusWithTheSavingByHand) {
   // The demand series: the two busy GPUs are shards 0 and 1, at 0.9 of a GPU every hour.
   ASSERT_EQ(s[0].demand.shard_compute.size(), 8u);
   ASSERT_EQ(s[0].demand.hours.size(), 48u);
-  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[0][5], 0.9);
-  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[1][5], 0.9);
-  EXPECT_DOUBLE_EQ(s[0].demand.shard_compute[2][5], 0.01);
-  EXPECT_EQ(s[0].demand.shard_memory[0][5], 60 * kGiB);
+  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[0][5], 0.9f);
+  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[1][5], 0.9f);
+  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[2][5], 0.01f);
+  EXPECT_EQ(s[0].demand.shard_memory_mib[0][5], 60u * 1024);
+  EXPECT_EQ(s[0].demand.shard_memory_mib[2][5], 2u * 1024);
 }
 
 TEST(WindowSummary, HistogramPercentilesAreBucketUpperBounds) {

@@ -318,7 +318,7 @@ ApiResponse Statements(store::LedgerStore& store, const Params& p) {
   return {200, "application/json", JsonText(json{{"statements", out}}, 2) + "\n"};
 }
 
-ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
+ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
                             const cost::Catalog& catalog) {
   if (auto u = UnknownParam(p, {"window", "namespace", "workload", "headroom", "percentile"});
       !u.empty())
@@ -331,8 +331,7 @@ ApiResponse Recommendations(store::LedgerStore& store, const Params& p,
   q.workload = Get(p, "workload", "");
   q.headroom = Get(p, "headroom", q.headroom);
   q.percentile = Get(p, "percentile", q.percentile);
-  q.max_usage_rows = billing::kServerUsageRows;  // one request must not take the host
-  auto answer = recommendations::ReadRightsizePlan(store, q, catalog);
+  auto answer = recommendations::ReadRightsizePlan(store, &reads, q, catalog);
   if (!answer)
     return ParameterError(answer.error(),
                           {"window", "namespace", "workload", "headroom", "percentile"});
@@ -530,7 +529,8 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
     if (path == "/api/v1/report") return Report(**store, reads_, params);
     if (path == "/api/v1/devices") return Devices(**store, reads_, params);
     if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
-    if (path == "/api/v1/recommendations") return Recommendations(**store, params, catalog_);
+    if (path == "/api/v1/recommendations")
+      return Recommendations(**store, reads_, params, catalog_);
     if (path == "/api/v1/statements") return Statements(**store, params);
     return ExportFocus(**store, reads_, params);
   };

@@ -1,0 +1,177 @@
+// Rightsizing read from the ledger a day at a time (the rows streamed into each workload's
+// figures, never held) against the whole-window computation (PlanRightsizing over every row
+// the store reads back), on random ledgers in SQLite and PostgreSQL: the same document byte for
+// byte and the same demand series, for windows that start and end inside days, every
+// percentile, a namespace, the CLI's report and the server's read service.
+#include "recommendations/rightsize_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "billing/ledger_reads.h"
+#include "recommendations/rightsize_json.h"
+#include "report/window.h"
+#include "store_test_env/store_test_env.h"
+
+namespace gpuledger::recommendations {
+namespace {
+
+using store::testing::Hour;
+using store::testing::MakeTestLedger;
+using store::testing::StoreKind;
+using store::testing::StoreKindName;
+
+const char* const kNamespaces[] = {"ml", "web", "research"};
+
+// `hours` hours of 6 GPUs (H100s on demand, L4s on spot): Deployments whose replicas come and
+// go across GPUs, Jobs and bare pods, some sharing a GPU; rows with and without histograms;
+// host processes and unresolved ones beside them; hours nobody recorded.
+std::vector<LedgerHour> RandomLedger(std::mt19937_64& rng, int hours) {
+  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  std::vector<LedgerHour> out;
+  for (int h = 0; h < hours; ++h)
+    for (int g = 0; g < 6; ++g) {
+      if (below(10) == 0) continue;
+      LedgerHour lh;
+      DeviceHour& d = lh.device;
+      d.hour_us = Hour(h);
+      d.cluster = "c";
+      d.node = g < 3 ? "node-a" : "node-b";
+      d.gpu = GpuUuid("GPU-" + std::to_string(g));
+      d.gpu_model = g < 4 ? "H100-80GB" : "L4";
+      d.sharing = g == 2 ? SharingMode::kTimeSlicing : SharingMode::kExclusive;
+      d.pricing_class = g < 4 ? "on-demand" : "spot";
+      d.price_nanos = g < 4 ? 6'880'000'000 : 700'000'000 + below(1000);
+      d.metered_us = below(6) == 0 ? kMicrosPerHour / 2 + below(1000) : kMicrosPerHour;
+      d.unmetered_us = kMicrosPerHour - d.metered_us;
+      d.memory_total_bytes = (g < 4 ? 80LL : 24LL) << 30;
+      const int consumers = g == 2 ? 1 + below(3) : below(2);
+      GpuMicros allocated = 0, compute = 0;
+      for (int c = 0; c < consumers; ++c) {
+        UsageRow u;
+        u.hour_us = d.hour_us;
+        u.gpu = d.gpu;
+        const int kind = below(12);
+        const int ns = below(3);
+        const int owner = below(3);
+        const std::string pod = "p" + std::to_string(owner) + "-" + std::to_string(below(4));
+        if (kind == 0) {
+          u.consumer.ref = ConsumerRef{std::string(kHostNamespace), "host", PodUid(""),
+                                       "dcgm-" + std::to_string(c)};
+        } else if (kind == 1) {
+          u.consumer.ref = ConsumerRef{std::string(kUnresolvedNamespace), "pid-7", PodUid(""),
+                                       std::to_string(c)};
+        } else {
+          u.consumer.ref =
+              ConsumerRef{kNamespaces[ns], pod, PodUid(pod + "-uid"), "c" + std::to_string(c)};
+          u.consumer.owner_kind = kind < 8 ? "Deployment" : kind < 10 ? "Job" : "";
+          u.consumer.owner_name = u.consumer.owner_kind.empty() ? "" : "w" + std::to_string(owner);
+        }
+        u.node = d.node;
+        u.gpu_model = d.gpu_model;
+        u.sharing = d.sharing;
+        u.device_id = d.gpu.value;
+        u.allocated_us = consumers == 1 ? d.metered_us : d.metered_us / consumers;
+        u.compute_us = below(static_cast<int>(u.allocated_us + 1));
+        u.memory_kib_s = below(1'000'000);
+        u.peak_memory_bytes = static_cast<Bytes>(below(70'000)) << 20;
+        u.compute_quality = below(3) == 0 ? Quality::kEstimated : Quality::kMeasured;
+        u.compute_rule = u.compute_quality == Quality::kEstimated ? "process-samples" : "";
+        u.memory_quality = Quality::kMeasured;
+        if (below(3) != 0) {
+          for (auto& c : u.histogram.compute) c = below(3) == 0 ? below(60) : 0;
+          for (auto& m : u.histogram.memory) m = below(2) == 0 ? below(60) : 0;
+        }
+        allocated += u.allocated_us;
+        compute += u.compute_us;
+        lh.usage.push_back(std::move(u));
+      }
+      d.unallocated_us = d.metered_us - allocated;
+      d.busy_us = compute;
+      d.idle_us = d.metered_us - compute;
+      out.push_back(std::move(lh));
+    }
+  return out;
+}
+
+// The plan from every row of the window at once, as the document prints it.
+std::string WholeWindowDocument(store::LedgerStore& store, const RightsizeQuery& q,
+                                const cost::Catalog& catalog, RightsizePlan* plan_out) {
+  auto extent = store.Extent();
+  EXPECT_TRUE(extent.ok());
+  auto window = report::ResolveWindow(q.window, *extent);
+  EXPECT_TRUE(window.ok());
+  auto devices = billing::ReadPricedDeviceHours(store, *window);
+  auto usage = store.ReadUsage(*window);
+  EXPECT_TRUE(devices.ok() && usage.ok());
+  RightsizeOptions o;
+  o.summary.from_us = window->from_us;
+  o.summary.to_us = window->to_us;
+  o.summary.namespace_name = q.namespace_name;
+  o.summary.compute_percentile = q.percentile == "p50"   ? rightsizing::Percentile::kP50
+                                 : q.percentile == "p99" ? rightsizing::Percentile::kP99
+                                                         : rightsizing::Percentile::kP95;
+  o.summary.models_by_class = ModelsByClass(catalog);
+  o.recommend.compute_percentile = o.summary.compute_percentile;
+  auto plan = PlanRightsizing(*devices, *usage, o);
+  EXPECT_TRUE(plan.ok()) << plan.error().message;
+  *plan_out = *plan;
+  return RightsizeToJson({std::move(*plan), *window, 1.2, q.percentile});
+}
+
+class RightsizeLedger : public ::testing::TestWithParam<StoreKind> {};
+
+TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  std::mt19937_64 rng(20261207);
+  const Status written = (*store)->WriteHours(RandomLedger(rng, 101));  // 4 days and 5 hours
+  ASSERT_TRUE(written.ok()) << written.error().message;
+
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  ledger::ReadService reads;
+  int compared = 0, workloads = 0, shards = 0;
+  for (const char* window : {"all", "30h", "2d", "77h", "1h"})
+    for (const char* percentile : {"p50", "p95", "p99"})
+      for (const char* space : {"", "ml"}) {
+        RightsizeQuery q;
+        q.window = window;
+        q.percentile = percentile;
+        q.namespace_name = space;
+        SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
+        RightsizePlan whole;
+        const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
+        for (ledger::ReadService* service : {static_cast<ledger::ReadService*>(nullptr), &reads}) {
+          auto read = ReadRightsizePlan(**store, service, q, catalog);
+          ASSERT_TRUE(read.ok()) << read.error().message;
+          ASSERT_EQ(RightsizeToJson(*read), expected);
+          ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
+          for (std::size_t i = 0; i < whole.workloads.size(); ++i) {
+            const DemandSeries& a = read->plan.workloads[i].summary.demand;
+            const DemandSeries& b = whole.workloads[i].summary.demand;
+            EXPECT_EQ(a.hours, b.hours);
+            EXPECT_EQ(a.shard_compute, b.shard_compute);
+            EXPECT_EQ(a.shard_memory_mib, b.shard_memory_mib);
+            shards += static_cast<int>(a.shard_compute.size());
+          }
+          workloads += static_cast<int>(whole.workloads.size());
+          ++compared;
+        }
+      }
+  EXPECT_EQ(compared, 60);
+  EXPECT_GT(workloads, 300);  // the windows hold workloads, not empty plans
+  EXPECT_GT(shards, workloads);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,
+                         ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres),
+                         [](const auto& info) { return StoreKindName(info.param); });
+
+}  // namespace
+}  // namespace gpuledger::recommendations

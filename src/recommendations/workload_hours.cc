@@ -1,0 +1,311 @@
+#include "recommendations/workload_hours.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace gpuledger::recommendations {
+namespace {
+
+using rightsizing::Percentile;
+
+int PercentOf(Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return 50;
+    case Percentile::kP99:
+      return 99;
+    case Percentile::kP95:
+      break;
+  }
+  return 95;
+}
+
+// The 1-based nearest rank of percentile `percent` among `n` samples: ceil(n x percent / 100).
+std::int64_t NearestRank(std::int64_t n, int percent) {
+  return std::max<std::int64_t>(1, (n * percent + 99) / 100);
+}
+
+// The bucket index holding the nearest-rank sample of `counts`; -1 with no samples.
+template <std::size_t N>
+int PercentileBucket(const std::array<std::int64_t, N>& counts, int percent) {
+  std::int64_t n = 0;
+  for (std::int64_t c : counts) n += c;
+  if (n <= 0) return -1;
+  const std::int64_t rank = NearestRank(n, percent);
+  std::int64_t seen = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    seen += counts[i];
+    if (seen >= rank) return static_cast<int>(i);
+  }
+  return static_cast<int>(N) - 1;
+}
+
+template <std::size_t N>
+bool HasSamples(const std::array<std::int64_t, N>& counts) {
+  return std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c != 0; });
+}
+
+// Nearest-rank percentile of values (sorted in place).
+template <typename T>
+T ValuePercentile(std::vector<T>& values, int percent) {
+  if (values.empty()) return T{};
+  std::sort(values.begin(), values.end());
+  return values[static_cast<std::size_t>(
+      NearestRank(static_cast<std::int64_t>(values.size()), percent) - 1)];
+}
+
+// The nearest-rank percentile of values given as value -> how many.
+std::int64_t CountedPercentile(const std::map<std::int64_t, std::int64_t>& counted, int percent) {
+  std::int64_t n = 0;
+  for (const auto& [value, count] : counted) n += count;
+  if (n == 0) return 0;
+  const std::int64_t rank = NearestRank(n, percent);
+  std::int64_t seen = 0;
+  for (const auto& [value, count] : counted)
+    if ((seen += count) >= rank) return value;
+  return counted.rbegin()->first;
+}
+
+std::uint32_t MibRoundedUp(Bytes bytes) {
+  const Bytes mib = (std::max<Bytes>(bytes, 0) + kMiB - 1) / kMiB;
+  return static_cast<std::uint32_t>(
+      std::min<Bytes>(mib, std::numeric_limits<std::uint32_t>::max()));
+}
+
+// Whether a GPU-hour without a histogram was busy: its share above the first bucket, compared
+// as the demand series keeps it (a float), so the percentiles taken from the series later pick
+// the same GPU-hours.
+bool Busy(float share) { return share > static_cast<float>(kComputeShareBounds[0]); }
+
+template <typename T>
+void GrowTo(std::vector<T>& v, std::size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kComputeBuckets>& counts,
+                           Percentile p) {
+  const int b = PercentileBucket(counts, PercentOf(p));
+  return b < 0 ? 0.0 : kComputeShareBounds[static_cast<std::size_t>(b)];
+}
+
+double WorkloadHours::GpuHour::Share() const {
+  const GpuMicros wall = device->metered_us > 0 ? device->metered_us : kMicrosPerHour;
+  return static_cast<double>(compute_us) / static_cast<double>(wall);
+}
+
+WorkloadHours::WorkloadHours(Percentile percentile) : percentile_(percentile) {}
+
+std::uint32_t WorkloadHours::Workload(const std::string& key, const std::string& namespace_name) {
+  auto [it, added] = index_.try_emplace(key, static_cast<std::uint32_t>(accs_.size()));
+  if (added) {
+    accs_.emplace_back();
+    accs_.back().key = key;
+    accs_.back().namespace_name = namespace_name;
+  }
+  return it->second;
+}
+
+std::uint32_t WorkloadHours::Names::Of(std::string_view name) {
+  auto [it, added] = index.try_emplace(std::string(name), static_cast<std::uint32_t>(text.size()));
+  if (added) text.emplace_back(name);
+  return it->second;
+}
+
+void WorkloadHours::Device(Micros hour_us, std::int64_t gpu, const HourDevice& device) {
+  if (hour_us != open_hour_us_) CloseHour(hour_us);
+  devices_[gpu] = {device.metered_us, device.memory_total_bytes, models_.Of(device.gpu_model),
+                   classes_.Of(device.pricing_class)};
+}
+
+void WorkloadHours::Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu,
+                        const UsageRow& figures) {
+  if (hour_us != open_hour_us_) return;  // its device-hour was not given
+  auto device = devices_.find(gpu);
+  if (device == devices_.end()) return;
+  accs_[workload].has_rows = true;
+  GpuHour& g = rows_.emplace_back();
+  g.workload = workload;
+  g.gpu = gpu;
+  g.allocated_us = figures.allocated_us;
+  g.compute_us = figures.compute_us;
+  g.peak_memory_bytes = figures.peak_memory_bytes;
+  g.histogram = figures.histogram;
+  g.device = &device->second;
+}
+
+void WorkloadHours::CloseHour(Micros next_hour_us) {
+  // A workload's containers on one GPU are one GPU-hour: their rows added.
+  std::sort(rows_.begin(), rows_.end(), [](const GpuHour& a, const GpuHour& b) {
+    return std::tie(a.workload, a.gpu) < std::tie(b.workload, b.gpu);
+  });
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    if (kept > 0 && rows_[kept - 1].workload == rows_[i].workload &&
+        rows_[kept - 1].gpu == rows_[i].gpu) {
+      GpuHour& g = rows_[kept - 1];
+      g.allocated_us += rows_[i].allocated_us;
+      g.compute_us += rows_[i].compute_us;
+      g.peak_memory_bytes += rows_[i].peak_memory_bytes;
+      g.histogram += rows_[i].histogram;
+      continue;
+    }
+    rows_[kept++] = rows_[i];
+  }
+  rows_.resize(kept);
+  for (auto first = rows_.begin(); first != rows_.end();) {
+    auto last = std::find_if(first, rows_.end(),
+                             [&](const GpuHour& g) { return g.workload != first->workload; });
+    AddHour(accs_[first->workload], open_hour_us_, first, last);
+    first = last;
+  }
+  rows_.clear();
+  devices_.clear();
+  open_hour_us_ = next_hour_us;
+}
+
+void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iterator first,
+                            std::vector<GpuHour>::iterator last) {
+  GrowTo(acc.allocated_by_model, models_.text.size());
+  GrowTo(acc.memory_by_model, models_.text.size());
+  GrowTo(acc.allocated_by_class, classes_.text.size());
+  for (auto g = first; g != last; ++g) {
+    acc.allocated_by_model[g->device->model] += g->allocated_us;
+    acc.allocated_by_class[g->device->pricing_class] += g->allocated_us;
+  }
+  // Only the GPU-hours with an allocation count from here.
+  last = std::remove_if(first, last, [](const GpuHour& g) { return g.allocated_us <= 0; });
+  if (first == last) return;
+  if (acc.hours == 0) acc.first_hour_us = hour_us;
+  acc.last_hour_us = hour_us;
+  ++acc.hours;
+
+  const int percent = PercentOf(percentile_);
+  std::int64_t busy_gpus = 0;
+  for (auto g = first; g != last; ++g) {
+    acc.allocated_us += g->allocated_us;
+    Bytes& memory = acc.memory_by_model[g->device->model];
+    memory = std::max(memory, g->device->memory_total_bytes);
+    const int b = PercentileBucket(g->histogram.compute, percent);
+    const bool busy = b >= 0 ? b > 0 : Busy(static_cast<float>(g->Share()));
+    for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i) {
+      acc.all_compute[i] += g->histogram.compute[i];
+      if (busy) acc.busy_compute[i] += g->histogram.compute[i];
+    }
+    if (busy) ++busy_gpus, ++acc.busy_gpu_hours;
+    for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
+      acc.memory[i] += g->histogram.memory[i];
+    acc.memory_peak_bytes = std::max(acc.memory_peak_bytes, g->peak_memory_bytes);
+  }
+  ++acc.hours_by_busy_gpus[busy_gpus];
+
+  // The demand series: the hour's GPUs busiest first (equal compute: the larger memory first,
+  // so the series does not depend on how GPUs are named).
+  std::sort(first, last, [](const GpuHour& a, const GpuHour& b) {
+    return std::tie(b.compute_us, b.peak_memory_bytes) <
+           std::tie(a.compute_us, a.peak_memory_bytes);
+  });
+  DemandSeries& d = acc.demand;
+  const std::size_t before = d.hours.size();
+  const auto shards = static_cast<std::size_t>(last - first);
+  while (d.shard_compute.size() < shards) {
+    d.shard_compute.emplace_back(before, DemandSeries::kNotHeld);
+    d.shard_memory_mib.emplace_back(before, 0u);
+  }
+  d.hours.push_back(hour_us);
+  for (std::size_t s = 0; s < d.shard_compute.size(); ++s) {
+    const bool held = s < shards;
+    d.shard_compute[s].push_back(held ? static_cast<float>(first[s].Share())
+                                      : DemandSeries::kNotHeld);
+    d.shard_memory_mib[s].push_back(held ? MibRoundedUp(first[s].peak_memory_bytes) : 0u);
+  }
+}
+
+GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
+  GatheredWorkload w;
+  w.key = acc.key;
+  w.namespace_name = acc.namespace_name;
+  // Of most of its allocated GPU-time; ties go to the first by name.
+  auto dominant = [](const std::vector<GpuMicros>& by, const Names& names) -> std::size_t {
+    std::size_t best = by.size();
+    for (std::size_t i = 0; i < by.size(); ++i)
+      if (best == by.size() || by[i] > by[best] ||
+          (by[i] == by[best] && names.text[i] < names.text[best]))
+        best = i;
+    return best;
+  };
+  if (const std::size_t m = dominant(acc.allocated_by_model, models_);
+      m < acc.allocated_by_model.size()) {
+    w.gpu_model = models_.text[m];
+    w.gpu_memory_bytes = acc.memory_by_model[m];
+  }
+  if (const std::size_t c = dominant(acc.allocated_by_class, classes_);
+      c < acc.allocated_by_class.size())
+    w.pricing_class = classes_.text[c];
+  w.hours = acc.hours;
+  w.first_hour_us = acc.first_hour_us;
+  w.last_hour_us = acc.last_hour_us;
+  w.allocated_us = acc.allocated_us;
+
+  const int percent = PercentOf(percentile_);
+  w.gpus_used = static_cast<double>(CountedPercentile(acc.hours_by_busy_gpus, percent));
+  // Sized by its busy GPU-hours, or all of them when none was busy.
+  const bool any_busy = acc.busy_gpu_hours > 0;
+  const auto& compute = any_busy ? acc.busy_compute : acc.all_compute;
+  if (HasSamples(compute)) {
+    w.compute_from_histograms = true;
+    w.compute_p50 = HistogramPercentile(compute, Percentile::kP50);
+    w.compute_p95 = HistogramPercentile(compute, Percentile::kP95);
+    w.compute_p99 = HistogramPercentile(compute, Percentile::kP99);
+    for (std::int64_t c : compute) w.compute_samples += c;
+  } else {
+    // The hourly shares of the sized GPU-hours, from the demand series (none of them had a
+    // histogram, so a busy one is one above the first bucket).
+    std::vector<float> shares;
+    for (const std::vector<float>& shard : acc.demand.shard_compute)
+      for (float share : shard)
+        if (share != DemandSeries::kNotHeld && (!any_busy || Busy(share))) shares.push_back(share);
+    // Kept as floats: read back to six decimals (a float holds about seven digits).
+    auto at = [&](int percent) { return std::round(ValuePercentile(shares, percent) * 1e6) / 1e6; };
+    w.compute_p50 = at(50);
+    w.compute_p95 = at(95);
+    w.compute_p99 = at(99);
+    w.compute_samples = static_cast<std::int64_t>(shares.size());
+  }
+  w.memory_peak_bytes = acc.memory_peak_bytes;
+  if (const int mb = PercentileBucket(acc.memory, 99); mb >= 0) {
+    // The bucket's upper bound, in eighths of the GPU's memory, capped at the peak; a GPU
+    // whose memory is not known has no eighths: then the peak.
+    w.memory_p99_from_histograms = true;
+    w.memory_p99_bytes =
+        w.gpu_memory_bytes > 0
+            ? std::min(w.gpu_memory_bytes / 8 * kMemoryEighthBounds[static_cast<std::size_t>(mb)],
+                       w.memory_peak_bytes)
+            : w.memory_peak_bytes;
+  } else {
+    // The p99 of the hourly peaks, from the demand series (in MiB rounded up).
+    std::vector<std::uint32_t> peaks;
+    for (std::size_t s = 0; s < acc.demand.shard_compute.size(); ++s)
+      for (std::size_t h = 0; h < acc.demand.hours.size(); ++h)
+        if (acc.demand.shard_compute[s][h] != DemandSeries::kNotHeld)
+          peaks.push_back(acc.demand.shard_memory_mib[s][h]);
+    w.memory_p99_bytes = std::min(w.memory_peak_bytes, Bytes{ValuePercentile(peaks, 99)} * kMiB);
+  }
+  w.demand = std::move(acc.demand);
+  return w;
+}
+
+std::vector<GatheredWorkload> WorkloadHours::Finish() {
+  CloseHour(INT64_MIN);
+  std::vector<GatheredWorkload> out;
+  out.reserve(accs_.size());
+  for (const auto& [key, i] : index_)
+    if (accs_[i].has_rows) out.push_back(Figures(accs_[i]));
+  accs_.clear();
+  index_.clear();
+  return out;
+}
+
+}  // namespace gpuledger::recommendations

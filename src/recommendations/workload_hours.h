@@ -1,0 +1,141 @@
+#pragma once
+// What each workload did over a window, gathered an hour of rows at a time (issue 59): a
+// reader of the ledger passes each hour's device-hours and then its rows, oldest hour first,
+// and what is kept is per workload (sums, histograms, a count per hour, the demand series),
+// never the rows, so a month at 10,000 GPUs reads a day at a time in the memory of its
+// workloads. window_summary.h turns what is gathered into the rightsizing inputs; it feeds
+// rows given in any order through here too, so both readers share one computation.
+//
+// What a workload keeps grows with its hours, not its rows: its demand series (a float and a
+// MiB count per busiest-first GPU and hour), from which the percentiles of rows without
+// histograms are taken (their hourly shares and peaks).
+//
+// Thread-compatible: one reader.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/ledger.h"
+#include "rightsizing/recommend.h"
+
+namespace gpuledger::recommendations {
+
+// One workload's demand, hour by hour, for the what-if replay: `hours` ascending; per shard
+// (its i-th busiest GPU in each hour, so replicas that restart under new names stay one
+// series) the compute share of one physical GPU and the memory peak on that GPU, in MiB
+// rounded up (a replay that finds it fits is never optimistic by the rounding). A shard it did
+// not hold in an hour reads kNotHeld there.
+struct DemandSeries {
+  static constexpr float kNotHeld = -1.0f;
+  std::vector<Micros> hours;
+  std::vector<std::vector<float>> shard_compute;             // [shard][hour index]
+  std::vector<std::vector<std::uint32_t>> shard_memory_mib;  // [shard][hour index]
+};
+
+// A workload's figures over the window, as gathered (window_summary.h explains each rule).
+struct GatheredWorkload {
+  std::string key;  // "namespace/Kind/name" (the report's controller)
+  std::string namespace_name;
+  std::string gpu_model;       // of most of its allocated GPU-time (ties: the first by name)
+  std::string pricing_class;   // likewise: its pool
+  Bytes gpu_memory_bytes = 0;  // the largest memory of its GPUs of that model
+  std::int64_t hours = 0;      // hours with an allocation
+  Micros first_hour_us = 0, last_hour_us = 0;
+  __int128 allocated_us = 0;
+  double gpus_used = 0;  // busy GPUs per hour at the percentile over its hours
+  // The compute share percentiles of its sized GPU-hours (its busy ones, or all when none was
+  // busy), and how they were taken.
+  double compute_p50 = 0, compute_p95 = 0, compute_p99 = 0;
+  std::int64_t compute_samples = 0;
+  bool compute_from_histograms = false;
+  Bytes memory_peak_bytes = 0, memory_p99_bytes = 0;
+  bool memory_p99_from_histograms = false;
+  DemandSeries demand;
+};
+
+class WorkloadHours {
+ public:
+  // `percentile` decides which GPU-hours were busy and the busy-GPU count taken.
+  explicit WorkloadHours(rightsizing::Percentile percentile);
+
+  // The index of the workload `key` (of namespace `namespace_name`), added on first use.
+  std::uint32_t Workload(const std::string& key, const std::string& namespace_name);
+
+  // What a device-hour tells rightsizing.
+  struct HourDevice {
+    GpuMicros metered_us = 0;
+    Bytes memory_total_bytes = 0;
+    std::string_view gpu_model;
+    std::string_view pricing_class;
+  };
+  // A device-hour of `hour_us`, before its rows. `gpu` is any id naming one GPU (a scan's key).
+  // Hours come in ascending order: a later hour closes the one before.
+  void Device(Micros hour_us, std::int64_t gpu, const HourDevice& device);
+  // A usage row of workload `workload` on the device-hour (hour_us, gpu) given before; a row
+  // whose device-hour was not given is left out, as reports leave it out.
+  void Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu, const UsageRow& figures);
+
+  // Every workload's figures, by key; the gatherer is spent.
+  std::vector<GatheredWorkload> Finish();
+
+ private:
+  struct DeviceFacts {
+    GpuMicros metered_us = 0;
+    Bytes memory_total_bytes = 0;
+    std::uint32_t model = 0, pricing_class = 0;  // in models_, classes_
+  };
+  // One GPU of a workload in the open hour: its containers' rows on that GPU, added.
+  struct GpuHour {
+    std::uint32_t workload = 0;
+    std::int64_t gpu = 0;
+    GpuMicros allocated_us = 0, compute_us = 0;
+    Bytes peak_memory_bytes = 0;
+    UsageHistogram histogram;
+    const DeviceFacts* device = nullptr;
+    double Share() const;
+  };
+  // What a workload keeps across hours.
+  struct Acc {
+    std::string key, namespace_name;
+    bool has_rows = false;  // a workload named but never given a row is not one
+    __int128 allocated_us = 0;
+    std::int64_t hours = 0;
+    Micros first_hour_us = 0, last_hour_us = 0;
+    std::map<std::int64_t, std::int64_t> hours_by_busy_gpus;  // busy GPUs in an hour -> hours
+    // Over its busy GPU-hours and over all of them: compute histograms.
+    std::array<std::int64_t, UsageHistogram::kComputeBuckets> busy_compute{}, all_compute{};
+    std::int64_t busy_gpu_hours = 0;
+    std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory{};
+    Bytes memory_peak_bytes = 0;
+    std::vector<GpuMicros> allocated_by_model, allocated_by_class;  // by models_, classes_
+    std::vector<Bytes> memory_by_model;  // the largest memory of its GPUs of a model
+    DemandSeries demand;
+  };
+
+  // Names kept once, by index.
+  struct Names {
+    std::vector<std::string> text;
+    std::unordered_map<std::string, std::uint32_t> index;
+    std::uint32_t Of(std::string_view name);
+  };
+  // Adds the open hour's GPU-hours to their workloads, and opens `hour_us`.
+  void CloseHour(Micros next_hour_us);
+  void AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iterator first,
+               std::vector<GpuHour>::iterator last);
+  GatheredWorkload Figures(Acc& acc) const;
+
+  const rightsizing::Percentile percentile_;
+  std::vector<Acc> accs_;
+  std::map<std::string, std::uint32_t> index_;
+  Names models_, classes_;
+  Micros open_hour_us_ = INT64_MIN;
+  std::unordered_map<std::int64_t, DeviceFacts> devices_;  // of the open hour
+  std::vector<GpuHour> rows_;                              // of the open hour, one per row
+};
+
+}  // namespace gpuledger::recommendations
