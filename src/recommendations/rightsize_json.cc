@@ -18,6 +18,23 @@ std::string Target(const rightsizing::Recommendation& r) {
   return r.action == rightsizing::Action::kKeep ? "unchanged" : r.target;
 }
 
+// What the replay found: {"hours", "misfit_hours", "memory_hours", "compute_hours",
+// "gpus_hours", "allowed_hours", "risky", "cost_before_nanos", "cost_after_nanos"}; null for
+// keep (nothing moves).
+json ReplayJson(const rightsizing::Recommendation& r) {
+  if (!r.replay) return nullptr;
+  const rightsizing::Replayed& p = *r.replay;
+  return {{"hours", p.hours},
+          {"misfit_hours", p.misfit_hours},
+          {"memory_hours", p.memory_hours},
+          {"compute_hours", p.compute_hours},
+          {"gpus_hours", p.gpus_hours},
+          {"allowed_hours", p.allowed_hours},
+          {"risky", p.risky()},
+          {"cost_before_nanos", p.cost_before_nanos},
+          {"cost_after_nanos", p.cost_after_nanos}};
+}
+
 json RecommendationJson(const WorkloadAdvice& a) {
   const rightsizing::Recommendation& best = a.ranked.front();
   json alternatives = json::array();
@@ -26,7 +43,9 @@ json RecommendationJson(const WorkloadAdvice& a) {
     alternatives.push_back({{"action", rightsizing::ActionName(r.action)},
                             {"gpu_model", r.gpu_model},
                             {"to", Target(r)},
-                            {"monthly_saving_nanos", r.monthly_saving_nanos}});
+                            {"monthly_saving_nanos", r.monthly_saving_nanos},
+                            {"confidence", r.confidence},
+                            {"replay", ReplayJson(r)}});
   }
   return {{"workload", a.summary.usage.workload},
           {"namespace", a.summary.namespace_name},
@@ -46,6 +65,7 @@ json RecommendationJson(const WorkloadAdvice& a) {
           {"recommended_hourly_nanos", best.recommended_hourly_nanos},
           {"confidence", best.confidence},
           {"reasons", best.reasons},
+          {"replay", ReplayJson(best)},
           {"utilization", utilization::ToString(a.summary.utilization.cls)},
           {"compute_basis", a.summary.compute_basis},
           {"memory_basis", a.summary.memory_basis},
@@ -102,15 +122,23 @@ Result<std::string> RightsizeTableFromJson(std::string_view text) {
                     doc.at("window").at("start").get<std::string>(),
                     doc.at("window").at("end").get<std::string>(),
                     doc.at("percentile").get<std::string>(), doc.at("headroom").get<double>());
-    out += fmt::format("{:<40} {:<13} {:<22} {:<10} {:>12}  {}\n", "workload", "action", "from",
-                       "to", "saving/month", "confidence");
+    out += fmt::format("{:<40} {:<13} {:<22} {:<10} {:>12} {:>11}  {}\n", "workload", "action",
+                       "from", "to", "saving/month", "fit hours", "confidence");
     for (const json& r : doc.at("recommendations")) {
       std::string confidence = r.at("confidence").get<std::string>();
+      // The replay: hours it would have fit of those it held ("-" for keep).
+      const json& replay = r.at("replay");
+      const std::string fit = replay.is_null()
+                                  ? "-"
+                                  : fmt::format("{}/{}",
+                                                replay.at("hours").get<std::int64_t>() -
+                                                    replay.at("misfit_hours").get<std::int64_t>(),
+                                                replay.at("hours").get<std::int64_t>());
       out += fmt::format(
-          "{:<40} {:<13} {:<22} {:<10} {:>12}  {}\n", Fit(r.at("workload").get<std::string>(), 40),
-          r.at("action").get<std::string>(), Fit(r.at("from").get<std::string>(), 22),
-          Fit(r.at("to").get<std::string>(), 10),
-          DisplayMoney(r.at("monthly_saving_nanos").get<Nanos>()), Fit(confidence, 48));
+          "{:<40} {:<13} {:<22} {:<10} {:>12} {:>11}  {}\n",
+          Fit(r.at("workload").get<std::string>(), 40), r.at("action").get<std::string>(),
+          Fit(r.at("from").get<std::string>(), 22), Fit(r.at("to").get<std::string>(), 10),
+          DisplayMoney(r.at("monthly_saving_nanos").get<Nanos>()), fit, Fit(confidence, 48));
     }
     if (doc.at("recommendations").empty()) out += "(no workload held a GPU in the window)\n";
     for (const json& p : doc.at("consolidation")) {

@@ -2,7 +2,8 @@
 // figures, never held) against the whole-window computation (PlanRightsizing over every row
 // the store reads back), on random ledgers in SQLite and PostgreSQL: the same document byte for
 // byte and the same demand series, for windows that start and end inside days, every
-// percentile, a namespace, the CLI's report and the server's read service.
+// percentile, a namespace, the CLI's report and the server's read service; and every
+// recommendation offered replays within its allowance on its own window.
 #include "recommendations/rightsize_ledger.h"
 
 #include <gtest/gtest.h>
@@ -136,7 +137,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
 
   const cost::Catalog catalog = cost::DefaultCatalog();
   ledger::ReadService reads;
-  int compared = 0, workloads = 0, shards = 0;
+  int compared = 0, workloads = 0, shards = 0, replayed = 0;
   for (const char* window : {"all", "30h", "2d", "77h", "1h"})
     for (const char* percentile : {"p50", "p95", "p99"})
       for (const char* space : {"", "ml"}) {
@@ -153,6 +154,12 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
           ASSERT_EQ(RightsizeToJson(*read), expected);
           ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
           for (std::size_t i = 0; i < whole.workloads.size(); ++i) {
+            // Every offered recommendation replays within its allowance on its own window.
+            const rightsizing::Recommendation& best = read->plan.workloads[i].ranked.front();
+            if (best.replay) {
+              EXPECT_LE(best.replay->misfit_hours, best.replay->allowed_hours);
+              ++replayed;
+            }
             const DemandSeries& a = read->plan.workloads[i].summary.demand;
             const DemandSeries& b = whole.workloads[i].summary.demand;
             EXPECT_EQ(a.hours, b.hours);
@@ -167,6 +174,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
   EXPECT_EQ(compared, 60);
   EXPECT_GT(workloads, 300);  // the windows hold workloads, not empty plans
   EXPECT_GT(shards, workloads);
+  EXPECT_GT(replayed, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,

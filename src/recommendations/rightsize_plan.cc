@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost/gpu_memory.h"
+#include "recommendations/replay.h"
 
 namespace gpuledger::recommendations {
 namespace {
@@ -119,6 +120,7 @@ Result<RightsizePlan> PlanRightsizing(std::vector<WorkloadSummary> summaries,
           INT64_MAX));
     WorkloadAdvice a;
     a.ranked = rightsizing::Recommend(s.usage, options.recommend);
+    ReplayRanked(a.ranked, s.usage, s.demand, options.recommend);
     a.summary = std::move(s);
     plan.workloads.push_back(std::move(a));
   }

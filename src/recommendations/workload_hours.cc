@@ -8,18 +8,7 @@ namespace gpuledger::recommendations {
 namespace {
 
 using rightsizing::Percentile;
-
-int PercentOf(Percentile p) {
-  switch (p) {
-    case Percentile::kP50:
-      return 50;
-    case Percentile::kP99:
-      return 99;
-    case Percentile::kP95:
-      break;
-  }
-  return 95;
-}
+using rightsizing::PercentOf;
 
 // The 1-based nearest rank of percentile `percent` among `n` samples: ceil(n x percent / 100).
 std::int64_t NearestRank(std::int64_t n, int percent) {

@@ -25,18 +25,6 @@ Nanos RoundHalfUp(__int128 n, __int128 d) {
   return static_cast<Nanos>(std::clamp<__int128>(FloorDiv(2 * n + d, 2 * d), INT64_MIN, INT64_MAX));
 }
 
-std::string_view PercentileName(Percentile p) {
-  switch (p) {
-    case Percentile::kP50:
-      return "p50";
-    case Percentile::kP99:
-      return "p99";
-    case Percentile::kP95:
-      break;
-  }
-  return "p95";
-}
-
 std::string Gib(Bytes b) { return fmt::format("{:.1f} GiB", static_cast<double>(b) / kGiB); }
 std::string Pct(double f) { return fmt::format("{:.0f}%", f * 100); }
 std::string Gpus(SharePpd ppd) {
@@ -75,6 +63,30 @@ std::optional<SpeedRatio> Slowdown(const std::string& from_model, const GpuSpeed
 }
 
 }  // namespace
+
+std::string_view PercentileName(Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return "p50";
+    case Percentile::kP99:
+      return "p99";
+    case Percentile::kP95:
+      break;
+  }
+  return "p95";
+}
+
+int PercentOf(Percentile p) {
+  switch (p) {
+    case Percentile::kP50:
+      return 50;
+    case Percentile::kP99:
+      return 99;
+    case Percentile::kP95:
+      break;
+  }
+  return 95;
+}
 
 double ComputeAt(const WorkloadUsage& u, Percentile p) {
   switch (p) {
@@ -183,8 +195,10 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
   std::vector<Recommendation> out;
   // Every move below is sized by compute: `need` of what it is given, `capacity`. Its margin,
   // capacity / need - 1, must hold the figure's measured band for "high" (issue 59).
-  auto offer = [&](Recommendation r, SharePpd ppd, Nanos price, double need, double capacity) {
+  auto offer = [&](Recommendation r, SharePpd ppd, Nanos price, double need, double capacity,
+                   Layout layout) {
     r.recommended_ppd = ppd;
+    r.layout = layout;
     r.recommended_hourly_nanos = HourlyCost(ppd, price);
     r.monthly_saving_nanos = MonthlySaving(u.gpus_held_ppd, u.hourly_price_nanos, ppd, price);
     if (r.monthly_saving_nanos <= std::max<Nanos>(0, o.min_monthly_saving_nanos)) return;
@@ -218,7 +232,7 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                                  "busy, the rest were held idle.",
                                  r.target, Gpus(u.gpus_held_ppd), u.gpu_model, u.gpus_used));
     offer(std::move(r), needed_ppd, u.hourly_price_nanos, u.gpus_used,
-          static_cast<double>(needed_gpus));
+          static_cast<double>(needed_gpus), Layout{needed_gpus, 1.0, 0});
   }
 
   // Sharing one GPU: only for a workload that fits on one.
@@ -242,7 +256,8 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                                    "keep to their part.",
                                    u.gpu_model, replicas, pct_name, Pct(compute), replicas,
                                    Gib(memory_needed), replicas, Gib(u.gpu_memory_bytes)));
-      offer(std::move(r), kWholeGpu / replicas, u.hourly_price_nanos, compute, 1.0 / replicas);
+      offer(std::move(r), kWholeGpu / replicas, u.hourly_price_nanos, compute, 1.0 / replicas,
+            Layout{1, 1.0 / replicas, u.gpu_memory_bytes / replicas});
     }
     if (auto p = SmallestFittingProfile(u.gpu_model, memory_needed, compute);
         p && p->compute_slices < p->total_slices) {
@@ -258,8 +273,9 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                                    Pct(static_cast<double>(p->compute_slices) / p->total_slices),
                                    p->compute_slices, p->total_slices, Pct(compute), pct_name,
                                    p->compute_slices, p->total_slices));
+      const double slices = static_cast<double>(p->compute_slices) / p->total_slices;
       offer(std::move(r), kWholeGpu / p->total_slices * p->compute_slices, u.hourly_price_nanos,
-            compute, static_cast<double>(p->compute_slices) / p->total_slices);
+            compute, slices, Layout{1, slices, p->memory_bytes});
     }
   }
 
@@ -309,8 +325,10 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                     Gib(best->memory_bytes), Gib(memory_needed), best_ratio->why, pct_name,
                     Pct(compute), u.gpu_model, Pct(compute * best_ratio->ratio), best->gpu_model,
                     Pct(o.max_compute_on_other_model)));
+    // The other model does one of its GPUs' work, 1 / ratio of one of these.
     offer(std::move(r), needed_ppd, best->hourly_price_nanos, compute * best_ratio->ratio,
-          o.max_compute_on_other_model);
+          o.max_compute_on_other_model,
+          Layout{needed_gpus, 1.0 / best_ratio->ratio, best->memory_bytes});
   }
 
   // Nothing used: give the GPUs back.
@@ -325,7 +343,8 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
                     "idle-allocation finding's rule; `gpuledger audit` shows it).",
                     Gpus(u.gpus_held_ppd), u.gpu_model, u.hours_observed,
                     u.compute_of_allocation * 100, Pct(o.release_max_compute)));
-    offer(std::move(r), 0, u.hourly_price_nanos, u.compute_of_allocation, o.release_max_compute);
+    offer(std::move(r), 0, u.hourly_price_nanos, u.compute_of_allocation, o.release_max_compute,
+          Layout{});
   }
 
   if (out.empty()) {

@@ -91,6 +91,8 @@ struct WorkloadUsage {
 };
 
 enum class Percentile { kP50, kP95, kP99 };
+std::string_view PercentileName(Percentile p);  // "p50", "p95", "p99"
+int PercentOf(Percentile p);                    // 50, 95, 99
 // The compute share `usage` is sized by: its p50, p95 or p99.
 double ComputeAt(const WorkloadUsage& usage, Percentile p);
 
@@ -120,6 +122,36 @@ enum class Action { kKeep, kFewerGpus, kTimeSlice, kMigProfile, kCheaperModel, k
 // "keep", "fewer-gpus", "time-slice", "mig-profile", "cheaper-model", "release".
 std::string_view ActionName(Action action);
 
+// What a recommended layout gives the workload, for the replay against its own hours
+// (recommendations/replay.h): at most `gpus` GPUs (or instances, or slices) busy at once, each
+// able to do `compute` of one of its current GPUs (another model's capacity scaled by the speed
+// ratio that binds) and to hold `memory_bytes` (0: what its GPUs hold now, the same GPUs).
+// `release` gives none.
+struct Layout {
+  std::int64_t gpus = 0;
+  double compute = 0;
+  Bytes memory_bytes = 0;
+
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+// A recommendation replayed hour by hour against the window's own demand: the hours it would
+// not have fit, why, what the window would have cost laid out so, and how many misfit hours
+// its percentile allows (p95: 5% of the hours).
+struct Replayed {
+  std::int64_t hours = 0;          // hours it held a GPU
+  std::int64_t misfit_hours = 0;   // hours any of the below
+  std::int64_t memory_hours = 0;   // a GPU's memory peak above what the layout holds
+  std::int64_t compute_hours = 0;  // a GPU's compute above what the layout does
+  std::int64_t gpus_hours = 0;     // more GPUs busy than the layout has
+  std::int64_t allowed_hours = 0;  // misfit hours within the percentile's allowance
+  Nanos cost_before_nanos = 0;     // the hours at what it held
+  Nanos cost_after_nanos = 0;      // the hours at what it would hold
+  bool risky() const { return misfit_hours > allowed_hours; }
+
+  friend bool operator==(const Replayed&, const Replayed&) = default;
+};
+
 struct Recommendation {
   std::string workload;
   Action action = Action::kKeep;
@@ -133,6 +165,8 @@ struct Recommendation {
   double days_observed = 0;
   double coverage = 0;
   std::vector<std::string> reasons;  // full sentences with the numbers
+  std::optional<Layout> layout;      // what it gives the workload; none for keep
+  std::optional<Replayed> replay;    // set by the replay (recommendations/replay.h)
 
   friend bool operator==(const Recommendation&, const Recommendation&) = default;
 };
