@@ -301,6 +301,10 @@ for (const [i, r] of plan.recommendations.entries()) {
   const got = shownPlan[i] || {};
   check(got.workload === r.workload && got.saving === money(r.monthly_saving_nanos),
         `recommendations: row ${i} ${got.workload} ${got.saving}`);
+  // The replay: the hours it would have fit of those it held, as the API counts them.
+  const fits = r.replay === null ? "-"
+    : `${r.replay.risky ? "risky: " : ""}${r.replay.hours - r.replay.misfit_hours} of ${r.replay.hours} h`;
+  check(got.replay === fits, `recommendations: row ${i} replay '${got.replay}', expected '${fits}'`);
 }
 check(await page.textContent("#savings-total") === money(plan.total_monthly_saving_nanos),
       "recommendations: total");

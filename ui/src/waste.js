@@ -37,6 +37,14 @@ function renderFindings(findings) {
     `${findings.findings.length} findings, ${findings.findings.filter((f) => f.state === "open").length} open`;
 }
 
+// What the replay found, in a few words: "168 of 168 h" it would have fit, "risky" past the
+// percentile's allowance, "-" for keep (nothing moves).
+function replayText(replay) {
+  if (!replay) return "-";
+  const fit = `${replay.hours - replay.misfit_hours} of ${replay.hours} h`;
+  return replay.risky ? `risky: ${fit}` : fit;
+}
+
 function renderPlan(plan) {
   const body = $("recommendations").tBodies[0];
   body.replaceChildren();
@@ -45,6 +53,7 @@ function renderPlan(plan) {
       ["workload", explained(r.workload, r.reasons)],
       ["from", r.from],
       ["to", `${r.action}: ${r.to}`],
+      ["replay", replayText(r.replay)],
       ["confidence", r.confidence],
       ["saving", formatMoney(r.monthly_saving_nanos)],
     ], { workload: r.workload }));
