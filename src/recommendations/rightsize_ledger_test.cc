@@ -3,11 +3,13 @@
 // the store reads back), on random ledgers in SQLite and PostgreSQL: the same document byte for
 // byte and the same demand series, for windows that start and end inside days, every
 // percentile, a namespace, the CLI's report and the server's read service; and every
-// recommendation offered replays within its allowance on its own window.
+// recommendation offered replays within its allowance on its own window, and no consolidation
+// plan puts more than one GPU's memory or compute on one GPU in any hour.
 #include "recommendations/rightsize_ledger.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,7 +33,9 @@ const char* const kNamespaces[] = {"ml", "web", "research"};
 // go across GPUs, Jobs and bare pods, some sharing a GPU; rows with and without histograms;
 // host processes and unresolved ones beside them; hours nobody recorded.
 std::vector<LedgerHour> RandomLedger(std::mt19937_64& rng, int hours) {
-  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  auto below = [&](std::int64_t n) {
+    return static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+  };
   std::vector<LedgerHour> out;
   for (int h = 0; h < hours; ++h)
     for (int g = 0; g < 6; ++g) {
@@ -49,15 +53,19 @@ std::vector<LedgerHour> RandomLedger(std::mt19937_64& rng, int hours) {
       d.metered_us = below(6) == 0 ? kMicrosPerHour / 2 + below(1000) : kMicrosPerHour;
       d.unmetered_us = kMicrosPerHour - d.metered_us;
       d.memory_total_bytes = (g < 4 ? 80LL : 24LL) << 30;
-      const int consumers = g == 2 ? 1 + below(3) : below(2);
+      // GPUs 0, 1 and 3 each run one small Deployment throughout (a consolidation plan packs
+      // them by their p95); the one on GPU 3 bursts to 85% for whole hours its histograms do not
+      // show at p95 (every tenth hour), so the plan's replay must move it.
+      const bool small = g == 0 || g == 1 || g == 3;
+      const int consumers = small ? 1 : g == 2 ? 1 + below(3) : below(2);
       GpuMicros allocated = 0, compute = 0;
       for (int c = 0; c < consumers; ++c) {
         UsageRow u;
         u.hour_us = d.hour_us;
         u.gpu = d.gpu;
-        const int kind = below(12);
-        const int ns = below(3);
-        const int owner = below(3);
+        const int kind = small ? 2 : below(12);
+        const int ns = small ? 0 : below(3);
+        const int owner = small ? 0 : below(3);
         const std::string pod = "p" + std::to_string(owner) + "-" + std::to_string(below(4));
         if (kind == 0) {
           u.consumer.ref = ConsumerRef{std::string(kHostNamespace), "host", PodUid(""),
@@ -69,21 +77,26 @@ std::vector<LedgerHour> RandomLedger(std::mt19937_64& rng, int hours) {
           u.consumer.ref =
               ConsumerRef{kNamespaces[ns], pod, PodUid(pod + "-uid"), "c" + std::to_string(c)};
           u.consumer.owner_kind = kind < 8 ? "Deployment" : kind < 10 ? "Job" : "";
-          u.consumer.owner_name = u.consumer.owner_kind.empty() ? "" : "w" + std::to_string(owner);
+          u.consumer.owner_name = u.consumer.owner_kind.empty() ? ""
+                                  : small                       ? "small-" + std::to_string(g)
+                                                                : "w" + std::to_string(owner);
         }
         u.node = d.node;
         u.gpu_model = d.gpu_model;
         u.sharing = d.sharing;
         u.device_id = d.gpu.value;
         u.allocated_us = consumers == 1 ? d.metered_us : d.metered_us / consumers;
-        u.compute_us = below(static_cast<int>(u.allocated_us + 1));
+        // Owner 0's workloads use little (consolidation packs them), the others anything.
+        u.compute_us = below(u.allocated_us / (owner == 0 ? 4 : 1) + 1);
+        if (g == 3 && h % 10 == 0) u.compute_us = u.allocated_us * 85 / 100;
         u.memory_kib_s = below(1'000'000);
-        u.peak_memory_bytes = static_cast<Bytes>(below(70'000)) << 20;
+        u.peak_memory_bytes = static_cast<Bytes>(below(owner == 0 ? 20'000 : 70'000)) << 20;
         u.compute_quality = below(3) == 0 ? Quality::kEstimated : Quality::kMeasured;
         u.compute_rule = u.compute_quality == Quality::kEstimated ? "process-samples" : "";
         u.memory_quality = Quality::kMeasured;
         if (below(3) != 0) {
-          for (auto& c : u.histogram.compute) c = below(3) == 0 ? below(60) : 0;
+          for (std::size_t b = 0; b < u.histogram.compute.size(); ++b)
+            u.histogram.compute[b] = below(3) == 0 && (owner != 0 || b < 3) ? below(60) : 0;
           for (auto& m : u.histogram.memory) m = below(2) == 0 ? below(60) : 0;
         }
         allocated += u.allocated_us;
@@ -137,7 +150,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
 
   const cost::Catalog catalog = cost::DefaultCatalog();
   ledger::ReadService reads;
-  int compared = 0, workloads = 0, shards = 0, replayed = 0;
+  int compared = 0, workloads = 0, shards = 0, replayed = 0, plans = 0;
   for (const char* window : {"all", "30h", "2d", "77h", "1h"})
     for (const char* percentile : {"p50", "p95", "p99"})
       for (const char* space : {"", "ml"}) {
@@ -167,6 +180,32 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
             EXPECT_EQ(a.shard_memory_mib, b.shard_memory_mib);
             shards += static_cast<int>(a.shard_compute.size());
           }
+          // No plan puts more than one GPU's memory or compute on one of its GPUs in any hour:
+          // the moved workloads' busiest GPUs, hour by hour, added per GPU of the plan.
+          std::map<std::string, const WorkloadAdvice*> by_key;
+          for (const WorkloadAdvice& a : read->plan.workloads)
+            by_key[a.summary.usage.workload] = &a;
+          for (const rightsizing::ConsolidationPlan& plan : read->plan.consolidation) {
+            std::map<std::pair<int, Micros>, std::pair<double, Bytes>> load;
+            Bytes card = 0;
+            for (const rightsizing::Move& m : plan.moves) {
+              const WorkloadSummary& s = by_key.at(m.workload)->summary;
+              EXPECT_NE(by_key.at(m.workload)->ranked.front().action, rightsizing::Action::kRelease)
+                  << m.workload;
+              card = s.usage.gpu_memory_bytes;
+              for (std::size_t h = 0; h < s.demand.hours.size(); ++h) {
+                if (s.demand.shard_compute[0][h] == DemandSeries::kNotHeld) continue;
+                auto& [compute, memory] = load[{m.target_gpu, s.demand.hours[h]}];
+                compute += s.demand.shard_compute[0][h];
+                memory += Bytes{s.demand.shard_memory_mib[0][h]} * kMiB;
+              }
+            }
+            for (const auto& [at, sum] : load) {
+              EXPECT_LE(sum.first, 1.0 + 1e-5) << plan.gpu_model << " GPU " << at.first;
+              EXPECT_LE(sum.second, card) << plan.gpu_model << " GPU " << at.first;
+            }
+            ++plans;
+          }
           workloads += static_cast<int>(whole.workloads.size());
           ++compared;
         }
@@ -175,6 +214,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
   EXPECT_GT(workloads, 300);  // the windows hold workloads, not empty plans
   EXPECT_GT(shards, workloads);
   EXPECT_GT(replayed, 0);
+  EXPECT_GT(plans, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,

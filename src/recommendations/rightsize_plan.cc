@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost/gpu_memory.h"
+#include "recommendations/consolidation_replay.h"
 #include "recommendations/replay.h"
 
 namespace gpuledger::recommendations {
@@ -31,14 +32,43 @@ Nanos BestSaving(const WorkloadAdvice& a) {
   return a.ranked.empty() ? 0 : a.ranked.front().monthly_saving_nanos;
 }
 
-// One plan per (GPU model, pool) with two or more workloads on it.
+// The hours of the window's rows: from the first hour any workload held a GPU to the last.
+TimeRange HoursOfRows(const std::vector<WorkloadAdvice>& advice) {
+  TimeRange span{INT64_MAX, INT64_MIN};
+  for (const WorkloadAdvice& a : advice)
+    if (!a.summary.demand.hours.empty()) {
+      span.from_us = std::min(span.from_us, a.summary.demand.hours.front());
+      span.to_us = std::max(span.to_us, a.summary.demand.hours.back() + kMicrosPerHour);
+    }
+  return span.from_us < span.to_us ? span : TimeRange{0, 0};
+}
+
+// One plan per (GPU model, pool) with two or more workloads on it, replayed over the hours of
+// the window's rows (consolidation_replay.h). Workloads whose own advice is to release their
+// GPUs are not moved (they give them back), nor those that keep more than one GPU busy at
+// once (a plan gives each workload one GPU).
 std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<WorkloadAdvice>& advice,
                                                         const RightsizeOptions& o) {
-  std::map<std::pair<std::string, std::string>, rightsizing::ConsolidationInput> groups;
+  struct Group {
+    rightsizing::ConsolidationInput input;
+    std::map<std::string, const WorkloadSummary*> members;
+    std::vector<std::string> left_alone;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
   for (const WorkloadAdvice& a : advice) {
     const rightsizing::WorkloadUsage& u = a.summary.usage;
     if (u.gpus_held_ppd <= 0 || u.gpu_memory_bytes <= 0 || u.hourly_price_nanos <= 0) continue;
-    rightsizing::ConsolidationInput& in = groups[{u.gpu_model, u.pool}];
+    Group& g = groups[{u.gpu_model, u.pool}];
+    if (!a.ranked.empty() && a.ranked.front().action == rightsizing::Action::kRelease) {
+      g.left_alone.push_back(u.workload + ": its own advice is to release its GPUs");
+      continue;
+    }
+    if (u.gpus_used > 1) {
+      g.left_alone.push_back(
+          fmt::format("{}: keeps {:.2f} GPUs busy at once", u.workload, u.gpus_used));
+      continue;
+    }
+    rightsizing::ConsolidationInput& in = g.input;
     in.gpu_model = u.gpu_model;
     in.pool = u.pool;
     in.gpu_memory_bytes = u.gpu_memory_bytes;
@@ -49,13 +79,18 @@ std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<Worklo
     in.workloads.push_back({u.workload, u.memory_peak_bytes,
                             rightsizing::ComputeAt(u, o.summary.compute_percentile),
                             u.gpus_held_ppd});
+    g.members[u.workload] = &a.summary;
   }
   rightsizing::ConsolidationOptions options = o.consolidate;
   options.memory_headroom = o.recommend.memory_headroom;
+  const TimeRange span = HoursOfRows(advice);
   std::vector<rightsizing::ConsolidationPlan> plans;
-  for (const auto& [key, in] : groups) {
-    if (in.workloads.size() < 2) continue;
-    rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(in, options);
+  for (const auto& [key, g] : groups) {
+    if (g.input.workloads.size() < 2) continue;
+    rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(g.input, options);
+    ReplayConsolidation(plan, g.members, g.input.gpu_memory_bytes, g.input.hourly_price_nanos,
+                        span);
+    plan.left_alone.insert(plan.left_alone.end(), g.left_alone.begin(), g.left_alone.end());
     if (!plan.moves.empty() && plan.monthly_saving_nanos > 0) plans.push_back(std::move(plan));
   }
   std::stable_sort(plans.begin(), plans.end(), [](const auto& a, const auto& b) {

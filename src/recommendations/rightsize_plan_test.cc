@@ -71,6 +71,43 @@ TEST(RightsizePlan, TheTotalNeverCountsAGpuTwice) {
   EXPECT_EQ(plan->total_basis, "each workload's best action");
 }
 
+// Issue 59: a plan's "before" summed each workload's GPUs while it ran, so 158 jobs of an hour
+// each over a day read as 158 GPUs held. It is now the GPU-hours they held over the hours of the
+// window's rows, and "after" the GPU-hours of the plan's GPUs in the hours their workloads ran.
+TEST(RightsizePlan, APlanCountsTheGpuHoursHeldNotEachWorkloadsGpusWhileItRan) {
+  // Two that never run at once (hours 0-11, 12-23), each alone on its GPU: together they held
+  // one GPU all day, and one GPU is what a plan would need: nothing to consolidate.
+  SmallOnes apart(2);
+  std::vector<UsageRow> usage;
+  for (const UsageRow& u : apart.usage)
+    if ((u.gpu.value == "GPU-0") == (u.hour_us < 12 * kH)) usage.push_back(u);
+  auto none = PlanRightsizing(apart.devices, usage, {});
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->consolidation.empty());
+
+  // Two all day and a third for 2 hours, each on its own GPU: 50 GPU-hours over 24 hours held,
+  // 24 on the plan's one GPU; it frees 26/24 of a GPU, x $4 x 730 h.
+  SmallOnes three(3);
+  usage.clear();
+  for (const UsageRow& u : three.usage)
+    if (u.gpu.value != "GPU-2" || u.hour_us < 2 * kH) usage.push_back(u);
+  auto plan = PlanRightsizing(three.devices, usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->consolidation.size(), 1u);
+  const rightsizing::ConsolidationPlan& p = plan->consolidation[0];
+  EXPECT_EQ(p.gpus_after, 1);
+  EXPECT_EQ(p.moves.size(), 3u);
+  EXPECT_EQ(p.gpus_before_ppd, (50 * kWholeGpu + 12) / 24);
+  EXPECT_EQ(p.gpus_freed_ppd, p.gpus_before_ppd - kWholeGpu);
+  EXPECT_EQ(p.monthly_saving_nanos,
+            rightsizing::MonthlySaving(p.gpus_freed_ppd, kHourly, 0, kHourly));
+  EXPECT_EQ(p.reasons[0],
+            "3 low-use workloads of A100-80GB in pool 'on-demand' held 2.08 GPUs on average over "
+            "the 24 hours of the window's rows (50.0 GPU-hours); on 1 GPU (packed by peaks, the "
+            "fewest possible) they would have needed 1.00 on average (24 GPU-hours: a GPU counts "
+            "in an hour when one of its workloads ran then).");
+}
+
 TEST(RightsizePlan, ANamedWorkloadAloneAndAnUnknownOneIsAnError) {
   SmallOnes three(3);
   RightsizeOptions o;
