@@ -35,7 +35,22 @@ json ReplayJson(const rightsizing::Recommendation& r) {
           {"cost_after_nanos", p.cost_after_nanos}};
 }
 
-json RecommendationJson(const WorkloadAdvice& a) {
+// Where a release's evidence is: the idle-allocation findings of its namespace over the same
+// window, as the API and the CLI ask for them (null for other actions). The finding is the
+// guardrail's own, per pod: its subject is one of the workload's pods.
+json EvidenceJson(const WorkloadAdvice& a, const rightsizing::Recommendation& r,
+                  const TimeRange& window) {
+  if (r.action != rightsizing::Action::kRelease) return nullptr;
+  const std::string since =
+      fmt::format("{},{}", FormatRfc3339(window.from_us), FormatRfc3339(window.to_us));
+  return {{"finding_kind", "idle-allocation"},
+          {"api", fmt::format("/api/v1/findings?kind=idle-allocation&namespace={}&window={}",
+                              a.summary.namespace_name, since)},
+          {"cli", fmt::format("gpuledger audit --kind idle-allocation --namespace {} --since {}",
+                              a.summary.namespace_name, since)}};
+}
+
+json RecommendationJson(const WorkloadAdvice& a, const TimeRange& window) {
   const rightsizing::Recommendation& best = a.ranked.front();
   json alternatives = json::array();
   for (std::size_t i = 1; i < a.ranked.size(); ++i) {
@@ -66,6 +81,7 @@ json RecommendationJson(const WorkloadAdvice& a) {
           {"confidence", best.confidence},
           {"reasons", best.reasons},
           {"replay", ReplayJson(best)},
+          {"evidence", EvidenceJson(a, best, window)},
           {"utilization", utilization::ToString(a.summary.utilization.cls)},
           {"compute_basis", a.summary.compute_basis},
           {"memory_basis", a.summary.memory_basis},
@@ -99,7 +115,7 @@ std::string Fit(std::string text, std::size_t width) {
 std::string RightsizeToJson(const RightsizeAnswer& answer) {
   json recommendations = json::array();
   for (const WorkloadAdvice& a : answer.plan.workloads)
-    if (!a.ranked.empty()) recommendations.push_back(RecommendationJson(a));
+    if (!a.ranked.empty()) recommendations.push_back(RecommendationJson(a, answer.window));
   json consolidation = json::array();
   for (const auto& p : answer.plan.consolidation) consolidation.push_back(PlanJson(p));
   const json doc = {{"window",

@@ -6,12 +6,14 @@
 //        "current_gpu_model", "from", "to",
 //        "monthly_saving_nanos", "gpus_held_ppd", "recommended_ppd", "gpu_hourly_price_nanos",
 //        "memory_peak_bytes", "gpus_used", "current_hourly_nanos", "recommended_hourly_nanos",
-//        "confidence", "reasons": [...], "replay", "utilization", "compute_basis",
+//        "confidence", "reasons": [...], "replay", "evidence", "utilization", "compute_basis",
 //        "memory_basis", "alternatives": [{"action", "gpu_model", "to", "monthly_saving_nanos",
 //        "confidence", "replay"}]}],
 //    where "replay" (null for keep) is {"hours", "misfit_hours", "memory_hours",
 //    "compute_hours", "gpus_hours", "allowed_hours", "risky", "cost_before_nanos",
-//    "cost_after_nanos"} (replay.h),
+//    "cost_after_nanos"} (replay.h), and "evidence" (null but for release) is
+//    {"finding_kind": "idle-allocation", "api": "/api/v1/findings?...", "cli": "gpuledger
+//    audit ..."}: the guardrail findings that show the same idle hours,
 //    "consolidation": [{"gpu_model", "pool", "gpus_now", "gpus_now_ppd", "gpus_after",
 //        "monthly_saving_nanos", "moves": [{"workload", "to_gpu", "profile"}], "optimal",
 //        "left_alone": [...], "reasons": [...]}],

@@ -51,8 +51,9 @@ class GatherScan final : public store::LedgerScan {
   }
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
     const std::string workload = WorkloadKeyOf(consumer, options_);
-    workloads_[key] =
-        workload.empty() ? kNone : hours_.Workload(workload, consumer.ref.namespace_name);
+    workloads_[key] = workload.empty() ? Of{kNone, 0}
+                                       : Of{hours_.Workload(workload, consumer.ref.namespace_name),
+                                            hours_.Pod(consumer.ref)};
     return Status::Ok();
   }
   Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu_key,
@@ -72,7 +73,8 @@ class GatherScan final : public store::LedgerScan {
     if (w == workloads_.end())
       return Internal(
           fmt::format("the ledger's scan named consumer {} before its strings", consumer_key));
-    if (w->second != kNone) hours_.Row(w->second, figures.hour_us, gpu_key, figures);
+    if (w->second.workload != kNone)
+      hours_.Row(w->second.workload, w->second.pod, figures.hour_us, gpu_key, figures);
     return Status::Ok();
   }
 
@@ -85,7 +87,10 @@ class GatherScan final : public store::LedgerScan {
   WorkloadHours& hours_;
   const SummaryOptions& options_;
   std::unordered_map<std::int64_t, Place> placements_;
-  std::unordered_map<std::int64_t, std::uint32_t> workloads_;  // consumer key -> workload
+  struct Of {
+    std::uint32_t workload, pod;
+  };
+  std::unordered_map<std::int64_t, Of> workloads_;  // consumer key -> its workload and pod
 };
 
 // Every workload's figures over `window`, the ledger read a day at a time (each day one scan

@@ -18,6 +18,15 @@ std::int64_t RoundHalfUp(__int128 n, __int128 d) {
   return static_cast<std::int64_t>((2 * n + d) / (2 * d));
 }
 
+// Whether the controller of a workload key ("namespace/Kind/name") scales by replicas.
+bool ScalesByReplicas(std::string_view key) {
+  const std::size_t a = key.find('/');
+  const std::size_t b = a == std::string_view::npos ? a : key.find('/', a + 1);
+  if (b == std::string_view::npos) return false;
+  const std::string_view kind = key.substr(a + 1, b - a - 1);
+  return kind == "Deployment" || kind == "StatefulSet" || kind == "ReplicaSet";
+}
+
 const std::vector<report::Dimension>& ByController() {
   static const std::vector<report::Dimension> by{{report::Dimension::Kind::kController, ""}};
   return by;
@@ -63,6 +72,7 @@ std::vector<WorkloadSummary> Summarize(std::vector<GatheredWorkload> gathered,
           RoundHalfUp(g.allocated_us * kWholeGpu, static_cast<__int128>(g.hours) * kMicrosPerHour);
     }
     w.gpus_used = g.gpus_used;
+    w.replica_per_gpu = ScalesByReplicas(g.key) && g.max_gpus_per_pod <= 1;
     w.compute_p50 = g.compute_p50;
     w.compute_p95 = g.compute_p95;
     w.compute_p99 = g.compute_p99;
@@ -145,7 +155,8 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
       const std::string key = WorkloadKeyOf(u->consumer, o);
       auto gpu = gpu_ids.find(u->gpu.value);
       if (key.empty() || gpu == gpu_ids.end()) continue;
-      hours.Row(hours.Workload(key, u->consumer.ref.namespace_name), hour, gpu->second, *u);
+      hours.Row(hours.Workload(key, u->consumer.ref.namespace_name), hours.Pod(u->consumer.ref),
+                hour, gpu->second, *u);
     }
   }
   return Summarize(hours.Finish(), *rep, o);

@@ -141,6 +141,34 @@ TEST(WindowSummary, WithoutHistogramsFallsBackToHourlyMeansAndSaysSo) {
   EXPECT_EQ(w.gpus_held_ppd, kWholeGpu);
 }
 
+// Issue 59: the 8 GPUs as 8 replicas of a Deployment, a GPU each, 2 busy: scale it to 2
+// replicas ("fewer-replicas"), the same saving as 2 GPUs; a Deployment whose pod holds several
+// GPUs is asked for fewer GPUs a pod.
+TEST(WindowSummary, ReplicasOfAGpuEachAreScaledDownAndPodsOfManyGpusAskFewer) {
+  EightGpuJob job;
+  for (UsageRow& u : job.usage) {
+    u.consumer.owner_kind = "Deployment";
+    u.consumer.ref.pod = "train-" + u.gpu.value;
+    u.consumer.ref.pod_uid = PodUid{u.consumer.ref.pod + "-uid"};
+  }
+  auto plan = PlanRightsizing(job.devices, job.usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->workloads.size(), 1u);
+  const WorkloadAdvice& replicas = plan->workloads[0];
+  EXPECT_EQ(replicas.summary.usage.workload, "ml/Deployment/train");
+  EXPECT_TRUE(replicas.summary.usage.replica_per_gpu);
+  EXPECT_EQ(rightsizing::ActionName(replicas.ranked[0].action), "fewer-replicas");
+  EXPECT_EQ(replicas.ranked[0].target, "2 replicas");
+  EXPECT_EQ(replicas.ranked[0].monthly_saving_nanos, 30'134'400'000'000);  // 6 x $6.88 x 730
+
+  EightGpuJob one_pod;  // one pod holding all 8
+  for (UsageRow& u : one_pod.usage) u.consumer.owner_kind = "Deployment";
+  auto pod = PlanRightsizing(one_pod.devices, one_pod.usage, {});
+  ASSERT_TRUE(pod) << pod.error().message;
+  EXPECT_FALSE(pod->workloads[0].summary.usage.replica_per_gpu);
+  EXPECT_EQ(rightsizing::ActionName(pod->workloads[0].ranked[0].action), "fewer-gpus");
+}
+
 TEST(WindowSummary, WindowNamespaceAndHostConsumersAreFiltered) {
   EightGpuJob job;
   UsageRow host = job.usage[0];

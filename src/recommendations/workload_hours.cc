@@ -97,6 +97,11 @@ std::uint32_t WorkloadHours::Workload(const std::string& key, const std::string&
   return it->second;
 }
 
+std::uint32_t WorkloadHours::Pod(const ConsumerRef& c) {
+  return pod_names_.Of(c.namespace_name + "/" +
+                       (c.pod_uid.value.empty() ? c.pod : c.pod_uid.value));
+}
+
 std::uint32_t WorkloadHours::Names::Of(std::string_view name) {
   auto [it, added] = index.try_emplace(std::string(name), static_cast<std::uint32_t>(text.size()));
   if (added) text.emplace_back(name);
@@ -109,7 +114,7 @@ void WorkloadHours::Device(Micros hour_us, std::int64_t gpu, const HourDevice& d
                    classes_.Of(device.pricing_class)};
 }
 
-void WorkloadHours::Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu,
+void WorkloadHours::Row(std::uint32_t workload, std::uint32_t pod, Micros hour_us, std::int64_t gpu,
                         const UsageRow& figures) {
   if (hour_us != open_hour_us_) return;  // its device-hour was not given
   auto device = devices_.find(gpu);
@@ -118,6 +123,7 @@ void WorkloadHours::Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu
   GpuHour& g = rows_.emplace_back();
   g.workload = workload;
   g.gpu = gpu;
+  g.pod = pod;
   g.allocated_us = figures.allocated_us;
   g.compute_us = figures.compute_us;
   g.peak_memory_bytes = figures.peak_memory_bytes;
@@ -128,8 +134,25 @@ void WorkloadHours::Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu
 void WorkloadHours::CloseHour(Micros next_hour_us) {
   // A workload's containers on one GPU are one GPU-hour: their rows added.
   std::sort(rows_.begin(), rows_.end(), [](const GpuHour& a, const GpuHour& b) {
-    return std::tie(a.workload, a.gpu) < std::tie(b.workload, b.gpu);
+    return std::tie(a.workload, a.gpu, a.pod) < std::tie(b.workload, b.gpu, b.pod);
   });
+  // How many GPUs each pod held (an allocation on it): a pod per GPU is a replica per GPU.
+  for (auto first = rows_.begin(); first != rows_.end();) {
+    auto last = std::find_if(first, rows_.end(),
+                             [&](const GpuHour& g) { return g.workload != first->workload; });
+    pods_.clear();
+    for (auto g = first; g != last; ++g)
+      if (g->allocated_us > 0 && (g == first || g[-1].gpu != g->gpu || g[-1].pod != g->pod))
+        pods_.push_back(g->pod);
+    std::sort(pods_.begin(), pods_.end());
+    std::int64_t& most = accs_[first->workload].max_gpus_per_pod;
+    for (auto p = pods_.begin(); p != pods_.end();) {
+      const auto q = std::upper_bound(p, pods_.end(), *p);
+      most = std::max<std::int64_t>(most, q - p);
+      p = q;
+    }
+    first = last;
+  }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     if (kept > 0 && rows_[kept - 1].workload == rows_[i].workload &&
@@ -240,6 +263,7 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
 
   const int percent = PercentOf(percentile_);
   w.gpus_used = static_cast<double>(CountedPercentile(acc.hours_by_busy_gpus, percent));
+  w.max_gpus_per_pod = acc.max_gpus_per_pod;
   // Sized by its busy GPU-hours, or all of them when none was busy.
   const bool any_busy = acc.busy_gpu_hours > 0;
   const auto& compute = any_busy ? acc.busy_compute : acc.all_compute;

@@ -47,7 +47,8 @@ struct GatheredWorkload {
   std::int64_t hours = 0;      // hours with an allocation
   Micros first_hour_us = 0, last_hour_us = 0;
   __int128 allocated_us = 0;
-  double gpus_used = 0;  // busy GPUs per hour at the percentile over its hours
+  double gpus_used = 0;               // busy GPUs per hour at the percentile over its hours
+  std::int64_t max_gpus_per_pod = 0;  // the most GPUs one of its pods held in an hour
   // The compute share percentiles of its sized GPU-hours (its busy ones, or all when none was
   // busy), and how they were taken.
   double compute_p50 = 0, compute_p95 = 0, compute_p99 = 0;
@@ -65,6 +66,8 @@ class WorkloadHours {
 
   // The index of the workload `key` (of namespace `namespace_name`), added on first use.
   std::uint32_t Workload(const std::string& key, const std::string& namespace_name);
+  // The id of the pod `consumer` runs in (by namespace and UID, else name), added on first use.
+  std::uint32_t Pod(const ConsumerRef& consumer);
 
   // What a device-hour tells rightsizing.
   struct HourDevice {
@@ -76,9 +79,11 @@ class WorkloadHours {
   // A device-hour of `hour_us`, before its rows. `gpu` is any id naming one GPU (a scan's key).
   // Hours come in ascending order: a later hour closes the one before.
   void Device(Micros hour_us, std::int64_t gpu, const HourDevice& device);
-  // A usage row of workload `workload` on the device-hour (hour_us, gpu) given before; a row
-  // whose device-hour was not given is left out, as reports leave it out.
-  void Row(std::uint32_t workload, Micros hour_us, std::int64_t gpu, const UsageRow& figures);
+  // A usage row of workload `workload`'s pod `pod` (any id naming one pod) on the device-hour
+  // (hour_us, gpu) given before; a row whose device-hour was not given is left out, as reports
+  // leave it out.
+  void Row(std::uint32_t workload, std::uint32_t pod, Micros hour_us, std::int64_t gpu,
+           const UsageRow& figures);
 
   // Every workload's figures, by key; the gatherer is spent.
   std::vector<GatheredWorkload> Finish();
@@ -93,6 +98,7 @@ class WorkloadHours {
   struct GpuHour {
     std::uint32_t workload = 0;
     std::int64_t gpu = 0;
+    std::uint32_t pod = 0;
     GpuMicros allocated_us = 0, compute_us = 0;
     Bytes peak_memory_bytes = 0;
     UsageHistogram histogram;
@@ -110,6 +116,7 @@ class WorkloadHours {
     // Over its busy GPU-hours and over all of them: compute histograms.
     std::array<std::int64_t, UsageHistogram::kComputeBuckets> busy_compute{}, all_compute{};
     std::int64_t busy_gpu_hours = 0;
+    std::int64_t max_gpus_per_pod = 0;  // the most GPUs one of its pods held in an hour
     std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory{};
     Bytes memory_peak_bytes = 0;
     std::vector<GpuMicros> allocated_by_model, allocated_by_class;  // by models_, classes_
@@ -132,10 +139,11 @@ class WorkloadHours {
   const rightsizing::Percentile percentile_;
   std::vector<Acc> accs_;
   std::map<std::string, std::uint32_t> index_;
-  Names models_, classes_;
+  Names models_, classes_, pod_names_;
   Micros open_hour_us_ = INT64_MIN;
   std::unordered_map<std::int64_t, DeviceFacts> devices_;  // of the open hour
   std::vector<GpuHour> rows_;                              // of the open hour, one per row
+  std::vector<std::uint32_t> pods_;                        // scratch: a workload-hour's pods
 };
 
 }  // namespace gpuledger::recommendations

@@ -106,6 +106,8 @@ std::string_view ActionName(Action action) {
       return "keep";
     case Action::kFewerGpus:
       return "fewer-gpus";
+    case Action::kFewerReplicas:
+      return "fewer-replicas";
     case Action::kTimeSlice:
       return "time-slice";
     case Action::kMigProfile:
@@ -224,7 +226,18 @@ std::vector<Recommendation> Recommend(const WorkloadUsage& u, const RightsizingO
       std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(u.gpus_used - 1e-9)));
   const SharePpd needed_ppd = needed_gpus * kWholeGpu;
 
-  if (needed_ppd < u.gpus_held_ppd) {
+  if (needed_ppd < u.gpus_held_ppd && u.replica_per_gpu) {
+    // Its replicas hold a GPU each: scale the controller, not each pod's request.
+    Recommendation r = base(Action::kFewerReplicas);
+    r.target = fmt::format("{} replica{}", needed_gpus, needed_gpus == 1 ? "" : "s");
+    r.reasons.insert(
+        r.reasons.begin(),
+        fmt::format("Scale it to {} instead of the {} it ran on average: each replica holds one "
+                    "{} GPU, and it kept only {:.2f} of them busy, the rest were held idle.",
+                    r.target, Gpus(u.gpus_held_ppd), u.gpu_model, u.gpus_used));
+    offer(std::move(r), needed_ppd, u.hourly_price_nanos, u.gpus_used,
+          static_cast<double>(needed_gpus), Layout{needed_gpus, 1.0, 0});
+  } else if (needed_ppd < u.gpus_held_ppd) {
     Recommendation r = base(Action::kFewerGpus);
     r.target = fmt::format("{} GPU{}", needed_gpus, needed_gpus == 1 ? "" : "s");
     r.reasons.insert(r.reasons.begin(),

@@ -88,6 +88,10 @@ struct WorkloadUsage {
   // then no move is sized by its compute.
   std::optional<double> compute_band = 0.0;
   std::string compute_rule;  // the rules, "+"-joined, for the reasons
+  // A controller that scales by replicas (Deployment, StatefulSet, ReplicaSet) whose pods each
+  // held at most one GPU: fewer GPUs means fewer replicas ("fewer-replicas"), not fewer GPUs a
+  // pod ("fewer-gpus").
+  bool replica_per_gpu = false;
 };
 
 enum class Percentile { kP50, kP95, kP99 };
@@ -118,8 +122,17 @@ struct RightsizingOptions {
   Nanos min_monthly_saving_nanos = 0;  // recommend only above this saving
 };
 
-enum class Action { kKeep, kFewerGpus, kTimeSlice, kMigProfile, kCheaperModel, kRelease };
-// "keep", "fewer-gpus", "time-slice", "mig-profile", "cheaper-model", "release".
+enum class Action {
+  kKeep,
+  kFewerGpus,
+  kFewerReplicas,
+  kTimeSlice,
+  kMigProfile,
+  kCheaperModel,
+  kRelease
+};
+// "keep", "fewer-gpus", "fewer-replicas", "time-slice", "mig-profile", "cheaper-model",
+// "release".
 std::string_view ActionName(Action action);
 
 // What a recommended layout gives the workload, for the replay against its own hours

@@ -417,6 +417,19 @@ TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
     EXPECT_EQ(r["action"], "release") << idle;
     EXPECT_EQ(r["recommended_ppd"], 0) << idle;
     EXPECT_NE(r["reasons"][0].get<std::string>().find("idle-allocation"), std::string::npos);
+    // Its evidence, followed as given: the guardrail's idle-allocation finding of its pod.
+    ASSERT_EQ(r["evidence"]["finding_kind"], "idle-allocation") << idle;
+    std::string audit = r["evidence"]["cli"].get<std::string>();
+    ASSERT_TRUE(audit.starts_with("gpuledger audit ")) << audit;
+    Output found =
+        Run(audit.substr(std::string("gpuledger ").size()) + " --db " + db + " --format json");
+    ASSERT_EQ(found.code, 0) << found.err;
+    const std::string pod = std::string(idle).substr(std::string(idle).rfind('/') + 1) + "-0";
+    bool seen = false;
+    const auto findings = nlohmann::json::parse(found.out);
+    for (const auto& f : findings["findings"])
+      seen |= f["kind"] == "idle-allocation" && f["pod"] == pod;
+    EXPECT_TRUE(seen) << pod << ": " << found.out;
   }
 
   // The table says the same total; bad parameters are exit 2 naming the flag.
