@@ -368,6 +368,11 @@ Status RefuseAnotherProgramsDatabase(SqliteDb& db) {
   }
   tables->Reset();
   if (names.empty()) return Status::Ok();
+  // Another writer opening the same new file may have committed its schema (tables and version
+  // in one transaction) between the two reads above: read the version again, after the tables.
+  auto again = ReadSchemaVersion(db);
+  if (!again) return again.status();
+  if (*again != 0) return Status::Ok();
   return InvalidArgument(fmt::format(
       "sqlite {}: not a gpuledger ledger (it holds other tables: {}); name a ledger, or a new "
       "file for a new one",
