@@ -2,10 +2,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "common/dense_id_map.h"
 #include "ledger/reports.h"
 #include "recommendations/workload_hours.h"
 #include "report/window.h"
@@ -46,35 +46,35 @@ class GatherScan final : public store::LedgerScan {
   Status OnGpuKey(std::int64_t, const GpuUuid&) override { return Status::Ok(); }
   Status OnContextKey(std::int64_t, const UsageRow&) override { return Status::Ok(); }
   Status OnPlacementKey(std::int64_t key, const DeviceHour& placement) override {
-    placements_[key] = {placement.gpu_model, placement.pricing_class};
+    placements_.Emplace(key).first = {hours_.ModelId(placement.gpu_model),
+                                      hours_.ClassId(placement.pricing_class)};
     return Status::Ok();
   }
   Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
     const std::string workload = WorkloadKeyOf(consumer, options_);
-    workloads_[key] = workload.empty() ? Of{kNone, 0}
-                                       : Of{hours_.Workload(workload, consumer.ref.namespace_name),
-                                            hours_.Pod(consumer.ref)};
+    workloads_.Emplace(key).first =
+        workload.empty()
+            ? Of{kNone, 0}
+            : Of{hours_.Workload(workload, consumer.ref.namespace_name), hours_.Pod(consumer.ref)};
     return Status::Ok();
   }
   Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu_key,
                            std::int64_t placement_key) override {
-    auto p = placements_.find(placement_key);
-    if (p == placements_.end())
+    const Place* p = placements_.Find(placement_key);
+    if (p == nullptr)
       return Internal(
           fmt::format("the ledger's scan named placement {} before its strings", placement_key));
     hours_.Device(figures.hour_us, gpu_key,
-                  {figures.metered_us, figures.memory_total_bytes, p->second.gpu_model,
-                   p->second.pricing_class});
+                  {figures.metered_us, figures.memory_total_bytes, p->model, p->pricing_class});
     return Status::Ok();
   }
   Status OnKeyedUsage(const UsageRow& figures, std::int64_t gpu_key, std::int64_t consumer_key,
                       std::int64_t) override {
-    auto w = workloads_.find(consumer_key);
-    if (w == workloads_.end())
+    const Of* w = workloads_.Find(consumer_key);
+    if (w == nullptr)
       return Internal(
           fmt::format("the ledger's scan named consumer {} before its strings", consumer_key));
-    if (w->second.workload != kNone)
-      hours_.Row(w->second.workload, w->second.pod, figures.hour_us, gpu_key, figures);
+    if (w->workload != kNone) hours_.Row(w->workload, w->pod, figures.hour_us, gpu_key, figures);
     return Status::Ok();
   }
 
@@ -82,15 +82,15 @@ class GatherScan final : public store::LedgerScan {
   static constexpr std::uint32_t kNone = UINT32_MAX;
   static Status NotKeyed() { return Internal("a scan by key was sent a row without keys"); }
   struct Place {
-    std::string gpu_model, pricing_class;
+    std::uint32_t model = 0, pricing_class = 0;  // WorkloadHours' ids
+  };
+  struct Of {
+    std::uint32_t workload = 0, pod = 0;
   };
   WorkloadHours& hours_;
   const SummaryOptions& options_;
-  std::unordered_map<std::int64_t, Place> placements_;
-  struct Of {
-    std::uint32_t workload, pod;
-  };
-  std::unordered_map<std::int64_t, Of> workloads_;  // consumer key -> its workload and pod
+  DenseIdMap<Place> placements_;
+  DenseIdMap<Of> workloads_;  // consumer key -> its workload and pod
 };
 
 // Every workload's figures over `window`, the ledger read a day at a time (each day one scan

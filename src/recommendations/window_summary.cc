@@ -148,7 +148,8 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
   for (const auto& [hour, hour_devices] : devices_by_hour) {
     for (const DeviceHour* d : hour_devices)
       hours.Device(hour, gpu_ids.at(d->gpu.value),
-                   {d->metered_us, d->memory_total_bytes, d->gpu_model, d->pricing_class});
+                   {d->metered_us, d->memory_total_bytes, hours.ModelId(d->gpu_model),
+                    hours.ClassId(d->pricing_class)});
     auto rows = rows_by_hour.find(hour);
     if (rows == rows_by_hour.end()) continue;
     for (const UsageRow* u : rows->second) {

@@ -81,7 +81,7 @@ double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kCompu
 }
 
 double WorkloadHours::GpuHour::Share() const {
-  const GpuMicros wall = device->metered_us > 0 ? device->metered_us : kMicrosPerHour;
+  const GpuMicros wall = device.metered_us > 0 ? device.metered_us : kMicrosPerHour;
   return static_cast<double>(compute_us) / static_cast<double>(wall);
 }
 
@@ -110,15 +110,14 @@ std::uint32_t WorkloadHours::Names::Of(std::string_view name) {
 
 void WorkloadHours::Device(Micros hour_us, std::int64_t gpu, const HourDevice& device) {
   if (hour_us != open_hour_us_) CloseHour(hour_us);
-  devices_[gpu] = {device.metered_us, device.memory_total_bytes, models_.Of(device.gpu_model),
-                   classes_.Of(device.pricing_class)};
+  devices_.Emplace(gpu).first = device;
 }
 
 void WorkloadHours::Row(std::uint32_t workload, std::uint32_t pod, Micros hour_us, std::int64_t gpu,
                         const UsageRow& figures) {
   if (hour_us != open_hour_us_) return;  // its device-hour was not given
-  auto device = devices_.find(gpu);
-  if (device == devices_.end()) return;
+  const HourDevice* device = devices_.Find(gpu);
+  if (device == nullptr) return;
   accs_[workload].has_rows = true;
   GpuHour& g = rows_.emplace_back();
   g.workload = workload;
@@ -128,7 +127,7 @@ void WorkloadHours::Row(std::uint32_t workload, std::uint32_t pod, Micros hour_u
   g.compute_us = figures.compute_us;
   g.peak_memory_bytes = figures.peak_memory_bytes;
   g.histogram = figures.histogram;
-  g.device = &device->second;
+  g.device = *device;
 }
 
 void WorkloadHours::CloseHour(Micros next_hour_us) {
@@ -184,8 +183,8 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
   GrowTo(acc.memory_by_model, models_.text.size());
   GrowTo(acc.allocated_by_class, classes_.text.size());
   for (auto g = first; g != last; ++g) {
-    acc.allocated_by_model[g->device->model] += g->allocated_us;
-    acc.allocated_by_class[g->device->pricing_class] += g->allocated_us;
+    acc.allocated_by_model[g->device.model] += g->allocated_us;
+    acc.allocated_by_class[g->device.pricing_class] += g->allocated_us;
   }
   // Only the GPU-hours with an allocation count from here.
   last = std::remove_if(first, last, [](const GpuHour& g) { return g.allocated_us <= 0; });
@@ -198,8 +197,8 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
   std::int64_t busy_gpus = 0;
   for (auto g = first; g != last; ++g) {
     acc.allocated_us += g->allocated_us;
-    Bytes& memory = acc.memory_by_model[g->device->model];
-    memory = std::max(memory, g->device->memory_total_bytes);
+    Bytes& memory = acc.memory_by_model[g->device.model];
+    memory = std::max(memory, g->device.memory_total_bytes);
     const int b = PercentileBucket(g->histogram.compute, percent);
     const bool busy = b >= 0 ? b > 0 : Busy(static_cast<float>(g->Share()));
     for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i) {

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/dense_id_map.h"
 #include "model/ledger.h"
 #include "rightsizing/recommend.h"
 
@@ -69,13 +70,14 @@ class WorkloadHours {
   // The id of the pod `consumer` runs in (by namespace and UID, else name), added on first use.
   std::uint32_t Pod(const ConsumerRef& consumer);
 
-  // What a device-hour tells rightsizing.
+  // What a device-hour tells rightsizing; its model and pricing class by ModelId and ClassId.
   struct HourDevice {
     GpuMicros metered_us = 0;
     Bytes memory_total_bytes = 0;
-    std::string_view gpu_model;
-    std::string_view pricing_class;
+    std::uint32_t model = 0, pricing_class = 0;
   };
+  std::uint32_t ModelId(std::string_view gpu_model) { return models_.Of(gpu_model); }
+  std::uint32_t ClassId(std::string_view pricing_class) { return classes_.Of(pricing_class); }
   // A device-hour of `hour_us`, before its rows. `gpu` is any id naming one GPU (a scan's key).
   // Hours come in ascending order: a later hour closes the one before.
   void Device(Micros hour_us, std::int64_t gpu, const HourDevice& device);
@@ -89,11 +91,6 @@ class WorkloadHours {
   std::vector<GatheredWorkload> Finish();
 
  private:
-  struct DeviceFacts {
-    GpuMicros metered_us = 0;
-    Bytes memory_total_bytes = 0;
-    std::uint32_t model = 0, pricing_class = 0;  // in models_, classes_
-  };
   // One GPU of a workload in the open hour: its containers' rows on that GPU, added.
   struct GpuHour {
     std::uint32_t workload = 0;
@@ -102,7 +99,7 @@ class WorkloadHours {
     GpuMicros allocated_us = 0, compute_us = 0;
     Bytes peak_memory_bytes = 0;
     UsageHistogram histogram;
-    const DeviceFacts* device = nullptr;
+    HourDevice device;
     double Share() const;
   };
   // What a workload keeps across hours.
@@ -141,9 +138,9 @@ class WorkloadHours {
   std::map<std::string, std::uint32_t> index_;
   Names models_, classes_, pod_names_;
   Micros open_hour_us_ = INT64_MIN;
-  std::unordered_map<std::int64_t, DeviceFacts> devices_;  // of the open hour
-  std::vector<GpuHour> rows_;                              // of the open hour, one per row
-  std::vector<std::uint32_t> pods_;                        // scratch: a workload-hour's pods
+  DenseIdMap<HourDevice> devices_;   // of the open hour, by GPU
+  std::vector<GpuHour> rows_;        // of the open hour, one per row
+  std::vector<std::uint32_t> pods_;  // scratch: a workload-hour's pods
 };
 
 }  // namespace gpuledger::recommendations
