@@ -308,6 +308,16 @@ for (const [i, r] of plan.recommendations.entries()) {
 }
 check(await page.textContent("#savings-total") === money(plan.total_monthly_saving_nanos),
       "recommendations: total");
+// The consolidation plans, as the API has them: GPUs held and needed, the saving.
+const shownPlans = await shownRows("#consolidation tbody tr");
+check(plan.consolidation.length > 0 && shownPlans.length === plan.consolidation.length,
+      `consolidation: ${shownPlans.length} on the page, the API has ${plan.consolidation.length}`);
+for (const [i, p] of plan.consolidation.entries()) {
+  const got = shownPlans[i] || {};
+  check(got.pool === `${p.gpu_model}/${p.pool}` && got.now === `${p.gpus_now.toFixed(2)} GPUs` &&
+        got.saving === money(p.monthly_saving_nanos) && got.workloads === String(p.moves.length),
+        `consolidation: row ${i} ${got.pool} ${got.now} ${got.saving}`);
+}
 // A workload's reasons open by keyboard.
 await page.focus("#recommendations tbody tr:first-child summary");
 await page.keyboard.press("Enter");

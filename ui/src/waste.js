@@ -58,6 +58,20 @@ function renderPlan(plan) {
       ["saving", formatMoney(r.monthly_saving_nanos)],
     ], { workload: r.workload }));
   }
+  const plans = $("consolidation").tBodies[0];
+  plans.replaceChildren();
+  for (const p of plan.consolidation) {
+    // The reasons say what was held and needed hour by hour; the moves, where each goes.
+    const moves = p.moves.map((m) => `${m.workload} -> GPU ${m.to_gpu}${m.profile ? ` as ${m.profile}` : ""}`);
+    plans.append(tableRow([
+      ["pool", explained(`${p.gpu_model} in ${p.pool}`, [...p.reasons, ...moves])],
+      ["now", `${p.gpus_now.toFixed(2)} GPUs`],
+      ["after", `${p.gpus_after} GPU${Number(p.gpus_after) === 1 ? "" : "s"}`],
+      ["workloads", String(p.moves.length)],
+      ["saving", formatMoney(p.monthly_saving_nanos)],
+    ], { pool: `${p.gpu_model}/${p.pool}` }));
+  }
+  $("consolidation").hidden = plan.consolidation.length === 0;
   $("savings-total").textContent = formatMoney(plan.total_monthly_saving_nanos);
   $("savings-detail").textContent =
     `a month, ${plan.total_basis}; ${plan.recommendations.length} workloads`;
