@@ -28,13 +28,11 @@ struct HourLoad {
 std::vector<HourLoad> LoadOf(const WorkloadSummary& s, const TimeRange& span) {
   std::vector<HourLoad> out;
   const DemandSeries& d = s.demand;
-  if (d.shard_compute.empty()) return out;
   for (std::size_t i = 0; i < d.hours.size(); ++i) {
-    const float compute = d.shard_compute[0][i];
-    if (compute == DemandSeries::kNotHeld || d.hours[i] < span.from_us || d.hours[i] >= span.to_us)
-      continue;
+    const auto [begin, end] = d.Gpus(i);
+    if (begin == end || d.hours[i] < span.from_us || d.hours[i] >= span.to_us) continue;
     out.push_back({static_cast<std::size_t>((d.hours[i] - span.from_us) / kMicrosPerHour),
-                   std::max(compute, 0.0f), d.shard_memory_mib[0][i]});
+                   std::max(d.compute[begin], 0.0f), d.memory_mib[begin]});
   }
   return out;
 }

@@ -52,21 +52,19 @@ rightsizing::Replayed Replay(const Recommendation& rec, const DemandSeries& dema
                              rightsizing::Percentile percentile) {
   rightsizing::Replayed out;
   const rightsizing::Layout layout = rec.layout.value_or(rightsizing::Layout{});
-  const std::size_t shards = demand.shard_compute.size();
   const auto gpus = static_cast<std::size_t>(std::max<std::int64_t>(0, layout.gpus));
   const auto compute = static_cast<float>(layout.compute);
   for (std::size_t h = 0; h < demand.hours.size(); ++h) {
-    std::int64_t held = 0, busy = 0;
+    const auto [begin, end] = demand.Gpus(h);
+    const auto held = static_cast<std::int64_t>(end - begin);
+    std::int64_t busy = 0;
     bool memory = false, over = false;
-    // Shards are busiest first: the layout's GPUs take the first ones.
-    for (std::size_t s = 0; s < shards; ++s) {
-      const float share = demand.shard_compute[s][h];
-      if (share == DemandSeries::kNotHeld) continue;
-      ++held;
+    // Its GPUs are busiest first: the layout's GPUs take the first ones.
+    for (std::size_t i = begin; i < end; ++i) {
+      const float share = demand.compute[i];
       if (Busy(share)) ++busy;
-      if (s >= gpus) continue;
-      memory |= layout.memory_bytes > 0 &&
-                Bytes{demand.shard_memory_mib[s][h]} * kMiB > layout.memory_bytes;
+      if (i - begin >= gpus) continue;
+      memory |= layout.memory_bytes > 0 && Bytes{demand.memory_mib[i]} * kMiB > layout.memory_bytes;
       over |= share > compute;
     }
     if (held == 0) continue;

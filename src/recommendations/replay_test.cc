@@ -13,25 +13,23 @@ using rightsizing::Recommendation;
 constexpr std::uint32_t kGiBInMib = 1024;
 
 // 100 hours of one GPU at 20% and 10 GiB, but for 3 hours at 30%, 2 hours at 25 GiB and 1 hour
-// with a second GPU busy beside it; hour 100 held nothing (a second shard, not held).
+// with a second GPU busy beside it; hour 100 held no GPU.
 DemandSeries Bursty() {
   DemandSeries d;
-  d.shard_compute.assign(2, {});
-  d.shard_memory_mib.assign(2, {});
   for (int h = 0; h <= 100; ++h) {
     d.hours.push_back(h * kMicrosPerHour);
+    d.first.push_back(static_cast<std::uint32_t>(d.compute.size()));
+    if (h == 100) continue;
     float share = 0.2f;
     std::uint32_t memory = 10 * kGiBInMib;
-    float second = DemandSeries::kNotHeld;
     if (h < 3) share = 0.3f;
     if (h == 3 || h == 4) memory = 25 * kGiBInMib;
-    if (h == 5) second = 0.5f;
-    if (h == 6) second = 0.01f;  // held beside it, idle: fits
-    if (h == 100) share = DemandSeries::kNotHeld;
-    d.shard_compute[0].push_back(share);
-    d.shard_memory_mib[0].push_back(h == 100 ? 0 : memory);
-    d.shard_compute[1].push_back(second);
-    d.shard_memory_mib[1].push_back(second == DemandSeries::kNotHeld ? 0 : 40 * kGiBInMib);
+    d.compute.push_back(share);
+    d.memory_mib.push_back(memory);
+    if (h == 5 || h == 6) {  // a second GPU: busy in hour 5, idle in hour 6 (it fits)
+      d.compute.push_back(h == 5 ? 0.5f : 0.01f);
+      d.memory_mib.push_back(40 * kGiBInMib);
+    }
   }
   return d;
 }

@@ -96,14 +96,17 @@ TEST(WindowSummary, EightGpusHeldTwoUsedGivesFewerGpusWithTheSavingByHand) {
   EXPECT_EQ(plan->workloads[0].ranked[0].target, "2 GPUs");
   EXPECT_EQ(plan->total_monthly_saving_nanos, 30'134'400'000'000);
 
-  // The demand series: the two busy GPUs are shards 0 and 1, at 0.9 of a GPU every hour.
-  ASSERT_EQ(s[0].demand.shard_compute.size(), 8u);
-  ASSERT_EQ(s[0].demand.hours.size(), 48u);
-  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[0][5], 0.9f);
-  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[1][5], 0.9f);
-  EXPECT_FLOAT_EQ(s[0].demand.shard_compute[2][5], 0.01f);
-  EXPECT_EQ(s[0].demand.shard_memory_mib[0][5], 60u * 1024);
-  EXPECT_EQ(s[0].demand.shard_memory_mib[2][5], 2u * 1024);
+  // The demand series: 8 GPUs every hour, the two busy ones first, at 0.9 of a GPU.
+  const DemandSeries& d = s[0].demand;
+  ASSERT_EQ(d.hours.size(), 48u);
+  ASSERT_EQ(d.compute.size(), 48u * 8);
+  const auto [begin, end] = d.Gpus(5);
+  ASSERT_EQ(end - begin, 8u);
+  EXPECT_FLOAT_EQ(d.compute[begin], 0.9f);
+  EXPECT_FLOAT_EQ(d.compute[begin + 1], 0.9f);
+  EXPECT_FLOAT_EQ(d.compute[begin + 2], 0.01f);
+  EXPECT_EQ(d.memory_mib[begin], 60u * 1024);
+  EXPECT_EQ(d.memory_mib[begin + 2], 2u * 1024);
 }
 
 TEST(WindowSummary, HistogramPercentilesAreBucketUpperBounds) {

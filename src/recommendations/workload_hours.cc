@@ -219,18 +219,11 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
            std::tie(a.compute_us, a.peak_memory_bytes);
   });
   DemandSeries& d = acc.demand;
-  const std::size_t before = d.hours.size();
-  const auto shards = static_cast<std::size_t>(last - first);
-  while (d.shard_compute.size() < shards) {
-    d.shard_compute.emplace_back(before, DemandSeries::kNotHeld);
-    d.shard_memory_mib.emplace_back(before, 0u);
-  }
   d.hours.push_back(hour_us);
-  for (std::size_t s = 0; s < d.shard_compute.size(); ++s) {
-    const bool held = s < shards;
-    d.shard_compute[s].push_back(held ? static_cast<float>(first[s].Share())
-                                      : DemandSeries::kNotHeld);
-    d.shard_memory_mib[s].push_back(held ? MibRoundedUp(first[s].peak_memory_bytes) : 0u);
+  d.first.push_back(static_cast<std::uint32_t>(d.compute.size()));
+  for (auto g = first; g != last; ++g) {
+    d.compute.push_back(static_cast<float>(g->Share()));
+    d.memory_mib.push_back(MibRoundedUp(g->peak_memory_bytes));
   }
 }
 
@@ -276,9 +269,8 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
     // The hourly shares of the sized GPU-hours, from the demand series (none of them had a
     // histogram, so a busy one is one above the first bucket).
     std::vector<float> shares;
-    for (const std::vector<float>& shard : acc.demand.shard_compute)
-      for (float share : shard)
-        if (share != DemandSeries::kNotHeld && (!any_busy || Busy(share))) shares.push_back(share);
+    for (float share : acc.demand.compute)
+      if (!any_busy || Busy(share)) shares.push_back(share);
     // Kept as floats: read back to six decimals (a float holds about seven digits).
     auto at = [&](int percent) { return std::round(ValuePercentile(shares, percent) * 1e6) / 1e6; };
     w.compute_p50 = at(50);
@@ -298,11 +290,7 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
             : w.memory_peak_bytes;
   } else {
     // The p99 of the hourly peaks, from the demand series (in MiB rounded up).
-    std::vector<std::uint32_t> peaks;
-    for (std::size_t s = 0; s < acc.demand.shard_compute.size(); ++s)
-      for (std::size_t h = 0; h < acc.demand.hours.size(); ++h)
-        if (acc.demand.shard_compute[s][h] != DemandSeries::kNotHeld)
-          peaks.push_back(acc.demand.shard_memory_mib[s][h]);
+    std::vector<std::uint32_t> peaks = acc.demand.memory_mib;
     w.memory_p99_bytes = std::min(w.memory_peak_bytes, Bytes{ValuePercentile(peaks, 99)} * kMiB);
   }
   w.demand = std::move(acc.demand);

@@ -6,9 +6,9 @@
 // workloads. window_summary.h turns what is gathered into the rightsizing inputs; it feeds
 // rows given in any order through here too, so both readers share one computation.
 //
-// What a workload keeps grows with its hours, not its rows: its demand series (a float and a
-// MiB count per busiest-first GPU and hour), from which the percentiles of rows without
-// histograms are taken (their hourly shares and peaks).
+// What a workload keeps grows with its GPU-hours, not its rows: its demand series (a float and
+// a MiB count per GPU-hour), from which the percentiles of rows without histograms are taken
+// (their hourly shares and peaks).
 //
 // Thread-compatible: one reader.
 
@@ -26,16 +26,23 @@
 
 namespace gpuledger::recommendations {
 
-// One workload's demand, hour by hour, for the what-if replay: `hours` ascending; per shard
-// (its i-th busiest GPU in each hour, so replicas that restart under new names stay one
-// series) the compute share of one physical GPU and the memory peak on that GPU, in MiB
-// rounded up (a replay that finds it fits is never optimistic by the rounding). A shard it did
-// not hold in an hour reads kNotHeld there.
+// One workload's demand, hour by hour, for the what-if replay: `hours` ascending; in each hour
+// its GPUs busiest first (so replicas that restart under new names stay one series), each with
+// the compute share of one physical GPU and the memory peak on that GPU, in MiB rounded up (a
+// replay that finds it fits is never optimistic by the rounding). Hour i's GPUs are
+// [first[i], first[i + 1]) of `compute` and `memory_mib` (the last hour's end is their size):
+// 8 bytes a GPU-hour it held, whatever it held in its other hours.
 struct DemandSeries {
-  static constexpr float kNotHeld = -1.0f;
   std::vector<Micros> hours;
-  std::vector<std::vector<float>> shard_compute;             // [shard][hour index]
-  std::vector<std::vector<std::uint32_t>> shard_memory_mib;  // [shard][hour index]
+  std::vector<std::uint32_t> first;  // by hour
+  std::vector<float> compute;        // by GPU-hour
+  std::vector<std::uint32_t> memory_mib;
+
+  // Hour i's GPUs: [begin, end) of compute and memory_mib.
+  std::pair<std::size_t, std::size_t> Gpus(std::size_t i) const {
+    return {first[i], i + 1 < first.size() ? first[i + 1] : compute.size()};
+  }
+  friend bool operator==(const DemandSeries&, const DemandSeries&) = default;
 };
 
 // A workload's figures over the window, as gathered (window_summary.h explains each rule).
