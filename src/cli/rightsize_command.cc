@@ -36,7 +36,8 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
   q.workload = o.workload;
   q.headroom = o.headroom;
   q.percentile = o.percentile;
-  auto answer = recommendations::ReadRightsizePlan(**store, nullptr, q, catalog);
+  auto answer = recommendations::ReadRightsizePlan(
+      **store, nullptr, q, catalog, [&] { return OpenExistingLedger("--db", o.db); });
   if (!answer) {
     if (answer.error().code == ErrorCode::kInvalidArgument)
       return InvalidArgument("--" + answer.error().message);

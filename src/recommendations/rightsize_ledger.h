@@ -35,9 +35,10 @@ struct RightsizeAnswer {
 // Errors of the query name the parameter first ("window: ...", "headroom: expected ...",
 // "percentile: ...", "workload: ..."): the CLI adds "--", the API "parameter '...'". Store
 // failures pass through. `reads` (the server's) answers the report by workload; without one it
-// is read as the CLI reads reports (ledger::ReadReports).
+// is read as the CLI reads reports (ledger::ReadReports). With `open_more`, a window of two days
+// or more is read in two halves at once, the later on a connection it opens (none opened: one).
 Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
-                                          const RightsizeQuery& query,
-                                          const cost::Catalog& catalog);
+                                          const RightsizeQuery& query, const cost::Catalog& catalog,
+                                          const store::StoreOpener& open_more = {});
 
 }  // namespace gpuledger::recommendations

@@ -2,7 +2,8 @@
 // figures, never held) against the whole-window computation (PlanRightsizing over every row
 // the store reads back), on random ledgers in SQLite and PostgreSQL: the same document byte for
 // byte and the same demand series, for windows that start and end inside days, every
-// percentile, a namespace, the CLI's report and the server's read service; and every
+// percentile, a namespace, the CLI's report, the server's read service and the days read in two
+// halves at once (appended); and every
 // recommendation offered replays within its allowance on its own window, and no consolidation
 // plan puts more than one GPU's memory or compute on one GPU in any hour.
 #include "recommendations/rightsize_ledger.h"
@@ -161,8 +162,11 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
         SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
         RightsizePlan whole;
         const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
-        for (ledger::ReadService* service : {static_cast<ledger::ReadService*>(nullptr), &reads}) {
-          auto read = ReadRightsizePlan(**store, service, q, catalog);
+        // The CLI's report, the server's read service, and the days read in two halves at once.
+        for (int way = 0; way < 3; ++way) {
+          auto read = ReadRightsizePlan(
+              **store, way == 1 ? &reads : nullptr, q, catalog,
+              way == 2 ? store::StoreOpener([&] { return ledger->Open(); }) : store::StoreOpener());
           ASSERT_TRUE(read.ok()) << read.error().message;
           ASSERT_EQ(RightsizeToJson(*read), expected);
           ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
@@ -207,7 +211,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
           ++compared;
         }
       }
-  EXPECT_EQ(compared, 60);
+  EXPECT_EQ(compared, 90);
   EXPECT_GT(workloads, 300);  // the windows hold workloads, not empty plans
   EXPECT_GT(gpu_hours, workloads);
   EXPECT_GT(replayed, 0);

@@ -297,6 +297,54 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
   return w;
 }
 
+void WorkloadHours::Append(WorkloadHours&& later) {
+  CloseHour(INT64_MIN);
+  later.CloseHour(INT64_MIN);
+  for (const auto& [key, index] : later.index_) {
+    Acc& b = later.accs_[index];
+    if (!b.has_rows) continue;
+    Acc& a = accs_[Workload(key, b.namespace_name)];
+    a.has_rows = true;
+    a.allocated_us += b.allocated_us;
+    if (b.hours > 0) {
+      if (a.hours == 0) a.first_hour_us = b.first_hour_us;
+      a.last_hour_us = b.last_hour_us;
+      a.hours += b.hours;
+    }
+    for (const auto& [gpus, hours] : b.hours_by_busy_gpus) a.hours_by_busy_gpus[gpus] += hours;
+    for (std::size_t i = 0; i < a.all_compute.size(); ++i) {
+      a.busy_compute[i] += b.busy_compute[i];
+      a.all_compute[i] += b.all_compute[i];
+    }
+    for (std::size_t i = 0; i < a.memory.size(); ++i) a.memory[i] += b.memory[i];
+    a.busy_gpu_hours += b.busy_gpu_hours;
+    a.max_gpus_per_pod = std::max(a.max_gpus_per_pod, b.max_gpus_per_pod);
+    a.memory_peak_bytes = std::max(a.memory_peak_bytes, b.memory_peak_bytes);
+    // Its models and pricing classes by this gatherer's names.
+    for (std::size_t i = 0; i < b.allocated_by_model.size(); ++i) {
+      const std::uint32_t m = models_.Of(later.models_.text[i]);
+      GrowTo(a.allocated_by_model, models_.text.size());
+      GrowTo(a.memory_by_model, models_.text.size());
+      a.allocated_by_model[m] += b.allocated_by_model[i];
+      a.memory_by_model[m] = std::max(a.memory_by_model[m], b.memory_by_model[i]);
+    }
+    for (std::size_t i = 0; i < b.allocated_by_class.size(); ++i) {
+      const std::uint32_t c = classes_.Of(later.classes_.text[i]);
+      GrowTo(a.allocated_by_class, classes_.text.size());
+      a.allocated_by_class[c] += b.allocated_by_class[i];
+    }
+    DemandSeries& d = a.demand;
+    const auto offset = static_cast<std::uint32_t>(d.compute.size());
+    d.hours.insert(d.hours.end(), b.demand.hours.begin(), b.demand.hours.end());
+    for (std::uint32_t f : b.demand.first) d.first.push_back(f + offset);
+    d.compute.insert(d.compute.end(), b.demand.compute.begin(), b.demand.compute.end());
+    d.memory_mib.insert(d.memory_mib.end(), b.demand.memory_mib.begin(), b.demand.memory_mib.end());
+    b = Acc{};
+  }
+  later.accs_.clear();
+  later.index_.clear();
+}
+
 std::vector<GatheredWorkload> WorkloadHours::Finish() {
   CloseHour(INT64_MIN);
   std::vector<GatheredWorkload> out;

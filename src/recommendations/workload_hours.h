@@ -94,6 +94,10 @@ class WorkloadHours {
   void Row(std::uint32_t workload, std::uint32_t pod, Micros hour_us, std::int64_t gpu,
            const UsageRow& figures);
 
+  // Adds what `later` gathered over hours after every hour given here (a window read in parts
+  // at once): the same as had its rows been given here. `later` is spent.
+  void Append(WorkloadHours&& later);
+
   // Every workload's figures, by key; the gatherer is spent.
   std::vector<GatheredWorkload> Finish();
 
