@@ -48,10 +48,12 @@ void ReplayConsolidation(rightsizing::ConsolidationPlan& plan,
       static_cast<std::uint64_t>(std::max<Bytes>(0, gpu_memory_bytes)) /
       static_cast<std::uint64_t>(kMiB);
   std::vector<PlannedGpu> gpus;
+  auto within = [&](float compute, std::uint64_t mib) {
+    return compute <= 1.0f + 1e-6f && mib <= memory_mib;
+  };
   auto fits = [&](const PlannedGpu& g, const std::vector<HourLoad>& load) {
     return std::all_of(load.begin(), load.end(), [&](const HourLoad& l) {
-      return g.compute[l.hour] + l.compute <= 1.0f + 1e-6f &&
-             g.memory_mib[l.hour] + l.memory_mib <= memory_mib;
+      return within(g.compute[l.hour] + l.compute, g.memory_mib[l.hour] + l.memory_mib);
     });
   };
   auto add = [&](PlannedGpu& g, const std::vector<HourLoad>& load) {
@@ -77,10 +79,8 @@ void ReplayConsolidation(rightsizing::ConsolidationPlan& plan,
   for (rightsizing::Move m : plan.moves) {
     const WorkloadSummary& s = *members.at(m.workload);
     const std::vector<HourLoad> load = LoadOf(s, span);
-    PlannedGpu alone;
-    alone.compute.assign(static_cast<std::size_t>(hours), 0.0f);
-    alone.memory_mib.assign(static_cast<std::size_t>(hours), 0);
-    if (!fits(alone, load)) {
+    if (!std::all_of(load.begin(), load.end(),
+                     [&](const HourLoad& l) { return within(l.compute, l.memory_mib); })) {
       plan.left_alone.push_back(
           fmt::format("{}: in some hour it alone passes one GPU's compute or memory", m.workload));
       continue;
@@ -98,18 +98,19 @@ void ReplayConsolidation(rightsizing::ConsolidationPlan& plan,
     held_ppd_hours += static_cast<__int128>(s.usage.gpus_held_ppd) *
                       static_cast<std::int64_t>(s.usage.hours_observed);
   }
-  // GPUs no workload kept are not the plan's; the others numbered again in order.
+  // GPUs no workload kept are not the plan's; the others numbered again in order, and counted
+  // in the hours one of their workloads ran.
+  std::vector<bool> holds(gpus.size(), false);
+  for (const rightsizing::Move& m : kept) holds[static_cast<std::size_t>(m.target_gpu)] = true;
   std::vector<int> number(gpus.size(), -1);
   int used = 0;
-  for (const rightsizing::Move& m : kept)
-    if (number[static_cast<std::size_t>(m.target_gpu)] < 0)
-      number[static_cast<std::size_t>(m.target_gpu)] = 0;
-  for (int& n : number)
-    if (n == 0) n = used++;
   std::int64_t planned_gpu_hours = 0;
-  for (std::size_t g = 0; g < gpus.size(); ++g)
-    if (number[g] >= 0)
-      for (std::uint16_t r : gpus[g].running) planned_gpu_hours += r > 0;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    if (!holds[g]) continue;
+    number[g] = used++;
+    planned_gpu_hours += std::count_if(gpus[g].running.begin(), gpus[g].running.end(),
+                                       [](std::uint16_t r) { return r > 0; });
+  }
   for (rightsizing::Move& m : kept) m.target_gpu = number[static_cast<std::size_t>(m.target_gpu)];
   std::stable_sort(kept.begin(), kept.end(),
                    [](const auto& x, const auto& y) { return x.target_gpu < y.target_gpu; });

@@ -11,10 +11,6 @@ namespace {
 
 using rightsizing::Recommendation;
 
-// A GPU busy in an hour: above the first compute bucket (5% of a GPU), as the window summary
-// counts busy GPUs.
-bool Busy(float share) { return share > static_cast<float>(kComputeShareBounds[0]); }
-
 // `hourly` over `hours`, held to int64 (a window whose month fits does over any real window).
 Nanos Over(Nanos hourly, std::int64_t hours) {
   return static_cast<Nanos>(
@@ -62,7 +58,7 @@ rightsizing::Replayed Replay(const Recommendation& rec, const DemandSeries& dema
     // Its GPUs are busiest first: the layout's GPUs take the first ones.
     for (std::size_t i = begin; i < end; ++i) {
       const float share = demand.compute[i];
-      if (Busy(share)) ++busy;
+      if (BusyShare(share)) ++busy;
       if (i - begin >= gpus) continue;
       memory |= layout.memory_bytes > 0 && Bytes{demand.memory_mib[i]} * kMiB > layout.memory_bytes;
       over |= share > compute;

@@ -64,12 +64,13 @@ std::vector<WorkloadSummary> Summarize(std::vector<GatheredWorkload> gathered,
     s.pricing_class = g.pricing_class;
     w.pool = s.pricing_class;
     w.gpu_memory_bytes = g.gpu_memory_bytes;
-    if (g.hours > 0) {
-      w.hours_observed = static_cast<double>(g.hours);
-      const std::int64_t span_hours = (g.last_hour_us - g.first_hour_us) / kMicrosPerHour + 1;
-      w.coverage = static_cast<double>(g.hours) / static_cast<double>(span_hours);
+    if (const std::vector<Micros>& held = g.demand.hours; !held.empty()) {
+      const auto hours = static_cast<std::int64_t>(held.size());
+      w.hours_observed = static_cast<double>(hours);
+      const std::int64_t span_hours = (held.back() - held.front()) / kMicrosPerHour + 1;
+      w.coverage = static_cast<double>(hours) / static_cast<double>(span_hours);
       w.gpus_held_ppd =
-          RoundHalfUp(g.allocated_us * kWholeGpu, static_cast<__int128>(g.hours) * kMicrosPerHour);
+          RoundHalfUp(g.allocated_us * kWholeGpu, static_cast<__int128>(hours) * kMicrosPerHour);
     }
     w.gpus_used = g.gpus_used;
     w.replica_per_gpu = ScalesByReplicas(g.key) && g.max_gpus_per_pod <= 1;

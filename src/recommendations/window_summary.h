@@ -87,9 +87,4 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
                                                         std::span<const UsageRow> usage,
                                                         const SummaryOptions& options);
 
-// The compute share at percentile `p` of a compute histogram: the upper bound of the bucket
-// holding the nearest-rank sample (kComputeShareBounds); 0 with no samples.
-double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kComputeBuckets>& counts,
-                           rightsizing::Percentile p);
-
 }  // namespace gpuledger::recommendations

@@ -62,17 +62,14 @@ std::uint32_t MibRoundedUp(Bytes bytes) {
       std::min<Bytes>(mib, std::numeric_limits<std::uint32_t>::max()));
 }
 
-// Whether a GPU-hour without a histogram was busy: its share above the first bucket, compared
-// as the demand series keeps it (a float), so the percentiles taken from the series later pick
-// the same GPU-hours.
-bool Busy(float share) { return share > static_cast<float>(kComputeShareBounds[0]); }
-
 template <typename T>
 void GrowTo(std::vector<T>& v, std::size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
 }  // namespace
+
+bool BusyShare(float share) { return share > static_cast<float>(kComputeShareBounds[0]); }
 
 double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kComputeBuckets>& counts,
                            Percentile p) {
@@ -131,45 +128,13 @@ void WorkloadHours::Row(std::uint32_t workload, std::uint32_t pod, Micros hour_u
 }
 
 void WorkloadHours::CloseHour(Micros next_hour_us) {
-  // A workload's containers on one GPU are one GPU-hour: their rows added.
   std::sort(rows_.begin(), rows_.end(), [](const GpuHour& a, const GpuHour& b) {
     return std::tie(a.workload, a.gpu, a.pod) < std::tie(b.workload, b.gpu, b.pod);
   });
-  // How many GPUs each pod held (an allocation on it): a pod per GPU is a replica per GPU.
   for (auto first = rows_.begin(); first != rows_.end();) {
     auto last = std::find_if(first, rows_.end(),
                              [&](const GpuHour& g) { return g.workload != first->workload; });
-    pods_.clear();
-    for (auto g = first; g != last; ++g)
-      if (g->allocated_us > 0 && (g == first || g[-1].gpu != g->gpu || g[-1].pod != g->pod))
-        pods_.push_back(g->pod);
-    std::sort(pods_.begin(), pods_.end());
-    std::int64_t& most = accs_[first->workload].max_gpus_per_pod;
-    for (auto p = pods_.begin(); p != pods_.end();) {
-      const auto q = std::upper_bound(p, pods_.end(), *p);
-      most = std::max<std::int64_t>(most, q - p);
-      p = q;
-    }
-    first = last;
-  }
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    if (kept > 0 && rows_[kept - 1].workload == rows_[i].workload &&
-        rows_[kept - 1].gpu == rows_[i].gpu) {
-      GpuHour& g = rows_[kept - 1];
-      g.allocated_us += rows_[i].allocated_us;
-      g.compute_us += rows_[i].compute_us;
-      g.peak_memory_bytes += rows_[i].peak_memory_bytes;
-      g.histogram += rows_[i].histogram;
-      continue;
-    }
-    rows_[kept++] = rows_[i];
-  }
-  rows_.resize(kept);
-  for (auto first = rows_.begin(); first != rows_.end();) {
-    auto last = std::find_if(first, rows_.end(),
-                             [&](const GpuHour& g) { return g.workload != first->workload; });
-    AddHour(accs_[first->workload], open_hour_us_, first, last);
+    AddHour(accs_[first->workload], first, last);
     first = last;
   }
   rows_.clear();
@@ -177,8 +142,33 @@ void WorkloadHours::CloseHour(Micros next_hour_us) {
   open_hour_us_ = next_hour_us;
 }
 
-void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iterator first,
+void WorkloadHours::AddHour(Acc& acc, std::vector<GpuHour>::iterator first,
                             std::vector<GpuHour>::iterator last) {
+  // How many GPUs each pod held (an allocation on it): a pod per GPU is a replica per GPU.
+  pods_.clear();
+  for (auto g = first; g != last; ++g)
+    if (g->allocated_us > 0 && (g == first || g[-1].gpu != g->gpu || g[-1].pod != g->pod))
+      pods_.push_back(g->pod);
+  std::sort(pods_.begin(), pods_.end());
+  for (auto p = pods_.begin(); p != pods_.end();) {
+    const auto q = std::upper_bound(p, pods_.end(), *p);
+    acc.max_gpus_per_pod = std::max<std::int64_t>(acc.max_gpus_per_pod, q - p);
+    p = q;
+  }
+  // Its containers on one GPU are one GPU-hour: their rows added.
+  auto kept = first;
+  for (auto g = first + 1; g < last; ++g) {
+    if (g->gpu != kept->gpu) {
+      *++kept = *g;
+      continue;
+    }
+    kept->allocated_us += g->allocated_us;
+    kept->compute_us += g->compute_us;
+    kept->peak_memory_bytes += g->peak_memory_bytes;
+    kept->histogram += g->histogram;
+  }
+  last = kept + 1;
+
   GrowTo(acc.allocated_by_model, models_.text.size());
   GrowTo(acc.memory_by_model, models_.text.size());
   GrowTo(acc.allocated_by_class, classes_.text.size());
@@ -189,9 +179,6 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
   // Only the GPU-hours with an allocation count from here.
   last = std::remove_if(first, last, [](const GpuHour& g) { return g.allocated_us <= 0; });
   if (first == last) return;
-  if (acc.hours == 0) acc.first_hour_us = hour_us;
-  acc.last_hour_us = hour_us;
-  ++acc.hours;
 
   const int percent = PercentOf(percentile_);
   std::int64_t busy_gpus = 0;
@@ -200,12 +187,12 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
     Bytes& memory = acc.memory_by_model[g->device.model];
     memory = std::max(memory, g->device.memory_total_bytes);
     const int b = PercentileBucket(g->histogram.compute, percent);
-    const bool busy = b >= 0 ? b > 0 : Busy(static_cast<float>(g->Share()));
+    const bool busy = b >= 0 ? b > 0 : BusyShare(static_cast<float>(g->Share()));
     for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i) {
       acc.all_compute[i] += g->histogram.compute[i];
       if (busy) acc.busy_compute[i] += g->histogram.compute[i];
     }
-    if (busy) ++busy_gpus, ++acc.busy_gpu_hours;
+    if (busy) ++busy_gpus;
     for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
       acc.memory[i] += g->histogram.memory[i];
     acc.memory_peak_bytes = std::max(acc.memory_peak_bytes, g->peak_memory_bytes);
@@ -219,7 +206,7 @@ void WorkloadHours::AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iter
            std::tie(a.compute_us, a.peak_memory_bytes);
   });
   DemandSeries& d = acc.demand;
-  d.hours.push_back(hour_us);
+  d.hours.push_back(open_hour_us_);
   d.first.push_back(static_cast<std::uint32_t>(d.compute.size()));
   for (auto g = first; g != last; ++g) {
     d.compute.push_back(static_cast<float>(g->Share()));
@@ -248,16 +235,14 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
   if (const std::size_t c = dominant(acc.allocated_by_class, classes_);
       c < acc.allocated_by_class.size())
     w.pricing_class = classes_.text[c];
-  w.hours = acc.hours;
-  w.first_hour_us = acc.first_hour_us;
-  w.last_hour_us = acc.last_hour_us;
   w.allocated_us = acc.allocated_us;
 
   const int percent = PercentOf(percentile_);
   w.gpus_used = static_cast<double>(CountedPercentile(acc.hours_by_busy_gpus, percent));
   w.max_gpus_per_pod = acc.max_gpus_per_pod;
   // Sized by its busy GPU-hours, or all of them when none was busy.
-  const bool any_busy = acc.busy_gpu_hours > 0;
+  const bool any_busy = std::any_of(acc.hours_by_busy_gpus.begin(), acc.hours_by_busy_gpus.end(),
+                                    [](const auto& counted) { return counted.first > 0; });
   const auto& compute = any_busy ? acc.busy_compute : acc.all_compute;
   if (HasSamples(compute)) {
     w.compute_from_histograms = true;
@@ -270,7 +255,7 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
     // histogram, so a busy one is one above the first bucket).
     std::vector<float> shares;
     for (float share : acc.demand.compute)
-      if (!any_busy || Busy(share)) shares.push_back(share);
+      if (!any_busy || BusyShare(share)) shares.push_back(share);
     // Kept as floats: read back to six decimals (a float holds about seven digits).
     auto at = [&](int percent) { return std::round(ValuePercentile(shares, percent) * 1e6) / 1e6; };
     w.compute_p50 = at(50);
@@ -306,18 +291,12 @@ void WorkloadHours::Append(WorkloadHours&& later) {
     Acc& a = accs_[Workload(key, b.namespace_name)];
     a.has_rows = true;
     a.allocated_us += b.allocated_us;
-    if (b.hours > 0) {
-      if (a.hours == 0) a.first_hour_us = b.first_hour_us;
-      a.last_hour_us = b.last_hour_us;
-      a.hours += b.hours;
-    }
     for (const auto& [gpus, hours] : b.hours_by_busy_gpus) a.hours_by_busy_gpus[gpus] += hours;
     for (std::size_t i = 0; i < a.all_compute.size(); ++i) {
       a.busy_compute[i] += b.busy_compute[i];
       a.all_compute[i] += b.all_compute[i];
     }
     for (std::size_t i = 0; i < a.memory.size(); ++i) a.memory[i] += b.memory[i];
-    a.busy_gpu_hours += b.busy_gpu_hours;
     a.max_gpus_per_pod = std::max(a.max_gpus_per_pod, b.max_gpus_per_pod);
     a.memory_peak_bytes = std::max(a.memory_peak_bytes, b.memory_peak_bytes);
     // Its models and pricing classes by this gatherer's names.

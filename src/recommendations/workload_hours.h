@@ -45,6 +45,16 @@ struct DemandSeries {
   friend bool operator==(const DemandSeries&, const DemandSeries&) = default;
 };
 
+// Whether a GPU-hour without a histogram was busy: its share of the GPU above the first compute
+// bucket (5%), compared as the demand series keeps it (a float), so the percentiles taken from
+// the series and the replay pick the same GPU-hours as the gathering.
+bool BusyShare(float share);
+
+// The compute share at percentile `p` of a compute histogram: the upper bound of the bucket
+// holding the nearest-rank sample (kComputeShareBounds); 0 with no samples.
+double HistogramPercentile(const std::array<std::int64_t, UsageHistogram::kComputeBuckets>& counts,
+                           rightsizing::Percentile p);
+
 // A workload's figures over the window, as gathered (window_summary.h explains each rule).
 struct GatheredWorkload {
   std::string key;  // "namespace/Kind/name" (the report's controller)
@@ -52,8 +62,6 @@ struct GatheredWorkload {
   std::string gpu_model;       // of most of its allocated GPU-time (ties: the first by name)
   std::string pricing_class;   // likewise: its pool
   Bytes gpu_memory_bytes = 0;  // the largest memory of its GPUs of that model
-  std::int64_t hours = 0;      // hours with an allocation
-  Micros first_hour_us = 0, last_hour_us = 0;
   __int128 allocated_us = 0;
   double gpus_used = 0;               // busy GPUs per hour at the percentile over its hours
   std::int64_t max_gpus_per_pod = 0;  // the most GPUs one of its pods held in an hour
@@ -64,7 +72,7 @@ struct GatheredWorkload {
   bool compute_from_histograms = false;
   Bytes memory_peak_bytes = 0, memory_p99_bytes = 0;
   bool memory_p99_from_histograms = false;
-  DemandSeries demand;
+  DemandSeries demand;  // its hours with an allocation are demand.hours
 };
 
 class WorkloadHours {
@@ -118,18 +126,15 @@ class WorkloadHours {
     std::string key, namespace_name;
     bool has_rows = false;  // a workload named but never given a row is not one
     __int128 allocated_us = 0;
-    std::int64_t hours = 0;
-    Micros first_hour_us = 0, last_hour_us = 0;
     std::map<std::int64_t, std::int64_t> hours_by_busy_gpus;  // busy GPUs in an hour -> hours
     // Over its busy GPU-hours and over all of them: compute histograms.
     std::array<std::int64_t, UsageHistogram::kComputeBuckets> busy_compute{}, all_compute{};
-    std::int64_t busy_gpu_hours = 0;
     std::int64_t max_gpus_per_pod = 0;  // the most GPUs one of its pods held in an hour
     std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory{};
     Bytes memory_peak_bytes = 0;
     std::vector<GpuMicros> allocated_by_model, allocated_by_class;  // by models_, classes_
     std::vector<Bytes> memory_by_model;  // the largest memory of its GPUs of a model
-    DemandSeries demand;
+    DemandSeries demand;                 // its hours with an allocation, and their GPUs
   };
 
   // Names kept once, by index.
@@ -140,8 +145,8 @@ class WorkloadHours {
   };
   // Adds the open hour's GPU-hours to their workloads, and opens `hour_us`.
   void CloseHour(Micros next_hour_us);
-  void AddHour(Acc& acc, Micros hour_us, std::vector<GpuHour>::iterator first,
-               std::vector<GpuHour>::iterator last);
+  // Adds one workload's rows of the open hour, sorted by GPU and pod, to `acc`.
+  void AddHour(Acc& acc, std::vector<GpuHour>::iterator first, std::vector<GpuHour>::iterator last);
   GatheredWorkload Figures(Acc& acc) const;
 
   const rightsizing::Percentile percentile_;
