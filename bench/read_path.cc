@@ -26,6 +26,7 @@
 #include "ledger/read_service.h"
 #include "ledger/reports.h"
 #include "ledger/snapshot.h"
+#include "recommendations/rightsize_days.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger {
@@ -230,6 +231,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("days kept summed: {} kept now in {:.2f} s\n", *kept_days, Seconds(t_keep));
+  // And for rightsizing (recommendations/rightsize_days.h), as the keeper does beside them: what
+  // `rightsize` and /api/v1/recommendations read of whole days.
+  const auto t_rightsize = std::chrono::steady_clock::now();
+  auto rightsize_days = recommendations::KeepRightsizeDays(**store, ended, [] { return false; });
+  if (!rightsize_days) {
+    fmt::print(stderr, "error: {}\n", rightsize_days.error().message);
+    return 1;
+  }
+  fmt::print("days kept for rightsizing: {} kept now in {:.2f} s\n", *rightsize_days,
+             Seconds(t_rightsize));
   const double heap_before_held = HeapMib();
   for (const Query& q : queries) {
     auto timed = TimeReports(repeat, [&] { return reads.Reports(**store, query_of(q)); });

@@ -70,13 +70,18 @@ class VarintReader {
   // What PutText wrote: a view into the bytes.
   std::string_view Text(std::string_view field) {
     const std::uint64_t size = Unsigned(field);
+    return Raw(size, field);
+  }
+
+  // The next `size` bytes as they are: a view into the bytes.
+  std::string_view Raw(std::uint64_t size, std::string_view field) {
     if (size > left()) {
       Fail(field, "is longer than what is left");
       return {};
     }
-    const std::string_view text = bytes_.substr(pos_, size);
+    const std::string_view raw = bytes_.substr(pos_, size);
     pos_ += size;
-    return text;
+    return raw;
   }
 
   bool ok() const { return what_.empty(); }

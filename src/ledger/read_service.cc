@@ -25,8 +25,6 @@ TimeRange KeptDays(const TimeRange& extent, int days) {
 // Refreshes that meet a write each time before the store is read again whole.
 constexpr int kRefreshTries = 3;
 
-Micros FloorDay(Micros t) { return t / kMicrosPerDay * kMicrosPerDay; }
-
 bool Overlaps(const TimeRange& a, const TimeRange& b) {
   return a.from_us < b.to_us && b.from_us < a.to_us;
 }
@@ -67,7 +65,7 @@ Status ReadService::EachDay(store::LedgerStore& store, const TimeRange& window, 
     TimeRange alone{0, 0};                 // the hull of the days loaded alone
     const Micros to = std::min(window.to_us, extent->to_us);
     for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
-      const TimeRange part{t, std::min(FloorDay(t) + kMicrosPerDay, to)};
+      const TimeRange part{t, std::min(DayStart(t) + kMicrosPerDay, to)};
       t = part.to_us;
       if (kept == nullptr) {
         auto covering = KeptSnapshotFor(store, {part.from_us, to});
@@ -128,12 +126,12 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
       bool read = false;
     };
     std::vector<Part> parts;
-    const Micros closed = FloorDay(extent->to_us - kOpenHours * kMicrosPerHour);
+    const Micros closed = DayStart(extent->to_us - kOpenHours * kMicrosPerHour);
     const Micros oldest = KeptDays(*extent, options_.held_days).from_us;
     const Micros to = std::min(window.to_us, extent->to_us);
     for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
-      const Micros end = std::min(FloorDay(t) + kMicrosPerDay, to);
-      const Micros day = FloorDay(t);
+      const Micros end = std::min(DayStart(t) + kMicrosPerDay, to);
+      const Micros day = DayStart(t);
       parts.push_back({{t, end},
                        t == std::max(day, extent->from_us) && end == day + kMicrosPerDay &&
                            end <= closed && t >= oldest});
@@ -295,8 +293,8 @@ TimeRange ReadService::DaysHeldFor(const ReportQuery& query, const TimeRange& ex
   // ledger's open hours begin or the window's last whole day ends, the rows after them starting
   // a step; within the last held_days days.
   const TimeRange& w = query.window;
-  const Micros from = FloorDay(std::max(w.from_us, extent.from_us) + kMicrosPerDay - 1);
-  Micros to = std::min(FloorDay(extent.to_us - kOpenHours * kMicrosPerHour), FloorDay(w.to_us));
+  const Micros from = DayStart(std::max(w.from_us, extent.from_us) + kMicrosPerDay - 1);
+  Micros to = std::min(DayStart(extent.to_us - kOpenHours * kMicrosPerHour), DayStart(w.to_us));
   if (query.step > 0 && to > w.from_us) to = w.from_us + (to - w.from_us) / query.step * query.step;
   if (to <= from || from < KeptDays(extent, options_.held_days).from_us) return {0, 0};
   return {from, to};

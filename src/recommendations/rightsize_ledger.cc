@@ -1,5 +1,6 @@
 #include "recommendations/rightsize_ledger.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <memory>
@@ -7,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "common/dense_id_map.h"
 #include "ledger/reports.h"
-#include "recommendations/workload_hours.h"
+#include "model/reconciliation.h"
+#include "recommendations/rightsize_days.h"
 #include "report/window.h"
 
 namespace gpuledger::recommendations {
@@ -34,108 +35,57 @@ Result<rightsizing::Percentile> ParsePercentile(const std::string& text) {
   return InvalidArgument(fmt::format("percentile: expected p50, p95 or p99, got '{}'", text));
 }
 
-// The ledger's rows streamed by key into WorkloadHours: what is held is each workload's
-// figures and the dictionaries' keys, never a row past its call.
-class GatherScan final : public store::LedgerScan {
- public:
-  GatherScan(WorkloadHours& hours, const SummaryOptions& options)
-      : hours_(hours), options_(options) {}
-
-  bool ByKey() const override { return true; }
-  Status OnReconciliation(const Reconciliation&) override { return Status::Ok(); }
-  Status OnDeviceHour(const DeviceHour&) override { return NotKeyed(); }
-  Status OnUsage(const UsageRow&) override { return NotKeyed(); }
-  Status OnGpuKey(std::int64_t, const GpuUuid&) override { return Status::Ok(); }
-  Status OnContextKey(std::int64_t, const UsageRow&) override { return Status::Ok(); }
-  Status OnPlacementKey(std::int64_t key, const DeviceHour& placement) override {
-    placements_.Emplace(key).first = {hours_.ModelId(placement.gpu_model),
-                                      hours_.ClassId(placement.pricing_class)};
-    return Status::Ok();
+// Where [from, to) splits so that each side reads about half its rows: the day boundary that
+// halves the hours read from rows, a kept day counting as one (decoding it takes about as long
+// as an hour of rows); `to` when there is no boundary inside.
+Micros HalfTheRows(const TimeRange& window, const std::vector<Micros>& kept_days) {
+  std::vector<std::pair<Micros, Micros>> parts;  // start, weight
+  Micros total = 0;
+  for (Micros from = window.from_us; from < window.to_us;) {
+    const Micros to = std::min(window.to_us, DayStart(from) + kMicrosPerDay);
+    const bool kept =
+        to - from == kMicrosPerDay && std::binary_search(kept_days.begin(), kept_days.end(), from);
+    parts.emplace_back(from, kept ? 1 : (to - from + kMicrosPerHour - 1) / kMicrosPerHour);
+    total += parts.back().second;
+    from = to;
   }
-  Status OnConsumerKey(std::int64_t key, const ConsumerInfo& consumer) override {
-    const std::string workload = WorkloadKeyOf(consumer, options_);
-    workloads_.Emplace(key).first =
-        workload.empty()
-            ? Of{kNone, 0}
-            : Of{hours_.Workload(workload, consumer.ref.namespace_name), hours_.Pod(consumer.ref)};
-    return Status::Ok();
+  Micros before = 0;
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    before += parts[i - 1].second;
+    if (2 * before >= total) return parts[i].first;
   }
-  Status OnKeyedDeviceHour(const DeviceHour& figures, std::int64_t gpu_key,
-                           std::int64_t placement_key) override {
-    const Place* p = placements_.Find(placement_key);
-    if (p == nullptr)
-      return Internal(
-          fmt::format("the ledger's scan named placement {} before its strings", placement_key));
-    hours_.Device(figures.hour_us, gpu_key,
-                  {figures.metered_us, figures.memory_total_bytes, p->model, p->pricing_class});
-    return Status::Ok();
-  }
-  Status OnKeyedUsage(const UsageRow& figures, std::int64_t gpu_key, std::int64_t consumer_key,
-                      std::int64_t) override {
-    const Of* w = workloads_.Find(consumer_key);
-    if (w == nullptr)
-      return Internal(
-          fmt::format("the ledger's scan named consumer {} before its strings", consumer_key));
-    if (w->workload != kNone) hours_.Row(w->workload, w->pod, figures.hour_us, gpu_key, figures);
-    return Status::Ok();
-  }
-
- private:
-  static constexpr std::uint32_t kNone = UINT32_MAX;
-  static Status NotKeyed() { return Internal("a scan by key was sent a row without keys"); }
-  struct Place {
-    std::uint32_t model = 0, pricing_class = 0;  // WorkloadHours' ids
-  };
-  struct Of {
-    std::uint32_t workload = 0, pod = 0;
-  };
-  WorkloadHours& hours_;
-  const SummaryOptions& options_;
-  DenseIdMap<Place> placements_;
-  DenseIdMap<Of> workloads_;  // consumer key -> its workload and pod
-};
-
-// What `hours` gathers of the days of [from, to), each one scan of `store`, oldest first.
-Status GatherDays(store::LedgerStore& store, Micros from, Micros to, WorkloadHours& hours,
-                  const SummaryOptions& options) {
-  GatherScan scan(hours, options);
-  while (from < to) {
-    const Micros day_end = std::min(to, (from / kMicrosPerDay + 1) * kMicrosPerDay);
-    if (Status s = store.Scan({from, day_end}, scan); !s.ok()) return s;
-    from = day_end;
-  }
-  return Status::Ok();
+  return window.to_us;
 }
 
-// Every workload's figures over `window`, the ledger read a day at a time; with `open_more`, the
-// later half of the days at once on a connection of its own (a thread each: the store's
-// decoding is most of the time), appended to the first's.
+// Every workload's figures over `window`, the ledger read a day at a time (rightsize_days.h);
+// with `open_more`, the days after HalfTheRows at once on a connection of its own (a thread
+// each: the store's decoding is most of the time of the days read from rows), appended.
 Result<std::vector<GatheredWorkload>> Gather(store::LedgerStore& store, const TimeRange& window,
                                              const SummaryOptions& options,
                                              const store::StoreOpener& open_more) {
-  WorkloadHours hours(options.compute_percentile);
-  const Micros days = (window.to_us - window.from_us) / kMicrosPerDay;
   Micros split = window.to_us;
   std::unique_ptr<store::LedgerStore> other;
-  if (open_more && days >= 2) {
-    auto opened = open_more();
-    if (opened) {
-      other = std::move(*opened);
-      split = (window.from_us / kMicrosPerDay + (days + 1) / 2) * kMicrosPerDay;
-    }
+  if (open_more && window.to_us - window.from_us > kMicrosPerHour) {
+    auto kept = store.KeptDays(RightsizeDayKind(), window);
+    if (!kept) return kept.error();
+    split = HalfTheRows(window, *kept);
+    if (split < window.to_us)
+      if (auto opened = open_more()) other = std::move(*opened);
+    if (other == nullptr) split = window.to_us;
   }
-  WorkloadHours later(options.compute_percentile);
+  WorkloadHours hours, later;
   Status later_read = Status::Ok();
   std::thread reader;
   if (other != nullptr)
-    reader =
-        std::thread([&] { later_read = GatherDays(*other, split, window.to_us, later, options); });
-  const Status read = GatherDays(store, window.from_us, split, hours, options);
+    reader = std::thread([&] {
+      later_read = GatherDays(*other, {split, window.to_us}, options, later);
+    });
+  const Status read = GatherDays(store, {window.from_us, split}, options, hours);
   if (reader.joinable()) reader.join();
   if (!read.ok()) return read.error();
   if (!later_read.ok()) return later_read.error();
   hours.Append(std::move(later));
-  return hours.Finish();
+  return hours.Finish(options.compute_percentile);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // the store reads back), on random ledgers in SQLite and PostgreSQL: the same document byte for
 // byte and the same demand series, for windows that start and end inside days, every
 // percentile, a namespace, the CLI's report, the server's read service and the days read in two
-// halves at once (appended); and every
+// halves at once (appended), from rows and from the days kept for rightsizing; and every
 // recommendation offered replays within its allowance on its own window, and no consolidation
 // plan puts more than one GPU's memory or compute on one GPU in any hour.
 #include "recommendations/rightsize_ledger.h"
@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "billing/ledger_reads.h"
+#include "prometheus/gzip.h"
+#include "recommendations/rightsize_days.h"
 #include "recommendations/rightsize_json.h"
 #include "report/window.h"
 #include "store_test_env/store_test_env.h"
@@ -152,70 +154,128 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
   const cost::Catalog catalog = cost::DefaultCatalog();
   ledger::ReadService reads;
   int compared = 0, workloads = 0, gpu_hours = 0, replayed = 0, plans = 0;
-  for (const char* window : {"all", "30h", "2d", "77h", "1h"})
-    for (const char* percentile : {"p50", "p95", "p99"})
-      for (const char* space : {"", "ml"}) {
-        RightsizeQuery q;
-        q.window = window;
-        q.percentile = percentile;
-        q.namespace_name = space;
-        SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
-        RightsizePlan whole;
-        const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
-        // The CLI's report, the server's read service, and the days read in two halves at once.
-        for (int way = 0; way < 3; ++way) {
-          auto read = ReadRightsizePlan(
-              **store, way == 1 ? &reads : nullptr, q, catalog,
-              way == 2 ? store::StoreOpener([&] { return ledger->Open(); }) : store::StoreOpener());
-          ASSERT_TRUE(read.ok()) << read.error().message;
-          ASSERT_EQ(RightsizeToJson(*read), expected);
-          ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
-          for (std::size_t i = 0; i < whole.workloads.size(); ++i) {
-            // Every offered recommendation replays within its allowance on its own window.
-            const rightsizing::Recommendation& best = read->plan.workloads[i].ranked.front();
-            if (best.replay) {
-              EXPECT_LE(best.replay->misfit_hours, best.replay->allowed_hours);
-              ++replayed;
-            }
-            const DemandSeries& a = read->plan.workloads[i].summary.demand;
-            EXPECT_EQ(a, whole.workloads[i].summary.demand);
-            gpu_hours += static_cast<int>(a.compute.size());
-          }
-          // No plan puts more than one GPU's memory or compute on one of its GPUs in any hour:
-          // the moved workloads' busiest GPUs, hour by hour, added per GPU of the plan.
-          std::map<std::string, const WorkloadAdvice*> by_key;
-          for (const WorkloadAdvice& a : read->plan.workloads)
-            by_key[a.summary.usage.workload] = &a;
-          for (const rightsizing::ConsolidationPlan& plan : read->plan.consolidation) {
-            std::map<std::pair<int, Micros>, std::pair<double, Bytes>> load;
-            Bytes card = 0;
-            for (const rightsizing::Move& m : plan.moves) {
-              const WorkloadSummary& s = by_key.at(m.workload)->summary;
-              EXPECT_NE(by_key.at(m.workload)->ranked.front().action, rightsizing::Action::kRelease)
-                  << m.workload;
-              card = s.usage.gpu_memory_bytes;
-              for (std::size_t h = 0; h < s.demand.hours.size(); ++h) {
-                const std::size_t busiest = s.demand.Gpus(h).first;
-                auto& [compute, memory] = load[{m.target_gpu, s.demand.hours[h]}];
-                compute += s.demand.compute[busiest];
-                memory += Bytes{s.demand.memory_mib[busiest]} * kMiB;
+  // From rows alone, then with the whole days kept for rightsizing as a server keeps them.
+  for (const bool kept : {false, true}) {
+    if (kept) {
+      auto days = KeepRightsizeDays(**store, {Hour(0), Hour(101)}, [] { return false; });
+      ASSERT_TRUE(days.ok()) << days.error().message;
+      ASSERT_EQ(*days, 4);
+    }
+    for (const char* window : {"all", "30h", "2d", "77h", "1h"})
+      for (const char* percentile : {"p50", "p95", "p99"})
+        for (const char* space : {"", "ml"}) {
+          RightsizeQuery q;
+          q.window = window;
+          q.percentile = percentile;
+          q.namespace_name = space;
+          SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
+          RightsizePlan whole;
+          const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
+          // The CLI's report, the server's read service, and the days read in two halves at once.
+          for (int way = 0; way < 3; ++way) {
+            auto read =
+                ReadRightsizePlan(**store, way == 1 ? &reads : nullptr, q, catalog,
+                                  way == 2 ? store::StoreOpener([&] { return ledger->Open(); })
+                                           : store::StoreOpener());
+            ASSERT_TRUE(read.ok()) << read.error().message;
+            ASSERT_EQ(RightsizeToJson(*read), expected);
+            ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
+            for (std::size_t i = 0; i < whole.workloads.size(); ++i) {
+              // Every offered recommendation replays within its allowance on its own window.
+              const rightsizing::Recommendation& best = read->plan.workloads[i].ranked.front();
+              if (best.replay) {
+                EXPECT_LE(best.replay->misfit_hours, best.replay->allowed_hours);
+                ++replayed;
               }
+              const DemandSeries& a = read->plan.workloads[i].summary.demand;
+              EXPECT_EQ(a, whole.workloads[i].summary.demand);
+              gpu_hours += static_cast<int>(a.compute.size());
             }
-            for (const auto& [at, sum] : load) {
-              EXPECT_LE(sum.first, 1.0 + 1e-5) << plan.gpu_model << " GPU " << at.first;
-              EXPECT_LE(sum.second, card) << plan.gpu_model << " GPU " << at.first;
+            // No plan puts more than one GPU's memory or compute on one of its GPUs in any hour:
+            // the moved workloads' busiest GPUs, hour by hour, added per GPU of the plan.
+            std::map<std::string, const WorkloadAdvice*> by_key;
+            for (const WorkloadAdvice& a : read->plan.workloads)
+              by_key[a.summary.usage.workload] = &a;
+            for (const rightsizing::ConsolidationPlan& plan : read->plan.consolidation) {
+              std::map<std::pair<int, Micros>, std::pair<double, Bytes>> load;
+              Bytes card = 0;
+              for (const rightsizing::Move& m : plan.moves) {
+                const WorkloadSummary& s = by_key.at(m.workload)->summary;
+                EXPECT_NE(by_key.at(m.workload)->ranked.front().action,
+                          rightsizing::Action::kRelease)
+                    << m.workload;
+                card = s.usage.gpu_memory_bytes;
+                for (std::size_t h = 0; h < s.demand.hours.size(); ++h) {
+                  const std::size_t busiest = s.demand.Gpus(h).first;
+                  auto& [compute, memory] = load[{m.target_gpu, s.demand.hours[h]}];
+                  compute += s.demand.compute[busiest];
+                  memory += Bytes{s.demand.memory_mib[busiest]} * kMiB;
+                }
+              }
+              for (const auto& [at, sum] : load) {
+                EXPECT_LE(sum.first, 1.0 + 1e-5) << plan.gpu_model << " GPU " << at.first;
+                EXPECT_LE(sum.second, card) << plan.gpu_model << " GPU " << at.first;
+              }
+              ++plans;
             }
-            ++plans;
+            workloads += static_cast<int>(whole.workloads.size());
+            ++compared;
           }
-          workloads += static_cast<int>(whole.workloads.size());
-          ++compared;
         }
-      }
-  EXPECT_EQ(compared, 90);
+  }
+  EXPECT_EQ(compared, 180);
   EXPECT_GT(workloads, 300);  // the windows hold workloads, not empty plans
   EXPECT_GT(gpu_hours, workloads);
   EXPECT_GT(replayed, 0);
   EXPECT_GT(plans, 0);
+}
+
+// A kept day is what is read of it (a day kept empty has no workload), and one that does not
+// read (damaged) is read from its rows instead, so the answer stays the whole window's.
+TEST_P(RightsizeLedger, KeptDaysAreReadAndDamagedOnesAreNot) {
+  std::string skip;
+  auto ledger = MakeTestLedger(GetParam(), skip);
+  if (!ledger) GTEST_SKIP() << skip;
+  auto store = ledger->Open();
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  std::mt19937_64 rng(7);
+  ASSERT_TRUE((*store)->WriteHours(RandomLedger(rng, 48)).ok());
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  RightsizeQuery q;
+  q.window = "all";
+  RightsizePlan whole;
+  const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
+  ASSERT_FALSE(whole.workloads.empty());
+
+  auto keep = [&](Micros day, const std::string& bytes) {
+    auto generation = (*store)->Generation();
+    ASSERT_TRUE(generation.ok());
+    auto written = (*store)->WriteDayRollup(day, RightsizeDayKind(), *generation, bytes);
+    ASSERT_TRUE(written.ok() && *written);
+  };
+  auto read = [&] {
+    auto answer = ReadRightsizePlan(**store, nullptr, q, catalog);
+    EXPECT_TRUE(answer.ok()) << answer.error().message;
+    return answer.ok() ? *answer : RightsizeAnswer{};
+  };
+  auto kept = KeepRightsizeDays(**store, {Hour(0), Hour(48)}, [] { return false; });
+  ASSERT_TRUE(kept.ok() && *kept == 2);
+  auto kinds = (*store)->KeptDays(RightsizeDayKind(), {Hour(0), Hour(48)});
+  ASSERT_TRUE(kinds.ok());
+  EXPECT_EQ(*kinds, (std::vector<Micros>{Hour(0), Hour(24)}));
+  EXPECT_EQ(RightsizeToJson(read()), expected);
+
+  WorkloadHours nothing;
+  nothing.Seal();
+  keep(Hour(0), prometheus::Gzip(nothing.Encode()));
+  for (const WorkloadAdvice& a : read().plan.workloads)
+    for (Micros hour : a.summary.demand.hours)
+      EXPECT_GE(hour, Hour(24)) << a.summary.usage.workload;
+
+  keep(Hour(0), "not a day");
+  EXPECT_EQ(RightsizeToJson(read()), expected);
+  keep(Hour(0), prometheus::Gzip("\x07"));  // another format
+  EXPECT_EQ(RightsizeToJson(read()), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,

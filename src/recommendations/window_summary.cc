@@ -145,7 +145,7 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
   for (const UsageRow& u : usage)
     if (u.hour_us >= o.from_us && u.hour_us < o.to_us) rows_by_hour[u.hour_us].push_back(&u);
 
-  WorkloadHours hours(o.compute_percentile);
+  WorkloadHours hours;
   for (const auto& [hour, hour_devices] : devices_by_hour) {
     for (const DeviceHour* d : hour_devices)
       hours.Device(hour, gpu_ids.at(d->gpu.value),
@@ -161,7 +161,7 @@ Result<std::vector<WorkloadSummary>> SummarizeWorkloads(std::span<const DeviceHo
                 hour, gpu->second, *u);
     }
   }
-  return Summarize(hours.Finish(), *rep, o);
+  return Summarize(hours.Finish(o.compute_percentile), *rep, o);
 }
 
 }  // namespace gpuledger::recommendations

@@ -35,13 +35,15 @@ bool HasSamples(const std::array<std::int64_t, N>& counts) {
   return std::any_of(counts.begin(), counts.end(), [](std::int64_t c) { return c != 0; });
 }
 
-// Nearest-rank percentile of values (sorted in place).
+// Nearest-rank percentile of values (reordered in place: selected, not sorted, so a month of
+// GPU-hours costs its count, not its count's logarithm too).
 template <typename T>
 T ValuePercentile(std::vector<T>& values, int percent) {
   if (values.empty()) return T{};
-  std::sort(values.begin(), values.end());
-  return values[static_cast<std::size_t>(
-      NearestRank(static_cast<std::int64_t>(values.size()), percent) - 1)];
+  const auto nth =
+      values.begin() + (NearestRank(static_cast<std::int64_t>(values.size()), percent) - 1);
+  std::nth_element(values.begin(), nth, values.end());
+  return *nth;
 }
 
 // The nearest-rank percentile of values given as value -> how many.
@@ -81,8 +83,6 @@ double WorkloadHours::GpuHour::Share() const {
   const GpuMicros wall = device.metered_us > 0 ? device.metered_us : kMicrosPerHour;
   return static_cast<double>(compute_us) / static_cast<double>(wall);
 }
-
-WorkloadHours::WorkloadHours(Percentile percentile) : percentile_(percentile) {}
 
 std::uint32_t WorkloadHours::Workload(const std::string& key, const std::string& namespace_name) {
   auto [it, added] = index_.try_emplace(key, static_cast<std::uint32_t>(accs_.size()));
@@ -180,24 +180,26 @@ void WorkloadHours::AddHour(Acc& acc, std::vector<GpuHour>::iterator first,
   last = std::remove_if(first, last, [](const GpuHour& g) { return g.allocated_us <= 0; });
   if (first == last) return;
 
-  const int percent = PercentOf(percentile_);
-  std::int64_t busy_gpus = 0;
+  std::array<std::int64_t, kPercentiles> busy_gpus{};
   for (auto g = first; g != last; ++g) {
     acc.allocated_us += g->allocated_us;
     Bytes& memory = acc.memory_by_model[g->device.model];
     memory = std::max(memory, g->device.memory_total_bytes);
-    const int b = PercentileBucket(g->histogram.compute, percent);
-    const bool busy = b >= 0 ? b > 0 : BusyShare(static_cast<float>(g->Share()));
-    for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i) {
+    for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
       acc.all_compute[i] += g->histogram.compute[i];
-      if (busy) acc.busy_compute[i] += g->histogram.compute[i];
+    const bool busy_share = BusyShare(static_cast<float>(g->Share()));
+    for (std::size_t p = 0; p < kPercentiles; ++p) {
+      const int b = PercentileBucket(g->histogram.compute, PercentOf(static_cast<Percentile>(p)));
+      if (!(b >= 0 ? b > 0 : busy_share)) continue;
+      ++busy_gpus[p];
+      for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
+        acc.busy_compute[p][i] += g->histogram.compute[i];
     }
-    if (busy) ++busy_gpus;
     for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
       acc.memory[i] += g->histogram.memory[i];
     acc.memory_peak_bytes = std::max(acc.memory_peak_bytes, g->peak_memory_bytes);
   }
-  ++acc.hours_by_busy_gpus[busy_gpus];
+  for (std::size_t p = 0; p < kPercentiles; ++p) ++acc.hours_by_busy_gpus[p][busy_gpus[p]];
 
   // The demand series: the hour's GPUs busiest first (equal compute: the larger memory first,
   // so the series does not depend on how GPUs are named).
@@ -214,7 +216,7 @@ void WorkloadHours::AddHour(Acc& acc, std::vector<GpuHour>::iterator first,
   }
 }
 
-GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
+GatheredWorkload WorkloadHours::Figures(Acc& acc, Percentile percentile) const {
   GatheredWorkload w;
   w.key = acc.key;
   w.namespace_name = acc.namespace_name;
@@ -237,13 +239,14 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
     w.pricing_class = classes_.text[c];
   w.allocated_us = acc.allocated_us;
 
-  const int percent = PercentOf(percentile_);
-  w.gpus_used = static_cast<double>(CountedPercentile(acc.hours_by_busy_gpus, percent));
+  const auto p = static_cast<std::size_t>(percentile);
+  const auto& hours_by_busy_gpus = acc.hours_by_busy_gpus[p];
+  w.gpus_used = static_cast<double>(CountedPercentile(hours_by_busy_gpus, PercentOf(percentile)));
   w.max_gpus_per_pod = acc.max_gpus_per_pod;
   // Sized by its busy GPU-hours, or all of them when none was busy.
-  const bool any_busy = std::any_of(acc.hours_by_busy_gpus.begin(), acc.hours_by_busy_gpus.end(),
+  const bool any_busy = std::any_of(hours_by_busy_gpus.begin(), hours_by_busy_gpus.end(),
                                     [](const auto& counted) { return counted.first > 0; });
-  const auto& compute = any_busy ? acc.busy_compute : acc.all_compute;
+  const auto& compute = any_busy ? acc.busy_compute[p] : acc.all_compute;
   if (HasSamples(compute)) {
     w.compute_from_histograms = true;
     w.compute_p50 = HistogramPercentile(compute, Percentile::kP50);
@@ -282,20 +285,30 @@ GatheredWorkload WorkloadHours::Figures(Acc& acc) const {
   return w;
 }
 
-void WorkloadHours::Append(WorkloadHours&& later) {
+void WorkloadHours::Seal() {
+  CloseHour(INT64_MIN);
+  rows_ = {};
+  pods_ = {};
+  devices_ = {};
+  pod_names_ = {};
+}
+
+void WorkloadHours::Append(WorkloadHours&& later, std::string_view namespace_name) {
   CloseHour(INT64_MIN);
   later.CloseHour(INT64_MIN);
   for (const auto& [key, index] : later.index_) {
     Acc& b = later.accs_[index];
-    if (!b.has_rows) continue;
+    if (!b.has_rows || (!namespace_name.empty() && b.namespace_name != namespace_name)) continue;
     Acc& a = accs_[Workload(key, b.namespace_name)];
     a.has_rows = true;
     a.allocated_us += b.allocated_us;
-    for (const auto& [gpus, hours] : b.hours_by_busy_gpus) a.hours_by_busy_gpus[gpus] += hours;
-    for (std::size_t i = 0; i < a.all_compute.size(); ++i) {
-      a.busy_compute[i] += b.busy_compute[i];
-      a.all_compute[i] += b.all_compute[i];
+    for (std::size_t p = 0; p < kPercentiles; ++p) {
+      for (const auto& [gpus, hours] : b.hours_by_busy_gpus[p])
+        a.hours_by_busy_gpus[p][gpus] += hours;
+      for (std::size_t i = 0; i < a.busy_compute[p].size(); ++i)
+        a.busy_compute[p][i] += b.busy_compute[p][i];
     }
+    for (std::size_t i = 0; i < a.all_compute.size(); ++i) a.all_compute[i] += b.all_compute[i];
     for (std::size_t i = 0; i < a.memory.size(); ++i) a.memory[i] += b.memory[i];
     a.max_gpus_per_pod = std::max(a.max_gpus_per_pod, b.max_gpus_per_pod);
     a.memory_peak_bytes = std::max(a.memory_peak_bytes, b.memory_peak_bytes);
@@ -313,23 +326,24 @@ void WorkloadHours::Append(WorkloadHours&& later) {
       a.allocated_by_class[c] += b.allocated_by_class[i];
     }
     DemandSeries& d = a.demand;
+    if (d.hours.empty()) {  // its first hours: taken whole
+      d = std::move(b.demand);
+      continue;
+    }
     const auto offset = static_cast<std::uint32_t>(d.compute.size());
     d.hours.insert(d.hours.end(), b.demand.hours.begin(), b.demand.hours.end());
     for (std::uint32_t f : b.demand.first) d.first.push_back(f + offset);
     d.compute.insert(d.compute.end(), b.demand.compute.begin(), b.demand.compute.end());
     d.memory_mib.insert(d.memory_mib.end(), b.demand.memory_mib.begin(), b.demand.memory_mib.end());
-    b = Acc{};
   }
-  later.accs_.clear();
-  later.index_.clear();
 }
 
-std::vector<GatheredWorkload> WorkloadHours::Finish() {
+std::vector<GatheredWorkload> WorkloadHours::Finish(Percentile percentile) {
   CloseHour(INT64_MIN);
   std::vector<GatheredWorkload> out;
   out.reserve(accs_.size());
   for (const auto& [key, i] : index_)
-    if (accs_[i].has_rows) out.push_back(Figures(accs_[i]));
+    if (accs_[i].has_rows) out.push_back(Figures(accs_[i], percentile));
   accs_.clear();
   index_.clear();
   return out;

@@ -10,6 +10,10 @@
 // a MiB count per GPU-hour), from which the percentiles of rows without histograms are taken
 // (their hourly shares and peaks).
 //
+// What is gathered does not depend on the percentile asked for: each GPU-hour's busy decision
+// is kept for every percentile, and Finish takes the one asked for, so a day gathered once
+// (rightsize_days.h keeps days in the ledger) answers any of them.
+//
 // Thread-compatible: one reader.
 
 #include <array>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "common/dense_id_map.h"
+#include "common/result.h"
 #include "model/ledger.h"
 #include "rightsizing/recommend.h"
 
@@ -77,9 +82,6 @@ struct GatheredWorkload {
 
 class WorkloadHours {
  public:
-  // `percentile` decides which GPU-hours were busy and the busy-GPU count taken.
-  explicit WorkloadHours(rightsizing::Percentile percentile);
-
   // The index of the workload `key` (of namespace `namespace_name`), added on first use.
   std::uint32_t Workload(const std::string& key, const std::string& namespace_name);
   // The id of the pod `consumer` runs in (by namespace and UID, else name), added on first use.
@@ -102,12 +104,24 @@ class WorkloadHours {
   void Row(std::uint32_t workload, std::uint32_t pod, Micros hour_us, std::int64_t gpu,
            const UsageRow& figures);
 
-  // Adds what `later` gathered over hours after every hour given here (a window read in parts
-  // at once): the same as had its rows been given here. `later` is spent.
-  void Append(WorkloadHours&& later);
+  // Closes the open hour and lets go of what only an open hour needs (its rows, the pods'
+  // names): what a gathered day holds after its last hour.
+  void Seal();
+  // Adds what `later` gathered over hours after every hour given here (a window read in
+  // parts): the same as had its rows been given here; with `namespace_name`, only its workloads
+  // of that namespace (as WorkloadKeyOf filters rows). `later` is spent.
+  void Append(WorkloadHours&& later, std::string_view namespace_name = {});
 
-  // Every workload's figures, by key; the gatherer is spent.
-  std::vector<GatheredWorkload> Finish();
+  // Every workload's figures, by key, sized at `percentile`; the gatherer is spent.
+  std::vector<GatheredWorkload> Finish(rightsizing::Percentile percentile);
+
+  // The bytes of what was gathered (sealed first), and back (workload_hours_codec.cc): how the
+  // ledger keeps a day gathered. Decode's error names the field that does not read.
+  // Encode's format: bump it whenever what the bytes mean changes (a figure, a busy rule), so
+  // no build reads another's.
+  static constexpr std::uint64_t kFormat = 1;
+  std::string Encode() const;
+  static Result<WorkloadHours> Decode(std::string_view bytes);
 
  private:
   // One GPU of a workload in the open hour: its containers' rows on that GPU, added.
@@ -121,14 +135,19 @@ class WorkloadHours {
     HourDevice device;
     double Share() const;
   };
+  // Busy-GPU counts and compute histograms per percentile (rightsizing::Percentile's order).
+  static constexpr std::size_t kPercentiles = 3;
+  using ComputeCounts = std::array<std::int64_t, UsageHistogram::kComputeBuckets>;
   // What a workload keeps across hours.
   struct Acc {
     std::string key, namespace_name;
     bool has_rows = false;  // a workload named but never given a row is not one
     __int128 allocated_us = 0;
-    std::map<std::int64_t, std::int64_t> hours_by_busy_gpus;  // busy GPUs in an hour -> hours
-    // Over its busy GPU-hours and over all of them: compute histograms.
-    std::array<std::int64_t, UsageHistogram::kComputeBuckets> busy_compute{}, all_compute{};
+    // Per percentile: busy GPUs in an hour -> hours.
+    std::array<std::map<std::int64_t, std::int64_t>, kPercentiles> hours_by_busy_gpus;
+    // Over its busy GPU-hours (per percentile) and over all of them: compute histograms.
+    std::array<ComputeCounts, kPercentiles> busy_compute{};
+    ComputeCounts all_compute{};
     std::int64_t max_gpus_per_pod = 0;  // the most GPUs one of its pods held in an hour
     std::array<std::int64_t, UsageHistogram::kMemoryBuckets> memory{};
     Bytes memory_peak_bytes = 0;
@@ -147,9 +166,8 @@ class WorkloadHours {
   void CloseHour(Micros next_hour_us);
   // Adds one workload's rows of the open hour, sorted by GPU and pod, to `acc`.
   void AddHour(Acc& acc, std::vector<GpuHour>::iterator first, std::vector<GpuHour>::iterator last);
-  GatheredWorkload Figures(Acc& acc) const;
+  GatheredWorkload Figures(Acc& acc, rightsizing::Percentile percentile) const;
 
-  const rightsizing::Percentile percentile_;
   std::vector<Acc> accs_;
   std::map<std::string, std::uint32_t> index_;
   Names models_, classes_, pod_names_;

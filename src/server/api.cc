@@ -319,7 +319,7 @@ ApiResponse Statements(store::LedgerStore& store, const Params& p) {
 }
 
 ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
-                            const cost::Catalog& catalog) {
+                            const cost::Catalog& catalog, const StoreOpener& open_more) {
   if (auto u = UnknownParam(p, {"window", "namespace", "workload", "headroom", "percentile"});
       !u.empty())
     return JsonError(
@@ -331,7 +331,7 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
   q.workload = Get(p, "workload", "");
   q.headroom = Get(p, "headroom", q.headroom);
   q.percentile = Get(p, "percentile", q.percentile);
-  auto answer = recommendations::ReadRightsizePlan(store, &reads, q, catalog);
+  auto answer = recommendations::ReadRightsizePlan(store, &reads, q, catalog, open_more);
   if (!answer)
     return ParameterError(answer.error(),
                           {"window", "namespace", "workload", "headroom", "percentile"});
@@ -461,7 +461,8 @@ void GiveBackFreedMemory() { malloc_trim(0); }
 
 Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog,
          const Clock* clock, ledger::ReadServiceOptions reads, Micros heavy_wait_us)
-    : pool_(std::move(open)),
+    : open_(open),
+      pool_(std::move(open)),
       heavy_wait_us_(heavy_wait_us),
       reads_(reads),
       token_(std::move(token)),
@@ -530,7 +531,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
     if (path == "/api/v1/devices") return Devices(**store, reads_, params);
     if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);
     if (path == "/api/v1/recommendations")
-      return Recommendations(**store, reads_, params, catalog_);
+      return Recommendations(**store, reads_, params, catalog_, open_);
     if (path == "/api/v1/statements") return Statements(**store, params);
     return ExportFocus(**store, reads_, params);
   };

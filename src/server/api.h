@@ -99,6 +99,7 @@ class Api {
   // (issue 58). Others wait heavy_wait_us_ for it, then are answered 503 with Retry-After.
   ApiResponse Heavy(const std::function<ApiResponse()>& answer);
 
+  const StoreOpener open_;  // a second connection for a heavy read split in two (recommendations)
   ConnectionPool pool_;
   std::timed_mutex heavy_;
   const Micros heavy_wait_us_;

@@ -8,6 +8,7 @@
 
 #include "ledger/day_rollup.h"
 #include "ledger/report_request.h"
+#include "recommendations/rightsize_days.h"
 #include "server/http_server.h"
 #include "store/ledger_store.h"
 
@@ -23,8 +24,8 @@ StoreOpener ReadConnections(const std::string& db) {
 namespace {
 
 // Keeps summed the last `days` days that ended before the hours still open at `now_us`, for
-// the reports' default policy and idle handling. A failure is said and left: reports read those
-// days' rows meanwhile.
+// the reports' default policy and idle handling, and gathered for rightsizing. A failure is
+// said and left: reports and rightsizing read those days' rows meanwhile.
 void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
                    const std::atomic<bool>& stop, std::ostream& err) {
   const Micros today =
@@ -33,9 +34,12 @@ void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
   ledger::ReportQuery query;
   query.policy = *cost::ParsePolicy(defaults.policy);
   query.idle = *cost::ParseIdleHandling(defaults.idle);
-  auto kept = ledger::KeepDays(store, query, {today - days * kMicrosPerDay, today},
-                               [&] { return stop.load(); });
+  const TimeRange ended{today - days * kMicrosPerDay, today};
+  auto kept = ledger::KeepDays(store, query, ended, [&] { return stop.load(); });
   if (!kept) err << "warning: keeping days summed: " << kept.error().message << "\n";
+  auto rightsized = recommendations::KeepRightsizeDays(store, ended, [&] { return stop.load(); });
+  if (!rightsized)
+    err << "warning: keeping days for rightsizing: " << rightsized.error().message << "\n";
 }
 
 }  // namespace

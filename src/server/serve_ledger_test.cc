@@ -15,6 +15,9 @@
 #include "cost/catalog.h"
 #include "ledger/day_rollup.h"
 #include "ledger/reports.h"
+#include "recommendations/rightsize_days.h"
+#include "recommendations/rightsize_json.h"
+#include "recommendations/rightsize_ledger.h"
 #include "report/report_json.h"
 #include "server/serve_ledger.h"
 #include "sim/cluster_run.h"
@@ -50,6 +53,13 @@ TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
   sim::Simulator simulator(*scenario, 600 * kMicrosPerSecond);
   ASSERT_TRUE(sim::BuildLedger(simulator, **writer, cost::DefaultCatalog()).ok());
 
+  // Rightsizing over the rows alone, before any day is kept.
+  recommendations::RightsizeQuery all;
+  all.window = "all";
+  auto from_rows =
+      recommendations::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
+  ASSERT_TRUE(from_rows.ok()) << from_rows.error().message;
+
   // Served at noon on the 22nd: the 20th and the 21st have ended, the 22nd has not.
   ManualClock clock(*ParseRfc3339("2026-11-22T12:00:00Z"), 0);
   ServeLedgerOptions options;
@@ -68,12 +78,15 @@ TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
   const std::string kind = ledger::DayRollupKind(q.policy, q.idle);
   const TimeRange days{*ParseRfc3339("2026-11-20T00:00:00Z"),
                        *ParseRfc3339("2026-11-23T00:00:00Z")};
-  std::vector<Micros> kept;
-  for (int i = 0; i < 200 && kept.size() < 2; ++i) {
+  std::vector<Micros> kept, rightsized;
+  for (int i = 0; i < 200 && (kept.size() < 2 || rightsized.size() < 2); ++i) {
     std::this_thread::sleep_for(50ms);
     auto listed = (*writer)->KeptDays(kind, days);
     ASSERT_TRUE(listed.ok()) << listed.error().message;
     kept = *listed;
+    listed = (*writer)->KeptDays(recommendations::RightsizeDayKind(), days);
+    ASSERT_TRUE(listed.ok()) << listed.error().message;
+    rightsized = *listed;
   }
   stop = true;
   serve.join();
@@ -92,6 +105,14 @@ TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(report::ReportToJson(read->front()), report::ReportToJson(rows->front()));
   EXPECT_EQ(read->front().total.device_hours, 2 * 60);  // two GPUs, 60 hours
+
+  // The same days kept for rightsizing, and its plan from them the plan from rows.
+  EXPECT_EQ(rightsized, kept);
+  auto from_kept =
+      recommendations::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
+  ASSERT_TRUE(from_kept.ok()) << from_kept.error().message;
+  EXPECT_EQ(recommendations::RightsizeToJson(*from_kept),
+            recommendations::RightsizeToJson(*from_rows));
   writer->reset();
   std::filesystem::remove_all(dir);
 }
