@@ -379,7 +379,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     const rightsizing::Recommendation& best = a.ranked.front();
     if (best.monthly_saving_nanos <= 0 || ++shown > 5) continue;
     out << fmt::format("  {}\n      {:<13} {:<22} -> {:<9} {:>11}/month  {}\n",
-                       a.summary.usage.workload, rightsizing::ActionName(best.action),
+                       a.summary.usage.workload, ToString(best.action),
                        recommendations::FormatGpus(a.summary.usage.gpus_held_ppd) + " " +
                            a.summary.usage.gpu_model,
                        best.target, DisplayMoney(best.monthly_saving_nanos), best.confidence);

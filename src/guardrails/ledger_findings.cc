@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
+#include "model/action.h"
 #include "report/window.h"
 
 namespace gpuledger::guardrails {
@@ -220,6 +221,7 @@ nlohmann::json FindingsObject(const FindingsDocument& doc) {
     const Micros end = f.resolved_us.value_or(f.last_seen_us);
     findings.push_back({
         {"kind", ToString(f.kind)},
+        {"remedy", gpuledger::ToString(RemedyFor(f.kind))},
         {"severity", ToString(f.severity)},
         {"state", f.resolved_us ? "resolved" : "open"},
         {"cluster", f.cluster},

@@ -56,7 +56,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
                                               const FindingsQuery& query, const Policy& policy);
 
 // {"window":{...},"cluster":...,"currency":...,"total_cost_nanos":int,"total_gpu_seconds":x,
-//  "findings":[{"kind","severity","state","cluster","node","namespace","pod","pod_uid",
+//  "findings":[{"kind","remedy","severity","state","cluster","node","namespace","pod","pod_uid",
 //  "container","gpu_uuid","evidence":{key: value},"first_seen","last_seen","resolved",
 //  "duration_seconds","gpu_seconds","cost_nanos":int,"cost_basis","summary"}],
 //  "by_kind":{kind:{"findings","open","gpu_seconds","cost_nanos"}}} (docs/guardrails.md).

@@ -55,7 +55,7 @@ json RecommendationJson(const WorkloadAdvice& a, const TimeRange& window) {
   json alternatives = json::array();
   for (std::size_t i = 1; i < a.ranked.size(); ++i) {
     const rightsizing::Recommendation& r = a.ranked[i];
-    alternatives.push_back({{"action", rightsizing::ActionName(r.action)},
+    alternatives.push_back({{"action", ToString(r.action)},
                             {"gpu_model", r.gpu_model},
                             {"to", Target(r)},
                             {"monthly_saving_nanos", r.monthly_saving_nanos},
@@ -65,7 +65,7 @@ json RecommendationJson(const WorkloadAdvice& a, const TimeRange& window) {
   return {{"workload", a.summary.usage.workload},
           {"namespace", a.summary.namespace_name},
           {"pricing_class", a.summary.pricing_class},
-          {"action", rightsizing::ActionName(best.action)},
+          {"action", ToString(best.action)},
           {"gpu_model", best.gpu_model},
           {"current_gpu_model", a.summary.usage.gpu_model},
           {"from", FormatGpus(a.summary.usage.gpus_held_ppd) + " " + a.summary.usage.gpu_model},

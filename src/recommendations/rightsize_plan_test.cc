@@ -56,7 +56,7 @@ TEST(RightsizePlan, TheTotalNeverCountsAGpuTwice) {
   // Each alone: a 1g.10gb (1/7 of the card) instead of the card, 6/7 x $4 x 730 h each.
   const Nanos each = (6 * kHourly * kMonth + 3) / 7;  // rounded half up once
   for (const WorkloadAdvice& a : plan->workloads) {
-    EXPECT_EQ(rightsizing::ActionName(a.ranked[0].action), "mig-profile");
+    EXPECT_EQ(ToString(a.ranked[0].action), "mig-profile");
     EXPECT_EQ(a.ranked[0].target, "1g.10gb");
     EXPECT_EQ(a.ranked[0].monthly_saving_nanos, each);
   }

@@ -160,7 +160,7 @@ TEST(WindowSummary, ReplicasOfAGpuEachAreScaledDownAndPodsOfManyGpusAskFewer) {
   const WorkloadAdvice& replicas = plan->workloads[0];
   EXPECT_EQ(replicas.summary.usage.workload, "ml/Deployment/train");
   EXPECT_TRUE(replicas.summary.usage.replica_per_gpu);
-  EXPECT_EQ(rightsizing::ActionName(replicas.ranked[0].action), "fewer-replicas");
+  EXPECT_EQ(ToString(replicas.ranked[0].action), "fewer-replicas");
   EXPECT_EQ(replicas.ranked[0].target, "2 replicas");
   EXPECT_EQ(replicas.ranked[0].monthly_saving_nanos, 30'134'400'000'000);  // 6 x $6.88 x 730
 
@@ -169,7 +169,7 @@ TEST(WindowSummary, ReplicasOfAGpuEachAreScaledDownAndPodsOfManyGpusAskFewer) {
   auto pod = PlanRightsizing(one_pod.devices, one_pod.usage, {});
   ASSERT_TRUE(pod) << pod.error().message;
   EXPECT_FALSE(pod->workloads[0].summary.usage.replica_per_gpu);
-  EXPECT_EQ(rightsizing::ActionName(pod->workloads[0].ranked[0].action), "fewer-gpus");
+  EXPECT_EQ(ToString(pod->workloads[0].ranked[0].action), "fewer-gpus");
 }
 
 TEST(WindowSummary, WindowNamespaceAndHostConsumersAreFiltered) {

@@ -10,6 +10,7 @@
 // from the hour before's, a count of GPU-hours, their compute shares as four bytes each (the
 // float's, little-endian: the exact float), then each memory in MiB).
 #include <bit>
+#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
@@ -47,12 +48,19 @@ void ReadValues(VarintReader& r, std::string_view field, std::size_t at_most,
   for (T& v : values) v = static_cast<T>(r.Signed(field));
 }
 
+// Far above any count a window holds (samples or hours: a month of 1 Hz samples of 10,000 GPUs
+// is 2^35), so that percentiles summing them cannot overflow.
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+
+std::int64_t ReadCounted(VarintReader& r, std::string_view field) {
+  const std::int64_t c = r.Signed(field);
+  if (c < 0 || c > kMaxCount) r.Fail(field, "is not a count");
+  return c;
+}
+
 template <std::size_t N>
 void ReadCounts(VarintReader& r, std::string_view field, std::array<std::int64_t, N>& counts) {
-  for (std::int64_t& c : counts) {
-    c = r.Signed(field);
-    if (c < 0) r.Fail(field, "is negative");
-  }
+  for (std::int64_t& c : counts) c = ReadCounted(r, field);
 }
 
 }  // namespace
@@ -120,14 +128,16 @@ Result<WorkloadHours> WorkloadHours::Decode(std::string_view bytes) {
       if (names->Of(r.Text("name")) != names->text.size() - 1) r.Fail("name", "is named twice");
   }
   const std::uint64_t workloads = ReadCount(r, "workload count");
+  std::string before;  // the last workload's key: they come in order, each once
   for (std::uint64_t w = 0; r.ok() && w < workloads; ++w) {
     const std::string key(r.Text("workload"));
     const std::string namespace_name(r.Text("namespace"));
     if (!r.ok()) break;
-    if (out.index_.contains(key)) {
-      r.Fail("workload", "is named twice");
+    if (w > 0 && key <= before) {
+      r.Fail("workload", "is not after the one before");
       break;
     }
+    before = key;
     Acc& a = out.accs_[out.Workload(key, namespace_name)];
     a.has_rows = true;
     const std::uint64_t low = r.Unsigned("allocated");
@@ -137,7 +147,9 @@ Result<WorkloadHours> WorkloadHours::Decode(std::string_view bytes) {
       const std::uint64_t n = ReadCount(r, "busy GPU counts", 2);
       for (std::uint64_t i = 0; r.ok() && i < n; ++i) {
         const std::int64_t gpus = r.Signed("busy GPUs");
-        a.hours_by_busy_gpus[p][gpus] += r.Signed("hours");
+        if (i > 0 && gpus <= a.hours_by_busy_gpus[p].rbegin()->first)
+          r.Fail("busy GPUs", "is not after the count before");
+        a.hours_by_busy_gpus[p][gpus] = ReadCounted(r, "hours");
       }
       ReadCounts(r, "busy compute", a.busy_compute[p]);
     }
@@ -156,15 +168,16 @@ Result<WorkloadHours> WorkloadHours::Decode(std::string_view bytes) {
     Micros hour = 0;
     for (Micros& h : d.hours) {
       const std::int64_t step = r.Signed("demand hour");
-      if (r.ok() && &h != d.hours.data() && step <= 0)
+      if (r.ok() &&
+          ((&h != d.hours.data() && step <= 0) || __builtin_add_overflow(hour, step, &hour)))
         r.Fail("demand hour", "is not after the one before");
-      h = hour += step;
+      h = hour;
     }
     d.first.resize(hours);
     std::uint64_t first = 0;
     for (std::uint32_t& f : d.first) {
-      first += r.Unsigned("first GPU");
-      if (first > UINT32_MAX) r.Fail("first GPU", "is past 32 bits");
+      const std::uint64_t step = r.Unsigned("first GPU");
+      if (step > UINT32_MAX || (first += step) > UINT32_MAX) r.Fail("first GPU", "is past 32 bits");
       f = static_cast<std::uint32_t>(first);
     }
     const std::uint64_t gpu_hours = ReadCount(r, "demand GPU-hours", 5);
@@ -178,6 +191,9 @@ Result<WorkloadHours> WorkloadHours::Decode(std::string_view bytes) {
       for (std::size_t b = 0; b < 4; ++b)
         bits |= std::uint32_t{static_cast<std::uint8_t>(shares[4 * i + b])} << (8 * b);
       d.compute[i] = std::bit_cast<float>(bits);
+      // A share is a number from 0 (the percentiles order them: a NaN has no place).
+      if (!std::isfinite(d.compute[i]) || d.compute[i] < 0)
+        r.Fail("compute share", "is not a share");
     }
     d.memory_mib.resize(d.compute.size());
     for (std::uint32_t& mib : d.memory_mib) {

@@ -100,26 +100,6 @@ double ComputeAt(const WorkloadUsage& u, Percentile p) {
   return u.compute_p95;
 }
 
-std::string_view ActionName(Action action) {
-  switch (action) {
-    case Action::kKeep:
-      return "keep";
-    case Action::kFewerGpus:
-      return "fewer-gpus";
-    case Action::kFewerReplicas:
-      return "fewer-replicas";
-    case Action::kTimeSlice:
-      return "time-slice";
-    case Action::kMigProfile:
-      return "mig-profile";
-    case Action::kCheaperModel:
-      return "cheaper-model";
-    case Action::kRelease:
-      return "release";
-  }
-  return "keep";
-}
-
 std::string Confidence(double days_observed, double coverage, const RightsizingOptions& o) {
   if (days_observed >= o.min_days_high && coverage >= o.min_coverage_high) return "high";
   if (days_observed >= o.min_days_medium && coverage >= o.min_coverage_medium) return "medium";

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/units.h"
+#include "model/action.h"
 
 namespace gpuledger::rightsizing {
 
@@ -122,18 +123,9 @@ struct RightsizingOptions {
   Nanos min_monthly_saving_nanos = 0;  // recommend only above this saving
 };
 
-enum class Action {
-  kKeep,
-  kFewerGpus,
-  kFewerReplicas,
-  kTimeSlice,
-  kMigProfile,
-  kCheaperModel,
-  kRelease
-};
-// "keep", "fewer-gpus", "fewer-replicas", "time-slice", "mig-profile", "cheaper-model",
-// "release".
-std::string_view ActionName(Action action);
+// Rightsizing recommends the first seven of the vocabulary it shares with guardrails
+// (model/action.h).
+using ::gpuledger::Action;
 
 // What a recommended layout gives the workload, for the replay against its own hours
 // (recommendations/replay.h): at most `gpus` GPUs (or instances, or slices) busy at once, each

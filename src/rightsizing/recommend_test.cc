@@ -35,7 +35,7 @@ TEST(Recommend, TrainingJobHoldingEightUsingTwo) {
   ASSERT_EQ(recs.size(), 1u);
   const Recommendation& r = recs[0];
   EXPECT_EQ(r.action, Action::kFewerGpus);
-  EXPECT_EQ(ActionName(r.action), "fewer-gpus");
+  EXPECT_EQ(ToString(r.action), "fewer-gpus");
   EXPECT_EQ(r.target, "2 GPUs");
   EXPECT_EQ(r.recommended_ppd, 2 * kWholeGpu);
   // By hand: 6 GPUs freed x $6.88 x 730 h = $30,134.40 = 30,134,400,000,000
@@ -201,7 +201,7 @@ TEST(Recommend, AnIdleWorkloadReleasesItsGpu) {
   auto recs = Recommend(u, RightsizingOptions{});
   ASSERT_FALSE(recs.empty());
   EXPECT_EQ(recs[0].action, Action::kRelease);
-  EXPECT_EQ(ActionName(recs[0].action), "release");
+  EXPECT_EQ(ToString(recs[0].action), "release");
   EXPECT_EQ(recs[0].target, "0 GPUs");
   EXPECT_EQ(recs[0].recommended_ppd, 0);
   EXPECT_EQ(recs[0].monthly_saving_nanos, kH100Hourly * 730);

@@ -428,7 +428,10 @@ TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
     bool seen = false;
     const auto findings = nlohmann::json::parse(found.out);
     for (const auto& f : findings["findings"])
-      seen |= f["kind"] == "idle-allocation" && f["pod"] == pod;
+      if (f["kind"] == "idle-allocation" && f["pod"] == pod) {
+        seen = true;
+        EXPECT_EQ(f["remedy"], r["action"]);  // one vocabulary: both say "release"
+      }
     EXPECT_TRUE(seen) << pod << ": " << found.out;
   }
 

@@ -1,0 +1,57 @@
+#include "model/action.h"
+
+#include <array>
+#include <utility>
+
+namespace gpuledger {
+namespace {
+
+constexpr std::array<std::pair<Action, std::string_view>, 10> kActions = {{
+    {Action::kKeep, "keep"},
+    {Action::kFewerGpus, "fewer-gpus"},
+    {Action::kFewerReplicas, "fewer-replicas"},
+    {Action::kTimeSlice, "time-slice"},
+    {Action::kMigProfile, "mig-profile"},
+    {Action::kCheaperModel, "cheaper-model"},
+    {Action::kRelease, "release"},
+    {Action::kRequestGpu, "request-gpu"},
+    {Action::kDropDeviceOverride, "drop-device-override"},
+    {Action::kInvestigate, "investigate"},
+}};
+
+}  // namespace
+
+std::string_view ToString(Action action) {
+  for (const auto& [a, name] : kActions)
+    if (a == action) return name;
+  return "keep";
+}
+
+std::optional<Action> ParseAction(std::string_view text) {
+  for (const auto& [a, name] : kActions)
+    if (name == text) return a;
+  return std::nullopt;
+}
+
+Action RemedyFor(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kIdleAllocation:
+    case FindingKind::kStaleGrant:
+      return Action::kRelease;
+    case FindingKind::kUnallocatedAccess:
+    case FindingKind::kPrivilegedWithoutRequest:
+      return Action::kRequestGpu;
+    case FindingKind::kVisibleDevicesOverride:
+    case FindingKind::kPodSetsVisibleDevices:
+      return Action::kDropDeviceOverride;
+    case FindingKind::kMemoryOversubscribed:
+    case FindingKind::kIsolationBreach:
+      return Action::kMigProfile;
+    case FindingKind::kUnmanagedProcess:
+    case FindingKind::kKernelTimeMismatch:
+      break;
+  }
+  return Action::kInvestigate;
+}
+
+}  // namespace gpuledger
