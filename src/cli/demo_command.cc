@@ -75,41 +75,41 @@ double RelativeError(double got, double want) {
   return (got - want) / want;
 }
 
-void PrintChargeback(const report::Report& r, const std::map<std::string, sim::NaiveTally>& naive,
-                     std::string_view title, std::ostream& out) {
+// The report's rows, idle, unattributed and total, with the per-device method's figures beside
+// each row (report::Figures' naive_*: what /api/v1/report and the UI show, the same figures).
+void PrintChargeback(const report::Report& r, std::string_view title, std::ostream& out) {
   out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
                      cost::ToString(r.idle_handling));
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "", "alloc GPU-h",
-                     "used GPU-h", "cost", "quality", "naive GPU-h", "naive cost");
+                     "used GPU-h", "cost", "quality", "per-device", "per-device");
+  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "", "", "", "", "",
+                     "used GPU-h", "cost");
+  GpuMicros per_device_used = 0;
+  Nanos per_device_cost = 0;
   for (const auto& row : r.rows) {
-    auto it = naive.find(row.key);
-    sim::NaiveTally n = it == naive.end() ? sim::NaiveTally{} : it->second;
+    per_device_used += row.figures.naive_compute_gpu_us;
+    per_device_cost += row.figures.naive_cost_nanos;
     out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", row.key,
                        GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
                        DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
-                       GpuHours(n.compute_us), DisplayMoney(n.cost_nanos));
+                       GpuHours(row.figures.naive_compute_gpu_us),
+                       DisplayMoney(row.figures.naive_cost_nanos));
   }
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(idle)", GpuHours(r.idle.allocated_gpu_us),
                      "", DisplayMoney(r.idle.cost_nanos));
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(unattributed)", "",
                      GpuHours(r.unattributed.compute_gpu_us),
                      DisplayMoney(r.unattributed.cost_nanos));
-  Nanos naive_total = 0;
-  GpuMicros naive_compute = 0;
-  for (const auto& [k, n] : naive) {
-    naive_total += n.cost_nanos;
-    naive_compute += n.compute_us;
-  }
   out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "total (the bill)",
                      GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
-                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(naive_compute),
-                     DisplayMoney(naive_total));
+                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(per_device_used),
+                     DisplayMoney(per_device_cost));
   if (r.total.device_cost_nanos > 0 && r.total.busy_us > 0)
     out << fmt::format(
-        "  the naive method reports {:.2f}x the GPU time really used and bills "
+        "  the per-device method reports {:.2f}x the GPU time really used and bills "
         "{:.2f}x the real bill\n",
-        static_cast<double>(naive_compute) / r.total.busy_us,
-        static_cast<double>(naive_total) / r.total.device_cost_nanos);
+        static_cast<double>(per_device_used) / static_cast<double>(r.total.busy_us),
+        static_cast<double>(per_device_cost) / static_cast<double>(r.total.device_cost_nanos));
 }
 
 }  // namespace
@@ -158,16 +158,12 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   auto facts = [view](const std::string& node) {
     return cost::NodeFacts{node, view->NodeLabels(node), "", ""};
   };
-  // Resolved once per (node, model): how each node is priced, shown below and used by the
-  // naive tally; the ledger's own prices come from the ingest engine through the same facts.
+  // How each node is priced, shown below: the ledger's own prices come from the ingest engine
+  // through the same facts.
   std::map<std::string, cost::NodePrice> node_prices;
-  auto price_of = [&](const std::string& node, const std::string& model) -> const cost::NodePrice& {
-    const std::string key = node + "|" + model;
-    auto it = node_prices.find(key);
-    if (it == node_prices.end())
-      it = node_prices.emplace(key, cost::ResolvePrice(inputs->catalog, facts(node), model)).first;
-    return it->second;
-  };
+  for (const sim::NodeSpec& node : scenario.nodes)
+    node_prices.try_emplace(node.name + "|" + node.gpu_model,
+                            cost::ResolvePrice(inputs->catalog, facts(node.name), node.gpu_model));
   out << Wrap(
       fmt::format(
           "gpuledger demo: scenario '{}', {} nodes, {} workloads, {} from {}, step {}s",
@@ -187,20 +183,10 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                        std::min(done, total_hours), total_hours)
         << std::flush;
   };
-  sim::NaiveTallies naive_tallies;
   sim::RunOptions run;
   run.expositions_dir = o.expositions;
   run.stop = &stop;
-  run.observe = [&](const NodeSnapshot& snap) {
-    progress(snap.end_us);
-    sim::AddNaive(
-        snap,
-        [&](const std::string& node, const std::string& model) {
-          const cost::NodePrice& np = price_of(node, model);
-          return np.priced ? np.gpu_hourly_nanos : 0;
-        },
-        naive_tallies);
-  };
+  run.observe = [&](const NodeSnapshot& snap) { progress(snap.end_us); };
   auto ran = sim::BuildLedger(simulator, **store, inputs->catalog, run);
   if (o.progress && hours_done >= 0) err << "\n";
   if (!ran) {
@@ -245,7 +231,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     }
   }
 
-  // Chargeback by namespace and by team, with the naive method beside it.
+  // Chargeback by namespace and by team, with the per-device method beside it.
   for (const auto& [by, title] :
        {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
         {"label:team", "Chargeback by team (label team, inherited from the namespace)"}}) {
@@ -256,17 +242,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: " << r.error().message << "\n";
       return 1;
     }
-    std::map<std::string, sim::NaiveTally> naive;
-    auto dims = *report::ParseGroupBy(by);
-    for (const auto& [ref, tally] : naive_tallies) {
-      UsageRow row;
-      row.consumer = view->Describe(ref);
-      row.consumer.ref = ref;
-      auto& n = naive[report::KeyOf(row, dims)];
-      n.compute_us += tally.compute_us;
-      n.cost_nanos += tally.cost_nanos;
-    }
-    PrintChargeback(*r, naive, title, out);
+    PrintChargeback(*r, title, out);
   }
 
   // Accuracy against the simulator's truth, per container.
@@ -294,11 +270,8 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     max_alloc_diff = std::max(max_alloc_diff, alloc_diff);
     if (alloc_diff <= row_rounding_bound) ++alloc_exact;
     double e = RelativeError(static_cast<double>(f.compute_gpu_us), truth.compute_gpu_us);
-    auto naive_it = naive_tallies.find(ref);
-    double naive_e =
-        naive_it == naive_tallies.end()
-            ? 0
-            : RelativeError(static_cast<double>(naive_it->second.compute_us), truth.compute_gpu_us);
+    const double per_device_e =
+        RelativeError(static_cast<double>(f.naive_compute_gpu_us), truth.compute_gpu_us);
     if (f.quality == Quality::kMeasured) {
       ++measured;
       // A container that used (almost) nothing is judged on absolute error: 2% of nothing.
@@ -312,14 +285,14 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
         worst_measured = std::max(worst_measured, std::abs(e));
     } else if (f.quality == Quality::kEstimated) {
       // Within 100 columns: a container name longer than its column gets a line of its own.
-      constexpr std::size_t kName = 32;
+      constexpr std::size_t kName = 26;
       const std::string name = ref.Key();
       if (name.size() > kName) estimated_lines += "    " + name + "\n";
-      estimated_lines +=
-          fmt::format("    {:<{}} {:>7} true {:>7} attributed  error {:+.1f}%  (naive {:+.0f}%)\n",
-                      name.size() > kName ? "" : name, kName,
-                      GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
-                      GpuHours(f.compute_gpu_us), 100 * e, 100 * naive_e);
+      estimated_lines += fmt::format(
+          "    {:<{}} {:>7} true {:>7} attributed  error {:+.1f}%  (per-device {:+.0f}%)\n",
+          name.size() > kName ? "" : name, kName,
+          GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)), GpuHours(f.compute_gpu_us),
+          100 * e, 100 * per_device_e);
       // Each estimate says which rule made it and why nothing measured it.
       std::stringstream rules(f.compute_rule);
       for (std::string rule; std::getline(rules, rule, '+');)

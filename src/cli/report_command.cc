@@ -12,6 +12,7 @@
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "ledger/statements.h"
+#include "model/reconciliation.h"
 #include "report/report_json.h"
 
 namespace gpuledger::cli {
@@ -88,6 +89,18 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     return ExitCodeFor(r.error());
   }
   out << RenderReport(*r, *format, o.wide);
+  // A window past what the ledger holds reads as zeros there: say so, not leave it to guess
+  // ("all" starts at its first day's midnight, not past it).
+  if (auto extent = (*store)->Extent();
+      extent && (r->from_us < DayStart(extent->from_us) || r->to_us > extent->to_us))
+    err << fmt::format(
+        "note: the ledger holds {} to {}; the window {} to {} reaches {} it, where nothing is "
+        "recorded\n",
+        FormatRfc3339(extent->from_us), FormatRfc3339(extent->to_us), FormatRfc3339(r->from_us),
+        FormatRfc3339(r->to_us),
+        r->from_us < DayStart(extent->from_us)
+            ? (r->to_us > extent->to_us ? "before and after" : "before")
+            : "after");
   return 0;
 }
 

@@ -28,6 +28,11 @@ TEST(UnknownWord, NamesTheCommandOrOptionThatDoesNotExist) {
             "unknown command 'bogus' of 'sim' (commands: example)");
   EXPECT_EQ(UnknownWord(app, {"server", "--ledgr", "x"}),
             "unknown option --ledgr for 'server'; did you mean --ledger?");
+  // Two letters swapped are one slip (issue 60: 'audti' got no suggestion).
+  EXPECT_EQ(UnknownWord(app, {"srever"}),
+            "unknown command 'srever'; did you mean 'server'? (commands: server, report, sim)");
+  EXPECT_EQ(UnknownWord(app, {"report", "--widnow", "7d"}),
+            "unknown option --widnow for 'report'; did you mean --window?");
   EXPECT_EQ(UnknownWord(app, {"report", "--window=7d", "--help"}), "");
   EXPECT_EQ(UnknownWord(app, {"report", "--", "--anything"}), "");
   EXPECT_EQ(UnknownWord(app, {"server", "--ledger", "x"}), "");

@@ -199,7 +199,8 @@ int main(int argc, char** argv) {
   ReconcileOptions reconcile;
   auto* reconcile_cmd = app.add_subcommand(
       "reconcile", "scale modelled device costs to a FOCUS CSV bill, per node and day");
-  reconcile_cmd->add_option("--db", reconcile.db, "ledger file (SQLite)")->required();
+  reconcile_cmd->add_option("--db", reconcile.db, "ledger: an SQLite file or postgres://URL")
+      ->required();
   reconcile_cmd
       ->add_option("--bill", reconcile.bill,
                    "FOCUS CSV bill (BilledCost, ResourceId, ChargePeriodStart/End)")
@@ -224,7 +225,8 @@ int main(int argc, char** argv) {
   gpuledger::billing::ExportOptions& eo = export_opts.export_options;
   auto* export_cmd =
       app.add_subcommand("export", "FOCUS 1.2 or CSV rows per charge period and workload");
-  export_cmd->add_option("--db", export_opts.db, "ledger file (SQLite)")->required();
+  export_cmd->add_option("--db", export_opts.db, "ledger: an SQLite file or postgres://URL")
+      ->required();
   export_cmd->add_option("--format", eo.format, "focus | csv")->capture_default_str();
   export_cmd->add_option("--window", eo.window, "all | 7d | START,END (RFC 3339)")
       ->capture_default_str();

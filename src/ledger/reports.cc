@@ -90,17 +90,18 @@ bool ConsumerOnly(const std::vector<report::Dimension>& dims, const Filter& filt
     if (d.kind == Kind::kCluster || d.kind == Kind::kNode || d.kind == Kind::kGpuModel ||
         d.kind == Kind::kDevice || d.kind == Kind::kSharingMode || d.kind == Kind::kEntry)
       return false;
-  return std::none_of(filter.begin(), filter.end(), ReadsPlacement);
+  return !ReadsPlacement(filter);
 }
 
 // Report keys as ids, memoised by what a key depends on.
 class Keys {
  public:
   Keys(const Snapshot& s, const ReportQuery& q)
-      : s_(s), q_(q), consumer_only_(ConsumerOnly(q.group_by, q.filter)) {
+      : s_(s),
+        q_(q),
+        consumer_only_(ConsumerOnly(q.group_by, q.filter)),
+        placement_filter_(PlacementPart(q.filter)) {
     if (consumer_only_) by_consumer_.assign(s.consumers().size(), kUnknown);
-    std::copy_if(q.filter.begin(), q.filter.end(), std::back_inserter(placement_filter_),
-                 ReadsPlacement);
     if (!placement_filter_.empty()) placement_fails_.assign(s.placements().size(), -1);
   }
 
@@ -163,12 +164,11 @@ class Keys {
         report::PlatformIdleRow(q_.idle.namespace_name, p.node, p.gpu_model, p.gpu, p.sharing);
     if (labels_from != kNoLabels)
       platform.consumer.namespace_labels = s_.labels(labels_from).namespace_labels;
-    it->second =
-        !q_.filter.empty() && !Matches(q_.filter, platform)
-            ? -1
-            : static_cast<std::int32_t>(Intern(report::KeyOf(
-                  platform.consumer,
-                  report::Placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing}, q_.group_by)));
+    const report::Placed placed{p.cluster, p.node, p.gpu_model, p.gpu, p.sharing};
+    it->second = !q_.filter.empty() && !Matches(q_.filter, platform.consumer, placed)
+                     ? -1
+                     : static_cast<std::int32_t>(
+                           Intern(report::KeyOf(platform.consumer, placed, q_.group_by)));
     return it->second;
   }
 
@@ -200,7 +200,7 @@ class Keys {
   const ReportQuery& q_;
   const bool consumer_only_;
   std::vector<std::int32_t> by_consumer_;
-  Filter placement_filter_;                   // the filter's clauses on node, model or mode
+  Filter placement_filter_;                   // what the filter asks of where a row was
   std::vector<std::int8_t> placement_fails_;  // by placement: -1 unknown, 0 passes, 1 fails
   std::unordered_map<std::uint64_t, std::int32_t> by_pair_;
   std::unordered_map<std::uint64_t, std::int32_t> platform_;

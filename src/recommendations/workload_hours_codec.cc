@@ -124,8 +124,11 @@ Result<WorkloadHours> WorkloadHours::Decode(std::string_view bytes) {
   WorkloadHours out;
   for (Names* names : {&out.models_, &out.classes_}) {
     const std::uint64_t n = ReadCount(r, "names");
-    for (std::uint64_t i = 0; r.ok() && i < n; ++i)
-      if (names->Of(r.Text("name")) != names->text.size() - 1) r.Fail("name", "is named twice");
+    for (std::uint64_t i = 0; r.ok() && i < n; ++i) {
+      const std::size_t before = names->text.size();
+      names->Of(r.Text("name"));
+      if (names->text.size() == before) r.Fail("name", "is named twice");
+    }
   }
   const std::uint64_t workloads = ReadCount(r, "workload count");
   std::string before;  // the last workload's key: they come in order, each once

@@ -1,6 +1,7 @@
 #include "report/report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -118,11 +119,19 @@ Result<std::vector<Dimension>> ParseGroupBy(std::string_view text) {
     }
     auto it = std::find_if(std::begin(kDimNames), std::end(kDimNames),
                            [&](const DimName& n) { return n.name == part; });
-    if (it == std::end(kDimNames))
+    if (it == std::end(kDimNames)) {
+      // A word that could be a label key (OpenCost's "team", a label "app") is most likely one.
+      const bool label_like = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ||
+               c == '.' || c == '/';
+      });
       return InvalidArgument(fmt::format(
-          "unknown grouping '{}' in '{}' (cluster, namespace, label:KEY, controller, node, "
+          "unknown grouping '{}' in '{}'{} (cluster, namespace, label:KEY, controller, node, "
           "gpu_model, device, container, pod, sharing_mode; several joined by commas)",
-          part, text));
+          part, text,
+          label_like ? fmt::format("; did you mean 'label:{}' (by the label {})?", part, part)
+                     : ""));
+    }
     dims.push_back(Dimension{it->kind, ""});
   }
   // A level given twice adds nothing but its key again in every entry; thousands of them made

@@ -29,8 +29,8 @@ void WriteFigures(JsonWriter& w, const Figures& f) {
 }
 
 // A consumer row, its keys in byte order: the figures, their sources, activity, granted memory,
-// share source, the naive contrast and (`full`) the error band and classification, which a
-// stored row leaves to RowFromJson.
+// share source, the per-device method's contrast and (`full`) the error band and classification,
+// which a stored row leaves to RowFromJson.
 void WriteRow(JsonWriter& w, const Row& row, bool full) {
   const Figures& f = row.figures;
   w.BeginObject();
@@ -45,7 +45,7 @@ void WriteRow(JsonWriter& w, const Row& row, bool full) {
   w.Int("granted_memory_kib_s", f.granted_memory_kib_s);
   w.String("key", row.key);
   w.Int("memory_kib_s", f.memory_kib_s);
-  w.Key("naive");
+  w.Key("per_device");
   w.BeginObject();
   w.Int("compute_gpu_us", f.naive_compute_gpu_us);
   w.Int("cost_nanos", f.naive_cost_nanos);
@@ -176,10 +176,13 @@ Figures FiguresFrom(const json& j) {
   }
   f.granted_memory_kib_s = j.value("granted_memory_kib_s", std::int64_t{0});
   f.share_source = j.value("share_source", std::string());
-  if (j.contains("naive")) {  // absent from a server older than it
-    f.naive_compute_gpu_us = j.at("naive").at("compute_gpu_us").get<std::int64_t>();
-    f.naive_cost_nanos = j.at("naive").at("cost_nanos").get<std::int64_t>();
-  }
+  // "naive" in statements closed and servers built before the method had one name.
+  for (const char* key : {"per_device", "naive"})
+    if (j.contains(key)) {  // absent from a server older than it
+      f.naive_compute_gpu_us = j.at(key).at("compute_gpu_us").get<std::int64_t>();
+      f.naive_cost_nanos = j.at(key).at("cost_nanos").get<std::int64_t>();
+      break;
+    }
   return f;
 }
 

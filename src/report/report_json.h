@@ -17,7 +17,7 @@ namespace gpuledger::report {
 // {"window":{"start","end"},"aggregate","policy","idle_handling","rows":[{"key",
 // "allocated_gpu_us","compute_gpu_us","memory_kib_s","energy_mj","cost_nanos","quality",
 // "compute_source","compute_error_band","activity":{...},"granted_memory_kib_s","share_source",
-// "naive":{"compute_gpu_us","cost_nanos"},"utilization":{...}}],
+// "per_device":{"compute_gpu_us","cost_nanos"},"utilization":{...}}],
 // "idle":{...},"unattributed":{...},"total":{"device_cost_nanos","metered_us","unmetered_us",
 // "busy_us","device_hours","unpriced_models"}}
 // Every figure is an integer: GPU-µs, memory-time in KiB-s (KiB held for one second), mJ and

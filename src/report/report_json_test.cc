@@ -66,8 +66,8 @@ json TreeRow(const Row& row, bool with_utilization) {
   j["activity"] = TreeActivity(row.figures);
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;
-  j["naive"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
-                {"cost_nanos", row.figures.naive_cost_nanos}};
+  j["per_device"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
+                     {"cost_nanos", row.figures.naive_cost_nanos}};
   if (with_utilization) j["utilization"] = TreeUtilization(row.utilization);
   return j;
 }

@@ -147,7 +147,7 @@ TEST(Report, AllocationByNamespaceKeepsIdleVisible) {
 
 // The per-device method beside the truth: every row on GPU a is counted with the device's whole
 // busy time (0.6 h) and whole price ($4), so inference's two pods count the GPU twice; GPU b,
-// with nobody on it, is nobody's. The JSON carries it as "naive".
+// with nobody on it, is nobody's. The JSON carries it as "per_device".
 TEST(Report, NaiveFiguresCountTheWholeDeviceOncePerConsumer) {
   Fixture f;
   auto r = *BuildReport(f.devices, f.usage, *ParseGroupBy("namespace"), cost::Policy{},
@@ -162,9 +162,9 @@ TEST(Report, NaiveFiguresCountTheWholeDeviceOncePerConsumer) {
   EXPECT_EQ(research.naive_cost_nanos, 4 * kDollar);
   EXPECT_EQ(r.idle.naive_cost_nanos, 0);
   const nlohmann::json j = nlohmann::json::parse(ReportToJson(r));
-  EXPECT_EQ(j["rows"][0]["naive"]["compute_gpu_us"], 2 * (kMicrosPerHour * 6 / 10));
-  EXPECT_EQ(j["rows"][0]["naive"]["cost_nanos"], 8 * kDollar);
-  EXPECT_FALSE(j["idle"].contains("naive"));
+  EXPECT_EQ(j["rows"][0]["per_device"]["compute_gpu_us"], 2 * (kMicrosPerHour * 6 / 10));
+  EXPECT_EQ(j["rows"][0]["per_device"]["cost_nanos"], 8 * kDollar);
+  EXPECT_FALSE(j["idle"].contains("per_device"));
   auto back = ReportFromJson(ReportToJson(r));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->rows[0].figures.naive_cost_nanos, 8 * kDollar);

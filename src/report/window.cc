@@ -67,13 +67,24 @@ std::string MonthOf(const TimeRange& range) {
 }
 
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent) {
+  if (auto month = MonthRange(window)) return *month;
+  // A window counted from the ledger's end, on a ledger that has none.
+  const bool empty = extent.to_us <= extent.from_us;
+  auto nothing_yet = [&] {
+    return InvalidArgument(fmt::format(
+        "window '{}': the ledger is empty: no hour is recorded yet to count back from (the "
+        "first is written when an hour closes; START,END or a month YYYY-MM answer empty)",
+        window.empty() ? "all" : window));
+  };
   // From the start of the ledger's first day (nothing is before its first hour): steps of
   // days over it are calendar days, as they are over "30d".
-  if (window == "all" || window.empty())
+  if (window == "all" || window.empty()) {
+    if (empty) return nothing_yet();
     return TimeRange{std::min(extent.from_us, extent.from_us / kMicrosPerDay * kMicrosPerDay),
                      extent.to_us};
-  if (auto month = MonthRange(window)) return *month;
+  }
   if (auto calendar = CalendarWindow(window, extent.to_us)) {
+    if (empty) return nothing_yet();
     if (calendar->from_us < 0)
       return InvalidArgument(fmt::format("window '{}': before 1970", window));
     return *calendar;
@@ -97,6 +108,7 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
         "window '{}': expected all, a duration such as 7d or 24h, today, yesterday, week, "
         "lastweek, month, lastmonth, a month YYYY-MM, or START,END (RFC 3339 or unix seconds)",
         window));
+  if (empty) return nothing_yet();
   TimeRange range{HourStart(extent.to_us - *length), extent.to_us};
   if (auto days = WholeDays(window)) {
     // OpenCost's reading of "the past N days": the day holding the ledger's last instant and

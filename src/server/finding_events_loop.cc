@@ -37,6 +37,9 @@ Status FindingEventsLoop::RunOnce() {
                      [&](const Finding& f) { return announces(f.kind); }))
       return events_.Publish({});
   }
+  auto extent = (*store)->Extent();
+  if (!extent) return extent.error();
+  if (extent->to_us <= extent->from_us) return events_.Publish({});  // nothing recorded yet
   guardrails::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;

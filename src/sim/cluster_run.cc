@@ -6,9 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/collector.h"
-#include "attribution/attribute.h"
 #include "common/clock.h"
-#include "cost/policy.h"
 #include "io/file_util.h"
 #include "k8s/metadata_snapshot.h"
 #include "prometheus/exposition_parser.h"
@@ -127,21 +125,6 @@ Result<RunStats> BuildLedger(sim::Simulator& simulator, store::LedgerStore& stor
       });
   if (Status s = ingestor.Start(); !s.ok()) return s.error();
   return RunThroughAgents(simulator, ingestor, options);
-}
-
-void AddNaive(
-    const NodeSnapshot& snapshot,
-    const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
-    NaiveTallies& tallies) {
-  for (const DeviceUsage& u : attribution::Attribute(snapshot)) {
-    const Nanos price =
-        cost::PriceForMetered(gpu_hourly_nanos(snapshot.node, u.model), u.duration_us());
-    for (const ConsumerUsage& c : u.consumers) {
-      NaiveTally& t = tallies[c.consumer];
-      t.compute_us += u.busy_us;
-      t.cost_nanos += price;
-    }
-  }
 }
 
 }  // namespace gpuledger::sim

@@ -55,18 +55,4 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
 Result<RunStats> BuildLedger(sim::Simulator& simulator, store::LedgerStore& store,
                              const cost::Catalog& catalog, const RunOptions& options = {});
 
-// What the naive "device value copied to every pod on it" method reports (dcgm-exporter's
-// per-device series joined to pods), for contrast: each consumer on a device gets the device's
-// whole busy time and its whole price while it is there.
-struct NaiveTally {
-  GpuMicros compute_us = 0;
-  Nanos cost_nanos = 0;
-};
-using NaiveTallies = std::map<ConsumerRef, NaiveTally>;
-// Adds one snapshot; `gpu_hourly_nanos` gives the hourly price of one GPU of a (node, model).
-void AddNaive(
-    const NodeSnapshot& snapshot,
-    const std::function<Nanos(const std::string& node, const std::string& model)>& gpu_hourly_nanos,
-    NaiveTallies& tallies);
-
 }  // namespace gpuledger::sim

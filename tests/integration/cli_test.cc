@@ -96,7 +96,25 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   Output replay_json = Run("report --db " + Path("replay.db") + " --by container --format json");
   ASSERT_EQ(demo_json.code, 0) << demo_json.err;
   EXPECT_EQ(demo_json.out, replay_json.out) << "the replayed ledger differs from the demo's";
-  EXPECT_NE(demo.out.find("naive"), std::string::npos);
+  // Issue 60: one figure everywhere. The demo's per-device method is the report's (the JSON the
+  // API and the UI read): its ratios, from the report's own rows and totals.
+  {
+    Output by_namespace =
+        Run("report --db " + Path("demo/gpuledger.db") + " --by namespace --format json");
+    ASSERT_EQ(by_namespace.code, 0) << by_namespace.err;
+    const auto doc = nlohmann::json::parse(by_namespace.out);
+    std::int64_t used = 0, cost = 0;
+    for (const auto& row : doc["rows"]) {
+      used += row["per_device"]["compute_gpu_us"].get<std::int64_t>();
+      cost += row["per_device"]["cost_nanos"].get<std::int64_t>();
+    }
+    const double busy = doc["total"]["busy_us"].get<double>();
+    const double billed = doc["total"]["device_cost_nanos"].get<double>();
+    const std::string says = fmt::format(
+        "the per-device method reports {:.2f}x the GPU time really used and bills {:.2f}x",
+        static_cast<double>(used) / busy, static_cast<double>(cost) / billed);
+    EXPECT_NE(demo.out.find(says), std::string::npos) << says << "\n" << demo.out;
+  }
   // Issue 34: the demo's week reads in a 100-column terminal (it had lines of 642 characters).
   {
     std::istringstream lines(demo.out);
@@ -707,6 +725,15 @@ TEST_F(CliTest, WindowsSelectHours) {
   const int all = total("all");
   EXPECT_EQ(total("24h") * 2, all);
   EXPECT_EQ(total("2026-11-23T00:00:00Z,2026-11-23T06:00:00Z") * 8, all);
+  // Issue 60: a window before the ledger's first hour prints its zeros and says why.
+  Output before = Run("report --db " + Path("d/gpuledger.db") + " --window lastmonth");
+  EXPECT_EQ(before.code, 0) << before.err;
+  EXPECT_NE(before.err.find("note: the ledger holds 2026-11-23T00:00:00Z to 2026-11-25T00:00:00Z; "
+                            "the window 2026-10-01T00:00:00Z to 2026-11-01T00:00:00Z reaches "
+                            "before it"),
+            std::string::npos)
+      << before.err;
+  EXPECT_EQ(Run("report --db " + Path("d/gpuledger.db") + " --window all").err, "");
 }
 
 // Replaying the Alibaba trace: allocated GPU-µs per namespace equals the trace's own sum.

@@ -25,7 +25,6 @@ struct SimRun {
   std::unique_ptr<testing::TempDir> dir;  // outlives the store: members go in reverse order
   std::unique_ptr<store::LedgerStore> store;
   std::map<ConsumerRef, sim::Truth> truth;
-  sim::NaiveTallies naive;
 };
 
 SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond) {
@@ -38,12 +37,7 @@ SimRun Simulate(const std::string& yaml, Micros step_us = 60 * kMicrosPerSecond)
   run.store = std::move(*store);
   sim::Simulator simulator(*scenario, step_us);
   cost::Catalog catalog = cost::DefaultCatalog();
-  sim::RunOptions options;
-  options.observe = [&](const NodeSnapshot& snap) {
-    sim::AddNaive(
-        snap, [](const std::string&, const std::string&) { return Nanos{0}; }, run.naive);
-  };
-  auto built = sim::BuildLedger(simulator, *run.store, catalog, options);
+  auto built = sim::BuildLedger(simulator, *run.store, catalog);
   EXPECT_TRUE(built.ok()) << built.error().message;
   run.truth = simulator.truth();
   return run;
@@ -95,15 +89,11 @@ TEST(SharingModes, TimeSlicedFourReplicasThreePods) {
     // out: a standard deviation under 0.8% for the 10% pod (a sixth of the windows), so 3%.
     EXPECT_LT(std::abs(err), 0.03) << name << " error " << 100 * err << "%";
     EXPECT_EQ(f.quality, Quality::kEstimated);
-    // The naive method gives each pod the whole device's busy time (~0.6 of the GPU).
-    ConsumerRef ref{"ml", name + "-0", PodUid{}, "main"};
-    for (const auto& [nref, tally] : run.naive)
-      if (nref.pod == name + "-0") {
-        const double naive_err = (tally.compute_us - truth) / truth;
-        EXPECT_GT(naive_err, 0.9) << name;
-        std::printf("%s: truth %.3f GPU-h, gpuledger %+.3f%%, naive %+.0f%%\n", name.c_str(),
-                    truth / kMicrosPerHour, 100 * err, 100 * naive_err);
-      }
+    // The per-device method gives each pod the whole device's busy time (~0.6 of the GPU).
+    const double per_device_err = (static_cast<double>(f.naive_compute_gpu_us) - truth) / truth;
+    EXPECT_GT(per_device_err, 0.9) << name;
+    std::printf("%s: truth %.3f GPU-h, gpuledger %+.3f%%, per-device %+.0f%%\n", name.c_str(),
+                truth / kMicrosPerHour, 100 * err, 100 * per_device_err);
   }
   EXPECT_EQ(r.idle.allocated_gpu_us, day / 4);
   Nanos sum = r.idle.cost_nanos + r.unattributed.cost_nanos;

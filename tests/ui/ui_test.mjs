@@ -123,8 +123,8 @@ async function compare(view, params) {
   check(naive.length === report.rows.length, `${view}: ${naive.length} naive rows`);
   for (const [i, row] of report.rows.entries()) {
     const got = naive[i] || {};
-    check(got.key === row.key && got["naive-used"] === hours(row.naive.compute_gpu_us) &&
-          got["naive-cost"] === money(row.naive.cost_nanos),
+    check(got.key === row.key && got["naive-used"] === hours(row.per_device.compute_gpu_us) &&
+          got["naive-cost"] === money(row.per_device.cost_nanos),
           `${view}: naive ${row.key} ${got["naive-used"]} ${got["naive-cost"]}`);
   }
   return report;

@@ -88,6 +88,13 @@ function showError(error) {
   const box = $("error");
   box.hidden = false;
   box.textContent = error.message;
+  // A fresh install: nothing to draw yet, and no dates of 1970 to draw it with.
+  if (/the ledger is empty/.test(error.message)) {
+    box.textContent = "Nothing recorded yet: the ledger is empty. The server writes an hour " +
+      "once it closes; until then every window is empty. The agents' scrapes are on /metrics " +
+      "(gpuledger_server_scrape_*).";
+    document.body.dataset.empty = "true";
+  }
   if (error.status === 401) {
     $("token-field").hidden = false;
     box.textContent = `${error.message}: this server asks for its API token.`;
@@ -125,6 +132,7 @@ async function refresh() {
   try {
     if (!(await VIEWS[view](q, () => mine === generation))) return;
     $("error").hidden = true;
+    delete document.body.dataset.empty;
     document.body.dataset.state = "ready";
     if (USES[view].includes("team")) {
       fillTeams().catch((error) => {

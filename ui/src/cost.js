@@ -50,21 +50,22 @@ function renderTable(report, filtered) {
     (accounted === total ? ": every nano accounted for" : ": does not add up");
 }
 
-// Each group's figures beside what the per-device method would have said (the rows' "naive").
+// Each group's figures beside what the per-device method would have said (the rows'
+// "per_device").
 function renderNaive(report, filtered) {
   const body = $("naive").tBodies[0];
   body.replaceChildren();
   let naiveUsed = 0n;
   let naiveCost = 0n;
   for (const r of report.rows) {
-    naiveUsed += r.naive.compute_gpu_us;
-    naiveCost += r.naive.cost_nanos;
+    naiveUsed += r.per_device.compute_gpu_us;
+    naiveCost += r.per_device.cost_nanos;
     body.append(tableRow([
       ["name", r.key],
       ["used", gpuHours(r.compute_gpu_us)],
-      ["naive-used", gpuHours(r.naive.compute_gpu_us)],
+      ["naive-used", gpuHours(r.per_device.compute_gpu_us)],
       ["cost", formatMoney(r.cost_nanos)],
-      ["naive-cost", formatMoney(r.naive.cost_nanos)],
+      ["naive-cost", formatMoney(r.per_device.cost_nanos)],
     ], { key: r.key }));
   }
   // Against the devices' busy time and cost; for one team, against what it was attributed.
