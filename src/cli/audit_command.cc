@@ -1,5 +1,7 @@
 #include "cli/audit_command.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -76,30 +78,43 @@ std::string Duration(double seconds) {
   return fmt::format("{}m{:02}s", s / 60, s % 60);
 }
 
-// One row per finding (within 100 columns: the subject shortened there, whole in the summary),
-// then its summary, where and since when, and its evidence, wrapped; the totals at the end.
-std::string RenderTable(const nlohmann::json& doc) {
+// One row per finding within `columns` (the subject, and a kind where it must, cut with "…"
+// there, whole in the summary), then its summary, where and since when, its remedy and its
+// evidence, wrapped; the totals at the end.
+std::string RenderTable(const nlohmann::json& doc, std::size_t columns) {
   std::string out =
       fmt::format("findings {} .. {} (cluster {})\n\n", doc["window"].value("from", ""),
                   doc["window"].value("to", ""), doc.value("cluster", ""));
-  constexpr std::size_t kSubject = 29;
-  out += fmt::format("{:<24} {:<8} {:<8} {:<{}} {:>8} {:>7} {:>10}\n", "KIND", "SEVERITY", "STATE",
-                     "SUBJECT", kSubject, "DURATION", "GPU-H", "COST");
+  // The other columns and their separators: severity, state, duration, GPU-hours, cost.
+  constexpr std::size_t kOthers = 1 + 8 + 1 + 8 + 1 + 1 + 8 + 1 + 7 + 1 + 10;
+  constexpr std::size_t kMinSubject = 12;
+  std::size_t kind_width = 24;
+  for (const auto& f : doc["findings"])
+    kind_width = std::max(kind_width, DisplayWidth(f.value("kind", "")));
+  kind_width = std::min(kind_width, columns - std::min(columns, kOthers + kMinSubject));
+  const std::size_t subject_width =
+      std::max(kMinSubject, columns - std::min(columns, kOthers + kind_width));
+  auto row = [&](std::string_view kind, std::string_view severity, std::string_view state,
+                 std::string_view subject, std::string_view duration, std::string_view hours,
+                 std::string_view cost) {
+    return fmt::format("{} {} {} {} {} {} {}\n", PadRight(kind, kind_width), PadRight(severity, 8),
+                       PadRight(state, 8), PadRight(subject, subject_width), PadLeft(duration, 8),
+                       PadLeft(hours, 7), PadLeft(cost, 10));
+  };
+  out += row("KIND", "SEVERITY", "STATE", "SUBJECT", "DURATION", "GPU-H", "COST");
   for (const auto& f : doc["findings"]) {
-    std::string subject = Subject(f);
-    if (subject.size() > kSubject) subject = subject.substr(0, kSubject - 3) + "...";
-    out += fmt::format("{:<24} {:<8} {:<8} {:<{}} {:>8} {:>7} {:>10}\n", f.value("kind", ""),
-                       f.value("severity", ""), f.value("state", ""), subject, kSubject,
-                       Duration(f.value("duration_seconds", 0.0)),
-                       fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
-                       DisplayMoney(f.value("cost_nanos", Nanos{0})));
-    out += Wrap(f.value("summary", ""), "    ");
-    out += Wrap(fmt::format("since {} on {}", f.value("first_seen", ""), f.value("gpu_uuid", "")),
-                "    ");
+    out += row(f.value("kind", ""), f.value("severity", ""), f.value("state", ""), Subject(f),
+               Duration(f.value("duration_seconds", 0.0)),
+               fmt::format("{:.2f}", f.value("gpu_seconds", 0.0) / 3600),
+               DisplayMoney(f.value("cost_nanos", Nanos{0})));
+    out += Wrap(f.value("summary", ""), "    ", columns);
+    out += Wrap(fmt::format("since {} on {}; remedy: {}", f.value("first_seen", ""),
+                            f.value("gpu_uuid", ""), f.value("remedy", "")),
+                "    ", columns);
     std::string evidence = "evidence:";
     for (const auto& [k, v] : f["evidence"].items())
       evidence += " " + k + "=" + v.get<std::string>();
-    out += Wrap(evidence, "    ");
+    out += Wrap(evidence, "    ", columns);
   }
   out += fmt::format("\n{:<24} {:>8} {:>6} {:>9} {:>11}\n", "BY KIND", "FINDINGS", "OPEN",
                      "GPU-HOURS", "COST");
@@ -129,7 +144,7 @@ int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
   if (o.format == "json") {
     out << JsonText(*doc, 2) << "\n";
   } else {
-    out << RenderTable(*doc);
+    out << RenderTable(*doc, TerminalColumns());
   }
   return 0;
 }

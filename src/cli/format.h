@@ -5,19 +5,13 @@
 
 #include "common/money.h"
 #include "common/units.h"
+#include "io/terminal.h"
 #include "report/report.h"
 
 namespace gpuledger::cli {
 
 std::string GpuHours(GpuMicros us);      // "12.34"
 std::string GibHours(KibSeconds kib_s);  // "12.3"
-
-// The width every table and text block of the CLI keeps to.
-inline constexpr std::size_t kTerminalColumns = 100;
-// `text` as lines of at most `width` columns, each starting with `indent`, broken at spaces (a
-// word longer than a line stands alone on its line); each line ends with '\n'.
-std::string Wrap(std::string_view text, std::string_view indent,
-                 std::size_t width = kTerminalColumns);
 
 enum class Format { kTable, kCsv, kJson };
 Result<Format> ParseFormat(std::string_view text);
@@ -26,9 +20,10 @@ Result<Format> ParseFormat(std::string_view text);
 // memory_kib_s is an integer (KiB held for one second). CSV: key,allocated_gpu_us,
 // compute_gpu_us,memory_kib_s,energy_mj,cost_nanos,quality, then the activity GPU-µs (sm_active,
 // sm_occupancy, tensor_active, dram_active), activity_source and the utilization class. The
-// table fits 100 columns: key, allocated and used GPU-hours, cost, quality and class ("*" where
-// no SM activity was there, said once below the table); a key too long for its column gets a
-// line of its own. `wide`: memory GiB-hours too, and keys up to 60 characters in their column.
-std::string RenderReport(const report::Report& report, Format format, bool wide = false);
+// table fits `columns`: key, allocated and used GPU-hours, cost, quality and class ("*" where
+// no SM activity was there, said once below the table); a key too long for its column is cut
+// with "…". `wide`: memory GiB-hours too, and every key whole.
+std::string RenderReport(const report::Report& report, Format format, bool wide = false,
+                         std::size_t columns = kDefaultColumns);
 
 }  // namespace gpuledger::cli

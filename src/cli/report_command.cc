@@ -74,7 +74,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
       err << "error: " << r.error().message << "\n";
       return ExitCodeFor(r.error());
     }
-    out << RenderReport(*r, *format, o.wide);
+    out << RenderReport(*r, *format, o.wide, TerminalColumns());
     return 0;
   }
   // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
@@ -88,7 +88,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << r.error().message << "\n";
     return ExitCodeFor(r.error());
   }
-  out << RenderReport(*r, *format, o.wide);
+  out << RenderReport(*r, *format, o.wide, TerminalColumns());
   // A window past what the ledger holds reads as zeros there: say so, not leave it to guess
   // ("all" starts at its first day's midnight, not past it).
   if (auto extent = (*store)->Extent();

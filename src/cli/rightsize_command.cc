@@ -6,6 +6,7 @@
 #include "cli/report_command.h"
 #include "cli/server_client.h"
 #include "cost/catalog.h"
+#include "io/terminal.h"
 #include "recommendations/rightsize_json.h"
 #include "recommendations/rightsize_ledger.h"
 
@@ -62,7 +63,7 @@ int RunRightsize(const RightsizeOptions& o, std::ostream& out, std::ostream& err
     out << *doc;
     return 0;
   }
-  auto table = recommendations::RightsizeTableFromJson(*doc);
+  auto table = recommendations::RightsizeTableFromJson(*doc, TerminalColumns());
   if (!table) {
     err << "error: " << table.error().message << "\n";
     return 1;

@@ -1,11 +1,15 @@
 #include "recommendations/rightsize_json.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
 #include "common/money.h"
+#include "common/text_columns.h"
 #include "common/time_util.h"
 
 namespace gpuledger::recommendations {
@@ -105,10 +109,6 @@ json PlanJson(const rightsizing::ConsolidationPlan& p) {
 }
 
 // A column of at most `width` characters: longer text is cut with "~".
-std::string Fit(std::string text, std::size_t width) {
-  if (text.size() > width) text = text.substr(0, width - 1) + "~";
-  return text;
-}
 
 }  // namespace
 
@@ -130,18 +130,24 @@ std::string RightsizeToJson(const RightsizeAnswer& answer) {
   return JsonText(doc, 2) + "\n";
 }
 
-Result<std::string> RightsizeTableFromJson(std::string_view text) {
+Result<std::string> RightsizeTableFromJson(std::string_view text, std::size_t columns) {
   try {
     const json doc = json::parse(text);
     std::string out =
-        fmt::format("{} .. {}   compute at {}, memory x {} headroom; savings a month (730 h)\n\n",
-                    doc.at("window").at("start").get<std::string>(),
-                    doc.at("window").at("end").get<std::string>(),
-                    doc.at("percentile").get<std::string>(), doc.at("headroom").get<double>());
-    out += fmt::format("{:<40} {:<13} {:<22} {:<10} {:>12} {:>11}  {}\n", "workload", "action",
-                       "from", "to", "saving/month", "fit hours", "confidence");
+        Wrap(fmt::format("{} .. {}   compute at {}, memory x {} headroom; savings a month (730 h)",
+                         doc.at("window").at("start").get<std::string>(),
+                         doc.at("window").at("end").get<std::string>(),
+                         doc.at("percentile").get<std::string>(), doc.at("headroom").get<double>()),
+             "", columns);
+    out += "\n";
+    // One line a workload where the terminal is wide enough for its longest name; else the
+    // name on a line of its own, its figures indented beneath (wrapped by design, never cut).
+    struct Line {
+      std::string workload, action, from, to, saving, fit, confidence;
+    };
+    std::vector<Line> lines;
+    std::size_t name_width = DisplayWidth("workload"), confidence_width = 10;
     for (const json& r : doc.at("recommendations")) {
-      std::string confidence = r.at("confidence").get<std::string>();
       // The replay: hours it would have fit of those it held ("-" for keep).
       const json& replay = r.at("replay");
       const std::string fit = replay.is_null()
@@ -150,30 +156,59 @@ Result<std::string> RightsizeTableFromJson(std::string_view text) {
                                                 replay.at("hours").get<std::int64_t>() -
                                                     replay.at("misfit_hours").get<std::int64_t>(),
                                                 replay.at("hours").get<std::int64_t>());
-      out += fmt::format(
-          "{:<40} {:<13} {:<22} {:<10} {:>12} {:>11}  {}\n",
-          Fit(r.at("workload").get<std::string>(), 40), r.at("action").get<std::string>(),
-          Fit(r.at("from").get<std::string>(), 22), Fit(r.at("to").get<std::string>(), 10),
-          DisplayMoney(r.at("monthly_saving_nanos").get<Nanos>()), fit, Fit(confidence, 48));
+      lines.push_back({r.at("workload").get<std::string>(), r.at("action").get<std::string>(),
+                       r.at("from").get<std::string>(), r.at("to").get<std::string>(),
+                       DisplayMoney(r.at("monthly_saving_nanos").get<Nanos>()), fit,
+                       r.at("confidence").get<std::string>()});
+      name_width = std::max(name_width, DisplayWidth(lines.back().workload));
+      confidence_width = std::max(confidence_width, DisplayWidth(lines.back().confidence));
+    }
+    // action, from, to, saving, fit hours and their separators.
+    constexpr std::size_t kFigures = 13 + 1 + 18 + 1 + 10 + 1 + 12 + 1 + 9 + 2;
+    const bool one_line = name_width + 1 + kFigures + confidence_width <= columns;
+    const std::string indent = one_line ? PadRight("", name_width + 1) : "  ";
+    const std::size_t confidence_room =
+        std::max<std::size_t>(columns - std::min(columns, indent.size() + kFigures), 6);
+    auto figures = [&](const Line& l) {
+      std::string text = fmt::format(
+          "{} {} {} {} {}  {}", PadRight(l.action, 13), PadRight(l.from, 18), PadRight(l.to, 10),
+          PadLeft(l.saving, 12), PadLeft(l.fit, 9), Ellipsize(l.confidence, confidence_room));
+      while (!text.empty() && text.back() == ' ') text.pop_back();
+      return text;
+    };
+    const Line head{"workload", "action", "from", "to", "saving/month", "fit hours", "confidence"};
+    if (one_line) {
+      for (const Line* l : {&head})
+        out += PadRight(l->workload, name_width) + " " + figures(*l) + "\n";
+      for (const Line& l : lines) out += PadRight(l.workload, name_width) + " " + figures(l) + "\n";
+    } else {
+      out += "workload\n" + indent + figures(head) + "\n";
+      for (const Line& l : lines)
+        out += Ellipsize(l.workload, columns) + "\n" + indent + figures(l) + "\n";
     }
     if (doc.at("recommendations").empty()) out += "(no workload held a GPU in the window)\n";
     for (const json& p : doc.at("consolidation")) {
-      out += fmt::format(
-          "\nconsolidate {} in pool '{}': {:.2f} GPUs held -> {} GPU{} ({}), saving {} a month\n",
-          p.at("gpu_model").get<std::string>(), p.at("pool").get<std::string>(),
-          p.at("gpus_now").get<double>(), p.at("gpus_after").get<int>(),
-          p.at("gpus_after").get<int>() == 1 ? "" : "s",
-          p.at("optimal").get<bool>() ? "optimal" : "first-fit, not proven optimal",
-          DisplayMoney(p.at("monthly_saving_nanos").get<Nanos>()));
+      out +=
+          "\n" + Wrap(fmt::format(
+                          "consolidate {} in pool '{}': {:.2f} GPUs held -> {} GPU{} ({}), saving "
+                          "{} a month",
+                          p.at("gpu_model").get<std::string>(), p.at("pool").get<std::string>(),
+                          p.at("gpus_now").get<double>(), p.at("gpus_after").get<int>(),
+                          p.at("gpus_after").get<int>() == 1 ? "" : "s",
+                          p.at("optimal").get<bool>() ? "optimal" : "first-fit, not proven optimal",
+                          DisplayMoney(p.at("monthly_saving_nanos").get<Nanos>())),
+                      "", columns);
       for (const json& m : p.at("moves")) {
         const std::string profile = m.at("profile").get<std::string>();
-        out += fmt::format("  {} -> GPU {}{}\n", m.at("workload").get<std::string>(),
-                           m.at("to_gpu").get<int>(), profile.empty() ? "" : " as " + profile);
+        out += Wrap(fmt::format("{} -> GPU {}{}", m.at("workload").get<std::string>(),
+                                m.at("to_gpu").get<int>(), profile.empty() ? "" : " as " + profile),
+                    "  ", columns);
       }
     }
-    out += fmt::format("\ntotal saving a month: {}  ({})\n",
-                       DisplayMoney(doc.at("total_monthly_saving_nanos").get<Nanos>()),
-                       doc.at("total_basis").get<std::string>());
+    out += "\n" + Wrap(fmt::format("total saving a month: {}  ({})",
+                                   DisplayMoney(doc.at("total_monthly_saving_nanos").get<Nanos>()),
+                                   doc.at("total_basis").get<std::string>()),
+                       "", columns);
     return out;
   } catch (const std::exception& e) {
     return InvalidArgument(fmt::format("not a rightsizing document: {}", e.what()));

@@ -32,7 +32,9 @@ std::string RightsizeToJson(const RightsizeAnswer& answer);
 
 // The table `gpuledger rightsize` prints, from the document above (so a plan read from a
 // server prints as one read from a file): the best action per workload with its saving, the
-// consolidation plans, the total. kInvalidArgument for a document of another shape.
-Result<std::string> RightsizeTableFromJson(std::string_view json);
+// consolidation plans, the total, within `columns` (a workload's name on a line of its own
+// where the terminal is narrower than one line of it). kInvalidArgument for a document of
+// another shape.
+Result<std::string> RightsizeTableFromJson(std::string_view json, std::size_t columns = 100);
 
 }  // namespace gpuledger::recommendations

@@ -69,9 +69,10 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
         bound, (*http)->port());
   const std::string host = bound == "0.0.0.0" ? "127.0.0.1" : bound;
   const std::string base = fmt::format("http://{}:{}", host, (*http)->port());
+  // Two short lines, not one of 176 columns.
   out << fmt::format(
-      "serving {} at {}/  (the web UI there, docs/ui.md; the REST API at {}/api/v1/, "
-      "docs/api.md; Ctrl-C stops)\n",
+      "serving {} at {}/\n  the web UI there (docs/ui.md); the REST API at {}/api/v1/ "
+      "(docs/api.md); Ctrl-C stops\n",
       store::DisplayLedgerSpec(options.db), base, base);
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });

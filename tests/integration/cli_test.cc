@@ -67,6 +67,13 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The terminal columns a line of UTF-8 takes: its code points ("…" is one).
+std::size_t Columns(const std::string& line) {
+  std::size_t n = 0;
+  for (char c : line) n += (static_cast<unsigned char>(c) & 0xc0) == 0x80 ? 0 : 1;
+  return n;
+}
+
 // key -> columns, from a CSV whose first column is the key.
 std::map<std::string, std::vector<std::string>> ReadCsv(const std::string& text) {
   std::map<std::string, std::vector<std::string>> rows;
@@ -118,10 +125,8 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   // Issue 34: the demo's week reads in a 100-column terminal (it had lines of 642 characters).
   {
     std::istringstream lines(demo.out);
-    // Only a single word longer than a line (a long path) may stand out of it.
-    for (std::string line; std::getline(lines, line);)
-      if (line.size() > 100)
-        EXPECT_EQ(line.find(' ', line.find_first_not_of(' ')), std::string::npos) << line;
+    // A word longer than a line (a long path) goes in pieces (issue 60: no line past it).
+    for (std::string line; std::getline(lines, line);) EXPECT_LE(Columns(line), 100u) << line;
   }
   Output report = Run("report --db " + Path("demo/gpuledger.db") + " --by container --format csv");
   ASSERT_EQ(report.code, 0) << report.err;
@@ -657,7 +662,7 @@ TEST_F(CliTest, TheReportTableFitsAHundredColumns) {
     ASSERT_EQ(o.code, 0) << o.err;
     std::istringstream lines(o.out);
     for (std::string line; std::getline(lines, line);)
-      EXPECT_LE(line.size(), 100u) << by << ": " << line;
+      EXPECT_LE(Columns(line), 100u) << by << ": " << line;
     EXPECT_EQ(o.out.find("mem GiB-h"), std::string::npos);
   }
   // Namespace then controller: the controller level does not repeat the namespace.
@@ -734,6 +739,35 @@ TEST_F(CliTest, WindowsSelectHours) {
             std::string::npos)
       << before.err;
   EXPECT_EQ(Run("report --db " + Path("d/gpuledger.db") + " --window all").err, "");
+}
+
+// Issue 60: tables that fit. At 80 and 100 columns (COLUMNS, as a terminal sets it) no line of
+// report (by namespace, by device, by container), rightsize or audit is longer; --wide is.
+TEST_F(CliTest, TablesFitTheTerminal) {
+  ASSERT_EQ(Run("demo --no-serve --hours 48 --out " + Path("d")).code, 0);
+  const std::string db = " --db " + Path("d/gpuledger.db");
+  for (const int width : {80, 100}) {
+    const std::string env = "COLUMNS=" + std::to_string(width) + " ";
+    for (const std::string command :
+         {"report --by namespace", "report --by device", "report --by container",
+          "report --by label:team,controller", "rightsize --window all", "audit --since all"}) {
+      const Output o = Run(command + db, env);
+      ASSERT_EQ(o.code, 0) << command << ": " << o.err;
+      std::istringstream lines(o.out);
+      int count = 0;
+      for (std::string line; std::getline(lines, line); ++count)
+        EXPECT_LE(Columns(line), static_cast<std::size_t>(width))
+            << command << " at " << width << " columns: " << line;
+      EXPECT_GT(count, 3) << command;
+      // Never a row broken over two lines: every key of the report has its figures beside it.
+      if (command.starts_with("report"))
+        EXPECT_EQ(o.out.find("(unattributed)\n"), std::string::npos) << o.out;
+    }
+  }
+  // --wide keeps every key whole, however long.
+  const Output wide = Run("report --by device --wide" + db, "COLUMNS=80 ");
+  ASSERT_EQ(wide.code, 0) << wide.err;
+  EXPECT_EQ(wide.out.find("\xe2\x80\xa6"), std::string::npos) << wide.out;
 }
 
 // Replaying the Alibaba trace: allocated GPU-µs per namespace equals the trace's own sum.
