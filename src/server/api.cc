@@ -26,6 +26,7 @@
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
+#include "server/opencost_params.h"
 
 namespace gpuledger::server {
 namespace {
@@ -105,9 +106,10 @@ void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Fi
   w.EndObject();
 }
 
-// A step's allocation set: {name: entry}, its rows by key, with "__idle__" and "__unattributed__"
-// unless filtered (a tree's order; of a key given twice the last, as assigning it twice keeps).
-void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered) {
+// A step's allocation set: {name: entry}, its rows by key, with "__idle__" (unless
+// `include_idle` is false) and "__unattributed__" unless filtered (a tree's order; of a key
+// given twice the last, as assigning it twice keeps).
+void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered, bool include_idle) {
   std::vector<std::string_view> names;
   names.reserve(r.rows.size() + 2);
   for (const report::Row& row : r.rows) names.push_back(row.key);
@@ -117,6 +119,7 @@ void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered) {
   }
   w.BeginObject();
   for (const std::size_t i : KeyOrder(names)) {
+    if (!include_idle && i == r.rows.size() && !filtered) continue;  // __idle__
     w.Key(names[i]);
     if (i < r.rows.size()) {
       WriteAllocationEntry(w, names[i], r.rows[i].figures, r.from_us, r.to_us, &r.rows[i]);
@@ -186,30 +189,6 @@ ApiResponse ReportError(const Error& e) {
   return FromError(e);
 }
 
-// OpenCost's `accumulate`: true (or all) sums the window into one set, whatever the step;
-// hour, day and week set the step; false (the default) keeps `step`.
-Result<Params> WithAccumulate(Params p) {
-  auto it = p.find("accumulate");
-  if (it == p.end()) return p;
-  const std::string accumulate = it->second;
-  p.erase(it);
-  if (accumulate == "true" || accumulate == "all") {
-    p.erase("step");
-  } else if (accumulate == "hour" || accumulate == "day" || accumulate == "week") {
-    const std::string step = accumulate == "hour" ? "1h" : accumulate == "day" ? "1d" : "7d";
-    if (auto given = p.find("step"); given != p.end() && given->second != step)
-      return InvalidArgument(
-          fmt::format("parameter 'accumulate': '{}' means step {}, but step is '{}'", accumulate,
-                      step, given->second));
-    p.erase("step");
-    p.emplace("step", step);
-  } else if (accumulate != "false" && !accumulate.empty()) {
-    return InvalidArgument(fmt::format(
-        "parameter 'accumulate': '{}': expected true, false, all, hour, day or week", accumulate));
-  }
-  return p;
-}
-
 // What one answer of the report endpoints may hold, as an export's (billing::kServerExportBytes):
 // it is held whole, then copied to the wire, under a pod limit of 1 GiB (issue 58: one
 // allocation by container with hourly steps over 30 days at 240 GPUs was 317 MB).
@@ -224,15 +203,17 @@ ApiResponse AnswerTooLarge(std::size_t steps_written, std::size_t steps) {
 }
 
 ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given) {
-  if (auto u = UnknownParam(
-          given, {"window", "aggregate", "step", "accumulate", "policy", "idle", "filter"});
+  if (auto u =
+          UnknownParam(given, {"window", "aggregate", "step", "accumulate", "policy", "idle",
+                               "filter", "includeIdle", "shareIdle", "idleByNode", "resolution"});
       !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, "
-                                      "accumulate, policy, idle, filter)",
+                                      "accumulate, policy, idle, filter, includeIdle, shareIdle, "
+                                      "idleByNode, resolution)",
                                       u));
-  auto p = WithAccumulate(given);
-  if (!p) return JsonError(400, p.error().message);
-  auto query = ParseReportParams(store, *p);
+  auto opencost = FromOpenCost(given);  // OpenCost's words, with OpenCost's meaning
+  if (!opencost) return JsonError(400, opencost.error().message);
+  auto query = ParseReportParams(store, opencost->params);
   if (!query) return FromError(query.error());
   const bool filtered = !query->filter.empty();
   query->rows_only = filtered;  // a filtered answer has no idle, unattributed or totals
@@ -246,7 +227,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   w.Key("data");
   w.BeginArray();
   for (std::size_t i = 0; i < reports->size(); ++i) {
-    WriteAllocationSet(w, (*reports)[i], filtered);
+    WriteAllocationSet(w, (*reports)[i], filtered, opencost->include_idle);
     if (w.text().size() > kMaxAnswerBytes) return AnswerTooLarge(i + 1, reports->size());
   }
   w.EndArray();

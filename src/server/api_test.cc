@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -104,6 +105,54 @@ TEST_F(ApiTest, AllocationSetsSumToTheDeviceCostPerStep) {
     EXPECT_FALSE(set["ml"].contains("memory_byte_us"));
     EXPECT_TRUE(set.contains("__idle__"));
   }
+}
+
+// OpenCost's other parameters, as kubectl cost and OpenCost's own clients send them (issue 60:
+// each was a 400): answered with OpenCost's meaning, each compared with the request in
+// gpuledger's own words, or refused saying why.
+TEST_F(ApiTest, OpenCostsParametersKeepTheirMeaning) {
+  auto data = [&](const Params& p) { return Get("/allocation", p)["data"]; };
+  const Params all = {{"window", "all"}, {"accumulate", "true"}};
+  auto with = [&](std::initializer_list<std::pair<const std::string, std::string>> more) {
+    Params p = all;
+    p.insert(more);
+    return p;
+  };
+  // aggregate=deployment: the controllers of that kind, as a filter selects them.
+  const json deployments = data(with({{"aggregate", "deployment"}}));
+  EXPECT_EQ(deployments,
+            data(with({{"aggregate", "controller"}, {"filter", "controllerKind:\"Deployment\""}})));
+  EXPECT_FALSE(deployments[0].empty());
+  EXPECT_EQ(data(with({{"aggregate", "deployment"}, {"filter", "namespace:\"ml\""}}))[0].size(),
+            1u);
+  // The label aliases.
+  EXPECT_EQ(data(with({{"aggregate", "team"}})), data(with({{"aggregate", "label:team"}})));
+  // includeIdle=false leaves __idle__ out; true (the default) keeps it.
+  EXPECT_TRUE(data(with({{"includeIdle", "true"}}))[0].contains("__idle__"));
+  const json no_idle = data(with({{"includeIdle", "false"}}));
+  EXPECT_FALSE(no_idle[0].contains("__idle__"));
+  EXPECT_TRUE(no_idle[0].contains("__unattributed__"));
+  // shareIdle=true is idle=share; resolution changes nothing in an exact ledger.
+  EXPECT_EQ(data(with({{"shareIdle", "true"}})), data(with({{"idle", "share"}})));
+  EXPECT_EQ(data(with({{"shareIdle", "false"}, {"resolution", "1m"}, {"idleByNode", "false"}})),
+            data(all));
+  // What has no meaning here says why.
+  for (const auto& [name, value, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"idleByNode", "true", "parameter 'idleByNode': true is not kept"},
+           {"aggregate", "service", "'service' is an OpenCost grouping gpuledger does not keep"},
+           {"aggregate", "deployment,job", "one controller kind at a time"},
+           {"includeIdle", "yes", "parameter 'includeIdle': 'yes': expected true or false"},
+           {"resolution", "fast", "parameter 'resolution': 'fast': expected a duration"},
+       }) {
+    const json refused = Get("/allocation", {{name, value}}, 400);
+    EXPECT_NE(refused["error"].get<std::string>().find(says), std::string::npos)
+        << name << "=" << value << ": " << refused.dump();
+  }
+  EXPECT_NE(Get("/allocation", {{"shareIdle", "true"}, {"idle", "keep"}}, 400)["error"]
+                .get<std::string>()
+                .find("parameter 'shareIdle': true, but idle is 'keep'"),
+            std::string::npos);
 }
 
 // `kubectl cost namespace --window 5d` asks Kubecost's path with accumulate=true; OpenCost's
