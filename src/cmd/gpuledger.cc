@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   CLI::App app{"gpuledger: who used which GPU, how much, and what it cost",
                as_kubectl_plugin ? "kubectl gpuledger" : "gpuledger"};
   app.require_subcommand(1);
+  app.footer(
+      "The words the answers use (ppd, GPM, mig-presence, process-samples, the per-device "
+      "method, ...): docs/glossary.md");
 
   DemoOptions demo;
   auto* demo_cmd =

@@ -223,9 +223,12 @@ Classification Classify(const Inputs& in) {
     if (!band || *band > kTrustedComputeBand.value()) {
       c.cls = Class::kUnknown;
       b.Threshold("trusted_compute_band", kTrustedComputeBand);
+      // And what would decide it: a signal of the work itself rather than of its presence.
       c.reason = fmt::format(
-          "GPU util {} is an estimate ({}{}) too uncertain to call the grant used", Pct(util),
-          in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
+          "GPU util {} is an estimate ({}{}) too uncertain to call the grant used; SM activity "
+          "would decide it: GPM (Hopper or newer) or dcgm-exporter beside the agent, or the "
+          "kernel-time tracer",
+          Pct(util), in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
           band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
                : ", never measured on real hardware");
       return c;

@@ -228,7 +228,8 @@ TEST(Classify, HealthyNeedsAComputeFigureThatCanBearIt) {
   EXPECT_EQ(c.cls, Class::kUnknown);
   EXPECT_EQ(c.reason,
             "GPU util 100% is an estimate (rule mig-presence, never measured on real hardware) "
-            "too uncertain to call the grant used");
+            "too uncertain to call the grant used; SM activity would decide it: GPM (Hopper or "
+            "newer) or dcgm-exporter beside the agent, or the kernel-time tracer");
   Inputs sliced = Nvml(kHour * 3 / 4);
   sliced.compute_quality = Quality::kEstimated;
   sliced.compute_rule = "process-samples";
