@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The web UI's browser test (ui_test.mjs) against a real server: writes the demo ledger, serves
-# it with `gpuledger server` on a free port (and again behind a bearer token), and drives the
-# page in Debian's chromium.
+# it with `gpuledger server` on a free port (and again behind a bearer token, and an empty
+# ledger beside them), and drives the page in Debian's chromium.
 # Skips (77), saying why, only where the browser or playwright-core is not installed
 # (scripts/install-deps.sh installs both).
 #   run_ui_test.sh GPULEDGER_BIN OUT_DIR
@@ -29,11 +29,13 @@ trap cleanup EXIT
   cat "$work/demo.log"
   exit 1
 }
-# Serves the demo ledger with the given extra flags; sets `served` to the server's address.
+# Serves the ledger file $1 with the given extra flags; sets `served` to the server's address.
 # (Not in a subshell: the server must stay this shell's child, for cleanup to stop it.)
 serve() {
+  local ledger=$1
+  shift
   local log="$work/server-${#servers[@]}.log"
-  "$bin" server --ledger "sqlite:$work/demo/gpuledger.db" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  "$bin" server --ledger "sqlite:$ledger" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
   servers+=($!)
   served=""
   for _ in $(seq 1 100); do
@@ -46,10 +48,14 @@ serve() {
   cat "$log"
   exit 1
 }
-serve
+serve "$work/demo/gpuledger.db"
 url="$served"
 printf 'ui-test-token\n' >"$work/token"
-serve --token-file "$work/token"
+serve "$work/demo/gpuledger.db" --token-file "$work/token"
 guarded="$served"
+# A fresh install: the server makes its ledger and has recorded nothing yet (its one agent is
+# not up: port 1 answers nothing).
+serve "$work/empty.db" --source scrape --targets 127.0.0.1:1
+empty="$served"
 mkdir -p "$out"
-CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token
+CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token "$empty"

@@ -11,12 +11,15 @@
 // without the token, the first API answer (401) brings up the token field, and the token typed
 // there brings the figures, which equal the API's with that token.
 //
-// Usage: node ui_test.mjs BASE_URL OUT_DIR [GUARDED_URL TOKEN]
+// With EMPTY_URL (a server over a ledger with nothing recorded yet, a fresh install): every view
+// says the ledger is empty and draws no date of 1969 or 1970.
+//
+// Usage: node ui_test.mjs BASE_URL OUT_DIR [GUARDED_URL TOKEN [EMPTY_URL]]
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-const [base, outDir, guardedBase, token] = process.argv.slice(2);
+const [base, outDir, guardedBase, token, emptyBase] = process.argv.slice(2);
 if (!base || !outDir) {
   console.error("usage: node ui_test.mjs BASE_URL OUT_DIR");
   process.exit(2);
@@ -366,6 +369,22 @@ if (guardedBase) {
   check(!(await guarded.isVisible("#error")), "token: the error stays after the token was given");
   await guarded.screenshot({ path: join(outDir, "token.png"), fullPage: true });
   failures.push(...unexpected);
+}
+
+if (emptyBase) {
+  for (const view of ["cost", "devices", "workloads", "waste"]) {
+    const empty = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    empty.on("pageerror", (e) => failures.push(`empty ${view}: page error: ${e.message}`));
+    await empty.goto(`${emptyBase}/#view=${view}&window=7d`);
+    await empty.waitForFunction(() => ["error", "ready"].includes(document.body.dataset.state),
+                                null, { timeout: 30000 });
+    const said = await empty.textContent("#error");
+    check(said.includes("Nothing recorded yet"), `empty ${view}: the page does not say so: ${said}`);
+    const text = await empty.textContent("body");
+    check(!/1969|1970|\/69\b|\/70\b/.test(text), `empty ${view}: a date before the ledger was made`);
+    if (view === "cost") await empty.screenshot({ path: join(outDir, "empty.png"), fullPage: true });
+    await empty.close();
+  }
 }
 
 await browser.close();
