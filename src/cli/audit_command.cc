@@ -24,6 +24,7 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
     std::vector<std::pair<std::string, std::string>> params{{"window", o.since}};
     if (!o.kind.empty()) params.emplace_back("kind", o.kind);
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
+    if (!o.workload.empty()) params.emplace_back("workload", o.workload);
     if (!o.severity.empty()) params.emplace_back("severity", o.severity);
     if (o.open_only) params.emplace_back("state", "open");
     auto body = GetFromServer({o.server, o.server_auth, o.kube}, "/api/v1/findings", params);
@@ -45,6 +46,7 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
   guardrails::FindingsQuery q;
   q.window = o.since;
   q.namespace_name = o.namespace_name;
+  q.workload = o.workload;
   q.open_only = o.open_only;
   auto kind = guardrails::ParseKindFilter(o.kind);
   if (!kind) return InvalidArgument("--" + kind.error().message);

@@ -17,6 +17,7 @@ struct AuditOptions {
   std::string kind;              // empty: every kind
   std::string since = "7d";      // as `report --window`
   std::string namespace_name;
+  std::string workload;  // "namespace/Kind/name": only its findings
   std::string severity;  // this one and worse; empty: all
   bool open_only = false;
   std::string policy;  // guardrail policy YAML (kinds off, label exemptions, idle thresholds)

@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
   audit_cmd->add_option("--since", audit.since, "window: 7d | 24h | all | START,END")
       ->capture_default_str();
   audit_cmd->add_option("--namespace", audit.namespace_name, "only this namespace");
+  audit_cmd->add_option(
+      "--workload", audit.workload,
+      "only this workload's findings (namespace/Kind/name, as rightsize names it)");
   audit_cmd->add_option("--severity", audit.severity,
                         "this severity and worse: info | warning | critical");
   audit_cmd->add_flag("--open", audit.open_only, "only findings still open");

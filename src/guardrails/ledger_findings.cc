@@ -12,6 +12,7 @@
 
 #include "common/time_util.h"
 #include "model/action.h"
+#include "report/report.h"
 #include "report/window.h"
 
 namespace gpuledger::guardrails {
@@ -20,6 +21,7 @@ namespace {
 bool Matches(const Finding& f, const FindingsQuery& q) {
   if (q.kind && f.kind != *q.kind) return false;
   if (!q.namespace_name.empty() && f.subject.namespace_name != q.namespace_name) return false;
+  if (!q.workload.empty() && f.workload != q.workload) return false;
   if (q.min_severity && f.severity < *q.min_severity) return false;
   if (q.open_only && f.resolved_us) return false;
   return true;
@@ -91,6 +93,8 @@ class FindingsOverDays final : public ledger::DayReader {
       instance[c] = device_ids[contexts[c].device_id].starts_with("MIG-");
     const bool idle = policy_.Enabled(FindingKind::kIdleAllocation);
     std::unordered_map<std::uint64_t, IdleRuns::Series> series;  // by consumer and context
+    // Each consumer's workload, worked out when a series of it first needs it.
+    std::vector<std::optional<std::string>> workload(idle ? consumers.size() : 0);
 
     const auto& usage = s.usage();
     const auto [first, last] = s.DeviceRange(part.from_us, part.to_us);
@@ -125,7 +129,12 @@ class FindingsOverDays final : public ledger::DayReader {
         if (!idle) continue;
         const std::uint64_t key = std::uint64_t{c} << 32 | k;
         auto [at, added] = series.try_emplace(key, 0);
-        if (added) at->second = idle_->SeriesOf(row);
+        if (added) {
+          if (!workload[c]) workload[c] = report::WorkloadOf(consumers[c]);
+          FindingRow named = row;
+          named.workload = *workload[c];
+          at->second = idle_->SeriesOf(named);
+        }
         idle_->Add(at->second, row, price, s.labels(c).labels);
       }
     }
@@ -222,6 +231,7 @@ nlohmann::json FindingsObject(const FindingsDocument& doc) {
     findings.push_back({
         {"kind", ToString(f.kind)},
         {"remedy", gpuledger::ToString(RemedyFor(f.kind))},
+        {"workload", f.workload.empty() ? nlohmann::json() : nlohmann::json(f.workload)},
         {"severity", ToString(f.severity)},
         {"state", f.resolved_us ? "resolved" : "open"},
         {"cluster", f.cluster},

@@ -30,6 +30,7 @@ struct FindingsQuery {
   std::string window = "7d";  // as `report --window` (report::ResolveWindow)
   std::optional<FindingKind> kind;
   std::string namespace_name;            // empty: all
+  std::string workload;                  // "namespace/Kind/name" (Finding::workload); empty: all
   std::optional<Severity> min_severity;  // this one and worse
   bool open_only = false;
 };
@@ -56,7 +57,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
                                               const FindingsQuery& query, const Policy& policy);
 
 // {"window":{...},"cluster":...,"currency":...,"total_cost_nanos":int,"total_gpu_seconds":x,
-//  "findings":[{"kind","remedy","severity","state","cluster","node","namespace","pod","pod_uid",
+//  "findings":[{"kind","remedy","workload","severity","state","cluster","node","namespace","pod","pod_uid",
 //  "container","gpu_uuid","evidence":{key: value},"first_seen","last_seen","resolved",
 //  "duration_seconds","gpu_seconds","cost_nanos":int,"cost_basis","summary"}],
 //  "by_kind":{kind:{"findings","open","gpu_seconds","cost_nanos"}}} (docs/guardrails.md).

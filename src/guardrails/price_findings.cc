@@ -243,6 +243,7 @@ IdleRuns::Series IdleRuns::SeriesOf(const FindingRow& row) {
   }
   State& s = states_[it->second];
   std::tie(s.node, s.subject, s.device) = it->first;
+  s.workload = std::string(row.workload);
   s.host = s.subject.IsHost();
   return it->second;
 }
@@ -295,6 +296,7 @@ void IdleRuns::EndRun(State& s) {
     f.node = s.node;
     f.subject = s.subject;
     f.gpu_uuid = s.device;
+    f.workload = s.workload;
     f.first_seen_us = s.first_us;
     f.last_seen_us = s.last_us + kMicrosPerHour;
     if (s.last_us < open_from_us_) f.resolved_us = f.last_seen_us;

@@ -61,6 +61,7 @@ struct FindingRow {
   GpuMicros allocated_us = 0;
   GpuMicros compute_us = 0;
   KibSeconds memory_kib_s = 0;
+  std::string_view workload;  // the subject's (Finding::workload); "" where not known
 };
 
 // What findings cost, by the rules above, from the rows and device-hours of the hours they span
@@ -130,6 +131,7 @@ class IdleRuns {
     std::string node;
     ConsumerRef subject;
     std::string device;
+    std::string workload;  // the subject's, from its rows
     bool host = false;
     // The hour being gathered (its rows summed).
     Micros hour_us = -1;

@@ -56,6 +56,10 @@ struct Finding {
   std::string node;
   ConsumerRef subject;
   std::string gpu_uuid;  // the physical GPU or MIG instance the finding is about
+  // The workload the subject runs in ("namespace/Kind/name", report::WorkloadOf) where the
+  // ledger's rows name it (idle-allocation); "" otherwise. Rightsizing's advice for the same
+  // workload links its findings by it.
+  std::string workload;
   // What was seen, as space-separated key=value pairs (docs/guardrails.md lists the keys):
   // "pids=4242 granted=none NVIDIA_VISIBLE_DEVICES=all memory_bytes=2147483648".
   std::string evidence;

@@ -39,19 +39,22 @@ json ReplayJson(const rightsizing::Recommendation& r) {
           {"cost_after_nanos", p.cost_after_nanos}};
 }
 
-// Where a release's evidence is: the idle-allocation findings of its namespace over the same
-// window, as the API and the CLI ask for them (null for other actions). The finding is the
+// Where a release's evidence is: the idle-allocation findings of its workload over the same
+// window, as the API and the CLI ask for them (null for other actions), linked by the
+// workload's key, which each of those findings names (`workload`). The finding is the
 // guardrail's own, per pod: its subject is one of the workload's pods.
 json EvidenceJson(const WorkloadAdvice& a, const rightsizing::Recommendation& r,
                   const TimeRange& window) {
   if (r.action != rightsizing::Action::kRelease) return nullptr;
   const std::string since =
       fmt::format("{},{}", FormatRfc3339(window.from_us), FormatRfc3339(window.to_us));
+  const std::string& workload = a.summary.usage.workload;
   return {{"finding_kind", "idle-allocation"},
-          {"api", fmt::format("/api/v1/findings?kind=idle-allocation&namespace={}&window={}",
-                              a.summary.namespace_name, since)},
-          {"cli", fmt::format("gpuledger audit --kind idle-allocation --namespace {} --since {}",
-                              a.summary.namespace_name, since)}};
+          {"workload", workload},
+          {"api", fmt::format("/api/v1/findings?kind=idle-allocation&workload={}&window={}",
+                              workload, since)},
+          {"cli", fmt::format("gpuledger audit --kind idle-allocation --workload {} --since {}",
+                              workload, since)}};
 }
 
 json RecommendationJson(const WorkloadAdvice& a, const TimeRange& window) {

@@ -12,8 +12,9 @@
 //    where "replay" (null for keep) is {"hours", "misfit_hours", "memory_hours",
 //    "compute_hours", "gpus_hours", "allowed_hours", "risky", "cost_before_nanos",
 //    "cost_after_nanos"} (replay.h), and "evidence" (null but for release) is
-//    {"finding_kind": "idle-allocation", "api": "/api/v1/findings?...", "cli": "gpuledger
-//    audit ..."}: the guardrail findings that show the same idle hours,
+//    {"finding_kind": "idle-allocation", "workload", "api": "/api/v1/findings?...&workload=...",
+//    "cli": "gpuledger audit ... --workload ..."}: the guardrail findings that show the same
+//    idle hours, each naming the workload,
 //    "consolidation": [{"gpu_model", "pool", "gpus_now", "gpus_now_ppd", "gpus_after",
 //        "monthly_saving_nanos", "moves": [{"workload", "to_gpu", "profile"}], "optimal",
 //        "left_alone": [...], "reasons": [...]}],

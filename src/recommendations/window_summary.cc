@@ -40,12 +40,8 @@ rightsizing::GpuSpeed SpeedOf(std::string_view gpu_model) {
 }
 
 std::string WorkloadKeyOf(const ConsumerInfo& consumer, const SummaryOptions& o) {
-  const ConsumerRef& ref = consumer.ref;
-  if (ref.IsHost() || ref.namespace_name == kUnresolvedNamespace) return "";
-  if (!o.namespace_name.empty() && ref.namespace_name != o.namespace_name) return "";
-  static const std::string kNone;
-  static const GpuUuid kNoGpu;
-  return report::KeyOf(consumer, report::Placed{kNone, kNone, kNone, kNoGpu, {}}, ByController());
+  if (!o.namespace_name.empty() && consumer.ref.namespace_name != o.namespace_name) return "";
+  return report::WorkloadOf(consumer);
 }
 
 std::vector<WorkloadSummary> Summarize(std::vector<GatheredWorkload> gathered,

@@ -490,4 +490,13 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
   return r;
 }
 
+std::string WorkloadOf(const ConsumerInfo& consumer) {
+  const ConsumerRef& ref = consumer.ref;
+  if (ref.IsHost() || ref.namespace_name == kUnresolvedNamespace) return "";
+  static const std::string kNone;
+  static const GpuUuid kNoGpu;
+  static const std::vector<Dimension> kByController{{Dimension::Kind::kController, ""}};
+  return KeyOf(consumer, Placed{kNone, kNone, kNone, kNoGpu, {}}, kByController);
+}
+
 }  // namespace gpuledger::report

@@ -69,6 +69,10 @@ std::string KeyOf(const ConsumerInfo& consumer, const Placed& placed,
 // The same, the consumer's label sets held apart from it.
 std::string KeyOf(const ConsumerInfo& consumer, const ConsumerLabels& labels, const Placed& placed,
                   const std::vector<Dimension>& dims);
+// The workload a consumer runs in: its key by controller ("namespace/Kind/name", as `report
+// --by controller` keys it), or "" for host consumers and unresolved processes, which run in
+// none. What rightsizing sizes and what a finding about the consumer names.
+std::string WorkloadOf(const ConsumerInfo& consumer);
 
 // A consumer placed so, as one key level (Dimension::Kind::kEntry): its ref, owner, pod and
 // namespace labels, and the cluster, node, model, GPU and mode, each length-prefixed.

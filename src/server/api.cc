@@ -321,12 +321,15 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
 
 ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
                      const guardrails::Policy& policy) {
-  if (auto u = UnknownParam(p, {"window", "kind", "namespace", "severity", "state"}); !u.empty())
-    return JsonError(
-        400, fmt::format("unknown parameter '{}' (window, kind, namespace, severity, state)", u));
+  if (auto u = UnknownParam(p, {"window", "kind", "namespace", "workload", "severity", "state"});
+      !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (window, kind, namespace, workload, "
+                                      "severity, state)",
+                                      u));
   guardrails::FindingsQuery q;
   q.window = Get(p, "window", "7d");
   q.namespace_name = Get(p, "namespace", "");
+  q.workload = Get(p, "workload", "");
   auto kind = guardrails::ParseKindFilter(Get(p, "kind", ""));
   if (!kind) return ParameterError(kind.error(), {"kind"});
   q.kind = *kind;

@@ -455,6 +455,9 @@ TEST_F(CliTest, RightsizeTheDemoWeekWithSavingsByHand) {
         seen = true;
         EXPECT_EQ(f["remedy"], r["action"]);  // one vocabulary: both say "release"
       }
+    // Linked by the workload's key: the findings the evidence names are its own, each naming it.
+    ASSERT_FALSE(findings["findings"].empty());
+    for (const auto& f : findings["findings"]) EXPECT_EQ(f["workload"], r["workload"]) << f;
     EXPECT_TRUE(seen) << pod << ": " << found.out;
   }
 
