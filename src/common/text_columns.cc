@@ -9,6 +9,16 @@ constexpr std::string_view kEllipsis = "\xe2\x80\xa6";  // "…", one column
 
 bool IsContinuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
+// The bytes of `text`'s first `columns` code points (all of it when it has fewer).
+std::size_t PrefixBytes(std::string_view text, std::size_t columns) {
+  std::size_t end = 0;
+  for (std::size_t kept = 0; end < text.size() && kept < columns; ++kept) {
+    ++end;
+    while (end < text.size() && IsContinuation(text[end])) ++end;
+  }
+  return end;
+}
+
 }  // namespace
 
 std::size_t DisplayWidth(std::string_view text) {
@@ -21,13 +31,7 @@ std::string Ellipsize(std::string_view text, std::size_t width) {
   if (DisplayWidth(text) <= width) return std::string(text);
   if (width == 0) return {};
   // The first width - 1 code points, then "…".
-  std::size_t end = 0, kept = 0;
-  while (end < text.size() && kept < width - 1) {
-    ++end;
-    while (end < text.size() && IsContinuation(text[end])) ++end;
-    ++kept;
-  }
-  return std::string(text.substr(0, end)) + std::string(kEllipsis);
+  return std::string(text.substr(0, PrefixBytes(text, width - 1))) + std::string(kEllipsis);
 }
 
 std::string PadRight(std::string_view text, std::size_t width) {
@@ -60,11 +64,7 @@ std::string Wrap(std::string_view text, std::string_view indent, std::size_t wid
     // A word longer than a line (a URL, a UUID list) goes in pieces of a line each.
     while (DisplayWidth(word) > room) {
       if (used > 0) end_line();
-      std::size_t cut = 0;
-      for (std::size_t columns = 0; cut < word.size() && columns < room; ++columns) {
-        ++cut;
-        while (cut < word.size() && IsContinuation(word[cut])) ++cut;
-      }
+      const std::size_t cut = PrefixBytes(word, room);
       line += word.substr(0, cut);
       used = room;
       end_line();

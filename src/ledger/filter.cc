@@ -152,9 +152,7 @@ class Parser {
 
   Result<Filter> Whole() {
     if (t_.front().kind == Tok::kEnd) return Filter{};
-    auto f = Group(0);
-    if (!f) return f.error();
-    return f;
+    return Group(0);
   }
 
  private:

@@ -181,8 +181,7 @@ Result<std::string> RightsizeTableFromJson(std::string_view text, std::size_t co
     };
     const Line head{"workload", "action", "from", "to", "saving/month", "fit hours", "confidence"};
     if (one_line) {
-      for (const Line* l : {&head})
-        out += PadRight(l->workload, name_width) + " " + figures(*l) + "\n";
+      out += PadRight(head.workload, name_width) + " " + figures(head) + "\n";
       for (const Line& l : lines) out += PadRight(l.workload, name_width) + " " + figures(l) + "\n";
     } else {
       out += "workload\n" + indent + figures(head) + "\n";
