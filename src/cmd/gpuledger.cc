@@ -182,6 +182,9 @@ int main(int argc, char** argv) {
   server_cmd->add_flag("--serve", server.serve, "files=DIR: keep serving the API after the replay");
   server_cmd->add_option("--ledger", server.ledger, "sqlite:PATH or postgres://URL")->required();
   server_cmd->add_option("--listen", server.listen, "HOST:PORT")->capture_default_str();
+  server_cmd->add_option("--opencost-listen", server.opencost_listen,
+                         "HOST:PORT serving OpenCost's read paths (kubectl cost) without the "
+                         "token (docs/opencost.md)");
   server_cmd
       ->add_option("--snapshot-days", server.snapshot_days,
                    "days of the ledger's rows kept in memory for the API (docs/performance.md)")

@@ -189,6 +189,7 @@ server::ServeLedgerOptions ServeOptions(const ServerFlags& o, const std::string&
   server::ServeLedgerOptions options{path,   o.listen, token, false, std::move(extra_metrics),
                                      policy, catalog};
   options.reads.snapshot_days = o.snapshot_days;
+  options.opencost_listen = o.opencost_listen;
   return options;
 }
 

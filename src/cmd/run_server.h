@@ -36,6 +36,9 @@ struct ServerFlags {
   std::string cluster;  // empty: the ledger's meta "cluster", else "default"
   std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
+  // OpenCost's read paths without the token, for its clients (server::Api::HandleOpenCost);
+  // empty: not served. docs/opencost.md says who may reach it.
+  std::string opencost_listen;
   // Days of the ledger's rows the API keeps in memory (ledger::ReadServiceOptions).
   int snapshot_days = ledger::ReadServiceOptions{}.snapshot_days;
   std::string token_file;

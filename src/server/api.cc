@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "billing/ledger_reads.h"
@@ -26,6 +27,7 @@
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
+#include "server/opencost_names.h"
 #include "server/opencost_params.h"
 
 namespace gpuledger::server {
@@ -109,13 +111,14 @@ void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Fi
 // A step's allocation set: {name: entry}, its rows by key, with "__idle__" (unless
 // `include_idle` is false) and "__unattributed__" unless filtered (a tree's order; of a key
 // given twice the last, as assigning it twice keeps).
-void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered, bool include_idle) {
+void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered, bool include_idle,
+                        std::string_view unattributed = "__unattributed__") {
   std::vector<std::string_view> names;
   names.reserve(r.rows.size() + 2);
   for (const report::Row& row : r.rows) names.push_back(row.key);
   if (!filtered) {
     names.push_back("__idle__");
-    names.push_back("__unattributed__");
+    names.push_back(unattributed);
   }
   w.BeginObject();
   for (const std::size_t i : KeyOrder(names)) {
@@ -202,15 +205,20 @@ ApiResponse AnswerTooLarge(std::size_t steps_written, std::size_t steps) {
                        kMaxAnswerBytes >> 20, steps_written, steps));
 }
 
-ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given) {
-  if (auto u =
-          UnknownParam(given, {"window", "aggregate", "step", "accumulate", "policy", "idle",
-                               "filter", "includeIdle", "shareIdle", "idleByNode", "resolution"});
-      !u.empty())
-    return JsonError(400, fmt::format("unknown parameter '{}' (window, aggregate, step, "
-                                      "accumulate, policy, idle, filter, includeIdle, shareIdle, "
-                                      "idleByNode, resolution)",
-                                      u));
+// `opencost_names`: entries named as OpenCost names them (opencost_names.h), for its paths.
+ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given,
+                       bool opencost_names) {
+  static const std::vector<std::string_view> kKnown = [] {
+    std::vector<std::string_view> known = {"window",    "aggregate",  "step",      "accumulate",
+                                           "policy",    "idle",       "filter",    "includeIdle",
+                                           "shareIdle", "idleByNode", "resolution"};
+    known.insert(known.end(), std::begin(kOpenCostFilterParams), std::end(kOpenCostFilterParams));
+    return known;
+  }();
+  for (const auto& [name, value] : given)
+    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end())
+      return JsonError(400,
+                       fmt::format("unknown parameter '{}' ({})", name, fmt::join(kKnown, ", ")));
   auto opencost = FromOpenCost(given);  // OpenCost's words, with OpenCost's meaning
   if (!opencost) return JsonError(400, opencost.error().message);
   auto query = ParseReportParams(store, opencost->params);
@@ -219,6 +227,12 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   query->rows_only = filtered;  // a filtered answer has no idle, unattributed or totals
   auto reports = reads.Reports(store, *query);
   if (!reports) return ReportError(reports.error());
+  const std::string unattributed = opencost_names
+                                       ? EntryForNone("__unattributed__", query->group_by.size())
+                                       : "__unattributed__";
+  if (opencost_names)
+    for (report::Report& r : *reports)
+      r.rows = AsOpenCostEntries(std::move(r.rows), query->group_by, opencost->controller_kind);
   // A filter selects consumers after pricing (each one's cost is what it is in the whole
   // cluster); idle and unattributed belong to no consumer, so a filtered answer has none.
   JsonWriter w;
@@ -227,7 +241,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
   w.Key("data");
   w.BeginArray();
   for (std::size_t i = 0; i < reports->size(); ++i) {
-    WriteAllocationSet(w, (*reports)[i], filtered, opencost->include_idle);
+    WriteAllocationSet(w, (*reports)[i], filtered, opencost->include_idle, unattributed);
     if (w.text().size() > kMaxAnswerBytes) return AnswerTooLarge(i + 1, reports->size());
   }
   w.EndArray();
@@ -421,11 +435,18 @@ constexpr std::string_view kEndpoints[] = {
     "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",   "/api/v1/findings",
     "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements"};
 
-// OpenCost's and Kubecost's paths of the allocation API, so their clients (`kubectl cost`,
-// dashboards) reach ours unchanged.
+// OpenCost's and Kubecost's paths its clients (`kubectl cost`, dashboards) read, answered as
+// theirs: the allocation API's three names, and the configuration (the currency).
+constexpr std::string_view kOpenCostPaths[] = {"/allocation", "/allocation/compute",
+                                               "/model/allocation", "/model/getConfigs"};
+
+bool IsOpenCostPath(std::string_view path) {
+  return std::find(std::begin(kOpenCostPaths), std::end(kOpenCostPaths), path) !=
+         std::end(kOpenCostPaths);
+}
+
 std::string_view CanonicalPath(std::string_view path) {
-  if (path == "/allocation" || path == "/allocation/compute" || path == "/model/allocation")
-    return "/api/v1/allocation";
+  if (IsOpenCostPath(path) && path != "/model/getConfigs") return "/api/v1/allocation";
   return path;
 }
 
@@ -481,36 +502,64 @@ Status Api::WarmUp() {
 
 ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
+  return Answered(path, [&] { return Route(path, params, Authorized(authorization)); });
+}
+
+ApiResponse Api::HandleOpenCost(const std::string& path, const Params& params) {
+  return Answered(path, [&] {
+    if (path == "/model/assets" || path == "/assets")  // `kubectl cost node`
+      return JsonError(404,
+                       "a GPU ledger does not price nodes' assets (CPU, RAM, disks): "
+                       "aggregate=node on /allocation gives each node's GPU cost, as does "
+                       "`gpuledger report --by node`");
+    if (path != "/healthz" && !IsOpenCostPath(path))
+      return JsonError(404, fmt::format("no endpoint {} on the OpenCost listener: it serves "
+                                        "OpenCost's read paths alone ({}, /healthz); the API, "
+                                        "the web UI and /metrics are on the main listener",
+                                        path, fmt::join(kOpenCostPaths, ", ")));
+    return Route(path, params, /*authorized=*/true);
+  });
+}
+
+ApiResponse Api::Answered(const std::string& path, const std::function<ApiResponse()>& answer) {
   const std::int64_t direct_reads = reads_.stats().direct_reads;
-  ApiResponse r = Route(path, params, authorization);
+  ApiResponse r = answer();
   // Heavy requests gave back what they freed before letting the next one in (Heavy).
   if (reads_.stats().direct_reads != direct_reads && !IsHeavy(CanonicalPath(path)))
     GiveBackFreedMemory();
   // Paths the API does not serve share one label value, whatever they were answered (a 404,
   // or a 401 before the path is looked at): a scanner must not grow the series without bound.
-  const bool known = path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-                     std::find(std::begin(kEndpoints), std::end(kEndpoints), CanonicalPath(path)) !=
-                         std::end(kEndpoints);
+  const bool known =
+      path == "/healthz" || path == "/readyz" || path == "/metrics" || IsOpenCostPath(path) ||
+      std::find(std::begin(kEndpoints), std::end(kEndpoints), path) != std::end(kEndpoints);
   std::lock_guard lock(mu_);
   ++requests_[{known ? path : "other", r.status}];
   return r;
 }
 
-ApiResponse Api::Route(const std::string& requested, const Params& params,
-                       const std::string& authorization) {
+ApiResponse Api::Route(const std::string& requested, const Params& params, bool authorized) {
   const std::string path(CanonicalPath(requested));
   if (path == "/healthz") return {200, "text/plain", "ok\n"};
   if (path == "/readyz") return Ready();
-  if (path == "/metrics") return Metrics(Authorized(authorization));
-  if (!path.starts_with("/api/")) return JsonError(404, fmt::format("no endpoint {}", path));
-  if (!Authorized(authorization))
+  if (path == "/metrics") return Metrics(authorized);
+  if (!path.starts_with("/api/") && path != "/model/getConfigs")
+    return JsonError(404, fmt::format("no endpoint {}", path));
+  if (!authorized)
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
+  // OpenCost's configuration as its clients read it: the currency figures are in.
+  if (path == "/model/getConfigs")
+    return {200, "application/json",
+            JsonText(json{{"code", 200},
+                          {"status", "success"},
+                          {"data", {{"currencyCode", catalog_.currency}}}}) +
+                "\n"};
   if (std::find(std::begin(kEndpoints), std::end(kEndpoints), path) == std::end(kEndpoints))
     return JsonError(404, fmt::format("no endpoint {}", path));
   auto store = pool_.Borrow();
   if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
   auto answer = [&] {
-    if (path == "/api/v1/allocation") return Allocation(**store, reads_, params);
+    if (path == "/api/v1/allocation")
+      return Allocation(**store, reads_, params, /*opencost_names=*/path != requested);
     if (path == "/api/v1/report") return Report(**store, reads_, params);
     if (path == "/api/v1/devices") return Devices(**store, reads_, params);
     if (path == "/api/v1/findings") return Findings(**store, reads_, params, policy_);

@@ -83,10 +83,15 @@ class Api {
   // Handles one request; `authorization` is the Authorization header's value.
   ApiResponse Handle(const std::string& path, const Params& params,
                      const std::string& authorization);
+  // Handles one request to the OpenCost listener (server --opencost-listen): OpenCost's read
+  // paths alone (/allocation, /allocation/compute, /model/allocation, /model/getConfigs) and
+  // /healthz, without the token, which OpenCost's clients cannot send; anything else a 404.
+  ApiResponse HandleOpenCost(const std::string& path, const Params& params);
 
  private:
-  ApiResponse Route(const std::string& path, const Params& params,
-                    const std::string& authorization);
+  // `answer`'s response, counted by path and status, what a read freed given back.
+  ApiResponse Answered(const std::string& path, const std::function<ApiResponse()>& answer);
+  ApiResponse Route(const std::string& path, const Params& params, bool authorized);
   ApiResponse Ready();
   // The server's own series; with `costs`, also the last hour's cost by namespace, which the
   // token protects as it protects the reports (issue 58: polling it rebuilt the chargeback).

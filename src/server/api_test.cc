@@ -119,9 +119,17 @@ TEST_F(ApiTest, OpenCostsParametersKeepTheirMeaning) {
     return p;
   };
   // aggregate=deployment: the controllers of that kind, as a filter selects them.
+  // (Named by the deployment's name, as OpenCost names them; by kind and name as controllers.)
   const json deployments = data(with({{"aggregate", "deployment"}}));
-  EXPECT_EQ(deployments,
-            data(with({{"aggregate", "controller"}, {"filter", "controllerKind:\"Deployment\""}})));
+  json controllers =
+      data(with({{"aggregate", "controller"}, {"filter", "controllerKind:\"Deployment\""}}));
+  json renamed = json::object();
+  for (auto& [name, entry] : controllers[0].items()) {
+    ASSERT_TRUE(name.starts_with("deployment:")) << name;
+    entry["name"] = name.substr(11);
+    renamed[name.substr(11)] = entry;
+  }
+  EXPECT_EQ(deployments, json::array({renamed}));
   EXPECT_FALSE(deployments[0].empty());
   EXPECT_EQ(data(with({{"aggregate", "deployment"}, {"filter", "namespace:\"ml\""}}))[0].size(),
             1u);
@@ -153,6 +161,82 @@ TEST_F(ApiTest, OpenCostsParametersKeepTheirMeaning) {
                 .get<std::string>()
                 .find("parameter 'shareIdle': true, but idle is 'keep'"),
             std::string::npos);
+}
+
+// kubectl cost's own words (pkg/cmd/aggregatedcommandbuilder.go): idle=true|false beside
+// includeIdle, and OpenCost's first filter language (filterNamespaces=...), each the same answer
+// as gpuledger's words for it.
+TEST_F(ApiTest, OpenCostsFirstFiltersAndIdleFlagMeanWhatTheySay) {
+  auto data = [&](const Params& p) { return Get("/allocation", p)["data"]; };
+  auto by_pod = [&](std::initializer_list<std::pair<const std::string, std::string>> more) {
+    Params p = {{"window", "all"}, {"accumulate", "true"}, {"aggregate", "namespace,pod"}};
+    p.insert(more);
+    return p;
+  };
+  EXPECT_EQ(data(by_pod({{"idle", "false"}})), data(by_pod({{"includeIdle", "false"}})));
+  EXPECT_EQ(data(by_pod({{"idle", "true"}})), data(by_pod({})));
+  for (const auto& [first, second] : std::vector<std::pair<Params, std::string>>{
+           {{{"filterNamespaces", "ml"}}, "namespace:\"ml\""},
+           {{{"filterNamespaces", "ml, web"}}, "namespace:\"ml\",\"web\""},
+           {{{"filterNamespaces", "w*"}}, "namespace<~:\"w\""},
+           {{{"filterLabels", "team:search"}}, "label[team]:\"search\""},
+           {{{"filterNamespaces", "web"}, {"filterPods", "api-0,small*"}},
+            "namespace:\"web\"+(pod:\"api-0\"|pod<~:\"small\")"},
+           {{{"filterNodes", "l4"}, {"filter", "namespace:\"web\""}},
+            "node:\"l4\"+namespace:\"web\""}}) {
+    Params p = by_pod({});
+    p.insert(first.begin(), first.end());
+    const json answer = data(p);
+    EXPECT_EQ(answer, data(by_pod({{"filter", second}}))) << second;
+    EXPECT_FALSE(answer[0].empty()) << second;
+  }
+  EXPECT_EQ(data(by_pod({{"filterNamespaces", ""}})), data(by_pod({})));  // as kubectl cost sends
+  for (const auto& [name, value, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"filterServices", "web", "parameter 'filterServices': gpuledger does not keep"},
+           {"filterLabels", "team", "parameter 'filterLabels': 'team': expected KEY:VALUE"},
+           {"filterNamespaces", "a\"b", "parameter 'filterNamespaces': 'a\"b'"}}) {
+    const json refused = Get("/allocation", {{name, value}}, 400);
+    EXPECT_NE(refused["error"].get<std::string>().find(says), std::string::npos) << refused;
+  }
+  EXPECT_NE(Get("/allocation", {{"idle", "true"}, {"includeIdle", "false"}}, 400)["error"]
+                .get<std::string>()
+                .find("parameter 'idle': true, but includeIdle is false"),
+            std::string::npos);
+}
+
+// OpenCost's paths name entries as OpenCost does, one field per level (kubectl cost splits them
+// so); gpuledger's own path keeps its keys. Pods of one name in two namespaces grouped by pod
+// alone are one entry, as OpenCost groups them.
+TEST_F(ApiTest, OpenCostsPathsNameEntriesAsOpenCostDoes) {
+  auto names = [&](const std::string& path, const std::string& aggregate) {
+    std::vector<std::string> out;
+    const json set = Get(path, {{"window", "all"}, {"aggregate", aggregate}})["data"][0];
+    for (const auto& [name, entry] : set.items()) out.push_back(name);
+    return out;
+  };
+  EXPECT_EQ(names("/allocation", "namespace,pod"),
+            (std::vector<std::string>{"__idle__", "__unattributed__/__unattributed__", "ml/train-0",
+                                      "web/api-0", "web/api-1", "web/small-0"}));
+  EXPECT_EQ(names("/allocation", "pod"),
+            (std::vector<std::string>{"__idle__", "__unattributed__", "api-0", "api-1", "small-0",
+                                      "train-0"}));
+  EXPECT_EQ(names("/api/v1/allocation", "pod"),
+            (std::vector<std::string>{"__idle__", "__unattributed__", "ml/train-0", "web/api-0",
+                                      "web/api-1", "web/small-0"}));
+  const std::vector<std::string> controllers = names("/allocation", "namespace,controller");
+  for (const std::string& name : controllers) {
+    if (name.starts_with("__")) continue;
+    EXPECT_EQ(std::count(name.begin(), name.end(), '/'), 1) << name;
+    EXPECT_NE(name.find(':'), std::string::npos) << name;  // kind:name
+  }
+  // The OpenCost listener: no token, OpenCost's paths alone.
+  EXPECT_EQ(api_->HandleOpenCost("/allocation", {{"window", "all"}}).status, 200);
+  EXPECT_EQ(api_->HandleOpenCost("/model/getConfigs", {}).body,
+            "{\"code\":200,\"data\":{\"currencyCode\":\"USD\"},\"status\":\"success\"}\n");
+  for (const char* path : {"/api/v1/allocation", "/api/v1/findings", "/metrics", "/", "/x"})
+    EXPECT_EQ(api_->HandleOpenCost(path, {}).status, 404) << path;
+  EXPECT_EQ(api_->Handle("/allocation", {}, "").status, 401);
 }
 
 // `kubectl cost namespace --window 5d` asks Kubecost's path with accumulate=true; OpenCost's

@@ -27,14 +27,17 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, Api& api) {
-  auto handle = [&api](const http::Request& req) {
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, Api& api,
+                                                     Kind kind) {
+  auto handle = [&api, kind](const http::Request& req) {
     // The API only reads: any other method is a 405 saying so.
     if (req.method != "GET" && req.method != "HEAD") {
       http::Response r = ToResponse(JsonError(405, "method not allowed: the API answers GET only"));
       r.headers.emplace_back("Allow", "GET, HEAD");
       return r;
     }
+    if (kind == Kind::kOpenCost)
+      return ToResponse(api.HandleOpenCost(req.path, Params(req.query.begin(), req.query.end())));
     // The web UI's files: static, public (they hold no figure; the pages read the API, with
     // its token when it needs one), never from anywhere but this server.
     if (auto asset = ui::FindAsset(req.path)) {
@@ -65,9 +68,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
   options.probe_paths = {"/healthz", "/readyz", "/metrics"};
   auto http = http::Server::Bind(listen, std::move(handle), std::move(options));
   if (!http) return http.error();
-  api.AddMetrics([stats = (*http)->stats()] {
-    return http::RenderStats(*stats, prometheus::kServerHttpStats);
-  });
+  // The main listener's connections and requests; the OpenCost one's are counted by path in
+  // the API's own series.
+  if (kind == Kind::kMain)
+    api.AddMetrics([stats = (*http)->stats()] {
+      return http::RenderStats(*stats, prometheus::kServerHttpStats);
+    });
   auto impl = std::make_unique<Impl>();
   impl->http = std::move(*http);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -13,8 +13,18 @@
 //   idleByNode  false; true refused (idle is one entry: the devices no grant held).
 //   resolution  a duration, accepted: Prometheus' query step in OpenCost; the ledger is exact
 //               per device-hour, so there is nothing for it to change.
+//   idle        true or false: Kubecost's includeIdle (kubectl cost sends both); gpuledger's
+//               own values (keep, share, namespace:NS) as they are.
+//   filterNamespaces, filterClusters, filterNodes, filterPods, filterContainers,
+//   filterControllerKinds, filterControllers, filterLabels
+//               OpenCost's first filter language: comma-separated values, any of which may
+//               hold (a trailing '*' matches a prefix), every parameter must hold; the same
+//               clauses as `filter` (ledger/filter.h), joined to it by '+'. filterControllers
+//               takes NAME or KIND:NAME, filterLabels KEY:VALUE. filterServices and
+//               filterAnnotations refused, as aggregate is.
 
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "server/api.h"
@@ -24,7 +34,16 @@ namespace gpuledger::server {
 struct OpenCostRequest {
   Params params;             // gpuledger's own parameters
   bool include_idle = true;  // __idle__ among the entries
+  // The controller kind aggregate named (aggregate=deployment: "deployment"), "" for none: its
+  // entries are named by the controller's name alone, as OpenCost names them.
+  std::string controller_kind;
 };
+
+// OpenCost's first filter parameters, the names FromOpenCost takes.
+inline constexpr std::string_view kOpenCostFilterParams[] = {
+    "filterClusters",   "filterNodes",       "filterNamespaces",      "filterPods",
+    "filterContainers", "filterControllers", "filterControllerKinds", "filterLabels",
+    "filterServices",   "filterAnnotations"};
 
 // kInvalidArgument naming the parameter ("parameter 'aggregate': ...").
 Result<OpenCostRequest> FromOpenCost(Params given);

@@ -74,8 +74,22 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
       "serving {} at {}/\n  the web UI there (docs/ui.md); the REST API at {}/api/v1/ "
       "(docs/api.md); Ctrl-C stops\n",
       store::DisplayLedgerSpec(options.db), base, base);
+  std::unique_ptr<HttpServer> opencost;
+  if (!options.opencost_listen.empty()) {
+    auto bound_opencost =
+        HttpServer::Bind(options.opencost_listen, api, HttpServer::Kind::kOpenCost);
+    if (!bound_opencost) return bound_opencost.error();
+    opencost = std::move(*bound_opencost);
+    out << fmt::format(
+        "  OpenCost's read paths, without the token, at http://{}:{}/ "
+        "(docs/opencost.md)\n",
+        opencost->host() == "0.0.0.0" ? "127.0.0.1" : opencost->host(), opencost->port());
+  }
   out.flush();
   std::thread serve([&] { (*http)->Serve(); });
+  std::thread serve_opencost([&] {
+    if (opencost) opencost->Serve();
+  });
   // The idle read-write connection keeps days between the checks for `stop`.
   const Clock& clock = options.clock != nullptr ? *options.clock : TheSystemClock();
   Micros next_keep_us = clock.Now().mono_us;
@@ -95,7 +109,9 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   (*http)->Stop();
+  if (opencost) opencost->Stop();
   serve.join();
+  serve_opencost.join();
   return Status::Ok();
 }
 

@@ -35,6 +35,8 @@ struct ServeLedgerOptions {
   int keep_days = 35;
   const Clock* clock = nullptr;      // nullptr: the system's
   ledger::ReadServiceOptions reads;  // how many days of rows and of days summed it keeps
+  // HOST:PORT of the OpenCost listener (HttpServer::Kind::kOpenCost); empty: none.
+  std::string opencost_listen;
 };
 
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning

@@ -5,9 +5,11 @@
 // plugin by its kubectl name, and kubectl itself where installed) against the fake API server,
 // which proxies as the real one does (Authorization removed).
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "fake_apiserver/fake_apiserver.h"
 #include "io/file_util.h"
@@ -29,13 +31,20 @@ class KubectlPluginE2e : public ::testing::Test {
     ASSERT_EQ(code, 0);
     db_ = Path("d/gpuledger.db");
     ASSERT_TRUE(WriteFile(Path("api-token"), "s3cret-api\n").ok());
+    // The shipped install's server flags (deploy/base/server.yaml): the token, and OpenCost's
+    // read paths on a listener of their own.
     server_ = std::make_unique<Child>(
         std::vector<std::string>{bin_, "server", "--ledger", "sqlite:" + db_, "--listen",
-                                 "127.0.0.1:0", "--token-file", Path("api-token")},
+                                 "127.0.0.1:0", "--token-file", Path("api-token"),
+                                 "--opencost-listen", "127.0.0.1:0"},
         Path("server.out"));
     const std::string port = WaitFor(Path("server.out"), std::regex("http://[^:]+:(\\d+)/"), 20s);
     ASSERT_FALSE(port.empty()) << *ReadFile(Path("server.out.err"));
     server_url_ = "http://127.0.0.1:" + port;
+    const std::string opencost_port =
+        WaitFor(Path("server.out"), std::regex("without the token, at http://[^:]+:(\\d+)/"), 20s);
+    ASSERT_FALSE(opencost_port.empty()) << *ReadFile(Path("server.out"));
+    opencost_url_ = "http://127.0.0.1:" + opencost_port;
     // The plugin as kubectl finds it: an executable named kubectl-gpuledger on the PATH.
     fs::create_directories(Path("bin"));
     fs::create_symlink(bin_, Path("bin/kubectl-gpuledger"));
@@ -46,7 +55,8 @@ class KubectlPluginE2e : public ::testing::Test {
   void StartApiServer(std::set<std::string> forbidden = {}) {
     fake::FakeApiServer::Options options;
     options.bearer_token = "kube-user-token";
-    options.service_proxies = {{"gpuledger/gpuledger-server:http", server_url_}};
+    options.service_proxies = {{"gpuledger/gpuledger-server:http", server_url_},
+                               {"gpuledger/gpuledger-server:9003", opencost_url_}};
     options.forbidden = std::move(forbidden);
     api_ = std::make_unique<fake::FakeApiServer>(options);
     ASSERT_TRUE(api_->Start().ok());
@@ -77,6 +87,7 @@ class KubectlPluginE2e : public ::testing::Test {
   const std::string bin_ = test_paths::kGpuledgerBin;
   std::string db_;
   std::string server_url_;
+  std::string opencost_url_;
   std::unique_ptr<Child> server_;
   std::unique_ptr<fake::FakeApiServer> api_;
 };
@@ -136,6 +147,95 @@ TEST_F(KubectlPluginE2e, SaysWhatIsMissingWhenTheSecretOrTheServiceIsOutOfReach)
       "KUBECONFIG=" + Path("none") + " HOME=" + Path("home") + " " + bin_ + " report 2>&1", &code);
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("no --db, no --server, and no kubeconfig"), std::string::npos) << out;
+}
+
+// `kubectl cost` (kubecost/kubectl-cost: pkg/cmd/cost.go, aggregatedcommandbuilder.go, label.go,
+// pkg/query/allocation.go, configapi.go) against the shipped install: each subcommand's request,
+// parameters as it sends them, through the API server's service proxy (`--use-proxy`) to the
+// OpenCost listener, which needs no token (the proxy removes Authorization, and kubectl cost
+// sends nothing else). Every answer a 200 its table can print (a name of one field per level),
+// the figures those of `gpuledger report`.
+TEST_F(KubectlPluginE2e, KubectlCostsRequestsReadTheShippedInstall) {
+  StartApiServer();
+  using nlohmann::json;
+  int code = 0;
+  auto ask = [&](const std::string& path, const std::string& query) {
+    const std::string body = RunCapture(
+        "curl -s -w '\\n%{http_code}' -H 'Authorization: Bearer kube-user-token' '" + api_->url() +
+            "/api/v1/namespaces/gpuledger/services/gpuledger-server:9003/proxy" + path + "?" +
+            query + "'",
+        &code);
+    const std::size_t cut = body.rfind('\n');
+    EXPECT_EQ(body.substr(cut + 1), "200") << path << "?" << query << ": " << body;
+    return json::parse(body.substr(0, cut), nullptr, /*allow_exceptions=*/false);
+  };
+  EXPECT_EQ(ask("/model/getConfigs", "")["data"]["currencyCode"], "USD");
+
+  // The namespaces' costs as the CLI reads them from the ledger.
+  const json local = json::parse(
+      RunCapture("{ " + bin_ + " report --by namespace --window 7d --format json --db " + db_ +
+                     " 2>/dev/null; }",
+                 &code));
+  ASSERT_EQ(code, 0);
+  std::map<std::string, std::int64_t> by_namespace;
+  for (const json& row : local["rows"]) by_namespace[row["key"]] = row["cost_nanos"];
+  ASSERT_GE(by_namespace.size(), 3u);
+
+  struct Command {
+    std::string aggregate;
+    bool namespace_filter;  // --namespace/-n sends filterNamespaces
+  };
+  for (const Command& c : std::vector<Command>{{"cluster,namespace", false},
+                                               {"cluster,namespace,deployment", true},
+                                               {"cluster,namespace,controller", true},
+                                               {"cluster,namespace,pod", true},
+                                               {"cluster,label:team", false}}) {
+    for (const bool include_idle : {false, true}) {
+      const std::string b = include_idle ? "true" : "false";
+      const std::string query = "window=7d&aggregate=" + c.aggregate +
+                                "&accumulate=true&includeIdle=" + b + "&idle=" + b +
+                                (c.namespace_filter ? "&filterNamespaces=" : "");
+      const json answer = ask("/allocation/compute", query);
+      ASSERT_EQ(answer["data"].size(), 1u) << query << ": " << answer.dump();
+      const std::size_t levels = std::count(c.aggregate.begin(), c.aggregate.end(), ',') + 1;
+      std::map<std::string, std::int64_t> summed;  // by namespace
+      for (const auto& [name, entry] : answer["data"][0].items()) {
+        EXPECT_EQ(entry["name"], name);
+        if (name == "__idle__") continue;
+        // kubectl cost's table splits the name on '/' into one column per level, and stops
+        // (a panic) on any other count.
+        EXPECT_EQ(std::count(name.begin(), name.end(), '/') + 1, levels) << query << ": " << name;
+        const std::size_t first = name.find('/');
+        const std::string ns = name.substr(first + 1, name.find('/', first + 1) - first - 1);
+        summed[ns] += entry["cost_nanos"].get<std::int64_t>();
+      }
+      // aggregate=deployment selects the deployments' pods, as a filter does: no idle then.
+      EXPECT_EQ(answer["data"][0].contains("__idle__"),
+                include_idle && c.aggregate.find("deployment") == std::string::npos)
+          << query;
+      if (c.aggregate == "cluster,namespace" || c.aggregate == "cluster,namespace,pod") {
+        for (const auto& [ns, nanos] : by_namespace)
+          EXPECT_EQ(summed[ns], nanos) << query << " " << ns;
+      }
+    }
+  }
+  // -n ns: that namespace alone.
+  const json research = ask("/allocation/compute",
+                            "window=7d&aggregate=cluster,namespace,pod&accumulate=true&"
+                            "includeIdle=false&idle=false&filterNamespaces=research");
+  std::int64_t nanos = 0;
+  for (const auto& [name, entry] : research["data"][0].items()) {
+    EXPECT_NE(name.find("/research/"), std::string::npos) << name;
+    nanos += entry["cost_nanos"].get<std::int64_t>();
+  }
+  EXPECT_EQ(nanos, by_namespace["research"]);
+
+  // The OpenCost listener serves nothing else; the API keeps its token.
+  const std::string other = RunCapture("curl -s " + opencost_url_ + "/api/v1/findings", &code);
+  EXPECT_NE(other.find("no endpoint /api/v1/findings on the OpenCost listener"), std::string::npos)
+      << other;
+  const std::string denied = RunCapture("curl -s " + server_url_ + "/allocation/compute", &code);
+  EXPECT_NE(denied.find("missing or wrong bearer token"), std::string::npos) << denied;
 }
 
 }  // namespace
