@@ -12,8 +12,8 @@
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "ledger/statements.h"
-#include "model/reconciliation.h"
 #include "report/report_json.h"
+#include "report/window.h"
 
 namespace gpuledger::cli {
 
@@ -42,6 +42,7 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   if (!r) return r;
   // An open month after closed ones carries their late data.
   if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s) return s.error();
+  if (!report::ReachPast({r->from_us, r->to_us}, *extent).empty()) r->ledger = *extent;
   return r;
 }
 
@@ -54,6 +55,16 @@ Result<report::Report> FetchReport(const ReportOptions& o) {
       {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy}, {"idle", o.idle}});
   if (!body) return body.error();
   return report::ReportFromJson(*body);
+}
+
+// A window past what the ledger holds reads as zeros there: say so, not leave it to guess.
+void NoteWhatTheLedgerHolds(const report::Report& r, std::ostream& err) {
+  if (!r.ledger) return;
+  err << fmt::format(
+      "note: the ledger holds {} to {}; the window {} to {} reaches {} it, where nothing is "
+      "recorded\n",
+      FormatRfc3339(r.ledger->from_us), FormatRfc3339(r.ledger->to_us), FormatRfc3339(r.from_us),
+      FormatRfc3339(r.to_us), report::ReachPast({r.from_us, r.to_us}, *r.ledger));
 }
 
 }  // namespace
@@ -75,6 +86,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
       return ExitCodeFor(r.error());
     }
     out << RenderReport(*r, *format, o.wide, TerminalColumns());
+    NoteWhatTheLedgerHolds(*r, err);
     return 0;
   }
   // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
@@ -89,18 +101,7 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     return ExitCodeFor(r.error());
   }
   out << RenderReport(*r, *format, o.wide, TerminalColumns());
-  // A window past what the ledger holds reads as zeros there: say so, not leave it to guess
-  // ("all" starts at its first day's midnight, not past it).
-  if (auto extent = (*store)->Extent();
-      extent && (r->from_us < DayStart(extent->from_us) || r->to_us > extent->to_us))
-    err << fmt::format(
-        "note: the ledger holds {} to {}; the window {} to {} reaches {} it, where nothing is "
-        "recorded\n",
-        FormatRfc3339(extent->from_us), FormatRfc3339(extent->to_us), FormatRfc3339(r->from_us),
-        FormatRfc3339(r->to_us),
-        r->from_us < DayStart(extent->from_us)
-            ? (r->to_us > extent->to_us ? "before and after" : "before")
-            : "after");
+  NoteWhatTheLedgerHolds(*r, err);
   return 0;
 }
 

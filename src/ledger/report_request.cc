@@ -29,6 +29,7 @@ const FieldNames& ParameterNames() {
 Result<ReportQuery> ParseReportRequest(const ReportRequest& r, const TimeRange& extent,
                                        const FieldNames& names) {
   ReportQuery q;
+  q.extent = extent;
   auto window = report::ResolveWindow(r.window, extent);
   if (!window) return Named(names.window, window.error().message);
   q.window = *window;

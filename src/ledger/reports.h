@@ -17,6 +17,7 @@ namespace gpuledger::ledger {
 
 struct ReportQuery {
   TimeRange window;
+  TimeRange extent;  // what the ledger held when the window was resolved against it
   std::vector<report::Dimension> group_by;
   cost::Policy policy;
   cost::IdleHandling idle;

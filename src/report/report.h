@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/time_range.h"
 #include "cost/policy.h"
 #include "model/ledger.h"
 #include "utilization/classify.h"
@@ -192,6 +193,9 @@ struct Report {
   // A month's report: the closed months before it whose late data it carries (beside its own
   // figures, never in them).
   std::vector<Adjustment> adjustments;
+  // What the ledger holds (its first hour's start to its last hour's end) when the window
+  // reaches past it (ReachPast, report/window.h), where nothing is recorded; else nullopt.
+  std::optional<TimeRange> ledger;
 };
 
 // The sums a report over some rows takes, checked to fit in 64 bits: BuildReport's own check,

@@ -7,6 +7,7 @@
 #include "common/time_util.h"
 #include "common/units.h"
 #include "model/compute_band.h"
+#include "report/window.h"
 
 namespace gpuledger::report {
 namespace {
@@ -254,6 +255,7 @@ void WriteReport(JsonWriter& w, const Report& r, const std::vector<Report>* step
   w.Key("idle");
   WriteFigures(w, r.idle);
   w.String("idle_handling", cost::ToString(r.idle_handling));
+  if (r.ledger) WriteLedgerReach(w, {r.from_us, r.to_us}, *r.ledger);
   w.String("policy", cost::ToString(r.policy));
   w.Key("rows");
   w.BeginArray();
@@ -276,6 +278,17 @@ void WriteReport(JsonWriter& w, const Report& r, const std::vector<Report>* step
   WriteTime(w, "end", r.to_us);
   WriteTime(w, "start", r.from_us);
   w.EndObject();
+  w.EndObject();
+}
+
+void WriteLedgerReach(JsonWriter& w, const TimeRange& window, const TimeRange& extent) {
+  const std::string_view reaches = ReachPast(window, extent);
+  if (reaches.empty()) return;
+  w.Key("ledger");
+  w.BeginObject();
+  WriteTime(w, "end", extent.to_us);
+  WriteTime(w, "start", extent.from_us);
+  w.String("window_reaches", reaches);
   w.EndObject();
 }
 
@@ -322,6 +335,12 @@ Result<Report> ReportFromJson(std::string_view text) {
     }
     r.idle = FiguresFrom(j.at("idle"));
     r.unattributed = FiguresFrom(j.at("unattributed"));
+    if (j.contains("ledger")) {
+      auto start = ParseRfc3339(j["ledger"].at("start").get<std::string>());
+      auto end = ParseRfc3339(j["ledger"].at("end").get<std::string>());
+      if (!start || !end) return InvalidArgument("report JSON: bad ledger");
+      r.ledger = TimeRange{*start, *end};
+    }
     const json& t = j.at("total");
     r.total.device_cost_nanos = t.at("device_cost_nanos").get<std::int64_t>();
     r.total.metered_us = t.at("metered_us").get<std::int64_t>();

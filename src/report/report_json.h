@@ -34,6 +34,10 @@ std::string ReportToJson(const Report& report);
 std::string ReportToJson(const Report& window, const std::vector<Report>& steps);
 // The document into a writer (one line or indented as the writer is), `steps` as above when set.
 void WriteReport(JsonWriter& out, const Report& report, const std::vector<Report>* steps = nullptr);
+// "ledger": {"start","end","window_reaches"} when `window` reaches past `extent` (ReachPast:
+// "before", "after", "before and after"), nothing otherwise: what an answer over a window
+// says where the ledger holds nothing of it.
+void WriteLedgerReach(JsonWriter& out, const TimeRange& window, const TimeRange& extent);
 Result<Report> ReportFromJson(std::string_view json);
 
 // One consumer row on one line as a closed statement keeps it: "key" and its figures, without

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "common/time_util.h"
+#include "model/reconciliation.h"
 
 namespace gpuledger::report {
 
@@ -120,6 +121,13 @@ Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent
   // meets a time before the epoch, where day arithmetic rounds the other way (issue 58).
   range.from_us = std::max<Micros>(range.from_us, 0);
   return range;
+}
+
+std::string_view ReachPast(const TimeRange& window, const TimeRange& extent) {
+  if (extent.to_us <= extent.from_us) return "";
+  const bool before = window.from_us < DayStart(extent.from_us);
+  const bool after = window.to_us > extent.to_us;
+  return before ? (after ? "before and after" : "before") : (after ? "after" : "");
 }
 
 }  // namespace gpuledger::report

@@ -26,6 +26,12 @@ namespace gpuledger::report {
 // window of 1970 would mislead; "YYYY-MM" and "START,END" are what they say.
 Result<TimeRange> ResolveWindow(std::string_view window, const TimeRange& extent);
 
+// Where `window` reaches past what a ledger holds (`extent`, its first hour's start to its last
+// hour's end), where nothing is recorded: "before", "after", "before and after", or "" when it
+// does not (an empty ledger: ""; "all" starts at the first day's midnight, which is not past
+// it). What every answer over a window says, so a zero there is not read as "nothing used".
+std::string_view ReachPast(const TimeRange& window, const TimeRange& extent);
+
 // "2026-11" -> [2026-11-01T00:00Z, 2026-12-01T00:00Z); nullopt for other text.
 std::optional<TimeRange> MonthRange(std::string_view month);
 // The "YYYY-MM" of a month's first instant (MonthRange's inverse), or "" for another instant.

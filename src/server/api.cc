@@ -245,6 +245,7 @@ ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, co
     if (w.text().size() > kMaxAnswerBytes) return AnswerTooLarge(i + 1, reports->size());
   }
   w.EndArray();
+  report::WriteLedgerReach(w, query->window, query->extent);
   w.String("status", "success");
   w.EndObject();
   return {200, "application/json", std::move(w).Take() + "\n"};
@@ -272,6 +273,8 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
     // An open month after closed ones carries their late data.
     if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s)
       return ReportError(s.error());
+    if (!report::ReachPast({r->from_us, r->to_us}, query->extent).empty())
+      r->ledger = query->extent;
     return {200, "application/json", report::ReportToJson(*r)};
   }
   // With a step: the window's report and each step's cost, summed in one pass.
@@ -283,6 +286,8 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
     for (const report::Row& row : step.rows) answer_bytes += row.key.size() + 24;
   if (answer_bytes > kMaxAnswerBytes)
     return AnswerTooLarge(stepped->steps.size(), stepped->steps.size());
+  if (!report::ReachPast(query->window, query->extent).empty())
+    stepped->window.ledger = query->extent;
   return {200, "application/json", report::ReportToJson(stepped->window, stepped->steps)};
 }
 
@@ -405,6 +410,7 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
     w.EndObject();
   }
   w.EndArray();
+  report::WriteLedgerReach(w, *window, *extent);
   w.String("status", "success");
   w.Key("window");
   w.BeginObject();

@@ -163,6 +163,27 @@ TEST_F(ApiTest, OpenCostsParametersKeepTheirMeaning) {
             std::string::npos);
 }
 
+// A window past what the ledger holds (2026-11-23 and 24 here) reads as zeros there: every
+// answer over a window says what the ledger holds; one inside it says nothing of the kind.
+TEST_F(ApiTest, AnswersSayWhatTheLedgerHoldsWhenTheWindowReachesPastIt) {
+  const json held = {{"end", "2026-11-25T00:00:00Z"},
+                     {"start", "2026-11-23T00:00:00Z"},
+                     {"window_reaches", "before"}};
+  for (const char* path : {"/api/v1/report", "/api/v1/allocation", "/api/v1/devices"}) {
+    EXPECT_EQ(Get(path, {{"window", "7d"}})["ledger"], held) << path;
+    EXPECT_FALSE(Get(path, {{"window", "all"}}).contains("ledger")) << path;
+    EXPECT_FALSE(Get(path, {{"window", "yesterday"}}).contains("ledger")) << path;
+  }
+  EXPECT_EQ(Get("/api/v1/report", {{"window", "7d"}, {"step", "1d"}})["ledger"], held);
+  json after = Get("/api/v1/report", {{"window", "2026-11-24T00:00:00Z,2026-11-26T00:00:00Z"}});
+  EXPECT_EQ(after["ledger"]["window_reaches"], "after");
+  // The CLI reading the API (`report --server`) says it as a local ledger's reader does.
+  auto back = report::ReportFromJson(Get("/api/v1/report", {{"window", "7d"}}).dump());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_TRUE(back->ledger.has_value());
+  EXPECT_EQ(FormatRfc3339(back->ledger->from_us), "2026-11-23T00:00:00Z");
+}
+
 // kubectl cost's own words (pkg/cmd/aggregatedcommandbuilder.go): idle=true|false beside
 // includeIdle, and OpenCost's first filter language (filterNamespaces=...), each the same answer
 // as gpuledger's words for it.
