@@ -269,6 +269,7 @@ utilization::Inputs UtilizationInputs(const Figures& f) {
   in.allocated_us = f.allocated_gpu_us;
   in.compute_us = f.compute_gpu_us;
   in.compute_quality = f.quality;
+  in.device_busy_us = f.naive_compute_gpu_us;
   in.compute_rule = f.compute_rule;
   in.memory_kib_s = f.memory_kib_s;
   in.granted_memory_kib_s = f.granted_memory_kib_s;

@@ -217,21 +217,49 @@ Classification Classify(const Inputs& in) {
   }
 
   // Healthy only on a compute figure that can bear it: an estimate whose rules were never
-  // measured, or were measured far off, cannot tell a busy workload from a presence.
+  // measured, or were measured far off, cannot tell a busy workload from a presence, unless its
+  // bounds settle it: the band's lower bound (an estimate off by up to b is at least util/(1+b)
+  // of the truth) still a quarter of the grant, or the GPUs' own measured busy time under it.
+  std::string bounded;  // how an estimate's bound decided it, for the reason
   if (in.compute_quality == Quality::kEstimated) {
     const std::optional<double> band = MeasuredComputeBandOfRules(in.compute_rule);
     if (!band || *band > kTrustedComputeBand.value()) {
-      c.cls = Class::kUnknown;
+      const std::string estimate =
+          fmt::format("GPU util {} is an estimate ({}{})", Pct(util),
+                      in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
+                      band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
+                           : ", never measured on real hardware");
+      const double low = band ? util / (1.0 + *band) : 0.0;
+      const double busy = Fraction(in.device_busy_us, alloc);
       b.Threshold("trusted_compute_band", kTrustedComputeBand);
-      // And what would decide it: a signal of the work itself rather than of its presence.
-      c.reason = fmt::format(
-          "GPU util {} is an estimate ({}{}) too uncertain to call the grant used; SM activity "
-          "would decide it: GPM (Hopper or newer) or dcgm-exporter beside the agent, or the "
-          "kernel-time tracer",
-          Pct(util), in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
-          band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
-               : ", never measured on real hardware");
-      return c;
+      if (band && low >= kLightUtilBelow.value()) {
+        b.Signal("gpu_util_at_least", low);
+        bounded = fmt::format("{}, so at least {} even so", estimate, Pct(low));
+      } else if (band && in.device_busy_us > 0 &&
+                 Below(in.device_busy_us, alloc, kLightUtilBelow)) {
+        c.cls = Class::kComputeLight;
+        b.Signal("device_busy", busy);
+        b.Threshold("compute_light_util_below", kLightUtilBelow);
+        c.reason = fmt::format(
+            "{}, but the GPUs it ran on were busy {} of its grant (NVML's own device util, "
+            "< {}): whatever the split, it used under a quarter of its grant",
+            estimate, Pct(busy), Pct(kLightUtilBelow.value()));
+        return c;
+      } else {
+        c.cls = Class::kUnknown;
+        if (band) b.Signal("gpu_util_at_least", low);
+        if (band && in.device_busy_us > 0) b.Signal("device_busy", busy);
+        // What is known, and what would decide it: a signal of the work itself rather than of
+        // its presence.
+        c.reason = fmt::format(
+            "{}{}: too uncertain to call the grant used or light; SM activity would decide it: "
+            "GPM (Hopper or newer) or dcgm-exporter beside the agent, or the kernel-time tracer",
+            estimate,
+            band ? fmt::format(", so between {} and {} of its grant", Pct(low),
+                               in.device_busy_us > 0 ? Pct(busy) : "more")
+                 : "");
+        return c;
+      }
     }
   }
   c.cls = Class::kHealthy;
@@ -249,9 +277,9 @@ Classification Classify(const Inputs& in) {
   } else {
     if (footprint_known) b.Signal("memory_footprint", footprint);
     c.reason = fmt::format(
-        "GPU util {} (>= {}); NVML only: SM activity unknown, so a busy but "
-        "starved GPU cannot be told apart",
-        Pct(util), Pct(kLightUtilBelow.value()));
+        "{} (>= {}); NVML only: SM activity unknown, so a busy but starved GPU cannot be told "
+        "apart",
+        bounded.empty() ? "GPU util " + Pct(util) : bounded, Pct(kLightUtilBelow.value()));
   }
   return c;
 }

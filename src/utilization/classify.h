@@ -51,7 +51,8 @@ enum class Class {
   kMemoryBound,       // DRAM bandwidth is the limiter (or, NVML only: memory footprint)
   kComputeLight,      // computes, but under a quarter of its grant
   kHealthy,
-  kUnknown,  // would be healthy, but by an estimate of compute too uncertain to say so
+  kUnknown,  // would be healthy by an estimate of compute too uncertain to say so, and neither
+             // the estimate's band nor the GPUs' own busy time settles it
 };
 
 // "unallocated", "idle", "allocated-but-idle", "busy-but-starved", "memory-bound",
@@ -82,6 +83,10 @@ struct Inputs {
   GpuMicros activity_compute_us = 0;
   Quality activity_quality = Quality::kNone;
   std::string activity_rule;  // "gpm", "dcgm-exporter", "compute-share+gpm", ...
+  // The busy time of the GPUs its rows ran on, over those rows' hours (NVML's measured device
+  // util; what the per-device method charges): no consumer computes more than the GPU it ran
+  // on, so an estimate's upper bound. 0: not known.
+  GpuMicros device_busy_us = 0;
 };
 
 struct Classification {
