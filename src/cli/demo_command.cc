@@ -11,11 +11,13 @@
 #include "attribution/attribute.h"
 #include "cli/format.h"
 #include "cli/report_command.h"
+#include "common/text_columns.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"
 #include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
+#include "io/terminal.h"
 #include "ledger/read_service.h"
 #include "model/compute_band.h"
 #include "recommendations/rightsize_ledger.h"
@@ -76,40 +78,70 @@ double RelativeError(double got, double want) {
 }
 
 // The report's rows, idle, unattributed and total, with the per-device method's figures beside
-// each row (report::Figures' naive_*: what /api/v1/report and the UI show, the same figures).
-void PrintChargeback(const report::Report& r, std::string_view title, std::ostream& out) {
-  out << fmt::format("\n{} (policy {}, idle {})\n", title, cost::ToString(r.policy),
-                     cost::ToString(r.idle_handling));
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "", "alloc GPU-h",
-                     "used GPU-h", "cost", "quality", "per-device", "per-device");
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "", "", "", "", "",
-                     "used GPU-h", "cost");
+// each row (report::Figures' naive_*: what /api/v1/report and the UI show, the same figures), in
+// `width` columns: keys cut with "…" to fit, the per-device columns where there is room for them
+// (the line under the table says their sum either way).
+void PrintChargeback(const report::Report& r, std::string_view title, std::size_t width,
+                     std::ostream& out) {
+  constexpr std::size_t kFigures = 49;    // indent, and alloc, used, cost, quality with spaces
+  constexpr std::size_t kPerDevice = 29;  // " |  " and the per-device used and cost
+  std::size_t longest = DisplayWidth("total (the bill)");
+  for (const auto& row : r.rows) longest = std::max(longest, DisplayWidth(row.key));
+  const bool per_device = width >= kFigures + kPerDevice + 16;
+  const std::size_t fixed = kFigures + (per_device ? kPerDevice : 0);
+  const std::size_t key = std::min(longest, width > fixed + 8 ? width - fixed : 8);
+  auto line = [&](std::string_view name, const std::string& alloc, const std::string& used,
+                  const std::string& cost, std::string_view quality, const std::string& pd_used,
+                  const std::string& pd_cost) {
+    std::string text = fmt::format("  {} {:>11} {:>11} {:>12} {:>9}", PadRight(name, key), alloc,
+                                   used, cost, quality);
+    if (per_device && !(pd_used.empty() && pd_cost.empty()))
+      text += fmt::format("  |  {:>11} {:>12}", pd_used, pd_cost);
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    if (!text.empty()) out << text << "\n";
+  };
+  out << "\n"
+      << Wrap(fmt::format("{} (policy {}, idle {})", title, cost::ToString(r.policy),
+                          cost::ToString(r.idle_handling)),
+              "", width);
+  line("", "alloc GPU-h", "used GPU-h", "cost", "quality", "per-device", "per-device");
+  line("", "", "", "", "", "used GPU-h", "cost");
   GpuMicros per_device_used = 0;
   Nanos per_device_cost = 0;
   for (const auto& row : r.rows) {
     per_device_used += row.figures.naive_compute_gpu_us;
     per_device_cost += row.figures.naive_cost_nanos;
-    out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", row.key,
-                       GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
-                       DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
-                       GpuHours(row.figures.naive_compute_gpu_us),
-                       DisplayMoney(row.figures.naive_cost_nanos));
+    line(row.key, GpuHours(row.figures.allocated_gpu_us), GpuHours(row.figures.compute_gpu_us),
+         DisplayMoney(row.figures.cost_nanos), ToString(row.figures.quality),
+         GpuHours(row.figures.naive_compute_gpu_us), DisplayMoney(row.figures.naive_cost_nanos));
   }
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(idle)", GpuHours(r.idle.allocated_gpu_us),
-                     "", DisplayMoney(r.idle.cost_nanos));
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12}\n", "(unattributed)", "",
-                     GpuHours(r.unattributed.compute_gpu_us),
-                     DisplayMoney(r.unattributed.cost_nanos));
-  out << fmt::format("  {:<22} {:>11} {:>11} {:>12} {:>9}  |  {:>11} {:>12}\n", "total (the bill)",
-                     GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
-                     DisplayMoney(r.total.device_cost_nanos), "", GpuHours(per_device_used),
-                     DisplayMoney(per_device_cost));
+  line("(idle)", GpuHours(r.idle.allocated_gpu_us), "", DisplayMoney(r.idle.cost_nanos), "", "",
+       "");
+  line("(unattributed)", "", GpuHours(r.unattributed.compute_gpu_us),
+       DisplayMoney(r.unattributed.cost_nanos), "", "", "");
+  line("total (the bill)", GpuHours(r.total.metered_us), GpuHours(r.total.busy_us),
+       DisplayMoney(r.total.device_cost_nanos), "", GpuHours(per_device_used),
+       DisplayMoney(per_device_cost));
   if (r.total.device_cost_nanos > 0 && r.total.busy_us > 0)
-    out << fmt::format(
-        "  the per-device method reports {:.2f}x the GPU time really used and bills "
-        "{:.2f}x the real bill\n",
-        static_cast<double>(per_device_used) / static_cast<double>(r.total.busy_us),
-        static_cast<double>(per_device_cost) / static_cast<double>(r.total.device_cost_nanos));
+    out << Wrap(
+        fmt::format(
+            "the per-device method reports {:.2f}x the GPU time really used and "
+            "bills {:.2f}x the real bill",
+            static_cast<double>(per_device_used) / static_cast<double>(r.total.busy_us),
+            static_cast<double>(per_device_cost) / static_cast<double>(r.total.device_cost_nanos)),
+        "  ", width);
+}
+
+// One line when it fits in `width`, else `name` on a line of its own and the figures under it
+// (at most `width` too: `figures` cut before `optional`, the part that may go).
+std::string NameAndFigures(const std::string& name, std::size_t name_width,
+                           const std::string& figures, const std::string& optional,
+                           std::size_t width) {
+  const std::string whole = figures + optional;
+  if (4 + std::max(DisplayWidth(name), name_width) + 1 + DisplayWidth(whole) <= width)
+    return "    " + PadRight(name, std::max(DisplayWidth(name), name_width)) + " " + whole + "\n";
+  const std::string under = 6 + DisplayWidth(whole) <= width ? whole : figures;
+  return "    " + Ellipsize(name, width - 4) + "\n      " + under + "\n";
 }
 
 }  // namespace
@@ -117,6 +149,7 @@ void PrintChargeback(const report::Report& r, std::string_view title, std::ostre
 int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& out,
             std::ostream& err) {
   const auto started = std::chrono::steady_clock::now();
+  const std::size_t width = TerminalColumns();  // every line fits it
   auto inputs = ParseInputs(o);
   if (!inputs) {
     err << "error: " << inputs.error().message << "\n";
@@ -170,7 +203,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
           scenario.name, scenario.nodes.size(), scenario.workloads.size(),
           fmt::format("{:.0f}h", static_cast<double>(scenario.duration_us) / kMicrosPerHour),
           FormatRfc3339(scenario.start_us), inputs->step_us / kMicrosPerSecond),
-      "");
+      "", width);
   out.flush();
   // On a terminal: how many simulated hours are done, rewritten in place as they pass.
   const std::int64_t total_hours = (scenario.duration_us + kMicrosPerHour - 1) / kMicrosPerHour;
@@ -205,12 +238,12 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   out << Wrap(fmt::format("ledger: {} ({} device-hours written from {} agent collections "
                           "through the ingest engine) built in {:.1f}s",
                           db, ran->hours_written, ran->collections, seconds),
-              "");
+              "", width);
   if (!o.expositions.empty())
     out << Wrap(fmt::format("expositions: {} (replay: gpuledger server --source files={} "
                             "--ledger sqlite:PATH --backfill-only)",
                             o.expositions, o.expositions),
-                "");
+                "", width);
   // How each node was priced (cost::ResolveNodePrice): labels, table row, split.
   out << "node prices (per GPU-hour, GPU part; how):\n";
   for (const auto& [key, np] : node_prices) {
@@ -225,7 +258,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       const char c = i < np.method.size() ? np.method[i] : ';';
       depth += c == '(' ? 1 : c == ')' ? -1 : 0;
       if (c == ';' && depth <= 0 && (i == np.method.size() || np.method[i + 1] == ' ')) {
-        out << Wrap(std::string_view(np.method).substr(begin, i - begin), "      ");
+        out << Wrap(std::string_view(np.method).substr(begin, i - begin), "      ", width);
         begin = i + 2;
       }
     }
@@ -242,7 +275,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: " << r.error().message << "\n";
       return 1;
     }
-    PrintChargeback(*r, title, out);
+    PrintChargeback(*r, title, width, out);
   }
 
   // Accuracy against the simulator's truth, per container.
@@ -284,32 +317,34 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       if (truth.compute_gpu_us > 0.0005 * kMicrosPerHour)
         worst_measured = std::max(worst_measured, std::abs(e));
     } else if (f.quality == Quality::kEstimated) {
-      // Within 100 columns: a container name longer than its column gets a line of its own.
-      constexpr std::size_t kName = 26;
-      const std::string name = ref.Key();
-      if (name.size() > kName) estimated_lines += "    " + name + "\n";
-      estimated_lines += fmt::format(
-          "    {:<{}} {:>7} true {:>7} attributed  error {:+.1f}%  (per-device {:+.0f}%)\n",
-          name.size() > kName ? "" : name, kName,
-          GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)), GpuHours(f.compute_gpu_us),
-          100 * e, 100 * per_device_e);
+      // A container name longer than its column gets a line of its own.
+      estimated_lines +=
+          NameAndFigures(ref.Key(), 26,
+                         fmt::format("{:>7} true {:>7} attributed  error {:+.1f}%",
+                                     GpuHours(static_cast<GpuMicros>(truth.compute_gpu_us)),
+                                     GpuHours(f.compute_gpu_us), 100 * e),
+                         fmt::format("  (per-device {:+.0f}%)", 100 * per_device_e), width);
       // Each estimate says which rule made it and why nothing measured it.
       std::stringstream rules(f.compute_rule);
       for (std::string rule; std::getline(rules, rule, '+');)
         if (auto why = attribution::ExplainComputeRule(rule); !why.empty())
-          estimated_lines += Wrap(fmt::format("{}: {}", rule, why), "      ");
+          estimated_lines += Wrap(fmt::format("{}: {}", rule, why), "      ", width);
     }
   }
-  out << "\nAttribution against the simulator's truth (per container, compute GPU-hours)\n";
-  out << fmt::format("  measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)\n",
-                     measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured);
+  out << "\n"
+      << Wrap("Attribution against the simulator's truth (per container, compute GPU-hours)", "",
+              width)
+      << Wrap(fmt::format("measured:  {}/{} containers within {:.0f}% of the truth (worst {:.2f}%)",
+                          measured_ok, measured, 100 * kMeasuredTolerance, 100 * worst_measured),
+              "  ", width);
   out << failures;
-  out << "  estimated (split by a rule, not measured per container; each says which and why):\n"
+  out << Wrap("estimated (split by a rule, not measured per container; each says which and why):",
+              "  ", width)
       << estimated_lines;
   out << Wrap(fmt::format("allocation: {}/{} containers exact (largest difference {} µs: rows "
                           "are rounded once per device-hour, < 1 µs each)",
                           alloc_exact, total, max_alloc_diff),
-              "  ");
+              "  ", width);
   // What the estimates above mean for the cost policies, from the bands a real GPU showed.
   out << Wrap(
       fmt::format("cost policies: allocation and memory are exact on real GPUs; compute (and "
@@ -317,7 +352,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                   "container time-sliced and {:.0f}% under MPS on an H200 (docs/attribution.md)",
                   100 * MeasuredComputeBand("process-samples").value_or(0),
                   100 * MeasuredComputeBand("mps-thread-share").value_or(0)),
-      "  ");
+      "  ", width);
 
   // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
   guardrails::FindingsQuery all_findings;
@@ -329,11 +364,13 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     err << "error: " << findings.error().message << "\n";
     return 1;
   }
-  out << fmt::format("\nGuardrails: {} findings, {} of GPU time taken or held without use\n",
-                     findings->findings.size(), DisplayMoney(findings->total_cost_nanos));
+  out << "\n"
+      << Wrap(fmt::format("Guardrails: {} findings, {} of GPU time taken or held without use",
+                          findings->findings.size(), DisplayMoney(findings->total_cost_nanos)),
+              "", width);
   for (const guardrails::PricedFinding& p : findings->findings)
     out << fmt::format("  {:<25} {}\n", ToString(p.finding.kind), ToString(p.finding.severity))
-        << Wrap(guardrails::Summary(p), "    ");
+        << Wrap(guardrails::Summary(p), "    ", width);
 
   // What could run on less, with the saving a month (recommendations/rightsize_plan.h).
   recommendations::RightsizeQuery all_window;
@@ -344,23 +381,27 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
     err << "error: " << rightsize.error().message << "\n";
     return 1;
   }
-  out << fmt::format("\nRightsizing: {} a month could be saved ({})\n",
-                     DisplayMoney(rightsize->plan.total_monthly_saving_nanos),
-                     rightsize->plan.total_basis);
+  out << "\n"
+      << Wrap(fmt::format("Rightsizing: {} a month could be saved ({})",
+                          DisplayMoney(rightsize->plan.total_monthly_saving_nanos),
+                          rightsize->plan.total_basis),
+              "", width);
   int shown = 0;
   for (const recommendations::WorkloadAdvice& a : rightsize->plan.workloads) {
     const rightsizing::Recommendation& best = a.ranked.front();
     if (best.monthly_saving_nanos <= 0 || ++shown > 5) continue;
-    out << fmt::format("  {}\n      {:<13} {:<22} -> {:<9} {:>11}/month  {}\n",
-                       a.summary.usage.workload, ToString(best.action),
-                       recommendations::FormatGpus(a.summary.usage.gpus_held_ppd) + " " +
-                           a.summary.usage.gpu_model,
-                       best.target, DisplayMoney(best.monthly_saving_nanos), best.confidence);
+    out << Wrap(a.summary.usage.workload, "  ", width)
+        << Wrap(fmt::format("{:<13} {:<22} -> {:<9} {:>11}/month  {}", ToString(best.action),
+                            recommendations::FormatGpus(a.summary.usage.gpus_held_ppd) + " " +
+                                a.summary.usage.gpu_model,
+                            best.target, DisplayMoney(best.monthly_saving_nanos), best.confidence),
+                "      ", width);
   }
   for (const rightsizing::ConsolidationPlan& p : rightsize->plan.consolidation)
-    out << fmt::format("  or consolidate {} ({}): {} workloads onto {} GPU{}, {}/month\n",
-                       p.gpu_model, p.pool, p.moves.size(), p.gpus_after,
-                       p.gpus_after == 1 ? "" : "s", DisplayMoney(p.monthly_saving_nanos));
+    out << Wrap(fmt::format("or consolidate {} ({}): {} workloads onto {} GPU{}, {}/month",
+                            p.gpu_model, p.pool, p.moves.size(), p.gpus_after,
+                            p.gpus_after == 1 ? "" : "s", DisplayMoney(p.monthly_saving_nanos)),
+                "  ", width);
 
   if (!o.truth.empty()) {
     if (Status s = WriteFile(o.truth, sim::TruthCsv(simulator.truth(), /*with_activity=*/true));
@@ -368,12 +409,13 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
       err << "error: --truth: " << s.error().message << "\n";
       return 1;
     }
-    out << Wrap("truth written to " + o.truth, "");
+    out << Wrap("truth written to " + o.truth, "", width);
   }
   out << "\nnext:\n"
-      << Wrap(fmt::format("gpuledger report --db {} --by label:team --policy compute", db), "  ")
-      << Wrap(fmt::format("gpuledger audit --db {} --since all", db), "  ")
-      << Wrap(fmt::format("gpuledger rightsize --db {} --window all", db), "  ");
+      << Wrap(fmt::format("gpuledger report --db {} --by label:team --policy compute", db), "  ",
+              width)
+      << Wrap(fmt::format("gpuledger audit --db {} --since all", db), "  ", width)
+      << Wrap(fmt::format("gpuledger rightsize --db {} --window all", db), "  ", width);
   const int code = measured_ok == measured && alloc_exact == total ? 0 : 1;
   if (o.no_serve) return code;
   store->reset();  // the server opens its own connection

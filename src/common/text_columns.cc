@@ -47,6 +47,9 @@ std::string PadLeft(std::string_view text, std::size_t width) {
 
 std::string Wrap(std::string_view text, std::string_view indent, std::size_t width) {
   const std::size_t room = std::max<std::size_t>(width - std::min(width, DisplayWidth(indent)), 8);
+  // A line that fits stays as it is, its columns' spacing too.
+  if (!text.empty() && DisplayWidth(text) <= room)
+    return std::string(indent) + std::string(text) + "\n";
   std::string out, line(indent);
   std::size_t used = 0;  // columns of `line` past the indent
   auto end_line = [&] {

@@ -23,7 +23,8 @@ std::string PadRight(std::string_view text, std::size_t width);
 std::string PadLeft(std::string_view text, std::size_t width);
 
 // `text` as lines of at most `width` columns, each starting with `indent`, broken at spaces (a
-// word longer than a line is cut into lines of it); each line ends with '\n'.
+// word longer than a line is cut into lines of it); each line ends with '\n'. Text that fits
+// on one line is that line as it is.
 std::string Wrap(std::string_view text, std::string_view indent,
                  std::size_t width = kDefaultColumns);
 

@@ -69,9 +69,9 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
         bound, (*http)->port());
   const std::string host = bound == "0.0.0.0" ? "127.0.0.1" : bound;
   const std::string base = fmt::format("http://{}:{}", host, (*http)->port());
-  // Two short lines, not one of 176 columns.
+  // Short lines, not one of 176 columns (nor of 105 with the addresses).
   out << fmt::format(
-      "serving {} at {}/\n  the web UI there (docs/ui.md); the REST API at {}/api/v1/ "
+      "serving {} at {}/\n  the web UI there (docs/ui.md)\n  the REST API at {}/api/v1/ "
       "(docs/api.md); Ctrl-C stops\n",
       store::DisplayLedgerSpec(options.db), base, base);
   std::unique_ptr<HttpServer> opencost;

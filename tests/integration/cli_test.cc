@@ -749,6 +749,17 @@ TEST_F(CliTest, WindowsSelectHours) {
 TEST_F(CliTest, TablesFitTheTerminal) {
   ASSERT_EQ(Run("demo --no-serve --hours 48 --out " + Path("d")).code, 0);
   const std::string db = " --db " + Path("d/gpuledger.db");
+  // The demo follows the terminal's width too (it was 100 columns whatever the terminal).
+  for (const int width : {60, 80}) {
+    const Output demo = Run("demo --no-serve --force --hours 24 --out " + Path("narrow"),
+                            "COLUMNS=" + std::to_string(width) + " ");
+    ASSERT_EQ(demo.code, 0) << demo.err;
+    std::istringstream lines(demo.out);
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_LE(Columns(line), static_cast<std::size_t>(width))
+          << "demo at " << width << ": " << line;
+    EXPECT_NE(demo.out.find("the per-device method reports"), std::string::npos) << demo.out;
+  }
   for (const int width : {80, 100}) {
     const std::string env = "COLUMNS=" + std::to_string(width) + " ";
     for (const std::string command :
