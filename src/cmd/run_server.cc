@@ -290,11 +290,15 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
   config.serve = o.serve;
   auto served = server::RunIngestServer(
       config, *source, stop,
-      [&](std::function<std::string()> extra_metrics) {
-        return Serve(
+      [&](const server::IngestSource* following) {
+        std::function<std::string()> extra_metrics;
+        if (following != nullptr)
+          extra_metrics = [following] { return following->RenderMetrics(); };
+        auto options =
             ServeOptions(o, path, token, BothMetrics(std::move(extra_metrics), webhook_metrics),
-                         policy, catalog),
-            stop, out, err);
+                         policy, catalog);
+        if (following != nullptr) options.sources = [following] { return following->Health(); };
+        return Serve(std::move(options), stop, out, err);
       },
       out);
   if (!served) {

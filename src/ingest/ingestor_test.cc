@@ -544,10 +544,25 @@ TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
       << log.str();
   // The agents that answer are ingested: n1 and n2 report the same GPU, three scrapes each.
   EXPECT_EQ(Read(*store).metered, 2 * 2 * 15 * kS);
+  // Health (/api/v1/sources): each target as the last round left it, with why it is down.
+  const SourcesHealth health = loop.Health();
+  EXPECT_EQ(health.source, "scrape");
+  ASSERT_EQ(health.targets.size(), 4u);
+  EXPECT_EQ(health.targets[0].target, "hung:9400");
+  EXPECT_FALSE(health.targets[0].up);
+  EXPECT_EQ(health.targets[0].failures, 3);
+  EXPECT_EQ(health.targets[0].last_error,
+            "scrape hung:9400: the previous scrape is still running (no answer)");
+  EXPECT_EQ(health.targets[0].last_success_us, 0);
+  EXPECT_TRUE(health.targets[2].up);
+  EXPECT_EQ(health.targets[2].failures, 0);
+  EXPECT_EQ(health.targets[2].last_error, "");
+  EXPECT_EQ(health.targets[2].last_success_us, now.load() - 15 * kS);
   // A target that leaves the list leaves the scrape counts.
   targets = {"n1:9400"};
   loop.RunRound();
   EXPECT_EQ(loop.tracked_targets(), 1u);
+  EXPECT_EQ(loop.Health().targets.size(), 1u);
   EXPECT_EQ(loop.RenderMetrics().find("hung:9400"), std::string::npos);
   {
     std::lock_guard lock(mu);

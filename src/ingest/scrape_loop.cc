@@ -182,6 +182,7 @@ void ScrapeLoop::RunRound() {
     // A target that left the list (an agent's pod gone) leaves its counts: bounded by the list.
     std::erase_if(errors_, [&](const auto& kv) { return !seen.contains(kv.first); });
     std::erase_if(up_, [&](const auto& kv) { return !seen.contains(kv.first); });
+    std::erase_if(last_, [&](const auto& kv) { return !seen.contains(kv.first); });
   }
   std::vector<Result<TargetScrape>> scrapes = FetchAll(targets);
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -191,6 +192,9 @@ void ScrapeLoop::RunRound() {
     if (ok) ingestor_.Feed(*scrapes[i]);
     std::lock_guard lock(metrics_mu_);
     if (!ok) ++errors_[target];
+    auto& [last_error, last_ok_us] = last_[target];
+    last_error = error;
+    if (ok) last_ok_us = now_();
     auto [it, fresh] = up_.try_emplace(target, !ok);  // a first scrape logs either way
     if (fresh || it->second != ok) {
       if (ok)
@@ -220,7 +224,25 @@ void ScrapeLoop::RunRound() {
 
 std::size_t ScrapeLoop::tracked_targets() const {
   std::lock_guard lock(metrics_mu_);
-  return std::max(errors_.size(), up_.size());
+  return std::max({errors_.size(), up_.size(), last_.size()});
+}
+
+SourcesHealth ScrapeLoop::Health() const {
+  std::lock_guard lock(metrics_mu_);
+  SourcesHealth h;
+  h.source = "scrape";
+  h.discovery_error = discovery_error_;
+  for (const std::string& t : targets_) {
+    TargetHealth& th = h.targets.emplace_back();
+    th.target = t;
+    if (auto it = up_.find(t); it != up_.end()) th.up = it->second;
+    if (auto it = errors_.find(t); it != errors_.end()) th.failures = it->second;
+    if (auto it = last_.find(t); it != last_.end()) {
+      th.last_error = it->second.first;
+      th.last_success_us = it->second.second;
+    }
+  }
+  return h;
 }
 
 std::string ScrapeLoop::RenderMetrics() const {

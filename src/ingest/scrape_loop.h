@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "http/client.h"
 #include "ingest/ingestor.h"
+#include "ingest/source_health.h"
 
 namespace gpuledger::ingest {
 
@@ -80,6 +81,8 @@ class ScrapeLoop {
 
   // gpuledger_server_scrape_* series for the server's /metrics. Thread-safe.
   std::string RenderMetrics() const;
+  // Each current target's state, and discovery's (source_health.h). Thread-safe.
+  SourcesHealth Health() const;
   std::int64_t rounds() const { return rounds_.load(); }
   // Targets with a state kept (errors, up): the current list's, never more. Thread-safe.
   std::size_t tracked_targets() const;
@@ -102,6 +105,8 @@ class ScrapeLoop {
   mutable std::mutex metrics_mu_;
   std::map<std::string, std::int64_t> errors_;  // target -> failed scrapes
   std::map<std::string, bool> up_;              // target -> last scrape ok
+  // target -> (the last failure's message, when it last answered): for Health().
+  std::map<std::string, std::pair<std::string, Micros>> last_;
   std::int64_t commit_errors_ = 0;
   std::int64_t skipped_values_ = 0;   // CounterLedger::skipped_values after the last round
   std::vector<std::string> targets_;  // guarded by metrics_mu_

@@ -438,8 +438,8 @@ ApiResponse ExportFocus(store::LedgerStore& store, ledger::ReadService& reads, c
 
 // The API's endpoints; CanonicalPath maps the others' names of them.
 constexpr std::string_view kEndpoints[] = {
-    "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",   "/api/v1/findings",
-    "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements"};
+    "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",    "/api/v1/findings",
+    "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements", "/api/v1/sources"};
 
 // OpenCost's and Kubecost's paths its clients (`kubectl cost`, dashboards) read, answered as
 // theirs: the allocation API's three names, and the configuration (the currency).
@@ -485,6 +485,40 @@ Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::C
         if (!store) return store.error();
         return RenderHourCost(**store, now_us);
       }) {}
+
+void Api::SetSources(std::function<ingest::SourcesHealth()> sources) {
+  std::lock_guard lock(mu_);
+  sources_ = std::move(sources);
+}
+
+ApiResponse Api::Sources(const Params& p) {
+  if (auto u = UnknownParam(p, {}); !u.empty())
+    return JsonError(400, fmt::format("unknown parameter '{}' (none)", u));
+  std::function<ingest::SourcesHealth()> read;
+  {
+    std::lock_guard lock(mu_);
+    read = sources_;
+  }
+  json data = {{"ingesting", static_cast<bool>(read)}, {"targets", json::array()}};
+  if (read) {
+    const ingest::SourcesHealth h = read();
+    data["source"] = h.source;
+    if (!h.discovery_error.empty()) data["discovery_error"] = h.discovery_error;
+    int down = 0;
+    for (const ingest::TargetHealth& t : h.targets) {
+      json target = {{"target", t.target}, {"up", t.up}, {"failures", t.failures}};
+      if (!t.up) {
+        ++down;
+        if (!t.last_error.empty()) target["last_error"] = t.last_error;
+      }
+      if (t.last_success_us > 0) target["last_success"] = FormatRfc3339(t.last_success_us);
+      data["targets"].push_back(std::move(target));
+    }
+    data["down"] = down;
+  }
+  return {200, "application/json",
+          JsonText(json{{"code", 200}, {"status", "success"}, {"data", std::move(data)}}) + "\n"};
+}
 
 void Api::AddMetrics(std::function<std::string()> render) {
   std::lock_guard lock(mu_);
@@ -561,6 +595,8 @@ ApiResponse Api::Route(const std::string& requested, const Params& params, bool 
                 "\n"};
   if (std::find(std::begin(kEndpoints), std::end(kEndpoints), path) == std::end(kEndpoints))
     return JsonError(404, fmt::format("no endpoint {}", path));
+  // The sources' health needs no ledger: it says why a ledger falls behind.
+  if (path == "/api/v1/sources") return Sources(params);
   auto store = pool_.Borrow();
   if (!store) return JsonError(503, "ledger unavailable: " + store.error().message);
   auto answer = [&] {

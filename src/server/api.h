@@ -40,6 +40,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
+#include "ingest/source_health.h"
 #include "ledger/read_service.h"
 #include "server/connection_pool.h"
 #include "server/hour_cost.h"
@@ -76,6 +77,9 @@ class Api {
   // Text appended to /metrics (another component's own series, e.g. the ingest's scrape
   // errors); it must be thread-safe and must not call back into the Api.
   void AddMetrics(std::function<std::string()> render);
+  // What /api/v1/sources answers: how the sources the server ingests from fare (thread-safe,
+  // never calling back into the Api). Unset: the server ingests nothing.
+  void SetSources(std::function<ingest::SourcesHealth()> sources);
   // Loads what reports read (the default policy's days kept summed, held; then the kept
   // snapshot of the ledger's last days) before the first report asks; reports whose days the
   // ledger keeps summed do not wait for the snapshot meanwhile.
@@ -93,6 +97,7 @@ class Api {
   ApiResponse Answered(const std::string& path, const std::function<ApiResponse()>& answer);
   ApiResponse Route(const std::string& path, const Params& params, bool authorized);
   ApiResponse Ready();
+  ApiResponse Sources(const Params& params);
   // The server's own series; with `costs`, also the last hour's cost by namespace, which the
   // token protects as it protects the reports (issue 58: polling it rebuilt the chargeback).
   ApiResponse Metrics(bool costs);
@@ -116,6 +121,7 @@ class Api {
   HourCost hour_cost_;  // /metrics' gpuledger_server_hour_* series
   std::mutex mu_;       // guards the two below, never held while the ledger is read
   std::vector<std::function<std::string()>> extra_metrics_;
+  std::function<ingest::SourcesHealth()> sources_;
   std::map<std::pair<std::string, int>, std::int64_t> requests_;  // (path, status) -> count
 };
 

@@ -184,6 +184,33 @@ TEST_F(ApiTest, AnswersSayWhatTheLedgerHoldsWhenTheWindowReachesPastIt) {
   EXPECT_EQ(FormatRfc3339(back->ledger->from_us), "2026-11-23T00:00:00Z");
 }
 
+// A failing scrape is visible where people look: /api/v1/sources says which target is down and
+// why (the web UI's banner reads it); a server that ingests nothing says so.
+TEST_F(ApiTest, SourcesSayWhichTargetIsDownAndWhy) {
+  EXPECT_EQ(Get("/api/v1/sources", {})["data"],
+            json({{"ingesting", false}, {"targets", json::array()}}));
+  api_->SetSources([] {
+    ingest::SourcesHealth h;
+    h.source = "scrape";
+    h.targets.push_back({"10.0.0.5:9400", true, 0, "", 1795420800LL * kMicrosPerSecond});
+    h.targets.push_back(
+        {"10.0.0.6:9400", false, 12, "scrape 10.0.0.6:9400: connection refused", 0});
+    return h;
+  });
+  const json data = Get("/api/v1/sources", {})["data"];
+  EXPECT_EQ(data["ingesting"], true);
+  EXPECT_EQ(data["source"], "scrape");
+  EXPECT_EQ(data["down"], 1);
+  EXPECT_EQ(data["targets"][0], json({{"failures", 0},
+                                      {"last_success", "2026-11-23T08:00:00Z"},
+                                      {"target", "10.0.0.5:9400"},
+                                      {"up", true}}));
+  EXPECT_EQ(data["targets"][1]["last_error"], "scrape 10.0.0.6:9400: connection refused");
+  EXPECT_FALSE(data["targets"][1].contains("last_success"));
+  EXPECT_EQ(api_->Handle("/api/v1/sources", {}, "").status, 401);  // targets are internal
+  Get("/api/v1/sources", {{"x", "1"}}, 400);
+}
+
 // kubectl cost's own words (pkg/cmd/aggregatedcommandbuilder.go): idle=true|false beside
 // includeIdle, and OpenCost's first filter language (filterNamespaces=...), each the same answer
 // as gpuledger's words for it.

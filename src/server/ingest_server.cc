@@ -65,9 +65,9 @@ Result<int> RunIngestServer(const IngestServerConfig& c, IngestSource& source,
   }
   stop_source.Arm();
   source.Start(ingestor, store);
-  const int rc = serve([&source] { return source.RenderMetrics(); });  // 5
-  source.Stop();                                                       // 6
-  if (Status s = ingestor.Commit(); !s.ok()) return s.error();         // nothing pending: no write
+  const int rc = serve(&source);                                // 5
+  source.Stop();                                                // 6
+  if (Status s = ingestor.Commit(); !s.ok()) return s.error();  // nothing pending: no write
   return rc;
 }
 

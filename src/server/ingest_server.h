@@ -40,9 +40,10 @@ struct IngestServerConfig {
   Micros retention_us = 6 * kMicrosPerHour;  // Ingestor::retention_us
 };
 
-// Serves the API until `stop`, with `extra_metrics` (may be null) appended to its /metrics;
-// returns the process exit code.
-using ServeFn = std::function<int(std::function<std::string()> extra_metrics)>;
+// Serves the API until `stop`, with the source it follows meanwhile (nullptr: none, nothing
+// more to ingest): its series appended to /metrics, its health at /api/v1/sources; returns the
+// process exit code.
+using ServeFn = std::function<int(const IngestSource* following)>;
 
 // Runs the steps above. The summary of a catch-up goes to `out`. Returns serve's exit code (0
 // when nothing was served), or the error of the step that failed; errors about the ledger's

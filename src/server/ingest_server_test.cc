@@ -115,9 +115,9 @@ TEST(IngestServer, StartsInOrderServesAndStopsTheSourceBeforeTheStoreCloses) {
   std::string metrics;
   auto rc = RunIngestServer(
       Config(dir.path() / "l.db", catalog), source, stop,
-      [&](const std::function<std::string()>& extra) {
+      [&](const IngestSource* following) {
         calls.push_back("serve");
-        metrics = extra ? extra() : "";
+        metrics = following != nullptr ? following->RenderMetrics() : "";
         return 7;
       },
       out);

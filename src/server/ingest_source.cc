@@ -54,6 +54,11 @@ class ScrapeSource final : public IngestSource {
     return loop_ ? loop_->RenderMetrics() : std::string();
   }
 
+  ingest::SourcesHealth Health() const override {
+    std::lock_guard lock(mu_);
+    return loop_ ? loop_->Health() : ingest::SourcesHealth{};
+  }
+
  private:
   ScrapeSourceConfig c_;
   mutable std::mutex mu_;  // guards loop_ (not its rounds: the loop is thread-safe there)
@@ -159,6 +164,15 @@ class PrometheusSource final : public IngestSource {
 
   bool follows() const override { return true; }
 
+  ingest::SourcesHealth Health() const override {
+    ingest::SourcesHealth h;
+    h.source = "prometheus";
+    std::lock_guard lock(health_mu_);
+    h.targets.push_back(health_);
+    h.targets.back().target = c_.url;
+    return h;
+  }
+
   void Start(ingest::Ingestor& ingestor, store::LedgerStore& store) override {
     thread_ = std::thread([this, &ingestor, &store] {
       static const std::atomic<bool> kNever{false};
@@ -169,6 +183,15 @@ class PrometheusSource final : public IngestSource {
         lock.unlock();
         Status s = CatchUpOnce(ingestor, store, stop);
         const std::string error = s.ok() ? "" : s.error().message;
+        {
+          std::lock_guard health(health_mu_);
+          health_.up = s.ok();
+          health_.last_error = error;
+          if (s.ok())
+            health_.last_success_us = c_.now();
+          else
+            ++health_.failures;
+        }
         if (error != last_error) {
           *c_.log << (s.ok() ? "ingest: " + c_.url + " is back\n" : "ingest: " + error + "\n");
           c_.log->flush();
@@ -239,6 +262,8 @@ class PrometheusSource final : public IngestSource {
   Micros cursor_ = 0;  // touched only by the thread running rounds
   std::thread thread_;
   std::mutex mu_;
+  mutable std::mutex health_mu_;  // guards health_, kept by the following thread
+  ingest::TargetHealth health_;
   std::condition_variable cv_;
   bool stopping_ = false;
 };

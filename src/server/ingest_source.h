@@ -23,6 +23,7 @@
 #include "ingest/prometheus_source.h"
 #include "ingest/replay_files.h"
 #include "ingest/scrape_loop.h"
+#include "ingest/source_health.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::server {
@@ -53,6 +54,8 @@ class IngestSource {
 
   // The source's own series for the server's /metrics (empty when none).
   virtual std::string RenderMetrics() const { return {}; }
+  // How its targets fared (/api/v1/sources); a replay has none. Thread-safe.
+  virtual ingest::SourcesHealth Health() const { return {}; }
 };
 
 // `--source scrape`: the agents' /metrics every interval (ingest::ScrapeLoop: concurrent

@@ -54,6 +54,7 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
   Api api(ReadConnections(options.db), options.token, options.policy, options.catalog,
           options.clock, options.reads);
   if (options.extra_metrics) api.AddMetrics(std::move(options.extra_metrics));
+  if (options.sources) api.SetSources(std::move(options.sources));
   auto http = HttpServer::Bind(options.listen, api);
   if (!http && options.fallback_any_port) {
     auto colon = options.listen.rfind(':');

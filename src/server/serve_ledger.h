@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
+#include "ingest/source_health.h"
 #include "ledger/read_service.h"
 #include "server/api.h"
 
@@ -37,6 +38,8 @@ struct ServeLedgerOptions {
   ledger::ReadServiceOptions reads;  // how many days of rows and of days summed it keeps
   // HOST:PORT of the OpenCost listener (HttpServer::Kind::kOpenCost); empty: none.
   std::string opencost_listen;
+  // How the sources it ingests from fare (Api::SetSources); null: it ingests nothing.
+  std::function<ingest::SourcesHealth()> sources;
 };
 
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning

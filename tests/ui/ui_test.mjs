@@ -11,8 +11,9 @@
 // without the token, the first API answer (401) brings up the token field, and the token typed
 // there brings the figures, which equal the API's with that token.
 //
-// With EMPTY_URL (a server over a ledger with nothing recorded yet, a fresh install): every view
-// says the ledger is empty and draws no date of 1969 or 1970.
+// With EMPTY_URL (a server over a ledger with nothing recorded yet, a fresh install, scraping a
+// target that answers nothing): every view says the ledger is empty, draws no date of 1969 or
+// 1970, and names the failing target.
 //
 // Usage: node ui_test.mjs BASE_URL OUT_DIR [GUARDED_URL TOKEN [EMPTY_URL]]
 import { mkdirSync } from "node:fs";
@@ -382,6 +383,12 @@ if (emptyBase) {
     check(said.includes("Nothing recorded yet"), `empty ${view}: the page does not say so: ${said}`);
     const text = await empty.textContent("body");
     check(!/1969|1970|\/69\b|\/70\b/.test(text), `empty ${view}: a date before the ledger was made`);
+    // Its one scrape target answers nothing: the page says which and why (/api/v1/sources).
+    await empty.waitForFunction(() => !document.getElementById("sources").hidden, null,
+                                { timeout: 30000 }).catch(() => {});
+    const sources = await empty.textContent("#sources");
+    check(/1 of 1 scrape targets failing: 127\.0\.0\.1:1 \(/.test(sources),
+          `empty ${view}: the failing scrape target is not shown: ${sources}`);
     if (view === "cost") await empty.screenshot({ path: join(outDir, "empty.png"), fullPage: true });
     await empty.close();
   }

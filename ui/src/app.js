@@ -101,6 +101,32 @@ function showError(error) {
   }
 }
 
+// The sources the server ingests from that fail (/api/v1/sources): a scrape that fails leaves
+// hours without figures, and the page says so before a report shows the hole.
+async function showSources() {
+  const box = $("sources");
+  let data;
+  try {
+    ({ data } = await getJson("/api/v1/sources", {}));
+  } catch {
+    return;  // an older server, or no token yet: the views say what is wrong
+  }
+  const down = data.targets.filter((t) => !t.up);
+  const lines = [];
+  if (down.length > 0) {
+    const named = down.slice(0, 3).map((t) =>
+      `${t.target} (${t.last_error || "no answer yet"}${t.last_success ? `; last answered ${t.last_success}` : ""})`);
+    lines.push(`${down.length} of ${data.targets.length} ${data.source} targets failing: ` +
+               `${named.join("; ")}${down.length > 3 ? "; ..." : ""}. Their hours have no ` +
+               "figures until they answer again.");
+  }
+  if (data.discovery_error) {
+    lines.push(`Finding the targets fails (the last list is kept): ${data.discovery_error}`);
+  }
+  box.textContent = lines.join(" ");
+  box.hidden = lines.length === 0;
+}
+
 async function refresh() {
   const mine = ++generation;
   const q = query();
@@ -129,6 +155,7 @@ async function refresh() {
   }
   $("label-key-field").hidden = view !== "cost" || $("aggregate").value !== "label";
   document.body.dataset.state = "loading";
+  showSources();
   try {
     if (!(await VIEWS[view](q, () => mine === generation))) return;
     $("error").hidden = true;
