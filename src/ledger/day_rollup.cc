@@ -192,6 +192,7 @@ Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
     f.granted_memory_kib_s = v[11];
     f.naive_compute_gpu_us = v[12];
     f.naive_cost_nanos = v[13];
+    f.compute_floor_gpu_us = v[14];
     f.quality = ReadQuality(r, "quality");
     f.activity_quality = ReadQuality(r, "activity quality");
     for (std::string* text : {&f.compute_rule, &f.activity_rule, &f.share_source})

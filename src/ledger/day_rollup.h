@@ -25,7 +25,7 @@ namespace gpuledger::ledger {
 // A kept day's bytes: a day in another format is not read. Bump it whenever what a report sums
 // from a day's rows changes (a split rule, a figure), so no build answers from days an older
 // one summed.
-inline constexpr std::uint64_t kDayRollupFormat = 1;
+inline constexpr std::uint64_t kDayRollupFormat = 2;  // 2: with compute_floor
 
 // The ledger's last hours, which a live server may still be writing (an hour stays open to
 // samples for its ingest's keep_open, 3 hours by default): the days they fall in are read from

@@ -54,6 +54,7 @@ RowSums SumsOf(const SummedRow& row) {
   s.share_source.Add(row.rules[2]);
   s.naive_compute_us = v[12];
   s.naive_cost_nanos = v[13];
+  s.compute_floor_us = v[14];
   return s;
 }
 
@@ -73,7 +74,8 @@ std::array<std::int64_t, kSummedNumbers> NumbersOf(const report::Figures& f) {
           f.activity_compute_gpu_us,
           f.granted_memory_kib_s,
           f.naive_compute_gpu_us,
-          f.naive_cost_nanos};
+          f.naive_cost_nanos,
+          f.compute_floor_gpu_us};
 }
 
 std::uint32_t DayTables::Entry(std::string_view text) {

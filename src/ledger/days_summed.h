@@ -23,7 +23,7 @@
 namespace gpuledger::ledger {
 
 // A kept row's numbers, in report::Figures' order (day_rollup.cc writes them so).
-inline constexpr std::size_t kSummedNumbers = 14;
+inline constexpr std::size_t kSummedNumbers = 15;
 std::array<std::int64_t, kSummedNumbers> NumbersOf(const report::Figures& f);
 
 // A day's row at its finest grain: its entry (report::EncodeEntry's text) and rule texts as

@@ -17,6 +17,7 @@
 #include "billing/reconciled_prices.h"
 #include "ledger/day_rollup.h"
 #include "ledger/row_sums.h"
+#include "model/compute_band.h"
 #include "model/usage.h"
 
 namespace gpuledger::ledger {
@@ -208,8 +209,9 @@ class Keys {
   std::vector<std::string> names_;
 };
 
+// `bands`: each of the snapshot's rules' band (MeasuredComputeBandOfRules), by rule id.
 void AddRow(RowSums& a, const UsageFigures& figures, const RowContext& c, Nanos cost,
-            const DeviceFigures& device) {
+            const DeviceFigures& device, const std::vector<std::optional<double>>& bands) {
   const cost::ConsumerWeights& w = figures.weights;
   a.present = true;
   a.allocated_us += w.allocated_us;
@@ -232,6 +234,7 @@ void AddRow(RowSums& a, const UsageFigures& figures, const RowContext& c, Nanos 
   a.share_source.Add(c.share_source);
   a.naive_compute_us = report::AddSaturating(a.naive_compute_us, device.busy_us);
   a.naive_cost_nanos = report::AddSaturating(a.naive_cost_nanos, device.price_nanos);
+  a.compute_floor_us += ComputeFloor(w.compute_us, c.compute_quality, bands[c.compute_rule]);
 }
 
 // The window's sums, checked as report::BuildReport checks them (only when the snapshot's
@@ -350,6 +353,9 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
       if (key_of(row_first + k) >= 0) return true;
     return false;
   };
+  std::vector<std::optional<double>> bands;  // by rule id, for AddRow's floors
+  bands.reserve(s.rules().size());
+  for (const std::string& rule : s.rules()) bands.push_back(MeasuredComputeBandOfRules(rule));
   // The devices in contiguous parts, a worker each with sums of its own, merged in device order.
   auto sum_part = [&](std::size_t part_first, std::size_t part_last, std::vector<Sums>& sums) {
     sums.resize(buckets.size());
@@ -375,7 +381,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
         const std::int32_t key = key_of(row_first + k);
         if (key >= 0)
           AddRow(b.rows[static_cast<std::size_t>(key)], figures[k],
-                 s.contexts()[u.context[row_first + k]], split.consumers[k], f);
+                 s.contexts()[u.context[row_first + k]], split.consumers[k], f, bands);
       }
       Nanos idle_cost = split.idle;
       if (namespace_idle && split.idle != 0) {

@@ -712,7 +712,7 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   EXPECT_EQ(store.KeptDays(DayRollupKind(q.policy, q.idle), all_days)->size(), 5u);
   answers_as_rows("kept by a keeper");
   Status damaged =
-      DecodeDayRollup(prometheus::Gzip(std::string("\x01\x02", 2)), tables, decoded, scratch);
+      DecodeDayRollup(prometheus::Gzip(std::string("\x02\x02", 2)), tables, decoded, scratch);
   ASSERT_FALSE(damaged.ok());
   EXPECT_EQ(damaged.error().message, "day kept summed byte 2: day end ends inside it");
   EXPECT_TRUE(decoded.rows.empty());

@@ -67,6 +67,7 @@ struct RowSums {
   RuleSet share_source;
   GpuMicros naive_compute_us = 0;
   Nanos naive_cost_nanos = 0;
+  GpuMicros compute_floor_us = 0;
 
   // Sums another part's rows of the same key (memory-time saturating, as Figures::Add).
   void Merge(const RowSums& o) {
@@ -88,6 +89,7 @@ struct RowSums {
     share_source.Merge(o.share_source);
     naive_compute_us = report::AddSaturating(naive_compute_us, o.naive_compute_us);
     naive_cost_nanos = report::AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
+    compute_floor_us += o.compute_floor_us;
   }
 
   // A row's figures as sums, its rule texts numbered by `rule_id` (text -> id): ToFigures'
@@ -112,6 +114,7 @@ struct RowSums {
     s.share_source.Add(rule_id(f.share_source));
     s.naive_compute_us = f.naive_compute_gpu_us;
     s.naive_cost_nanos = f.naive_cost_nanos;
+    s.compute_floor_us = f.compute_floor_gpu_us;
     return s;
   }
 
@@ -133,6 +136,7 @@ struct RowSums {
     f.share_source = share_source.Text(rules);
     f.naive_compute_gpu_us = naive_compute_us;
     f.naive_cost_nanos = naive_cost_nanos;
+    f.compute_floor_gpu_us = compute_floor_us;
     return f;
   }
 };

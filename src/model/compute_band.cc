@@ -39,4 +39,10 @@ std::optional<double> MeasuredComputeBandOfRules(std::string_view rules) {
   return widest;
 }
 
+GpuMicros ComputeFloor(GpuMicros compute, Quality quality, std::optional<double> band) {
+  if (quality == Quality::kMeasured || quality == Quality::kNone) return compute;
+  if (quality != Quality::kEstimated || !band || compute <= 0) return 0;
+  return static_cast<GpuMicros>(static_cast<double>(compute) / (1.0 + *band));
+}
+
 }  // namespace gpuledger

@@ -7,6 +7,9 @@
 #include <optional>
 #include <string_view>
 
+#include "common/units.h"
+#include "model/sharing.h"
+
 namespace gpuledger {
 
 // The band of one rule; nullopt where it was not measured on real hardware (MIG rules, the
@@ -16,5 +19,11 @@ std::optional<double> MeasuredComputeBand(std::string_view rule);
 // The widest band of "+"-joined rules ("device-idle+process-samples"); nullopt when any rule
 // that contributed time has no measured band.
 std::optional<double> MeasuredComputeBandOfRules(std::string_view rules);
+
+// The least GPU time a row's consumer can have used, from its compute figure, that figure's
+// quality and its rules' band (MeasuredComputeBandOfRules): the figure when measured; an
+// estimate off by up to b is at least figure / (1 + b) of the truth; 0 where nothing bounds it
+// (rules never measured, a grant alone). Summed over rows, a group's floor whatever its mix.
+GpuMicros ComputeFloor(GpuMicros compute, Quality quality, std::optional<double> band);
 
 }  // namespace gpuledger

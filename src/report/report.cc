@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/strings.h"
+#include "model/compute_band.h"
 #include "model/usage.h"
 
 namespace gpuledger::report {
@@ -248,6 +249,7 @@ void Figures::Add(const Figures& o) {
   share_source = MergeRules(share_source, o.share_source);
   naive_compute_gpu_us = AddSaturating(naive_compute_gpu_us, o.naive_compute_gpu_us);
   naive_cost_nanos = AddSaturating(naive_cost_nanos, o.naive_cost_nanos);
+  compute_floor_gpu_us += o.compute_floor_gpu_us;
 }
 
 std::string FormatSource(Quality quality, const std::string& rule) {
@@ -270,6 +272,7 @@ utilization::Inputs UtilizationInputs(const Figures& f) {
   in.compute_us = f.compute_gpu_us;
   in.compute_quality = f.quality;
   in.device_busy_us = f.naive_compute_gpu_us;
+  in.compute_floor_us = f.compute_floor_gpu_us;
   in.compute_rule = f.compute_rule;
   in.memory_kib_s = f.memory_kib_s;
   in.granted_memory_kib_s = f.granted_memory_kib_s;
@@ -443,6 +446,8 @@ Result<Report> BuildReport(std::span<const DeviceHour> devices, std::span<const 
       f.share_source = u.share_source;
       f.naive_compute_gpu_us = d.busy_us;
       f.naive_cost_nanos = d.price_nanos;
+      f.compute_floor_gpu_us =
+          ComputeFloor(u.compute_us, u.compute_quality, MeasuredComputeBandOfRules(u.compute_rule));
       rows[KeyOf(u.consumer, Placed{d.cluster, u.node, u.gpu_model, u.gpu, u.sharing}, group_by)]
           .Add(f);
     }

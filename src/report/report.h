@@ -116,6 +116,9 @@ struct Figures {
   // consumer. Summed saturating (AddSaturating).
   GpuMicros naive_compute_gpu_us = 0;
   Nanos naive_cost_nanos = 0;
+  // The least GPU time it can have used: its rows' ComputeFloor (model/compute_band.h) summed,
+  // what an uncertain estimate still vouches for (utilization/classify.h).
+  GpuMicros compute_floor_gpu_us = 0;
   void Add(const Figures& other);
 };
 

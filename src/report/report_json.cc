@@ -39,6 +39,7 @@ void WriteRow(JsonWriter& w, const Row& row, bool full) {
   WriteActivity(w, f);
   w.Int("allocated_gpu_us", f.allocated_gpu_us);
   if (full) WriteComputeErrorBand(w, f);
+  w.Int("compute_floor_gpu_us", f.compute_floor_gpu_us);
   w.Int("compute_gpu_us", f.compute_gpu_us);
   w.String("compute_source", FormatSource(f.quality, f.compute_rule));
   w.Int("cost_nanos", f.cost_nanos);
@@ -184,6 +185,11 @@ Figures FiguresFrom(const json& j) {
       f.naive_cost_nanos = j.at(key).at("cost_nanos").get<std::int64_t>();
       break;
     }
+  // Absent from statements closed and servers built before it: the row's own rule's floor.
+  f.compute_floor_gpu_us =
+      j.contains("compute_floor_gpu_us")
+          ? j.at("compute_floor_gpu_us").get<std::int64_t>()
+          : ComputeFloor(f.compute_gpu_us, f.quality, MeasuredComputeBandOfRules(f.compute_rule));
   return f;
 }
 

@@ -64,6 +64,7 @@ json TreeRow(const Row& row, bool with_utilization) {
     j["compute_error_band"] = nullptr;
   }
   j["activity"] = TreeActivity(row.figures);
+  j["compute_floor_gpu_us"] = row.figures.compute_floor_gpu_us;
   j["granted_memory_kib_s"] = row.figures.granted_memory_kib_s;
   j["share_source"] = row.figures.share_source;
   j["per_device"] = {{"compute_gpu_us", row.figures.naive_compute_gpu_us},
@@ -231,6 +232,7 @@ class RandomReports {
     f.share_source = Pick(2) == 0 ? "" : Text();
     f.naive_compute_gpu_us = Int();
     f.naive_cost_nanos = Int();
+    f.compute_floor_gpu_us = Int();
     return f;
   }
 

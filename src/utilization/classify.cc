@@ -218,21 +218,24 @@ Classification Classify(const Inputs& in) {
 
   // Healthy only on a compute figure that can bear it: an estimate whose rules were never
   // measured, or were measured far off, cannot tell a busy workload from a presence, unless its
-  // bounds settle it: the band's lower bound (an estimate off by up to b is at least util/(1+b)
-  // of the truth) still a quarter of the grant, or the GPUs' own measured busy time under it.
+  // bounds settle it: its floor (an estimate off by up to b is at least 1/(1+b) of itself, a
+  // measured part is itself, summed over its rows) still a quarter of the grant, or the GPUs' own
+  // measured busy time under a quarter.
   std::string bounded;  // how an estimate's bound decided it, for the reason
   if (in.compute_quality == Quality::kEstimated) {
     const std::optional<double> band = MeasuredComputeBandOfRules(in.compute_rule);
     if (!band || *band > kTrustedComputeBand.value()) {
+      const bool one_rule = in.compute_rule.find('+') == std::string::npos;
       const std::string estimate =
           fmt::format("GPU util {} is an estimate ({}{})", Pct(util),
                       in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
                       band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
-                           : ", never measured on real hardware");
-      const double low = band ? util / (1.0 + *band) : 0.0;
+                      : one_rule ? ", never measured on real hardware"
+                                 : ", part of it never measured on real hardware");
+      const double low = Fraction(in.compute_floor_us, alloc);
       const double busy = Fraction(in.device_busy_us, alloc);
       b.Threshold("trusted_compute_band", kTrustedComputeBand);
-      if (band && low >= kLightUtilBelow.value()) {
+      if (in.compute_floor_us > 0 && AtLeast(in.compute_floor_us, alloc, kLightUtilBelow)) {
         b.Signal("gpu_util_at_least", low);
         bounded = fmt::format("{}, so at least {} even so", estimate, Pct(low));
       } else if (band && in.device_busy_us > 0 &&
@@ -247,7 +250,7 @@ Classification Classify(const Inputs& in) {
         return c;
       } else {
         c.cls = Class::kUnknown;
-        if (band) b.Signal("gpu_util_at_least", low);
+        if (in.compute_floor_us > 0) b.Signal("gpu_util_at_least", low);
         if (band && in.device_busy_us > 0) b.Signal("device_busy", busy);
         // What is known, and what would decide it: a signal of the work itself rather than of
         // its presence.
@@ -255,9 +258,10 @@ Classification Classify(const Inputs& in) {
             "{}{}: too uncertain to call the grant used or light; SM activity would decide it: "
             "GPM (Hopper or newer) or dcgm-exporter beside the agent, or the kernel-time tracer",
             estimate,
-            band ? fmt::format(", so between {} and {} of its grant", Pct(low),
-                               in.device_busy_us > 0 ? Pct(busy) : "more")
-                 : "");
+            in.compute_floor_us > 0
+                ? fmt::format(", so between {} and {} of its grant", Pct(low),
+                              band && in.device_busy_us > 0 ? Pct(busy) : "more")
+                : "");
         return c;
       }
     }

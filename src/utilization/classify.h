@@ -87,6 +87,9 @@ struct Inputs {
   // util; what the per-device method charges): no consumer computes more than the GPU it ran
   // on, so an estimate's upper bound. 0: not known.
   GpuMicros device_busy_us = 0;
+  // The least GPU time it can have used (model/compute_band.h ComputeFloor, summed over its
+  // rows): what an uncertain estimate still vouches for.
+  GpuMicros compute_floor_us = 0;
 };
 
 struct Classification {

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "model/compute_band.h"
+
 namespace gpuledger::utilization {
 namespace {
 
@@ -235,6 +237,7 @@ TEST(Classify, HealthyNeedsAComputeFigureThatCanBearIt) {
   Inputs sliced = Nvml(kHour * 3 / 4);
   sliced.compute_quality = Quality::kEstimated;
   sliced.compute_rule = "process-samples";
+  sliced.compute_floor_us = ComputeFloor(sliced.compute_us, Quality::kEstimated, 1.11);
   c = Classify(sliced);
   EXPECT_EQ(c.cls, Class::kHealthy);
   EXPECT_NE(c.reason.find("off by up to 111% on real hardware), so at least 35.5% even so"),
@@ -244,6 +247,7 @@ TEST(Classify, HealthyNeedsAComputeFigureThatCanBearIt) {
   Inputs straddles = Nvml(kHour * 2 / 5);
   straddles.compute_quality = Quality::kEstimated;
   straddles.compute_rule = "process-samples";
+  straddles.compute_floor_us = ComputeFloor(straddles.compute_us, Quality::kEstimated, 1.11);
   c = Classify(straddles);
   EXPECT_EQ(c.cls, Class::kUnknown);
   EXPECT_EQ(ToString(c.cls), "unknown");
@@ -261,6 +265,17 @@ TEST(Classify, HealthyNeedsAComputeFigureThatCanBearIt) {
   // No band, no bound: a MIG presence is not bounded by a device busy time.
   presence.device_busy_us = kHour / 10;
   EXPECT_EQ(Classify(presence).cls, Class::kUnknown);
+  // A group's floor is its rows': a namespace of a measured training job (half its grant) and a
+  // MIG presence (never measured) is at least the measured half, whatever the presence did.
+  Inputs mixed = Nvml(kHour * 3 / 4);
+  mixed.compute_quality = Quality::kEstimated;
+  mixed.compute_rule = "gpm-instance-activity+mig-presence";
+  mixed.compute_floor_us = kHour / 2;
+  c = Classify(mixed);
+  EXPECT_EQ(c.cls, Class::kHealthy);
+  EXPECT_NE(c.reason.find("part of it never measured on real hardware), so at least 50% even so"),
+            std::string::npos)
+      << c.reason;
   Inputs close = sliced;
   close.compute_rule = "device-activity";  // 0.3% on the H200
   EXPECT_EQ(Classify(close).cls, Class::kHealthy);
