@@ -65,9 +65,12 @@ double Efficiency(const report::Figures& f) {
 // One allocation entry, its keys in byte order (as a tree writes them: json_writer.h): exact
 // figures beside OpenCost's names and units. Consumer rows (`row` set) carry their compute
 // source and its error band, activity (with GPU-hours), share source and the utilization
-// class; __idle__ and __unattributed__ have none.
+// class; __idle__ and __unattributed__ have none. `idle`: the __idle__ entry, whose compute is
+// the devices' time not busy: used by nobody, so no usage and no efficiency in OpenCost's
+// fields (its quotient was above 1).
 void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Figures& f,
-                          Micros from, Micros to, const report::Row* row = nullptr) {
+                          Micros from, Micros to, const report::Row* row = nullptr,
+                          bool idle = false) {
   const std::string start = FormatRfc3339(from);
   const std::string end = FormatRfc3339(to);
   w.BeginObject();
@@ -85,9 +88,9 @@ void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Fi
   w.Double("gpuCost", Units(f.cost_nanos));
   w.Double("gpuCostAdjustment", 0.0);
   // OpenCost's efficiency: what was used of what was allocated (GPU only here).
-  w.Double("gpuEfficiency", Efficiency(f));
+  w.Double("gpuEfficiency", idle ? 0.0 : Efficiency(f));
   w.Double("gpuHours", report::GpuHours(f.allocated_gpu_us));
-  w.Double("gpuUsageHours", report::GpuHours(f.compute_gpu_us));
+  w.Double("gpuUsageHours", idle ? 0.0 : report::GpuHours(f.compute_gpu_us));
   w.Int("memory_kib_s", f.memory_kib_s);
   w.Double("minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond));
   w.String("name", name);
@@ -95,7 +98,7 @@ void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Fi
   if (row != nullptr) w.String("share_source", f.share_source);
   w.String("start", start);
   w.Double("totalCost", Units(f.cost_nanos));
-  w.Double("totalEfficiency", Efficiency(f));
+  w.Double("totalEfficiency", idle ? 0.0 : Efficiency(f));
   if (row != nullptr) {
     w.Key("utilization");
     report::WriteUtilization(w, row->utilization);
@@ -127,8 +130,9 @@ void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered, b
     if (i < r.rows.size()) {
       WriteAllocationEntry(w, names[i], r.rows[i].figures, r.from_us, r.to_us, &r.rows[i]);
     } else {
-      WriteAllocationEntry(w, names[i], i == r.rows.size() ? r.idle : r.unattributed, r.from_us,
-                           r.to_us);
+      const bool idle = i == r.rows.size();
+      WriteAllocationEntry(w, names[i], idle ? r.idle : r.unattributed, r.from_us, r.to_us, nullptr,
+                           idle);
     }
   }
   w.EndObject();
@@ -318,6 +322,16 @@ ApiResponse Statements(store::LedgerStore& store, const Params& p) {
   return {200, "application/json", JsonText(json{{"statements", out}}, 2) + "\n"};
 }
 
+// `doc` with WriteLedgerReach's "ledger" when `window` reaches past what the ledger holds.
+void AddLedgerReach(json& doc, const TimeRange& window, const TimeRange& extent) {
+  if (report::ReachPast(window, extent).empty()) return;
+  JsonWriter w;
+  w.BeginObject();
+  report::WriteLedgerReach(w, window, extent);
+  w.EndObject();
+  doc["ledger"] = json::parse(std::move(w).Take())["ledger"];
+}
+
 ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
                             const cost::Catalog& catalog, const StoreOpener& open_more) {
   if (auto u = UnknownParam(p, {"window", "namespace", "workload", "headroom", "percentile"});
@@ -335,7 +349,13 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
   if (!answer)
     return ParameterError(answer.error(),
                           {"window", "namespace", "workload", "headroom", "percentile"});
-  return {200, "application/json", recommendations::RightsizeToJson(*answer)};
+  std::string body = recommendations::RightsizeToJson(*answer);
+  if (auto extent = store.Extent(); extent && !report::ReachPast(answer->window, *extent).empty()) {
+    json doc = json::parse(body);
+    AddLedgerReach(doc, answer->window, *extent);
+    body = JsonText(doc, 2) + "\n";
+  }
+  return {200, "application/json", std::move(body)};
 }
 
 ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
@@ -363,6 +383,7 @@ ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, cons
   auto doc = guardrails::ReadFindingsDocument(store, reads, q, policy);
   if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
   json out = guardrails::FindingsObject(*doc);
+  if (auto extent = store.Extent()) AddLedgerReach(out, {doc->from_us, doc->to_us}, *extent);
   out["code"] = 200;
   out["status"] = "success";
   return {200, "application/json", JsonText(out) + "\n"};

@@ -135,8 +135,13 @@ TEST_F(ApiTest, OpenCostsParametersKeepTheirMeaning) {
             1u);
   // The label aliases.
   EXPECT_EQ(data(with({{"aggregate", "team"}})), data(with({{"aggregate", "label:team"}})));
-  // includeIdle=false leaves __idle__ out; true (the default) keeps it.
-  EXPECT_TRUE(data(with({{"includeIdle", "true"}}))[0].contains("__idle__"));
+  // includeIdle=false leaves __idle__ out; true (the default) keeps it, used by nobody: its
+  // compute is the time the devices were not busy, not a usage (its efficiency read 2.24).
+  const json idle = data(with({{"includeIdle", "true"}}))[0]["__idle__"];
+  EXPECT_GT(idle["compute_gpu_us"].get<std::int64_t>(), 0);
+  EXPECT_EQ(idle["gpuEfficiency"], 0.0);
+  EXPECT_EQ(idle["totalEfficiency"], 0.0);
+  EXPECT_EQ(idle["gpuUsageHours"], 0.0);
   const json no_idle = data(with({{"includeIdle", "false"}}));
   EXPECT_FALSE(no_idle[0].contains("__idle__"));
   EXPECT_TRUE(no_idle[0].contains("__unattributed__"));
@@ -169,7 +174,8 @@ TEST_F(ApiTest, AnswersSayWhatTheLedgerHoldsWhenTheWindowReachesPastIt) {
   const json held = {{"end", "2026-11-25T00:00:00Z"},
                      {"start", "2026-11-23T00:00:00Z"},
                      {"window_reaches", "before"}};
-  for (const char* path : {"/api/v1/report", "/api/v1/allocation", "/api/v1/devices"}) {
+  for (const char* path : {"/api/v1/report", "/api/v1/allocation", "/api/v1/devices",
+                           "/api/v1/findings", "/api/v1/recommendations"}) {
     EXPECT_EQ(Get(path, {{"window", "7d"}})["ledger"], held) << path;
     EXPECT_FALSE(Get(path, {{"window", "all"}}).contains("ledger")) << path;
     EXPECT_FALSE(Get(path, {{"window", "yesterday"}}).contains("ledger")) << path;

@@ -1,10 +1,11 @@
-# Writes OUT, a C++ file holding every file of the folders DIRS as bytes (ui_assets.h's table),
-# sorted by name; a name in two folders is an error.
+# Writes OUT, a C++ file holding every file of the folders DIRS, and the FILES, as bytes
+# (ui_assets.h's table), sorted by name; a name given twice is an error.
 set(paths "")
 foreach(dir IN LISTS DIRS)
   file(GLOB found ${dir}/*)
   list(APPEND paths ${found})
 endforeach()
+list(APPEND paths ${FILES})
 set(by_name "")
 foreach(path IN LISTS paths)
   get_filename_component(name ${path} NAME)

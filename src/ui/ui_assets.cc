@@ -10,13 +10,15 @@ namespace {
 constexpr std::string_view kPrefix = "/ui/";
 
 std::string_view ContentTypeOf(std::string_view name) {
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kTypes = {{
+  // Markdown (the glossary) as text: every browser shows it rather than downloading it.
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kTypes = {{
       {".html", "text/html; charset=utf-8"},
       {".js", "text/javascript; charset=utf-8"},
       {".css", "text/css; charset=utf-8"},
       {".svg", "image/svg+xml"},
       {".json", "application/json"},
       {".txt", "text/plain; charset=utf-8"},
+      {".md", "text/plain; charset=utf-8"},
   }};
   for (const auto& [suffix, type] : kTypes)
     if (name.ends_with(suffix)) return type;

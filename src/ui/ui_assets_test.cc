@@ -39,6 +39,12 @@ TEST(UiAssets, ServesEveryBuiltFileAsItIs) {
   EXPECT_NE(index->body.find("<title>gpuledger</title>"), std::string_view::npos);
   EXPECT_EQ(FindAsset("/ui/app.js")->content_type, "text/javascript; charset=utf-8");
   EXPECT_EQ(FindAsset("/ui/app.css")->content_type, "text/css; charset=utf-8");
+  // The glossary the footer links to, from the user docs, shown as text.
+  auto glossary = FindAsset("/ui/glossary.md");
+  ASSERT_TRUE(glossary);
+  EXPECT_EQ(glossary->content_type, "text/plain; charset=utf-8");
+  EXPECT_EQ(glossary->body,
+            ReadFile(std::filesystem::path(test_paths::kSourceDir) / "docs/glossary.md"));
 }
 
 TEST(UiAssets, LeavesEveryOtherPathToTheApi) {

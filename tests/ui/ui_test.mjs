@@ -189,6 +189,22 @@ check(listed.length > 0 && listed.join() === teamWorkloads.rows.map((r) => r.key
 await page.selectOption("#team", "");
 await ready();
 
+// A window past what the ledger holds says so (its zeros are "not recorded"); one inside, not.
+await page.goto(`${base}/#view=cost&window=30d&aggregate=namespace`);
+await page.reload();
+await ready();
+const reach = await page.textContent("#reach");
+check(/^The ledger holds \S+ to \S+; this window reaches before it/.test(reach) &&
+      await page.isVisible("#reach"), `30d on a week's ledger: ${reach}`);
+await page.goto(`${base}/#view=cost&window=7d&aggregate=namespace`);
+await page.reload();
+await ready();
+check(!(await page.isVisible("#reach")), "7d on a week's ledger: a reach note");
+// The glossary the footer links to is served by the server itself.
+const glossary = await page.request.get(`${base}/ui/glossary.md`);
+check(glossary.ok() && /per-device method/i.test(await glossary.text()),
+      `the glossary: ${glossary.status()}`);
+
 // A link keeps the view: the fragment holds the choice.
 await page.goto(`${base}/#window=24h&aggregate=gpu_model&policy=allocation&idle=keep`);
 await page.reload();

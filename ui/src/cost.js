@@ -82,6 +82,17 @@ function renderNaive(report, filtered) {
     : "";
 }
 
+// Where the window reaches past what the ledger holds, its zeros there mean "not recorded",
+// not "not used": the report's "ledger" says so.
+function renderReach(report) {
+  const box = $("reach");
+  box.hidden = !report.ledger;
+  if (!report.ledger) return;
+  const { start, end, window_reaches: reaches } = report.ledger;
+  box.textContent = `The ledger holds ${start} to ${end}; this window reaches ${reaches} it, ` +
+    "where nothing is recorded.";
+}
+
 let chart = null;
 
 function renderChart(report, aggregate, filtered) {
@@ -139,6 +150,7 @@ export async function renderCost(query, current) {
   if (!current()) return false;
   const filtered = Boolean(query.filter);
   renderTable(report, filtered);
+  renderReach(report);
   renderChart(report, query.aggregate, filtered);
   renderNaive(report, filtered);
   return true;
