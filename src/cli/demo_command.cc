@@ -232,6 +232,10 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   }
   (void)(*store)->PutMeta("scenario", scenario.name);
   (void)(*store)->PutMeta("currency", inputs->catalog.currency);
+  // The demo wrote the ledger, so it keeps its days summed, as a server's keeper does: readers
+  // (the reports below, `gpuledger report`) never write, and find them kept.
+  server::KeepEndedDays(**store, server::ServeLedgerOptions{}.keep_days,
+                        TheSystemClock().Now().wall_us, stop, err);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

@@ -1,6 +1,7 @@
 // The read service keeps one snapshot while the ledger does not change, reads again the days a
 // write touched when one lands (whole when the store cannot say which), and reads a window
 // older than the kept days alone; in SQLite and PostgreSQL.
+#include "ledger/day_rollup.h"
 #include "ledger/read_service.h"
 
 #include <gtest/gtest.h>
@@ -297,7 +298,8 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   ASSERT_TRUE(
       s.WriteHours(FourDays([](int h) { return (h % 7 + 1) * 60 * kMicrosPerSecond; })).ok());
   const ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
-  ASSERT_TRUE(ReadReports(s, q).ok());  // keeps the days that have ended
+  // A keeper (the server's) keeps the days that have ended: the last one holds open hours.
+  ASSERT_TRUE(KeepDays(s, q, {Hour(0), Hour(3 * 24)}, [] { return false; }).ok());
 
   // The loader's first scan (the snapshot's) is held until the report below has its answer.
   class HeldScan : public store::testing::ForwardingStore {
@@ -321,7 +323,8 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
   held.entered.get_future().wait();
   // The kept days, held, the rest of the window read for the report alone.
   auto during = reads.Reports(s, q);
-  // A policy whose days are not kept: the ledger's rows, a day at a time (and kept).
+  // A policy whose days are not kept: the ledger's rows, a day at a time (and not kept: a
+  // read never writes).
   ReportQuery by_compute = q;
   by_compute.policy = *cost::ParsePolicy("compute");
   auto not_kept = reads.Reports(s, by_compute);
@@ -359,7 +362,10 @@ TEST_P(ReadServiceTest, KeepsAPartAnswerWhileAReportReadsIt) {
   store::LedgerStore& s = **store;
   ASSERT_TRUE(
       s.WriteHours(FourDays([](int h) { return (h % 5 + 1) * 60 * kMicrosPerSecond; })).ok());
-  ASSERT_TRUE(ReadReports(s, ByNamespace({Hour(0), Hour(4 * 24)})).ok());  // keeps the days
+  // A keeper keeps the days that have ended.
+  ASSERT_TRUE(KeepDays(s, ByNamespace({Hour(0), Hour(4 * 24)}), {Hour(0), Hour(3 * 24)},
+                       [] { return false; })
+                  .ok());
 
   ReadService reads;
   ASSERT_TRUE(reads.Warm(s).ok());

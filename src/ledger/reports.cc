@@ -497,16 +497,13 @@ Status ReadKeptDay(store::LedgerStore& store, Micros day_us, const std::string& 
   return Status::Ok();
 }
 
-// Sums the day `snapshot` holds, keeps it in `store` when nothing was written since the ledger
-// stood at `generation` (a store that cannot keep it sums it again next time), and adds it to
-// `days`.
-Status KeepDay(store::LedgerStore& store, const Snapshot& snapshot, const ReportQuery& query,
-               const Parallelism& parallelism, std::int64_t generation, const std::string& kind,
-               DayTables& tables, DaysSummed& days) {
+// Sums the day `snapshot` holds and adds it to `days`, as a kept day would be. A read never
+// keeps it: only writers do (the server's keeper, the demo: KeepDays), so a report reads a
+// read-only ledger as it reads a writable one, and never fails for a write it did not need.
+Status AddDayFromRows(const Snapshot& snapshot, const ReportQuery& query,
+                      const Parallelism& parallelism, DayTables& tables, DaysSummed& days) {
   auto day = SumDay(snapshot, query, parallelism);
   if (!day) return day.status();
-  (void)store.WriteDayRollup(snapshot.range().from_us, kind, generation,
-                             EncodeDayRollup(day->day, day->sums));
   days.Add(ToSummedDay(day->day, day->sums, tables));
   return Status::Ok();
 }
@@ -580,7 +577,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   }
   const Parallelism each{.max_workers = readers.size() > 1 ? 1u : 4u};
   // Whole days are read kept summed where the ledger keeps them (day_rollup.h), and summed from
-  // their rows and kept where it does not yet: the next report reads one record per day.
+  // their rows where it does not (a writer keeps them: KeepDays).
   const bool days_summed = ReadsDaysSummed(query);
   const std::string kind = DayRollupKind(query.policy, query.idle);
   // Each reader's own: entries and rules are interned as its days are read.
@@ -632,10 +629,10 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
                       .ok()) {
         // No report of its own: summed[reader] has the day, and its sums (DaysSummed::sums).
         auto loaded = Snapshot::Load(*readers[reader], parts[i], std::move(recycled));
-        Status keep = loaded ? KeepDay(*readers[reader], **loaded, query, each, *generation, kind,
-                                       *tables[reader], summed[reader])
-                             : loaded.status();
-        if (!keep) reports = keep.error();
+        Status added = loaded
+                           ? AddDayFromRows(**loaded, query, each, *tables[reader], summed[reader])
+                           : loaded.status();
+        if (!added) reports = added.error();
         if (loaded) recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
       }
       std::lock_guard lock(mu);

@@ -77,6 +77,7 @@ report::Report SumSteps(const std::vector<report::Report>& steps);
 // days were read, or the sums may not fit, the window is read again whole, in one snapshot
 // (so is a report that charges idle to a namespace and groups by a label). With `open_more`,
 // a connection of its own per core reads days in parallel (if one cannot be opened, fewer do).
+// Days the ledger keeps summed (KeepDays) are read so; it writes nothing, ever.
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
                                                 const store::StoreOpener& open_more = {});
 

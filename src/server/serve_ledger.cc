@@ -21,11 +21,6 @@ StoreOpener ReadConnections(const std::string& db) {
   };
 }
 
-namespace {
-
-// Keeps summed the last `days` days that ended before the hours still open at `now_us`, for
-// the reports' default policy and idle handling, and gathered for rightsizing. A failure is
-// said and left: reports and rightsizing read those days' rows meanwhile.
 void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
                    const std::atomic<bool>& stop, std::ostream& err) {
   const Micros today =
@@ -41,8 +36,6 @@ void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
   if (!rightsized)
     err << "warning: keeping days for rightsizing: " << rightsized.error().message << "\n";
 }
-
-}  // namespace
 
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
                    std::ostream& err) {

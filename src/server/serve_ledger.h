@@ -42,6 +42,14 @@ struct ServeLedgerOptions {
   std::function<ingest::SourcesHealth()> sources;
 };
 
+// Keeps summed the last `days` days that ended before the hours still open at `now_us`, for
+// the reports' default policy and idle handling (ledger::KeepDays), and gathered for
+// rightsizing (recommendations::KeepRightsizeDays): what a writer of the ledger runs so that
+// readers, which never write, find them kept. A failure is said on `err` and left: readers
+// read those days' rows meanwhile.
+void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
+                   const std::atomic<bool>& stop, std::ostream& err);
+
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning
 // when it serves an address beyond loopback without a token (and any failure to keep days,
 // which leaves reports reading rows). An error when the ledger cannot be
