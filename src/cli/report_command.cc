@@ -30,20 +30,12 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   request.idle = o.idle;
   auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
   if (!query) return query.error();
-  auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
-    auto reports = ledger::ReadReports(store, q, open_more);
-    if (!reports) return reports.error();
-    return std::move(reports->front());
-  };
-  // Closed months answer with their statements, saying which (ledger/statements.h).
-  auto closed = ledger::PeriodReport(store, *query, live);
-  if (!closed) return closed.error();
-  auto r = *closed ? Result<report::Report>(std::move(**closed)) : live(*query);
-  if (!r) return r;
-  // An open month after closed ones carries their late data.
-  if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s) return s.error();
-  if (!report::ReachPast({r->from_us, r->to_us}, *extent).empty()) r->ledger = *extent;
-  return r;
+  return ledger::ReportOfWindow(store, *query,
+                                [&](const ledger::ReportQuery& q) -> Result<report::Report> {
+                                  auto reports = ledger::ReadReports(store, q, open_more);
+                                  if (!reports) return reports.error();
+                                  return std::move(reports->front());
+                                });
 }
 
 namespace {

@@ -309,4 +309,16 @@ Status AddAdjustments(store::LedgerStore& store, const ReportQuery& q, const Liv
   return Status::Ok();
 }
 
+Result<report::Report> ReportOfWindow(store::LedgerStore& store, const ReportQuery& query,
+                                      const LiveReports& live) {
+  auto closed = PeriodReport(store, query, live);
+  if (!closed) return closed.error();
+  auto r = *closed ? Result<report::Report>(std::move(**closed)) : live(query);
+  if (!r) return r;
+  // An open month after closed ones carries their late data.
+  if (Status s = AddAdjustments(store, query, live, *r); !s) return s.error();
+  if (!report::ReachPast({r->from_us, r->to_us}, query.extent).empty()) r->ledger = query.extent;
+  return r;
+}
+
 }  // namespace gpuledger::ledger

@@ -60,4 +60,11 @@ Result<std::optional<report::Report>> PeriodReport(store::LedgerStore& store,
 Status AddAdjustments(store::LedgerStore& store, const ReportQuery& query, const LiveReports& live,
                       report::Report& report);
 
+// The report of `query` (no step) as every reader answers it, the CLI and the API alike: closed
+// months from their statements (PeriodReport), the rest read by `live`, the late data the
+// window carries (AddAdjustments), and what the ledger holds where the window reaches past it
+// (report::Report::ledger, from query.extent).
+Result<report::Report> ReportOfWindow(store::LedgerStore& store, const ReportQuery& query,
+                                      const LiveReports& live);
+
 }  // namespace gpuledger::ledger

@@ -264,21 +264,13 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   if (query->step == 0) {
-    auto live = [&](const ledger::ReportQuery& q) -> Result<report::Report> {
-      auto reports = reads.Reports(store, q);
-      if (!reports) return reports.error();
-      return std::move(reports->front());
-    };
-    // Closed months answer with their statements, saying which (ledger/statements.h).
-    auto closed = ledger::PeriodReport(store, *query, live);
-    if (!closed) return ReportError(closed.error());
-    auto r = *closed ? Result<report::Report>(std::move(**closed)) : live(*query);
+    auto r = ledger::ReportOfWindow(store, *query,
+                                    [&](const ledger::ReportQuery& q) -> Result<report::Report> {
+                                      auto reports = reads.Reports(store, q);
+                                      if (!reports) return reports.error();
+                                      return std::move(reports->front());
+                                    });
     if (!r) return ReportError(r.error());
-    // An open month after closed ones carries their late data.
-    if (Status s = ledger::AddAdjustments(store, *query, live, *r); !s)
-      return ReportError(s.error());
-    if (!report::ReachPast({r->from_us, r->to_us}, query->extent).empty())
-      r->ledger = query->extent;
     return {200, "application/json", report::ReportToJson(*r)};
   }
   // With a step: the window's report and each step's cost, summed in one pass.
