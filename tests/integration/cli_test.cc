@@ -348,6 +348,24 @@ TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
   EXPECT_EQ(exported.code, 0) << exported.err;
   EXPECT_NE(exported.out.find("BilledCost"), std::string::npos);
 
+  // Issue 61: a read never writes. Over whole days nobody kept (a ledger no server keeps), a
+  // report sums them from their rows and leaves the file byte for byte as it was.
+  ASSERT_EQ(Run("demo --no-serve --force --hours 50 --out " + Path("w")).code, 0);
+  const std::string whole_days = Path("w/gpuledger.db");
+  {
+    sqlite3* forget = nullptr;
+    ASSERT_EQ(sqlite3_open(whole_days.c_str(), &forget), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(forget, "DELETE FROM day_rollups; PRAGMA wal_checkpoint(TRUNCATE);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(forget);
+  }
+  const auto before = ReadFile(whole_days);
+  ASSERT_TRUE(before.ok());
+  Output unkept = Run("report --db " + whole_days + " --window all --format json");
+  ASSERT_EQ(unkept.code, 0) << unkept.err;
+  EXPECT_EQ(*ReadFile(whole_days), *before) << "a report wrote to the ledger";
+
   // Writes still only in the log (a writer holds the ledger open): refused, naming the log,
   // never read without them.
   sqlite3* writer = nullptr;
