@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/exit_code.h"
 #include "cli/format.h"
 #include "cli/open_ledger.h"
-#include "cli/report_command.h"
 #include "cli/server_client.h"
 #include "common/json_text.h"
 #include "guardrails/ledger_findings.h"

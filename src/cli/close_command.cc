@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/exit_code.h"
 #include "cli/open_ledger.h"
-#include "cli/report_command.h"
 #include "common/money.h"
 #include "common/time_util.h"
 #include "ledger/statements.h"

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "attribution/attribute.h"
+#include "cli/exit_code.h"
 #include "cli/format.h"
 #include "cli/report_command.h"
 #include "common/text_columns.h"

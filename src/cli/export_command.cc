@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/exit_code.h"
 #include "cli/open_ledger.h"
-#include "cli/report_command.h"
 #include "io/file_util.h"
 #include "ledger/export_rows.h"
 #include "ledger/read_service.h"

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "billing/ledger_reads.h"
+#include "cli/exit_code.h"
 #include "cli/open_ledger.h"
-#include "cli/report_command.h"
 #include "common/money.h"
 #include "common/time_util.h"
 #include "io/file_util.h"

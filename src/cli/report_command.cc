@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/exit_code.h"
 #include "cli/format.h"
 #include "cli/open_ledger.h"
 #include "cli/server_client.h"
@@ -16,8 +17,6 @@
 #include "report/window.h"
 
 namespace gpuledger::cli {
-
-int ExitCodeFor(const Error& error) { return error.code == ErrorCode::kInvalidArgument ? 2 : 1; }
 
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
                                             const store::StoreOpener& open_more) {

@@ -33,6 +33,4 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
 // Returns the process exit code: 0 ok, 1 failure, 2 bad input.
 int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
 
-int ExitCodeFor(const Error& error);
-
 }  // namespace gpuledger::cli

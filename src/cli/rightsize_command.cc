@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/exit_code.h"
 #include "cli/open_ledger.h"
-#include "cli/report_command.h"
 #include "cli/server_client.h"
 #include "cost/catalog.h"
 #include "io/terminal.h"

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/report_command.h"
+#include "cli/exit_code.h"
 #include "io/file_util.h"
 #include "sim/alibaba_import.h"
 #include "sim/scenario.h"

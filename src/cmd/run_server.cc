@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/report_command.h"
+#include "cli/exit_code.h"
 #include "common/clock.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"

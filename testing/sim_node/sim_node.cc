@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/report_command.h"
+#include "cli/exit_code.h"
 #include "common/time_util.h"
 #include "fake_grpc/fake_cri.h"
 #include "fake_grpc/fake_kubelet.h"

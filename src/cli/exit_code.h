@@ -1,0 +1,13 @@
+#pragma once
+// The process exit code of a command that failed with `error`: 2 for bad input (a flag, a
+// file's field: the user can fix it), 1 for any other failure. 0 is success, said by the caller.
+
+#include "common/result.h"
+
+namespace gpuledger::cli {
+
+inline int ExitCodeFor(const Error& error) {
+  return error.code == ErrorCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace gpuledger::cli
