@@ -28,5 +28,19 @@ TEST(RoundToInt64, RefusesWhatLlroundLeavesUndefined) {
   EXPECT_EQ(RoundToInt64(9223372036854774784.0), 9223372036854774784);  // 2^63 - 1024
 }
 
+// One rounding of an integer quotient for every caller (rightsizing's prices and savings, the
+// workload summaries' shares): half up on a tie, also below zero, and held to int64.
+TEST(RoundHalfUp, RoundsTiesUpAndHoldsToInt64) {
+  EXPECT_EQ(RoundHalfUp(5, 2), 3);    // 2.5
+  EXPECT_EQ(RoundHalfUp(-5, 2), -2);  // -2.5: up, toward +infinity
+  EXPECT_EQ(RoundHalfUp(7, 3), 2);    // 2.33
+  EXPECT_EQ(RoundHalfUp(-7, 3), -2);  // -2.33
+  EXPECT_EQ(RoundHalfUp(-8, 3), -3);  // -2.67
+  EXPECT_EQ(RoundHalfUp(0, 9), 0);
+  const __int128 huge = static_cast<__int128>(INT64_MAX) * 1000;
+  EXPECT_EQ(RoundHalfUp(huge, 1), INT64_MAX);
+  EXPECT_EQ(RoundHalfUp(-huge, 1), INT64_MIN);
+}
+
 }  // namespace
 }  // namespace gpuledger

@@ -6,17 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "common/rounding.h"
 #include "cost/gpu_speed.h"
 #include "model/compute_band.h"
 #include "report/report.h"
 
 namespace gpuledger::recommendations {
 namespace {
-
-// n / d rounded half up, d > 0, n >= 0.
-std::int64_t RoundHalfUp(__int128 n, __int128 d) {
-  return static_cast<std::int64_t>((2 * n + d) / (2 * d));
-}
 
 // Whether the controller of a workload key ("namespace/Kind/name") scales by replicas.
 bool ScalesByReplicas(std::string_view key) {

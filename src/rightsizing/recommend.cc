@@ -7,23 +7,11 @@
 #include <optional>
 
 #include "common/money.h"
+#include "common/rounding.h"
 #include "rightsizing/mig_profiles.h"
 
 namespace gpuledger::rightsizing {
 namespace {
-
-// floor(n / d) for d > 0.
-__int128 FloorDiv(__int128 n, __int128 d) {
-  __int128 q = n / d;
-  return (n % d != 0 && n < 0) ? q - 1 : q;
-}
-
-// n / d rounded half up (toward +infinity on a tie), d > 0; held to int64 rather than wrapped
-// (issue 58: a saving of 4.6e19 nanos printed as $9,096,511,852.58). PlanRightsizing refuses a
-// workload whose month does not fit, so a held value is never shown.
-Nanos RoundHalfUp(__int128 n, __int128 d) {
-  return static_cast<Nanos>(std::clamp<__int128>(FloorDiv(2 * n + d, 2 * d), INT64_MIN, INT64_MAX));
-}
 
 std::string Gib(Bytes b) { return fmt::format("{:.1f} GiB", static_cast<double>(b) / kGiB); }
 std::string Pct(double f) { return fmt::format("{:.0f}%", f * 100); }
