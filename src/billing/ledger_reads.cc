@@ -9,6 +9,7 @@
 #include "common/time_util.h"
 #include "ledger/export_rows.h"
 #include "report/window.h"
+#include "store/ledger_identity.h"
 
 namespace gpuledger::billing {
 
@@ -58,11 +59,10 @@ Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOpti
   if (!window) return InvalidArgument("--" + window.error().message);
   request.from_us = window->from_us;
   request.to_us = window->to_us;
-  auto meta = store.ReadMeta();
-  if (!meta) return meta.error();
-  if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
-    request.currency = it->second;
-  if (auto it = meta->find("cluster"); it != meta->end()) request.cluster = it->second;
+  auto identity = store::ReadLedgerIdentity(store);
+  if (!identity) return identity.error();
+  request.currency = identity->currency;
+  request.cluster = identity->cluster;
   return out;
 }
 

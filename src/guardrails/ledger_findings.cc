@@ -14,6 +14,7 @@
 #include "model/action.h"
 #include "report/report.h"
 #include "report/window.h"
+#include "store/ledger_identity.h"
 
 namespace gpuledger::guardrails {
 namespace {
@@ -178,11 +179,10 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
   FindingsDocument doc;
   doc.from_us = window->from_us;
   doc.to_us = window->to_us;
-  auto meta = store.ReadMeta();
-  if (!meta) return meta.error();
-  if (auto it = meta->find("cluster"); it != meta->end()) doc.cluster = it->second;
-  if (auto it = meta->find("currency"); it != meta->end() && !it->second.empty())
-    doc.currency = it->second;
+  auto identity = store::ReadLedgerIdentity(store);
+  if (!identity) return identity.error();
+  doc.cluster = identity->cluster;
+  doc.currency = identity->currency;
 
   store::FindingQuery fq;
   fq.from_us = doc.from_us;

@@ -4,6 +4,7 @@
 
 #include "ledger/reports.h"
 #include "prometheus/metric_table.h"
+#include "store/ledger_identity.h"
 
 namespace gpuledger::server {
 namespace {
@@ -27,11 +28,9 @@ Result<std::string> RenderHourCost(store::LedgerStore& store, Micros now_us) {
     query.idle = cost::IdleHandling{};
     auto reports = ledger::ReadReports(store, query);
     if (!reports) return reports.error();
-    auto meta = store.ReadMeta();
-    if (!meta) return meta.error();
-    const auto currency_it = meta->find("currency");
-    const std::string currency =
-        currency_it != meta->end() && !currency_it->second.empty() ? currency_it->second : "USD";
+    auto identity = store::ReadLedgerIdentity(store);
+    if (!identity) return identity.error();
+    const std::string& currency = identity->currency;
     const report::Report& r = reports->front();
     using namespace prometheus;
     ExpositionWriter w;

@@ -5,6 +5,7 @@
 // sqlite_ledger_test.cc, postgres_ledger_test.cc.
 
 #include "store/ledger_store.h"
+#include "store/ledger_identity.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -541,6 +542,11 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   {
     auto store = Open();
     ASSERT_TRUE(store);
+    // Nothing recorded: the ledger's identity is USD and no cluster (ledger_identity.h).
+    auto fresh = ReadLedgerIdentity(*store);
+    ASSERT_TRUE(fresh) << fresh.error().message;
+    EXPECT_EQ(fresh->currency, "USD");
+    EXPECT_EQ(fresh->cluster, "");
     ASSERT_TRUE(store->PutMeta("cluster", "prod-eu"));
     ASSERT_TRUE(store->PutMeta("currency", "USD"));
     ASSERT_TRUE(store->PutMeta("currency", "EUR"));
@@ -554,6 +560,10 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
                        {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "13"}}));
+  auto identity = ReadLedgerIdentity(*store);
+  ASSERT_TRUE(identity) << identity.error().message;
+  EXPECT_EQ(identity->currency, "EUR");
+  EXPECT_EQ(identity->cluster, "prod-eu");
   store.reset();
 
   // A file written by a newer build is refused, not misread.
