@@ -180,9 +180,7 @@ void ScrapeLoop::RunRound() {
     std::erase_if(targets_, [&](const std::string& t) { return !seen.insert(t).second; });
     targets = targets_;
     // A target that left the list (an agent's pod gone) leaves its counts: bounded by the list.
-    std::erase_if(errors_, [&](const auto& kv) { return !seen.contains(kv.first); });
-    std::erase_if(up_, [&](const auto& kv) { return !seen.contains(kv.first); });
-    std::erase_if(last_, [&](const auto& kv) { return !seen.contains(kv.first); });
+    std::erase_if(state_, [&](const auto& kv) { return !seen.contains(kv.first); });
   }
   std::vector<Result<TargetScrape>> scrapes = FetchAll(targets);
   for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -191,19 +189,22 @@ void ScrapeLoop::RunRound() {
     std::string error = ok ? "" : scrapes[i].error().message;
     if (ok) ingestor_.Feed(*scrapes[i]);
     std::lock_guard lock(metrics_mu_);
-    if (!ok) ++errors_[target];
-    auto& [last_error, last_ok_us] = last_[target];
-    last_error = error;
-    if (ok) last_ok_us = now_();
-    auto [it, fresh] = up_.try_emplace(target, !ok);  // a first scrape logs either way
-    if (fresh || it->second != ok) {
+    auto [it, fresh] = state_.try_emplace(target);
+    TargetHealth& state = it->second;
+    if (fresh || state.up != ok) {  // a first scrape logs either way
       if (ok)
         log_ << fmt::format("ingest: scraping {}\n", target);
       else
         log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n", error);
       log_.flush();
-      it->second = ok;
     }
+    state.target = target;
+    state.up = ok;
+    state.last_error = error;
+    if (ok)
+      state.last_success_us = now_();
+    else
+      ++state.failures;
   }
   ReapFlights(/*all=*/false);
   Status s = ingestor_.Commit();
@@ -224,7 +225,7 @@ void ScrapeLoop::RunRound() {
 
 std::size_t ScrapeLoop::tracked_targets() const {
   std::lock_guard lock(metrics_mu_);
-  return std::max({errors_.size(), up_.size(), last_.size()});
+  return state_.size();
 }
 
 SourcesHealth ScrapeLoop::Health() const {
@@ -233,14 +234,8 @@ SourcesHealth ScrapeLoop::Health() const {
   h.source = "scrape";
   h.discovery_error = discovery_error_;
   for (const std::string& t : targets_) {
-    TargetHealth& th = h.targets.emplace_back();
-    th.target = t;
-    if (auto it = up_.find(t); it != up_.end()) th.up = it->second;
-    if (auto it = errors_.find(t); it != errors_.end()) th.failures = it->second;
-    if (auto it = last_.find(t); it != last_.end()) {
-      th.last_error = it->second.first;
-      th.last_success_us = it->second.second;
-    }
+    auto it = state_.find(t);
+    h.targets.push_back(it != state_.end() ? it->second : TargetHealth{.target = t});
   }
   return h;
 }
@@ -252,17 +247,19 @@ std::string ScrapeLoop::RenderMetrics() const {
   using prometheus::kServerScrapeRoundsTotal;
   using prometheus::kServerScrapeUp;
   prometheus::ExpositionWriter w;
+  // A target not scraped yet: no failure, not up.
+  static const TargetHealth kNotYet;
+  auto state = [&](const std::string& t) -> const TargetHealth& {
+    auto it = state_.find(t);
+    return it != state_.end() ? it->second : kNotYet;
+  };
   w.Family(kServerScrapeErrorsTotal);
-  for (const std::string& t : targets_) {
-    auto it = errors_.find(t);
+  for (const std::string& t : targets_)
     w.Sample(kServerScrapeErrorsTotal.name, {{"target", t}},
-             static_cast<double>(it == errors_.end() ? 0 : it->second));
-  }
+             static_cast<double>(state(t).failures));
   w.Family(kServerScrapeUp);
-  for (const std::string& t : targets_) {
-    auto it = up_.find(t);
-    w.Sample(kServerScrapeUp.name, {{"target", t}}, it != up_.end() && it->second ? 1 : 0);
-  }
+  for (const std::string& t : targets_)
+    w.Sample(kServerScrapeUp.name, {{"target", t}}, state(t).up ? 1 : 0);
   w.Family(kServerScrapeRoundsTotal);
   w.Sample(kServerScrapeRoundsTotal.name, static_cast<double>(rounds_.load()));
   w.Family(kServerIngestSkippedSamplesTotal);

@@ -103,10 +103,9 @@ class ScrapeLoop {
   bool stopping_ = false;
   std::atomic<std::int64_t> rounds_{0};
   mutable std::mutex metrics_mu_;
-  std::map<std::string, std::int64_t> errors_;  // target -> failed scrapes
-  std::map<std::string, bool> up_;              // target -> last scrape ok
-  // target -> (the last failure's message, when it last answered): for Health().
-  std::map<std::string, std::pair<std::string, Micros>> last_;
+  // target -> its failed scrapes, last state, last error and last answer (Health(), /metrics);
+  // a target's entry is made by its first scrape.
+  std::map<std::string, TargetHealth> state_;
   std::int64_t commit_errors_ = 0;
   std::int64_t skipped_values_ = 0;   // CounterLedger::skipped_values after the last round
   std::vector<std::string> targets_;  // guarded by metrics_mu_
