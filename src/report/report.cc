@@ -16,8 +16,6 @@
 namespace gpuledger::report {
 namespace {
 
-constexpr std::string_view kUnlabelled = "unlabelled";
-
 struct DimName {
   std::string_view name;
   Dimension::Kind kind;

@@ -51,8 +51,11 @@ inline constexpr std::size_t kMaxGroupLevels = 8;
 Result<std::vector<Dimension>> ParseGroupBy(std::string_view text);
 std::string ToString(const std::vector<Dimension>& dims);
 
+// The key value of a grouping by a label for a consumer without the label.
+inline constexpr std::string_view kUnlabelled = "unlabelled";
+
 // The key value a usage row has for a grouping; levels joined by '/'. A missing label is
-// "unlabelled"; a pod label wins over its namespace's label of the same key. A usage row does
+// kUnlabelled; a pod label wins over its namespace's label of the same key. A usage row does
 // not name its cluster (its device-hour does): grouping by cluster takes the Placed form.
 std::string KeyOf(const UsageRow& row, const std::vector<Dimension>& dims);
 // Where a row was, as a key reads it (its device-hour's cluster, a UsageRow's node, model, GPU

@@ -40,7 +40,8 @@ std::string FieldOf(const report::Dimension& d, const std::vector<std::string_vi
       return Lower(kind) + ":" + std::string(name);
     }
     case Kind::kLabel:
-      return parts.back() == "unlabelled" ? std::string(kUnallocated) : std::string(parts.back());
+      return parts.back() == report::kUnlabelled ? std::string(kUnallocated)
+                                                 : std::string(parts.back());
     default:
       return std::string(parts.back());
   }
