@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "common/money.h"
 #include "cost/gpu_memory.h"
 #include "recommendations/consolidation_replay.h"
 #include "recommendations/replay.h"
@@ -87,9 +89,37 @@ std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<Worklo
   std::vector<rightsizing::ConsolidationPlan> plans;
   for (const auto& [key, g] : groups) {
     if (g.input.workloads.size() < 2) continue;
-    rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(g.input, options);
-    ReplayConsolidation(plan, g.members, g.input.gpu_memory_bytes, g.input.hourly_price_nanos,
-                        span);
+    auto plan_for = [&](const rightsizing::ConsolidationInput& input) {
+      rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(input, options);
+      ReplayConsolidation(plan, g.members, input.gpu_memory_bytes, input.hourly_price_nanos, span);
+      return plan;
+    };
+    rightsizing::ConsolidationInput input = g.input;
+    rightsizing::ConsolidationPlan plan = plan_for(input);
+    // One workload too large to share can make a group's packing free nothing where the others
+    // alone would free a GPU: while leaving one where it is frees more, leave it (the largest
+    // gain first). Small groups only, as each try is a packing and a replay.
+    std::vector<std::string> left_where_they_are;
+    while (input.workloads.size() > 2 &&
+           static_cast<int>(input.workloads.size()) <= options.exact_max_items) {
+      std::optional<std::pair<std::size_t, rightsizing::ConsolidationPlan>> better;
+      for (std::size_t i = 0; i < input.workloads.size(); ++i) {
+        rightsizing::ConsolidationInput fewer = input;
+        fewer.workloads.erase(fewer.workloads.begin() + static_cast<std::ptrdiff_t>(i));
+        rightsizing::ConsolidationPlan p = plan_for(fewer);
+        const Nanos beat = better ? better->second.monthly_saving_nanos : plan.monthly_saving_nanos;
+        if (p.monthly_saving_nanos > beat) better.emplace(i, std::move(p));
+      }
+      if (!better) break;
+      left_where_they_are.push_back(
+          fmt::format("{}: packed with the others it frees less ({} a month without it)",
+                      input.workloads[better->first].workload,
+                      DisplayMoney(better->second.monthly_saving_nanos)));
+      input.workloads.erase(input.workloads.begin() + static_cast<std::ptrdiff_t>(better->first));
+      plan = std::move(better->second);
+    }
+    plan.left_alone.insert(plan.left_alone.end(), left_where_they_are.begin(),
+                           left_where_they_are.end());
     plan.left_alone.insert(plan.left_alone.end(), g.left_alone.begin(), g.left_alone.end());
     if (!plan.moves.empty() && plan.monthly_saving_nanos > 0) plans.push_back(std::move(plan));
   }

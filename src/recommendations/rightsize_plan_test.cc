@@ -108,6 +108,31 @@ TEST(RightsizePlan, APlanCountsTheGpuHoursHeldNotEachWorkloadsGpusWhileItRan) {
             "in an hour when one of its workloads ran then).");
 }
 
+// One workload that cannot share a card with the rest must not cost the rest their plan: two
+// small ones on whole cards and a third holding half a card with 60 GB need two cards together
+// (2.5 held, 0.5 freed); the two alone need one (2 held, 1 freed), so the third stays where it is.
+TEST(RightsizePlan, AWorkloadThatFreesLessPackedIsLeftWhereItIs) {
+  SmallOnes three(3);
+  for (UsageRow& u : three.usage)
+    if (u.gpu.value == "GPU-2") {
+      u.allocated_us = kH / 2;
+      u.peak_memory_bytes = 60'000'000'000;
+    }
+  auto plan = PlanRightsizing(three.devices, three.usage, {});
+  ASSERT_TRUE(plan) << plan.error().message;
+  ASSERT_EQ(plan->consolidation.size(), 1u);
+  const rightsizing::ConsolidationPlan& p = plan->consolidation[0];
+  EXPECT_EQ(p.gpus_after, 1);
+  ASSERT_EQ(p.moves.size(), 2u);
+  for (const rightsizing::Move& m : p.moves) EXPECT_NE(m.workload, "ml/Deployment/svc-2");
+  EXPECT_EQ(p.gpus_freed_ppd, kWholeGpu);
+  EXPECT_EQ(p.monthly_saving_nanos, kHourly * kMonth);
+  ASSERT_FALSE(p.left_alone.empty());
+  EXPECT_EQ(p.left_alone[0],
+            "ml/Deployment/svc-2: packed with the others it frees less ($2,920.00 a month "
+            "without it)");
+}
+
 TEST(RightsizePlan, ANamedWorkloadAloneAndAnUnknownOneIsAnError) {
   SmallOnes three(3);
   RightsizeOptions o;
