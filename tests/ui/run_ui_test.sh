@@ -57,5 +57,7 @@ guarded="$served"
 # not up: port 1 answers nothing).
 serve "$work/empty.db" --source scrape --targets 127.0.0.1:1
 empty="$served"
+"$bin" report --db "$work/demo/gpuledger.db" --by namespace --window 7d --format json \
+  >"$work/cli-namespace.json"
 mkdir -p "$out"
-CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token "$empty"
+DEMO_LOG="$work/demo.log" CLI_REPORT="$work/cli-namespace.json" CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token "$empty"

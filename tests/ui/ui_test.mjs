@@ -15,8 +15,13 @@
 // target that answers nothing): every view says the ledger is empty, draws no date of 1969 or
 // 1970, and names the failing target.
 //
+// With DEMO_LOG and CLI_REPORT in the environment (what `gpuledger demo` printed while writing this
+// ledger, and `gpuledger report --by namespace --window 7d --format json` of it): one figure
+// everywhere, the demo's chargeback by namespace, the CLI's report, the API's and this page's
+// name the same costs and GPU-hours, each group's and the per-device method's.
+//
 // Usage: node ui_test.mjs BASE_URL OUT_DIR [GUARDED_URL TOKEN [EMPTY_URL]]
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -137,6 +142,60 @@ async function compare(view, params) {
 await page.goto(`${base}/`);
 const allocation = await compare("cost-namespace-allocation",
                                  { window: "7d", aggregate: "namespace", policy: "allocation", idle: "keep" });
+
+// Nanos rounded half up to cents, as the demo prints them: "$2,488.52".
+function cents(nanosText) {
+  const n = BigInt(nanosText);
+  const c = ((n < 0n ? -n : n) + 5000000n) / 10000000n;
+  const whole = (c / 100n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return `${n < 0n ? "-" : ""}$${whole}.${(c % 100n).toString().padStart(2, "0")}`;
+}
+
+// One figure everywhere: the CLI's report and the demo's printout of the same ledger say what
+// the API says (and the page, compared above).
+if (process.env.CLI_REPORT) {
+  const cli = parseExact(readFileSync(process.env.CLI_REPORT, "utf8"));
+  const byKey = new Map(cli.rows.map((r) => [r.key, r]));
+  check(cli.rows.length === allocation.rows.length,
+        `the CLI has ${cli.rows.length} namespaces, the API ${allocation.rows.length}`);
+  for (const row of allocation.rows) {
+    const c = byKey.get(row.key) || { per_device: {} };
+    for (const [what, a, b] of [["cost", row.cost_nanos, c.cost_nanos],
+                                ["granted", row.allocated_gpu_us, c.allocated_gpu_us],
+                                ["used", row.compute_gpu_us, c.compute_gpu_us],
+                                ["per-device cost", row.per_device.cost_nanos, c.per_device.cost_nanos],
+                                ["per-device used", row.per_device.compute_gpu_us,
+                                 c.per_device.compute_gpu_us]])
+      check(a === b, `CLI and API differ on ${row.key}'s ${what}: ${b} against ${a}`);
+  }
+  check(cli.total.device_cost_nanos === allocation.total.device_cost_nanos,
+        `CLI total ${cli.total.device_cost_nanos}, API ${allocation.total.device_cost_nanos}`);
+}
+if (process.env.DEMO_LOG) {
+  const log = readFileSync(process.env.DEMO_LOG, "utf8");
+  const section = log.slice(log.indexOf("Chargeback by namespace"));
+  const lines = section.slice(0, section.indexOf("\n\n")).split("\n");
+  const demo = new Map();
+  for (const line of lines) {
+    const m = line.match(/^ {2}(\S.*?) +([\d.]+) +([\d.]+) +(\$[\d,.]+) +\w* *\| +([\d.]+) +(\$[\d,.]+)$/);
+    if (m) demo.set(m[1], m.slice(2));
+  }
+  check(demo.size === allocation.rows.length + 1,
+        `the demo printed ${demo.size} namespace lines: ${[...demo.keys()]}`);
+  for (const row of allocation.rows) {
+    const want = [hours(row.allocated_gpu_us), hours(row.compute_gpu_us), cents(row.cost_nanos),
+                  hours(row.per_device.compute_gpu_us), cents(row.per_device.cost_nanos)];
+    check(JSON.stringify(demo.get(row.key)) === JSON.stringify(want),
+          `the demo printed ${row.key} as ${demo.get(row.key)}, the API says ${want}`);
+  }
+  // The per-device method's total is its rows' sum (it bills more than the bill).
+  const perDevice = allocation.rows.reduce((s, r) => s + BigInt(r.per_device.cost_nanos), 0n);
+  const total = demo.get("total (the bill)") || [];
+  check(total[2] === cents(allocation.total.device_cost_nanos) &&
+        total[4] === cents(perDevice.toString()),
+        `the demo's total ${total}, the API's ${cents(allocation.total.device_cost_nanos)} and ` +
+        `${cents(perDevice.toString())}`);
+}
 
 await page.selectOption("#policy", "compute");
 const compute = await compare("cost-namespace-compute",
