@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/server.h"
+#include "prometheus/http_stats.h"
 #include "prometheus/metric_table.h"
 
 namespace gpuledger::agent {
@@ -30,7 +31,8 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Bind(const std::string& list
       http::Response r;
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       r.body = collector.Exposition()->text;
-      if (self->stats) r.body += http::RenderStats(*self->stats, prometheus::kAgentHttpStats);
+      if (self->stats)
+        r.body += prometheus::RenderHttpStats(*self->stats, prometheus::kAgentHttpStats);
       return r;
     }
     if (req.path == "/healthz") {

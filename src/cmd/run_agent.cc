@@ -15,9 +15,9 @@
 #include "common/clock.h"
 #include "common/time_util.h"
 #include "guardrails/policy_yaml.h"
+#include "http/listen.h"
 #include "io/file_reader.h"
 #include "prometheus/http_get.h"
-#include "prometheus/listen.h"
 #include "sources/cri/runtime.h"
 #include "sources/dcgm/dcgm_source.h"
 #include "sources/kerneltime/kernel_time_reader.h"
@@ -44,7 +44,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     std::cerr << "error: --node-name is required (the DaemonSet passes spec.nodeName)\n";
     return 2;
   }
-  if (auto l = prometheus::ParseListen(f.listen); !l) {
+  if (auto l = http::ParseListen(f.listen); !l) {
     std::cerr << "error: " << l.error().message << "\n";
     return 2;
   }
@@ -110,7 +110,7 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
     return http.error().code == ErrorCode::kInvalidArgument ? 2 : 1;  // a port in use: 2
   }
   std::cout << fmt::format("gpuledger agent: serving http://{}:{}/metrics\n",
-                           prometheus::ParseListen(f.listen)->first, (*http)->port())
+                           http::ParseListen(f.listen)->first, (*http)->port())
             << std::flush;
 
   std::thread loop([&] {

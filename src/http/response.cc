@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "http/gzip.h"
 #include "http/request.h"
-#include "prometheus/gzip.h"
 
 namespace gpuledger::http {
 namespace {
@@ -67,7 +67,7 @@ std::string Serialize(const Response& handed, const WireOptions& options) {
       fields_ok ? Response{} : TextResponse(500, "internal error: a response header was malformed");
   const Response& response = fields_ok ? handed : refused;
   const bool gzip = options.gzip && Compressible(response);
-  const std::string body = gzip ? prometheus::Gzip(response.body) : std::string();
+  const std::string body = gzip ? http::Gzip(response.body) : std::string();
   const std::string& sent = gzip ? body : response.body;
   std::string out =
       fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", response.status,

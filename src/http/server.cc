@@ -24,10 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http/listen.h"
 #include "http/listen_socket.h"
-#include "prometheus/exposition_writer.h"
-#include "prometheus/listen.h"
-#include "prometheus/metric_table.h"
 
 namespace gpuledger::http {
 namespace {
@@ -610,25 +608,12 @@ struct Server::Impl {
   }
 };
 
-std::string RenderStats(const ServerStats& s, const prometheus::HttpStatsDefs& defs) {
-  prometheus::ExpositionWriter w;
-  auto counter = [&](const prometheus::MetricDef& def, std::uint64_t value) {
-    w.Family(def);
-    w.Sample(def.name, static_cast<double>(value));
-  };
-  counter(defs.connections, s.connections_accepted.load());
-  counter(defs.connections_evicted, s.connections_evicted.load());
-  counter(defs.requests_timed_out, s.requests_timed_out.load());
-  counter(defs.requests_refused, s.requests_refused.load());
-  return w.Take();
-}
-
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() { Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Bind(const std::string& listen, Handler handler,
                                              ServerOptions options) {
-  auto addr = prometheus::ParseListen(listen);
+  auto addr = ParseListen(listen);
   if (!addr) return addr.error();
   auto socket = ListenTcp(addr->first, addr->second, kListenBacklog,
                           fmt::format("{} '{}'", options.flag, listen));

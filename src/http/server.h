@@ -40,10 +40,6 @@
 #include "http/request.h"
 #include "http/response.h"
 
-namespace gpuledger::prometheus {
-struct HttpStatsDefs;  // prometheus/metric_table.h
-}  // namespace gpuledger::prometheus
-
 struct ssl_ctx_st;
 
 namespace gpuledger::http {
@@ -70,7 +66,8 @@ struct ServerOptions {
   std::shared_ptr<TlsContext> tls;
 };
 
-// Counters of what the loop refused or cut, for the owner's /metrics.
+// Counters of what the loop refused or cut, for the owner's /metrics
+// (prometheus/http_stats.h writes them).
 struct ServerStats {
   std::atomic<std::uint64_t> connections_accepted{0};
   std::atomic<std::uint64_t> connections_evicted{0};  // at the cap, for a newer one
@@ -79,10 +76,6 @@ struct ServerStats {
   std::atomic<std::uint64_t> requests_answered{0};
   std::atomic<std::uint64_t> tls_handshakes_failed{0};  // old protocols, plain HTTP, resets
 };
-
-// The counters in the Prometheus text format, as the families `defs` names:
-// prometheus::kServerHttpStats for the API, prometheus::kAgentHttpStats for the agent.
-std::string RenderStats(const ServerStats& stats, const prometheus::HttpStatsDefs& defs);
 
 class Server {
  public:

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 namespace gpuledger::http {
 namespace {
@@ -216,7 +216,7 @@ TEST(Server, GzipsLargeTextWhenTheClientAcceptsIt) {
   ASSERT_TRUE(c.Send("GET /big HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n"));
   auto a = c.ReadResponse();
   EXPECT_NE(a.head.find("Content-Encoding: gzip"), std::string::npos) << a.head;
-  auto plain = prometheus::Gunzip(a.body);
+  auto plain = http::Gunzip(a.body);
   ASSERT_TRUE(plain) << plain.error().message;
   EXPECT_EQ(*plain, std::string(100000, 'x'));
   ASSERT_TRUE(c.Send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n"));
@@ -435,7 +435,7 @@ TEST(CveShapes, AResponseHeaderWithCrlfBecomesA500) {
 // Request bodies are never inflated: the handler gets the bytes sent, held to the body limit.
 TEST(CveShapes, RequestBodiesAreNeverInflated) {
   Running s;
-  const std::string bomb = prometheus::Gzip(std::string(64 << 20, '\0'));  // 64 MiB of zeros
+  const std::string bomb = http::Gzip(std::string(64 << 20, '\0'));  // 64 MiB of zeros
   ASSERT_LT(bomb.size(), 1u << 20);
   Client c(s.port());
   ASSERT_TRUE(

@@ -21,9 +21,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "http/gzip.h"
 #include "io/file_util.h"
 #include "prometheus/exposition_writer.h"
-#include "prometheus/gzip.h"
 #include "temp_dir.h"
 
 namespace gpuledger::ingest {
@@ -208,9 +208,9 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
     if (i % 2 == 0)
       ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", ms)).string(), text).ok());
     else
-      ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(),
-                            prometheus::Gzip(text))
-                      .ok());
+      ASSERT_TRUE(
+          WriteFile((snaps / fmt::format("n1:9400@{}.prom.gz", ms)).string(), http::Gzip(text))
+              .ok());
     agent.Advance(15);
   }
   ASSERT_TRUE(WriteFile((snaps / "README").string(), "not a snapshot").ok());
@@ -415,7 +415,7 @@ TEST(ScrapeLoop, AGzipBombOrAnEndlessBodyFailsItsTargetAndTheRoundGoesOn) {
   FakeAgent agent;
   HttpTarget good([&](httplib::Response& res) { res.set_content(agent.Render(), "text/plain"); });
   // 64 MiB and one byte of zeros: ~65 KB on the wire.
-  const std::string bomb = prometheus::Gzip(std::string(kMaxScrapeBodyBytes + 1, '\0'));
+  const std::string bomb = http::Gzip(std::string(kMaxScrapeBodyBytes + 1, '\0'));
   ASSERT_LT(bomb.size(), 100'000u);
   // Not text/*: cpp-httplib's server would compress those itself.
   HttpTarget bomber([&](httplib::Response& res) {
@@ -468,7 +468,7 @@ TEST(ReplayFiles, AGzipBombFileFailsNamingTheFile) {
   const fs::path snaps = dir.path() / "snaps";
   fs::create_directories(snaps);
   const fs::path bomb = snaps / "n1:9400@1800000000000.prom.gz";
-  ASSERT_TRUE(WriteFile(bomb.string(), prometheus::Gzip(std::string(2 << 20, '\0'))).ok());
+  ASSERT_TRUE(WriteFile(bomb.string(), http::Gzip(std::string(2 << 20, '\0'))).ok());
   auto store = Open(dir.path() / "l.db");
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());

@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "http/gzip.h"
 #include "io/file_util.h"
 #include "prometheus/exposition_parser.h"
-#include "prometheus/gzip.h"
 
 namespace gpuledger::ingest {
 
@@ -99,7 +99,7 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
     if (!raw) return raw.error();
     std::string text;
     if (f.gzip) {
-      auto g = prometheus::Gunzip(*raw, max_bytes);
+      auto g = http::Gunzip(*raw, max_bytes);
       if (!g) return InvalidArgument(fmt::format("{}: {}", f.path, g.error().message));
       text = std::move(*g);
     } else {

@@ -8,8 +8,8 @@
 
 #include "common/result.h"
 #include "common/time_util.h"
+#include "http/gzip.h"
 #include "ingest/ingestor.h"
-#include "prometheus/gzip.h"
 
 namespace gpuledger::ingest {
 
@@ -26,7 +26,7 @@ struct ReplayStats {
 struct ReplayOptions {
   std::ostream* progress = nullptr;
   int commit_every = 500;
-  std::size_t max_bytes = prometheus::kMaxGunzipBytes;
+  std::size_t max_bytes = http::kMaxGunzipBytes;
   // A snapshot stamped later than this (the replay's start, plus a clock's skew) is refused:
   // a record of what happened cannot come from the future, and one dated decades ahead would
   // fill every hour up to it with rows.

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/varint.h"
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -137,7 +137,7 @@ std::string EncodeDayRollup(const report::Report& day, const report::SumCheck& s
     e.Figures(row.figures);
   }
   // Fast compression: a day is kept by the report that first reads it, while it waits.
-  return prometheus::Gzip(out, prometheus::GzipLevel::kFast);
+  return http::Gzip(out, http::GzipLevel::kFast);
 }
 
 Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
@@ -145,7 +145,7 @@ Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
   scratch.clear();
   out.rows.clear();
   const Status inflated =
-      prometheus::GunzipChunks(kept, kMaxDayBytes, [&](std::string_view piece) -> Status {
+      http::GunzipChunks(kept, kMaxDayBytes, [&](std::string_view piece) -> Status {
         scratch.append(piece);
         return Status::Ok();
       });

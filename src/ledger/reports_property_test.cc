@@ -17,12 +17,12 @@
 
 #include "billing/ledger_reads.h"
 #include "billing/reconciled_prices.h"
+#include "http/gzip.h"
 #include "ledger/day_rollup.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"
 #include "ledger/read_service.h"
 #include "ledger/reports.h"
-#include "prometheus/gzip.h"
 #include "report/report_json.h"
 #include "store/ledger_store.h"
 #include "store_test_env/forwarding_store.h"
@@ -722,7 +722,7 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
   EXPECT_EQ(store.KeptDays(DayRollupKind(q.policy, q.idle), all_days)->size(), 5u);
   answers_as_rows("kept by a keeper");
   Status damaged =
-      DecodeDayRollup(prometheus::Gzip(std::string("\x02\x02", 2)), tables, decoded, scratch);
+      DecodeDayRollup(http::Gzip(std::string("\x02\x02", 2)), tables, decoded, scratch);
   ASSERT_FALSE(damaged.ok());
   EXPECT_EQ(damaged.error().message, "day kept summed byte 2: day end ends inside it");
   EXPECT_TRUE(decoded.rows.empty());

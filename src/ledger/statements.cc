@@ -13,8 +13,8 @@
 #include "common/json_text.h"
 #include "common/json_writer.h"
 #include "common/time_util.h"
+#include "http/gzip.h"
 #include "ledger/snapshot.h"
-#include "prometheus/gzip.h"
 #include "report/report_json.h"
 #include "report/window.h"
 
@@ -115,7 +115,7 @@ Result<Statement> ClosePeriod(store::LedgerStore& store, const CloseRequest& req
   st.build = request.build;
   st.provenance = Provenance(**snapshot, *month);
   st.total_cost_nanos = reports->front().total.device_cost_nanos;
-  st.body = prometheus::Gzip(EncodeBody(std::move(reports->front())));
+  st.body = http::Gzip(EncodeBody(std::move(reports->front())));
   auto version = store.WriteStatement(st);
   if (!version) return version.error();
   st.version = *version;
@@ -147,7 +147,7 @@ Result<report::Report> StatementReport(const Statement& st,
     rows[report::KeyOf(entry->consumer, entry->placed(), group_by)].Add(row->figures);
     return Status::Ok();
   };
-  const Status read = prometheus::GunzipLines(st.body, kMaxStatementBytes, on_line);
+  const Status read = http::GunzipLines(st.body, kMaxStatementBytes, on_line);
   if (!read) return failed(read.error().message);
   if (!heading) return failed("its body is empty");
   report::Report out = std::move(*heading);

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/client.h"
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 namespace gpuledger::prometheus {
 
@@ -37,7 +37,7 @@ Result<std::string> HttpGet(const HttpUrl& url, Micros timeout_us, std::size_t m
   // The magic alone decides (a proxy may drop Content-Encoding, so the client does not inflate
   // it; no exposition starts 0x1f 0x8b).
   if (gzipped) {
-    auto text = prometheus::Gunzip(body, max_bytes);
+    auto text = http::Gunzip(body, max_bytes);
     if (!text) return Unavailable(fmt::format("GET {}: {}", url.text, text.error().message));
     return std::move(*text);
   }

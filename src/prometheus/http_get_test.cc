@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 namespace gpuledger::prometheus {
 namespace {
@@ -47,7 +47,7 @@ class FakeExporter : public ::testing::Test {
     // cpp-httplib's server gzips text/* itself for a client that accepts it: /metrics tests
     // that; these two are served as octet streams so that their bytes arrive as written.
     server_.Get("/gzip", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(prometheus::Gzip("DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\"} 0.25\n"),
+      res.set_content(http::Gzip("DCGM_FI_PROF_SM_ACTIVE{UUID=\"GPU-a\"} 0.25\n"),
                       "application/octet-stream");
       res.set_header("Content-Encoding", "gzip");
     });
@@ -94,7 +94,7 @@ TEST_F(FakeExporter, ErrorsNameTheUrl) {
   EXPECT_NE(missing.error().message.find("HTTP 404"), std::string::npos);
   EXPECT_NE(missing.error().message.find("/nope"), std::string::npos);
   auto big = HttpGet(Url("/big"), kMicrosPerSecond, 1024);
-  // (A gzip body that inflates past the cap fails too: prometheus::Gunzip's bomb check.)
+  // (A gzip body that inflates past the cap fails too: http::Gunzip's bomb check.)
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().message.find("larger than 1024 bytes"), std::string::npos)
       << big.error().message;

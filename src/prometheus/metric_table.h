@@ -187,7 +187,7 @@ inline constexpr MetricDef kAgentLastCycleTimestampSeconds{
     "gpuledger_agent_last_cycle_timestamp_seconds", MetricType::kGauge, "",
     "When the last cycle ended.", kExporterAgent};
 
-// --- The HTTP listener's counters (http::RenderStats), the agent's and the server's ---------
+// --- The HTTP listener's counters (RenderHttpStats), the agent's and the server's -----------
 inline constexpr std::string_view kHttpConnectionsHelp =
     "Connections accepted by the HTTP listener.";
 inline constexpr std::string_view kHttpConnectionsEvictedHelp =
@@ -223,7 +223,7 @@ inline constexpr MetricDef kServerHttpRequestsRefusedTotal{
     "gpuledger_server_http_requests_refused_total", MetricType::kCounter, "",
     kHttpRequestsRefusedHelp, kExporterServer};
 
-// The four families of one HTTP listener, in the order RenderStats writes them.
+// The four families of one HTTP listener, in the order RenderHttpStats writes them.
 struct HttpStatsDefs {
   MetricDef connections;
   MetricDef connections_evicted;

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "common/dense_id_map.h"
+#include "http/gzip.h"
 #include "model/reconciliation.h"
-#include "prometheus/gzip.h"
 
 namespace gpuledger::recommendations {
 namespace {
@@ -85,7 +85,7 @@ Result<std::optional<WorkloadHours>> KeptDay(store::LedgerStore& store, Micros d
   auto kept = store.ReadDayRollup(day_us, RightsizeDayKind());
   if (!kept) return kept.error();
   if (!*kept) return std::optional<WorkloadHours>();
-  auto bytes = prometheus::Gunzip(**kept, kMaxDayBytes);
+  auto bytes = http::Gunzip(**kept, kMaxDayBytes);
   if (!bytes) return std::optional<WorkloadHours>();
   auto day = WorkloadHours::Decode(*bytes);
   if (!day) return std::optional<WorkloadHours>();
@@ -137,8 +137,8 @@ Result<int> KeepRightsizeDays(store::LedgerStore& store, const TimeRange& days,
     if (Status s = store.Scan({day, day + kMicrosPerDay}, scan); !s.ok()) return s.error();
     if (scan.device_hours() == 0) continue;  // nothing recorded that day
     hours.Seal();
-    auto written = store.WriteDayRollup(
-        day, kind, *generation, prometheus::Gzip(hours.Encode(), prometheus::GzipLevel::kFast));
+    auto written = store.WriteDayRollup(day, kind, *generation,
+                                        http::Gzip(hours.Encode(), http::GzipLevel::kFast));
     if (!written) return written.error();
     if (*written) ++added;
   }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "billing/ledger_reads.h"
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 #include "recommendations/rightsize_days.h"
 #include "recommendations/rightsize_json.h"
 #include "report/window.h"
@@ -267,14 +267,14 @@ TEST_P(RightsizeLedger, KeptDaysAreReadAndDamagedOnesAreNot) {
 
   WorkloadHours nothing;
   nothing.Seal();
-  keep(Hour(0), prometheus::Gzip(nothing.Encode()));
+  keep(Hour(0), http::Gzip(nothing.Encode()));
   for (const WorkloadAdvice& a : read().plan.workloads)
     for (Micros hour : a.summary.demand.hours)
       EXPECT_GE(hour, Hour(24)) << a.summary.usage.workload;
 
   keep(Hour(0), "not a day");
   EXPECT_EQ(RightsizeToJson(read()), expected);
-  keep(Hour(0), prometheus::Gzip("\x07"));  // another format
+  keep(Hour(0), http::Gzip("\x07"));  // another format
   EXPECT_EQ(RightsizeToJson(read()), expected);
 }
 

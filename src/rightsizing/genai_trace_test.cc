@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 #include "rightsizing/mig_profiles.h"
 #include "rightsizing_data/rightsizing_data.h"
 
@@ -37,7 +37,7 @@ TEST(GenAiTrace, SmallestMigProfileFitsEveryPodPeak) {
   auto gz = testutil::ReadFile(trace_path);
   auto mig = testutil::ReadFile(mig_path);
   if (!gz || !mig) GTEST_SKIP() << "shared data missing: " << trace_path << " or " << mig_path;
-  auto csv = prometheus::Gunzip(*gz);
+  auto csv = http::Gunzip(*gz);
   ASSERT_TRUE(csv.ok()) << csv.error().message;
 
   // The A100-80GB family's profiles, "+me" left out.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "http/server.h"
+#include "prometheus/http_stats.h"
 #include "prometheus/metric_table.h"
 #include "ui/ui_assets.h"
 
@@ -72,7 +73,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const std::string& listen, 
   // the API's own series.
   if (kind == Kind::kMain)
     api.AddMetrics([stats = (*http)->stats()] {
-      return http::RenderStats(*stats, prometheus::kServerHttpStats);
+      return prometheus::RenderHttpStats(*stats, prometheus::kServerHttpStats);
     });
   auto impl = std::make_unique<Impl>();
   impl->http = std::move(*http);

@@ -6,8 +6,8 @@
 
 #include "common/csv.h"
 #include "common/strings.h"
+#include "http/gzip.h"
 #include "io/file_util.h"
-#include "prometheus/gzip.h"
 #include "sim/scenario_parser.h"
 
 namespace gpuledger::sim::scenario {
@@ -15,7 +15,7 @@ namespace gpuledger::sim::scenario {
 Result<std::string> ReadDataFile(const std::string& path, FileKind kind) {
   auto text = ReadFile(path, kind);
   if (!text.ok() || !path.ends_with(".gz")) return text;
-  auto inflated = prometheus::Gunzip(*text);
+  auto inflated = http::Gunzip(*text);
   if (!inflated.ok()) return IoError(fmt::format("{}: {}", path, inflated.error().message));
   return inflated;
 }

@@ -8,10 +8,10 @@
 #include <array>
 #include <atomic>
 
+#include "http/listen.h"
 #include "http/server.h"
 #include "io/file_util.h"
 #include "prometheus/exposition_writer.h"
-#include "prometheus/listen.h"
 #include "prometheus/metric_table.h"
 
 namespace gpuledger::webhook {
@@ -174,7 +174,7 @@ WebhookServer::WebhookServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 WebhookServer::~WebhookServer() { Stop(); }
 
 Result<std::unique_ptr<WebhookServer>> WebhookServer::Bind(WebhookServerConfig config) {
-  auto addr = prometheus::ParseListen(config.listen);
+  auto addr = http::ParseListen(config.listen);
   if (!addr) {
     return InvalidArgument(fmt::format(
         "--webhook-listen '{}': expected HOST:PORT with a port 0-65535, e.g. 0.0.0.0:8443",

@@ -21,10 +21,10 @@
 
 #include <httplib.h>
 
+#include "http/gzip.h"
 #include "io/file_util.h"
 #include "process_util.h"
 #include "prometheus/exposition_writer.h"
-#include "prometheus/gzip.h"
 #include "test_paths.h"
 
 extern char** environ;
@@ -91,7 +91,7 @@ workloads:
     // The agent answered gzip; httplib's client (built with zlib) inflates it transparently.
     EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
     const bool inflated = gz->body.rfind("# HELP", 0) == 0;
-    std::string text_back = inflated ? gz->body : *prometheus::Gunzip(gz->body);
+    std::string text_back = inflated ? gz->body : *http::Gunzip(gz->body);
     EXPECT_NE(text_back.find("gpuledger_device_info"), std::string::npos);
     // Exactly one layer of gzip: the raw bytes through a socket of our own.
     std::string raw;
@@ -124,7 +124,7 @@ workloads:
       }
       body = joined;
     }
-    auto once = prometheus::Gunzip(body);
+    auto once = http::Gunzip(body);
     ASSERT_TRUE(once.ok()) << once.error().message;
     EXPECT_EQ(once->rfind("# HELP", 0), 0u) << "the body must be gzipped exactly once";
 

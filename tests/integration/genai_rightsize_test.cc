@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "http/gzip.h"
 #include "io/file_util.h"
 #include "process_util.h"
-#include "prometheus/gzip.h"
 #include "rightsizing_data/rightsizing_data.h"
 #include "temp_dir.h"
 #include "test_paths.h"
@@ -64,7 +64,7 @@ TEST(GenAiRightsize, EachPodsProfileIsTheSmallestHoldingItsPeakThroughTheLedger)
   // Each pod's span, memory peak and duty samples, from the raw files.
   std::map<std::string, Pod> pods;
   auto read = [&](const std::string& gz, bool memory) {
-    auto csv = prometheus::Gunzip(gz);
+    auto csv = http::Gunzip(gz);
     ASSERT_TRUE(csv) << csv.error().message;
     const auto rows = testutil::CsvRows(*csv);
     ASSERT_GT(rows.size(), 1000u);

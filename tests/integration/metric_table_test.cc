@@ -26,6 +26,7 @@
 #include "io/file_reader.h"
 #include "k8s/api_transport.h"
 #include "prometheus/exposition_parser.h"
+#include "prometheus/http_stats.h"
 #include "prometheus/metric_table.h"
 #include "server/api.h"
 #include "server/finding_events.h"
@@ -172,7 +173,8 @@ std::string AgentMetrics() {
     collector.Cycle();
   });
   const http::ServerStats stats;
-  return collector.Exposition()->text + http::RenderStats(stats, prometheus::kAgentHttpStats);
+  return collector.Exposition()->text +
+         prometheus::RenderHttpStats(stats, prometheus::kAgentHttpStats);
 }
 
 TEST(MetricTable, AgentExpositionIsTheTablesAgentFamilies) {

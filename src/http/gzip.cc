@@ -1,4 +1,4 @@
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace gpuledger::prometheus {
+namespace gpuledger::http {
 namespace {
 
 // deflate fails only on a broken invariant (bad parameters, out of memory): abort loudly.
@@ -134,4 +134,4 @@ Result<std::string> Gunzip(std::string_view data, std::size_t max_bytes) {
   return out;
 }
 
-}  // namespace gpuledger::prometheus
+}  // namespace gpuledger::http

@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 
-namespace gpuledger::prometheus {
+namespace gpuledger::http {
 
 // Far above a real agent's exposition (~1.7 MB with 200 containers), far below memory.
 inline constexpr std::size_t kMaxGunzipBytes = 256u << 20;
@@ -34,4 +34,4 @@ Status GunzipChunks(std::string_view data, std::size_t max_bytes,
 Status GunzipLines(std::string_view data, std::size_t max_bytes,
                    const std::function<Status(std::string_view)>& on_line);
 
-}  // namespace gpuledger::prometheus
+}  // namespace gpuledger::http

@@ -1,4 +1,4 @@
-#include "prometheus/gzip.h"
+#include "http/gzip.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace gpuledger::prometheus {
+namespace gpuledger::http {
 namespace {
 
 TEST(Gzip, RoundTrips) {
@@ -98,4 +98,4 @@ TEST(Gunzip, HandsOverLinesThatCrossPieces) {
 }
 
 }  // namespace
-}  // namespace gpuledger::prometheus
+}  // namespace gpuledger::http

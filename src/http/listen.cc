@@ -1,11 +1,11 @@
-#include "prometheus/listen.h"
+#include "http/listen.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 #include <string_view>
 
-namespace gpuledger::prometheus {
+namespace gpuledger::http {
 
 Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
   auto colon = listen.rfind(':');
@@ -24,4 +24,4 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
   return std::pair{host, port};
 }
 
-}  // namespace gpuledger::prometheus
+}  // namespace gpuledger::http
