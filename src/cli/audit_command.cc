@@ -10,8 +10,8 @@
 #include "cli/open_ledger.h"
 #include "cli/server_client.h"
 #include "common/json_text.h"
-#include "guardrails/ledger_findings.h"
 #include "guardrails/policy_yaml.h"
+#include "ledger/findings.h"
 #include "ledger/read_service.h"
 #include "store/ledger_store.h"
 

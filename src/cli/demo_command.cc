@@ -16,12 +16,12 @@
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "cost/price_hours.h"
-#include "guardrails/ledger_findings.h"
 #include "io/file_util.h"
 #include "io/terminal.h"
+#include "ledger/findings.h"
 #include "ledger/read_service.h"
+#include "ledger/rightsize.h"
 #include "model/compute_band.h"
-#include "recommendations/rightsize_ledger.h"
 #include "server/serve_ledger.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
@@ -359,7 +359,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
                   100 * MeasuredComputeBand("mps-thread-share").value_or(0)),
       "  ", width);
 
-  // What the agents' guardrails found, priced from the same ledger (guardrails/ledger_findings.h).
+  // What the agents' guardrails found, priced from the same ledger (ledger/findings.h).
   guardrails::FindingsQuery all_findings;
   all_findings.window = "all";
   ledger::ReadService reads;

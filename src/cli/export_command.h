@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "billing/ledger_reads.h"
+#include "ledger/billing_reads.h"
 
 namespace gpuledger::cli {
 

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "billing/ledger_reads.h"
 #include "cli/exit_code.h"
 #include "cli/open_ledger.h"
 #include "common/money.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
+#include "ledger/billing_reads.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::cli {

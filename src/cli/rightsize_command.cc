@@ -7,8 +7,8 @@
 #include "cli/server_client.h"
 #include "cost/catalog.h"
 #include "io/terminal.h"
+#include "ledger/rightsize.h"
 #include "recommendations/rightsize_json.h"
-#include "recommendations/rightsize_ledger.h"
 
 namespace gpuledger::cli {
 namespace {

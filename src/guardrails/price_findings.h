@@ -1,7 +1,7 @@
 #pragma once
 // What each finding cost, from the ledger's own rows (design section 5: "every finding
 // priced"), and the server-side detector of idle allocations: both fed a window's rows a part
-// at a time (guardrails/ledger_findings.h reads them a day at a time).
+// at a time (ledger/findings.h reads them a day at a time).
 //
 // A device-hour's price per metered µs prices every GPU-µs of that hour (the device's own
 // price, reconciled when a bill was imported). Per kind, the GPU time priced is:

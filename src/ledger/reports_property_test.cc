@@ -15,9 +15,9 @@
 #include <tuple>
 #include <vector>
 
-#include "billing/ledger_reads.h"
 #include "billing/reconciled_prices.h"
 #include "http/gzip.h"
+#include "ledger/billing_reads.h"
 #include "ledger/day_rollup.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"

@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "recommendations/rightsize_ledger.h"
+#include "recommendations/rightsize_plan.h"
 
 namespace gpuledger::recommendations {
 

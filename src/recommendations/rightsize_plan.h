@@ -3,7 +3,7 @@
 // of a window its ranked actions (rightsizing::Recommend over its window summary), the
 // consolidation plans per GPU model and pool (rightsizing::PlanConsolidation over the
 // workloads that use little of their GPUs), and the month's total saving. Pure: ledger rows in,
-// the plan out; reading the ledger and printing it are the edges' (rightsize_ledger.h,
+// the plan out; reading the ledger and printing it are the edges' (ledger/rightsize.h,
 // rightsize_json.h, cli/rightsize_command.h).
 //
 // The total never counts a GPU twice: a workload's own best action and a consolidation plan
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/time_range.h"
 #include "cost/catalog.h"
 #include "model/ledger.h"
 #include "recommendations/window_summary.h"
@@ -62,6 +63,22 @@ Result<RightsizePlan> PlanRightsizing(std::span<const DeviceHour> devices,
 // any-region price, cheapest first (ties by name): the cheaper-model candidates.
 std::map<std::string, std::vector<rightsizing::ModelPrice>> ModelsByClass(
     const cost::Catalog& catalog);
+
+// A rightsizing question as the user typed it (ledger/rightsize.h validates it) and its answer.
+struct RightsizeQuery {
+  std::string window = "7d";
+  std::string namespace_name;      // "" all
+  std::string workload;            // "" all, else "ns/Kind/name"
+  std::string headroom = "1.2";    // memory room above the peak, 1.0-4.0
+  std::string percentile = "p95";  // p50, p95 or p99 of the compute share
+};
+
+struct RightsizeAnswer {
+  RightsizePlan plan;
+  TimeRange window;
+  double headroom = 1.2;
+  std::string percentile;
+};
 
 // "8 GPUs", "1 GPU", "0.25 GPU": a share held, as the table and the JSON's "from" say it.
 std::string FormatGpus(SharePpd ppd);

@@ -10,20 +10,20 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "billing/ledger_reads.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/json_writer.h"
 #include "common/time_util.h"
-#include "guardrails/ledger_findings.h"
+#include "ledger/billing_reads.h"
 #include "ledger/devices.h"
+#include "ledger/findings.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
+#include "ledger/rightsize.h"
 #include "ledger/statements.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/metric_table.h"
 #include "recommendations/rightsize_json.h"
-#include "recommendations/rightsize_ledger.h"
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"

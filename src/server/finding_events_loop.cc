@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "guardrails/ledger_findings.h"
+#include "ledger/findings.h"
 
 namespace gpuledger::server {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The server's Events loop: every `interval` it reads the ledger's open findings (those seen in
-// the last day, priced over it; guardrails/ledger_findings.h) and hands them to FindingEvents,
+// the last day, priced over it; ledger/findings.h) and hands them to FindingEvents,
 // which posts what is due. Failures (ledger busy, API server unreachable, RBAC missing) are
 // logged once per change of state and retried at the next round; they never stop the server.
 

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "cost/catalog.h"
-#include "guardrails/ledger_findings.h"
+#include "ledger/findings.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"

@@ -1,4 +1,4 @@
-// Findings read a day at a time through the read service (ledger_findings.h) against the
+// Findings read a day at a time through the read service (findings.h) against the
 // computation they replaced, kept here whole as the reference (the window's rows read at once,
 // priced and searched for idle runs in one pass): random ledgers in SQLite and PostgreSQL with
 // every sharing layout, idle streaks across days, recorded findings of every kind, bills,
@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
-#include "billing/ledger_reads.h"
 #include "common/money.h"
-#include "guardrails/ledger_findings.h"
+#include "ledger/billing_reads.h"
+#include "ledger/findings.h"
 #include "ledger/read_service.h"
 #include "model/reconciliation.h"
 #include "report/window.h"

@@ -1,4 +1,4 @@
-#include "billing/ledger_reads.h"
+#include "ledger/billing_reads.h"
 
 #include <fmt/format.h>
 

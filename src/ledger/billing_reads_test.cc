@@ -1,6 +1,6 @@
 // The billing services over a real SQLite ledger: import, idempotent re-import, atomic failure,
 // and reports/exports priced at the bill.
-#include "billing/ledger_reads.h"
+#include "ledger/billing_reads.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -17,21 +17,6 @@
 
 namespace gpuledger::recommendations {
 
-struct RightsizeQuery {
-  std::string window = "7d";
-  std::string namespace_name;      // "" all
-  std::string workload;            // "" all, else "ns/Kind/name"
-  std::string headroom = "1.2";    // memory room above the peak, 1.0-4.0
-  std::string percentile = "p95";  // p50, p95 or p99 of the compute share
-};
-
-struct RightsizeAnswer {
-  RightsizePlan plan;
-  TimeRange window;
-  double headroom = 1.2;
-  std::string percentile;
-};
-
 // Errors of the query name the parameter first ("window: ...", "headroom: expected ...",
 // "percentile: ...", "workload: ..."): the CLI adds "--", the API "parameter '...'". Store
 // failures pass through. `reads` (the server's) answers the report by workload; without one it

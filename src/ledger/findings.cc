@@ -1,4 +1,4 @@
-#include "guardrails/ledger_findings.h"
+#include "ledger/findings.h"
 
 #include <algorithm>
 #include <map>

@@ -6,7 +6,7 @@
 // halves at once (appended), from rows and from the days kept for rightsizing; and every
 // recommendation offered replays within its allowance on its own window, and no consolidation
 // plan puts more than one GPU's memory or compute on one GPU in any hour.
-#include "recommendations/rightsize_ledger.h"
+#include "ledger/rightsize.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "billing/ledger_reads.h"
 #include "http/gzip.h"
+#include "ledger/billing_reads.h"
 #include "recommendations/rightsize_days.h"
 #include "recommendations/rightsize_json.h"
 #include "report/window.h"

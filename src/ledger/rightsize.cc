@@ -1,4 +1,4 @@
-#include "recommendations/rightsize_ledger.h"
+#include "ledger/rightsize.h"
 
 #include <algorithm>
 #include <charconv>
