@@ -87,7 +87,8 @@ std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<Worklo
   options.memory_headroom = o.recommend.memory_headroom;
   const TimeRange span = HoursOfRows(advice);
   std::vector<rightsizing::ConsolidationPlan> plans;
-  for (const auto& [key, g] : groups) {
+  for (const auto& entry : groups) {
+    const Group& g = entry.second;  // named, not bound: a lambda below captures it
     if (g.input.workloads.size() < 2) continue;
     auto plan_for = [&](const rightsizing::ConsolidationInput& input) {
       rightsizing::ConsolidationPlan plan = rightsizing::PlanConsolidation(input, options);
