@@ -552,33 +552,6 @@ class GpuAttributor {
 
 }  // namespace
 
-std::string_view ExplainComputeRule(std::string_view rule) {
-  if (rule == "mig-presence")
-    return "MIG instance without its own counters (GPM needs Hopper or newer, no dcgm-exporter): "
-           "its slice time while a process is present";
-  if (rule == "mps-thread-share")
-    return "MPS clients (NVML samples only the MPS server): the device's busy time by declared "
-           "active-thread share";
-  if (rule == "mps-memory-share")
-    return "MPS clients that declared no active-thread share: the device's busy time by the "
-           "memory each holds";
-  if (rule == "mps-even-share")
-    return "MPS clients with neither a declared share nor memory: the device's busy time evenly";
-  if (rule == "mps-server")
-    return "the MPS server: its samples are its clients' kernels, booked to them, none to it";
-  if (rule == "process-samples")
-    return "time-sliced consumers: the device's busy time by NVML's per-process samples, each "
-           "giving a whole sample window to one process (up to 111% off on an H200 for loads "
-           "in step with the windows; steady loads over hours average out; docs/attribution.md)";
-  if (rule == "allocation-share")
-    return "several consumers without per-process samples: the device's busy time by allocation";
-  if (rule == "no-signal") return "no busy signal and no samples: the grant alone";
-  if (rule == "kernel-time-remainder")
-    return "processes that publish no kernel time beside some that do: what the device's busy "
-           "time leaves after the publishers' kernels, by NVML's estimate";
-  return "";
-}
-
 std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot) {
   // One pass to hand each GPU its own grants and processes: a node of 8 GPUs and 200
   // containers is attributed in O(GPUs + grants + processes), not their product.
@@ -603,32 +576,6 @@ std::vector<DeviceUsage> Attribute(const NodeSnapshot& snapshot) {
   for (std::size_t i = 0; i < snapshot.gpus.size(); ++i)
     out.push_back(GpuAttributor(snapshot, snapshot.gpus[i], inputs[i]).Run());
   return out;
-}
-
-Status CheckConservation(const DeviceUsage& u) {
-  const Micros dt = u.duration_us();
-  GpuMicros compute = 0;
-  SharePpd allocated = 0;
-  MilliJoules energy = 0;
-  for (const auto& c : u.consumers) {
-    if (c.compute_us < 0 || c.allocated_ppd < 0 || c.energy_mj < 0)
-      return Internal(fmt::format("{}: negative figure for {}", u.gpu.value, c.consumer.Key()));
-    compute += c.compute_us;
-    allocated += c.allocated_ppd;
-    energy += c.energy_mj;
-  }
-  if (u.busy_us + u.idle_us != dt || u.idle_us < 0)
-    return Internal(
-        fmt::format("{}: busy {} + idle {} != interval {}", u.gpu.value, u.busy_us, u.idle_us, dt));
-  if (compute + u.unattributed_us != u.busy_us)
-    return Internal(fmt::format("{}: consumers {} + unattributed {} != busy {}", u.gpu.value,
-                                compute, u.unattributed_us, u.busy_us));
-  if (allocated + u.unallocated_ppd != kWholeGpu || u.unallocated_ppd < 0)
-    return Internal(fmt::format("{}: allocated {} + unallocated {} != whole GPU", u.gpu.value,
-                                allocated, u.unallocated_ppd));
-  if (u.energy_mj != 0 && energy + u.unattributed_energy_mj + u.idle_energy_mj != u.energy_mj)
-    return Internal(fmt::format("{}: energy not conserved", u.gpu.value));
-  return Status::Ok();
 }
 
 }  // namespace gpuledger::attribution

@@ -10,6 +10,7 @@
 #include "cli/server_client.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
+#include "ledger/read_reports.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "ledger/statements.h"

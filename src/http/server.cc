@@ -24,16 +24,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "http/connection.h"
+#include "http/job_queue.h"
 #include "http/listen.h"
 #include "http/listen_socket.h"
 
 namespace gpuledger::http {
 namespace {
-
-// Deadlines are about real sockets and epoll waits in real time: the steady clock, not the
-// injected Clock of the metering path.
-using SteadyClock = std::chrono::steady_clock;
-using TimePoint = SteadyClock::time_point;
 
 constexpr std::uint64_t kListenerKey = 0;
 constexpr std::uint64_t kWakeKey = 1;
@@ -47,136 +44,6 @@ constexpr std::size_t kLargeBuffer = 1 << 20;
 constexpr auto kTrimInterval = std::chrono::seconds(1);
 
 std::chrono::microseconds Us(Micros us) { return std::chrono::microseconds(us); }
-
-struct Connection {
-  enum class State { kReading, kHandling, kWriting, kDraining };
-  std::uint64_t key = 0;
-  int fd = -1;
-  State state = State::kReading;
-  std::string in;        // received, not yet taken by a request
-  std::string out;       // the response being written
-  std::size_t sent = 0;  // bytes of `out` written
-  bool close_after_write = false;
-  bool peer_closed = false;       // the client sent EOF
-  bool request_started = false;   // bytes of the next request have arrived
-  std::size_t body_reserved = 0;  // of the pending-body budget, for the body still coming
-  TimePoint waiting_since;        // when it began waiting for its next request (eviction order)
-  TimePoint write_started;        // when `out` began to be written
-  TimePoint deadline;             // when the current state times out (not while handling)
-  std::uint32_t interest = 0;     // the epoll events asked for
-  SSL* ssl = nullptr;             // with TLS: the session, freed with the connection
-  bool tls_wants_other = false;   // the last TLS call needs the other direction (a handshake)
-};
-
-// What one read or write on a connection came to.
-enum class Io { kMoved, kWouldBlock, kEof, kError };
-
-// One read into `buf`: plain, or through TLS (which also drives the handshake). A draining
-// connection's bytes are discarded unread, so they are read plain.
-Io Receive(Connection& c, char* buf, std::size_t size, std::size_t& n) {
-  if (c.ssl == nullptr || c.state == Connection::State::kDraining) {
-    for (;;) {
-      const ssize_t r = ::recv(c.fd, buf, size, 0);
-      if (r > 0) {
-        n = static_cast<std::size_t>(r);
-        return Io::kMoved;
-      }
-      if (r == 0) return Io::kEof;
-      if (errno == EINTR) continue;
-      return errno == EAGAIN || errno == EWOULDBLOCK ? Io::kWouldBlock : Io::kError;
-    }
-  }
-  ERR_clear_error();
-  const int r = SSL_read(c.ssl, buf, static_cast<int>(size));
-  if (r > 0) {
-    n = static_cast<std::size_t>(r);
-    c.tls_wants_other = false;
-    return Io::kMoved;
-  }
-  switch (SSL_get_error(c.ssl, r)) {
-    case SSL_ERROR_WANT_READ:
-      c.tls_wants_other = false;
-      return Io::kWouldBlock;
-    case SSL_ERROR_WANT_WRITE:
-      c.tls_wants_other = true;
-      return Io::kWouldBlock;
-    case SSL_ERROR_ZERO_RETURN:
-      return Io::kEof;
-    default:
-      return Io::kError;  // a failed handshake (an old protocol, plain HTTP), a reset
-  }
-}
-
-// One write of `data`: plain, or through TLS.
-Io Send(Connection& c, std::string_view data, std::size_t& n) {
-  if (c.ssl == nullptr) {
-    for (;;) {
-      const ssize_t r = ::send(c.fd, data.data(), data.size(), MSG_NOSIGNAL);
-      if (r > 0) {
-        n = static_cast<std::size_t>(r);
-        return Io::kMoved;
-      }
-      if (r < 0 && errno == EINTR) continue;
-      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? Io::kWouldBlock : Io::kError;
-    }
-  }
-  ERR_clear_error();
-  const int r =
-      SSL_write(c.ssl, data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 30)));
-  if (r > 0) {
-    n = static_cast<std::size_t>(r);
-    c.tls_wants_other = false;
-    return Io::kMoved;
-  }
-  switch (SSL_get_error(c.ssl, r)) {
-    case SSL_ERROR_WANT_WRITE:
-      c.tls_wants_other = false;
-      return Io::kWouldBlock;
-    case SSL_ERROR_WANT_READ:
-      c.tls_wants_other = true;
-      return Io::kWouldBlock;
-    default:
-      return Io::kError;
-  }
-}
-
-struct Job {
-  std::uint64_t key = 0;
-  Request request;
-};
-
-// Requests waiting for a worker. Pop blocks until a job arrives or Stop.
-class JobQueue {
- public:
-  void Push(Job job) {
-    {
-      std::lock_guard lock(mu_);
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_one();
-  }
-  std::optional<Job> Pop() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return stopped_ || !jobs_.empty(); });
-    if (stopped_) return std::nullopt;
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
-    return job;
-  }
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> jobs_;
-  bool stopped_ = false;
-};
 
 }  // namespace
 

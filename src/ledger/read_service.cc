@@ -6,6 +6,7 @@
 
 #include "common/time_util.h"
 #include "ledger/day_rollup.h"
+#include "ledger/read_reports.h"
 
 namespace gpuledger::ledger {
 namespace {

@@ -1,8 +1,9 @@
 // The read service keeps one snapshot while the ledger does not change, reads again the days a
 // write touched when one lands (whole when the store cannot say which), and reads a window
 // older than the kept days alone; in SQLite and PostgreSQL.
-#include "ledger/day_rollup.h"
 #include "ledger/read_service.h"
+#include "ledger/day_rollup.h"
+#include "ledger/read_reports.h"
 
 #include <gtest/gtest.h>
 
@@ -363,9 +364,9 @@ TEST_P(ReadServiceTest, KeepsAPartAnswerWhileAReportReadsIt) {
   ASSERT_TRUE(
       s.WriteHours(FourDays([](int h) { return (h % 5 + 1) * 60 * kMicrosPerSecond; })).ok());
   // A keeper keeps the days that have ended.
-  ASSERT_TRUE(KeepDays(s, ByNamespace({Hour(0), Hour(4 * 24)}), {Hour(0), Hour(3 * 24)},
-                       [] { return false; })
-                  .ok());
+  ASSERT_TRUE(KeepDays(s, ByNamespace({Hour(0), Hour(4 * 24)}), {Hour(0), Hour(3 * 24)}, [] {
+                return false;
+              }).ok());
 
   ReadService reads;
   ASSERT_TRUE(reads.Warm(s).ok());

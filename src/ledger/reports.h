@@ -71,14 +71,7 @@ bool StepsSumToWindow(const ReportQuery& query);
 // where StepsSumToWindow(query).
 report::Report SumSteps(const std::vector<report::Report>& steps);
 
-// BuildReports for a reader that keeps no snapshot between queries (the CLI): the window is
-// read and summed a day at a time, so it holds one day of the ledger, not the window. The
-// same answer as BuildReports over the window's snapshot: when the ledger changed while the
-// days were read, or the sums may not fit, the window is read again whole, in one snapshot
-// (so is a report that charges idle to a namespace and groups by a label). With `open_more`,
-// a connection of its own per core reads days in parallel (if one cannot be opened, fewer do).
-// Days the ledger keeps summed (KeepDays) are read so; it writes nothing, ever.
-Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
-                                                const store::StoreOpener& open_more = {});
+// The error of a report whose sums by step and group would pass ReportQuery::max_sum_bytes.
+Error TooManySums(std::size_t steps, std::size_t sums, std::size_t max_bytes);
 
 }  // namespace gpuledger::ledger

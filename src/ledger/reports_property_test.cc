@@ -21,6 +21,7 @@
 #include "ledger/day_rollup.h"
 #include "ledger/devices.h"
 #include "ledger/export_rows.h"
+#include "ledger/read_reports.h"
 #include "ledger/read_service.h"
 #include "ledger/reports.h"
 #include "report/report_json.h"

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ledger/read_reports.h"
 #include "ledger/reports.h"
 #include "model/reconciliation.h"
 #include "recommendations/rightsize_days.h"

@@ -3,6 +3,7 @@
 // re-priced the month's hours) changes the live figures and not the statement; closing again
 // makes version 2 with the new figures while version 1 stays readable; in SQLite and PostgreSQL.
 #include "ledger/statements.h"
+#include "ledger/read_reports.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -27,115 +27,19 @@
 #include "report/report.h"
 #include "report/report_json.h"
 #include "report/window.h"
-#include "server/opencost_names.h"
-#include "server/opencost_params.h"
+#include "server/api_allocation.h"
+#include "server/api_params.h"
 
 namespace gpuledger::server {
 namespace {
 
 using nlohmann::json;
 
-// Rejects parameters the endpoint does not know: a typo must not silently change a report.
-std::string UnknownParam(const Params& params, std::initializer_list<std::string_view> known) {
-  for (const auto& [k, v] : params)
-    if (std::find(known.begin(), known.end(), k) == known.end()) return k;
-  return {};
-}
-
-std::string Get(const Params& params, const std::string& key, const std::string& fallback) {
-  auto it = params.find(key);
-  return it == params.end() ? fallback : it->second;
-}
-
 // Constant-time comparison: the token check must not leak how much of a guess was right.
 bool SameToken(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (std::size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ (i < b.size() ? b[i] : 0);
   return diff == 0;
-}
-
-double Units(Nanos n) { return static_cast<double>(n) / kNanosPerUnit; }
-
-double Efficiency(const report::Figures& f) {
-  return f.allocated_gpu_us > 0
-             ? static_cast<double>(f.compute_gpu_us) / static_cast<double>(f.allocated_gpu_us)
-             : 0.0;
-}
-
-// One allocation entry, its keys in byte order (as a tree writes them: json_writer.h): exact
-// figures beside OpenCost's names and units. Consumer rows (`row` set) carry their compute
-// source and its error band, activity (with GPU-hours), share source and the utilization
-// class; __idle__ and __unattributed__ have none. `idle`: the __idle__ entry, whose compute is
-// the devices' time not busy: used by nobody, so no usage and no efficiency in OpenCost's
-// fields (its quotient was above 1).
-void WriteAllocationEntry(JsonWriter& w, std::string_view name, const report::Figures& f,
-                          Micros from, Micros to, const report::Row* row = nullptr,
-                          bool idle = false) {
-  const std::string start = FormatRfc3339(from);
-  const std::string end = FormatRfc3339(to);
-  w.BeginObject();
-  if (row != nullptr) {
-    w.Key("activity");
-    report::WriteActivity(w, f, /*with_gpu_hours=*/true);
-  }
-  w.Int("allocated_gpu_us", f.allocated_gpu_us);
-  if (row != nullptr) report::WriteComputeErrorBand(w, f);
-  w.Int("compute_gpu_us", f.compute_gpu_us);
-  if (row != nullptr) w.String("compute_source", report::FormatSource(f.quality, f.compute_rule));
-  w.Int("cost_nanos", f.cost_nanos);
-  w.String("end", end);
-  w.Int("energy_mj", f.energy_mj);
-  w.Double("gpuCost", Units(f.cost_nanos));
-  w.Double("gpuCostAdjustment", 0.0);
-  // OpenCost's efficiency: what was used of what was allocated (GPU only here).
-  w.Double("gpuEfficiency", idle ? 0.0 : Efficiency(f));
-  w.Double("gpuHours", report::GpuHours(f.allocated_gpu_us));
-  w.Double("gpuUsageHours", idle ? 0.0 : report::GpuHours(f.compute_gpu_us));
-  w.Int("memory_kib_s", f.memory_kib_s);
-  w.Double("minutes", static_cast<double>(to - from) / (60.0 * kMicrosPerSecond));
-  w.String("name", name);
-  w.String("quality", ToString(f.quality));
-  if (row != nullptr) w.String("share_source", f.share_source);
-  w.String("start", start);
-  w.Double("totalCost", Units(f.cost_nanos));
-  w.Double("totalEfficiency", idle ? 0.0 : Efficiency(f));
-  if (row != nullptr) {
-    w.Key("utilization");
-    report::WriteUtilization(w, row->utilization);
-  }
-  w.Key("window");
-  w.BeginObject();
-  w.String("end", end);
-  w.String("start", start);
-  w.EndObject();
-  w.EndObject();
-}
-
-// A step's allocation set: {name: entry}, its rows by key, with "__idle__" (unless
-// `include_idle` is false) and "__unattributed__" unless filtered (a tree's order; of a key
-// given twice the last, as assigning it twice keeps).
-void WriteAllocationSet(JsonWriter& w, const report::Report& r, bool filtered, bool include_idle,
-                        std::string_view unattributed = "__unattributed__") {
-  std::vector<std::string_view> names;
-  names.reserve(r.rows.size() + 2);
-  for (const report::Row& row : r.rows) names.push_back(row.key);
-  if (!filtered) {
-    names.push_back("__idle__");
-    names.push_back(unattributed);
-  }
-  w.BeginObject();
-  for (const std::size_t i : KeyOrder(names)) {
-    if (!include_idle && i == r.rows.size() && !filtered) continue;  // __idle__
-    w.Key(names[i]);
-    if (i < r.rows.size()) {
-      WriteAllocationEntry(w, names[i], r.rows[i].figures, r.from_us, r.to_us, &r.rows[i]);
-    } else {
-      const bool idle = i == r.rows.size();
-      WriteAllocationEntry(w, names[i], idle ? r.idle : r.unattributed, r.from_us, r.to_us, nullptr,
-                           idle);
-    }
-  }
-  w.EndObject();
 }
 
 }  // namespace
@@ -146,114 +50,6 @@ ApiResponse JsonError(int status, const std::string& message) {
 }
 
 namespace {
-
-// The report request every report endpoint shares, from its parameters; errors name the
-// parameter. Reports and allocations answer the same question (ledger/report_request.h).
-Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const Params& p) {
-  auto extent = store.Extent();
-  if (!extent) return extent.error();
-  ledger::ReportRequest request;
-  request.window = Get(p, "window", request.window);
-  request.group_by = Get(p, "aggregate", request.group_by);
-  request.policy = Get(p, "policy", request.policy);
-  request.idle = Get(p, "idle", request.idle);
-  request.step = Get(p, "step", "");
-  request.filter = Get(p, "filter", "");
-  auto query = ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
-  if (query) query->max_sum_bytes = ledger::kServerSumBytes;  // one request must not take the pod
-  return query;
-}
-
-ApiResponse FromError(const Error& e) {
-  // kUnavailable: a read that met writes each time it tried; asking again is the remedy.
-  const int status = e.code == ErrorCode::kInvalidArgument ? 400
-                     : e.code == ErrorCode::kUnavailable   ? 503
-                                                           : 500;
-  return JsonError(status, e.message);
-}
-
-// A lower layer's bad-input message about one of `names` in the words the report endpoints
-// use (ledger::ParameterNames): "window 'x': expected ..." becomes "parameter 'window': window
-// 'x': expected ...", "headroom: expected ..." and a CLI flag's "--policy: policy 'x': ..."
-// lose their prefix to "parameter 'NAME': ". Other errors pass through FromError.
-ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names) {
-  if (e.code != ErrorCode::kInvalidArgument) return FromError(e);
-  std::string_view m = e.message;
-  if (m.starts_with("--")) m.remove_prefix(2);
-  for (std::string_view name : names) {
-    if (!m.starts_with(name) || m.size() == name.size()) continue;
-    if (m.substr(name.size()).starts_with(": "))
-      return JsonError(400, fmt::format("parameter '{}': {}", name, m.substr(name.size() + 2)));
-    if (m[name.size()] == ' ') return JsonError(400, fmt::format("parameter '{}': {}", name, m));
-  }
-  return JsonError(400, e.message);
-}
-
-// A report that could not be built: a window whose sums do not fit ("window: ...") is the
-// request's fault, anything else the ledger's.
-ApiResponse ReportError(const Error& e) {
-  if (e.code == ErrorCode::kInvalidArgument) return JsonError(400, "parameter " + e.message);
-  return FromError(e);
-}
-
-// What one answer of the report endpoints may hold, as an export's (billing::kServerExportBytes):
-// it is held whole, then copied to the wire, under a pod limit of 1 GiB (issue 58: one
-// allocation by container with hourly steps over 30 days at 240 GPUs was 317 MB).
-constexpr std::size_t kMaxAnswerBytes = billing::kServerExportBytes;
-
-ApiResponse AnswerTooLarge(std::size_t steps_written, std::size_t steps) {
-  return JsonError(
-      400, fmt::format("the answer passes {} MiB after {} of its {} steps: narrow parameter "
-                       "'window', lengthen 'step' (or accumulate), aggregate by fewer or coarser "
-                       "levels, or add a 'filter'",
-                       kMaxAnswerBytes >> 20, steps_written, steps));
-}
-
-// `opencost_names`: entries named as OpenCost names them (opencost_names.h), for its paths.
-ApiResponse Allocation(store::LedgerStore& store, ledger::ReadService& reads, const Params& given,
-                       bool opencost_names) {
-  static const std::vector<std::string_view> kKnown = [] {
-    std::vector<std::string_view> known = {"window",    "aggregate",  "step",      "accumulate",
-                                           "policy",    "idle",       "filter",    "includeIdle",
-                                           "shareIdle", "idleByNode", "resolution"};
-    known.insert(known.end(), std::begin(kOpenCostFilterParams), std::end(kOpenCostFilterParams));
-    return known;
-  }();
-  for (const auto& [name, value] : given)
-    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end())
-      return JsonError(400,
-                       fmt::format("unknown parameter '{}' ({})", name, fmt::join(kKnown, ", ")));
-  auto opencost = FromOpenCost(given);  // OpenCost's words, with OpenCost's meaning
-  if (!opencost) return JsonError(400, opencost.error().message);
-  auto query = ParseReportParams(store, opencost->params);
-  if (!query) return FromError(query.error());
-  const bool filtered = !query->filter.empty();
-  query->rows_only = filtered;  // a filtered answer has no idle, unattributed or totals
-  auto reports = reads.Reports(store, *query);
-  if (!reports) return ReportError(reports.error());
-  const std::string unattributed = opencost_names
-                                       ? EntryForNone("__unattributed__", query->group_by.size())
-                                       : "__unattributed__";
-  if (opencost_names)
-    for (report::Report& r : *reports)
-      r.rows = AsOpenCostEntries(std::move(r.rows), query->group_by, opencost->controller_kind);
-  // A filter selects consumers after pricing (each one's cost is what it is in the whole
-  // cluster); idle and unattributed belong to no consumer, so a filtered answer has none.
-  JsonWriter w;
-  w.BeginObject();
-  w.Int("code", 200);
-  w.Key("data");
-  w.BeginArray();
-  for (std::size_t i = 0; i < reports->size(); ++i) {
-    WriteAllocationSet(w, (*reports)[i], filtered, opencost->include_idle, unattributed);
-    if (w.text().size() > kMaxAnswerBytes) return AnswerTooLarge(i + 1, reports->size());
-  }
-  w.EndArray();
-  report::WriteLedgerReach(w, query->window, query->extent);
-  w.String("status", "success");
-  w.EndObject();
-  return {200, "application/json", std::move(w).Take() + "\n"};
-}
 
 ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle", "filter", "step"});
@@ -292,7 +88,7 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
 ApiResponse Statements(store::LedgerStore& store, const Params& p) {
   if (auto u = UnknownParam(p, {"period"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (period)", u));
-  const std::string period = Get(p, "period", "");
+  const std::string period = ParamOr(p, "period", "");
   if (!period.empty() && !report::MonthRange(period))
     return JsonError(400, fmt::format("parameter 'period': '{}' is not a month YYYY-MM", period));
   auto statements = store.ReadStatements(period);
@@ -332,11 +128,11 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
         400, fmt::format(
                  "unknown parameter '{}' (window, namespace, workload, headroom, percentile)", u));
   recommendations::RightsizeQuery q;
-  q.window = Get(p, "window", q.window);
-  q.namespace_name = Get(p, "namespace", "");
-  q.workload = Get(p, "workload", "");
-  q.headroom = Get(p, "headroom", q.headroom);
-  q.percentile = Get(p, "percentile", q.percentile);
+  q.window = ParamOr(p, "window", q.window);
+  q.namespace_name = ParamOr(p, "namespace", "");
+  q.workload = ParamOr(p, "workload", "");
+  q.headroom = ParamOr(p, "headroom", q.headroom);
+  q.percentile = ParamOr(p, "percentile", q.percentile);
   auto answer = recommendations::ReadRightsizePlan(store, &reads, q, catalog, open_more);
   if (!answer)
     return ParameterError(answer.error(),
@@ -358,16 +154,16 @@ ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, cons
                                       "severity, state)",
                                       u));
   guardrails::FindingsQuery q;
-  q.window = Get(p, "window", "7d");
-  q.namespace_name = Get(p, "namespace", "");
-  q.workload = Get(p, "workload", "");
-  auto kind = guardrails::ParseKindFilter(Get(p, "kind", ""));
+  q.window = ParamOr(p, "window", "7d");
+  q.namespace_name = ParamOr(p, "namespace", "");
+  q.workload = ParamOr(p, "workload", "");
+  auto kind = guardrails::ParseKindFilter(ParamOr(p, "kind", ""));
   if (!kind) return ParameterError(kind.error(), {"kind"});
   q.kind = *kind;
-  auto severity = guardrails::ParseSeverityFilter(Get(p, "severity", ""));
+  auto severity = guardrails::ParseSeverityFilter(ParamOr(p, "severity", ""));
   if (!severity) return ParameterError(severity.error(), {"severity"});
   q.min_severity = *severity;
-  const std::string state = Get(p, "state", "all");
+  const std::string state = ParamOr(p, "state", "all");
   if (state != "all" && state != "open")
     return JsonError(400,
                      fmt::format("parameter 'state': state '{}': expected open or all", state));
@@ -386,10 +182,10 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
     return JsonError(400, fmt::format("unknown parameter '{}' (window, policy)", u));
   auto extent = store.Extent();
   if (!extent) return FromError(extent.error());
-  auto window = report::ResolveWindow(Get(p, "window", "all"), *extent);
+  auto window = report::ResolveWindow(ParamOr(p, "window", "all"), *extent);
   if (!window) return JsonError(400, "parameter 'window': " + window.error().message);
   // A device's cost does not depend on the policy, but an unknown one is a mistake to say.
-  if (auto policy = cost::ParsePolicy(Get(p, "policy", "allocation")); !policy)
+  if (auto policy = cost::ParsePolicy(ParamOr(p, "policy", "allocation")); !policy)
     return JsonError(400, "parameter 'policy': " + policy.error().message);
   auto devices = reads.Devices(store, *window);
   if (!devices) return FromError(devices.error());
@@ -438,10 +234,10 @@ ApiResponse ExportFocus(store::LedgerStore& store, ledger::ReadService& reads, c
   if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
   billing::ExportOptions o;
-  o.window = Get(p, "window", o.window);
-  o.period = Get(p, "period", o.period);
-  o.policy = Get(p, "policy", o.policy);
-  o.idle = Get(p, "idle", o.idle);
+  o.window = ParamOr(p, "window", o.window);
+  o.period = ParamOr(p, "period", o.period);
+  o.policy = ParamOr(p, "policy", o.policy);
+  o.idle = ParamOr(p, "idle", o.idle);
   o.format = "focus";
   // A day at a time through the read service; one answer is held whole, so it has a size.
   auto csv = billing::ExportFromStore(store, reads, o, billing::kServerExportBytes);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ledger/read_reports.h"
 #include "ledger/reports.h"
 #include "prometheus/metric_table.h"
 #include "store/ledger_identity.h"

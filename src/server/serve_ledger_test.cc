@@ -14,6 +14,7 @@
 #include "common/time_util.h"
 #include "cost/catalog.h"
 #include "ledger/day_rollup.h"
+#include "ledger/read_reports.h"
 #include "ledger/reports.h"
 #include "ledger/rightsize.h"
 #include "recommendations/rightsize_days.h"

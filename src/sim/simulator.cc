@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/profiles.h"
+#include "sim/sample_windows.h"
 #include "sim/sim_util.h"
 #include "sim/simulated_node.h"
 #include "sim/world.h"
@@ -56,124 +57,6 @@ using world::kDriverReservation;
 using world::NodeWorld;
 using world::World;
 
-// One sub-window observation of an activity level u in [0, 1]: whole-percent rounding of 100 u
-// plus zero-mean dither, as NVML's sampled utilization behaves.
-int ObservePercent(double u, std::mt19937_64& rng) {
-  double x = 100 * u;
-  double d = std::min({2.0, 100 * u, 100 * (1 - u)});
-  if (d > 0) x += std::uniform_real_distribution<double>(-d, d)(rng);
-  return static_cast<int>(std::clamp(std::llround(x), 0LL, 100LL));
-}
-
-struct Entry {
-  int actor;
-  int ctx;       // index into the actor's contexts
-  int mig;       // -1: physical GPU
-  double u = 0;  // this sub-window's demand
-  double scale = 1;
-  std::vector<std::int64_t> sm_acc;  // per process: Σ percent x µs of the sample windows it owns
-};
-
-// A timeslice: how long "the process holding the GPU at an instant" looks back.
-constexpr Micros kInstantUs = 1000;
-
-// Who may own a sub-window [sa, sb) of `windows` sample periods, as weights per entry (MIG
-// entries none), in `weight`; returns their sum. One window: whoever holds the GPU at its last
-// instant (the demand then), or, when nobody runs then, whoever ran last. Several: the
-// sub-window's mean demand.
-double OwnerWeights(const std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
-                    Micros sb, std::int64_t windows, std::vector<double>& weight) {
-  weight.assign(entries.size(), 0);
-  double total = 0;
-  for (Micros to = sb; windows == 1 && total <= 0 && to > sa; to -= kInstantUs) {
-    const Micros from = std::max(sa, to - kInstantUs);
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const Actor& act = actors[entries[i].actor];
-      if (entries[i].mig >= 0) continue;
-      weight[i] = ProfileIntegral(*act.compute, act.seed, from - act.start, to - act.start);
-      total += weight[i];
-    }
-  }
-  if (total > 0) return total;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    weight[i] = entries[i].mig >= 0 ? 0 : entries[i].u;
-    total += weight[i];
-  }
-  return total;
-}
-
-// One window's `busy` percent-µs to the owner drawn by `weight`, shared with the previous
-// window's owner `last` (if still on the GPU) by the two windows' values, as the agent shares
-// them; `last` becomes this window's owner.
-void GiveOneWindow(std::vector<Entry>& entries, const std::vector<double>& weight, int percent,
-                   std::int64_t busy, world::WindowOwner& last, std::mt19937_64& rng) {
-  const std::size_t i = std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng);
-  auto& acc = entries[i].sm_acc;
-  const auto q = std::uniform_int_distribution<std::size_t>(0, acc.size() - 1)(rng);
-  std::int64_t* previous = nullptr;
-  for (Entry& e : entries)
-    if (e.actor == last.actor && last.process < static_cast<int>(e.sm_acc.size()))
-      previous = &e.sm_acc[static_cast<std::size_t>(last.process)];
-  if (previous == nullptr || previous == &acc[q] || last.percent <= 0) {
-    acc[q] += busy;
-  } else {
-    const std::int64_t theirs = busy * last.percent / (last.percent + percent);
-    *previous += theirs;
-    acc[q] += busy - theirs;
-  }
-  last = {entries[i].actor, static_cast<int>(q), percent};
-}
-
-// `windows` windows of `busy` percent-µs in all, their owners drawn multinomially by `weight`
-// (sum `total`): each entry's count given the ones before it, then evenly among its processes.
-void GiveManyWindows(std::vector<Entry>& entries, const std::vector<double>& weight, double total,
-                     std::int64_t windows, std::int64_t busy, std::mt19937_64& rng) {
-  std::int64_t left = windows;
-  for (std::size_t i = 0; i < entries.size() && left > 0; ++i) {
-    if (weight[i] <= 0) continue;
-    const double p = std::min(1.0, weight[i] / total);
-    total -= weight[i];
-    std::int64_t owned = std::binomial_distribution<std::int64_t>(left, p)(rng);
-    left -= owned;
-    auto& acc = entries[i].sm_acc;
-    for (std::size_t q = 0; q < acc.size() && owned > 0; ++q) {
-      const std::int64_t mine = q + 1 == acc.size()
-                                    ? owned
-                                    : std::binomial_distribution<std::int64_t>(
-                                          owned, 1.0 / static_cast<double>(acc.size() - q))(rng);
-      owned -= mine;
-      acc[q] += busy * mine / windows;
-    }
-  }
-}
-
-// NVML's per-process samples on a time-sliced GPU, as a real H200 gave them (docs/attribution.md,
-// "What NVML can and cannot tell"), and the agent's split of them: each of the device's sample
-// windows goes whole to one process, carrying the device's value for the window, and that
-// process is the one holding the GPU when the window closes (the last one to run when nobody
-// runs then). The agent shares a window between the processes sampled within 100 ms of it (its
-// owner and the previous window's, sources/nvml/presence_split.h) by their values. A sub-window
-// of one sample period draws its owner from the demand at that instant, so a periodic load
-// aliases against the windows as run 2's did; a longer sub-window (long steps) draws the owners
-// of its windows from its mean demand and gives each its windows. `percent` is the device's
-// observed value for the sub-window [sa, sb); `last` the previous window's owner; `weight` a
-// reusable buffer.
-void GiveWindowsToOwners(std::vector<Entry>& entries, const std::vector<Actor>& actors, Micros sa,
-                         Micros sb, double period_us, int percent, world::WindowOwner& last,
-                         std::vector<double>& weight, std::mt19937_64& rng) {
-  const Micros len = sb - sa;
-  const auto windows =
-      std::max<std::int64_t>(1, std::llround(static_cast<double>(len) / std::max(period_us, 1.0)));
-  const double total = OwnerWeights(entries, actors, sa, sb, windows, weight);
-  const std::int64_t busy = static_cast<std::int64_t>(percent) * len;  // percent-µs
-  if (total > 0 && windows == 1) {
-    GiveOneWindow(entries, weight, percent, busy, last, rng);
-    return;
-  }
-  last = {};
-  if (total > 0) GiveManyWindows(entries, weight, total, windows, busy, rng);
-}
-
 // The random stream of one node: per node, so one node simulated alone (NodeStepper) draws
 // exactly what it draws in a whole-scenario Run.
 std::mt19937_64 NodeRng(const Scenario& sc, const NodeSpec& spec) {
@@ -221,7 +104,7 @@ Activity Observe(const UnitActivity& u, Micros dt, std::mt19937_64& rng) {
 // Reusable buffers of SimulateInterval.
 struct Scratch {
   std::vector<int> active;
-  std::vector<Entry> entries;
+  std::vector<SampleEntry> entries;
   std::vector<double> owner_weights;        // GiveWindowsToOwners
   std::vector<UnitActivity> unit_activity;  // per MIG instance of a GPU, then the GPU itself
 };
@@ -295,7 +178,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
       if (!world::OnGpu(actors, active, ai, g)) continue;
       for (std::size_t c = 0; c < act.contexts.size(); ++c)
         if (act.contexts[c].gpu == g) {
-          Entry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}};
+          SampleEntry e{ai, static_cast<int>(c), act.contexts[c].mig, 0, 1, {}};
           e.sm_acc.assign(act.processes, 0);
           entries.push_back(std::move(e));
         }
@@ -316,7 +199,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
         if (len <= 0) continue;
         double sum = 0;
         std::fill(mig_sum.begin(), mig_sum.end(), 0.0);
-        for (Entry& e : entries) {
+        for (SampleEntry& e : entries) {
           Actor& act = actors[e.actor];
           e.u = ProfileIntegral(*act.compute, act.seed, sa - act.start, sb - act.start) /
                 static_cast<double>(len);
@@ -328,7 +211,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
         }
         // Contention: demand over the unit's capacity is scaled down proportionally.
         double phys_busy = 0;
-        for (Entry& e : entries) {
+        for (SampleEntry& e : entries) {
           double total = e.mig >= 0 ? mig_sum[e.mig] : sum;
           e.scale = total > 1 ? 1 / total : 1;
           double u = e.u * e.scale;
@@ -370,7 +253,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
                                 ns.last_owner[static_cast<std::size_t>(g)], scratch.owner_weights,
                                 rng);
           } else {  // MPS: NVML gives every window to the server's process, never to a client
-            for (Entry& e : entries)
+            for (SampleEntry& e : entries)
               if (actors[e.actor].mps_server) e.sm_acc[0] += percent * len;
           }
         }
@@ -379,7 +262,7 @@ void SimulateInterval(World& w, std::size_t n, Micros a, Micros b, std::mt19937_
     // Processes and memory.
     Bytes phys_mem = 0;
     std::vector<Bytes> mig_mem(layout, 0);
-    for (Entry& e : entries) {
+    for (SampleEntry& e : entries) {
       Actor& act = actors[e.actor];
       double mem_int = MemoryIntegral(*act.memory, a - act.start, b - act.start);
       truth_of[e.actor]->memory_byte_us += mem_int;

@@ -1,0 +1,71 @@
+#include "server/api_params.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ledger/report_request.h"
+
+namespace gpuledger::server {
+
+std::string UnknownParam(const Params& params, std::initializer_list<std::string_view> known) {
+  for (const auto& [k, v] : params)
+    if (std::find(known.begin(), known.end(), k) == known.end()) return k;
+  return {};
+}
+
+std::string ParamOr(const Params& params, const std::string& key, const std::string& fallback) {
+  auto it = params.find(key);
+  return it == params.end() ? fallback : it->second;
+}
+
+Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const Params& p) {
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  ledger::ReportRequest request;
+  request.window = ParamOr(p, "window", request.window);
+  request.group_by = ParamOr(p, "aggregate", request.group_by);
+  request.policy = ParamOr(p, "policy", request.policy);
+  request.idle = ParamOr(p, "idle", request.idle);
+  request.step = ParamOr(p, "step", "");
+  request.filter = ParamOr(p, "filter", "");
+  auto query = ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
+  if (query) query->max_sum_bytes = ledger::kServerSumBytes;  // one request must not take the pod
+  return query;
+}
+
+ApiResponse FromError(const Error& e) {
+  // kUnavailable: a read that met writes each time it tried; asking again is the remedy.
+  const int status = e.code == ErrorCode::kInvalidArgument ? 400
+                     : e.code == ErrorCode::kUnavailable   ? 503
+                                                           : 500;
+  return JsonError(status, e.message);
+}
+
+ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names) {
+  if (e.code != ErrorCode::kInvalidArgument) return FromError(e);
+  std::string_view m = e.message;
+  if (m.starts_with("--")) m.remove_prefix(2);
+  for (std::string_view name : names) {
+    if (!m.starts_with(name) || m.size() == name.size()) continue;
+    if (m.substr(name.size()).starts_with(": "))
+      return JsonError(400, fmt::format("parameter '{}': {}", name, m.substr(name.size() + 2)));
+    if (m[name.size()] == ' ') return JsonError(400, fmt::format("parameter '{}': {}", name, m));
+  }
+  return JsonError(400, e.message);
+}
+
+ApiResponse ReportError(const Error& e) {
+  if (e.code == ErrorCode::kInvalidArgument) return JsonError(400, "parameter " + e.message);
+  return FromError(e);
+}
+
+ApiResponse AnswerTooLarge(std::size_t steps_written, std::size_t steps) {
+  return JsonError(
+      400, fmt::format("the answer passes {} MiB after {} of its {} steps: narrow parameter "
+                       "'window', lengthen 'step' (or accumulate), aggregate by fewer or coarser "
+                       "levels, or add a 'filter'",
+                       kMaxAnswerBytes >> 20, steps_written, steps));
+}
+
+}  // namespace gpuledger::server
