@@ -20,7 +20,8 @@
 namespace gpuledger::cli {
 
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
-                                            const store::StoreOpener& open_more) {
+                                            const store::StoreOpener& open_more,
+                                            int* days_from_rows) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
   ledger::ReportRequest request;
@@ -30,10 +31,13 @@ Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const Rep
   request.idle = o.idle;
   auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
   if (!query) return query.error();
+  if (days_from_rows != nullptr) *days_from_rows = 0;
   return ledger::ReportOfWindow(store, *query,
                                 [&](const ledger::ReportQuery& q) -> Result<report::Report> {
-                                  auto reports = ledger::ReadReports(store, q, open_more);
+                                  int unkept = 0;
+                                  auto reports = ledger::ReadReports(store, q, open_more, &unkept);
                                   if (!reports) return reports.error();
+                                  if (days_from_rows != nullptr) *days_from_rows += unkept;
                                   return std::move(reports->front());
                                 });
 }
@@ -57,6 +61,18 @@ void NoteWhatTheLedgerHolds(const report::Report& r, std::ostream& err) {
       "recorded\n",
       FormatRfc3339(r.ledger->from_us), FormatRfc3339(r.ledger->to_us), FormatRfc3339(r.from_us),
       FormatRfc3339(r.to_us), report::ReachPast({r.from_us, r.to_us}, *r.ledger));
+}
+
+// Reads never write, so whole days no writer kept summed are summed from their rows each time:
+// say why this report was slower than it needs to be, and what keeps them.
+void NoteDaysFromRows(int days, std::ostream& err) {
+  if (days == 0) return;
+  err << fmt::format(
+      "note: {} whole day{} of the window {} not kept summed in this ledger, so {} summed from "
+      "{} rows, which is slower; a server writing the ledger keeps its ended days (`gpuledger "
+      "server`, also with --backfill-only)\n",
+      days, days == 1 ? "" : "s", days == 1 ? "is" : "are", days == 1 ? "it was" : "they were",
+      days == 1 ? "its" : "their");
 }
 
 }  // namespace
@@ -87,13 +103,16 @@ int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
     err << "error: " << store.error().message << "\n";
     return ExitCodeFor(store.error());
   }
-  auto r = BuildReportFromStore(**store, o, [&] { return OpenExistingLedger("--db", o.db); });
+  int days_from_rows = 0;
+  auto r = BuildReportFromStore(
+      **store, o, [&] { return OpenExistingLedger("--db", o.db); }, &days_from_rows);
   if (!r) {
     err << "error: " << r.error().message << "\n";
     return ExitCodeFor(r.error());
   }
   out << RenderReport(*r, *format, o.wide, TerminalColumns());
   NoteWhatTheLedgerHolds(*r, err);
+  NoteDaysFromRows(days_from_rows, err);
   return 0;
 }
 

@@ -27,8 +27,11 @@ struct ReportOptions {
 
 // Builds the report from an open store (`open_more`: connections of its own for readers of
 // more days at once). Errors are bad input (exit 2) or I/O (exit 1).
+// With `days_from_rows`: how many whole days of the window had no summed day kept in the ledger
+// and were summed from their rows (ledger::ReadReports).
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
-                                            const store::StoreOpener& open_more = {});
+                                            const store::StoreOpener& open_more = {},
+                                            int* days_from_rows = nullptr);
 
 // Returns the process exit code: 0 ok, 1 failure, 2 bad input.
 int RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);

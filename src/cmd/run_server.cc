@@ -305,6 +305,15 @@ int RunIngest(const ServerFlags& o, const std::string& path, const std::string& 
     err << "error: " << served.error().message << "\n";
     return cli::ExitCodeFor(served.error());
   }
+  // A backfill is the ledger's writer while it runs, and reports never write: it leaves every
+  // ended day it filled kept summed, as a serving server keeps the last weeks'.
+  if (config.backfill_only && *served == 0 && !stop.load()) {
+    auto store = store::OpenLedger(path);
+    if (!store)
+      err << "warning: keeping days summed: " << store.error().message << "\n";
+    else
+      server::KeepEveryEndedDay(**store, WallNowUs(), stop, err);
+  }
   return *served;
 }
 

@@ -1,6 +1,7 @@
 #include "ledger/read_reports.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,9 @@ constexpr int kOpenRereads = 3;
 }  // namespace
 
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
-                                                const store::StoreOpener& open_more) {
+                                                const store::StoreOpener& open_more,
+                                                int* days_from_rows) {
+  if (days_from_rows != nullptr) *days_from_rows = 0;
   auto whole = [&]() -> Result<std::vector<report::Report>> {
     auto snapshot = Snapshot::Load(store, query.window);
     if (!snapshot) return snapshot.error();
@@ -123,6 +126,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
   std::vector<std::vector<report::Report>> open_parts(parts.size() - first_open);
   report::SumCheck open_sums;
   std::optional<Error> failed;
+  std::atomic<int> unkept = 0;  // whole days summed from rows, none kept
   auto read = [&](std::size_t reader) {
     std::shared_ptr<Snapshot> recycled;  // the reader's last part's, for the next to fill
     SummedDay kept_day;                  // the reader's last kept day's, likewise
@@ -150,6 +154,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
                            : loaded.status();
         if (!added) reports = added.error();
         if (loaded) recycled = std::const_pointer_cast<Snapshot>(std::move(*loaded));
+        unkept.fetch_add(1);
       }
       std::lock_guard lock(mu);
       if (!reports) {
@@ -182,6 +187,7 @@ Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const
     read(0);
   }
   if (failed) return *failed;
+  if (days_from_rows != nullptr) *days_from_rows = unkept.load();
   for (const auto& t : tables)
     if (!t->ok()) return whole();  // more rule texts than ids
   for (DaysSummed& days : summed) {

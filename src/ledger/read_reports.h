@@ -18,7 +18,10 @@ namespace gpuledger::ledger {
 // (so is a report that charges idle to a namespace and groups by a label). With `open_more`,
 // a connection of its own per core reads days in parallel (if one cannot be opened, fewer do).
 // Days the ledger keeps summed (KeepDays) are read so; it writes nothing, ever.
+// With `days_from_rows`, the number of whole days the ledger does not keep summed (no writer
+// kept them, or one could not be read) that were summed from their rows instead, the slower way.
 Result<std::vector<report::Report>> ReadReports(store::LedgerStore& store, const ReportQuery& query,
-                                                const store::StoreOpener& open_more = {});
+                                                const store::StoreOpener& open_more = {},
+                                                int* days_from_rows = nullptr);
 
 }  // namespace gpuledger::ledger

@@ -37,6 +37,21 @@ void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
     err << "warning: keeping days for rightsizing: " << rightsized.error().message << "\n";
 }
 
+void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atomic<bool>& stop,
+                       std::ostream& err) {
+  auto extent = store.Extent();
+  if (!extent) {
+    err << "warning: keeping days summed: " << extent.error().message << "\n";
+    return;
+  }
+  if (extent->from_us >= extent->to_us) return;  // nothing recorded
+  const Micros today =
+      (now_us - ledger::kOpenHours * kMicrosPerHour) / kMicrosPerDay * kMicrosPerDay;
+  const Micros first = extent->from_us / kMicrosPerDay * kMicrosPerDay;
+  if (first >= today) return;
+  KeepEndedDays(store, static_cast<int>((today - first) / kMicrosPerDay), now_us, stop, err);
+}
+
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
                    std::ostream& err) {
   auto store = store::OpenLedger(options.db);

@@ -50,6 +50,11 @@ struct ServeLedgerOptions {
 void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
                    const std::atomic<bool>& stop, std::ostream& err);
 
+// The same for every day of the ledger that has ended at `now_us`, from its first: what a
+// backfill (`server --backfill-only`), the ledger's writer while it runs, leaves behind.
+void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atomic<bool>& stop,
+                       std::ostream& err);
+
 // Serves the ledger until `stop`; prints its URL to `out` once listening, and to `err` a warning
 // when it serves an address beyond loopback without a token (and any failure to keep days,
 // which leaves reports reading rows). An error when the ledger cannot be

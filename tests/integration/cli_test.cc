@@ -99,6 +99,25 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   Output replay = Run("server --source files=" + Path("expositions") +
                       " --ledger sqlite:" + Path("replay.db") + " --backfill-only");
   ASSERT_EQ(replay.code, 0) << replay.out << replay.err;
+  // Issue 61: the backfill, the replayed ledger's writer, kept its ended days summed as the demo
+  // kept its own: the same days, for reports that never write.
+  auto kept_days = [](const std::string& db) {
+    sqlite3* conn = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    std::vector<std::string> days;
+    sqlite3_exec(
+        conn, "SELECT day_us || ' ' || kind FROM day_rollups ORDER BY day_us, kind",
+        [](void* out, int, char** values, char**) {
+          static_cast<std::vector<std::string>*>(out)->push_back(values[0]);
+          return 0;
+        },
+        &days, nullptr);
+    sqlite3_close(conn);
+    return days;
+  };
+  const std::vector<std::string> demo_days = kept_days(Path("demo/gpuledger.db"));
+  EXPECT_GE(demo_days.size(), 7u);
+  EXPECT_EQ(kept_days(Path("replay.db")), demo_days);
   Output demo_json =
       Run("report --db " + Path("demo/gpuledger.db") + " --by container --format json");
   Output replay_json = Run("report --db " + Path("replay.db") + " --by container --format json");
@@ -358,6 +377,9 @@ TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
   // report sums them from their rows and leaves the file byte for byte as it was.
   ASSERT_EQ(Run("demo --no-serve --force --hours 50 --out " + Path("w")).code, 0);
   const std::string whole_days = Path("w/gpuledger.db");
+  Output kept = Run("report --db " + whole_days + " --window all --format json");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ(kept.err.find("not kept summed"), std::string::npos) << kept.err;
   {
     sqlite3* forget = nullptr;
     ASSERT_EQ(sqlite3_open(whole_days.c_str(), &forget), SQLITE_OK);
@@ -371,6 +393,11 @@ TEST_F(CliTest, ALedgerOnAReadOnlyMountIsReadAsItIs) {
   Output unkept = Run("report --db " + whole_days + " --window all --format json");
   ASSERT_EQ(unkept.code, 0) << unkept.err;
   EXPECT_EQ(*ReadFile(whole_days), *before) << "a report wrote to the ledger";
+  // It says it read them the slower way, and what keeps them (of the days the demo kept, not).
+  EXPECT_TRUE(std::regex_search(unkept.err,
+                                std::regex("note: [0-9]+ whole days? of the window (is|are) not "
+                                           "kept summed in this ledger")))
+      << unkept.err;
 
   // Writes still only in the log (a writer holds the ledger open): refused, naming the log,
   // never read without them.
