@@ -16,7 +16,12 @@ shift || true
 shared="$(realpath -m ../shared/data)"
 
 cmake --preset fuzz >/dev/null
-cmake --build build-fuzz --target fuzz_all -j "${JOBS:-2}" >/dev/null
+# The build's output is kept apart from the table; when it fails, its end is what CI shows.
+if ! cmake --build build-fuzz --target fuzz_all -j "${JOBS:-2}" >build-fuzz/build.log 2>&1; then
+  tail -n 40 build-fuzz/build.log >&2
+  echo "fuzz: the fuzz targets did not build (clang; build-fuzz/build.log)" >&2
+  exit 1
+fi
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   for f in fuzz/*_fuzz.cc; do targets+=("$(basename "$f" _fuzz.cc)"); done
