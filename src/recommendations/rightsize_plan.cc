@@ -1,6 +1,7 @@
 #include "recommendations/rightsize_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,6 +44,39 @@ TimeRange HoursOfRows(const std::vector<WorkloadAdvice>& advice) {
       span.to_us = std::max(span.to_us, a.summary.demand.hours.back() + kMicrosPerHour);
     }
   return span.from_us < span.to_us ? span : TimeRange{0, 0};
+}
+
+// The plan of `input`'s workloads (`plan_for`: packed and replayed). One workload too large to
+// share can make a group's packing free nothing where the others alone would free a GPU: while
+// leaving one where it is frees more, it is left (the largest gain first), named in
+// `left_alone`. Groups of up to `max_items` only, as each try is a packing and a replay.
+rightsizing::ConsolidationPlan PlanLeavingOutWhatFreesLess(
+    rightsizing::ConsolidationInput input,
+    const std::function<rightsizing::ConsolidationPlan(const rightsizing::ConsolidationInput&)>&
+        plan_for,
+    int max_items) {
+  rightsizing::ConsolidationPlan plan = plan_for(input);
+  std::vector<std::string> left_where_they_are;
+  while (input.workloads.size() > 2 && static_cast<int>(input.workloads.size()) <= max_items) {
+    std::optional<std::pair<std::size_t, rightsizing::ConsolidationPlan>> better;
+    for (std::size_t i = 0; i < input.workloads.size(); ++i) {
+      rightsizing::ConsolidationInput fewer = input;
+      fewer.workloads.erase(fewer.workloads.begin() + static_cast<std::ptrdiff_t>(i));
+      rightsizing::ConsolidationPlan p = plan_for(fewer);
+      const Nanos beat = better ? better->second.monthly_saving_nanos : plan.monthly_saving_nanos;
+      if (p.monthly_saving_nanos > beat) better.emplace(i, std::move(p));
+    }
+    if (!better) break;
+    left_where_they_are.push_back(
+        fmt::format("{}: packed with the others it frees less ({} a month without it)",
+                    input.workloads[better->first].workload,
+                    DisplayMoney(better->second.monthly_saving_nanos)));
+    input.workloads.erase(input.workloads.begin() + static_cast<std::ptrdiff_t>(better->first));
+    plan = std::move(better->second);
+  }
+  plan.left_alone.insert(plan.left_alone.end(), left_where_they_are.begin(),
+                         left_where_they_are.end());
+  return plan;
 }
 
 // One plan per (GPU model, pool) with two or more workloads on it, replayed over the hours of
@@ -95,32 +129,8 @@ std::vector<rightsizing::ConsolidationPlan> Consolidate(const std::vector<Worklo
       ReplayConsolidation(plan, g.members, input.gpu_memory_bytes, input.hourly_price_nanos, span);
       return plan;
     };
-    rightsizing::ConsolidationInput input = g.input;
-    rightsizing::ConsolidationPlan plan = plan_for(input);
-    // One workload too large to share can make a group's packing free nothing where the others
-    // alone would free a GPU: while leaving one where it is frees more, leave it (the largest
-    // gain first). Small groups only, as each try is a packing and a replay.
-    std::vector<std::string> left_where_they_are;
-    while (input.workloads.size() > 2 &&
-           static_cast<int>(input.workloads.size()) <= options.exact_max_items) {
-      std::optional<std::pair<std::size_t, rightsizing::ConsolidationPlan>> better;
-      for (std::size_t i = 0; i < input.workloads.size(); ++i) {
-        rightsizing::ConsolidationInput fewer = input;
-        fewer.workloads.erase(fewer.workloads.begin() + static_cast<std::ptrdiff_t>(i));
-        rightsizing::ConsolidationPlan p = plan_for(fewer);
-        const Nanos beat = better ? better->second.monthly_saving_nanos : plan.monthly_saving_nanos;
-        if (p.monthly_saving_nanos > beat) better.emplace(i, std::move(p));
-      }
-      if (!better) break;
-      left_where_they_are.push_back(
-          fmt::format("{}: packed with the others it frees less ({} a month without it)",
-                      input.workloads[better->first].workload,
-                      DisplayMoney(better->second.monthly_saving_nanos)));
-      input.workloads.erase(input.workloads.begin() + static_cast<std::ptrdiff_t>(better->first));
-      plan = std::move(better->second);
-    }
-    plan.left_alone.insert(plan.left_alone.end(), left_where_they_are.begin(),
-                           left_where_they_are.end());
+    rightsizing::ConsolidationPlan plan =
+        PlanLeavingOutWhatFreesLess(g.input, plan_for, options.exact_max_items);
     plan.left_alone.insert(plan.left_alone.end(), g.left_alone.begin(), g.left_alone.end());
     if (!plan.moves.empty() && plan.monthly_saving_nanos > 0) plans.push_back(std::move(plan));
   }

@@ -21,20 +21,35 @@ StoreOpener ReadConnections(const std::string& db) {
   };
 }
 
-void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
-                   const std::atomic<bool>& stop, std::ostream& err) {
-  const Micros today =
-      (now_us - ledger::kOpenHours * kMicrosPerHour) / kMicrosPerDay * kMicrosPerDay;
+namespace {
+
+// The end of the days that have ended at `now_us`: the start of the day holding the hours a
+// live server may still be writing (ledger::kOpenHours).
+Micros EndOfEndedDays(Micros now_us) {
+  return (now_us - ledger::kOpenHours * kMicrosPerHour) / kMicrosPerDay * kMicrosPerDay;
+}
+
+// Keeps the days of `ended` summed for the reports' default policy and idle handling, and
+// gathered for rightsizing; failures said on `err`.
+void KeepDaysOf(store::LedgerStore& store, const TimeRange& ended, const std::atomic<bool>& stop,
+                std::ostream& err) {
   ledger::ReportRequest defaults;
   ledger::ReportQuery query;
   query.policy = *cost::ParsePolicy(defaults.policy);
   query.idle = *cost::ParseIdleHandling(defaults.idle);
-  const TimeRange ended{today - days * kMicrosPerDay, today};
   auto kept = ledger::KeepDays(store, query, ended, [&] { return stop.load(); });
   if (!kept) err << "warning: keeping days summed: " << kept.error().message << "\n";
   auto rightsized = recommendations::KeepRightsizeDays(store, ended, [&] { return stop.load(); });
   if (!rightsized)
     err << "warning: keeping days for rightsizing: " << rightsized.error().message << "\n";
+}
+
+}  // namespace
+
+void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
+                   const std::atomic<bool>& stop, std::ostream& err) {
+  const Micros end = EndOfEndedDays(now_us);
+  KeepDaysOf(store, {end - days * kMicrosPerDay, end}, stop, err);
 }
 
 void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atomic<bool>& stop,
@@ -44,12 +59,9 @@ void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atom
     err << "warning: keeping days summed: " << extent.error().message << "\n";
     return;
   }
-  if (extent->from_us >= extent->to_us) return;  // nothing recorded
-  const Micros today =
-      (now_us - ledger::kOpenHours * kMicrosPerHour) / kMicrosPerDay * kMicrosPerDay;
   const Micros first = extent->from_us / kMicrosPerDay * kMicrosPerDay;
-  if (first >= today) return;
-  KeepEndedDays(store, static_cast<int>((today - first) / kMicrosPerDay), now_us, stop, err);
+  const Micros end = EndOfEndedDays(now_us);
+  if (extent->from_us < extent->to_us && first < end) KeepDaysOf(store, {first, end}, stop, err);
 }
 
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
