@@ -15,7 +15,6 @@ namespace {
 constexpr std::string_view kComputeBasis = "compute used beyond the grant, at the device's price";
 constexpr std::string_view kMemoryBasis =
     "memory held beyond the declared cap, as a share of the card, at the device's price";
-constexpr std::string_view kIdleBasis = "the allocation held while idle, at the device's price";
 constexpr std::string_view kStaleBasis =
     "the share of the device the stale grant holds, while listed, at the device's price";
 constexpr std::string_view kOverrideBasis =
@@ -29,14 +28,13 @@ std::int64_t EvidenceInt(std::string_view evidence, std::string_view key) {
   return ec == std::errc() && p == v.data() + v.size() && n > 0 ? n : 0;
 }
 
-// Price of `gpu_us` of a device-hour: price x gpu_us / metered, rounded half up.
+}  // namespace
+
 Nanos PriceOf(__int128 gpu_us, const HourPrice& d) {
   if (gpu_us <= 0 || d.metered_us <= 0 || d.price_nanos <= 0) return 0;
   const __int128 num = gpu_us * d.price_nanos;
   return static_cast<Nanos>((2 * num + d.metered_us) / (2 * static_cast<__int128>(d.metered_us)));
 }
-
-}  // namespace
 
 std::string Summary(const PricedFinding& p) {
   const Finding& f = p.finding;
@@ -220,121 +218,6 @@ std::vector<PricedFinding> FindingCosts::Take() {
     p.stale = {};
   }
   return std::move(priced_);
-}
-
-IdleRuns::IdleRuns(const Policy& policy, std::string cluster, Micros now_us)
-    : policy_(policy),
-      enabled_(policy.Enabled(FindingKind::kIdleAllocation)),
-      cluster_(std::move(cluster)),
-      open_from_us_(HourStart(now_us) - kMicrosPerHour) {}  // the last complete hour
-
-IdleRuns::Series IdleRuns::SeriesOf(const FindingRow& row) {
-  std::string device(row.device_id.starts_with("MIG-") ? row.device_id : row.gpu);
-  auto [it, added] =
-      index_.try_emplace({std::string(row.node), *row.subject, std::move(device)}, 0);
-  if (!added) return it->second;
-  if (free_.empty()) {
-    it->second = states_.size();
-    states_.emplace_back();
-  } else {
-    it->second = free_.back();
-    free_.pop_back();
-    states_[it->second] = State{};
-  }
-  State& s = states_[it->second];
-  std::tie(s.node, s.subject, s.device) = it->first;
-  s.workload = std::string(row.workload);
-  s.host = s.subject.IsHost();
-  return it->second;
-}
-
-void IdleRuns::Add(Series series, const FindingRow& row, const HourPrice& device,
-                   const LabelMap& labels) {
-  State& s = states_[series];
-  if (!enabled_ || s.host) return;
-  if (row.hour_us != s.hour_us) {
-    EndHour(s);
-    s.hour_us = row.hour_us;
-    s.device_id = row.device_id;
-    // Only an hour that may begin a run asks whether its subject is exempt.
-    s.exempt = !(s.hours > 0 && row.hour_us == s.last_us + kMicrosPerHour) &&
-               policy_.Exempt(FindingKind::kIdleAllocation, s.subject, labels);
-  }
-  s.allocated_us += row.allocated_us;
-  s.compute_us += row.compute_us;
-  s.cost_nanos += PriceOf(row.allocated_us, device);
-}
-
-void IdleRuns::EndHour(State& s) {
-  if (s.hour_us < 0) return;
-  const bool idle =
-      s.allocated_us > 0 && static_cast<double>(s.compute_us) <=
-                                policy_.idle_compute_fraction * static_cast<double>(s.allocated_us);
-  if (!idle || (s.hours > 0 && s.hour_us != s.last_us + kMicrosPerHour)) EndRun(s);
-  if (idle && (s.hours > 0 || !s.exempt)) {
-    if (s.hours == 0) {
-      s.first_us = s.hour_us;
-      s.run_device_id = s.device_id;
-    }
-    ++s.hours;
-    s.last_us = s.hour_us;
-    s.run_allocated_us += s.allocated_us;
-    s.run_compute_us += s.compute_us;
-    s.run_cost_nanos += s.cost_nanos;
-  }
-  s.hour_us = -1;
-  s.allocated_us = s.compute_us = 0;
-  s.cost_nanos = 0;
-}
-
-void IdleRuns::EndRun(State& s) {
-  if (s.hours >= policy_.idle_allocation_hours && s.hours > 0) {
-    Finding f;
-    f.kind = FindingKind::kIdleAllocation;
-    f.severity = policy_.For(f.kind).severity;
-    f.cluster = cluster_;
-    f.node = s.node;
-    f.subject = s.subject;
-    f.gpu_uuid = s.device;
-    f.workload = s.workload;
-    f.first_seen_us = s.first_us;
-    f.last_seen_us = s.last_us + kMicrosPerHour;
-    if (s.last_us < open_from_us_) f.resolved_us = f.last_seen_us;
-    f.evidence = fmt::format("hours={} allocated_gpu_us={} compute_gpu_us={}", s.hours,
-                             s.run_allocated_us, s.run_compute_us);
-    if (!s.run_device_id.empty()) f.evidence += " device_id=" + s.run_device_id;
-    found_.push_back({std::move(f), s.run_allocated_us, s.run_cost_nanos, std::string(kIdleBasis)});
-  }
-  s.hours = 0;
-  s.run_allocated_us = s.run_compute_us = 0;
-  s.run_cost_nanos = 0;
-}
-
-void IdleRuns::Through(Micros hour_us) {
-  for (auto it = index_.begin(); it != index_.end();) {
-    State& s = states_[it->second];
-    // Its next row could still extend the hour gathered or the run.
-    const Micros last = s.hour_us >= 0 ? s.hour_us : s.last_us;
-    if ((s.hour_us >= 0 || s.hours > 0) && last + kMicrosPerHour >= hour_us) {
-      ++it;
-      continue;
-    }
-    EndHour(s);
-    EndRun(s);
-    free_.push_back(it->second);
-    it = index_.erase(it);
-  }
-}
-
-std::vector<PricedFinding> IdleRuns::Finish() {
-  for (auto& [key, series] : index_) {
-    EndHour(states_[series]);
-    EndRun(states_[series]);
-  }
-  index_.clear();
-  states_.clear();
-  free_.clear();
-  return std::move(found_);
 }
 
 }  // namespace gpuledger::guardrails

@@ -1,7 +1,7 @@
 #pragma once
 // What each finding cost, from the ledger's own rows (design section 5: "every finding
-// priced"), and the server-side detector of idle allocations: both fed a window's rows a part
-// at a time (ledger/findings.h reads them a day at a time).
+// priced"), fed a window's rows a part at a time (ledger/findings.h reads them a day at a
+// time). The server-side detector of idle allocations is idle_runs.h.
 //
 // A device-hour's price per metered µs prices every GPU-µs of that hour (the device's own
 // price, reconciled when a bill was imported). Per kind, the GPU time priced is:
@@ -50,6 +50,12 @@ struct HourPrice {
   GpuMicros metered_us = 0;
   Bytes memory_total_bytes = 0;
 };
+
+// The price of `gpu_us` of a device-hour: price x gpu_us / metered, rounded half up.
+Nanos PriceOf(__int128 gpu_us, const HourPrice& device);
+
+inline constexpr std::string_view kIdleBasis =
+    "the allocation held while idle, at the device's price";
 
 // A usage row as findings read it; its strings are the caller's, valid during the call.
 struct FindingRow {
@@ -101,62 +107,6 @@ class FindingCosts {
   std::map<ConsumerRef, std::vector<std::size_t>> by_subject_;
   std::map<std::string, std::vector<std::size_t>, std::less<>> stale_by_node_;
   std::map<std::string, std::string, std::less<>> instance_gpu_;
-};
-
-// idle-allocation findings from the ledger's rows: policy.idle_allocation_hours consecutive
-// hours of a consumer on a device (a MIG instance, else the GPU; its rows of one hour summed)
-// with allocation and compute at most policy.idle_compute_fraction of it. First seen at the
-// start of the first idle hour, last seen at the end of the last; resolved at that end when
-// the run ended before `now_us`'s last complete hour (the consumer got busy or left), open
-// otherwise. Priced as they go (the allocation held, at each hour's price). A subject exempt
-// by the labels its rows carried when the run began, and host processes, are left out. State
-// is each series' last hour and open run: Through() lets go of the series that ended.
-class IdleRuns {
- public:
-  IdleRuns(const Policy& policy, std::string cluster, Micros now_us);
-
-  using Series = std::size_t;
-  // The series `row` is of: its node, subject and device.
-  Series SeriesOf(const FindingRow& row);
-  // A row of `series`, in hour order within it; `labels`: its subject's pod labels.
-  void Add(Series series, const FindingRow& row, const HourPrice& device, const LabelMap& labels);
-  // Every row before `hour_us` was given: series with no row since the hour before it end
-  // (their Series ids are given out again).
-  void Through(Micros hour_us);
-  // The runs long enough, priced, in the order they ended.
-  std::vector<PricedFinding> Finish();
-
- private:
-  struct State {
-    std::string node;
-    ConsumerRef subject;
-    std::string device;
-    std::string workload;  // the subject's, from its rows
-    bool host = false;
-    // The hour being gathered (its rows summed).
-    Micros hour_us = -1;
-    GpuMicros allocated_us = 0, compute_us = 0;
-    Nanos cost_nanos = 0;
-    std::string device_id;  // its first row's
-    bool exempt = false;    // by its first row's labels
-    // The run of idle hours up to the last one gathered.
-    int hours = 0;  // 0: none
-    Micros first_us = 0, last_us = 0;
-    GpuMicros run_allocated_us = 0, run_compute_us = 0;
-    Nanos run_cost_nanos = 0;
-    std::string run_device_id;
-  };
-  void EndHour(State& s);
-  void EndRun(State& s);
-
-  const Policy& policy_;
-  const bool enabled_;
-  std::string cluster_;
-  Micros open_from_us_;
-  std::map<std::tuple<std::string, ConsumerRef, std::string>, Series> index_;
-  std::vector<State> states_;
-  std::vector<Series> free_;
-  std::vector<PricedFinding> found_;
 };
 
 }  // namespace gpuledger::guardrails

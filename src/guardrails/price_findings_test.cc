@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "guardrails/idle_runs.h"
 #include "model/ledger.h"
 #include "model/reconciliation.h"
 
@@ -68,20 +69,23 @@ std::vector<PricedFinding> PriceFindings(std::vector<Finding> findings,
   return costs.Take();
 }
 
-// Rows in hour order, a day at a time (Through at each day's start).
+// Rows in hour order gathered a day at a time, the days' idle segments joined.
 std::vector<PricedFinding> DetectIdle(const std::vector<UsageRow>& usage,
                                       const std::vector<DeviceHour>& devices, const Policy& p,
                                       Micros now_us) {
   IdleRuns runs(p, "c", now_us);
+  std::optional<IdleHours> hours;
   Micros day = -1;
   for (const UsageRow& r : usage) {
-    if (r.hour_us / kMicrosPerDay != day) {
-      day = r.hour_us / kMicrosPerDay;
-      runs.Through(day * kMicrosPerDay);
+    if (DayStart(r.hour_us) != day) {
+      if (hours) runs.AddDay(hours->Finish(), day);
+      day = DayStart(r.hour_us);
+      hours.emplace(p);
     }
-    runs.Add(runs.SeriesOf(RowOf(r)), RowOf(r), DeviceOf(r, devices).value_or(HourPrice{}),
-             r.consumer.labels);
+    hours->Add(hours->SeriesOf(RowOf(r)), RowOf(r), DeviceOf(r, devices).value_or(HourPrice{}),
+               r.consumer.labels);
   }
+  if (hours) runs.AddDay(hours->Finish(), day);
   return runs.Finish();
 }
 

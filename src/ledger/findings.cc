@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <set>
-#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/time_util.h"
+#include "guardrails/idle_runs.h"
+#include "ledger/finding_days.h"
 #include "model/action.h"
 #include "report/report.h"
 #include "report/window.h"
@@ -53,123 +53,6 @@ Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text) {
   return InvalidArgument(fmt::format("severity '{}': expected info, warning or critical", text));
 }
 
-namespace {
-
-// Prices a window's recorded findings and finds its idle allocations, a day of rows at a time.
-class FindingsOverDays final : public ledger::DayReader {
- public:
-  FindingsOverDays(std::vector<Finding> recorded, const Policy& policy, std::string cluster,
-                   Micros now_us)
-      : recorded_(std::move(recorded)),
-        policy_(policy),
-        cluster_(std::move(cluster)),
-        now_us_(now_us) {
-    for (const Finding& f : recorded_) subjects_.insert(f.subject);
-  }
-
-  void Begin() override {
-    costs_.emplace(recorded_);
-    idle_.emplace(policy_, cluster_, now_us_);
-    labels_.clear();
-  }
-
-  Status OnDay(const ledger::Snapshot& s, const TimeRange& part) override {
-    idle_->Through(part.from_us);
-    const auto& consumers = s.consumers();
-    const auto& contexts = s.contexts();
-    const auto& placements = s.placements();
-    const auto& device_ids = s.device_ids();
-    // What each consumer and placement of the snapshot is to findings, looked up once a day.
-    std::vector<char> subject(consumers.size()), priced(consumers.size());
-    for (std::size_t c = 0; c < consumers.size(); ++c) {
-      subject[c] = subjects_.contains(consumers[c].ref) && !labels_.contains(consumers[c].ref);
-      priced[c] = costs_->Concerns(consumers[c].ref);
-    }
-    std::vector<char> stale_node(placements.size());
-    for (std::size_t p = 0; p < placements.size(); ++p)
-      stale_node[p] = costs_->ConcernsDevicesOf(placements[p].node);
-    // The MIG instances the part's rows hold name their GPUs (a snapshot kept may hold others).
-    std::vector<char> instance(contexts.size());
-    for (std::size_t c = 0; c < contexts.size(); ++c)
-      instance[c] = device_ids[contexts[c].device_id].starts_with("MIG-");
-    const bool idle = policy_.Enabled(FindingKind::kIdleAllocation);
-    std::unordered_map<std::uint64_t, IdleRuns::Series> series;  // by consumer and context
-    // Each consumer's workload, worked out when a series of it first needs it.
-    std::vector<std::optional<std::string>> workload(idle ? consumers.size() : 0);
-
-    const auto& usage = s.usage();
-    const auto [first, last] = s.DeviceRange(part.from_us, part.to_us);
-    for (std::size_t d = first; d < last; ++d) {
-      const ledger::DeviceFigures device = s.devices()[d];
-      const HourPrice price{device.price_nanos, device.metered_us, device.memory_total_bytes};
-      if (stale_node[device.placement]) {
-        const ledger::Placement& p = placements[device.placement];
-        costs_->AddDeviceHour(device.hour_us, p.node, p.gpu.value, price);
-      }
-      for (std::uint32_t i = s.first_usage()[d]; i < s.first_usage()[d + 1]; ++i) {
-        const std::uint32_t c = usage.consumer[i];
-        const std::uint32_t k = usage.context[i];
-        const ledger::RowContext& context = contexts[k];
-        const ledger::Placement& p = placements[context.placement];
-        if (instance[k]) {
-          costs_->NameInstance(device_ids[context.device_id], p.gpu.value);
-          instance[k] = 0;
-        }
-        if (!idle && !subject[c] && !priced[c]) continue;
-        const ledger::UsageFigures f = usage.figures[i];
-        const FindingRow row{device.hour_us,
-                             p.node,
-                             &consumers[c].ref,
-                             p.gpu.value,
-                             device_ids[context.device_id],
-                             f.weights.allocated_us,
-                             f.weights.compute_us,
-                             f.weights.memory_kib_s};
-        if (subject[c]) labels_.try_emplace(consumers[c].ref, s.labels(c).labels);
-        if (priced[c]) costs_->AddRow(row, price);
-        if (!idle) continue;
-        const std::uint64_t key = std::uint64_t{c} << 32 | k;
-        auto [at, added] = series.try_emplace(key, 0);
-        if (added) {
-          if (!workload[c]) workload[c] = report::WorkloadOf(consumers[c]);
-          FindingRow named = row;
-          named.workload = *workload[c];
-          at->second = idle_->SeriesOf(named);
-        }
-        idle_->Add(at->second, row, price, s.labels(c).labels);
-      }
-    }
-    return Status::Ok();
-  }
-
-  // The recorded findings priced (those exempt by their subject's labels left out), then the
-  // idle allocations.
-  std::pair<std::vector<PricedFinding>, std::vector<PricedFinding>> Take() {
-    std::vector<PricedFinding> recorded;
-    static const LabelMap kNone;
-    for (PricedFinding& p : costs_->Take()) {
-      auto l = labels_.find(p.finding.subject);
-      if (!policy_.Exempt(p.finding.kind, p.finding.subject,
-                          l == labels_.end() ? kNone : l->second))
-        recorded.push_back(std::move(p));
-    }
-    return {std::move(recorded), idle_->Finish()};
-  }
-
- private:
-  const std::vector<Finding> recorded_;
-  const Policy& policy_;
-  const std::string cluster_;
-  const Micros now_us_;
-  std::set<ConsumerRef> subjects_;  // of the recorded findings
-  std::optional<FindingCosts> costs_;
-  std::optional<IdleRuns> idle_;
-  // The pod labels of each recorded finding's subject, from its first row in the window.
-  std::map<ConsumerRef, LabelMap> labels_;
-};
-
-}  // namespace
-
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
                                               const FindingsQuery& query, const Policy& policy) {
   auto extent = store.Extent();
@@ -199,10 +82,47 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
     f.severity = policy.For(f.kind).severity;
     if (Matches(f, query)) wanted.push_back(std::move(f));
   }
-  FindingsOverDays days(std::move(wanted), policy, doc.cluster, extent->to_us);
-  if (Status s = reads.EachDay(store, {doc.from_us, doc.to_us}, days); !s.ok()) return s.error();
-  auto [all, idle] = days.Take();
-  for (PricedFinding& p : idle)
+  FindingsSummarizer summarizer(policy, wanted);
+  auto parts = reads.Summaries(store, {doc.from_us, doc.to_us}, summarizer);
+  if (!parts) return parts.error();
+  FindingCosts costs(wanted);
+  IdleRuns idle(policy, doc.cluster, extent->to_us);
+  // The pod labels each recorded finding's subject carried when it was first seen (its first
+  // row in the window from that hour on; of one hour, the least set), by finding.
+  std::multimap<ConsumerRef, std::size_t> by_subject;
+  for (std::size_t i = 0; i < wanted.size(); ++i) by_subject.emplace(wanted[i].subject, i);
+  std::vector<std::pair<Micros, const LabelMap*>> labels(wanted.size(), {0, nullptr});
+  for (const ledger::SummarizedPart& part : *parts) {
+    const auto& day = static_cast<const FindingsDay&>(*part.summary);
+    for (const auto& [instance, gpu] : day.instances) costs.NameInstance(instance, gpu);
+    for (const FindingsDay::DeviceHour& h : day.device_hours)
+      if (costs.ConcernsDevicesOf(h.node)) costs.AddDeviceHour(h.hour_us, h.node, h.gpu, h.price);
+    for (const FindingsDay::Row& r : day.rows) {
+      if (costs.Concerns(r.subject))
+        costs.AddRow({r.hour_us, r.node, &r.subject, r.gpu, r.device_id, r.allocated_us,
+                      r.compute_us, r.memory_kib_s},
+                     r.price);
+      const LabelMap& pod_labels = day.label_sets[r.labels];
+      for (auto [f, end] = by_subject.equal_range(r.subject); f != end; ++f) {
+        auto& [hour, seen] = labels[f->second];
+        if (r.hour_us + kMicrosPerHour <= wanted[f->second].first_seen_us) continue;
+        if (seen == nullptr || r.hour_us < hour || (r.hour_us == hour && pod_labels < *seen))
+          labels[f->second] = {r.hour_us, &pod_labels};
+      }
+    }
+    idle.AddDay(day.idle, part.range.from_us);
+  }
+  // The recorded findings priced (those exempt by their subject's labels left out), then the
+  // idle allocations.
+  std::vector<PricedFinding> all;
+  static const LabelMap kNone;
+  std::vector<PricedFinding> priced = costs.Take();  // in the order of `wanted`
+  for (std::size_t i = 0; i < priced.size(); ++i) {
+    const Finding& f = priced[i].finding;
+    if (!policy.Exempt(f.kind, f.subject, labels[i].second ? *labels[i].second : kNone))
+      all.push_back(std::move(priced[i]));
+  }
+  for (PricedFinding& p : idle.Finish())
     if (Matches(p.finding, query)) all.push_back(std::move(p));
   std::sort(all.begin(), all.end(), [](const PricedFinding& x, const PricedFinding& y) {
     const Finding& a = x.finding;

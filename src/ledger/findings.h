@@ -8,8 +8,8 @@
 // by the policy are applied here (the agent knows no labels). Each is priced with the rows of
 // the window: a finding's cost is what it cost within the window asked for. A finding is open
 // when it was still seen in the ledger's last hour. The rows are read through the read service
-// a day at a time (ledger::ReadService::EachDay): what is held is a day of rows and each
-// finding's sums, so a month at 10,000 GPUs costs what a day does in memory.
+// a day at a time, each kept as findings need it (finding_days.h): the days that ended are
+// held so, and a month at 10,000 GPUs reads only its open days' rows.
 
 #include <map>
 #include <optional>

@@ -5,30 +5,12 @@
 #include <fmt/format.h>
 
 #include "common/time_util.h"
+#include "ledger/day_parts.h"
 #include "ledger/day_rollup.h"
 #include "ledger/read_reports.h"
 
 namespace gpuledger::ledger {
 namespace {
-
-// Whether `snapshot` holds every row of `window` a ledger of `extent` can have.
-bool Covers(const Snapshot& snapshot, const TimeRange& extent, const TimeRange& window) {
-  const Micros from = std::max(window.from_us, extent.from_us);
-  const Micros to = std::min(window.to_us, extent.to_us);
-  return from >= to || (from >= snapshot.range().from_us && to <= snapshot.range().to_us);
-}
-
-// The last `days` days of a ledger of `extent`.
-TimeRange KeptDays(const TimeRange& extent, int days) {
-  return {std::max(extent.from_us, extent.to_us - days * kMicrosPerDay), extent.to_us};
-}
-
-// Refreshes that meet a write each time before the store is read again whole.
-constexpr int kRefreshTries = 3;
-
-bool Overlaps(const TimeRange& a, const TimeRange& b) {
-  return a.from_us < b.to_us && b.from_us < a.to_us;
-}
 
 // What a part's reports depend on, but for the ledger's generation.
 std::string PartKey(const ReportQuery& q) {
@@ -116,9 +98,7 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
     if (!generation) return generation.error();
     auto extent = store.Extent();
     if (!extent) return extent.error();
-    // The window's days (the first and last may be parts of one). A part that is all the
-    // ledger holds of its day (its first day starts at its first hour), ended before the open
-    // hours and within the days held, is held.
+    // The window's days (the first and last may be parts of one).
     struct Part {
       TimeRange range;
       bool holds = false;
@@ -127,17 +107,8 @@ Result<std::vector<DeviceSummary>> ReadService::Devices(store::LedgerStore& stor
       bool read = false;
     };
     std::vector<Part> parts;
-    const Micros closed = DayStart(extent->to_us - kOpenHours * kMicrosPerHour);
-    const Micros oldest = KeptDays(*extent, options_.held_days).from_us;
-    const Micros to = std::min(window.to_us, extent->to_us);
-    for (Micros t = std::max(window.from_us, extent->from_us); t < to;) {
-      const Micros end = std::min(DayStart(t) + kMicrosPerDay, to);
-      const Micros day = DayStart(t);
-      parts.push_back({{t, end},
-                       t == std::max(day, extent->from_us) && end == day + kMicrosPerDay &&
-                           end <= closed && t >= oldest});
-      t = end;
-    }
+    for (const DayPart& day : DayParts(window, *extent, options_.held_days))
+      parts.push_back({day.range, day.holds});
     {
       std::lock_guard held_lock(held_mu_);
       auto synced = SyncHeld(store, *generation);
@@ -314,6 +285,8 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
       held_.DropBefore(held.from_us);
       held_devices_.Drop((*changes)->touched);
       held_devices_.DropBefore(held.from_us);
+      held_summaries_.Drop((*changes)->touched);
+      held_summaries_.DropBefore(held.from_us);
       if (head_rows_ && (Overlaps(head_rows_->range(), (*changes)->touched) ||
                          head_rows_->range().from_us < held.from_us))
         head_rows_ = nullptr;
@@ -324,6 +297,7 @@ Result<bool> ReadService::SyncHeld(store::LedgerStore& store, std::int64_t gener
   held_.Clear();  // nothing held, or held at a generation the store no longer knows
   head_rows_ = nullptr;
   held_devices_.Clear();
+  held_summaries_.Clear();
   held_generation_ = generation;
   return true;
 }
@@ -506,9 +480,10 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
 }
 
 ReadServiceStats ReadService::stats() const {
-  return {cache_hits_.load(),   cache_loads_.load(),    cache_refreshes_.load(),
-          direct_reads_.load(), kept_day_reads_.load(), held_day_reads_.load(),
-          held_days_.load(),    held_rows_.load(),      held_device_days_.load()};
+  return {cache_hits_.load(),       cache_loads_.load(),    cache_refreshes_.load(),
+          direct_reads_.load(),     kept_day_reads_.load(), held_day_reads_.load(),
+          held_days_.load(),        held_rows_.load(),      held_device_days_.load(),
+          held_summary_days_.load()};
 }
 
 }  // namespace gpuledger::ledger

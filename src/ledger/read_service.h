@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "ledger/day_summaries.h"
 #include "ledger/devices.h"
 #include "ledger/held_days.h"
 #include "ledger/held_devices.h"
@@ -51,9 +52,10 @@ struct ReadServiceStats {
   // Answered from the days held summed in memory (HeldDays), their open hours from the kept
   // snapshot.
   std::int64_t held_day_reads = 0;
-  std::int64_t held_days = 0;         // days held now, of every policy and idle handling
-  std::int64_t held_rows = 0;         // their rows
-  std::int64_t held_device_days = 0;  // days of each GPU's summary held (Devices)
+  std::int64_t held_days = 0;          // days held now, of every policy and idle handling
+  std::int64_t held_rows = 0;          // their rows
+  std::int64_t held_device_days = 0;   // days of each GPU's summary held (Devices)
+  std::int64_t held_summary_days = 0;  // days of readers' summaries held (Summaries)
 };
 
 // A window's report and its steps' reports, from one snapshot.
@@ -96,6 +98,14 @@ class ReadService {
   // (into the last one's columns). The days agree: a write that lands meanwhile in a day loaded
   // alone starts the read again (reader.Begin()), a few times; then kUnavailable.
   Status EachDay(store::LedgerStore& store, const TimeRange& window, DayReader& reader);
+  // Each part of `window` (a day, or the part of one it holds), oldest first, as `summarizer`
+  // keeps it: a whole day that ended before the open hours summarized once and held (dropped by
+  // the writes that touch it, as the held days are; summarized again where a held one does not
+  // serve), the others from the kept snapshot when it is loaded, else read for this read alone
+  // a day at a time. The parts agree: a write that lands meanwhile starts the read again, a few
+  // times; then kUnavailable.
+  Result<std::vector<SummarizedPart>> Summaries(store::LedgerStore& store, const TimeRange& window,
+                                                DaySummarizer& summarizer);
   // Loads the kept snapshot now (a server starting), so the first report does not wait for it;
   // first, with `hold`, holds the days the ledger keeps summed of its window, policy and idle
   // handling; last, holds each GPU's summary of the days before the kept rows (Devices). While the
@@ -174,11 +184,14 @@ class ReadService {
   std::shared_ptr<const Snapshot> head_rows_;
   // Each GPU's summary of the whole days Devices read, held and dropped as the held days are.
   HeldDevices held_devices_;
+  // Readers' summaries of whole days (Summaries), held and dropped as the held days are.
+  HeldSummaries held_summaries_;
   // Parts answered since the last write, newest last (under held_mu_).
   std::deque<std::shared_ptr<const PartAnswer>> part_answers_;
   std::atomic<std::int64_t> held_days_ = 0;
   std::atomic<std::int64_t> held_rows_ = 0;
   std::atomic<std::int64_t> held_device_days_ = 0;
+  std::atomic<std::int64_t> held_summary_days_ = 0;
   std::atomic<bool> loading_ = false;  // the kept snapshot is loading whole
 };
 

@@ -345,7 +345,15 @@ Status Api::WarmUp() {
   auto defaults = ledger::ParseReportRequest({}, *extent, ledger::ParameterNames());
   if (!defaults) return defaults.status();
   Status warmed = reads_.Warm(**store, &*defaults);
-  GiveBackFreedMemory();  // the days of rows read to hold the GPUs' days
+  if (warmed.ok()) {
+    // Then what findings keep of each day of a month, held: /api/v1/findings over it reads
+    // only its open days.
+    guardrails::FindingsQuery month;
+    month.window = "30d";
+    if (auto held = guardrails::ReadFindingsDocument(**store, reads_, month, policy_); !held)
+      warmed = held.status();
+  }
+  GiveBackFreedMemory();  // the days of rows read to hold the GPUs' and findings' days
   return warmed;
 }
 

@@ -81,8 +81,9 @@ class Api {
   // never calling back into the Api). Unset: the server ingests nothing.
   void SetSources(std::function<ingest::SourcesHealth()> sources);
   // Loads what reports read (the default policy's days kept summed, held; then the kept
-  // snapshot of the ledger's last days) before the first report asks; reports whose days the
-  // ledger keeps summed do not wait for the snapshot meanwhile.
+  // snapshot of the ledger's last days), then what findings keep of a month's days, before
+  // the first request asks; reports whose days the ledger keeps summed do not wait for the
+  // snapshot meanwhile.
   Status WarmUp();
   // Handles one request; `authorization` is the Authorization header's value.
   ApiResponse Handle(const std::string& path, const Params& params,
