@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "http/part_gate.h"
 
 struct ssl_st;  // OpenSSL's SSL, declared so that this header does not pull in OpenSSL
 
@@ -18,7 +21,8 @@ using SteadyClock = std::chrono::steady_clock;
 using TimePoint = SteadyClock::time_point;
 
 struct Connection {
-  enum class State { kReading, kHandling, kWriting, kDraining };
+  // kStreaming: a streamed response's part is written and the worker is making the next.
+  enum class State { kReading, kHandling, kWriting, kStreaming, kDraining };
   std::uint64_t key = 0;
   int fd = -1;
   State state = State::kReading;
@@ -26,15 +30,16 @@ struct Connection {
   std::string out;       // the response being written
   std::size_t sent = 0;  // bytes of `out` written
   bool close_after_write = false;
-  bool peer_closed = false;       // the client sent EOF
-  bool request_started = false;   // bytes of the next request have arrived
-  std::size_t body_reserved = 0;  // of the pending-body budget, for the body still coming
-  TimePoint waiting_since;        // when it began waiting for its next request (eviction order)
-  TimePoint write_started;        // when `out` began to be written
-  TimePoint deadline;             // when the current state times out (not while handling)
-  std::uint32_t interest = 0;     // the epoll events asked for
-  ::ssl_st* ssl = nullptr;        // with TLS: the session, freed with the connection
-  bool tls_wants_other = false;   // the last TLS call needs the other direction (a handshake)
+  bool peer_closed = false;        // the client sent EOF
+  bool request_started = false;    // bytes of the next request have arrived
+  std::size_t body_reserved = 0;   // of the pending-body budget, for the body still coming
+  TimePoint waiting_since;         // when it began waiting for its next request (eviction order)
+  TimePoint write_started;         // when `out` began to be written
+  TimePoint deadline;              // when the current state times out (not while handling)
+  std::uint32_t interest = 0;      // the epoll events asked for
+  ::ssl_st* ssl = nullptr;         // with TLS: the session, freed with the connection
+  bool tls_wants_other = false;    // the last TLS call needs the other direction (a handshake)
+  std::shared_ptr<PartGate> gate;  // while a streamed response's parts are being written
 };
 
 // What one read or write on a connection came to.

@@ -56,27 +56,42 @@ bool Compressible(const Response& r) {
 
 }  // namespace
 
+bool FieldsAreSafe(const Response& response) {
+  bool ok = IsFieldValue(response.content_type);
+  for (const auto& [name, value] : response.headers)
+    ok = ok && IsToken(name) && IsFieldValue(value);
+  return ok;
+}
+
 std::string Serialize(const Response& handed, const WireOptions& options) {
   // A field that would end its line early (CR, LF or NUL in a value, a name that is no token)
   // could split the response in two: cpp-httplib wrote such values as they came
   // (CVE-2026-21428, CVE-2023-26130's shape). Nothing reaches the wire then but a 500.
-  bool fields_ok = IsFieldValue(handed.content_type);
-  for (const auto& [name, value] : handed.headers)
-    fields_ok = fields_ok && IsToken(name) && IsFieldValue(value);
+  const bool fields_ok = FieldsAreSafe(handed);
   const Response refused =
       fields_ok ? Response{} : TextResponse(500, "internal error: a response header was malformed");
   const Response& response = fields_ok ? handed : refused;
-  const bool gzip = options.gzip && Compressible(response);
+  const bool streamed = response.stream != nullptr;
+  const bool gzip = options.gzip && !streamed && Compressible(response);
   const std::string body = gzip ? http::Gzip(response.body) : std::string();
   const std::string& sent = gzip ? body : response.body;
-  std::string out =
-      fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n", response.status,
-                  ReasonPhrase(response.status), response.content_type, sent.size());
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\n", response.status,
+                                ReasonPhrase(response.status), response.content_type);
+  out += streamed ? std::string("Transfer-Encoding: chunked\r\n")
+                  : fmt::format("Content-Length: {}\r\n", sent.size());
   if (gzip) out += "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n";
   if (!options.keep_alive) out += "Connection: close\r\n";
   for (const auto& [name, value] : response.headers) out += fmt::format("{}: {}\r\n", name, value);
   out += "\r\n";
-  if (!options.head_only) out += sent;
+  if (!options.head_only && !streamed) out += sent;
+  return out;
+}
+
+std::string Chunk(std::string_view part) {
+  std::string out = fmt::format("{:x}\r\n", part.size());
+  out.reserve(out.size() + part.size() + 2);
+  out += part;
+  out += "\r\n";
   return out;
 }
 

@@ -64,6 +64,10 @@ struct Server::Impl {
     std::uint64_t key;
     std::string bytes;
     bool close;
+    // Set on the head and each part of a streamed response but its last chunk: the worker
+    // waits on it for the part to be written.
+    std::shared_ptr<PartGate> gate;
+    bool cut = false;  // a streamed response that failed midway: close without more
   };
   std::mutex done_mu;
   std::vector<Done> done;
@@ -83,6 +87,11 @@ struct Server::Impl {
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd})
       if (fd >= 0) ::close(fd);
+  }
+
+  // Waiting for its worker: no deadline, nothing read.
+  static bool Answering(const Connection& c) {
+    return c.state == Connection::State::kHandling || c.state == Connection::State::kStreaming;
   }
 
   void Wake() const {
@@ -128,6 +137,7 @@ struct Server::Impl {
     auto it = connections.find(key);
     if (it == connections.end()) return;
     ReleaseBody(*it->second);
+    if (it->second->gate) it->second->gate->Gone();  // its worker stops making parts
     LetGo(it->second->in);
     LetGo(it->second->out);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, it->second->fd, nullptr);
@@ -324,6 +334,12 @@ struct Server::Impl {
       return;
     }
     LetGo(c.out);
+    if (c.gate) {  // a part of a streamed response: its worker makes the next
+      c.state = Connection::State::kStreaming;
+      Watch(c, 0);
+      c.gate->Written();
+      return;
+    }
     if (c.close_after_write) {
       if (c.peer_closed) {
         Close(c.key);
@@ -358,17 +374,29 @@ struct Server::Impl {
     }
     for (Done& d : answers) {
       auto it = connections.find(d.key);
-      if (it == connections.end() || it->second->state != Connection::State::kHandling)
-        continue;  // the client went away while its request was handled
-      stats.requests_answered.fetch_add(1, std::memory_order_relaxed);
-      StartWrite(*it->second, std::move(d.bytes), d.close, now);
+      const bool waiting =
+          it != connections.end() && (it->second->state == Connection::State::kHandling ||
+                                      it->second->state == Connection::State::kStreaming);
+      if (!waiting) {  // the client went away while its request was handled
+        if (d.gate) d.gate->Gone();
+        continue;
+      }
+      Connection& c = *it->second;
+      if (d.cut) {
+        Close(d.key);
+        continue;
+      }
+      if (c.state == Connection::State::kHandling)
+        stats.requests_answered.fetch_add(1, std::memory_order_relaxed);
+      c.gate = std::move(d.gate);
+      StartWrite(c, std::move(d.bytes), d.close, now);
     }
   }
 
   void ExpireDeadlines(TimePoint now) {
     std::vector<std::uint64_t> expired;
     for (auto& [key, c] : connections) {
-      if (c->state == Connection::State::kHandling || c->deadline > now) continue;
+      if (Answering(*c) || c->deadline > now) continue;
       if (c->state == Connection::State::kReading && c->request_started)
         stats.requests_timed_out.fetch_add(1, std::memory_order_relaxed);
       expired.push_back(key);
@@ -383,7 +411,7 @@ struct Server::Impl {
   int WaitMillis(TimePoint now) const {
     TimePoint next = now + std::chrono::seconds(1);
     for (const auto& [key, c] : connections)
-      if (c->state != Connection::State::kHandling) next = std::min(next, c->deadline);
+      if (!Answering(*c)) next = std::min(next, c->deadline);
     if (accept_paused_until) next = std::min(next, *accept_paused_until);
     if (next <= now) return 0;
     return static_cast<int>(
@@ -410,12 +438,46 @@ struct Server::Impl {
       std::string bytes = Serialize(response, {.head_only = request.method == "HEAD",
                                                .keep_alive = request.keep_alive,
                                                .gzip = request.accepts_gzip});
-      {
-        std::lock_guard lock(done_mu);
-        done.push_back({job->key, std::move(bytes), !request.keep_alive});
+      if (response.stream && request.method != "HEAD" && FieldsAreSafe(response)) {
+        Stream(job->key, std::move(bytes), response, request);
+        continue;
       }
-      Wake();
+      Hand({job->key, std::move(bytes), !request.keep_alive});
     }
+  }
+
+  // Hands bytes to the loop for a connection.
+  void Hand(Done d) {
+    {
+      std::lock_guard lock(done_mu);
+      done.push_back(std::move(d));
+    }
+    Wake();
+  }
+
+  // Writes a streamed response: its head, then each part as a chunk once the one before it is
+  // written, then the last chunk; cut (closed without it) when the stream fails.
+  void Stream(std::uint64_t key, std::string head, const Response& response,
+              const Request& request) {
+    auto gate = std::make_shared<PartGate>();
+    Hand({key, std::move(head), false, gate});
+    bool whole = gate->Wait();
+    if (whole) {
+      try {
+        whole = response.stream([&](std::string_view part) {
+          if (part.empty()) return true;  // a zero-size chunk would end the body
+          Hand({key, Chunk(part), false, gate});
+          return gate->Wait();
+        });
+      } catch (const std::exception& e) {
+        std::cerr << fmt::format("error: {} {:?}: {}\n", request.method, request.path, e.what());
+        whole = false;
+      }
+    }
+    if (whole)
+      Hand({key, std::string(kLastChunk), !request.keep_alive});
+    else
+      Hand({key, std::string(), true, nullptr, /*cut=*/true});
   }
 
   void Loop() {
@@ -454,6 +516,7 @@ struct Server::Impl {
             Write(c, now);
             break;
           case Connection::State::kHandling:
+          case Connection::State::kStreaming:
             if ((ev & (EPOLLHUP | EPOLLERR)) != 0) Close(key);  // its answer will be dropped
             break;
         }

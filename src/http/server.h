@@ -21,6 +21,11 @@
 // second agent on a used port would otherwise share its scrapes, issue 29 finding 2), every
 // connection has TCP_NODELAY, the backlog is kListenBacklog.
 //
+// A streamed response (Response::stream) is written a part at a time: its worker makes a part,
+// hands it to the loop and waits until it is written before making the next, so a client that
+// stops reading holds one part, is cut by the same write deadline (counted per part), and its
+// worker learns it is gone and stops.
+//
 // With `tls`, the handshake and every read and write run in the loop too (non-blocking
 // OpenSSL), under the same deadlines: a client that stalls its handshake is a slow client.
 //

@@ -12,7 +12,9 @@
 
 #include <arpa/inet.h>
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -513,6 +515,127 @@ TEST(Server, AWriteDeadlineMovesWithTheBytesWritten) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(got, kSize);
+}
+
+// Reads a chunked body off `c` (after its head): the parts joined; `whole` says whether the
+// last chunk came.
+std::string ReadChunked(Client& c, bool& whole) {
+  std::string body;
+  whole = false;
+  for (;;) {
+    std::string line;
+    while (line.size() < 2 || line.substr(line.size() - 2) != "\r\n") {
+      std::string byte = c.Receive(1);
+      if (byte.empty()) return body;
+      line += byte;
+    }
+    const std::size_t size = std::stoul(line, nullptr, 16);
+    if (size == 0) {
+      whole = c.Receive(2) == "\r\n";
+      return body;
+    }
+    body += c.Receive(size);
+    if (c.Receive(2) != "\r\n") return body;
+  }
+}
+
+std::string ReadHead(Client& c) {
+  std::string head;
+  while (head.find("\r\n\r\n") == std::string::npos) {
+    std::string byte = c.Receive(1);
+    if (byte.empty()) break;
+    head += byte;
+  }
+  return head;
+}
+
+// A handler whose body is `parts` parts of `size` bytes, made as they are sent; counts the parts
+// made and whether the stream saw the client go.
+struct Streamer {
+  int parts = 3;
+  std::size_t size = 10;
+  bool fail_after_first = false;
+  std::atomic<int> made{0};
+  std::atomic<bool> stopped{false};
+
+  Response operator()(const Request&) {
+    Response r;
+    r.content_type = "text/csv";
+    r.stream = [this](const SendPart& send) {
+      for (int i = 0; i < parts; ++i) {
+        ++made;
+        if (!send(std::string(size, static_cast<char>('a' + i % 26)))) {
+          stopped = true;
+          return false;
+        }
+        if (fail_after_first) return false;
+      }
+      return true;
+    };
+    return r;
+  }
+};
+
+TEST(Streamed, ABodyMadeAsItIsSentArrivesChunkedAndWhole) {
+  Streamer streamer;
+  Running s({}, std::ref(streamer));
+  Client c(s.port());
+  for (int round = 0; round < 2; ++round) {  // and the connection is kept for the next request
+    ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n"));
+    const std::string head = ReadHead(c);
+    EXPECT_EQ(head.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << head;
+    EXPECT_NE(head.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << head;
+    EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+    EXPECT_EQ(head.find("Content-Encoding"), std::string::npos) << "never gzipped: " << head;
+    bool whole = false;
+    EXPECT_EQ(ReadChunked(c, whole),
+              std::string(10, 'a') + std::string(10, 'b') + std::string(10, 'c'));
+    EXPECT_TRUE(whole);
+  }
+  // HEAD: the GET's head, no body, the stream never run.
+  const int made = streamer.made;
+  ASSERT_TRUE(c.Send("HEAD /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_NE(ReadHead(c).find("Transfer-Encoding: chunked"), std::string::npos);
+  ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"));
+  ReadHead(c);
+  bool whole = false;
+  ReadChunked(c, whole);
+  EXPECT_TRUE(whole);
+  EXPECT_EQ(streamer.made, made + 3);
+  EXPECT_TRUE(c.ClosedWithin(2000ms)) << "Connection: close after the last chunk";
+}
+
+TEST(Streamed, AStreamThatFailsIsCutWithoutItsLastChunk) {
+  Streamer streamer;
+  streamer.fail_after_first = true;
+  Running s({}, std::ref(streamer));
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ReadHead(c);
+  bool whole = true;
+  EXPECT_EQ(ReadChunked(c, whole), std::string(10, 'a'));
+  EXPECT_FALSE(whole) << "a cut body must not look whole";
+  EXPECT_TRUE(c.ClosedWithin(2000ms));
+}
+
+// A client that stops reading holds one part in the server: the stream waits for it, makes no
+// more, and learns the client is gone when the write deadline cuts it.
+TEST(Streamed, AClientThatStopsReadingHoldsOnePartAndIsCut) {
+  Streamer streamer;
+  streamer.parts = 1000;
+  streamer.size = 1 << 20;  // 1,000 MiB if it were all made
+  const ServerOptions options{.write_timeout_us = 300 * 1000,
+                              .min_write_bytes_per_second = 64 << 20};
+  Running s(options, std::ref(streamer));
+  Client c(s.port());
+  ASSERT_TRUE(c.Send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n"));
+  ReadHead(c);
+  c.Receive(64 << 10);  // a little, then nothing more
+  const auto deadline = SteadyClock::now() + 10s;
+  while (!streamer.stopped && SteadyClock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(streamer.stopped) << "the stream never learned the client was gone";
+  // What the kernel's socket buffers took, and the one part waiting: a few MiB, never 1,000.
+  EXPECT_LE(streamer.made, 16) << "parts made past what the client read";
 }
 
 }  // namespace

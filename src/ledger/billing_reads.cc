@@ -31,41 +31,6 @@ Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
 
 namespace {
 
-struct ResolvedExport {
-  ExportRequest request;
-  ledger::ExportFormat format = ledger::ExportFormat::kFocus;
-};
-
-Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& o) {
-  ResolvedExport out;
-  ExportRequest& request = out.request;
-  auto period = ParseChargePeriod(o.period);
-  if (!period) return period.error();
-  request.period = *period;
-  auto policy = cost::ParsePolicy(o.policy);
-  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
-  request.policy = *policy;
-  auto idle = cost::ParseIdleHandling(o.idle);
-  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
-  request.idle = *idle;
-  if (o.format != "focus" && o.format != "csv")
-    return InvalidArgument(fmt::format("--format '{}': expected focus or csv", o.format));
-  out.format = o.format == "focus" ? ledger::ExportFormat::kFocus : ledger::ExportFormat::kPlain;
-  request.team_label = o.team_label;
-
-  auto extent = store.Extent();
-  if (!extent) return extent.error();
-  auto window = report::ResolveWindow(o.window, *extent);
-  if (!window) return InvalidArgument("--" + window.error().message);
-  request.from_us = window->from_us;
-  request.to_us = window->to_us;
-  auto identity = store::ReadLedgerIdentity(store);
-  if (!identity) return identity.error();
-  request.currency = identity->currency;
-  request.cluster = identity->cluster;
-  return out;
-}
-
 // The export held as a string, refused past a size.
 class StringSink final : public ledger::ExportSink {
  public:
@@ -96,6 +61,36 @@ class StringSink final : public ledger::ExportSink {
 };
 
 }  // namespace
+
+Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& o) {
+  ResolvedExport out;
+  ExportRequest& request = out.request;
+  auto period = ParseChargePeriod(o.period);
+  if (!period) return period.error();
+  request.period = *period;
+  auto policy = cost::ParsePolicy(o.policy);
+  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
+  request.policy = *policy;
+  auto idle = cost::ParseIdleHandling(o.idle);
+  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
+  request.idle = *idle;
+  if (o.format != "focus" && o.format != "csv")
+    return InvalidArgument(fmt::format("--format '{}': expected focus or csv", o.format));
+  out.format = o.format == "focus" ? ledger::ExportFormat::kFocus : ledger::ExportFormat::kPlain;
+  request.team_label = o.team_label;
+
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  auto window = report::ResolveWindow(o.window, *extent);
+  if (!window) return InvalidArgument("--" + window.error().message);
+  request.from_us = window->from_us;
+  request.to_us = window->to_us;
+  auto identity = store::ReadLedgerIdentity(store);
+  if (!identity) return identity.error();
+  request.currency = identity->currency;
+  request.cluster = identity->cluster;
+  return out;
+}
 
 Status ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
                        const ExportOptions& options, ledger::ExportSink& sink) {

@@ -33,6 +33,15 @@ struct ExportOptions {
   std::string team_label = "team";
 };
 
+// An export's options checked against the ledger (window resolved against its extent, currency
+// and cluster from its meta: "currency", default USD; "cluster"): what ledger::WriteExport
+// takes. Bad options fail with kInvalidArgument naming the option.
+struct ResolvedExport {
+  ExportRequest request;
+  ledger::ExportFormat format = ledger::ExportFormat::kFocus;
+};
+Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& options);
+
 // The export document (FOCUS 1.2 CSV or gpuledger's plain CSV) of a ledger, written to `sink`
 // a day at a time through `reads` (ledger::WriteExport): window resolved against the ledger's
 // extent, currency and cluster from its meta ("currency", default USD; "cluster"). Bad options
@@ -43,13 +52,6 @@ Status ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
 // kInvalidArgument "window: the export of FROM to TO passes N MiB ...".
 Result<std::string> ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
                                     const ExportOptions& options, std::size_t max_bytes = 0);
-// What `gpuledger server` answers at most: 3 days at 10,000 GPUs with daily periods (about 32
-// MB a day), a month at 1,000. The answer is held, then copied to the wire: at 10,000 GPUs a
-// 3-day export (92 MiB) took the server to 1,027 MiB at its peak, a week (225 MB) to 1.27 GiB.
-// Longer windows are asked a part at a time, or exported beside the ledger by `gpuledger
-// export --db`, which writes a day at a time.
-inline constexpr std::size_t kServerExportBytes = std::size_t{96} << 20;
-
 struct ReconcileResult {
   ReconcilePlan plan;  // what was recorded (node_days) and the bill rows that matched nothing
 };

@@ -28,6 +28,7 @@
 #include "report/report_json.h"
 #include "report/window.h"
 #include "server/api_allocation.h"
+#include "server/api_export.h"
 #include "server/api_params.h"
 
 namespace gpuledger::server {
@@ -230,21 +231,6 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
   return {200, "application/json", std::move(w).Take() + "\n"};
 }
 
-ApiResponse ExportFocus(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
-  if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
-    return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
-  billing::ExportOptions o;
-  o.window = ParamOr(p, "window", o.window);
-  o.period = ParamOr(p, "period", o.period);
-  o.policy = ParamOr(p, "policy", o.policy);
-  o.idle = ParamOr(p, "idle", o.idle);
-  o.format = "focus";
-  // A day at a time through the read service; one answer is held whole, so it has a size.
-  auto csv = billing::ExportFromStore(store, reads, o, billing::kServerExportBytes);
-  if (!csv) return ParameterError(csv.error(), {"window", "period", "policy", "idle"});
-  return {200, "text/csv; charset=utf-8", std::move(*csv)};
-}
-
 // The API's endpoints; CanonicalPath maps the others' names of them.
 constexpr std::string_view kEndpoints[] = {
     "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",    "/api/v1/findings",
@@ -425,7 +411,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params, bool 
     if (path == "/api/v1/recommendations")
       return Recommendations(**store, reads_, params, catalog_, open_);
     if (path == "/api/v1/statements") return Statements(**store, params);
-    return ExportFocus(**store, reads_, params);
+    return ExportFocus(std::move(*store), reads_, params);
   };
   return IsHeavy(path) ? Heavy(answer) : answer();
 }
@@ -442,6 +428,18 @@ ApiResponse Api::Heavy(const std::function<ApiResponse()>& answer) {
     return busy;
   }
   ApiResponse r = answer();
+  if (r.stream) {
+    // Streamed: the slot is held until the body is sent (on this thread, after this returns),
+    // or until the answer goes unsent (a HEAD).
+    auto held = std::make_shared<std::unique_lock<std::timed_mutex>>(std::move(slot));
+    r.stream = [this, held, stream = std::move(r.stream)](const http::SendPart& send) {
+      const bool whole = stream(send);
+      GiveBackFreedMemory();
+      if (held->owns_lock()) held->unlock();
+      return whole;
+    };
+    return r;
+  }
   GiveBackFreedMemory();  // its rows, before the next one reads its own
   return r;
 }

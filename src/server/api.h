@@ -40,6 +40,7 @@
 #include "common/result.h"
 #include "cost/catalog.h"
 #include "guardrails/policy.h"
+#include "http/response.h"
 #include "ingest/source_health.h"
 #include "ledger/read_service.h"
 #include "server/connection_pool.h"
@@ -53,6 +54,8 @@ struct ApiResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // extra ones, e.g. Retry-After
+  // A body made as it is sent (http::Response::stream): the FOCUS export.
+  std::function<bool(const http::SendPart& send)> stream;
 };
 
 // How long a heavy request (one that reads its window's rows for itself: recommendations,

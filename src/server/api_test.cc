@@ -11,15 +11,18 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/time_util.h"
 #include "cost/catalog.h"
+#include "ledger/billing_reads.h"
 #include "ledger/filter.h"
 #include "ledger/statements.h"
 #include "report/report_json.h"
+#include "server/http_server.h"
 #include "sim/cluster_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -553,16 +556,58 @@ TEST_F(ApiTest, AClosedMonthIsReportedFromItsStatement) {
             "parameter 'period': 'november' is not a month YYYY-MM");
 }
 
+// The body of an answer: a streamed one's parts joined.
+std::string BodyOf(const ApiResponse& r) {
+  if (!r.stream) return r.body;
+  std::string body;
+  EXPECT_TRUE(r.stream([&](std::string_view part) {
+    body += part;
+    return true;
+  }));
+  return body;
+}
+
 TEST_F(ApiTest, ExportsFocusCsv) {
   ApiResponse r = api_->Handle("/api/v1/export/focus", {{"period", "day"}}, "Bearer s3cret");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.content_type.rfind("text/csv", 0), 0u);
-  const std::string header = r.body.substr(0, r.body.find('\n'));
+  ASSERT_TRUE(r.stream) << "streamed as it is built";
+  const std::string body = BodyOf(r);
+  ledger::ReadService reads;
+  auto whole = billing::ExportFromStore(*store_, reads, {.window = "all", .period = "day"});
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(body, *whole) << "byte for byte the export held whole";
+  const std::string header = body.substr(0, body.find('\n'));
   for (const char* column :
        {"BilledCost", "EffectiveCost", "ListCost", "ChargePeriodStart", "Tags"})
     EXPECT_NE(header.find(column), std::string::npos) << column;
   EXPECT_EQ(api_->Handle("/api/v1/export/focus", {{"period", "month"}}, "Bearer s3cret").status,
             400);
+}
+
+// Through the HTTP server: chunked, byte for byte the export held whole, and the connection
+// answers the next request after it.
+TEST_F(ApiTest, TheExportStreamsOverHttp) {
+  auto http = HttpServer::Bind("127.0.0.1:0", *api_);
+  ASSERT_TRUE(http) << http.error().message;
+  std::thread serve([&] { (*http)->Serve(); });
+  httplib::Client c("127.0.0.1", (*http)->port());
+  c.set_read_timeout(std::chrono::seconds(30));
+  const httplib::Headers token{{"Authorization", "Bearer s3cret"}};
+  auto r = c.Get("/api/v1/export/focus?window=all&period=hour", token);
+  ledger::ReadService reads;
+  auto whole = billing::ExportFromStore(*store_, reads, {.window = "all", .period = "hour"});
+  auto next = c.Get("/api/v1/devices", token);
+  (*http)->Stop();
+  serve.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Transfer-Encoding"), "chunked");
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_GT(whole->size(), 1000u);
+  EXPECT_EQ(r->body, *whole);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->status, 200);
 }
 
 TEST_F(ApiTest, MetricsCountRequests) {

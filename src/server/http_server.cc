@@ -16,6 +16,7 @@ http::Response ToResponse(ApiResponse r) {
   out.content_type = std::move(r.content_type);
   out.body = std::move(r.body);
   out.headers = std::move(r.headers);
+  out.stream = std::move(r.stream);
   return out;
 }
 
