@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "attribution/annotated_shares.h"
 #include "attribution/close_hour.h"
@@ -17,378 +18,335 @@
 #include "common/counter_units.h"
 #include "common/json_text.h"
 #include "ingest/agent_series.h"
+#include "ingest/counter_ledger_impl.h"
 #include "ingest/counter_state_codec.h"
 #include "model/usage.h"
 
 namespace gpuledger::ingest {
-namespace {
 
-using json = state::json;
-
-}  // namespace
-
-struct CounterLedger::Impl {
-  using SeriesState = state::SeriesState;
-  using DeviceFacts = state::DeviceFacts;
-  using Sources = state::Sources;
-  using InstanceState = state::InstanceState;
-  using ConsumerAcc = state::ConsumerAcc;
-  using DeviceAcc = state::DeviceAcc;
-  using HourKey = state::HourKey;
-
-  std::string cluster;
-  std::function<ConsumerInfo(const ConsumerRef&)> describe;
-  std::map<std::string, InstanceState> instances;
-  std::map<HourKey, DeviceAcc> hours;
-  std::set<HourKey> touched;
-  Micros forgotten_before_us = INT64_MIN;
-  Micros latest_us = INT64_MIN;
-  Micros observing_since_us = INT64_MAX;  // see CounterLedger::ObserveSince
-  std::int64_t ignored = 0;
-  std::int64_t resets = 0;
-  std::int64_t late_dropped = 0;
-  std::int64_t skipped_buckets = 0;  // histogram bucket samples of a layout we do not read
-  std::int64_t skipped_values = 0;   // counter samples NaN, infinite or negative
-  // What changed since the state was last saved (PendingState): parts to write and to erase.
-  bool engine_dirty = false;
-  std::set<std::string> dirty_instances, removed_instances;
-  std::set<HourKey> dirty_hours, removed_hours;
-
-  DeviceAcc& Acc(Micros hour, const std::string& gpu, const InstanceState& inst) {
-    HourKey key{hour, gpu};
-    DeviceAcc& acc = hours[key];
-    touched.insert(key);
-    dirty_hours.insert(key);
-    if (auto it = inst.devices.find(gpu); it != inst.devices.end()) {
-      if (!it->second.node.empty()) acc.node = it->second.node;
-      if (!it->second.model.empty()) acc.model = it->second.model;
-      if (!it->second.sharing.empty()) acc.sharing = it->second.sharing;
-      acc.layout = it->second.layout;  // "" too: a GPU whose MIG instances all went
-    }
-    return acc;
+state::DeviceAcc& CounterLedger::Impl::Acc(Micros hour, const std::string& gpu,
+                                           const InstanceState& inst) {
+  HourKey key{hour, gpu};
+  DeviceAcc& acc = hours[key];
+  touched.insert(key);
+  dirty_hours.insert(key);
+  if (auto it = inst.devices.find(gpu); it != inst.devices.end()) {
+    if (!it->second.node.empty()) acc.node = it->second.node;
+    if (!it->second.model.empty()) acc.model = it->second.model;
+    if (!it->second.sharing.empty()) acc.sharing = it->second.sharing;
+    acc.layout = it->second.layout;  // "" too: a GPU whose MIG instances all went
   }
+  return acc;
+}
 
-  void Book(ConsumerAcc& c, const InstanceState& inst, const std::string& gpu,
-            const ConsumerRef& ref) {
-    auto it = inst.attribution.find(ConsumerKey(gpu, ref));
-    if (it == inst.attribution.end()) return;
-    // "measured:process-samples": the Quality before ':', the rule after it.
-    auto [compute, rule] = ParseSourceLabel(it->second.compute);
-    if (compute) c.compute_quality = Combine(c.compute_quality, *compute);
-    c.rule = MergeRules(c.rule, std::string(rule));
-    if (auto [memory, _] = ParseSourceLabel(it->second.memory); memory)
-      c.memory_quality = Combine(c.memory_quality, *memory);
-    // "none" (no activity source) and an older agent's absent label leave the quality kNone.
-    auto [activity, activity_rule] = ParseSourceLabel(it->second.activity);
-    if (activity && *activity != Quality::kNone) {
-      c.activity_quality = Combine(c.activity_quality, *activity);
-      c.activity_rule = MergeRules(c.activity_rule, std::string(activity_rule));
-    }
-    c.share_source = MergeRules(c.share_source, it->second.share);
+void CounterLedger::Impl::Book(ConsumerAcc& c, const InstanceState& inst, const std::string& gpu,
+                               const ConsumerRef& ref) {
+  auto it = inst.attribution.find(ConsumerKey(gpu, ref));
+  if (it == inst.attribution.end()) return;
+  // "measured:process-samples": the Quality before ':', the rule after it.
+  auto [compute, rule] = ParseSourceLabel(it->second.compute);
+  if (compute) c.compute_quality = Combine(c.compute_quality, *compute);
+  c.rule = MergeRules(c.rule, std::string(rule));
+  if (auto [memory, _] = ParseSourceLabel(it->second.memory); memory)
+    c.memory_quality = Combine(c.memory_quality, *memory);
+  // "none" (no activity source) and an older agent's absent label leave the quality kNone.
+  auto [activity, activity_rule] = ParseSourceLabel(it->second.activity);
+  if (activity && *activity != Quality::kNone) {
+    c.activity_quality = Combine(c.activity_quality, *activity);
+    c.activity_rule = MergeRules(c.activity_rule, std::string(activity_rule));
   }
+  c.share_source = MergeRules(c.share_source, it->second.share);
+}
 
-  // Adds the integer `delta` over (t0, t1] to the hours it covers, split exactly in proportion
-  // to the time in each (largest remainder: the pieces sum to the delta).
-  // `bucket`: the histogram bucket index of a kComputeBucket / kMemoryBucket sample.
-  void Spread(const CounterKind& kind, const Sample& s, std::int64_t delta, Micros t0, Micros t1,
-              const InstanceState& inst, int bucket = -1) {
-    const std::string gpu(Label(s.labels, "gpu_uuid"));
-    if (gpu.empty() || delta < 0) return;
-    const bool consumer = kind.field >= Field::kAllocated;
-    if (consumer && delta == 0) return;  // a consumer row only where it has something
-    const ConsumerRef ref = consumer ? RefOf(s.labels) : ConsumerRef{};
-    std::vector<Micros> hours;
-    std::vector<std::uint64_t> overlap;
-    for (Micros h = HourStart(t0); h < t1; h += kMicrosPerHour) {
-      hours.push_back(h);
-      overlap.push_back(
-          static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
+void CounterLedger::Impl::Spread(const CounterKind& kind, const Sample& s, std::int64_t delta,
+                                 Micros t0, Micros t1, const InstanceState& inst, int bucket) {
+  const std::string gpu(Label(s.labels, "gpu_uuid"));
+  if (gpu.empty() || delta < 0) return;
+  const bool consumer = kind.field >= Field::kAllocated;
+  if (consumer && delta == 0) return;  // a consumer row only where it has something
+  const ConsumerRef ref = consumer ? RefOf(s.labels) : ConsumerRef{};
+  std::vector<Micros> hours;
+  std::vector<std::uint64_t> overlap;
+  for (Micros h = HourStart(t0); h < t1; h += kMicrosPerHour) {
+    hours.push_back(h);
+    overlap.push_back(
+        static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
+  }
+  const std::vector<std::int64_t> parts = Apportion(delta, overlap);
+  for (std::size_t i = 0; i < hours.size(); ++i) {
+    const std::int64_t part = parts[i];
+    const Micros h = hours[i];
+    if (h < forgotten_before_us) {
+      if (part != 0) ++late_dropped;
+      continue;
     }
-    const std::vector<std::int64_t> parts = Apportion(delta, overlap);
-    for (std::size_t i = 0; i < hours.size(); ++i) {
-      const std::int64_t part = parts[i];
-      const Micros h = hours[i];
-      if (h < forgotten_before_us) {
-        if (part != 0) ++late_dropped;
+    if (consumer && part == 0) continue;
+    DeviceAcc& acc = Acc(h, gpu, inst);
+    switch (kind.field) {
+      case Field::kMetered:
+        acc.metered_us += part;
+        continue;
+      case Field::kBusy:
+        acc.busy_us += part;
+        continue;
+      case Field::kIdle:
+        acc.idle_us += part;
+        continue;
+      case Field::kUnattributed:
+        acc.unattributed_us += part;
+        continue;
+      case Field::kDeviceEnergy:
+        acc.energy_mj += part;
+        continue;
+      case Field::kUnattributedMemory:
+        acc.unattributed_memory_kib_s += part;
+        continue;
+      default:
+        break;
+    }
+    ConsumerAcc& c = acc.consumers[ref];
+    switch (kind.field) {
+      case Field::kAllocated:
+        c.allocated_us += part;
+        break;
+      case Field::kCompute:
+        c.compute_us += part;
+        break;
+      case Field::kMemory:
+        c.memory_kib_s += part;
+        break;
+      case Field::kSmActive:
+        c.activity.sm_active_us += part;
+        break;
+      case Field::kSmOccupancy:
+        c.activity.sm_occupancy_us += part;
+        break;
+      case Field::kTensorActive:
+        c.activity.tensor_active_us += part;
+        break;
+      case Field::kDramActive:
+        c.activity.dram_active_us += part;
+        break;
+      case Field::kComputeBucket:
+        c.compute_le[bucket] += part;
+        break;
+      case Field::kMemoryBucket:
+        c.memory_le[bucket] += part;
+        break;
+      default:
+        c.energy_mj += part;
+        break;
+    }
+    Book(c, inst, gpu, ref);
+  }
+}
+
+UsageHistogram CounterLedger::Impl::PerBucket(const ConsumerAcc& c) {
+  UsageHistogram h;
+  for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
+    h.compute[i] = std::max<std::int64_t>(0, c.compute_le[i] - (i > 0 ? c.compute_le[i - 1] : 0));
+  for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
+    h.memory[i] = std::max<std::int64_t>(0, c.memory_le[i] - (i > 0 ? c.memory_le[i - 1] : 0));
+  return h;
+}
+
+LedgerHour CounterLedger::Impl::Close(const HourKey& key, const DeviceAcc& a) const {
+  attribution::OpenDeviceHour open;
+  DeviceHour& d = open.device;
+  d.hour_us = key.first;
+  d.cluster = cluster;
+  d.node = a.node;
+  d.gpu = GpuUuid{key.second};
+  d.gpu_model = a.model;
+  d.sharing = ParseSharingMode(a.sharing).value_or(SharingMode::kExclusive);
+  d.layout = a.layout;
+  d.metered_us = a.metered_us;
+  d.busy_us = a.busy_us;
+  d.idle_us = a.idle_us;
+  d.unattributed_us = a.unattributed_us;
+  d.energy_mj = a.energy_mj;
+  d.unattributed_memory_kib_s = a.unattributed_memory_kib_s;
+  d.memory_total_bytes = a.memory_total_bytes;
+  for (const auto& [ref, c] : a.consumers) {
+    UsageRow r;
+    r.consumer = describe(ref);
+    r.consumer.ref = ref;
+    r.node = d.node;
+    r.gpu_model = d.gpu_model;
+    r.sharing = d.sharing;
+    r.allocated_us = c.allocated_us;
+    r.compute_us = c.compute_us;
+    r.energy_mj = c.energy_mj;
+    r.memory_kib_s = c.memory_kib_s;
+    r.peak_memory_bytes = c.peak_memory_bytes;
+    r.compute_quality = c.compute_quality;
+    r.memory_quality = c.memory_quality;
+    r.compute_rule = c.rule;
+    r.activity = c.activity;
+    r.activity_quality = c.activity_quality;
+    r.activity_rule = c.activity_rule;
+    r.share_source = c.share_source;
+    r.histogram = PerBucket(c);
+    open.usage.push_back(std::move(r));
+  }
+  LedgerHour closed = attribution::CloseDeviceHour(std::move(open));
+  // Shares only the pod watch knows (KAI/Run:ai annotations) move allocation within the hour.
+  attribution::ApplyAnnotatedShares(closed);
+  return closed;
+}
+
+void CounterLedger::Impl::RaisePeak(Micros hour, const Sample& s, Bytes bytes) {
+  auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
+  if (h == hours.end()) return;
+  auto c = h->second.consumers.find(RefOf(s.labels));
+  if (c != h->second.consumers.end() && bytes > c->second.peak_memory_bytes) {
+    c->second.peak_memory_bytes = bytes;
+    dirty_hours.insert(h->first);
+  }
+}
+
+void CounterLedger::Impl::Feed(const TargetScrape& scrape) {
+  InstanceState& inst = instances[scrape.instance];
+  engine_dirty = true;
+  if (scrape.at_us <= inst.last_at_us) {
+    ++ignored;
+    return;
+  }
+  dirty_instances.insert(scrape.instance);
+  removed_instances.erase(scrape.instance);
+  const Micros at = scrape.at_us;
+  const Micros prev_at = inst.last_at_us;
+  latest_us = std::max(latest_us, at);
+  const Micros reset_from = FeedFacts(scrape, inst, prev_at);
+  FeedCounters(scrape, inst, reset_from);
+  FeedGauges(scrape);
+  inst.last_at_us = at;
+}
+
+Micros CounterLedger::Impl::FeedFacts(const TargetScrape& scrape, InstanceState& inst,
+                                      Micros prev_at) {
+  const Micros at = scrape.at_us;
+  // An agent first seen, that started while we were already observing: its counters began at
+  // zero at its start, inside our window, so they count from there rather than being a
+  // baseline. Every ingestion path then books the same totals.
+  Micros agent_start_us = INT64_MIN;
+  for (const Sample& s : scrape.samples)
+    if (s.name == kAgentStart && std::isfinite(s.value) && s.value > 0)
+      agent_start_us = ToCount(s.value, CounterScale::kMicrosPerSecond);
+  const bool count_from_start = prev_at == INT64_MIN && agent_start_us != INT64_MIN &&
+                                agent_start_us >= observing_since_us && agent_start_us < at;
+  // Facts first: they label the deltas of this same scrape.
+  std::int64_t restarted_us = -1;  // the largest metered counter that went backwards: uptime
+  for (const Sample& s : scrape.samples) {
+    if (s.name == kDeviceInfo) {
+      DeviceFacts& f = inst.devices[std::string(Label(s.labels, "gpu_uuid"))];
+      f.node = Label(s.labels, "node");
+      f.model = Label(s.labels, "gpu_model");
+      f.sharing = Label(s.labels, "sharing_mode");
+      f.parent = Label(s.labels, "parent_uuid");
+      f.layout = Label(s.labels, "layout");
+      f.seen_us = at;
+    } else if (s.name == kAttributionInfo) {
+      Sources& src =
+          inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")), RefOf(s.labels))];
+      src.compute = Label(s.labels, "compute_source");
+      src.memory = Label(s.labels, "memory_source");
+      src.activity = Label(s.labels, "activity_source");
+      src.share = Label(s.labels, "share_source");
+      src.seen_us = at;
+    } else if (s.name == "gpuledger_device_metered_seconds_total") {
+      auto it = inst.series.find(SeriesKey(s));
+      auto count = CountOf(*FindCounter(s.name), s.value);
+      if (count && it != inst.series.end() && *count < it->second.value)
+        restarted_us = std::max(restarted_us, *count);
+    }
+  }
+  // An agent restart: the new counters cover at most its uptime (the largest metered
+  // counter), so reset and new series are booked over that, not the whole gap.
+  Micros reset_from = count_from_start ? agent_start_us : prev_at;
+  if (restarted_us >= 0 && prev_at != INT64_MIN) reset_from = std::max(prev_at, at - restarted_us);
+  return reset_from;
+}
+
+void CounterLedger::Impl::FeedCounters(const TargetScrape& scrape, InstanceState& inst,
+                                       Micros reset_from) {
+  const Micros at = scrape.at_us;
+  const auto memory_bounds = MemoryBucketBounds(scrape);
+  for (const Sample& s : scrape.samples) {
+    const CounterKind* kind = FindCounter(s.name);
+    if (kind == nullptr) continue;
+    const auto value = CountOf(*kind, s.value);
+    if (!value) {  // not a counter value: keep the last, and count it
+      ++skipped_values;
+      continue;
+    }
+    int bucket = -1;
+    if (kind->field == Field::kComputeBucket || kind->field == Field::kMemoryBucket) {
+      bucket = kind->field == Field::kComputeBucket ? ComputeBucketOf(Label(s.labels, "le"))
+                                                    : MemoryBucketOf(s, memory_bounds);
+      if (bucket < 0) {
+        ++skipped_buckets;
         continue;
       }
-      if (consumer && part == 0) continue;
-      DeviceAcc& acc = Acc(h, gpu, inst);
-      switch (kind.field) {
-        case Field::kMetered:
-          acc.metered_us += part;
-          continue;
-        case Field::kBusy:
-          acc.busy_us += part;
-          continue;
-        case Field::kIdle:
-          acc.idle_us += part;
-          continue;
-        case Field::kUnattributed:
-          acc.unattributed_us += part;
-          continue;
-        case Field::kDeviceEnergy:
-          acc.energy_mj += part;
-          continue;
-        case Field::kUnattributedMemory:
-          acc.unattributed_memory_kib_s += part;
-          continue;
-        default:
-          break;
-      }
-      ConsumerAcc& c = acc.consumers[ref];
-      switch (kind.field) {
-        case Field::kAllocated:
-          c.allocated_us += part;
-          break;
-        case Field::kCompute:
-          c.compute_us += part;
-          break;
-        case Field::kMemory:
-          c.memory_kib_s += part;
-          break;
-        case Field::kSmActive:
-          c.activity.sm_active_us += part;
-          break;
-        case Field::kSmOccupancy:
-          c.activity.sm_occupancy_us += part;
-          break;
-        case Field::kTensorActive:
-          c.activity.tensor_active_us += part;
-          break;
-        case Field::kDramActive:
-          c.activity.dram_active_us += part;
-          break;
-        case Field::kComputeBucket:
-          c.compute_le[bucket] += part;
-          break;
-        case Field::kMemoryBucket:
-          c.memory_le[bucket] += part;
-          break;
-        default:
-          c.energy_mj += part;
-          break;
-      }
-      Book(c, inst, gpu, ref);
     }
+    auto [it, fresh] = inst.series.try_emplace(SeriesKey(s));
+    SeriesState& st = it->second;
+    std::int64_t delta = 0;
+    Micros from = INT64_MIN;
+    if (!fresh && kind->field == Field::kMetered) {
+      // Every hour since the last sample gets a row, so a gap shows as unmetered time.
+      const std::string gpu(Label(s.labels, "gpu_uuid"));
+      for (Micros h = HourStart(st.at_us + 1); h < at && !gpu.empty(); h += kMicrosPerHour)
+        if (h >= forgotten_before_us) Acc(h, gpu, inst);
+    }
+    if (!fresh && *value >= st.value) {
+      delta = *value - st.value;
+      from = st.at_us;
+    } else if (!fresh) {
+      ++resets;  // counted since the reset: the new value is the delta
+      delta = *value;
+      from = std::max(st.at_us, reset_from);
+    } else if (reset_from != INT64_MIN) {
+      // A series new on a known agent (or on one counted from its start) started from 0.
+      delta = *value;
+      from = reset_from;
+    }  // else: the first scrape of an agent only sets the baseline
+    st.value = *value;
+    st.at_us = at;
+    if (from != INT64_MIN && from < at) Spread(*kind, s, delta, from, at, inst, bucket);
   }
+}
 
-  // --- State serialisation: shared by the whole State() and its parts. ---
-  state::EngineFields Engine() const {
-    return {forgotten_before_us, latest_us, observing_since_us, ignored, resets, late_dropped};
-  }
-  json EngineJson() const { return state::EngineJson(cluster, Engine()); }
-  // Reads the engine's fields from a saved state; returns its version.
-  Result<int> ReadEngine(const json& j) {
-    state::EngineFields e;
-    auto version = state::ReadEngine(j, e);
-    if (!version.ok()) return version;
-    forgotten_before_us = e.forgotten_before_us;
-    latest_us = e.latest_us;
-    observing_since_us = e.observing_since_us;
-    ignored = e.ignored;
-    resets = e.resets;
-    late_dropped = e.late_dropped;
-    return version;
-  }
-
-  void MarkAllDirty() {
-    engine_dirty = true;
-    for (const auto& [name, inst] : instances) dirty_instances.insert(name);
-    for (const auto& [key, acc] : hours) dirty_hours.insert(key);
-  }
-  // Cumulative counts to counts per bucket. A delta split over an hour boundary is apportioned
-  // per series, so one bucket's piece may round one below the bucket before it: clamped at 0.
-  static UsageHistogram PerBucket(const ConsumerAcc& c) {
-    UsageHistogram h;
-    for (int i = 0; i < UsageHistogram::kComputeBuckets; ++i)
-      h.compute[i] = std::max<std::int64_t>(0, c.compute_le[i] - (i > 0 ? c.compute_le[i - 1] : 0));
-    for (int i = 0; i < UsageHistogram::kMemoryBuckets; ++i)
-      h.memory[i] = std::max<std::int64_t>(0, c.memory_le[i] - (i > 0 ? c.memory_le[i - 1] : 0));
-    return h;
-  }
-
-  LedgerHour Close(const HourKey& key, const DeviceAcc& a) const {
-    attribution::OpenDeviceHour open;
-    DeviceHour& d = open.device;
-    d.hour_us = key.first;
-    d.cluster = cluster;
-    d.node = a.node;
-    d.gpu = GpuUuid{key.second};
-    d.gpu_model = a.model;
-    d.sharing = ParseSharingMode(a.sharing).value_or(SharingMode::kExclusive);
-    d.layout = a.layout;
-    d.metered_us = a.metered_us;
-    d.busy_us = a.busy_us;
-    d.idle_us = a.idle_us;
-    d.unattributed_us = a.unattributed_us;
-    d.energy_mj = a.energy_mj;
-    d.unattributed_memory_kib_s = a.unattributed_memory_kib_s;
-    d.memory_total_bytes = a.memory_total_bytes;
-    for (const auto& [ref, c] : a.consumers) {
-      UsageRow r;
-      r.consumer = describe(ref);
-      r.consumer.ref = ref;
-      r.node = d.node;
-      r.gpu_model = d.gpu_model;
-      r.sharing = d.sharing;
-      r.allocated_us = c.allocated_us;
-      r.compute_us = c.compute_us;
-      r.energy_mj = c.energy_mj;
-      r.memory_kib_s = c.memory_kib_s;
-      r.peak_memory_bytes = c.peak_memory_bytes;
-      r.compute_quality = c.compute_quality;
-      r.memory_quality = c.memory_quality;
-      r.compute_rule = c.rule;
-      r.activity = c.activity;
-      r.activity_quality = c.activity_quality;
-      r.activity_rule = c.activity_rule;
-      r.share_source = c.share_source;
-      r.histogram = PerBucket(c);
-      open.usage.push_back(std::move(r));
-    }
-    LedgerHour closed = attribution::CloseDeviceHour(std::move(open));
-    // Shares only the pod watch knows (KAI/Run:ai annotations) move allocation within the hour.
-    attribution::ApplyAnnotatedShares(closed);
-    return closed;
-  }
-
-  // Raises the peak memory of the sample's consumer in `hour`, where it has a row.
-  void RaisePeak(Micros hour, const Sample& s, Bytes bytes) {
-    auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
-    if (h == hours.end()) return;
-    auto c = h->second.consumers.find(RefOf(s.labels));
-    if (c != h->second.consumers.end() && bytes > c->second.peak_memory_bytes) {
-      c->second.peak_memory_bytes = bytes;
-      dirty_hours.insert(h->first);
-    }
-  }
-
-  void Feed(const TargetScrape& scrape) {
-    InstanceState& inst = instances[scrape.instance];
-    engine_dirty = true;
-    if (scrape.at_us <= inst.last_at_us) {
-      ++ignored;
-      return;
-    }
-    dirty_instances.insert(scrape.instance);
-    removed_instances.erase(scrape.instance);
-    const Micros at = scrape.at_us;
-    const Micros prev_at = inst.last_at_us;
-    latest_us = std::max(latest_us, at);
-    // An agent first seen, that started while we were already observing: its counters began at
-    // zero at its start, inside our window, so they count from there rather than being a
-    // baseline. Every ingestion path then books the same totals.
-    Micros agent_start_us = INT64_MIN;
-    for (const Sample& s : scrape.samples)
-      if (s.name == kAgentStart && std::isfinite(s.value) && s.value > 0)
-        agent_start_us = ToCount(s.value, CounterScale::kMicrosPerSecond);
-    const bool count_from_start = prev_at == INT64_MIN && agent_start_us != INT64_MIN &&
-                                  agent_start_us >= observing_since_us && agent_start_us < at;
-    // Facts first: they label the deltas of this same scrape.
-    std::int64_t restarted_us = -1;  // the largest metered counter that went backwards: uptime
-    for (const Sample& s : scrape.samples) {
-      if (s.name == kDeviceInfo) {
-        DeviceFacts& f = inst.devices[std::string(Label(s.labels, "gpu_uuid"))];
-        f.node = Label(s.labels, "node");
-        f.model = Label(s.labels, "gpu_model");
-        f.sharing = Label(s.labels, "sharing_mode");
-        f.parent = Label(s.labels, "parent_uuid");
-        f.layout = Label(s.labels, "layout");
-        f.seen_us = at;
-      } else if (s.name == kAttributionInfo) {
-        Sources& src = inst.attribution[ConsumerKey(std::string(Label(s.labels, "gpu_uuid")),
-                                                    RefOf(s.labels))];
-        src.compute = Label(s.labels, "compute_source");
-        src.memory = Label(s.labels, "memory_source");
-        src.activity = Label(s.labels, "activity_source");
-        src.share = Label(s.labels, "share_source");
-        src.seen_us = at;
-      } else if (s.name == "gpuledger_device_metered_seconds_total") {
-        auto it = inst.series.find(SeriesKey(s));
-        auto count = CountOf(*FindCounter(s.name), s.value);
-        if (count && it != inst.series.end() && *count < it->second.value)
-          restarted_us = std::max(restarted_us, *count);
+void CounterLedger::Impl::FeedGauges(const TargetScrape& scrape) {
+  const Micros at = scrape.at_us;
+  // Gauges describe the instant just before the scrape: into the hour that holds it (a
+  // scrape on the hour closes the hour before). The agent's hour peaks name their own hour
+  // (gpuledger_agent_hour_start_seconds, by its clock): a peak between two scrapes is still
+  // the hour's, and the previous hour's peak completes an hour whose last scrape came
+  // before its last cycle.
+  const Micros hour = HourStart(at - 1);
+  Micros agent_hour_us = INT64_MIN;
+  for (const Sample& s : scrape.samples)
+    if (s.name == kAgentHourStart && std::isfinite(s.value) && s.value > 0)
+      agent_hour_us = HourStart(ToCount(s.value, CounterScale::kMicrosPerSecond));
+  for (const Sample& s : scrape.samples) {
+    if (!std::isfinite(s.value) || s.value < 0 || s.value > 9e18) continue;
+    const auto bytes = static_cast<Bytes>(std::llround(s.value));
+    if (s.name == kMemoryTotal) {
+      if (auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
+          h != hours.end() && h->second.memory_total_bytes != bytes) {
+        h->second.memory_total_bytes = bytes;
+        dirty_hours.insert(h->first);
       }
+    } else if (s.name == kContainerMemoryUsed) {
+      RaisePeak(hour, s, bytes);
+    } else if (s.name == kContainerPeak && agent_hour_us != INT64_MIN) {
+      RaisePeak(agent_hour_us, s, bytes);
+    } else if (s.name == kContainerPreviousPeak && agent_hour_us != INT64_MIN) {
+      RaisePeak(agent_hour_us - kMicrosPerHour, s, bytes);
     }
-    // An agent restart: the new counters cover at most its uptime (the largest metered
-    // counter), so reset and new series are booked over that, not the whole gap.
-    Micros reset_from = count_from_start ? agent_start_us : prev_at;
-    if (restarted_us >= 0 && prev_at != INT64_MIN)
-      reset_from = std::max(prev_at, at - restarted_us);
-    const auto memory_bounds = MemoryBucketBounds(scrape);
-    for (const Sample& s : scrape.samples) {
-      const CounterKind* kind = FindCounter(s.name);
-      if (kind == nullptr) continue;
-      const auto value = CountOf(*kind, s.value);
-      if (!value) {  // not a counter value: keep the last, and count it
-        ++skipped_values;
-        continue;
-      }
-      int bucket = -1;
-      if (kind->field == Field::kComputeBucket || kind->field == Field::kMemoryBucket) {
-        bucket = kind->field == Field::kComputeBucket ? ComputeBucketOf(Label(s.labels, "le"))
-                                                      : MemoryBucketOf(s, memory_bounds);
-        if (bucket < 0) {
-          ++skipped_buckets;
-          continue;
-        }
-      }
-      auto [it, fresh] = inst.series.try_emplace(SeriesKey(s));
-      SeriesState& st = it->second;
-      std::int64_t delta = 0;
-      Micros from = INT64_MIN;
-      if (!fresh && kind->field == Field::kMetered) {
-        // Every hour since the last sample gets a row, so a gap shows as unmetered time.
-        const std::string gpu(Label(s.labels, "gpu_uuid"));
-        for (Micros h = HourStart(st.at_us + 1); h < at && !gpu.empty(); h += kMicrosPerHour)
-          if (h >= forgotten_before_us) Acc(h, gpu, inst);
-      }
-      if (!fresh && *value >= st.value) {
-        delta = *value - st.value;
-        from = st.at_us;
-      } else if (!fresh) {
-        ++resets;  // counted since the reset: the new value is the delta
-        delta = *value;
-        from = std::max(st.at_us, reset_from);
-      } else if (prev_at != INT64_MIN || count_from_start) {
-        delta = *value;  // a series new on a known agent started from 0 since its last scrape
-        from = reset_from;
-      }  // else: the first scrape of an agent only sets the baseline
-      st.value = *value;
-      st.at_us = at;
-      if (from != INT64_MIN && from < at) Spread(*kind, s, delta, from, at, inst, bucket);
-    }
-    // Gauges describe the instant just before the scrape: into the hour that holds it (a
-    // scrape on the hour closes the hour before). The agent's hour peaks name their own hour
-    // (gpuledger_agent_hour_start_seconds, by its clock): a peak between two scrapes is still
-    // the hour's, and the previous hour's peak completes an hour whose last scrape came
-    // before its last cycle.
-    const Micros hour = HourStart(at - 1);
-    Micros agent_hour_us = INT64_MIN;
-    for (const Sample& s : scrape.samples)
-      if (s.name == kAgentHourStart && std::isfinite(s.value) && s.value > 0)
-        agent_hour_us = HourStart(ToCount(s.value, CounterScale::kMicrosPerSecond));
-    for (const Sample& s : scrape.samples) {
-      if (!std::isfinite(s.value) || s.value < 0 || s.value > 9e18) continue;
-      const auto bytes = static_cast<Bytes>(std::llround(s.value));
-      if (s.name == kMemoryTotal) {
-        if (auto h = hours.find({hour, std::string(Label(s.labels, "gpu_uuid"))});
-            h != hours.end() && h->second.memory_total_bytes != bytes) {
-          h->second.memory_total_bytes = bytes;
-          dirty_hours.insert(h->first);
-        }
-      } else if (s.name == kContainerMemoryUsed) {
-        RaisePeak(hour, s, bytes);
-      } else if (s.name == kContainerPeak && agent_hour_us != INT64_MIN) {
-        RaisePeak(agent_hour_us, s, bytes);
-      } else if (s.name == kContainerPreviousPeak && agent_hour_us != INT64_MIN) {
-        RaisePeak(agent_hour_us - kMicrosPerHour, s, bytes);
-      }
-    }
-    inst.last_at_us = at;
   }
-};
+}
 
 CounterLedger::CounterLedger(std::string cluster,
                              std::function<ConsumerInfo(const ConsumerRef&)> describe)
@@ -467,120 +425,6 @@ void CounterLedger::Prune(Micros before_us) {
       m.dirty_instances.insert(name);
     ++it;
   }
-}
-
-std::string CounterLedger::State() const {
-  const Impl& m = *impl_;
-  json j = m.EngineJson();
-  json instances = json::object();
-  for (const auto& [name, inst] : m.instances) instances[name] = state::InstanceJson(inst);
-  j["instances"] = instances;
-  json hours = json::array();
-  for (const auto& [key, a] : m.hours) hours.push_back(state::HourJson(key, a));
-  j["hours"] = hours;
-  return JsonText(j);
-}
-
-Status CounterLedger::Restore(std::string_view state_json) {
-  // nlohmann reports malformed input by exceptions: they stop here (style rule 5).
-  try {
-    json j = json::parse(state_json);
-    auto fresh = std::make_shared<Impl>();
-    fresh->cluster = impl_->cluster;
-    fresh->describe = impl_->describe;
-    auto version = fresh->ReadEngine(j);
-    if (!version) return InvalidArgument("ingest state: " + version.error().message);
-    for (const auto& [name, ij] : j.at("instances").items())
-      fresh->instances[name] = state::InstanceFrom(ij, *version);
-    for (const auto& h : j.at("hours")) {
-      Impl::HourKey key;
-      Impl::DeviceAcc acc;
-      if (Status s = state::HourFrom(h, *version, key, acc); !s.ok())
-        return InvalidArgument("ingest state: " + s.error().message);
-      fresh->hours[key] = std::move(acc);
-      fresh->touched.insert(key);  // re-written after a restart: idempotent
-    }
-    // A whole state is saved again in parts: every part is pending.
-    fresh->MarkAllDirty();
-    impl_ = std::move(fresh);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return InvalidArgument(std::string("ingest state: ") + e.what());
-  }
-}
-
-CounterLedger::StateDelta CounterLedger::PendingState() const {
-  const Impl& m = *impl_;
-  StateDelta d;
-  for (const std::string& name : m.dirty_instances)
-    if (auto it = m.instances.find(name); it != m.instances.end()) {
-      json ij = state::InstanceJson(it->second);
-      ij["name"] = name;
-      d.put[state::InstancePart(name)] = JsonText(ij);
-    }
-  for (const std::string& name : m.removed_instances)
-    if (!m.instances.contains(name)) d.erase.insert(state::InstancePart(name));
-  for (const Impl::HourKey& key : m.dirty_hours)
-    if (auto it = m.hours.find(key); it != m.hours.end())
-      d.put[state::HourPart(key)] = JsonText(state::HourJson(key, it->second));
-  for (const Impl::HourKey& key : m.removed_hours)
-    if (!m.hours.contains(key)) d.erase.insert(state::HourPart(key));
-  if (m.engine_dirty || !d.empty()) d.put["engine"] = JsonText(m.EngineJson());
-  return d;
-}
-
-void CounterLedger::StateSaved() {
-  Impl& m = *impl_;
-  m.engine_dirty = false;
-  m.dirty_instances.clear();
-  m.removed_instances.clear();
-  m.dirty_hours.clear();
-  m.removed_hours.clear();
-}
-
-Status CounterLedger::RestoreParts(const std::map<std::string, std::string>& parts,
-                                   std::string_view name_prefix) {
-  auto fresh = std::make_shared<Impl>();
-  fresh->cluster = impl_->cluster;
-  fresh->describe = impl_->describe;
-  auto fail = [&](const std::string& part, const std::string& why) {
-    return InvalidArgument(fmt::format("'{}{}': {}", name_prefix, part, why));
-  };
-  auto engine = parts.find("engine");
-  if (engine == parts.end())
-    return fail("engine", fmt::format("missing, beside {} other parts", parts.size()));
-  for (const auto& [part, text] : parts) {
-    // nlohmann reports malformed input by exceptions: they stop here (style rule 5).
-    try {
-      const json j = json::parse(text);
-      if (part == "engine") {
-        auto v = fresh->ReadEngine(j);
-        if (!v) return fail(part, v.error().message);
-        if (*v != state::kStateVersion)
-          return fail(part, fmt::format("parts of version {}, this build reads {}", *v,
-                                        state::kStateVersion));
-      } else if (part.starts_with("instance/")) {
-        std::string name = part.substr(std::string_view("instance/").size());
-        if (j.at("name").get<std::string>() != name) return fail(part, "names another instance");
-        fresh->instances[std::move(name)] = state::InstanceFrom(j, state::kStateVersion);
-      } else if (part.starts_with("hour/")) {
-        Impl::HourKey key;
-        Impl::DeviceAcc acc;
-        if (Status s = state::HourFrom(j, state::kStateVersion, key, acc); !s.ok())
-          return fail(part, s.error().message);
-        if (state::HourPart(key) != part) return fail(part, "names another hour or GPU");
-        fresh->hours[key] = std::move(acc);
-      } else {
-        return fail(part, "not a part of the counter-ledger state");
-      }
-    } catch (const std::exception& e) {
-      return fail(part, e.what());
-    }
-  }
-  // Hours re-written after a restart (idempotent); the parts themselves are already stored.
-  for (const auto& [key, acc] : fresh->hours) fresh->touched.insert(key);
-  impl_ = std::move(fresh);
-  return Status::Ok();
 }
 
 CounterLedger::Footprint CounterLedger::footprint() const {

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "common/counter_units.h"
 #include "common/json_text.h"
 #include "common/rounding.h"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 namespace gpuledger {
 namespace {

@@ -6,9 +6,11 @@
 
 #include <string_view>
 
-#include <yaml-cpp/yaml.h>
-
 #include "common/result.h"
+
+namespace YAML {
+class Node;  // yaml-cpp's, declared so that this header does not pull yaml-cpp in
+}
 
 namespace gpuledger {
 

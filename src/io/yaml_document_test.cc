@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <yaml-cpp/yaml.h>
+
 namespace gpuledger {
 namespace {
 

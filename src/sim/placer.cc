@@ -3,6 +3,9 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include "sim/scenario_parser.h"
 #include "sim/sim_util.h"
 

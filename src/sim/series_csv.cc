@@ -4,6 +4,9 @@
 #include <memory>
 #include <utility>
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include "common/csv.h"
 #include "common/strings.h"
 #include "http/gzip.h"
