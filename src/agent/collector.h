@@ -159,7 +159,12 @@ class Collector {
   void CountFault(const std::string& source, const std::string& code);
   void SetSourceUp(const std::string& source, bool up);
   static std::string Render(const Counters& c, const std::string& node);
+  // Render's parts: each GPU's series, each container's, the findings, the agent's own.
+  static void RenderDevices(prometheus::ExpositionWriter& w, const Counters& c,
+                            const std::string& node);
+  static void RenderContainers(prometheus::ExpositionWriter& w, const Counters& c);
   static void RenderFindings(prometheus::ExpositionWriter& w, const Counters& c);
+  static void RenderAgent(prometheus::ExpositionWriter& w, const Counters& c);
 
   CollectorOptions options_;
   sources::GpuSource& gpus_;

@@ -82,8 +82,7 @@ void Collector::RenderFindings(ExpositionWriter& w, const Counters& c) {
     w.Sample(prometheus::kFindingsTotal.name, {{"kind", ToString(kind)}}, static_cast<double>(n));
 }
 
-std::string Collector::Render(const Counters& c, const std::string& node) {
-  ExpositionWriter w;
+void Collector::RenderDevices(ExpositionWriter& w, const Counters& c, const std::string& node) {
   w.Family(prometheus::kDeviceInfo);
   for (const auto& [uuid, d] : c.devices)
     w.Sample(prometheus::kDeviceInfo.name,
@@ -121,7 +120,9 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
                 [](const DeviceSeries& d) { return static_cast<double>(d.memory_total_bytes); });
   device_series(prometheus::kDevicePowerWatts,
                 [](const DeviceSeries& d) { return static_cast<double>(d.power_mw) / 1000.0; });
+}
 
+void Collector::RenderContainers(ExpositionWriter& w, const Counters& c) {
   auto labels = [&](const ContainerKey& k) {
     return std::array<Label, 5>{Label{"namespace", k.ref.namespace_name}, Label{"pod", k.ref.pod},
                                 Label{"pod_uid", k.ref.pod_uid.value},
@@ -209,7 +210,9 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     w.Histogram(prometheus::kContainerMemoryUsageBytes.name, std::span<const Label>(l),
                 s.memory_usage);
   }
-  RenderFindings(w, c);
+}
+
+void Collector::RenderAgent(ExpositionWriter& w, const Counters& c) {
   w.Family(prometheus::kAgentCycleDurationSeconds);
   w.Histogram(prometheus::kAgentCycleDurationSeconds.name, {}, c.cycle_seconds);
   w.Family(prometheus::kAgentSourceUp);
@@ -242,6 +245,14 @@ std::string Collector::Render(const Counters& c, const std::string& node) {
     w.Sample(prometheus::kAgentHourStartSeconds.name, static_cast<double>(c.hour_us) / 1e6);
   w.Family(prometheus::kAgentLastCycleTimestampSeconds);
   w.Sample(prometheus::kAgentLastCycleTimestampSeconds.name, static_cast<double>(c.at_us) / 1e6);
+}
+
+std::string Collector::Render(const Counters& c, const std::string& node) {
+  ExpositionWriter w;
+  RenderDevices(w, c, node);
+  RenderContainers(w, c);
+  RenderFindings(w, c);
+  RenderAgent(w, c);
   return w.Take();
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "common/strings.h"
 
@@ -93,85 +94,97 @@ Nanos ElectricityPrice(MilliJoules energy_mj, Nanos per_kwh_nanos, int pue_permi
   return q > INT64_MAX ? INT64_MAX : static_cast<Nanos>(q);
 }
 
-NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
+namespace {
+
+// A node's price as it is resolved: the figures found so far and the steps that found them, which
+// become its method.
+struct Resolving {
+  const Catalog& catalog;
+  const NodeInfo& node;
   NodePrice p;
   std::vector<std::string> steps;
+  const InstanceType* type = nullptr;  // its instance-type row, when the table has one
+  const NodeOverride* ov = nullptr;    // the catalog's override of it, when there is one
 
-  // Region.
-  if (const std::string* v = Label(node, kLabelRegion)) {
-    p.region = *v;
-    steps.push_back(fmt::format("region {} from {}", *v, kLabelRegion));
-  } else if (const std::string* b = Label(node, kLabelRegionBeta)) {
-    p.region = *b;
-    steps.push_back(fmt::format("region {} from {}", *b, kLabelRegionBeta));
-  } else if (!node.region_hint.empty()) {
-    p.region = node.region_hint;
-    steps.push_back(fmt::format("region {} (configured)", node.region_hint));
+  // Region, instance type, pricing class and GPU model, each from the first source that says.
+  void Identify() {
+    // Region.
+    if (const std::string* v = Label(node, kLabelRegion)) {
+      p.region = *v;
+      steps.push_back(fmt::format("region {} from {}", *v, kLabelRegion));
+    } else if (const std::string* b = Label(node, kLabelRegionBeta)) {
+      p.region = *b;
+      steps.push_back(fmt::format("region {} from {}", *b, kLabelRegionBeta));
+    } else if (!node.region_hint.empty()) {
+      p.region = node.region_hint;
+      steps.push_back(fmt::format("region {} (configured)", node.region_hint));
+    }
+
+    // Instance type.
+    std::string instance_name;
+    std::string_view instance_label;
+    if (const std::string* v = Label(node, kLabelInstanceType)) {
+      instance_name = *v;
+      instance_label = kLabelInstanceType;
+    } else if (const std::string* b = Label(node, kLabelInstanceTypeBeta)) {
+      instance_name = *b;
+      instance_label = kLabelInstanceTypeBeta;
+    }
+    type = instance_name.empty() ? nullptr : catalog.FindInstanceType(instance_name, p.region);
+    if (type != nullptr) {
+      p.instance_type = type->name;
+      steps.push_back(
+          fmt::format("instance type {} from {}: {} x {}, {} vCPU, {} GiB (row {}{})", type->name,
+                      instance_label, type->gpu_count, type->gpu_model, type->vcpu,
+                      type->memory_gib, type->region.empty() ? "any region" : type->region,
+                      !p.region.empty() && !type->region.empty() && type->region != p.region
+                          ? fmt::format(", no row for {}", p.region)
+                          : ""));
+    } else if (!instance_name.empty()) {
+      steps.push_back(fmt::format("instance type {} from {} is not in the instance-type table",
+                                  instance_name, instance_label));
+    }
+
+    // Override and class.
+    ov = FindOverride(catalog, node);
+    auto [label_class, class_label] = ClassFromLabels(node);
+    if (ov != nullptr && !ov->pricing_class.empty()) {
+      p.pricing_class = ov->pricing_class;
+      steps.push_back(fmt::format("class {} from {}", p.pricing_class, Describe(*ov)));
+    } else if (!label_class.empty()) {
+      p.pricing_class = label_class;
+      steps.push_back(fmt::format("class {} from {}", p.pricing_class, class_label));
+    } else if (!node.pricing_class_hint.empty()) {
+      p.pricing_class = node.pricing_class_hint;
+      steps.push_back(
+          fmt::format("class {} (configured; no capacity-type label)", p.pricing_class));
+    } else {
+      p.pricing_class = catalog.default_class;
+      steps.push_back(
+          fmt::format("class {} (catalog default; no capacity-type label)", p.pricing_class));
+    }
+
+    // GPU model.
+    if (type != nullptr) {
+      p.gpu_model = NormalizeGpuModel(type->gpu_model);
+    } else if (const std::string* v = Label(node, kLabelGpuProduct)) {
+      p.gpu_model = NormalizeGpuModel(*v);
+      steps.push_back(fmt::format("model {} from {}={}", p.gpu_model, kLabelGpuProduct, *v));
+    } else if (!node.gpu_model_hint.empty()) {
+      p.gpu_model = NormalizeGpuModel(node.gpu_model_hint);
+      steps.push_back(fmt::format("model {} (reported by the GPU)", p.gpu_model));
+    }
   }
 
-  // Instance type.
-  std::string instance_name;
-  std::string_view instance_label;
-  if (const std::string* v = Label(node, kLabelInstanceType)) {
-    instance_name = *v;
-    instance_label = kLabelInstanceType;
-  } else if (const std::string* b = Label(node, kLabelInstanceTypeBeta)) {
-    instance_name = *b;
-    instance_label = kLabelInstanceTypeBeta;
-  }
-  const InstanceType* type =
-      instance_name.empty() ? nullptr : catalog.FindInstanceType(instance_name, p.region);
-  if (type != nullptr) {
-    p.instance_type = type->name;
-    steps.push_back(
-        fmt::format("instance type {} from {}: {} x {}, {} vCPU, {} GiB (row {}{})", type->name,
-                    instance_label, type->gpu_count, type->gpu_model, type->vcpu, type->memory_gib,
-                    type->region.empty() ? "any region" : type->region,
-                    !p.region.empty() && !type->region.empty() && type->region != p.region
-                        ? fmt::format(", no row for {}", p.region)
-                        : ""));
-  } else if (!instance_name.empty()) {
-    steps.push_back(fmt::format("instance type {} from {} is not in the instance-type table",
-                                instance_name, instance_label));
-  }
-
-  // Override and class.
-  const NodeOverride* ov = FindOverride(catalog, node);
-  auto [label_class, class_label] = ClassFromLabels(node);
-  if (ov != nullptr && !ov->pricing_class.empty()) {
-    p.pricing_class = ov->pricing_class;
-    steps.push_back(fmt::format("class {} from {}", p.pricing_class, Describe(*ov)));
-  } else if (!label_class.empty()) {
-    p.pricing_class = label_class;
-    steps.push_back(fmt::format("class {} from {}", p.pricing_class, class_label));
-  } else if (!node.pricing_class_hint.empty()) {
-    p.pricing_class = node.pricing_class_hint;
-    steps.push_back(fmt::format("class {} (configured; no capacity-type label)", p.pricing_class));
-  } else {
-    p.pricing_class = catalog.default_class;
-    steps.push_back(
-        fmt::format("class {} (catalog default; no capacity-type label)", p.pricing_class));
-  }
-
-  // GPU model.
-  if (type != nullptr) {
-    p.gpu_model = NormalizeGpuModel(type->gpu_model);
-  } else if (const std::string* v = Label(node, kLabelGpuProduct)) {
-    p.gpu_model = NormalizeGpuModel(*v);
-    steps.push_back(fmt::format("model {} from {}={}", p.gpu_model, kLabelGpuProduct, *v));
-  } else if (!node.gpu_model_hint.empty()) {
-    p.gpu_model = NormalizeGpuModel(node.gpu_model_hint);
-    steps.push_back(fmt::format("model {} (reported by the GPU)", p.gpu_model));
-  }
-
-  auto finish = [&](std::string price_step) {
+  NodePrice Finish(std::string price_step) {
     steps.push_back(std::move(price_step));
     std::string m;
     for (const auto& s : steps) m += (m.empty() ? "" : "; ") + s;
     p.method = std::move(m);
     return p;
-  };
-  auto from_instance = [&](Nanos price, std::string what) {
+  }
+  // Prices it from its instance row's split of `price`; false when the row cannot split it.
+  bool FromInstance(Nanos price, std::string what) {
     const HostRates* rates = catalog.FindHostRates(type->host_rates);
     // The parser checks names, GPU counts and prices; not reached for loaded ones.
     if (rates == nullptr || type->gpu_count <= 0 || price < 0) return false;
@@ -181,103 +194,119 @@ NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
     p.gpu_hourly_nanos = s.per_gpu;
     p.cpu_hourly_nanos = s.cpu_part;
     p.ram_hourly_nanos = s.ram_part;
-    finish(fmt::format("{}; {}", what, s.method));
+    Finish(fmt::format("{}; {}", what, s.method));
     return true;
-  };
-
-  // Price: overrides first.
-  if (ov != nullptr && ov->hourly_per_gpu_nanos) {
-    p.priced = true;
-    p.gpu_hourly_nanos = *ov->hourly_per_gpu_nanos;
-    p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
-    return finish(fmt::format("{} per GPU from {}{}", DecimalFromNanos(p.gpu_hourly_nanos),
-                              Describe(*ov), ov->source.empty() ? "" : ": " + ov->source));
-  }
-  if (ov != nullptr && ov->instance_hourly_nanos) {
-    const Nanos price = std::max<Nanos>(*ov->instance_hourly_nanos, 0);
-    std::string what = fmt::format("node price {} from {}{}", DecimalFromNanos(price),
-                                   Describe(*ov), ov->source.empty() ? "" : ": " + ov->source);
-    if (type != nullptr && from_instance(price, what)) return p;
-    const int gpus = node.gpu_count_hint;
-    if (gpus <= 0) {
-      return finish(fmt::format("unpriced: {} but the node's GPU count is unknown", what));
-    }
-    p.priced = true;
-    p.gpu_count = gpus;
-    p.gpu_hourly_nanos = price / gpus;
-    // The remainder (< gpus nanos) is host: there is no instance row to split by.
-    p.cpu_hourly_nanos = price - p.gpu_hourly_nanos * gpus;
-    return finish(fmt::format("{}; no instance-type row to split by: all of it is GPU, / {} GPUs",
-                              what, gpus));
   }
 
-  if (p.gpu_model.empty()) {
-    return finish(
-        "unpriced: no instance type, no nvidia.com/gpu.product label and no model "
-        "reported");
-  }
-
-  // On-prem with a purchase price: amortised capex per GPU; electricity metered on top.
-  if (p.pricing_class == "on-prem" && catalog.on_prem) {
-    const OnPremConfig& op = *catalog.on_prem;
-    auto it = op.purchase_price_nanos.find(p.gpu_model);
-    if (it != op.purchase_price_nanos.end() && op.depreciation_hours > 0) {
+  // The catalog's override of the node's price, when it has one.
+  std::optional<NodePrice> FromOverride() {
+    // Price: overrides first.
+    if (ov != nullptr && ov->hourly_per_gpu_nanos) {
       p.priced = true;
+      p.gpu_hourly_nanos = *ov->hourly_per_gpu_nanos;
       p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
-      p.gpu_hourly_nanos = (it->second + op.depreciation_hours / 2) / op.depreciation_hours;
-      p.electricity_per_kwh_nanos = op.electricity_per_kwh_nanos;
-      p.pue_permille = op.pue_permille;
-      return finish(
-          fmt::format("on-prem {}: purchase {} / {} h = {} per GPU-hour{}, plus measured energy x "
-                      "PUE {}.{:03d} "
-                      "x {} per kWh",
-                      p.gpu_model, DecimalFromNanos(it->second), op.depreciation_hours,
-                      DecimalFromNanos(p.gpu_hourly_nanos),
-                      op.where.empty() ? "" : " (" + op.where + ")", op.pue_permille / 1000,
-                      op.pue_permille % 1000, DecimalFromNanos(op.electricity_per_kwh_nanos)));
+      return Finish(fmt::format("{} per GPU from {}{}", DecimalFromNanos(p.gpu_hourly_nanos),
+                                Describe(*ov), ov->source.empty() ? "" : ": " + ov->source));
     }
-    steps.push_back(fmt::format("on_prem has no purchase price for {}", p.gpu_model));
+    if (ov != nullptr && ov->instance_hourly_nanos) {
+      const Nanos price = std::max<Nanos>(*ov->instance_hourly_nanos, 0);
+      std::string what = fmt::format("node price {} from {}{}", DecimalFromNanos(price),
+                                     Describe(*ov), ov->source.empty() ? "" : ": " + ov->source);
+      if (type != nullptr && FromInstance(price, what)) return p;
+      const int gpus = node.gpu_count_hint;
+      if (gpus <= 0) {
+        return Finish(fmt::format("unpriced: {} but the node's GPU count is unknown", what));
+      }
+      p.priced = true;
+      p.gpu_count = gpus;
+      p.gpu_hourly_nanos = price / gpus;
+      // The remainder (< gpus nanos) is host: there is no instance row to split by.
+      p.cpu_hourly_nanos = price - p.gpu_hourly_nanos * gpus;
+      return Finish(fmt::format("{}; no instance-type row to split by: all of it is GPU, / {} GPUs",
+                                what, gpus));
+    }
+    return std::nullopt;
   }
 
-  // The instance-type table.
-  if (type != nullptr) {
-    if (p.pricing_class == "on-demand") {
-      if (from_instance(type->hourly_nanos,
-                        fmt::format("on-demand {} ({})", DecimalFromNanos(type->hourly_nanos),
-                                    type->source))) {
-        return p;
-      }
-    } else if (p.pricing_class == "spot" && type->spot_hourly_nanos) {
-      if (from_instance(*type->spot_hourly_nanos,
-                        fmt::format("spot {} ({})", DecimalFromNanos(*type->spot_hourly_nanos),
-                                    type->source))) {
-        return p;
-      }
-    } else if (p.pricing_class == "reserved") {
-      const Nanos reserved = ReservedInstancePrice(type->hourly_nanos);
-      if (from_instance(
-              reserved,
-              fmt::format("reserved {} = on-demand {} x {}% ({})", DecimalFromNanos(reserved),
-                          DecimalFromNanos(type->hourly_nanos), kReservedPercent, type->source))) {
-        return p;
-      }
-    } else {
-      steps.push_back(fmt::format("instance row has no {} price", p.pricing_class));
+  // On-prem capex, the instance-type table, then the per-GPU catalog.
+  NodePrice FromTables() {
+    if (p.gpu_model.empty()) {
+      return Finish(
+          "unpriced: no instance type, no nvidia.com/gpu.product label and no model "
+          "reported");
     }
-  }
 
-  // The per-GPU catalog.
-  auto entry = catalog.Find(p.gpu_model, p.pricing_class, p.region);
-  if (entry) {
-    p.priced = true;
-    p.gpu_hourly_nanos = entry->hourly_nanos;
-    p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
-    return finish(fmt::format("catalog {} {}{} {} per GPU-hour ({}; includes the host share)",
-                              entry->gpu_model, entry->pricing_class,
-                              entry->region.empty() ? "" : " " + entry->region,
-                              DecimalFromNanos(entry->hourly_nanos), entry->source));
+    // On-prem with a purchase price: amortised capex per GPU; electricity metered on top.
+    if (p.pricing_class == "on-prem" && catalog.on_prem) {
+      const OnPremConfig& op = *catalog.on_prem;
+      auto it = op.purchase_price_nanos.find(p.gpu_model);
+      if (it != op.purchase_price_nanos.end() && op.depreciation_hours > 0) {
+        p.priced = true;
+        p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
+        p.gpu_hourly_nanos = (it->second + op.depreciation_hours / 2) / op.depreciation_hours;
+        p.electricity_per_kwh_nanos = op.electricity_per_kwh_nanos;
+        p.pue_permille = op.pue_permille;
+        return Finish(fmt::format(
+            "on-prem {}: purchase {} / {} h = {} per GPU-hour{}, plus measured energy x "
+            "PUE {}.{:03d} "
+            "x {} per kWh",
+            p.gpu_model, DecimalFromNanos(it->second), op.depreciation_hours,
+            DecimalFromNanos(p.gpu_hourly_nanos), op.where.empty() ? "" : " (" + op.where + ")",
+            op.pue_permille / 1000, op.pue_permille % 1000,
+            DecimalFromNanos(op.electricity_per_kwh_nanos)));
+      }
+      steps.push_back(fmt::format("on_prem has no purchase price for {}", p.gpu_model));
+    }
+
+    // The instance-type table.
+    if (type != nullptr) {
+      if (p.pricing_class == "on-demand") {
+        if (FromInstance(type->hourly_nanos,
+                         fmt::format("on-demand {} ({})", DecimalFromNanos(type->hourly_nanos),
+                                     type->source))) {
+          return p;
+        }
+      } else if (p.pricing_class == "spot" && type->spot_hourly_nanos) {
+        if (FromInstance(*type->spot_hourly_nanos,
+                         fmt::format("spot {} ({})", DecimalFromNanos(*type->spot_hourly_nanos),
+                                     type->source))) {
+          return p;
+        }
+      } else if (p.pricing_class == "reserved") {
+        const Nanos reserved = ReservedInstancePrice(type->hourly_nanos);
+        if (FromInstance(reserved, fmt::format("reserved {} = on-demand {} x {}% ({})",
+                                               DecimalFromNanos(reserved),
+                                               DecimalFromNanos(type->hourly_nanos),
+                                               kReservedPercent, type->source))) {
+          return p;
+        }
+      } else {
+        steps.push_back(fmt::format("instance row has no {} price", p.pricing_class));
+      }
+    }
+
+    // The per-GPU catalog.
+    auto entry = catalog.Find(p.gpu_model, p.pricing_class, p.region);
+    if (entry) {
+      p.priced = true;
+      p.gpu_hourly_nanos = entry->hourly_nanos;
+      p.gpu_count = type != nullptr ? type->gpu_count : node.gpu_count_hint;
+      return Finish(fmt::format("catalog {} {}{} {} per GPU-hour ({}; includes the host share)",
+                                entry->gpu_model, entry->pricing_class,
+                                entry->region.empty() ? "" : " " + entry->region,
+                                DecimalFromNanos(entry->hourly_nanos), entry->source));
+    }
+    return Finish(fmt::format("unpriced: {}", entry.error().message));
   }
-  return finish(fmt::format("unpriced: {}", entry.error().message));
+};
+
+}  // namespace
+
+NodePrice ResolveNodePrice(const Catalog& catalog, const NodeInfo& node) {
+  Resolving r{catalog, node, {}, {}};
+  r.Identify();
+  if (std::optional<NodePrice> overridden = r.FromOverride()) return *overridden;
+  return r.FromTables();
 }
 
 }  // namespace gpuledger::cost

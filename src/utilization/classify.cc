@@ -67,179 +67,185 @@ struct Builder {
   }
 };
 
-}  // namespace
+// A workload's figures over its grant, as the rules below read them.
+struct Figures {
+  explicit Figures(const Inputs& in)
+      : activity(in.activity_quality != Quality::kNone && in.activity_allocated_us > 0),
+        alloc(in.allocated_us),
+        util(Fraction(in.compute_us, alloc)),
+        footprint_known(in.granted_memory_kib_s > 0),
+        footprint(Fraction(in.memory_kib_s, in.granted_memory_kib_s)),
+        // Activity fractions over the part of the window that carried activity.
+        sm(Fraction(in.activity.sm_active_us, in.activity_allocated_us)),
+        dram(Fraction(in.activity.dram_active_us, in.activity_allocated_us)),
+        coverage(Fraction(in.activity_allocated_us, alloc)),
+        partial(activity && in.activity_allocated_us < alloc),
+        coverage_note(partial ? fmt::format(" (activity over {} of the grant)", Pct(coverage))
+                              : "") {}
+  bool activity;
+  GpuMicros alloc;
+  double util;
+  bool footprint_known;
+  double footprint;
+  double sm, dram, coverage;
+  bool partial;
+  std::string coverage_note;
+};
 
-std::string_view ToString(Class c) {
-  for (const auto& [k, name] : kNames)
-    if (k == c) return name;
-  return "unknown";
+void CoverageSignal(const Figures& f, Builder& b) {
+  if (f.partial) b.Signal("activity_coverage", f.coverage);
 }
 
-Classification Classify(const Inputs& in) {
-  Builder b;
+// Idle, or holding its grant while computing almost nothing: true when it is.
+bool ByGrantUse(const Inputs& in, const Figures& f, Builder& b) {
   Classification& c = b.c;
-  const bool activity = in.activity_quality != Quality::kNone && in.activity_allocated_us > 0;
-  c.nvml_only = !activity;
-  c.basis = activity ? BasisOf(in.activity_rule) : "nvml-only";
-
-  if (in.allocated_us <= 0) {
-    c.cls = Class::kUnallocated;
-    c.reason = in.compute_us > 0 ? fmt::format(
-                                       "no grant in the window ({} used without one): no share to "
-                                       "judge use against",
-                                       GpuHours(in.compute_us))
-                                 : "no grant in the window: no share to judge use against";
-    return c;
-  }
-
-  const GpuMicros alloc = in.allocated_us;
-  const double util = Fraction(in.compute_us, alloc);
-  const bool footprint_known = in.granted_memory_kib_s > 0;
-  const double footprint = Fraction(in.memory_kib_s, in.granted_memory_kib_s);
-  // Activity fractions over the part of the window that carried activity.
-  const GpuMicros act_alloc = in.activity_allocated_us;
-  const double sm = Fraction(in.activity.sm_active_us, act_alloc);
-  const double dram = Fraction(in.activity.dram_active_us, act_alloc);
-  const double coverage = Fraction(act_alloc, alloc);
-  const bool partial = activity && act_alloc < alloc;
-  auto coverage_signal = [&] {
-    if (partial) b.Signal("activity_coverage", coverage);
-  };
-  const std::string coverage_note =
-      partial ? fmt::format(" (activity over {} of the grant)", Pct(coverage)) : "";
-
-  b.Signal("gpu_util", util);
-
   // idle: no GPU process ran at all.
-  if (Below(in.compute_us, alloc, kIdleUtilBelow) && in.memory_kib_s <= 0) {
+  if (Below(in.compute_us, f.alloc, kIdleUtilBelow) && in.memory_kib_s <= 0) {
     c.cls = Class::kIdle;
     b.Signal("memory_footprint", 0.0);
     b.Threshold("idle_util_below", kIdleUtilBelow);
     c.reason = fmt::format(
         "GPU util {} (< {}) and no GPU memory held over {} granted: no GPU "
         "process ran",
-        Pct(util), Pct(kIdleUtilBelow.value()), GpuHours(alloc));
-    return c;
+        Pct(f.util), Pct(kIdleUtilBelow.value()), GpuHours(f.alloc));
+    return true;
   }
 
   // allocated-but-idle: a process holds the grant (and maybe memory) but computes almost nothing.
-  if (Below(in.compute_us, alloc, kAllocatedIdleUtilBelow)) {
+  if (Below(in.compute_us, f.alloc, kAllocatedIdleUtilBelow)) {
     c.cls = Class::kAllocatedButIdle;
-    if (footprint_known) b.Signal("memory_footprint", footprint);
+    if (f.footprint_known) b.Signal("memory_footprint", f.footprint);
     b.Threshold("allocated_idle_util_below", kAllocatedIdleUtilBelow);
     c.reason = fmt::format(
         "GPU util {} (< {}) over {} granted{}: holds its grant but computes "
         "almost nothing",
-        Pct(util), Pct(kAllocatedIdleUtilBelow.value()), GpuHours(alloc),
-        footprint_known && in.memory_kib_s > 0
-            ? fmt::format(", {} of its memory held", Pct(footprint))
+        Pct(f.util), Pct(kAllocatedIdleUtilBelow.value()), GpuHours(f.alloc),
+        f.footprint_known && in.memory_kib_s > 0
+            ? fmt::format(", {} of its memory held", Pct(f.footprint))
             : "");
-    return c;
+    return true;
   }
+  return false;
+}
 
-  // memory-bound, with activity: while its kernels ran, DRAM bandwidth was at half its peak or
-  // more (DRAM active >= 50% of util), and busier than the SMs. Checked before busy-but-starved:
+// What activity counters tell (memory-bound, busy but starved): true when they decide.
+bool ByActivity(const Inputs& in, const Figures& f, Builder& b) {
+  Classification& c = b.c;
+  // memory-bound, with f.activity: while its kernels ran, DRAM bandwidth was at half its peak or
+  // more (DRAM active >= 50% of f.util), and busier than the SMs. Checked before busy-but-starved:
   // SMs that wait on memory are memory-bound, not starved of work.
-  if (activity && in.activity_compute_us > 0 &&
+  if (f.activity && in.activity_compute_us > 0 &&
       AtLeast(in.activity.dram_active_us, in.activity_compute_us, kMemoryBoundDramPerUtilAtLeast) &&
       in.activity.dram_active_us >= in.activity.sm_active_us) {
     c.cls = Class::kMemoryBound;
-    b.Signal("sm_active", sm);
-    b.Signal("dram_active", dram);
-    coverage_signal();
+    b.Signal("sm_active", f.sm);
+    b.Signal("dram_active", f.dram);
+    CoverageSignal(f, b);
     b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
     c.reason = fmt::format(
         "DRAM active {} at GPU util {} (>= {} of util) and at least SM active "
         "{}{}: memory bandwidth is the limiter",
-        Pct(dram), Pct(util), Pct(kMemoryBoundDramPerUtilAtLeast.value()), Pct(sm), coverage_note);
-    return c;
+        Pct(f.dram), Pct(f.util), Pct(kMemoryBoundDramPerUtilAtLeast.value()), Pct(f.sm),
+        f.coverage_note);
+    return true;
   }
 
-  // busy-but-starved: util says a kernel was resident most of the time, SM active says on few
-  // SMs. Compared over the same (covered) time: SM active < 25% of util there.
-  if (activity && AtLeast(in.compute_us, alloc, kBusyUtilAtLeast) && in.activity_compute_us > 0 &&
+  // busy-but-starved: f.util says a kernel was resident most of the time, SM active says on few
+  // SMs. Compared over the same (covered) time: SM active < 25% of f.util there.
+  if (f.activity && AtLeast(in.compute_us, f.alloc, kBusyUtilAtLeast) &&
+      in.activity_compute_us > 0 &&
       Below(in.activity.sm_active_us, in.activity_compute_us, kStarvedSmPerUtilBelow)) {
     c.cls = Class::kBusyButStarved;
-    b.Signal("sm_active", sm);
-    coverage_signal();
+    b.Signal("sm_active", f.sm);
+    CoverageSignal(f, b);
     b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
     c.reason = fmt::format(
         "GPU util {} but SM active {} (< {} of util){}: kernels resident, SMs "
         "mostly idle",
-        Pct(util), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()), coverage_note);
-    return c;
+        Pct(f.util), Pct(f.sm), Pct(kStarvedSmPerUtilBelow.value()), f.coverage_note);
+    return true;
   }
+  return false;
+}
 
-  // memory-bound, NVML only: the footprint fills the granted memory while little is computed.
-  if (!activity && footprint_known &&
+// Memory-bound on NVML alone, or light: true when it is.
+bool ByLightness(const Inputs& in, const Figures& f, Builder& b) {
+  Classification& c = b.c;
+  // memory-bound, NVML only: the f.footprint fills the granted memory while little is computed.
+  if (!f.activity && f.footprint_known &&
       AtLeast(in.memory_kib_s, in.granted_memory_kib_s, kMemoryBoundFootprintAtLeast) &&
-      Below(in.compute_us, alloc, kLightUtilBelow)) {
+      Below(in.compute_us, f.alloc, kLightUtilBelow)) {
     c.cls = Class::kMemoryBound;
-    b.Signal("memory_footprint", footprint);
+    b.Signal("memory_footprint", f.footprint);
     b.Threshold("memory_bound_footprint_at_least", kMemoryBoundFootprintAtLeast);
     b.Threshold("compute_light_util_below", kLightUtilBelow);
     c.reason = fmt::format(
         "memory footprint {} of the granted memory (>= {}) while GPU util is "
         "{} (< {}); NVML only: held memory, not bandwidth, is what it needs",
-        Pct(footprint), Pct(kMemoryBoundFootprintAtLeast.value()), Pct(util),
+        Pct(f.footprint), Pct(kMemoryBoundFootprintAtLeast.value()), Pct(f.util),
         Pct(kLightUtilBelow.value()));
-    return c;
+    return true;
   }
 
   // compute-light: computes, but under a quarter of its grant.
-  if (Below(in.compute_us, alloc, kLightUtilBelow)) {
+  if (Below(in.compute_us, f.alloc, kLightUtilBelow)) {
     c.cls = Class::kComputeLight;
     b.Threshold("compute_light_util_below", kLightUtilBelow);
     c.reason = fmt::format(
         "GPU util {} (< {}) over {} granted: uses under a quarter of its "
         "grant",
-        Pct(util), Pct(kLightUtilBelow.value()), GpuHours(alloc));
-    return c;
+        Pct(f.util), Pct(kLightUtilBelow.value()), GpuHours(f.alloc));
+    return true;
   }
 
-  // With activity, a util between 25% and 50% whose SM active is under a quarter of it is light
-  // too: the SMs did less than a quarter of an already modest util (not busy enough to call
+  // With f.activity, a f.util between 25% and 50% whose SM active is under a quarter of it is light
+  // too: the SMs did less than a quarter of an already modest f.util (not busy enough to call
   // starved, not healthy either).
-  if (activity && in.activity_compute_us > 0 &&
+  if (f.activity && in.activity_compute_us > 0 &&
       Below(in.activity.sm_active_us, in.activity_compute_us, kStarvedSmPerUtilBelow)) {
     c.cls = Class::kComputeLight;
-    b.Signal("sm_active", sm);
-    coverage_signal();
+    b.Signal("sm_active", f.sm);
+    CoverageSignal(f, b);
     b.Threshold("busy_util_at_least", kBusyUtilAtLeast);
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
     c.reason = fmt::format(
         "GPU util {} (< {}) with SM active {} (< {} of util){}: the SMs did "
         "less than util suggests",
-        Pct(util), Pct(kBusyUtilAtLeast.value()), Pct(sm), Pct(kStarvedSmPerUtilBelow.value()),
-        coverage_note);
-    return c;
+        Pct(f.util), Pct(kBusyUtilAtLeast.value()), Pct(f.sm), Pct(kStarvedSmPerUtilBelow.value()),
+        f.coverage_note);
+    return true;
   }
+  return false;
+}
 
+// Whether an estimated compute figure too uncertain decides it (light by the GPUs' own busy
+// time, else unknown): true when it does; `bounded` says how an estimate's floor let it pass.
+bool ByItsEstimate(const Inputs& in, const Figures& f, Builder& b, std::string& bounded) {
+  Classification& c = b.c;
   // Healthy only on a compute figure that can bear it: an estimate whose rules were never
   // measured, or were measured far off, cannot tell a busy workload from a presence, unless its
   // bounds settle it: its floor (an estimate off by up to b is at least 1/(1+b) of itself, a
   // measured part is itself, summed over its rows) still a quarter of the grant, or the GPUs' own
   // measured busy time under a quarter.
-  std::string bounded;  // how an estimate's bound decided it, for the reason
   if (in.compute_quality == Quality::kEstimated) {
     const std::optional<double> band = MeasuredComputeBandOfRules(in.compute_rule);
     if (!band || *band > kTrustedComputeBand.value()) {
       const bool one_rule = in.compute_rule.find('+') == std::string::npos;
       const std::string estimate =
-          fmt::format("GPU util {} is an estimate ({}{})", Pct(util),
+          fmt::format("GPU util {} is an estimate ({}{})", Pct(f.util),
                       in.compute_rule.empty() ? "rule unknown" : "rule " + in.compute_rule,
                       band ? fmt::format(", off by up to {:.0f}% on real hardware", *band * 100)
                       : one_rule ? ", never measured on real hardware"
                                  : ", part of it never measured on real hardware");
-      const double low = Fraction(in.compute_floor_us, alloc);
-      const double busy = Fraction(in.device_busy_us, alloc);
+      const double low = Fraction(in.compute_floor_us, f.alloc);
+      const double busy = Fraction(in.device_busy_us, f.alloc);
       b.Threshold("trusted_compute_band", kTrustedComputeBand);
-      if (in.compute_floor_us > 0 && AtLeast(in.compute_floor_us, alloc, kLightUtilBelow)) {
+      if (in.compute_floor_us > 0 && AtLeast(in.compute_floor_us, f.alloc, kLightUtilBelow)) {
         b.Signal("gpu_util_at_least", low);
         bounded = fmt::format("{}, so at least {} even so", estimate, Pct(low));
       } else if (band && in.device_busy_us > 0 &&
-                 Below(in.device_busy_us, alloc, kLightUtilBelow)) {
+                 Below(in.device_busy_us, f.alloc, kLightUtilBelow)) {
         c.cls = Class::kComputeLight;
         b.Signal("device_busy", busy);
         b.Threshold("compute_light_util_below", kLightUtilBelow);
@@ -247,7 +253,7 @@ Classification Classify(const Inputs& in) {
             "{}, but the GPUs it ran on were busy {} of its grant (NVML's own device util, "
             "< {}): whatever the split, it used under a quarter of its grant",
             estimate, Pct(busy), Pct(kLightUtilBelow.value()));
-        return c;
+        return true;
       } else {
         c.cls = Class::kUnknown;
         if (in.compute_floor_us > 0) b.Signal("gpu_util_at_least", low);
@@ -262,28 +268,61 @@ Classification Classify(const Inputs& in) {
                 ? fmt::format(", so between {} and {} of its grant", Pct(low),
                               band && in.device_busy_us > 0 ? Pct(busy) : "more")
                 : "");
-        return c;
+        return true;
       }
     }
   }
+  return false;
+}
+
+}  // namespace
+
+std::string_view ToString(Class c) {
+  for (const auto& [k, name] : kNames)
+    if (k == c) return name;
+  return "unknown";
+}
+
+Classification Classify(const Inputs& in) {
+  Builder b;
+  Classification& c = b.c;
+  const Figures f(in);
+  c.nvml_only = !f.activity;
+  c.basis = f.activity ? BasisOf(in.activity_rule) : "nvml-only";
+
+  if (in.allocated_us <= 0) {
+    c.cls = Class::kUnallocated;
+    c.reason = in.compute_us > 0 ? fmt::format(
+                                       "no grant in the window ({} used without one): no share to "
+                                       "judge use against",
+                                       GpuHours(in.compute_us))
+                                 : "no grant in the window: no share to judge use against";
+    return c;
+  }
+
+  b.Signal("gpu_util", f.util);
+  std::string bounded;  // how an estimate's bound decided it, for the reason
+  if (ByGrantUse(in, f, b) || ByActivity(in, f, b) || ByLightness(in, f, b) ||
+      ByItsEstimate(in, f, b, bounded))
+    return c;
   c.cls = Class::kHealthy;
   b.Threshold("compute_light_util_below", kLightUtilBelow);
-  if (activity) {
-    b.Signal("sm_active", sm);
-    b.Signal("dram_active", dram);
-    coverage_signal();
+  if (f.activity) {
+    b.Signal("sm_active", f.sm);
+    b.Signal("dram_active", f.dram);
+    CoverageSignal(f, b);
     b.Threshold("starved_sm_per_util_below", kStarvedSmPerUtilBelow);
     b.Threshold("memory_bound_dram_per_util_at_least", kMemoryBoundDramPerUtilAtLeast);
     c.reason = fmt::format(
         "GPU util {} with SM active {} and DRAM active {}{}: the grant is "
         "used",
-        Pct(util), Pct(sm), Pct(dram), coverage_note);
+        Pct(f.util), Pct(f.sm), Pct(f.dram), f.coverage_note);
   } else {
-    if (footprint_known) b.Signal("memory_footprint", footprint);
+    if (f.footprint_known) b.Signal("memory_footprint", f.footprint);
     c.reason = fmt::format(
         "{} (>= {}); NVML only: SM activity unknown, so a busy but starved GPU cannot be told "
         "apart",
-        bounded.empty() ? "GPU util " + Pct(util) : bounded, Pct(kLightUtilBelow.value()));
+        bounded.empty() ? "GPU util " + Pct(f.util) : bounded, Pct(kLightUtilBelow.value()));
   }
   return c;
 }

@@ -156,6 +156,88 @@ void NvmlGpuSource::Enumerate(Work& w, unsigned count) {
   s.reads_since_enumeration = 0;
 }
 
+void NvmlGpuSource::ReadWholeGpu(Work& w, DeviceState& d, bool baseline,
+                                 sources::GpuInstantaneous& instant, DeviceSignals& signal,
+                                 std::vector<ProcessObservation>& processes) {
+  nvmlDevice_t handle = d.handle;
+  const GpuUuid& uuid = instant.device;
+  // Device busy time: GPU-utilization samples when NVML keeps them, else utilization x period.
+  auto rates_fn = api_.utilization_rates;
+  auto rates = Get<nvmlUtilization_t>(
+      w, d, "nvmlDeviceGetUtilizationRates", rates_fn != nullptr, false, d.uuid,
+      [rates_fn, handle](nvmlUtilization_t& u) { return rates_fn(handle, &u); });
+  if (rates) {
+    instant.utilization_percent = static_cast<int>(rates->gpu);
+  }
+  auto samples = ReadUtilSamples(w, d);
+  std::optional<GpuMicros> busy;
+  if (samples) {
+    PlaceSamples(*samples, d.util_cursor, w.step);
+    const bool any = !samples->empty();
+    auto integral = IntegrateSamples(*samples, d.util_cursor, w.previous_read_us, w.max_period_us);
+    if (any || d.util_samples_seen) {
+      busy = PercentMicrosToMicros(integral[0], w.interval_us);
+    }
+    d.util_samples_seen = d.util_samples_seen || any;
+  }
+  if (!busy && rates) {
+    busy = Clamp((static_cast<std::int64_t>(rates->gpu) * w.interval_us + 50) / 100, w.interval_us);
+  }
+  signal.busy_us = busy;
+  if (d.gpm) {
+    GpmReadout gpm = ReadGpm(w, d, kGpmWholeGpu, d.uuid);
+    if (gpm.activity) {
+      signal.activity = gpm.activity;
+      signal.activity_source = SignalSource::kGpm;
+    }
+  }
+
+  // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp:
+  // the device's windows split by presence where NVML gives device samples (presence_split.h),
+  // else each sample x its period.
+  std::optional<std::map<unsigned, std::int64_t>> per_pid;
+  if (auto process_samples = ReadProcessSamples(w, d)) {
+    PlaceSamples(*process_samples, d.process_cursor, w.step);
+    // Integrating also moves the stream's cursor, which the presence split needs as well.
+    auto by_period =
+        IntegrateSamples(*process_samples, d.process_cursor, w.previous_read_us, w.max_period_us);
+    if (samples) {
+      per_pid = SplitByPresence(d.presence, std::move(*samples), std::move(*process_samples),
+                                w.previous_read_us, w.max_period_us);
+    } else {
+      per_pid = std::move(by_period);
+    }
+  }
+  std::vector<ProcessEntry> entries;
+  ListProcesses(w, d, handle, d.uuid, false, entries);
+  std::set<unsigned> listed;
+  for (const auto& e : entries) {
+    listed.insert(e.pid);
+    ProcessObservation p;
+    p.pid = static_cast<int>(e.pid);
+    p.device = uuid;
+    p.used_memory_bytes = e.used_memory_bytes;
+    p.mps_client = e.mps_client;
+    if (per_pid && !baseline) {
+      auto it = per_pid->find(e.pid);
+      p.sm_busy_us = PercentMicrosToMicros(it == per_pid->end() ? 0 : it->second, w.interval_us);
+    }
+    processes.push_back(std::move(p));
+  }
+  // A process that ran during the interval but exited before the listing still used the GPU.
+  if (per_pid && !baseline) {
+    for (const auto& [pid, percent_us] : *per_pid) {
+      if (listed.count(pid) == 0 && PercentMicrosToMicros(percent_us, w.interval_us) > 0) {
+        ProcessObservation p;
+        p.pid = static_cast<int>(pid);
+        p.device = uuid;
+        p.sm_busy_us = PercentMicrosToMicros(percent_us, w.interval_us);
+        processes.push_back(std::move(p));
+      }
+    }
+  }
+}
+
 void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
   const bool baseline = d.fresh;
   nvmlDevice_t handle = d.handle;
@@ -227,83 +309,7 @@ void NvmlGpuSource::ReadDevice(Work& w, DeviceState& d) {
   if (mig) {
     ReadMig(w, d, baseline, migs, mig_signals, processes);
   } else {
-    // Device busy time: GPU-utilization samples when NVML keeps them, else utilization x period.
-    auto rates_fn = api_.utilization_rates;
-    auto rates = Get<nvmlUtilization_t>(
-        w, d, "nvmlDeviceGetUtilizationRates", rates_fn != nullptr, false, d.uuid,
-        [rates_fn, handle](nvmlUtilization_t& u) { return rates_fn(handle, &u); });
-    if (rates) {
-      instant.utilization_percent = static_cast<int>(rates->gpu);
-    }
-    auto samples = ReadUtilSamples(w, d);
-    std::optional<GpuMicros> busy;
-    if (samples) {
-      PlaceSamples(*samples, d.util_cursor, w.step);
-      const bool any = !samples->empty();
-      auto integral =
-          IntegrateSamples(*samples, d.util_cursor, w.previous_read_us, w.max_period_us);
-      if (any || d.util_samples_seen) {
-        busy = PercentMicrosToMicros(integral[0], w.interval_us);
-      }
-      d.util_samples_seen = d.util_samples_seen || any;
-    }
-    if (!busy && rates) {
-      busy =
-          Clamp((static_cast<std::int64_t>(rates->gpu) * w.interval_us + 50) / 100, w.interval_us);
-    }
-    signal.busy_us = busy;
-    if (d.gpm) {
-      GpmReadout gpm = ReadGpm(w, d, kGpmWholeGpu, d.uuid);
-      if (gpm.activity) {
-        signal.activity = gpm.activity;
-        signal.activity_source = SignalSource::kGpm;
-      }
-    }
-
-    // Per-process SM time from per-process samples, passing the previous lastSeenTimeStamp:
-    // the device's windows split by presence where NVML gives device samples (presence_split.h),
-    // else each sample x its period.
-    std::optional<std::map<unsigned, std::int64_t>> per_pid;
-    if (auto process_samples = ReadProcessSamples(w, d)) {
-      PlaceSamples(*process_samples, d.process_cursor, w.step);
-      // Integrating also moves the stream's cursor, which the presence split needs as well.
-      auto by_period =
-          IntegrateSamples(*process_samples, d.process_cursor, w.previous_read_us, w.max_period_us);
-      if (samples) {
-        per_pid = SplitByPresence(d.presence, std::move(*samples), std::move(*process_samples),
-                                  w.previous_read_us, w.max_period_us);
-      } else {
-        per_pid = std::move(by_period);
-      }
-    }
-    std::vector<ProcessEntry> entries;
-    ListProcesses(w, d, handle, d.uuid, false, entries);
-    std::set<unsigned> listed;
-    for (const auto& e : entries) {
-      listed.insert(e.pid);
-      ProcessObservation p;
-      p.pid = static_cast<int>(e.pid);
-      p.device = gpu.uuid;
-      p.used_memory_bytes = e.used_memory_bytes;
-      p.mps_client = e.mps_client;
-      if (per_pid && !baseline) {
-        auto it = per_pid->find(e.pid);
-        p.sm_busy_us = PercentMicrosToMicros(it == per_pid->end() ? 0 : it->second, w.interval_us);
-      }
-      processes.push_back(std::move(p));
-    }
-    // A process that ran during the interval but exited before the listing still used the GPU.
-    if (per_pid && !baseline) {
-      for (const auto& [pid, percent_us] : *per_pid) {
-        if (listed.count(pid) == 0 && PercentMicrosToMicros(percent_us, w.interval_us) > 0) {
-          ProcessObservation p;
-          p.pid = static_cast<int>(pid);
-          p.device = gpu.uuid;
-          p.sm_busy_us = PercentMicrosToMicros(percent_us, w.interval_us);
-          processes.push_back(std::move(p));
-        }
-      }
-    }
+    ReadWholeGpu(w, d, baseline, instant, signal, processes);
   }
   if (!d.lost_call.empty() || w.timed_out) {
     return;

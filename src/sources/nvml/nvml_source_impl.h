@@ -212,6 +212,10 @@ class NvmlGpuSource final : public sources::GpuSource {
   // Appends the compute and MPS processes of `handle`, deduplicated by PID; failures are noted.
   void ListProcesses(Work& w, DeviceState& d, nvmlDevice_t handle, const std::string& subject,
                      bool mig, std::vector<ProcessEntry>& out);
+  // A GPU without MIG: its busy time and activity into `instant` and `signal` (whose device
+  // names it), its processes appended.
+  void ReadWholeGpu(Work& w, DeviceState& d, bool baseline, sources::GpuInstantaneous& instant,
+                    DeviceSignals& signal, std::vector<ProcessObservation>& processes);
   void ReadMig(Work& w, DeviceState& d, bool baseline, std::vector<MigInstance>& migs,
                std::vector<DeviceSignals>& signals, std::vector<ProcessObservation>& processes);
   // nvmlGpmQueryDeviceSupport at discovery: sets d.gpm.
