@@ -1,6 +1,8 @@
 #include "server/serve_ledger.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -46,22 +48,36 @@ void KeepDaysOf(store::LedgerStore& store, const TimeRange& ended, const std::at
 
 }  // namespace
 
+// The end of the ledger's ended days at `now_us`: those before the hours a live writer may
+// still write, or every whole day of a ledger nobody has written to for longer (a restored or
+// archived one, a benchmark's), whose last hour is far behind `now_us`. nullopt when its extent
+// cannot be read (said on `err`).
+std::optional<Micros> EndOfKeptDays(store::LedgerStore& store, Micros now_us, TimeRange& extent,
+                                    std::ostream& err) {
+  auto read = store.Extent();
+  if (!read) {
+    err << "warning: keeping days summed: " << read.error().message << "\n";
+    return std::nullopt;
+  }
+  extent = *read;
+  return EndOfEndedDays(std::min(now_us, extent.to_us + ledger::kOpenHours * kMicrosPerHour));
+}
+
 void KeepEndedDays(store::LedgerStore& store, int days, Micros now_us,
                    const std::atomic<bool>& stop, std::ostream& err) {
-  const Micros end = EndOfEndedDays(now_us);
-  KeepDaysOf(store, {end - days * kMicrosPerDay, end}, stop, err);
+  TimeRange extent;
+  const std::optional<Micros> end = EndOfKeptDays(store, now_us, extent, err);
+  if (end && extent.from_us < extent.to_us)
+    KeepDaysOf(store, {*end - days * kMicrosPerDay, *end}, stop, err);
 }
 
 void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atomic<bool>& stop,
                        std::ostream& err) {
-  auto extent = store.Extent();
-  if (!extent) {
-    err << "warning: keeping days summed: " << extent.error().message << "\n";
-    return;
-  }
-  const Micros first = extent->from_us / kMicrosPerDay * kMicrosPerDay;
-  const Micros end = EndOfEndedDays(now_us);
-  if (extent->from_us < extent->to_us && first < end) KeepDaysOf(store, {first, end}, stop, err);
+  TimeRange extent;
+  const std::optional<Micros> end = EndOfKeptDays(store, now_us, extent, err);
+  const Micros first = extent.from_us / kMicrosPerDay * kMicrosPerDay;
+  if (end && extent.from_us < extent.to_us && first < *end)
+    KeepDaysOf(store, {first, *end}, stop, err);
 }
 
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,

@@ -42,7 +42,8 @@ struct ServeLedgerOptions {
   std::function<ingest::SourcesHealth()> sources;
 };
 
-// Keeps summed the last `days` days that ended before the hours still open at `now_us`, for
+// Keeps summed the last `days` days that ended before the hours still open at `now_us` (of a
+// ledger whose last hour is further back than those, its last `days` whole days), for
 // the reports' default policy and idle handling (ledger::KeepDays), and gathered for
 // rightsizing (recommendations::KeepRightsizeDays): what a writer of the ledger runs so that
 // readers, which never write, find them kept. A failure is said on `err` and left: readers

@@ -41,7 +41,9 @@ workloads:
   - {namespace: web, name: serve, node: a100, compute: {profile: constant, duty: 0.2}, memory: {bytes: 2GiB}}
 )";
 
-TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
+// Serves the scenario's ledger (2026-11-20 00:00 to 11-22 12:00) with the clock at `now` and
+// checks that the 20th and the 21st are kept, the 22nd not.
+void KeepsTheTwoEndedDaysServedAt(const char* now) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("gpuledger-keeper-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -61,8 +63,7 @@ TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
       recommendations::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
   ASSERT_TRUE(from_rows.ok()) << from_rows.error().message;
 
-  // Served at noon on the 22nd: the 20th and the 21st have ended, the 22nd has not.
-  ManualClock clock(*ParseRfc3339("2026-11-22T12:00:00Z"), 0);
+  ManualClock clock(*ParseRfc3339(now), 0);
   ServeLedgerOptions options;
   options.db = path;
   options.listen = "127.0.0.1:0";
@@ -116,6 +117,17 @@ TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
             recommendations::RightsizeToJson(*from_rows));
   writer->reset();
   std::filesystem::remove_all(dir);
+}
+
+// Served at noon on the 22nd: the 20th and the 21st have ended, the 22nd has not.
+TEST(ServeLedger, KeepsTheEndedDaysSummedWhileItServes) {
+  KeepsTheTwoEndedDaysServedAt("2026-11-22T12:00:00Z");
+}
+
+// Served three months later, a ledger nobody writes to any more (restored, archived): its whole
+// days are kept all the same, not the last 35 days before the clock, which it does not reach.
+TEST(ServeLedger, KeepsTheWholeDaysOfALedgerLastWrittenLongAgo) {
+  KeepsTheTwoEndedDaysServedAt("2027-02-22T12:00:00Z");
 }
 
 }  // namespace
