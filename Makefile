@@ -73,10 +73,11 @@ image:
 	$(CONTAINER) build -t $(IMAGE) .
 
 # gpuledger on the cluster of kubectl's current context: OVERLAY=embedded (the server scrapes the
-# agents, SQLite) or at-scale (Prometheus and PostgreSQL); docs/install.md.
+# agents, SQLite), at-scale (Prometheus and PostgreSQL) or a directory of your own overlay; its
+# pods run IMAGE (the one `make image` built and you pushed); docs/install.md.
 OVERLAY ?= embedded
 deploy:
-	./scripts/deploy.sh $(OVERLAY)
+	IMAGE=$(IMAGE) ./scripts/deploy.sh $(OVERLAY)
 
 deps:
 	./scripts/install-deps.sh test
