@@ -163,6 +163,9 @@ function checkRules(file, doc) {
   ];
   if (!clusterScoped.includes(doc.kind) && doc.metadata?.namespace !== "gpuledger")
     fail(`namespace ${doc.metadata?.namespace}: expected gpuledger`);
+  // kube-prometheus-stack's Prometheus selects these by their `release` label by default.
+  if (["ServiceMonitor", "PrometheusRule"].includes(doc.kind) && !doc.metadata?.labels?.release)
+    fail("no release label: kube-prometheus-stack's default selectors would not pick it up");
   const spec = podSpec(doc);
   if (!spec) return;
   const podSeccomp = spec.securityContext?.seccompProfile?.type;
