@@ -39,7 +39,7 @@ void IdleHours::Add(Series series, const FindingRow& row, const HourPrice& devic
     EndHour(s);
     s.hour_us = row.hour_us;
     s.device_id = row.device_id;
-    s.exempt = policy_.Exempt(FindingKind::kIdleAllocation, s.day.subject, labels);
+    s.labels = &labels;
   }
   s.allocated_us += row.allocated_us;
   s.compute_us += row.compute_us;
@@ -52,17 +52,18 @@ void IdleHours::EndHour(State& s) {
       s.allocated_us > 0 && static_cast<double>(s.compute_us) <=
                                 policy_.idle_compute_fraction * static_cast<double>(s.allocated_us);
   if (idle) {
+    const bool exempt = policy_.Exempt(FindingKind::kIdleAllocation, s.day.subject, *s.labels);
     std::vector<IdleSegment>& segments = s.day.segments;
     if (!segments.empty() &&
         segments.back().from_us + segments.back().hours * kMicrosPerHour == s.hour_us &&
-        segments.back().exempt == s.exempt) {
+        segments.back().exempt == exempt) {
       IdleSegment& last = segments.back();
       ++last.hours;
       last.allocated_us += s.allocated_us;
       last.compute_us += s.compute_us;
       last.cost_nanos += s.cost_nanos;
     } else {
-      segments.push_back({s.hour_us, 1, s.exempt, s.allocated_us, s.compute_us, s.cost_nanos,
+      segments.push_back({s.hour_us, 1, exempt, s.allocated_us, s.compute_us, s.cost_nanos,
                           std::move(s.device_id)});
     }
   }

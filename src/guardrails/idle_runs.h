@@ -58,7 +58,9 @@ class IdleHours {
   using Series = std::size_t;
   // The series `row` is of (its node, subject and device).
   Series SeriesOf(const FindingRow& row);
-  // A row of `series`, in hour order within it; `labels`: its subject's pod labels.
+  // A row of `series`, in hour order within it; `labels`: its subject's pod labels, which must
+  // outlive the hour (until a row of a later hour of the series, or Finish): the policy is asked
+  // whether they exempt it only when the hour turns out idle.
   void Add(Series series, const FindingRow& row, const HourPrice& device, const LabelMap& labels);
   // The series with an idle hour, each with its segments.
   std::vector<IdleSeriesDay> Finish();
@@ -71,8 +73,8 @@ class IdleHours {
     Micros hour_us = -1;
     GpuMicros allocated_us = 0, compute_us = 0;
     Nanos cost_nanos = 0;
-    std::string device_id;  // its first row's
-    bool exempt = false;    // by its first row's labels
+    std::string device_id;             // its first row's
+    const LabelMap* labels = nullptr;  // its first row's
   };
   void EndHour(State& s);
 

@@ -27,18 +27,21 @@ Result<std::shared_ptr<const ledger::DaySummary>> FindingsSummarizer::Summarize(
   auto day = std::make_shared<FindingsDay>();
   // The subjects and nodes of every finding recorded over the part, whatever this read asks:
   // a later read with other filters finds them held.
-  store::FindingQuery recorded_over;
-  recorded_over.from_us = part.from_us - kMicrosPerHour;
-  recorded_over.to_us = part.to_us;
-  auto recorded = store.ReadFindings(recorded_over);
-  if (!recorded) return recorded.error();
-  auto keep = [&](const Finding& f) {
-    day->subjects.insert(f.subject);
-    if (f.kind == FindingKind::kStaleGrant) day->nodes.insert(f.node);
-  };
-  for (const Finding& f : *recorded) keep(f);
-  for (const Finding& f : priced_)
-    if (Prices(f, part)) keep(f);
+  if (!recorded_) {
+    store::FindingQuery over_window;
+    over_window.from_us = window_.from_us - kMicrosPerHour;
+    over_window.to_us = window_.to_us;
+    auto recorded = store.ReadFindings(over_window);
+    if (!recorded) return recorded.error();
+    recorded_ = std::move(*recorded);
+  }
+  const std::vector<Finding>* const lists[] = {&*recorded_, &priced_};
+  for (const std::vector<Finding>* findings : lists)
+    for (const Finding& f : *findings) {
+      if (!Prices(f, part)) continue;
+      day->subjects.insert(f.subject);
+      if (f.kind == FindingKind::kStaleGrant) day->nodes.insert(f.node);
+    }
 
   const auto& consumers = s.consumers();
   const auto& contexts = s.contexts();

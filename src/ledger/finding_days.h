@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,9 +57,10 @@ struct FindingsDay final : ledger::DaySummary {
 class FindingsSummarizer final : public ledger::DaySummarizer {
  public:
   // `priced`: the findings this read prices (a day summarized keeps their subjects whatever
-  // the store says).
-  FindingsSummarizer(const Policy& policy, const std::vector<Finding>& priced)
-      : policy_(policy), priced_(priced) {}
+  // the store says); `window`: the read's, whose recorded findings are read once, unfiltered,
+  // the first time a day is summarized.
+  FindingsSummarizer(const Policy& policy, const std::vector<Finding>& priced, TimeRange window)
+      : policy_(policy), priced_(priced), window_(window) {}
 
   std::string Key() const override;
   Result<std::shared_ptr<const ledger::DaySummary>> Summarize(store::LedgerStore& store,
@@ -69,6 +71,8 @@ class FindingsSummarizer final : public ledger::DaySummarizer {
  private:
   const Policy& policy_;
   const std::vector<Finding>& priced_;
+  const TimeRange window_;
+  std::optional<std::vector<Finding>> recorded_;  // every finding recorded over the window
 };
 
 }  // namespace gpuledger::guardrails

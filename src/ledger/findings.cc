@@ -82,7 +82,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
     f.severity = policy.For(f.kind).severity;
     if (Matches(f, query)) wanted.push_back(std::move(f));
   }
-  FindingsSummarizer summarizer(policy, wanted);
+  FindingsSummarizer summarizer(policy, wanted, {doc.from_us, doc.to_us});
   auto parts = reads.Summaries(store, {doc.from_us, doc.to_us}, summarizer);
   if (!parts) return parts.error();
   FindingCosts costs(wanted);
