@@ -79,12 +79,8 @@ NodeSnapshot BuildSnapshot(const std::string& node, const sources::GpuReading& r
                            const std::map<int, procfs::ProcessIdentity>& identities,
                            JoinStats* stats) {
   NodeSnapshot s;
+  static_cast<DeviceInterval&>(s) = reading;
   s.node = node;
-  s.start_us = reading.start_us;
-  s.end_us = reading.end_us;
-  s.gpus = reading.gpus;
-  s.mig_instances = reading.mig_instances;
-  s.signals = reading.signals;
 
   // CRI: ready sandboxes by (namespace, pod) and by id; containers by id.
   KubeIndex local;

@@ -1,4 +1,5 @@
 #include "billing/focus_export.h"
+#include "common/enum_names.h"
 
 #include <fmt/format.h>
 
@@ -127,17 +128,13 @@ std::string_view PricingCategory(std::string_view pricing_class) {
   return "Other";
 }
 
-std::string_view KindName(RowKind kind) {
-  switch (kind) {
-    case RowKind::kWorkload:
-      return "workload";
-    case RowKind::kIdle:
-      return "idle";
-    case RowKind::kUnattributed:
-      return "unattributed";
-  }
-  return "";
-}
+constexpr NameTable<RowKind, 3> kKindNames = {{
+    {RowKind::kWorkload, "workload"},
+    {RowKind::kIdle, "idle"},
+    {RowKind::kUnattributed, "unattributed"},
+}};
+
+std::string_view KindName(RowKind kind) { return NameIn(kKindNames, kind, ""); }
 
 std::string Team(const ConsumerLabels& labels, const std::string& key) {
   const std::string* value = labels.Find(key);
@@ -158,7 +155,7 @@ std::string UnitPrice(Nanos nanos, GpuMicros us) {
 Result<ChargePeriod> ParseChargePeriod(std::string_view text) {
   if (text == "hour") return ChargePeriod::kHour;
   if (text == "day") return ChargePeriod::kDay;
-  return InvalidArgument(fmt::format("--period '{}': expected hour or day", text));
+  return InvalidArgument(fmt::format("period '{}': expected hour or day", text));
 }
 
 std::string ExportRow::ResourceId() const {

@@ -27,7 +27,7 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
     if (!o.workload.empty()) params.emplace_back("workload", o.workload);
     if (!o.severity.empty()) params.emplace_back("severity", o.severity);
     if (o.open_only) params.emplace_back("state", "open");
-    auto body = GetFromServer({o.server, o.server_auth, o.kube}, "/api/v1/findings", params);
+    auto body = GetFromServer(o.Server(), "/api/v1/findings", params);
     if (!body) return body.error();
     // The API's envelope fields are not part of the document.
     auto doc = nlohmann::json::parse(*body, nullptr, false);

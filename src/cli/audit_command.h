@@ -9,13 +9,9 @@
 
 namespace gpuledger::cli {
 
-struct AuditOptions {
-  std::string db;
-  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
-  http::ClientAuth server_auth;  // credentials and trust for --server
-  KubeRoute kube;                // neither --db nor --server: through the API server
-  std::string kind;              // empty: every kind
-  std::string since = "7d";      // as `report --window`
+struct AuditOptions : ReadFrom {
+  std::string kind;          // empty: every kind
+  std::string since = "7d";  // as `report --window`
   std::string namespace_name;
   std::string workload;  // "namespace/Kind/name": only its findings
   std::string severity;  // this one and worse; empty: all

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_code.h"
+#include "cli/flag_error.h"
 #include "cli/open_ledger.h"
 #include "common/money.h"
 #include "common/time_util.h"
@@ -19,8 +20,9 @@ int RunClose(const CloseOptions& o, std::ostream& out, std::ostream& err) {
   }
   auto closed = ledger::ClosePeriod(**store, {o.period, o.policy, o.idle, o.build, o.now_us});
   if (!closed) {
-    err << "error: " << closed.error().message << "\n";
-    return ExitCodeFor(closed.error());
+    const Error e = AsFlagError(closed.error(), {"period", "policy", "idle"});
+    err << "error: " << e.message << "\n";
+    return ExitCodeFor(e);
   }
   out << fmt::format(
       "closed {} (policy {}, idle {}) as version {}: {} of device cost\n"

@@ -205,7 +205,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
        {std::pair<std::string, std::string>{"namespace", "Chargeback by namespace"},
         {"label:team", "Chargeback by team (label team, inherited from the namespace)"}}) {
     ReportOptions ro;
-    ro.by = by;
+    ro.group_by = by;
     auto r = BuildReportFromStore(**store, ro);
     if (!r) {
       err << "error: " << r.error().message << "\n";
@@ -216,7 +216,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
 
   // Accuracy against the simulator's truth, per container.
   ReportOptions by_container;
-  by_container.by = "container";
+  by_container.group_by = "container";
   auto rc = BuildReportFromStore(**store, by_container);
   if (!rc) {
     err << "error: " << rc.error().message << "\n";

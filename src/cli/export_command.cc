@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/exit_code.h"
+#include "cli/flag_error.h"
 #include "cli/open_ledger.h"
 #include "io/file_util.h"
 #include "ledger/export_rows.h"
@@ -84,8 +85,9 @@ int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& er
     if (written.ok()) written = sink.Commit();
   }
   if (!written.ok()) {
-    err << "error: " << written.error().message << "\n";
-    return ExitCodeFor(written.error());
+    const Error e = AsFlagError(written.error(), {"window", "period", "policy", "idle", "format"});
+    err << "error: " << e.message << "\n";
+    return ExitCodeFor(e);
   }
   return 0;
 }

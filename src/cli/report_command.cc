@@ -10,36 +10,30 @@
 #include "cli/server_client.h"
 #include "common/time_util.h"
 #include "io/file_util.h"
-#include "ledger/read_reports.h"
+#include "ledger/read_service.h"
 #include "ledger/report_request.h"
 #include "ledger/reports.h"
-#include "ledger/statements.h"
 #include "report/report_json.h"
 #include "report/window.h"
 
 namespace gpuledger::cli {
+namespace {
+
+const ledger::FieldNames kFlagNames{"--window", "--by", "--policy", "--idle", "--step", "--filter"};
+
+}  // namespace
 
 Result<report::Report> BuildReportFromStore(store::LedgerStore& store, const ReportOptions& o,
                                             const store::StoreOpener& open_more,
                                             int* days_from_rows) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
-  ledger::ReportRequest request;
-  request.window = o.window;
-  request.group_by = o.by;
-  request.policy = o.policy;
-  request.idle = o.idle;
-  auto query = ledger::ParseReportRequest(request, *extent, ledger::FlagNames());
+  auto query = ledger::ParseReportRequest(o, *extent, kFlagNames);
   if (!query) return query.error();
-  if (days_from_rows != nullptr) *days_from_rows = 0;
-  return ledger::ReportOfWindow(store, *query,
-                                [&](const ledger::ReportQuery& q) -> Result<report::Report> {
-                                  int unkept = 0;
-                                  auto reports = ledger::ReadReports(store, q, open_more, &unkept);
-                                  if (!reports) return reports.error();
-                                  if (days_from_rows != nullptr) *days_from_rows += unkept;
-                                  return std::move(reports->front());
-                                });
+  ledger::ReadService reads(ledger::OneQueryOptions(open_more));
+  auto report = reads.Report(store, *query);
+  if (days_from_rows != nullptr) *days_from_rows = static_cast<int>(reads.stats().days_from_rows);
+  return report;
 }
 
 namespace {
@@ -47,8 +41,8 @@ namespace {
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
   auto body = GetFromServer(
-      {o.server, o.server_auth, o.kube}, "/api/v1/report",
-      {{"window", o.window}, {"aggregate", o.by}, {"policy", o.policy}, {"idle", o.idle}});
+      o.Server(), "/api/v1/report",
+      {{"window", o.window}, {"aggregate", o.group_by}, {"policy", o.policy}, {"idle", o.idle}});
   if (!body) return body.error();
   return report::ReportFromJson(*body);
 }

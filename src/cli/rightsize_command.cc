@@ -21,7 +21,7 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
         {"window", o.window}, {"headroom", o.headroom}, {"percentile", o.percentile}};
     if (!o.namespace_name.empty()) params.emplace_back("namespace", o.namespace_name);
     if (!o.workload.empty()) params.emplace_back("workload", o.workload);
-    return GetFromServer({o.server, o.server_auth, o.kube}, "/api/v1/recommendations", params);
+    return GetFromServer(o.Server(), "/api/v1/recommendations", params);
   }
   cost::Catalog catalog = cost::DefaultCatalog();
   if (!o.catalog.empty()) {
@@ -31,14 +31,8 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
   }
   auto store = OpenExistingLedger("--db", o.db);
   if (!store) return store.error();
-  recommendations::RightsizeQuery q;
-  q.window = o.window;
-  q.namespace_name = o.namespace_name;
-  q.workload = o.workload;
-  q.headroom = o.headroom;
-  q.percentile = o.percentile;
   auto answer = recommendations::ReadRightsizePlan(
-      **store, nullptr, q, catalog, [&] { return OpenExistingLedger("--db", o.db); });
+      **store, nullptr, o, catalog, [&] { return OpenExistingLedger("--db", o.db); });
   if (!answer) {
     if (answer.error().code == ErrorCode::kInvalidArgument)
       return InvalidArgument("--" + answer.error().message);

@@ -7,20 +7,14 @@
 #include <string>
 
 #include "cli/server_client.h"
+#include "recommendations/rightsize_plan.h"
 
 namespace gpuledger::cli {
 
-struct RightsizeOptions {
-  std::string db;
-  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
-  http::ClientAuth server_auth;  // credentials and trust for --server
-  KubeRoute kube;                // neither --db nor --server: through the API server
+// What to size (the window, the workloads, the headroom and percentile, as the API's), against
+// which prices, and how to print it.
+struct RightsizeOptions : ReadFrom, recommendations::RightsizeQuery {
   std::string catalog;  // prices of the models a workload could move to; built-in when empty
-  std::string window = "7d";
-  std::string namespace_name;
-  std::string workload;  // NAMESPACE/KIND/NAME
-  std::string headroom = "1.2";
-  std::string percentile = "p95";
   std::string format = "table";  // table | json
 };
 

@@ -31,6 +31,16 @@ struct ServerAccess {
   KubeRoute kube;
 };
 
+// Where a reading command reads: a ledger file (--db), a running server (--server), or, with
+// neither, the server behind the API server of a kubeconfig's context.
+struct ReadFrom {
+  std::string db;
+  std::string server;  // http://host:port of a running `gpuledger server`, instead of --db
+  http::ClientAuth server_auth;  // credentials and trust for --server
+  KubeRoute kube;                // neither --db nor --server: through the API server
+  ServerAccess Server() const { return {server, server_auth, kube}; }
+};
+
 // GET `server.url` + `path` with `params`. The body of a 200; kInvalidArgument for a bad URL,
 // credential file or a 400 (the server's JSON error names the parameter), kUnavailable for the rest
 // (what was tried and why it failed); messages start with "--server <url>", or say which API

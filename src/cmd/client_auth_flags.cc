@@ -19,7 +19,12 @@ void AddClientAuthFlags(CLI::App& command, http::ClientAuth& auth, const std::st
                    peer + ": do not verify the server's certificate (tests only)");
 }
 
-void AddKubeRouteFlags(CLI::App& command, cli::KubeRoute& route) {
+void AddReadFromFlags(CLI::App& command, cli::ReadFrom& from) {
+  command.add_option("--db", from.db, "ledger: an SQLite file, sqlite:PATH or postgres://URL");
+  command.add_option("--server", from.server,
+                     "a running server, http[s]://HOST[:PORT], instead of --db");
+  AddClientAuthFlags(command, from.server_auth, "", "--server");
+  cli::KubeRoute& route = from.kube;
   command.add_option("--kubeconfig", route.kubeconfig,
                      "without --db and --server: read through this kubeconfig's API server "
                      "(default: $KUBECONFIG, ~/.kube/config)");

@@ -18,8 +18,9 @@ namespace gpuledger::cmd {
 void AddClientAuthFlags(CLI::App& command, http::ClientAuth& auth, const std::string& prefix,
                         const std::string& peer);
 
-// A reading command's way in without --db or --server (`kubectl gpuledger`): --kubeconfig,
-// --kube-context and --kube-namespace (where gpuledger is installed).
-void AddKubeRouteFlags(CLI::App& command, cli::KubeRoute& route);
+// Where a reading command reads: --db, --server with its credentials, and the way in without
+// either (`kubectl gpuledger`): --kubeconfig, --kube-context and --kube-namespace (where
+// gpuledger is installed).
+void AddReadFromFlags(CLI::App& command, cli::ReadFrom& from);
 
 }  // namespace gpuledger::cmd

@@ -22,15 +22,12 @@ namespace gpuledger::cmd {
 Command AddReportCommand(CLI::App& app) {
   auto o = std::make_shared<cli::ReportOptions>();
   auto* c = app.add_subcommand("report", "chargeback report from a ledger");
-  c->add_option("--db", o->db, "ledger: an SQLite file or postgres://URL");
-  c->add_option("--server", o->server, "read from a running server (http[s]://HOST[:PORT])");
-  AddClientAuthFlags(*c, o->server_auth, "", "--server");
-  AddKubeRouteFlags(*c, o->kube);
+  AddReadFromFlags(*c, *o);
   c->add_option("--window", o->window,
                 "all | 7d | today | yesterday | week | lastweek | month | lastmonth | YYYY-MM | "
                 "START,END")
       ->capture_default_str();
-  c->add_option("--by", o->by,
+  c->add_option("--by", o->group_by,
                 "namespace | label:KEY | controller | node | gpu_model | device | container | "
                 "pod | sharing_mode (comma-separated for several levels)")
       ->capture_default_str();
@@ -99,10 +96,7 @@ Command AddExportCommand(CLI::App& app) {
 Command AddAuditCommand(CLI::App& app) {
   auto o = std::make_shared<cli::AuditOptions>();
   auto* c = app.add_subcommand("audit", "guardrail findings with their evidence and cost");
-  c->add_option("--db", o->db, "ledger: sqlite:PATH, a path, or postgres://URL");
-  c->add_option("--server", o->server, "a running server, http[s]://HOST[:PORT], instead of --db");
-  AddClientAuthFlags(*c, o->server_auth, "", "--server");
-  AddKubeRouteFlags(*c, o->kube);
+  AddReadFromFlags(*c, *o);
   c->add_option("--kind", o->kind, "only this kind (unallocated-access, stale-grant, ...)");
   c->add_option("--since", o->since, "window: 7d | 24h | all | START,END")->capture_default_str();
   c->add_option("--namespace", o->namespace_name, "only this namespace");
@@ -119,10 +113,7 @@ Command AddRightsizeCommand(CLI::App& app) {
   auto o = std::make_shared<cli::RightsizeOptions>();
   auto* c = app.add_subcommand("rightsize",
                                "what each workload could run on instead, with the monthly saving");
-  c->add_option("--db", o->db, "ledger: sqlite:PATH, a path, or postgres://URL");
-  c->add_option("--server", o->server, "a running server, http[s]://HOST[:PORT], instead of --db");
-  AddClientAuthFlags(*c, o->server_auth, "", "--server");
-  AddKubeRouteFlags(*c, o->kube);
+  AddReadFromFlags(*c, *o);
   c->add_option("--catalog", o->catalog,
                 "prices YAML for the models a workload could move to (--db)");
   c->add_option("--window", o->window, "window: 7d | 24h | all | START,END")->capture_default_str();

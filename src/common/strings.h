@@ -4,10 +4,32 @@
 // elsewhere.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace gpuledger {
+
+// The parts of `text` between `separator`s, one at a time, empty ones included; a separator at
+// the end closes the last part rather than opening an empty one:
+//   for (TextParts lines(content, '\n'); auto line = lines.Next();) ...
+class TextParts {
+ public:
+  TextParts(std::string_view text, char separator) : text_(text), separator_(separator) {}
+  std::optional<std::string_view> Next() {
+    if (at_ >= text_.size()) return std::nullopt;
+    std::size_t end = text_.find(separator_, at_);
+    if (end == std::string_view::npos) end = text_.size();
+    const std::string_view part = text_.substr(at_, end - at_);
+    at_ = end + 1;
+    return part;
+  }
+
+ private:
+  std::string_view text_;
+  char separator_;
+  std::size_t at_ = 0;
+};
 
 // `s` without leading and trailing ASCII whitespace (space, \t, \n, \v, \f, \r).
 std::string_view Trim(std::string_view s);

@@ -222,23 +222,22 @@ std::vector<HostRates> DefaultHostRates() {
 std::vector<InstanceType> DefaultInstanceTypes() {
   std::vector<InstanceType> out;
   for (const auto& r : kTypes) {
-    InstanceType t;
-    t.name = r.name;
-    t.provider = r.provider;
-    t.gpu_model = r.gpu_model;
-    t.gpu_count = r.gpus;
-    t.vcpu = r.vcpu;
-    t.memory_gib = r.gib;
-    t.hourly_nanos = r.hourly;
-    if (r.spot > 0) t.spot_hourly_nanos = r.spot;
-    t.region = r.region;
-    t.host_rates = r.rates;
-    t.source = fmt::format(
-        "{} {} on-demand {}{}, {}; vCPU/memory from the provider's published "
-        "instance specifications",
-        r.provider, r.region, DecimalFromNanos(r.hourly),
-        r.spot > 0 ? fmt::format(" spot {}", DecimalFromNanos(r.spot)) : "", r.list);
-    out.push_back(std::move(t));
+    const std::optional<Nanos> spot = r.spot > 0 ? std::optional(r.spot) : std::nullopt;
+    out.push_back({.name = r.name,
+                   .provider = r.provider,
+                   .gpu_model = r.gpu_model,
+                   .gpu_count = r.gpus,
+                   .hourly_nanos = r.hourly,
+                   .spot_hourly_nanos = spot,
+                   .vcpu = r.vcpu,
+                   .memory_gib = r.gib,
+                   .region = r.region,
+                   .host_rates = r.rates,
+                   .source = fmt::format(
+                       "{} {} on-demand {}{}, {}; vCPU/memory from the provider's "
+                       "published instance specifications",
+                       r.provider, r.region, DecimalFromNanos(r.hourly),
+                       spot ? fmt::format(" spot {}", DecimalFromNanos(*spot)) : "", r.list)});
   }
   return out;
 }

@@ -36,10 +36,10 @@ struct InstanceType {
   std::string provider;   // "aws", "gcp", "azure", or anything for your own
   std::string gpu_model;  // catalog model name (NormalizeGpuModel)
   int gpu_count = 0;      // > 0
-  int vcpu = 0;
-  int memory_gib = 0;
   Nanos hourly_nanos = 0;                  // on-demand price of the whole instance
   std::optional<Nanos> spot_hourly_nanos;  // spot price of the whole instance, where known
+  int vcpu = 0;
+  int memory_gib = 0;
   std::string region;      // region of the price; a row matches any region as a fallback
   std::string host_rates;  // name of the HostRates its CPU and RAM are priced at
   std::string source;      // price list and date, and where vCPU/memory come from

@@ -1,4 +1,5 @@
 #include "guardrails/admission.h"
+#include "common/enum_names.h"
 
 #include <algorithm>
 #include <array>
@@ -10,17 +11,12 @@ namespace {
 constexpr std::array<std::string_view, 2> kRuntimeControlledEnv = {"NVIDIA_VISIBLE_DEVICES",
                                                                    "NVIDIA_DRIVER_CAPABILITIES"};
 
-std::string_view RoleWord(ContainerRole role) {
-  switch (role) {
-    case ContainerRole::kContainer:
-      return "Container";
-    case ContainerRole::kInit:
-      return "Init container";
-    case ContainerRole::kEphemeral:
-      return "Ephemeral container";
-  }
-  return "Container";
-}
+constexpr NameTable<ContainerRole, 3> kRoleWords = {
+    {{ContainerRole::kContainer, "Container"},
+     {ContainerRole::kInit, "Init container"},
+     {ContainerRole::kEphemeral, "Ephemeral container"}}};
+
+std::string_view RoleWord(ContainerRole role) { return NameIn(kRoleWords, role, "Container"); }
 
 // A value as it may appear in a warning: the API server rejects warnings with control
 // characters, and a sentence stays readable with a short value.

@@ -331,17 +331,15 @@ std::vector<Finding> FindingTracker::Current() const {
   std::vector<Finding> out;
   for (const auto& [key, s] : states_) {
     if (!s.open) continue;
-    Finding f;
-    f.kind = key.kind;
-    f.severity = policy_.For(key.kind).severity;
-    f.node = node_;
-    f.subject = key.subject;
-    f.gpu_uuid = key.gpu_uuid;
-    f.evidence = s.evidence;
-    f.first_seen_us = s.since_us;
-    f.last_seen_us = s.last_seen_us;
-    f.resolved_us = s.resolved_us;
-    out.push_back(std::move(f));
+    out.push_back({.kind = key.kind,
+                   .severity = policy_.For(key.kind).severity,
+                   .node = node_,
+                   .subject = key.subject,
+                   .gpu_uuid = key.gpu_uuid,
+                   .evidence = s.evidence,
+                   .first_seen_us = s.since_us,
+                   .last_seen_us = s.last_seen_us,
+                   .resolved_us = s.resolved_us});
   }
   return out;
 }

@@ -1,22 +1,18 @@
 #include "guardrails/policy.h"
+#include "common/enum_names.h"
 
 #include <algorithm>
 
 namespace gpuledger::guardrails {
 
-std::string_view ToString(Action action) {
-  switch (action) {
-    case Action::kOff:
-      return "off";
-    case Action::kReport:
-      return "report";
-    case Action::kWarn:
-      return "warn";
-    case Action::kDeny:
-      return "deny";
-  }
-  return "unknown";
-}
+constexpr NameTable<Action, 4> kActionNames = {{
+    {Action::kOff, "off"},
+    {Action::kReport, "report"},
+    {Action::kWarn, "warn"},
+    {Action::kDeny, "deny"},
+}};
+
+std::string_view ToString(Action action) { return NameIn(kActionNames, action, "unknown"); }
 
 bool Policy::Exempt(FindingKind kind, const ConsumerRef& subject,
                     const std::map<std::string, std::string>& labels) const {

@@ -1,4 +1,5 @@
 #include "io/file_reader.h"
+#include "common/strings.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,12 +25,8 @@ Result<std::string> Normalize(std::string_view path) {
   if (path.find('\0') != std::string_view::npos)
     return InvalidArgument("host path contains a NUL byte");
   std::vector<std::string_view> parts;
-  std::size_t pos = 0;
-  while (pos < path.size()) {
-    std::size_t end = path.find('/', pos);
-    if (end == std::string_view::npos) end = path.size();
-    const std::string_view part = path.substr(pos, end - pos);
-    pos = end + 1;
+  for (TextParts names(path, '/'); auto next = names.Next();) {
+    const std::string_view part = *next;
     if (part.empty() || part == ".") continue;
     if (part == "..") {
       if (parts.empty())

@@ -8,6 +8,7 @@
 #include "billing/reconciled_prices.h"
 #include "common/time_util.h"
 #include "ledger/export_rows.h"
+#include "ledger/report_request.h"
 #include "report/window.h"
 #include "store/ledger_identity.h"
 
@@ -68,21 +69,17 @@ Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOpti
   auto period = ParseChargePeriod(o.period);
   if (!period) return period.error();
   request.period = *period;
-  auto policy = cost::ParsePolicy(o.policy);
-  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
-  request.policy = *policy;
-  auto idle = cost::ParseIdleHandling(o.idle);
-  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
-  request.idle = *idle;
+  if (Status s = ledger::ParseCostRules(o.policy, o.idle, request.policy, request.idle); !s.ok())
+    return s.error();
   if (o.format != "focus" && o.format != "csv")
-    return InvalidArgument(fmt::format("--format '{}': expected focus or csv", o.format));
+    return InvalidArgument(fmt::format("format '{}': expected focus or csv", o.format));
   out.format = o.format == "focus" ? ledger::ExportFormat::kFocus : ledger::ExportFormat::kPlain;
   request.team_label = o.team_label;
 
   auto extent = store.Extent();
   if (!extent) return extent.error();
   auto window = report::ResolveWindow(o.window, *extent);
-  if (!window) return InvalidArgument("--" + window.error().message);
+  if (!window) return window.error();
   request.from_us = window->from_us;
   request.to_us = window->to_us;
   auto identity = store::ReadLedgerIdentity(store);

@@ -141,13 +141,12 @@ std::uint32_t DayTables::Grouping::KeyOf(std::string_view key) {
 }
 
 SummedDay ToSummedDay(const report::Report& day, const report::SumCheck& sums, DayTables& tables) {
-  SummedDay out;
-  out.from_us = day.from_us;
-  out.to_us = day.to_us;
-  out.idle = day.idle;
-  out.unattributed = day.unattributed;
-  out.total = day.total;
-  out.sums = sums;
+  SummedDay out{.from_us = day.from_us,
+                .to_us = day.to_us,
+                .idle = day.idle,
+                .unattributed = day.unattributed,
+                .total = day.total,
+                .sums = sums};
   out.rows.reserve(day.rows.size());
   for (const report::Row& row : day.rows) {
     const report::Figures& f = row.figures;

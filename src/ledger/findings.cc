@@ -67,13 +67,11 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
   doc.cluster = identity->cluster;
   doc.currency = identity->currency;
 
-  store::FindingQuery fq;
-  fq.from_us = doc.from_us;
-  fq.to_us = doc.to_us;
-  fq.kind = query.kind;
-  fq.namespace_name = query.namespace_name;
-  fq.min_severity = query.min_severity;
-  auto recorded = store.ReadFindings(fq);
+  auto recorded = store.ReadFindings({.from_us = doc.from_us,
+                                      .to_us = doc.to_us,
+                                      .kind = query.kind,
+                                      .namespace_name = query.namespace_name,
+                                      .min_severity = query.min_severity});
   if (!recorded) return recorded.error();
   std::vector<Finding> wanted;
   for (Finding& f : *recorded) {

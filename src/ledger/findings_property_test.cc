@@ -31,7 +31,6 @@ namespace gpuledger::guardrails {
 namespace {
 
 using store::testing::Hour;
-using store::testing::MakeTestLedger;
 using store::testing::StoreKind;
 using store::testing::StoreKindName;
 
@@ -534,45 +533,40 @@ std::vector<std::string> Described(const FindingsDocument& d) {
   return out;
 }
 
-class FindingsProperty : public ::testing::TestWithParam<StoreKind> {};
+class FindingsProperty : public store::testing::EachStoreTest {};
 
 TEST_P(FindingsProperty, EqualTheWholeWindowsComputationNanoForNano) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   std::mt19937_64 rng(20261206);
   const int hours = 100;  // four days and a bit, starting at midnight
   const RandomLedger random = MakeRandomLedger(rng, hours);
-  auto written = (*store)->WriteHours(random.hours);
+  auto written = store_->WriteHours(random.hours);
   ASSERT_TRUE(written.ok()) << written.error().message;
-  ASSERT_TRUE((*store)->WriteReconciliations(random.bills).ok());
+  ASSERT_TRUE(store_->WriteReconciliations(random.bills).ok());
   // Half the findings now, half recorded after the days they span were held (a held day that
   // lacks a subject they price is summarized again).
   const std::size_t half = random.findings.size() / 2;
-  ASSERT_TRUE((*store)->WriteFindings(std::span(random.findings).first(half)).ok());
-  ASSERT_TRUE((*store)->PutMeta("cluster", "c").ok());
+  ASSERT_TRUE(store_->WriteFindings(std::span(random.findings).first(half)).ok());
+  ASSERT_TRUE(store_->PutMeta("cluster", "c").ok());
 
   std::vector<std::unique_ptr<ledger::ReadService>>
       reads;  // keeping 0 to 3 days, each across trials
   for (int days = 0; days <= 3; ++days)
     reads.push_back(
         std::make_unique<ledger::ReadService>(ledger::ReadServiceOptions{.snapshot_days = days}));
-  ASSERT_TRUE(reads[3]->Warm(**store).ok());  // its open days from the kept snapshot
+  ASSERT_TRUE(reads[3]->Warm(*store_).ok());  // its open days from the kept snapshot
   int findings = 0, idle = 0, priced = 0;
   for (int trial = 0; trial < 200; ++trial) {
     if (trial == 100) {
-      ASSERT_TRUE((*store)->WriteFindings(std::span(random.findings).subspan(half)).ok());
+      ASSERT_TRUE(store_->WriteFindings(std::span(random.findings).subspan(half)).ok());
       // And an hour of the first day written again: the held days it touches are dropped.
-      ASSERT_TRUE((*store)->WriteHours(std::span(random.hours).subspan(5, 1)).ok());
+      ASSERT_TRUE(store_->WriteHours(std::span(random.hours).subspan(5, 1)).ok());
     }
     const Policy policy = RandomPolicy(rng);
     const FindingsQuery q = RandomQuery(rng, hours);
-    auto expected = reference::ReadFindingsDocument(**store, q, policy);
+    auto expected = reference::ReadFindingsDocument(*store_, q, policy);
     ASSERT_TRUE(expected.ok()) << expected.error().message;
     ledger::ReadService& r = *reads[static_cast<std::size_t>(trial) % reads.size()];
-    auto ours = ReadFindingsDocument(**store, r, q, policy);
+    auto ours = ReadFindingsDocument(*store_, r, q, policy);
     ASSERT_TRUE(ours.ok()) << ours.error().message;
     EXPECT_EQ(Described(*ours), Described(*expected))
         << "trial " << trial << " window " << q.window << " kept days " << trial % 4;

@@ -49,23 +49,10 @@ struct PackedUsage {
 static_assert(sizeof(PackedUsage) == 36);
 
 // A device-hour's numbers (DeviceHour without its strings); prices already reconciled.
-struct DeviceFigures {
+struct DeviceFigures : DeviceHourAmounts {
   Micros hour_us = 0;
   std::uint32_t placement = 0;  // Snapshot::placements()
   PriceState price_state = PriceState::kPriced;
-  Nanos price_nanos = 0;
-  Nanos energy_price_nanos = 0;
-  GpuMicros metered_us = 0;
-  GpuMicros unmetered_us = 0;
-  GpuMicros unallocated_us = 0;
-  GpuMicros busy_us = 0;
-  GpuMicros idle_us = 0;
-  GpuMicros unattributed_us = 0;
-  Bytes memory_total_bytes = 0;
-  KibSeconds unattributed_memory_kib_s = 0;
-  MilliJoules energy_mj = 0;
-  MilliJoules idle_energy_mj = 0;
-  MilliJoules unattributed_energy_mj = 0;
   // What the device's memory could have held less what its rows and the unattributed bucket
   // held, clamped to [0, INT64_MAX] (the report's idle memory-time).
   KibSeconds unused_memory_kib_s = 0;

@@ -8,6 +8,7 @@
 #include "ledger/day_parts.h"
 #include "ledger/day_rollup.h"
 #include "ledger/read_reports.h"
+#include "ledger/statements.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -343,7 +344,7 @@ Result<ReadService::MaybeReports> ReadService::FromDaysSummed(store::LedgerStore
   // Not held, and the snapshot is loading whole: the ledger's records of the days, on this
   // report's own connection.
   ++kept_day_reads_;
-  auto reports = ReadReports(store, query);
+  auto reports = ReadDirect(store, query);
   if (!reports) return reports.error();
   return MaybeReports(std::move(*reports));
 }
@@ -455,7 +456,23 @@ Result<std::vector<report::Report>> ReadService::Reports(store::LedgerStore& sto
   // Outside the kept days: a day at a time, so a report holds a day of the ledger, not the
   // window (the kept snapshot is what bounds a server's memory).
   ++direct_reads_;
-  return ReadReports(store, query);
+  return ReadDirect(store, query);
+}
+
+Result<report::Report> ReadService::Report(store::LedgerStore& store, const ReportQuery& query) {
+  return ReportOfWindow(store, query, [&](const ReportQuery& q) -> Result<report::Report> {
+    auto reports = Reports(store, q);
+    if (!reports) return reports.error();
+    return std::move(reports->front());
+  });
+}
+
+Result<std::vector<report::Report>> ReadService::ReadDirect(store::LedgerStore& store,
+                                                            const ReportQuery& query) {
+  int unkept = 0;
+  auto reports = ReadReports(store, query, options_.open_more, &unkept);
+  days_from_rows_ += unkept;
+  return reports;
 }
 
 Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
@@ -468,7 +485,7 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
   auto snapshot = KeptSnapshotFor(store, query.window);
   if (!snapshot) return snapshot.error();
   auto reports = [&](const ReportQuery& q) {
-    return *snapshot != nullptr ? BuildReports(**snapshot, q) : ReadReports(store, q);
+    return *snapshot != nullptr ? BuildReports(**snapshot, q) : ReadDirect(store, q);
   };
   if (*snapshot == nullptr) ++direct_reads_;
   auto steps = reports(query);
@@ -479,11 +496,15 @@ Result<SteppedReport> ReadService::ReportAndSteps(store::LedgerStore& store,
   return SteppedReport{std::move(window->front()), std::move(*steps)};
 }
 
+ReadServiceOptions OneQueryOptions(store::StoreOpener open_more) {
+  return {.snapshot_days = 0, .held_days = 0, .open_more = std::move(open_more)};
+}
+
 ReadServiceStats ReadService::stats() const {
-  return {cache_hits_.load(),       cache_loads_.load(),    cache_refreshes_.load(),
-          direct_reads_.load(),     kept_day_reads_.load(), held_day_reads_.load(),
-          held_days_.load(),        held_rows_.load(),      held_device_days_.load(),
-          held_summary_days_.load()};
+  return {cache_hits_.load(),        cache_loads_.load(),    cache_refreshes_.load(),
+          direct_reads_.load(),      kept_day_reads_.load(), held_day_reads_.load(),
+          held_days_.load(),         held_rows_.load(),      held_device_days_.load(),
+          held_summary_days_.load(), days_from_rows_.load()};
 }
 
 }  // namespace gpuledger::ledger

@@ -40,7 +40,14 @@ struct ReadServiceOptions {
   // Days kept summed held in memory (HeldDays), which reports over whole days regroup: at
   // 10,000 GPUs about 10 MiB a day.
   int held_days = 35;
+  // Connections of their own with which a read of rows outside the kept days reads days in
+  // parallel (ReadReports); none: one connection.
+  store::StoreOpener open_more;
 };
+
+// A reader that keeps nothing between queries (the CLI): every report read from the ledger's
+// records a day at a time, with `open_more`'s connections.
+ReadServiceOptions OneQueryOptions(store::StoreOpener open_more = {});
 
 struct ReadServiceStats {
   std::int64_t cache_hits = 0;   // answered from the kept snapshot
@@ -56,6 +63,9 @@ struct ReadServiceStats {
   std::int64_t held_rows = 0;          // their rows
   std::int64_t held_device_days = 0;   // days of each GPU's summary held (Devices)
   std::int64_t held_summary_days = 0;  // days of readers' summaries held (Summaries)
+  // Whole days that direct reads summed from their rows, the ledger keeping no summed day for
+  // them (the slower way; ReadReports).
+  std::int64_t days_from_rows = 0;
 };
 
 // A window's report and its steps' reports, from one snapshot.
@@ -78,8 +88,11 @@ class DayReader {
 
 class ReadService {
  public:
-  explicit ReadService(ReadServiceOptions options = {}) : options_(options) {}
+  explicit ReadService(ReadServiceOptions options = {}) : options_(std::move(options)) {}
 
+  // The report of `query` (no step) as every reader answers it, the CLI and the API alike:
+  // closed months from their statements, late data as adjustments (ledger::ReportOfWindow).
+  Result<report::Report> Report(store::LedgerStore& store, const ReportQuery& query);
   Result<std::vector<report::Report>> Reports(store::LedgerStore& store, const ReportQuery& query);
   // The report over query.window and the reports of its steps (query.step > 0) in one pass
   // where the steps sum to the window (StepsSumToWindow), so a page drawing both pays once.
@@ -165,6 +178,10 @@ class ReadService {
                                                std::vector<report::Report> reports,
                                                const report::SumCheck& sums);
 
+  // ReadReports with open_more, counting its days read from rows.
+  Result<std::vector<report::Report>> ReadDirect(store::LedgerStore& store,
+                                                 const ReportQuery& query);
+
   const ReadServiceOptions options_;
   std::mutex mu_;  // held while the kept snapshot loads; stats() never waits for it
   std::shared_ptr<const Snapshot> kept_;
@@ -176,6 +193,7 @@ class ReadService {
   std::atomic<std::int64_t> direct_reads_ = 0;
   std::atomic<std::int64_t> kept_day_reads_ = 0;
   std::atomic<std::int64_t> held_day_reads_ = 0;
+  std::atomic<std::int64_t> days_from_rows_ = 0;
   std::mutex held_mu_;  // taken before mu_, never after
   HeldDays held_;       // at held_generation_, under held_mu_
   std::int64_t held_generation_ = -1;

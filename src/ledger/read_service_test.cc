@@ -25,7 +25,6 @@ namespace {
 
 using store::testing::Hour;
 using store::testing::MakeDevice;
-using store::testing::MakeTestLedger;
 using store::testing::MakeUsage;
 using store::testing::StoreKind;
 using store::testing::StoreKindName;
@@ -53,15 +52,10 @@ ReportQuery ByNamespace(TimeRange window) {
   return q;
 }
 
-class ReadServiceTest : public ::testing::TestWithParam<StoreKind> {};
+class ReadServiceTest : public store::testing::EachStoreTest {};
 
 TEST_P(ReadServiceTest, KeepsTheSnapshotUntilAWriteLands) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
-  store::LedgerStore& s = **store;
+  store::LedgerStore& s = *store_;
   auto before = s.Generation();
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(*before, 0);
@@ -83,7 +77,7 @@ TEST_P(ReadServiceTest, KeepsTheSnapshotUntilAWriteLands) {
   EXPECT_EQ(again->front().rows[0].figures.cost_nanos, 2 * 3'600'000'000LL);
 
   // A write in another connection: the next report sees it.
-  auto writer = ledger->Open();
+  auto writer = ledger_->Open();
   ASSERT_TRUE(writer.ok());
   const std::vector<LedgerHour> later = {OneHour(2, kMicrosPerHour / 2)};
   ASSERT_TRUE((*writer)->WriteHours(later).ok());
@@ -125,12 +119,7 @@ class ForgetfulStore : public store::LedgerStore {
 };
 
 TEST_P(ReadServiceTest, ReadsWholeWhenTheStoreCannotSayWhatChanged) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  ForgetfulStore store(**opened);
+  ForgetfulStore store(*store_);
   const std::vector<LedgerHour> first = {OneHour(0, kMicrosPerHour)};
   ASSERT_TRUE(store.WriteHours(first).ok());
   ReadService reads;
@@ -145,18 +134,13 @@ TEST_P(ReadServiceTest, ReadsWholeWhenTheStoreCannotSayWhatChanged) {
 }
 
 TEST_P(ReadServiceTest, ReadsAWindowOlderThanTheKeptDaysAlone) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   const std::vector<LedgerHour> hours = {OneHour(0, kMicrosPerHour),
                                          OneHour(24 * 10, kMicrosPerHour)};
-  ASSERT_TRUE((*store)->WriteHours(hours).ok());
+  ASSERT_TRUE(store_->WriteHours(hours).ok());
   ReadService reads(ReadServiceOptions{.snapshot_days = 2});
-  auto recent = reads.Reports(**store, ByNamespace({Hour(24 * 10), Hour(24 * 10 + 1)}));
+  auto recent = reads.Reports(*store_, ByNamespace({Hour(24 * 10), Hour(24 * 10 + 1)}));
   ASSERT_TRUE(recent.ok());
-  auto all = reads.Reports(**store, ByNamespace({Hour(0), Hour(24 * 10 + 1)}));
+  auto all = reads.Reports(*store_, ByNamespace({Hour(0), Hour(24 * 10 + 1)}));
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(reads.stats().cache_loads, 1);
   EXPECT_EQ(reads.stats().direct_reads, 1);
@@ -168,20 +152,15 @@ TEST_P(ReadServiceTest, ReadsAWindowOlderThanTheKeptDaysAlone) {
 // day too when it starts mid-day (it is all the ledger holds of that day), and the answer that
 // of one snapshot of the window; a window starting within a day reads that part.
 TEST_P(ReadServiceTest, DevicesOverOlderDaysSumTheDaysHeld) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   std::vector<LedgerHour> hours;
   for (int h = 5; h < 4 * 24; ++h) hours.push_back(OneHour(h, (h % 5 + 1) * 60 * kMicrosPerSecond));
-  ASSERT_TRUE((*store)->WriteHours(hours).ok());
+  ASSERT_TRUE(store_->WriteHours(hours).ok());
   ReadService reads(ReadServiceOptions{.snapshot_days = 1});
   auto as_one_snapshot = [&](const TimeRange& window) {
-    auto snapshot = Snapshot::Load(**store, window);
+    auto snapshot = Snapshot::Load(*store_, window);
     EXPECT_TRUE(snapshot.ok());
     const std::vector<DeviceSummary> want = SummarizeDevices(**snapshot, window);
-    auto ours = reads.Devices(**store, window);
+    auto ours = reads.Devices(*store_, window);
     ASSERT_TRUE(ours.ok()) << ours.error().message;
     ASSERT_EQ(ours->size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) {
@@ -193,7 +172,7 @@ TEST_P(ReadServiceTest, DevicesOverOlderDaysSumTheDaysHeld) {
   };
   // As a server starts: the kept rows, then each GPU's days before them. Days 0 (from hour 5)
   // to 2 ended before the open hours: held.
-  ASSERT_TRUE(reads.Warm(**store).ok());
+  ASSERT_TRUE(reads.Warm(*store_).ok());
   EXPECT_EQ(reads.stats().held_device_days, 3);
   const std::int64_t reads_before = reads.stats().direct_reads;
   as_one_snapshot({Hour(0), Hour(4 * 24)});
@@ -208,11 +187,6 @@ TEST_P(ReadServiceTest, DevicesOverOlderDaysSumTheDaysHeld) {
 // the plain report computes it, and with idle charged to the relabelled namespace (its
 // platform row takes that namespace's labels of the step's last row) step by step.
 TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   auto hours = [](int from, int to, const char* pod_team, const char* namespace_team) {
     std::vector<LedgerHour> out;
     for (int h = from; h < to; ++h) {
@@ -229,14 +203,14 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
     }
     return out;
   };
-  ASSERT_TRUE((*store)->WriteHours(hours(0, 2, "vision", "asr")).ok());
+  ASSERT_TRUE(store_->WriteHours(hours(0, 2, "vision", "asr")).ok());
   ReadService reads;
   ReportQuery by_team = ByNamespace({Hour(0), Hour(4)});
   by_team.group_by = *report::ParseGroupBy("label:team");
-  ASSERT_TRUE(reads.Reports(**store, by_team).ok());  // a snapshot kept across the relabel
-  ASSERT_TRUE((*store)->WriteHours(hours(2, 4, "speech", "speech-infer")).ok());
+  ASSERT_TRUE(reads.Reports(*store_, by_team).ok());  // a snapshot kept across the relabel
+  ASSERT_TRUE(store_->WriteHours(hours(2, 4, "speech", "speech-infer")).ok());
 
-  auto got = reads.Reports(**store, by_team);
+  auto got = reads.Reports(*store_, by_team);
   ASSERT_TRUE(got.ok()) << got.error().message;
   EXPECT_EQ(reads.stats().cache_refreshes, 1);
   std::map<std::string, Nanos> cost;
@@ -250,16 +224,16 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
 
   // The plain report over the rows as read, and a fresh snapshot, agree row for row; so do
   // they with idle charged to the relabelled namespace, over the window and hour by hour.
-  const std::vector<DeviceHour> devices = store::testing::MustReadDevices(**store);
-  const std::vector<UsageRow> usage = store::testing::MustReadUsage(**store);
+  const std::vector<DeviceHour> devices = store::testing::MustReadDevices(*store_);
+  const std::vector<UsageRow> usage = store::testing::MustReadUsage(*store_);
   ReportQuery to_infer = by_team;
   to_infer.idle = *cost::ParseIdleHandling("namespace:infer");
   ReportQuery hourly = to_infer;
   hourly.step = kMicrosPerHour;
   for (const ReportQuery& q : {by_team, to_infer, hourly}) {
     ReadService fresh;
-    auto kept = reads.Reports(**store, q);
-    auto loaded = fresh.Reports(**store, q);
+    auto kept = reads.Reports(*store_, q);
+    auto loaded = fresh.Reports(*store_, q);
     ASSERT_TRUE(kept.ok() && loaded.ok());
     const Micros step = q.step > 0 ? q.step : q.window.to_us - q.window.from_us;
     ASSERT_EQ(kept->size(), loaded->size());
@@ -277,7 +251,7 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
       }
     }
   }
-  auto windowed = reads.Reports(**store, to_infer);
+  auto windowed = reads.Reports(*store_, to_infer);
   ASSERT_TRUE(windowed.ok());
   std::map<std::string, Nanos> charged;
   for (const report::Row& row : windowed->front().rows) charged[row.key] = row.figures.cost_nanos;
@@ -289,13 +263,9 @@ TEST_P(ReadServiceTest, ARelabelMidWindowChargesEachSideToTheLabelInForce) {
 // regroups them rather than wait for the load, one whose days are not reads them a day at a
 // time, and each answers as the snapshot does once it is there.
 TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  auto loader_store = ledger->Open();
-  ASSERT_TRUE(store.ok() && loader_store.ok());
-  store::LedgerStore& s = **store;
+  auto loader_store = ledger_->Open();
+  ASSERT_TRUE(loader_store.ok()) << loader_store.error().message;
+  store::LedgerStore& s = *store_;
   ASSERT_TRUE(
       s.WriteHours(FourDays([](int h) { return (h % 7 + 1) * 60 * kMicrosPerSecond; })).ok());
   const ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
@@ -355,12 +325,7 @@ TEST_P(ReadServiceTest, AnswersFromKeptDaysWhileTheSnapshotLoads) {
 // and starting at each hour of the first day keep more answers than the service holds; each
 // still answers as its rows do.
 TEST_P(ReadServiceTest, KeepsAPartAnswerWhileAReportReadsIt) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok());
-  store::LedgerStore& s = **store;
+  store::LedgerStore& s = *store_;
   ASSERT_TRUE(
       s.WriteHours(FourDays([](int h) { return (h % 5 + 1) * 60 * kMicrosPerSecond; })).ok());
   // A keeper keeps the days that have ended.
@@ -388,12 +353,7 @@ TEST_P(ReadServiceTest, KeepsAPartAnswerWhileAReportReadsIt) {
 // A report whose sums by step and group would pass max_sum_bytes is refused before it sums,
 // from a snapshot and a day at a time alike, naming the step; within it, it answers as without.
 TEST_P(ReadServiceTest, AReportPastItsSumBudgetIsRefusedBeforeItSums) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok());
-  store::LedgerStore& s = **store;
+  store::LedgerStore& s = *store_;
   ASSERT_TRUE(s.WriteHours(FourDays([](int) { return 30 * 60 * kMicrosPerSecond; })).ok());
   ReportQuery q = ByNamespace({Hour(0), Hour(4 * 24)});
   q.step = kMicrosPerHour;
@@ -446,19 +406,15 @@ class AllocationByDay final : public DayReader {
 // day already read alone starts the read again, one in the kept days does not need to; writes
 // each time give up with a clear error.
 TEST_P(ReadServiceTest, EachDayAgreesWithTheLedgerAcrossWritesMeanwhile) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  auto writer = ledger->Open();
-  ASSERT_TRUE(store.ok() && writer.ok());
+  auto writer = ledger_->Open();
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
   std::vector<LedgerHour> hours;
   for (int h = 0; h < 72; ++h) hours.push_back(OneHour(h, kMicrosPerHour / 2));
-  ASSERT_TRUE((*store)->WriteHours(hours).ok());
+  ASSERT_TRUE(store_->WriteHours(hours).ok());
   const TimeRange window{Hour(0), Hour(72)};  // kHour0 is midnight: three whole days
   ReadService reads({.snapshot_days = 1});
   AllocationByDay reader;
-  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  ASSERT_TRUE(reads.EachDay(*store_, window, reader).ok());
   EXPECT_EQ(reader.begins, 1);
   EXPECT_EQ(reader.allocated_us, 72 * kMicrosPerHour / 2);
   ASSERT_EQ(reader.parts.size(), 3u);
@@ -472,7 +428,7 @@ TEST_P(ReadServiceTest, EachDayAgreesWithTheLedgerAcrossWritesMeanwhile) {
       ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(70, kMicrosPerHour)}).ok());
   };
   reader.begins = 0;
-  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  ASSERT_TRUE(reads.EachDay(*store_, window, reader).ok());
   EXPECT_EQ(reader.begins, 1);
   EXPECT_EQ(reader.allocated_us, 71 * kMicrosPerHour / 2 + kMicrosPerHour);
 
@@ -482,7 +438,7 @@ TEST_P(ReadServiceTest, EachDayAgreesWithTheLedgerAcrossWritesMeanwhile) {
       ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(1, kMicrosPerHour)}).ok());
   };
   reader.begins = 0;
-  ASSERT_TRUE(reads.EachDay(**store, window, reader).ok());
+  ASSERT_TRUE(reads.EachDay(*store_, window, reader).ok());
   EXPECT_EQ(reader.begins, 2);
   EXPECT_EQ(reader.allocated_us, 70 * kMicrosPerHour / 2 + 2 * kMicrosPerHour);
 
@@ -492,7 +448,7 @@ TEST_P(ReadServiceTest, EachDayAgreesWithTheLedgerAcrossWritesMeanwhile) {
     if (part == 1) ASSERT_TRUE((*writer)->WriteHours(std::vector{OneHour(1, allocated++)}).ok());
   };
   reader.begins = 0;
-  Status s = reads.EachDay(**store, window, reader);
+  Status s = reads.EachDay(*store_, window, reader);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(s.error().message.find("written to during each of 3 reads"), std::string::npos)

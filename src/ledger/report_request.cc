@@ -14,16 +14,15 @@ Error Named(const std::string& name, const std::string& message) {
 
 }  // namespace
 
-const FieldNames& FlagNames() {
-  static const FieldNames kNames{"--window", "--by", "--policy", "--idle", "--step", "--filter"};
-  return kNames;
-}
-
-const FieldNames& ParameterNames() {
-  static const FieldNames kNames{"parameter 'window'", "parameter 'aggregate'",
-                                 "parameter 'policy'", "parameter 'idle'",
-                                 "parameter 'step'",   "parameter 'filter'"};
-  return kNames;
+Status ParseCostRules(std::string_view policy_text, std::string_view idle_text,
+                      cost::Policy& policy, cost::IdleHandling& idle, const FieldNames& names) {
+  auto parsed_policy = cost::ParsePolicy(policy_text);
+  if (!parsed_policy) return Named(names.policy, parsed_policy.error().message);
+  auto parsed_idle = cost::ParseIdleHandling(idle_text);
+  if (!parsed_idle) return Named(names.idle, parsed_idle.error().message);
+  policy = *parsed_policy;
+  idle = std::move(*parsed_idle);
+  return Status::Ok();
 }
 
 Result<ReportQuery> ParseReportRequest(const ReportRequest& r, const TimeRange& extent,
@@ -36,12 +35,8 @@ Result<ReportQuery> ParseReportRequest(const ReportRequest& r, const TimeRange& 
   auto by = report::ParseGroupBy(r.group_by);
   if (!by) return Named(names.group_by, by.error().message);
   q.group_by = std::move(*by);
-  auto policy = cost::ParsePolicy(r.policy);
-  if (!policy) return Named(names.policy, policy.error().message);
-  q.policy = *policy;
-  auto idle = cost::ParseIdleHandling(r.idle);
-  if (!idle) return Named(names.idle, idle.error().message);
-  q.idle = std::move(*idle);
+  if (Status s = ParseCostRules(r.policy, r.idle, q.policy, q.idle, names); !s.ok())
+    return s.error();
   if (!r.step.empty()) {
     auto step = ParseDuration(r.step);
     if (!step || *step < kMicrosPerHour || *step % kMicrosPerHour != 0)

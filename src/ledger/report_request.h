@@ -20,23 +20,27 @@ struct ReportRequest {
   std::string filter;  // "" every consumer; else ledger/filter.h's language
 };
 
-// What an edge calls each field in an error: "--by", "parameter 'aggregate'", ...
+// What an edge calls each field in an error ("--by", "parameter 'aggregate'"); by default the
+// field's own name.
 struct FieldNames {
-  std::string window;
-  std::string group_by;
-  std::string policy;
-  std::string idle;
-  std::string step;
-  std::string filter;
+  std::string window = "window";
+  std::string group_by = "group_by";
+  std::string policy = "policy";
+  std::string idle = "idle";
+  std::string step = "step";
+  std::string filter = "filter";
 };
-const FieldNames& FlagNames();       // the CLI: --window, --by, --policy, --idle, --step, --filter
-const FieldNames& ParameterNames();  // the API: parameter 'window', parameter 'aggregate', ...
+
+// The cost policy and idle rule as a user writes them; kInvalidArgument "<policy name>: ..." or
+// "<idle name>: ...".
+Status ParseCostRules(std::string_view policy_text, std::string_view idle_text,
+                      cost::Policy& policy, cost::IdleHandling& idle, const FieldNames& names = {});
 
 inline constexpr int kMaxSteps = 1000;
 
 // kInvalidArgument "<field name>: <what is wrong>" for the first bad field; a step on an empty
 // ledger or more than kMaxSteps steps are errors of the step (window for an empty ledger).
 Result<ReportQuery> ParseReportRequest(const ReportRequest& request, const TimeRange& extent,
-                                       const FieldNames& names);
+                                       const FieldNames& names = {});
 
 }  // namespace gpuledger::ledger

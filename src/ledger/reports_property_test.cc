@@ -245,19 +245,14 @@ Reconciliation ALateBill(Micros day_us) {
   return bill;
 }
 
-class ReportsProperty : public ::testing::TestWithParam<StoreKind> {};
+class ReportsProperty : public store::testing::EachStoreTest {};
 
 TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   std::mt19937_64 rng(20261205);
   const int hours = 60;
   const RandomLedger random = MakeRandomLedger(rng, hours);
-  ASSERT_TRUE((*store)->WriteHours(random.hours).ok());
-  ASSERT_TRUE((*store)->WriteReconciliations(random.reconciliations).ok());
+  ASSERT_TRUE(store_->WriteHours(random.hours).ok());
+  ASSERT_TRUE(store_->WriteReconciliations(random.reconciliations).ok());
 
   const char* const policies[] = {"allocation", "compute", "memory", "hybrid:0.35"};
   const char* const idles[] = {"keep", "share", "namespace:platform", "namespace:ml"};
@@ -288,11 +283,11 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
       q.filter = *ParseFilter("node:\"node-b\"");
     }
     // Every other query read by several connections at once, a day each.
-    auto ours = trial % 2 == 0 ? ReadReports(**store, q)
-                               : ReadReports(**store, q, [&] { return ledger->Open(); });
+    auto ours = trial % 2 == 0 ? ReadReports(*store_, q)
+                               : ReadReports(*store_, q, [&] { return ledger_->Open(); });
     ASSERT_TRUE(ours.ok()) << ours.error().message;
     // Summed in parts by several threads, the same answer.
-    auto snapshot = Snapshot::Load(**store, q.window);
+    auto snapshot = Snapshot::Load(*store_, q.window);
     ASSERT_TRUE(snapshot.ok());
     auto parts =
         BuildReports(**snapshot, q, Parallelism{.devices_per_worker = 7, .max_workers = 3});
@@ -318,11 +313,11 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
       ReportQuery whole = q;
       whole.step = 0;
       EXPECT_EQ(report::ReportToJson(SumSteps(*parts)),
-                PlainReports(**store, whole, only_first_level).front())
+                PlainReports(*store_, whole, only_first_level).front())
           << "trial " << trial << " by " << by;
       ++summed;
     }
-    const std::vector<std::string> plain = PlainReports(**store, q, only_first_level);
+    const std::vector<std::string> plain = PlainReports(*store_, q, only_first_level);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
     for (std::size_t i = 0; i < plain.size(); ++i) {
       EXPECT_EQ(report::ReportToJson((*ours)[i]), plain[i])
@@ -347,13 +342,13 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     request.policy = *cost::ParsePolicy(policies[trial % 4]);
     request.idle = *cost::ParseIdleHandling(idles[(trial / 4) % 4]);
     const TimeRange days = billing::WholeDays(request.from_us, request.to_us);
-    auto devices = (*store)->ReadDeviceHours(days);
-    auto usage = (*store)->ReadUsage({request.from_us, request.to_us});
-    auto recs = (*store)->ReadReconciliations(days);
+    auto devices = store_->ReadDeviceHours(days);
+    auto usage = store_->ReadUsage({request.from_us, request.to_us});
+    auto recs = store_->ReadReconciliations(days);
     ASSERT_TRUE(devices.ok() && usage.ok() && recs.ok());
     const std::vector<billing::ExportRow> plain =
         *billing::BuildExportRows(request, *devices, *usage, *recs);
-    auto snapshot = Snapshot::Load(**store, {request.from_us, request.to_us});
+    auto snapshot = Snapshot::Load(*store_, {request.from_us, request.to_us});
     ASSERT_TRUE(snapshot.ok());
     const std::vector<billing::ExportRow> ours = *BuildExportRows(**snapshot, request);
     EXPECT_GT(plain.size(), 0u);
@@ -363,7 +358,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     ReadService reads({.snapshot_days = trial % 3});
     for (ExportFormat format : {ExportFormat::kFocus, ExportFormat::kPlain}) {
       TextSink sink;
-      Status written = WriteExport(**store, reads, request, format, sink);
+      Status written = WriteExport(*store_, reads, request, format, sink);
       ASSERT_TRUE(written.ok()) << written.error().message;
       EXPECT_EQ(sink.text, format == ExportFormat::kFocus ? billing::RenderFocusCsv(request, ours)
                                                           : billing::RenderPlainCsv(ours))
@@ -377,9 +372,9 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
   // Each GPU's sums over a window: the priced device-hours' sums, GPU by GPU.
   for (int from = 0; from < hours; from += 17) {
     const TimeRange window{Hour(from), Hour(std::min(from + 30, hours))};
-    auto snapshot = Snapshot::Load(**store, window);
+    auto snapshot = Snapshot::Load(*store_, window);
     ASSERT_TRUE(snapshot.ok());
-    auto devices = billing::ReadPricedDeviceHours(**store, window);
+    auto devices = billing::ReadPricedDeviceHours(*store_, window);
     ASSERT_TRUE(devices.ok());
     std::map<std::string, std::pair<Nanos, GpuMicros>> plain;
     std::map<std::string, const DeviceHour*> first_hour;  // the GPU's earliest in the window
@@ -485,12 +480,7 @@ TEST_P(ReportsProperty, TheCompactLayoutChangesNoNumber) {
 // past the end so old days fall out of the kept ones, a bill for a kept day) every report from
 // the read service equals the one from a snapshot loaded fresh, and no write loads it whole.
 TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::LedgerStore& store = **opened;
+  store::LedgerStore& store = *store_;
   std::mt19937_64 rng(3205);
   auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   int hours = 24 * 4;
@@ -593,12 +583,7 @@ TEST_P(ReportsProperty, ARefreshedSnapshotEqualsOneLoadedFresh) {
 // write drops the days it touches, and a kept day this build cannot read is summed from its
 // rows.
 TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::LedgerStore& store = **opened;
+  store::LedgerStore& store = *store_;
   std::mt19937_64 rng(20261206);
   const int hours = 5 * 24;
   const RandomLedger random = MakeRandomLedger(rng, hours);
@@ -640,7 +625,7 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
       ASSERT_TRUE(KeepDays(store, q, {Hour(0), Hour(hours)}, [] { return false; }).ok());
     const bool was_kept = kept(2, q);
     auto ours = trial % 4 < 2 ? ReadReports(store, q)
-                              : ReadReports(store, q, [&] { return ledger->Open(); });
+                              : ReadReports(store, q, [&] { return ledger_->Open(); });
     ASSERT_TRUE(ours.ok()) << ours.error().message;
     const std::vector<std::string> plain = PlainReports(store, q, only);
     ASSERT_EQ(ours->size(), plain.size()) << "trial " << trial;
@@ -734,13 +719,9 @@ TEST_P(ReportsProperty, DaysKeptSummedAnswerAsTheirRows) {
 // every policy, idle handling, grouping, window and step, while the ledger is written under
 // it (a late row, a bill, a day appended), each write dropping the held days it touched.
 TEST_P(ReportsProperty, DaysHeldInMemoryAnswerAsTheirRows) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  auto writer = ledger->Open();
-  ASSERT_TRUE(opened.ok() && writer.ok());
-  store::LedgerStore& store = **opened;
+  auto writer = ledger_->Open();
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
+  store::LedgerStore& store = *store_;
   std::mt19937_64 rng(20261208);
   const int days = 6;
   const RandomLedger random = MakeRandomLedger(rng, days * 24);
@@ -914,19 +895,15 @@ class WritesWhileRead : public store::testing::ForwardingStore {
 // reading that day again, not the window whole; a write into an earlier day reads it whole.
 // Either way the answer is the ledger's after the write.
 TEST_P(ReportsProperty, AWriteIntoTheLastDayWhileReadingRereadsThatDayAlone) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  auto writer = ledger->Open();
-  ASSERT_TRUE(opened.ok() && writer.ok());
+  auto writer = ledger_->Open();
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
   std::mt19937_64 rng(20261207);
   const int hours = 4 * 24;
   const RandomLedger random = MakeRandomLedger(rng, hours);
   ASSERT_TRUE((*writer)->WriteHours(random.hours).ok());
   int written = 0;
   LedgerHour rewritten = random.hours.back();  // an hour of the last day, written again
-  WritesWhileRead store(**opened, [&] {
+  WritesWhileRead store(*store_, [&] {
     rewritten.device.price_nanos += 1'000'000;
     ASSERT_TRUE((*writer)->WriteHours(std::span(&rewritten, 1)).ok());
     ++written;

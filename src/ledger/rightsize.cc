@@ -30,9 +30,7 @@ Result<double> ParseHeadroom(const std::string& text) {
 }
 
 Result<rightsizing::Percentile> ParsePercentile(const std::string& text) {
-  if (text == "p50") return rightsizing::Percentile::kP50;
-  if (text == "p95") return rightsizing::Percentile::kP95;
-  if (text == "p99") return rightsizing::Percentile::kP99;
+  if (auto p = rightsizing::ParsePercentile(text)) return *p;
   return InvalidArgument(fmt::format("percentile: expected p50, p95 or p99, got '{}'", text));
 }
 

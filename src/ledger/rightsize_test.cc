@@ -26,7 +26,6 @@ namespace gpuledger::recommendations {
 namespace {
 
 using store::testing::Hour;
-using store::testing::MakeTestLedger;
 using store::testing::StoreKind;
 using store::testing::StoreKindName;
 
@@ -139,16 +138,11 @@ std::string WholeWindowDocument(store::LedgerStore& store, const RightsizeQuery&
   return RightsizeToJson({std::move(*plan), *window, 1.2, q.percentile});
 }
 
-class RightsizeLedger : public ::testing::TestWithParam<StoreKind> {};
+class RightsizeLedger : public store::testing::EachStoreTest {};
 
 TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   std::mt19937_64 rng(20261207);
-  const Status written = (*store)->WriteHours(RandomLedger(rng, 101));  // 4 days and 5 hours
+  const Status written = store_->WriteHours(RandomLedger(rng, 101));  // 4 days and 5 hours
   ASSERT_TRUE(written.ok()) << written.error().message;
 
   const cost::Catalog catalog = cost::DefaultCatalog();
@@ -157,7 +151,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
   // From rows alone, then with the whole days kept for rightsizing as a server keeps them.
   for (const bool kept : {false, true}) {
     if (kept) {
-      auto days = KeepRightsizeDays(**store, {Hour(0), Hour(101)}, [] { return false; });
+      auto days = KeepRightsizeDays(*store_, {Hour(0), Hour(101)}, [] { return false; });
       ASSERT_TRUE(days.ok()) << days.error().message;
       ASSERT_EQ(*days, 4);
     }
@@ -170,12 +164,12 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
           q.namespace_name = space;
           SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
           RightsizePlan whole;
-          const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
+          const std::string expected = WholeWindowDocument(*store_, q, catalog, &whole);
           // The CLI's report, the server's read service, and the days read in two halves at once.
           for (int way = 0; way < 3; ++way) {
             auto read =
-                ReadRightsizePlan(**store, way == 1 ? &reads : nullptr, q, catalog,
-                                  way == 2 ? store::StoreOpener([&] { return ledger->Open(); })
+                ReadRightsizePlan(*store_, way == 1 ? &reads : nullptr, q, catalog,
+                                  way == 2 ? store::StoreOpener([&] { return ledger_->Open(); })
                                            : store::StoreOpener());
             ASSERT_TRUE(read.ok()) << read.error().message;
             ASSERT_EQ(RightsizeToJson(*read), expected);
@@ -233,34 +227,29 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
 // A kept day is what is read of it (a day kept empty has no workload), and one that does not
 // read (damaged) is read from its rows instead, so the answer stays the whole window's.
 TEST_P(RightsizeLedger, KeptDaysAreReadAndDamagedOnesAreNot) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto store = ledger->Open();
-  ASSERT_TRUE(store.ok()) << store.error().message;
   std::mt19937_64 rng(7);
-  ASSERT_TRUE((*store)->WriteHours(RandomLedger(rng, 48)).ok());
+  ASSERT_TRUE(store_->WriteHours(RandomLedger(rng, 48)).ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
   RightsizeQuery q;
   q.window = "all";
   RightsizePlan whole;
-  const std::string expected = WholeWindowDocument(**store, q, catalog, &whole);
+  const std::string expected = WholeWindowDocument(*store_, q, catalog, &whole);
   ASSERT_FALSE(whole.workloads.empty());
 
   auto keep = [&](Micros day, const std::string& bytes) {
-    auto generation = (*store)->Generation();
+    auto generation = store_->Generation();
     ASSERT_TRUE(generation.ok());
-    auto written = (*store)->WriteDayRollup(day, RightsizeDayKind(), *generation, bytes);
+    auto written = store_->WriteDayRollup(day, RightsizeDayKind(), *generation, bytes);
     ASSERT_TRUE(written.ok() && *written);
   };
   auto read = [&] {
-    auto answer = ReadRightsizePlan(**store, nullptr, q, catalog);
+    auto answer = ReadRightsizePlan(*store_, nullptr, q, catalog);
     EXPECT_TRUE(answer.ok()) << answer.error().message;
     return answer.ok() ? *answer : RightsizeAnswer{};
   };
-  auto kept = KeepRightsizeDays(**store, {Hour(0), Hour(48)}, [] { return false; });
+  auto kept = KeepRightsizeDays(*store_, {Hour(0), Hour(48)}, [] { return false; });
   ASSERT_TRUE(kept.ok() && *kept == 2);
-  auto kinds = (*store)->KeptDays(RightsizeDayKind(), {Hour(0), Hour(48)});
+  auto kinds = store_->KeptDays(RightsizeDayKind(), {Hour(0), Hour(48)});
   ASSERT_TRUE(kinds.ok());
   EXPECT_EQ(*kinds, (std::vector<Micros>{Hour(0), Hour(24)}));
   EXPECT_EQ(RightsizeToJson(read()), expected);

@@ -110,22 +110,10 @@ class SnapshotLoader final : public store::LedgerScan {
     hour_gpus_.Emplace(gpu_key).first =
         HourDevice{static_cast<std::uint32_t>(s_.devices_.size()), placed.placement};
     DeviceFigures f;
+    static_cast<DeviceHourAmounts&>(f) = d;
     f.hour_us = d.hour_us;
     f.placement = placed.placement;
     f.price_state = placed.price_state;
-    f.price_nanos = d.price_nanos;
-    f.energy_price_nanos = d.energy_price_nanos;
-    f.metered_us = d.metered_us;
-    f.unmetered_us = d.unmetered_us;
-    f.unallocated_us = d.unallocated_us;
-    f.busy_us = d.busy_us;
-    f.idle_us = d.idle_us;
-    f.unattributed_us = d.unattributed_us;
-    f.memory_total_bytes = d.memory_total_bytes;
-    f.unattributed_memory_kib_s = d.unattributed_memory_kib_s;
-    f.energy_mj = d.energy_mj;
-    f.idle_energy_mj = d.idle_energy_mj;
-    f.unattributed_energy_mj = d.unattributed_energy_mj;
     s_.devices_.push_back(f);
     hour_sums_->AddDevice(d);
     return Status::Ok();

@@ -14,6 +14,7 @@
 #include "common/json_writer.h"
 #include "common/time_util.h"
 #include "http/gzip.h"
+#include "ledger/report_request.h"
 #include "ledger/snapshot.h"
 #include "report/report_json.h"
 #include "report/window.h"
@@ -87,19 +88,15 @@ Result<Statement> ClosePeriod(store::LedgerStore& store, const CloseRequest& req
   const std::optional<TimeRange> month = report::MonthRange(request.period);
   if (!month)
     return InvalidArgument(
-        fmt::format("--period '{}': expected a month as YYYY-MM (2026-11)", request.period));
+        fmt::format("period '{}': expected a month as YYYY-MM (2026-11)", request.period));
   if (request.now_us < month->to_us)
-    return InvalidArgument(fmt::format("--period {}: the month has not ended (it ends {})",
+    return InvalidArgument(fmt::format("period {}: the month has not ended (it ends {})",
                                        request.period, FormatRfc3339(month->to_us)));
   ReportQuery q;
   q.window = *month;
   q.group_by = {report::Dimension{report::Dimension::Kind::kEntry, ""}};
-  auto policy = cost::ParsePolicy(request.policy);
-  if (!policy) return InvalidArgument("--policy: " + policy.error().message);
-  q.policy = *policy;
-  auto idle = cost::ParseIdleHandling(request.idle);
-  if (!idle) return InvalidArgument("--idle: " + idle.error().message);
-  q.idle = *idle;
+  if (Status s = ParseCostRules(request.policy, request.idle, q.policy, q.idle); !s.ok())
+    return s.error();
 
   auto snapshot = Snapshot::Load(store, *month);
   if (!snapshot) return snapshot.error();

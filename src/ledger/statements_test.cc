@@ -20,7 +20,6 @@ namespace gpuledger::ledger {
 namespace {
 
 using store::testing::MakeDevice;
-using store::testing::MakeTestLedger;
 using store::testing::MakeUsage;
 using store::testing::StoreKind;
 using store::testing::StoreKindName;
@@ -98,15 +97,10 @@ LiveReports LiveFrom(store::LedgerStore& store) {
   };
 }
 
-class StatementsTest : public ::testing::TestWithParam<StoreKind> {};
+class StatementsTest : public store::testing::EachStoreTest {};
 
 TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::LedgerStore& store = **opened;
+  store::LedgerStore& store = *store_;
   ASSERT_TRUE(store.WriteHours(Hours(2'000'000'000)).ok());
   const LiveReports live_of = LiveFrom(store);
   auto ClosedReport = [&](store::LedgerStore& s, const ReportQuery& q) {
@@ -194,12 +188,7 @@ TEST_P(StatementsTest, AClosedMonthKeepsItsFiguresAndClosingAgainMakesVersionTwo
 // and in total, exactly; closing the next month moves the adjustment on, and closing the late
 // month again settles it.
 TEST_P(StatementsTest, LateDataForAClosedMonthIsAnAdjustmentInTheNextOpenMonth) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  store::LedgerStore& store = **opened;
+  store::LedgerStore& store = *store_;
   std::vector<LedgerHour> hours = Hours(2'000'000'000);
   ASSERT_TRUE(store.WriteHours(hours).ok());
   const CloseRequest close{"2026-11", "allocation", "keep", "test-build", kDecember5};
@@ -306,24 +295,19 @@ TEST_P(StatementsTest, LateDataForAClosedMonthIsAnAdjustmentInTheNextOpenMonth) 
 }
 
 TEST_P(StatementsTest, OnlyAnEndedMonthCloses) {
-  std::string skip;
-  auto ledger = MakeTestLedger(GetParam(), skip);
-  if (!ledger) GTEST_SKIP() << skip;
-  auto opened = ledger->Open();
-  ASSERT_TRUE(opened.ok()) << opened.error().message;
-  auto open_month = ClosePeriod(**opened, {"2026-12", "allocation", "keep", "b", kDecember5});
+  auto open_month = ClosePeriod(*store_, {"2026-12", "allocation", "keep", "b", kDecember5});
   ASSERT_FALSE(open_month.ok());
   EXPECT_EQ(open_month.error().message,
-            "--period 2026-12: the month has not ended (it ends 2027-01-01T00:00:00Z)");
+            "period 2026-12: the month has not ended (it ends 2027-01-01T00:00:00Z)");
   for (const char* bad : {"2026-13", "2026-1", "november", "2026-11-01"}) {
-    auto refused = ClosePeriod(**opened, {bad, "allocation", "keep", "b", kDecember5});
+    auto refused = ClosePeriod(*store_, {bad, "allocation", "keep", "b", kDecember5});
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_EQ(refused.error().code, ErrorCode::kInvalidArgument);
   }
-  auto bad_policy = ClosePeriod(**opened, {"2026-11", "cheapest", "keep", "b", kDecember5});
+  auto bad_policy = ClosePeriod(*store_, {"2026-11", "cheapest", "keep", "b", kDecember5});
   ASSERT_FALSE(bad_policy.ok());
-  EXPECT_EQ(bad_policy.error().message.rfind("--policy: ", 0), 0u) << bad_policy.error().message;
-  auto listed = (*opened)->ReadStatements("");
+  EXPECT_EQ(bad_policy.error().message.rfind("policy: ", 0), 0u) << bad_policy.error().message;
+  auto listed = store_->ReadStatements("");
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());
 }

@@ -1,4 +1,5 @@
 #include "model/action.h"
+#include "common/enum_names.h"
 
 #include <array>
 #include <utility>
@@ -6,7 +7,7 @@
 namespace gpuledger {
 namespace {
 
-constexpr std::array<std::pair<Action, std::string_view>, 10> kActions = {{
+constexpr NameTable<Action, 10> kActions = {{
     {Action::kKeep, "keep"},
     {Action::kFewerGpus, "fewer-gpus"},
     {Action::kFewerReplicas, "fewer-replicas"},
@@ -21,17 +22,9 @@ constexpr std::array<std::pair<Action, std::string_view>, 10> kActions = {{
 
 }  // namespace
 
-std::string_view ToString(Action action) {
-  for (const auto& [a, name] : kActions)
-    if (a == action) return name;
-  return "keep";
-}
+std::string_view ToString(Action action) { return NameIn(kActions, action, "keep"); }
 
-std::optional<Action> ParseAction(std::string_view text) {
-  for (const auto& [a, name] : kActions)
-    if (name == text) return a;
-  return std::nullopt;
-}
+std::optional<Action> ParseAction(std::string_view text) { return ValueIn(kActions, text); }
 
 Action RemedyFor(FindingKind kind) {
   switch (kind) {

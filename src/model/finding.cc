@@ -1,4 +1,5 @@
 #include "model/finding.h"
+#include "common/enum_names.h"
 
 #include <array>
 #include <utility>
@@ -6,20 +7,19 @@
 namespace gpuledger {
 namespace {
 
-constexpr std::array<std::pair<FindingKind, std::string_view>, kFindingKinds> kKinds = {{
-    {FindingKind::kUnallocatedAccess, "unallocated-access"},
-    {FindingKind::kUnmanagedProcess, "unmanaged-process"},
-    {FindingKind::kVisibleDevicesOverride, "visible-devices-override"},
-    {FindingKind::kMemoryOversubscribed, "memory-oversubscribed"},
-    {FindingKind::kIsolationBreach, "isolation-breach"},
-    {FindingKind::kStaleGrant, "stale-grant"},
-    {FindingKind::kIdleAllocation, "idle-allocation"},
-    {FindingKind::kPodSetsVisibleDevices, "pod-sets-visible-devices"},
-    {FindingKind::kPrivilegedWithoutRequest, "privileged-without-gpu-request"},
-    {FindingKind::kKernelTimeMismatch, "kernel-time-mismatch"},
-}};
+constexpr NameTable<FindingKind, kFindingKinds> kKinds = {
+    {{FindingKind::kUnallocatedAccess, "unallocated-access"},
+     {FindingKind::kUnmanagedProcess, "unmanaged-process"},
+     {FindingKind::kVisibleDevicesOverride, "visible-devices-override"},
+     {FindingKind::kMemoryOversubscribed, "memory-oversubscribed"},
+     {FindingKind::kIsolationBreach, "isolation-breach"},
+     {FindingKind::kStaleGrant, "stale-grant"},
+     {FindingKind::kIdleAllocation, "idle-allocation"},
+     {FindingKind::kPodSetsVisibleDevices, "pod-sets-visible-devices"},
+     {FindingKind::kPrivilegedWithoutRequest, "privileged-without-gpu-request"},
+     {FindingKind::kKernelTimeMismatch, "kernel-time-mismatch"}}};
 
-constexpr std::array<std::pair<Severity, std::string_view>, 3> kSeverities = {{
+constexpr NameTable<Severity, 3> kSeverities = {{
     {Severity::kInfo, "info"},
     {Severity::kWarning, "warning"},
     {Severity::kCritical, "critical"},
@@ -27,34 +27,18 @@ constexpr std::array<std::pair<Severity, std::string_view>, 3> kSeverities = {{
 
 }  // namespace
 
-std::string_view ToString(FindingKind kind) {
-  for (const auto& [k, name] : kKinds)
-    if (k == kind) return name;
-  return "unknown";
-}
+std::string_view ToString(FindingKind kind) { return NameIn(kKinds, kind, "unknown"); }
 
-std::optional<FindingKind> ParseFindingKind(std::string_view text) {
-  for (const auto& [k, name] : kKinds)
-    if (name == text) return k;
-  return std::nullopt;
-}
+std::optional<FindingKind> ParseFindingKind(std::string_view text) { return ValueIn(kKinds, text); }
 
 bool IsAdmissionKind(FindingKind kind) {
   return kind == FindingKind::kPodSetsVisibleDevices ||
          kind == FindingKind::kPrivilegedWithoutRequest;
 }
 
-std::string_view ToString(Severity severity) {
-  for (const auto& [s, name] : kSeverities)
-    if (s == severity) return name;
-  return "unknown";
-}
+std::string_view ToString(Severity severity) { return NameIn(kSeverities, severity, "unknown"); }
 
-std::optional<Severity> ParseSeverity(std::string_view text) {
-  for (const auto& [s, name] : kSeverities)
-    if (name == text) return s;
-  return std::nullopt;
-}
+std::optional<Severity> ParseSeverity(std::string_view text) { return ValueIn(kSeverities, text); }
 
 std::vector<std::pair<std::string, std::string>> EvidencePairs(std::string_view evidence) {
   std::vector<std::pair<std::string, std::string>> out;

@@ -19,19 +19,9 @@ namespace gpuledger {
 // its usage and price 0, and reports list it, rather than failing the ingestion.
 enum class PriceState { kPriced, kUnpriced };
 
-struct DeviceHour {
-  Micros hour_us = 0;  // start of the UTC hour
-  std::string cluster;
-  std::string node;
-  GpuUuid gpu;
-  std::string gpu_model;
-  SharingMode sharing = SharingMode::kExclusive;
-  // How the GPU was divided in the hour, as its agent described it (DescribeLayout): MIG
-  // instances' profiles, largest first ("3g.71gb+2g.35gb+2g.35gb"), or "4 replicas"
-  // (time-slicing, MPS); "" for a GPU used whole or described by no agent.
-  std::string layout;
-  std::string pricing_class;  // "on-demand", "spot", "reserved", "on-prem"
-  PriceState price_state = PriceState::kPriced;
+// What a device-hour cost and how its time, memory and energy went: the numbers that every
+// form of a device-hour (recorded, held, summed) carries alike.
+struct DeviceHourAmounts {
   Nanos price_nanos = 0;         // what this device cost in this hour (hourly price x metered)
   Nanos energy_price_nanos = 0;  // the part of price_nanos that is electricity, charged by
                                  // measured energy (on-prem); 0 for cloud prices
@@ -46,6 +36,26 @@ struct DeviceHour {
   MilliJoules energy_mj = 0;
   MilliJoules idle_energy_mj = 0;
   MilliJoules unattributed_energy_mj = 0;
+};
+
+// Where a device-hour's GPU stood and how it was shared and priced: what the store keeps
+// once per distinct value (its placements table).
+struct DeviceHourPlacement {
+  std::string cluster;
+  std::string node;
+  std::string gpu_model;
+  SharingMode sharing = SharingMode::kExclusive;
+  // How the GPU was divided in the hour, as its agent described it (DescribeLayout): MIG
+  // instances' profiles, largest first ("3g.71gb+2g.35gb+2g.35gb"), or "4 replicas"
+  // (time-slicing, MPS); "" for a GPU used whole or described by no agent.
+  std::string layout;
+  std::string pricing_class;  // "on-demand", "spot", "reserved", "on-prem"
+  PriceState price_state = PriceState::kPriced;
+};
+
+struct DeviceHour : DeviceHourPlacement, DeviceHourAmounts {
+  Micros hour_us = 0;  // start of the UTC hour
+  GpuUuid gpu;
 };
 
 // How a consumer's per-cycle samples on one GPU fell over the hour: the agent's rightsizing
@@ -81,27 +91,37 @@ inline constexpr std::array<double, UsageHistogram::kComputeBuckets> kComputeSha
 // The upper bounds of UsageHistogram::memory's buckets in eighths of the GPU's memory.
 inline constexpr std::array<int, UsageHistogram::kMemoryBuckets> kMemoryEighthBounds = {1, 2, 4, 8};
 
-struct UsageRow {
-  Micros hour_us = 0;
-  GpuUuid gpu;
-  ConsumerInfo consumer;
-  std::string node;
-  std::string gpu_model;
-  SharingMode sharing = SharingMode::kExclusive;
-  std::string device_id;       // replica / MIG instance / GPU it held
+// What a consumer used of a device in an hour: the numbers that every form of a usage row
+// (recorded, stored, held) carries alike.
+struct UsageAmounts {
   GpuMicros allocated_us = 0;  // Σ over the hour's rows + unallocated_us == metered_us
   GpuMicros compute_us = 0;
   KibSeconds memory_kib_s = 0;  // memory held over the hour
   Bytes peak_memory_bytes = 0;
   MilliJoules energy_mj = 0;
+  Activity activity;         // GPU-µs of SM/tensor/DRAM activity (model/activity.h)
+  UsageHistogram histogram;  // the hour's compute-share and memory distributions
+};
+
+// How a consumer's figures on a device were come by: what the store keeps once per distinct
+// value (its usage_contexts table).
+struct UsageRowContext {
+  std::string node;
+  std::string gpu_model;
+  SharingMode sharing = SharingMode::kExclusive;
+  std::string device_id;  // replica / MIG instance / GPU it held
   Quality compute_quality = Quality::kNone;
   Quality memory_quality = Quality::kNone;
   std::string compute_rule;
-  Activity activity;  // GPU-µs of SM/tensor/DRAM activity (model/activity.h)
   Quality activity_quality = Quality::kNone;
   std::string activity_rule;
   std::string share_source;  // where a declared share came from; empty: the mode's default
-  UsageHistogram histogram;  // the hour's compute-share and memory distributions
+};
+
+struct UsageRow : UsageRowContext, UsageAmounts {
+  Micros hour_us = 0;
+  GpuUuid gpu;
+  ConsumerInfo consumer;
 };
 
 // One device-hour with its consumers: the unit a store writes atomically.

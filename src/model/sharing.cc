@@ -1,4 +1,5 @@
 #include "model/sharing.h"
+#include "common/enum_names.h"
 #include "model/activity.h"
 #include "model/usage.h"
 
@@ -12,7 +13,7 @@
 namespace gpuledger {
 namespace {
 
-constexpr std::array<std::pair<SharingMode, std::string_view>, 6> kModes = {{
+constexpr NameTable<SharingMode, 6> kModes = {{
     {SharingMode::kExclusive, "exclusive"},
     {SharingMode::kTimeSlicing, "time-slicing"},
     {SharingMode::kMps, "mps"},
@@ -21,14 +22,14 @@ constexpr std::array<std::pair<SharingMode, std::string_view>, 6> kModes = {{
     {SharingMode::kDra, "dra"},
 }};
 
-constexpr std::array<std::pair<Quality, std::string_view>, 4> kQualities = {{
+constexpr NameTable<Quality, 4> kQualities = {{
     {Quality::kMeasured, "measured"},
     {Quality::kEstimated, "estimated"},
     {Quality::kAllocated, "allocated"},
     {Quality::kNone, "none"},
 }};
 
-constexpr std::array<std::pair<SignalSource, std::string_view>, 4> kSignalSources = {{
+constexpr NameTable<SignalSource, 4> kSignalSources = {{
     {SignalSource::kNone, ""},
     {SignalSource::kNvml, "nvml"},
     {SignalSource::kGpm, "gpm"},
@@ -37,41 +38,19 @@ constexpr std::array<std::pair<SignalSource, std::string_view>, 4> kSignalSource
 
 }  // namespace
 
-std::string_view ToString(SignalSource source) {
-  for (auto& [s, name] : kSignalSources)
-    if (s == source) return name;
-  return "unknown";
-}
+std::string_view ToString(SignalSource source) { return NameIn(kSignalSources, source, "unknown"); }
 
 std::optional<SignalSource> ParseSignalSource(std::string_view text) {
-  for (auto& [s, name] : kSignalSources)
-    if (name == text) return s;
-  return std::nullopt;
+  return ValueIn(kSignalSources, text);
 }
 
-std::string_view ToString(SharingMode mode) {
-  for (auto& [m, name] : kModes)
-    if (m == mode) return name;
-  return "unknown";
-}
+std::string_view ToString(SharingMode mode) { return NameIn(kModes, mode, "unknown"); }
 
-std::optional<SharingMode> ParseSharingMode(std::string_view text) {
-  for (auto& [m, name] : kModes)
-    if (name == text) return m;
-  return std::nullopt;
-}
+std::optional<SharingMode> ParseSharingMode(std::string_view text) { return ValueIn(kModes, text); }
 
-std::string_view ToString(Quality quality) {
-  for (auto& [q, name] : kQualities)
-    if (q == quality) return name;
-  return "unknown";
-}
+std::string_view ToString(Quality quality) { return NameIn(kQualities, quality, "unknown"); }
 
-std::optional<Quality> ParseQuality(std::string_view text) {
-  for (auto& [q, name] : kQualities)
-    if (name == text) return q;
-  return std::nullopt;
-}
+std::optional<Quality> ParseQuality(std::string_view text) { return ValueIn(kQualities, text); }
 
 std::pair<std::optional<Quality>, std::string_view> ParseSourceLabel(std::string_view text) {
   std::string_view rule;

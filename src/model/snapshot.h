@@ -110,13 +110,18 @@ struct DeviceSignals {
   SignalSource activity_source = SignalSource::kNone;
 };
 
-struct NodeSnapshot {
-  std::string node;
+// What a node's devices showed over an interval [start_us, end_us): the part of a snapshot that
+// its GPU source gives.
+struct DeviceInterval {
   Micros start_us = 0;
   Micros end_us = 0;
   std::vector<PhysicalGpu> gpus;
   std::vector<MigInstance> mig_instances;
-  std::vector<DeviceSignals> signals;
+  std::vector<DeviceSignals> signals;  // integrals over [start_us, end_us)
+};
+
+struct NodeSnapshot : DeviceInterval {
+  std::string node;
   std::vector<Grant> grants;
   std::vector<ProcessObservation> processes;
   // Grants the kubelet still lists for pods that are not running (kubernetes#119423): never

@@ -1,4 +1,5 @@
 #include "prometheus/exposition_writer.h"
+#include "common/enum_names.h"
 
 #include <fmt/format.h>
 
@@ -69,18 +70,15 @@ constexpr double kTwoTo53 = 9007199254740992.0;
 
 }  // namespace
 
+constexpr NameTable<MetricType, 4> kMetricTypeNames = {{
+    {MetricType::kCounter, "counter"},
+    {MetricType::kGauge, "gauge"},
+    {MetricType::kHistogram, "histogram"},
+    {MetricType::kUntyped, "untyped"},
+}};
+
 std::string_view MetricTypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-    case MetricType::kUntyped:
-      return "untyped";
-  }
-  return "untyped";
+  return NameIn(kMetricTypeNames, type, "untyped");
 }
 
 void ExpositionWriter::AppendValue(std::string& out, double value) {

@@ -265,21 +265,19 @@ Result<std::pair<Quality, std::string>> ParseSource(std::string_view text) {
 }
 
 utilization::Inputs UtilizationInputs(const Figures& f) {
-  utilization::Inputs in;
-  in.allocated_us = f.allocated_gpu_us;
-  in.compute_us = f.compute_gpu_us;
-  in.compute_quality = f.quality;
-  in.device_busy_us = f.naive_compute_gpu_us;
-  in.compute_floor_us = f.compute_floor_gpu_us;
-  in.compute_rule = f.compute_rule;
-  in.memory_kib_s = f.memory_kib_s;
-  in.granted_memory_kib_s = f.granted_memory_kib_s;
-  in.activity = f.activity;
-  in.activity_allocated_us = f.activity_allocated_gpu_us;
-  in.activity_compute_us = f.activity_compute_gpu_us;
-  in.activity_quality = f.activity_quality;
-  in.activity_rule = f.activity_rule;
-  return in;
+  return {.allocated_us = f.allocated_gpu_us,
+          .compute_us = f.compute_gpu_us,
+          .compute_quality = f.quality,
+          .compute_rule = f.compute_rule,
+          .memory_kib_s = f.memory_kib_s,
+          .granted_memory_kib_s = f.granted_memory_kib_s,
+          .activity = f.activity,
+          .activity_allocated_us = f.activity_allocated_gpu_us,
+          .activity_compute_us = f.activity_compute_gpu_us,
+          .activity_quality = f.activity_quality,
+          .activity_rule = f.activity_rule,
+          .device_busy_us = f.naive_compute_gpu_us,
+          .compute_floor_us = f.compute_floor_gpu_us};
 }
 
 namespace {
@@ -307,23 +305,26 @@ void SumCheck::AddUsage(const cost::ConsumerWeights& w, const Activity& a) {
 
 std::array<std::uint64_t, SumCheck::kWords> SumCheck::Words() const {
   std::array<std::uint64_t, kWords> words{};
-  for (int i = 0; i < kDeviceSums + kUsageSums; ++i) {
-    const auto sum =
-        static_cast<unsigned __int128>(i < kDeviceSums ? device_[i] : usage_[i - kDeviceSums]);
-    words[static_cast<std::size_t>(2 * i)] = static_cast<std::uint64_t>(sum >> 64);
-    words[static_cast<std::size_t>(2 * i + 1)] = static_cast<std::uint64_t>(sum);
-  }
+  std::size_t at = 0;
+  auto put = [&](__int128 sum) {
+    const auto bits = static_cast<unsigned __int128>(sum);
+    words[at++] = static_cast<std::uint64_t>(bits >> 64);
+    words[at++] = static_cast<std::uint64_t>(bits);
+  };
+  for (const __int128 sum : device_) put(sum);
+  for (const __int128 sum : usage_) put(sum);
   return words;
 }
 
 SumCheck SumCheck::FromWords(const std::array<std::uint64_t, kWords>& words) {
   SumCheck out;
-  for (int i = 0; i < kDeviceSums + kUsageSums; ++i) {
-    const auto sum = static_cast<__int128>(
-        (static_cast<unsigned __int128>(words[static_cast<std::size_t>(2 * i)]) << 64) |
-        words[static_cast<std::size_t>(2 * i + 1)]);
-    (i < kDeviceSums ? out.device_[i] : out.usage_[i - kDeviceSums]) = sum;
-  }
+  std::size_t at = 0;
+  auto take = [&](__int128& sum) {
+    const auto high = static_cast<unsigned __int128>(words[at++]) << 64;
+    sum = static_cast<__int128>(high | words[at++]);
+  };
+  for (__int128& sum : out.device_) take(sum);
+  for (__int128& sum : out.usage_) take(sum);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "common/enum_names.h"
 #include "common/money.h"
 #include "common/rounding.h"
 #include "rightsizing/mig_profiles.h"
@@ -52,16 +53,13 @@ std::optional<SpeedRatio> Slowdown(const std::string& from_model, const GpuSpeed
 
 }  // namespace
 
-std::string_view PercentileName(Percentile p) {
-  switch (p) {
-    case Percentile::kP50:
-      return "p50";
-    case Percentile::kP99:
-      return "p99";
-    case Percentile::kP95:
-      break;
-  }
-  return "p95";
+constexpr NameTable<Percentile, 3> kPercentiles = {
+    {{Percentile::kP50, "p50"}, {Percentile::kP95, "p95"}, {Percentile::kP99, "p99"}}};
+
+std::string_view PercentileName(Percentile p) { return NameIn(kPercentiles, p, "p95"); }
+
+std::optional<Percentile> ParsePercentile(std::string_view text) {
+  return ValueIn(kPercentiles, text);
 }
 
 int PercentOf(Percentile p) {

@@ -97,7 +97,8 @@ struct WorkloadUsage {
 
 enum class Percentile { kP50, kP95, kP99 };
 std::string_view PercentileName(Percentile p);  // "p50", "p95", "p99"
-int PercentOf(Percentile p);                    // 50, 95, 99
+std::optional<Percentile> ParsePercentile(std::string_view text);
+int PercentOf(Percentile p);  // 50, 95, 99
 // The compute share `usage` is sized by: its p50, p95 or p99.
 double ComputeAt(const WorkloadUsage& usage, Percentile p);
 

@@ -61,12 +61,7 @@ ApiResponse Report(store::LedgerStore& store, ledger::ReadService& reads, const 
   auto query = ParseReportParams(store, p);
   if (!query) return FromError(query.error());
   if (query->step == 0) {
-    auto r = ledger::ReportOfWindow(store, *query,
-                                    [&](const ledger::ReportQuery& q) -> Result<report::Report> {
-                                      auto reports = reads.Reports(store, q);
-                                      if (!reports) return reports.error();
-                                      return std::move(reports->front());
-                                    });
+    auto r = reads.Report(store, *query);
     if (!r) return ReportError(r.error());
     return {200, "application/json", report::ReportToJson(*r)};
   }
@@ -328,7 +323,7 @@ Status Api::WarmUp() {
   if (extent->to_us <= extent->from_us) return Status::Ok();  // nothing to read yet
   // The days kept summed of the default report (policy and idle handling) first, held: the
   // first reports over them regroup them rather than read them, even while the snapshot loads.
-  auto defaults = ledger::ParseReportRequest({}, *extent, ledger::ParameterNames());
+  auto defaults = ledger::ParseReportRequest({}, *extent);
   if (!defaults) return defaults.status();
   Status warmed = reads_.Warm(**store, &*defaults);
   if (warmed.ok()) {

@@ -29,9 +29,16 @@ Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const P
   request.idle = ParamOr(p, "idle", request.idle);
   request.step = ParamOr(p, "step", "");
   request.filter = ParamOr(p, "filter", "");
-  auto query = ledger::ParseReportRequest(request, *extent, ledger::ParameterNames());
+  auto query = ledger::ParseReportRequest(request, *extent, ParameterNames());
   if (query) query->max_sum_bytes = ledger::kServerSumBytes;  // one request must not take the pod
   return query;
+}
+
+const ledger::FieldNames& ParameterNames() {
+  static const ledger::FieldNames kNames{"parameter 'window'", "parameter 'aggregate'",
+                                         "parameter 'policy'", "parameter 'idle'",
+                                         "parameter 'step'",   "parameter 'filter'"};
+  return kNames;
 }
 
 ApiResponse FromError(const Error& e) {
@@ -45,7 +52,6 @@ ApiResponse FromError(const Error& e) {
 ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names) {
   if (e.code != ErrorCode::kInvalidArgument) return FromError(e);
   std::string_view m = e.message;
-  if (m.starts_with("--")) m.remove_prefix(2);
   for (std::string_view name : names) {
     if (!m.starts_with(name) || m.size() == name.size()) continue;
     if (m.substr(name.size()).starts_with(": "))

@@ -9,6 +9,7 @@
 
 #include "common/result.h"
 #include "ledger/billing_reads.h"
+#include "ledger/report_request.h"
 #include "ledger/reports.h"
 #include "server/api.h"
 #include "store/ledger_store.h"
@@ -21,6 +22,9 @@ std::string UnknownParam(const Params& params, std::initializer_list<std::string
 // The value of `key`, or `fallback` when it is absent.
 std::string ParamOr(const Params& params, const std::string& key, const std::string& fallback);
 
+// What the API calls a report's fields in an error: parameter 'window', parameter 'aggregate', ...
+const ledger::FieldNames& ParameterNames();
+
 // The report request every report endpoint shares, from its parameters; errors name the
 // parameter. Reports and allocations answer the same question (ledger/report_request.h).
 Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const Params& p);
@@ -29,9 +33,9 @@ Result<ledger::ReportQuery> ParseReportParams(store::LedgerStore& store, const P
 ApiResponse FromError(const Error& e);
 
 // A lower layer's bad-input message about one of `names` in the words the report endpoints
-// use (ledger::ParameterNames): "window 'x': expected ..." becomes "parameter 'window': window
-// 'x': expected ...", "headroom: expected ..." and a CLI flag's "--policy: policy 'x': ..."
-// lose their prefix to "parameter 'NAME': ". Other errors pass through FromError.
+// use (ParameterNames): "window 'x': expected ..." becomes "parameter 'window': window 'x':
+// expected ...", "headroom: expected ..." loses its prefix to "parameter 'headroom': ". Other
+// errors pass through FromError.
 ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names);
 
 // A report that could not be built: a window whose sums do not fit ("window: ...") is the

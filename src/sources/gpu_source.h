@@ -31,16 +31,12 @@ struct GpuInstantaneous {
 };
 
 // One cycle: everything observed since the previous Read().
-struct GpuReading {
-  // Wall µs; the length end - start is monotonic time since the previous reading (the first
-  // reading has start == end), so a step of the wall clock never lengthens an interval.
-  Micros start_us = 0;
-  Micros end_us = 0;
+// The interval's start and end are wall µs; its length is monotonic time since the previous
+// reading (the first reading has start == end), so a step of the wall clock never lengthens an
+// interval. The GPUs' sharing and replicas are left default: the agent sets them.
+struct GpuReading : DeviceInterval {
   // The wall clock stepped by this much since the previous reading (common/clock.h); 0 if not.
   Micros wall_step_us = 0;
-  std::vector<PhysicalGpu> gpus;  // sharing/replicas are left default: the agent sets them
-  std::vector<MigInstance> mig_instances;
-  std::vector<DeviceSignals> signals;         // integrals over [start, end)
   std::vector<ProcessObservation> processes;  // consumer unset; the agent resolves PIDs
   std::vector<GpuInstantaneous> instant;      // gauges for the exporter
   std::vector<SourceFault> faults;

@@ -175,26 +175,9 @@ void DimensionCache::Clear() {
 }
 
 void ApplyPlacement(const DeviceHour& p, DeviceHour& d) {
-  d.cluster = p.cluster;
-  d.node = p.node;
-  d.gpu_model = p.gpu_model;
-  d.sharing = p.sharing;
-  d.layout = p.layout;
-  d.pricing_class = p.pricing_class;
-  d.price_state = p.price_state;
+  static_cast<DeviceHourPlacement&>(d) = p;
 }
 
-void ApplyContext(const UsageRow& c, UsageRow& u) {
-  u.node = c.node;
-  u.gpu_model = c.gpu_model;
-  u.sharing = c.sharing;
-  u.device_id = c.device_id;
-  u.compute_quality = c.compute_quality;
-  u.memory_quality = c.memory_quality;
-  u.compute_rule = c.compute_rule;
-  u.activity_quality = c.activity_quality;
-  u.activity_rule = c.activity_rule;
-  u.share_source = c.share_source;
-}
+void ApplyContext(const UsageRow& c, UsageRow& u) { static_cast<UsageRowContext&>(u) = c; }
 
 }  // namespace gpuledger::store

@@ -15,25 +15,11 @@ enum Parts : std::uint64_t { kActivity = 1, kHistogram = 2, kKnownParts = 3 };
 
 UsageFigures FiguresOf(const UsageRow& u) {
   UsageFigures f;
-  f.allocated_us = u.allocated_us;
-  f.compute_us = u.compute_us;
-  f.memory_kib_s = u.memory_kib_s;
-  f.peak_memory_bytes = u.peak_memory_bytes;
-  f.energy_mj = u.energy_mj;
-  f.activity = u.activity;
-  f.histogram = u.histogram;
+  static_cast<UsageAmounts&>(f) = u;
   return f;
 }
 
-void ApplyFigures(const UsageFigures& f, UsageRow& u) {
-  u.allocated_us = f.allocated_us;
-  u.compute_us = f.compute_us;
-  u.memory_kib_s = f.memory_kib_s;
-  u.peak_memory_bytes = f.peak_memory_bytes;
-  u.energy_mj = f.energy_mj;
-  u.activity = f.activity;
-  u.histogram = f.histogram;
-}
+void ApplyFigures(const UsageFigures& f, UsageRow& u) { static_cast<UsageAmounts&>(u) = f; }
 
 void EncodeHourRecord(const DeviceHour& d, const std::vector<UsageFigures>& usage,
                       std::string& out) {

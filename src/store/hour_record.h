@@ -31,16 +31,9 @@ namespace gpuledger::store {
 inline constexpr std::uint8_t kHourRecordFormat = 1;
 
 // A usage row's figures with its dictionary ids; the strings are the dictionaries'.
-struct UsageFigures {
+struct UsageFigures : UsageAmounts {
   std::int64_t consumer = 0;  // consumers.id
   std::int64_t context = 0;   // usage_contexts.id
-  GpuMicros allocated_us = 0;
-  GpuMicros compute_us = 0;
-  KibSeconds memory_kib_s = 0;
-  Bytes peak_memory_bytes = 0;
-  MilliJoules energy_mj = 0;
-  Activity activity;
-  UsageHistogram histogram;
 };
 
 // The figures of a row, ids aside.

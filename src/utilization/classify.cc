@@ -1,4 +1,5 @@
 #include "utilization/classify.h"
+#include "common/enum_names.h"
 
 #include <array>
 #include <cmath>
@@ -14,7 +15,7 @@
 namespace gpuledger::utilization {
 namespace {
 
-constexpr std::array<std::pair<Class, std::string_view>, 8> kNames = {{
+constexpr NameTable<Class, 8> kNames = {{
     {Class::kUnallocated, "unallocated"},
     {Class::kIdle, "idle"},
     {Class::kAllocatedButIdle, "allocated-but-idle"},
@@ -277,11 +278,7 @@ bool ByItsEstimate(const Inputs& in, const Figures& f, Builder& b, std::string& 
 
 }  // namespace
 
-std::string_view ToString(Class c) {
-  for (const auto& [k, name] : kNames)
-    if (k == c) return name;
-  return "unknown";
-}
+std::string_view ToString(Class c) { return NameIn(kNames, c, "unknown"); }
 
 Classification Classify(const Inputs& in) {
   Builder b;

@@ -1,4 +1,5 @@
 // AdmissionReview v1 (k8s.io/api/admission/v1) as the API server sends it. nlohmann_json throws;
+#include "common/enum_names.h"
 // its exceptions are caught here and never leave this file.
 
 #include "webhook/admission_review.h"
@@ -263,19 +264,14 @@ std::string SerializeAdmissionResponse(const std::string& uid,
   return JsonText(doc);
 }
 
-std::string_view ToString(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kAllowed:
-      return "allowed";
-    case Verdict::kWarned:
-      return "warned";
-    case Verdict::kDenied:
-      return "denied";
-    case Verdict::kInvalid:
-      return "invalid";
-  }
-  return "invalid";
-}
+constexpr NameTable<Verdict, 4> kVerdictNames = {{
+    {Verdict::kAllowed, "allowed"},
+    {Verdict::kWarned, "warned"},
+    {Verdict::kDenied, "denied"},
+    {Verdict::kInvalid, "invalid"},
+}};
+
+std::string_view ToString(Verdict verdict) { return NameIn(kVerdictNames, verdict, "invalid"); }
 
 namespace {
 

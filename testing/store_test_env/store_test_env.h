@@ -72,6 +72,23 @@ class TestLedger {
 // server that cannot be reached is a test failure (ADD_FAILURE), never a skip.
 std::unique_ptr<TestLedger> MakeTestLedger(StoreKind kind, std::string& skip);
 
+// A test run against each store kind (INSTANTIATE_TEST_SUITE_P over StoreKind): SetUp makes the
+// test's own ledger and opens a store on it, and skips where that kind is not available here.
+class EachStoreTest : public ::testing::TestWithParam<StoreKind> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    ledger_ = MakeTestLedger(GetParam(), skip);
+    if (!ledger_) GTEST_SKIP() << skip;
+    auto opened = ledger_->Open();
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    store_ = std::move(*opened);
+  }
+
+  std::unique_ptr<TestLedger> ledger_;
+  std::unique_ptr<LedgerStore> store_;
+};
+
 // The PostgreSQL TestLedger: a schema of its own, dropped afterwards; the store
 // connects with that schema as search_path and the schema's name as
 // application_name.

@@ -292,6 +292,13 @@ TEST_F(CliTest, CloseFreezesAMonthAndReportsSayWhichVersion) {
   Output bad = Run("close --db " + db + " --period 2026-13");
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err, "error: --period '2026-13': expected a month as YYYY-MM (2026-11)\n");
+  // The ledger names the field; the command line says the flag.
+  Output bad_policy = Run("close --db " + db + " --period 2026-11 --policy cheapest");
+  EXPECT_EQ(bad_policy.code, 2);
+  EXPECT_EQ(bad_policy.err.rfind("error: --policy: ", 0), 0u) << bad_policy.err;
+  Output bad_period = Run("export --db " + db + " --period week");
+  EXPECT_EQ(bad_period.code, 2);
+  EXPECT_EQ(bad_period.err, "error: --period 'week': expected hour or day\n");
 }
 
 TEST_F(CliTest, ANamespaceThatIsNotUtf8StillReportsAsJson) {

@@ -22,13 +22,12 @@ Result<Publication> DecodePublication(std::string_view bytes, std::string_view p
   if (f.device_count > kMaxDevices)
     return InvalidArgument(
         fmt::format("{}: {} devices, at most {}", path, f.device_count, kMaxDevices));
-  Publication p;
-  p.pid = f.pid;
-  p.errors = f.errors;
-  p.flags = f.flags;
-  p.started_unix_ns = f.started_unix_ns;
-  p.updated_unix_ns = f.updated_unix_ns;
-  p.seq = f.seq_begin;
+  Publication p{.pid = f.pid,
+                .errors = f.errors,
+                .flags = f.flags,
+                .started_unix_ns = f.started_unix_ns,
+                .updated_unix_ns = f.updated_unix_ns,
+                .seq = f.seq_begin};
   for (std::uint32_t i = 0; i < f.device_count; ++i) {
     const DeviceRecord& d = f.devices[i];
     const char* end = static_cast<const char*>(std::memchr(d.uuid, '\0', kUuidBytes));

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/strings.h"
 #include "sources/procfs/proc_source.h"
 
 namespace gpuledger::procfs {
@@ -133,13 +134,8 @@ std::optional<ColonForm> ParseColonForm(std::string_view component) {
 
 std::vector<std::string_view> SplitPath(std::string_view path) {
   std::vector<std::string_view> parts;
-  std::size_t pos = 0;
-  while (pos <= path.size()) {
-    std::size_t end = path.find('/', pos);
-    if (end == std::string_view::npos) end = path.size();
-    if (end > pos) parts.push_back(path.substr(pos, end - pos));
-    pos = end + 1;
-  }
+  for (TextParts names(path, '/'); auto name = names.Next();)
+    if (!name->empty()) parts.push_back(*name);
   return parts;
 }
 
@@ -192,25 +188,16 @@ struct CgroupLine {
 };
 
 bool HasController(std::string_view controllers, std::string_view name) {
-  std::size_t pos = 0;
-  while (pos <= controllers.size()) {
-    std::size_t end = controllers.find(',', pos);
-    if (end == std::string_view::npos) end = controllers.size();
-    if (controllers.substr(pos, end - pos) == name) return true;
-    pos = end + 1;
-  }
+  for (TextParts each(controllers, ','); auto controller = each.Next();)
+    if (*controller == name) return true;
   return false;
 }
 
 // The lines of the file in the order they are consulted (see ParseProcCgroup).
 std::vector<CgroupLine> RankedLines(std::string_view content) {
   std::vector<CgroupLine> lines;
-  std::size_t pos = 0;
-  while (pos < content.size()) {
-    std::size_t end = content.find('\n', pos);
-    if (end == std::string_view::npos) end = content.size();
-    const std::string_view line = content.substr(pos, end - pos);
-    pos = end + 1;
+  for (TextParts each(content, '\n'); auto next = each.Next();) {
+    const std::string_view line = *next;
     const std::size_t c1 = line.find(':');
     if (c1 == std::string_view::npos) continue;
     const std::size_t c2 = line.find(':', c1 + 1);

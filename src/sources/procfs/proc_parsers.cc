@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/strings.h"
 #include "sources/procfs/proc_source.h"
 
 namespace gpuledger::procfs {
@@ -24,16 +25,11 @@ std::optional<int> ParseUid(std::string_view text) {
 // The value of the "<key>" line of /proc/<pid>/status content ("Uid:\t1000\t1000..."), its
 // leading blanks dropped; nullopt when there is none.
 std::optional<std::string_view> StatusValue(std::string_view status, std::string_view key) {
-  std::size_t pos = 0;
-  while (pos < status.size()) {
-    std::size_t end = status.find('\n', pos);
-    if (end == std::string_view::npos) end = status.size();
-    std::string_view line = status.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.starts_with(key)) continue;
-    line.remove_prefix(key.size());
-    const std::size_t first = line.find_first_not_of(" \t");
-    return first == std::string_view::npos ? std::string_view{} : line.substr(first);
+  for (TextParts lines(status, '\n'); auto line = lines.Next();) {
+    if (!line->starts_with(key)) continue;
+    line->remove_prefix(key.size());
+    const std::size_t first = line->find_first_not_of(" \t");
+    return first == std::string_view::npos ? std::string_view{} : line->substr(first);
   }
   return std::nullopt;
 }
@@ -42,14 +38,9 @@ std::optional<std::string_view> StatusValue(std::string_view status, std::string
 
 std::optional<std::string> EnvironValue(std::string_view environ_content, std::string_view name) {
   if (name.empty() || name.find('=') != std::string_view::npos) return std::nullopt;
-  std::size_t pos = 0;
-  while (pos < environ_content.size()) {
-    std::size_t end = environ_content.find('\0', pos);
-    if (end == std::string_view::npos) end = environ_content.size();
-    const std::string_view entry = environ_content.substr(pos, end - pos);
-    pos = end + 1;
-    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
-      return std::string(entry.substr(name.size() + 1));
+  for (TextParts entries(environ_content, '\0'); auto entry = entries.Next();) {
+    if (entry->size() > name.size() && entry->starts_with(name) && (*entry)[name.size()] == '=')
+      return std::string(entry->substr(name.size() + 1));
   }
   return std::nullopt;
 }
@@ -162,12 +153,8 @@ int ParseStatusNamespacePid(std::string_view status_content, int host_pid) {
 std::unordered_map<int, std::string> ParsePasswd(std::string_view passwd_content) {
   // name:password:uid:gid:gecos:home:shell
   std::unordered_map<int, std::string> users;
-  std::size_t pos = 0;
-  while (pos < passwd_content.size()) {
-    std::size_t end = passwd_content.find('\n', pos);
-    if (end == std::string_view::npos) end = passwd_content.size();
-    const std::string_view line = passwd_content.substr(pos, end - pos);
-    pos = end + 1;
+  for (TextParts lines(passwd_content, '\n'); auto next = lines.Next();) {
+    const std::string_view line = *next;
     const std::size_t c1 = line.find(':');
     if (c1 == 0 || c1 == std::string_view::npos) continue;
     const std::size_t c2 = line.find(':', c1 + 1);
