@@ -37,29 +37,32 @@ procfs::ProcessIdentity NestedIdentity() {
   return id;
 }
 
+// Whom pid 42, in nested containers, is attributed to when the runtime knows `container_id` as
+// `name`; no container may be left unknown.
+ConsumerRef NestedProcessConsumer(const std::string& container_id, const std::string& name) {
+  JoinStats stats;
+  NodeSnapshot s = BuildSnapshot("n", OneProcessReading(), ViewWithContainer(container_id, name),
+                                 {{42, NestedIdentity()}}, &stats);
+  EXPECT_EQ(stats.unknown_containers, 0);
+  if (s.processes.size() != 1 || !s.processes[0].consumer) {
+    ADD_FAILURE() << "expected one process attributed to a container";
+    return {};
+  }
+  return *s.processes[0].consumer;
+}
+
 // The runtime knows the outer container (the CI runner pod) and not the build container inside
 // it: the process belongs to the runner.
 TEST(BuildSnapshot, ANestedContainerTheRuntimeDoesNotKnowBelongsToItsPod) {
-  KubeView kube = ViewWithContainer(kOuter, "runner");
-  JoinStats stats;
-  NodeSnapshot s = BuildSnapshot("n", OneProcessReading(), kube, {{42, NestedIdentity()}}, &stats);
-  ASSERT_EQ(s.processes.size(), 1u);
-  ASSERT_TRUE(s.processes[0].consumer);
-  EXPECT_EQ(s.processes[0].consumer->container, "runner");
-  EXPECT_EQ(stats.unknown_containers, 0);
+  EXPECT_EQ(NestedProcessConsumer(kOuter, "runner").container, "runner");
 }
 
 // The runtime the agent talks to runs the inner container (an agent inside a node that is
 // itself a container, as on kind): the innermost known container wins, not the outermost.
 TEST(BuildSnapshot, TheInnermostContainerTheRuntimeKnowsWins) {
-  KubeView kube = ViewWithContainer(kInner, "trainer");
-  JoinStats stats;
-  NodeSnapshot s = BuildSnapshot("n", OneProcessReading(), kube, {{42, NestedIdentity()}}, &stats);
-  ASSERT_EQ(s.processes.size(), 1u);
-  ASSERT_TRUE(s.processes[0].consumer);
-  EXPECT_EQ(s.processes[0].consumer->container, "trainer");
-  EXPECT_EQ(s.processes[0].consumer->pod, "ci-runner-0");
-  EXPECT_EQ(stats.unknown_containers, 0);
+  const ConsumerRef consumer = NestedProcessConsumer(kInner, "trainer");
+  EXPECT_EQ(consumer.container, "trainer");
+  EXPECT_EQ(consumer.pod, "ci-runner-0");
 }
 
 }  // namespace

@@ -134,15 +134,10 @@ std::string RenderTable(const nlohmann::json& doc, std::size_t columns) {
 }  // namespace
 
 int RunAudit(const AuditOptions& o, std::ostream& out, std::ostream& err) {
-  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok()) {
-    err << "error: " << flags.error().message << "\n";
-    return 2;
-  }
+  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok())
+    return Fail(err, flags.error());
   auto doc = FindingsDocumentJson(o);
-  if (!doc) {
-    err << "error: " << doc.error().message << "\n";
-    return ExitCodeFor(doc.error());
-  }
+  if (!doc) return Fail(err, doc.error());
   if (o.format == "json") {
     out << JsonText(*doc, 2) << "\n";
   } else {

@@ -14,16 +14,9 @@ namespace gpuledger::cli {
 
 int RunClose(const CloseOptions& o, std::ostream& out, std::ostream& err) {
   auto store = OpenExistingLedger("--db", o.db);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
   auto closed = ledger::ClosePeriod(**store, {o.period, o.policy, o.idle, o.build, o.now_us});
-  if (!closed) {
-    const Error e = AsFlagError(closed.error(), {"period", "policy", "idle"});
-    err << "error: " << e.message << "\n";
-    return ExitCodeFor(e);
-  }
+  if (!closed) return Fail(err, AsFlagError(closed.error(), {"period", "policy", "idle"}));
   out << fmt::format(
       "closed {} (policy {}, idle {}) as version {}: {} of device cost\n"
       "reports over {} with this policy and idle handling now read this statement\n",
@@ -38,15 +31,9 @@ int RunStatements(const StatementsOptions& o, std::ostream& out, std::ostream& e
     return 2;
   }
   auto store = OpenExistingLedger("--db", o.db);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
   auto statements = (*store)->ReadStatements(o.period);
-  if (!statements) {
-    err << "error: " << statements.error().message << "\n";
-    return ExitCodeFor(statements.error());
-  }
+  if (!statements) return Fail(err, statements.error());
   out << "period,policy,idle,version,closed_at,build,device_cost\n";
   for (const Statement& st : *statements)
     out << fmt::format("{},{},{},{},{},{},{}\n", st.period, st.policy, st.idle, st.version,

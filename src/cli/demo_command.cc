@@ -143,16 +143,10 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   const auto started = std::chrono::steady_clock::now();
   const std::size_t width = TerminalColumns();  // every line fits it
   auto inputs = ParseInputs(o);
-  if (!inputs) {
-    err << "error: " << inputs.error().message << "\n";
-    return ExitCodeFor(inputs.error());
-  }
+  if (!inputs) return Fail(err, inputs.error());
   const std::string db = (std::filesystem::path(o.out_dir) / "gpuledger.db").string();
   auto store = OpenFreshLedger(o, db, err);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
 
   const sim::Scenario& scenario = inputs->scenario;
   sim::Simulator simulator(scenario, inputs->step_us);

@@ -63,16 +63,10 @@ Status CheckOut(const std::string& out, const std::string& db) {
 
 int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.out.empty() && o.out != "-") {
-    if (Status s = CheckOut(o.out, o.db); !s.ok()) {
-      err << "error: " << s.error().message << "\n";
-      return ExitCodeFor(s.error());
-    }
+    if (Status s = CheckOut(o.out, o.db); !s.ok()) return Fail(err, s.error());
   }
   auto store = OpenExistingLedger("--db", o.db, /*read_only=*/true);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
   // Written a day at a time as the days are read: a month of a large cluster never held whole.
   ledger::ReadService reads;
   Status written = Status::Ok();
@@ -84,11 +78,9 @@ int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& er
     written = billing::ExportFromStore(**store, reads, o.export_options, sink);
     if (written.ok()) written = sink.Commit();
   }
-  if (!written.ok()) {
-    const Error e = AsFlagError(written.error(), {"window", "period", "policy", "idle", "format"});
-    err << "error: " << e.message << "\n";
-    return ExitCodeFor(e);
-  }
+  if (!written.ok())
+    return Fail(err,
+                AsFlagError(written.error(), {"window", "period", "policy", "idle", "format"}));
   return 0;
 }
 

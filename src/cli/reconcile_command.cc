@@ -19,15 +19,9 @@ int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err
     return 2;
   }
   auto store = OpenExistingLedger("--db", o.db);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
   auto result = billing::ImportBill(**store, *content, o.bill, o.imported_at_us);
-  if (!result) {
-    err << "error: " << result.error().message << "\n";
-    return ExitCodeFor(result.error());
-  }
+  if (!result) return Fail(err, result.error());
   // A bill of many unknown rows says so without flooding the terminal, and an id of megabytes
   // is shown by its start (issue 58: a 20 MB ResourceId was echoed whole).
   constexpr std::size_t kWarningsShown = 100, kIdShown = 200;

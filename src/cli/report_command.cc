@@ -73,37 +73,25 @@ void NoteDaysFromRows(int days, std::ostream& err) {
 
 int RunReport(const ReportOptions& o, std::ostream& out, std::ostream& err) {
   auto format = ParseFormat(o.format);
-  if (!format) {
-    err << "error: " << format.error().message << "\n";
-    return 2;
-  }
+  if (!format) return Fail(err, format.error());
   if (!o.server.empty() && !o.db.empty()) {
     err << "error: give --db or --server, not both\n";
     return 2;
   }
   if (o.db.empty()) {  // --server, or through the API server (server_client.h)
     auto r = FetchReport(o);
-    if (!r) {
-      err << "error: " << r.error().message << "\n";
-      return ExitCodeFor(r.error());
-    }
+    if (!r) return Fail(err, r.error());
     out << RenderReport(*r, *format, o.wide, TerminalColumns());
     NoteWhatTheLedgerHolds(*r, err);
     return 0;
   }
   // --db is a ledger spec: an SQLite file (PATH or sqlite:PATH) or a postgres:// URL.
   auto store = OpenExistingLedger("--db", o.db);
-  if (!store) {
-    err << "error: " << store.error().message << "\n";
-    return ExitCodeFor(store.error());
-  }
+  if (!store) return Fail(err, store.error());
   int days_from_rows = 0;
   auto r = BuildReportFromStore(
       **store, o, [&] { return OpenExistingLedger("--db", o.db); }, &days_from_rows);
-  if (!r) {
-    err << "error: " << r.error().message << "\n";
-    return ExitCodeFor(r.error());
-  }
+  if (!r) return Fail(err, r.error());
   out << RenderReport(*r, *format, o.wide, TerminalColumns());
   NoteWhatTheLedgerHolds(*r, err);
   NoteDaysFromRows(days_from_rows, err);

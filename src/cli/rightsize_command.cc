@@ -44,15 +44,10 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
 }  // namespace
 
 int RunRightsize(const RightsizeOptions& o, std::ostream& out, std::ostream& err) {
-  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok()) {
-    err << "error: " << flags.error().message << "\n";
-    return 2;
-  }
+  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok())
+    return Fail(err, flags.error());
   auto doc = RightsizeJson(o);
-  if (!doc) {
-    err << "error: " << doc.error().message << "\n";
-    return ExitCodeFor(doc.error());
-  }
+  if (!doc) return Fail(err, doc.error());
   if (o.format == "json") {
     out << *doc;
     return 0;

@@ -26,10 +26,7 @@ int RunSimImportAlibaba(const ImportAlibabaOptions& o, std::ostream& out, std::o
     return 2;
   }
   auto yaml = sim::ImportAlibabaTrace(*pods, o.pods, *nodes, o.nodes);
-  if (!yaml) {
-    err << "error: " << yaml.error().message << "\n";
-    return ExitCodeFor(yaml.error());
-  }
+  if (!yaml) return Fail(err, yaml.error());
   // Parse what we wrote: an import that the simulator would reject is a bug caught here.
   auto check = sim::ParseScenario(*yaml, o.out);
   if (!check) {

@@ -35,6 +35,15 @@ const std::string kPrivilegedSentence =
     "Container 'debug' is privileged in a pod that requests no GPU, so it sees every GPU of the "
     "node (gpuledger: privileged-without-gpu-request).";
 
+// A privileged debug shell that asks the runtime for every GPU and requests none.
+AdmissionContainer PrivilegedWithEveryGpu() {
+  AdmissionContainer debug;
+  debug.name = "debug";
+  debug.privileged = true;
+  debug.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}};
+  return debug;
+}
+
 TEST(Judge, ACleanGpuPodIsAllowedWithoutWarnings) {
   AdmissionContainer c = Gpu("cuda");
   c.env = {{"CUDA_VISIBLE_DEVICES", "0"}, {"PATH", "/usr/bin"}};  // CUDA_: the process's own view
@@ -134,10 +143,7 @@ TEST(Judge, AnyGpuRequestInThePodCoversAPrivilegedContainer) {
 }
 
 TEST(Judge, BothKindsFireInOrder) {
-  AdmissionContainer debug;
-  debug.name = "debug";
-  debug.privileged = true;
-  debug.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}};
+  const AdmissionContainer debug = PrivilegedWithEveryGpu();
   Policy p = DefaultPolicy();
   p.For(FindingKind::kPrivilegedWithoutRequest).action = Action::kDeny;
   auto v = Judge(PodOf({debug}), p);
@@ -152,10 +158,7 @@ TEST(Judge, BothKindsFireInOrder) {
 }
 
 TEST(Judge, ExemptionsByNamespaceAndLabels) {
-  AdmissionContainer debug;
-  debug.name = "debug";
-  debug.privileged = true;
-  debug.env = {{"NVIDIA_VISIBLE_DEVICES", "all"}};
+  const AdmissionContainer debug = PrivilegedWithEveryGpu();
   Policy p = DefaultPolicy();
   p.For(FindingKind::kPodSetsVisibleDevices).action = Action::kDeny;
   p.For(FindingKind::kPrivilegedWithoutRequest).action = Action::kDeny;

@@ -12,15 +12,6 @@
 namespace gpuledger::guardrails {
 namespace {
 
-constexpr std::string_view kComputeBasis = "compute used beyond the grant, at the device's price";
-constexpr std::string_view kMemoryBasis =
-    "memory held beyond the declared cap, as a share of the card, at the device's price";
-constexpr std::string_view kStaleBasis =
-    "the share of the device the stale grant holds, while listed, at the device's price";
-constexpr std::string_view kOverrideBasis =
-    "none: a risk; GPU time it took on devices not granted is its unallocated-access finding's";
-constexpr std::string_view kRiskBasis = "none: a risk, no GPU time taken";
-
 std::int64_t EvidenceInt(std::string_view evidence, std::string_view key) {
   std::string v = EvidenceValue(evidence, key);
   std::int64_t n = 0;

@@ -54,8 +54,18 @@ struct HourPrice {
 // The price of `gpu_us` of a device-hour: price x gpu_us / metered, rounded half up.
 Nanos PriceOf(__int128 gpu_us, const HourPrice& device);
 
+// What each kind of finding's cost is of (PricedFinding::cost_basis).
+inline constexpr std::string_view kComputeBasis =
+    "compute used beyond the grant, at the device's price";
+inline constexpr std::string_view kMemoryBasis =
+    "memory held beyond the declared cap, as a share of the card, at the device's price";
 inline constexpr std::string_view kIdleBasis =
     "the allocation held while idle, at the device's price";
+inline constexpr std::string_view kStaleBasis =
+    "the share of the device the stale grant holds, while listed, at the device's price";
+inline constexpr std::string_view kOverrideBasis =
+    "none: a risk; GPU time it took on devices not granted is its unallocated-access finding's";
+inline constexpr std::string_view kRiskBasis = "none: a risk, no GPU time taken";
 
 // A usage row as findings read it; its strings are the caller's, valid during the call.
 struct FindingRow {

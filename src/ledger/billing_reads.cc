@@ -76,16 +76,12 @@ Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOpti
   out.format = o.format == "focus" ? ledger::ExportFormat::kFocus : ledger::ExportFormat::kPlain;
   request.team_label = o.team_label;
 
-  auto extent = store.Extent();
-  if (!extent) return extent.error();
-  auto window = report::ResolveWindow(o.window, *extent);
-  if (!window) return window.error();
-  request.from_us = window->from_us;
-  request.to_us = window->to_us;
-  auto identity = store::ReadLedgerIdentity(store);
-  if (!identity) return identity.error();
-  request.currency = identity->currency;
-  request.cluster = identity->cluster;
+  auto scope = ledger::ResolveReadScope(store, o.window);
+  if (!scope) return scope.error();
+  request.from_us = scope->window.from_us;
+  request.to_us = scope->window.to_us;
+  request.currency = scope->currency;
+  request.cluster = scope->cluster;
   return out;
 }
 

@@ -181,18 +181,7 @@ Status DecodeDayRollup(std::string_view kept, DayTables& tables, SummedDay& out,
   auto figures = [&](report::Figures& f) {
     std::array<std::int64_t, kSummedNumbers> v{};
     numbers(v);
-    f.allocated_gpu_us = v[0];
-    f.compute_gpu_us = v[1];
-    f.memory_kib_s = v[2];
-    f.energy_mj = v[3];
-    f.cost_nanos = v[4];
-    f.activity = Activity{v[5], v[6], v[7], v[8]};
-    f.activity_allocated_gpu_us = v[9];
-    f.activity_compute_gpu_us = v[10];
-    f.granted_memory_kib_s = v[11];
-    f.naive_compute_gpu_us = v[12];
-    f.naive_cost_nanos = v[13];
-    f.compute_floor_gpu_us = v[14];
+    PutNumbers(v, f);
     f.quality = ReadQuality(r, "quality");
     f.activity_quality = ReadQuality(r, "activity quality");
     for (std::string* text : {&f.compute_rule, &f.activity_rule, &f.share_source})

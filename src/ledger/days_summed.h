@@ -25,6 +25,9 @@ namespace gpuledger::ledger {
 // A kept row's numbers, in report::Figures' order (day_rollup.cc writes them so).
 inline constexpr std::size_t kSummedNumbers = 15;
 std::array<std::int64_t, kSummedNumbers> NumbersOf(const report::Figures& f);
+// The numbers NumbersOf took from figures, put back into `f` (its qualities and rules as they
+// are).
+void PutNumbers(const std::array<std::int64_t, kSummedNumbers>& v, report::Figures& f);
 
 // A day's row at its finest grain: its entry (report::EncodeEntry's text) and rule texts as
 // ids into the DayTables that read it.

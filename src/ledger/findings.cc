@@ -11,6 +11,7 @@
 #include "common/time_util.h"
 #include "guardrails/idle_runs.h"
 #include "ledger/finding_days.h"
+#include "ledger/report_request.h"
 #include "model/action.h"
 #include "report/report.h"
 #include "report/window.h"
@@ -53,19 +54,27 @@ Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text) {
   return InvalidArgument(fmt::format("severity '{}': expected info, warning or critical", text));
 }
 
+void SumTotals(FindingsDocument& doc) {
+  for (const PricedFinding& p : doc.findings) {
+    doc.total_cost_nanos += p.cost_nanos;
+    doc.total_gpu_us += p.gpu_us;
+    FindingsDocument::KindTotal& k = doc.by_kind[p.finding.kind];
+    ++k.findings;
+    if (!p.finding.resolved_us) ++k.open;
+    k.gpu_us += p.gpu_us;
+    k.cost_nanos += p.cost_nanos;
+  }
+}
+
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
                                               const FindingsQuery& query, const Policy& policy) {
-  auto extent = store.Extent();
-  if (!extent) return extent.error();
-  auto window = report::ResolveWindow(query.window, *extent);
-  if (!window) return InvalidArgument("window: " + window.error().message);
+  auto scope = ledger::ResolveReadScope(store, query.window);
+  if (!scope) return scope.error();
   FindingsDocument doc;
-  doc.from_us = window->from_us;
-  doc.to_us = window->to_us;
-  auto identity = store::ReadLedgerIdentity(store);
-  if (!identity) return identity.error();
-  doc.cluster = identity->cluster;
-  doc.currency = identity->currency;
+  doc.from_us = scope->window.from_us;
+  doc.to_us = scope->window.to_us;
+  doc.cluster = scope->cluster;
+  doc.currency = scope->currency;
 
   auto recorded = store.ReadFindings({.from_us = doc.from_us,
                                       .to_us = doc.to_us,
@@ -84,7 +93,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
   auto parts = reads.Summaries(store, {doc.from_us, doc.to_us}, summarizer);
   if (!parts) return parts.error();
   FindingCosts costs(wanted);
-  IdleRuns idle(policy, doc.cluster, extent->to_us);
+  IdleRuns idle(policy, doc.cluster, scope->extent.to_us);
   // The pod labels each recorded finding's subject carried when it was first seen (its first
   // row in the window from that hour on; of one hour, the least set), by finding.
   std::multimap<ConsumerRef, std::size_t> by_subject;
@@ -129,15 +138,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
            std::tie(b.first_seen_us, b.node, b.kind, b.subject, b.gpu_uuid);
   });
   doc.findings = std::move(all);
-  for (const PricedFinding& p : doc.findings) {
-    doc.total_cost_nanos += p.cost_nanos;
-    doc.total_gpu_us += p.gpu_us;
-    FindingsDocument::KindTotal& k = doc.by_kind[p.finding.kind];
-    ++k.findings;
-    if (!p.finding.resolved_us) ++k.open;
-    k.gpu_us += p.gpu_us;
-    k.cost_nanos += p.cost_nanos;
-  }
+  SumTotals(doc);
   return doc;
 }
 

@@ -52,6 +52,9 @@ struct FindingsDocument {
   std::map<FindingKind, KindTotal> by_kind;
 };
 
+// Sums doc.findings into the document's totals and by_kind.
+void SumTotals(FindingsDocument& doc);
+
 // kInvalidArgument naming the parameter for a bad window; store errors as they are.
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
                                               const FindingsQuery& query, const Policy& policy);

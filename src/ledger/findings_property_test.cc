@@ -38,16 +38,6 @@ using store::testing::StoreKindName;
 // window's usage rows and priced device-hours read at once. The reference, as it was.
 namespace reference {
 
-constexpr std::string_view kComputeBasis = "compute used beyond the grant, at the device's price";
-constexpr std::string_view kMemoryBasis =
-    "memory held beyond the declared cap, as a share of the card, at the device's price";
-constexpr std::string_view kIdleBasis = "the allocation held while idle, at the device's price";
-constexpr std::string_view kStaleBasis =
-    "the share of the device the stale grant holds, while listed, at the device's price";
-constexpr std::string_view kOverrideBasis =
-    "none: a risk; GPU time it took on devices not granted is its unallocated-access finding's";
-constexpr std::string_view kRiskBasis = "none: a risk, no GPU time taken";
-
 std::int64_t EvidenceInt(std::string_view evidence, std::string_view key) {
   std::string v = EvidenceValue(evidence, key);
   std::int64_t n = 0;
@@ -293,15 +283,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
            std::tie(b.first_seen_us, b.node, b.kind, b.subject, b.gpu_uuid);
   });
   doc.findings = PriceFindings(all, *devices, *usage);
-  for (const PricedFinding& p : doc.findings) {
-    doc.total_cost_nanos += p.cost_nanos;
-    doc.total_gpu_us += p.gpu_us;
-    FindingsDocument::KindTotal& k = doc.by_kind[p.finding.kind];
-    ++k.findings;
-    if (!p.finding.resolved_us) ++k.open;
-    k.gpu_us += p.gpu_us;
-    k.cost_nanos += p.cost_nanos;
-  }
+  SumTotals(doc);
   return doc;
 }
 

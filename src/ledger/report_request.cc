@@ -4,6 +4,7 @@
 
 #include "common/time_util.h"
 #include "report/window.h"
+#include "store/ledger_identity.h"
 
 namespace gpuledger::ledger {
 namespace {
@@ -23,6 +24,16 @@ Status ParseCostRules(std::string_view policy_text, std::string_view idle_text,
   policy = *parsed_policy;
   idle = std::move(*parsed_idle);
   return Status::Ok();
+}
+
+Result<ReadScope> ResolveReadScope(store::LedgerStore& store, std::string_view window) {
+  auto extent = store.Extent();
+  if (!extent) return extent.error();
+  auto resolved = report::ResolveWindow(window, *extent);
+  if (!resolved) return resolved.error();
+  auto identity = store::ReadLedgerIdentity(store);
+  if (!identity) return identity.error();
+  return ReadScope{*extent, *resolved, identity->cluster, identity->currency};
 }
 
 Result<ReportQuery> ParseReportRequest(const ReportRequest& r, const TimeRange& extent,

@@ -4,6 +4,7 @@
 // what their users call each field; errors name the field that way.
 
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/time_range.h"
@@ -37,6 +38,17 @@ Status ParseCostRules(std::string_view policy_text, std::string_view idle_text,
                       cost::Policy& policy, cost::IdleHandling& idle, const FieldNames& names = {});
 
 inline constexpr int kMaxSteps = 1000;
+
+// What a read of the ledger is over and in: the window a user named, resolved against the
+// ledger's extent, and the ledger's cluster and currency.
+struct ReadScope {
+  TimeRange extent;  // the ledger's
+  TimeRange window;
+  std::string cluster;
+  std::string currency;
+};
+// kInvalidArgument "window '...': ..." for a bad window; store errors as they are.
+Result<ReadScope> ResolveReadScope(store::LedgerStore& store, std::string_view window);
 
 // kInvalidArgument "<field name>: <what is wrong>" for the first bad field; a step on an empty
 // ledger or more than kMaxSteps steps are errors of the step (window for an empty ledger).

@@ -481,18 +481,13 @@ ApiResponse Api::Metrics(bool costs) {
   }
   const ledger::ReadServiceStats reads = reads_.stats();
   w.Family(kServerReportSnapshotsTotal);
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "hit"}},
-           static_cast<double>(reads.cache_hits));
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "load"}},
-           static_cast<double>(reads.cache_loads));
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "refresh"}},
-           static_cast<double>(reads.cache_refreshes));
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "direct"}},
-           static_cast<double>(reads.direct_reads));
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "kept_days"}},
-           static_cast<double>(reads.kept_day_reads));
-  w.Sample(kServerReportSnapshotsTotal.name, {{"result", "held_days"}},
-           static_cast<double>(reads.held_day_reads));
+  for (const auto& [result, count] : {std::pair{"hit", reads.cache_hits},
+                                      {"load", reads.cache_loads},
+                                      {"refresh", reads.cache_refreshes},
+                                      {"direct", reads.direct_reads},
+                                      {"kept_days", reads.kept_day_reads},
+                                      {"held_days", reads.held_day_reads}})
+    w.Sample(kServerReportSnapshotsTotal.name, {{"result", result}}, static_cast<double>(count));
   std::string out = w.Take();
   if (costs) out += hour_cost_.Render(clock_.Now().wall_us);  // read in the background
   for (const auto& render : extra) out += render();

@@ -25,6 +25,14 @@ constexpr Micros kS = kMicrosPerSecond;
 
 using gpuledger::testing::TempDir;
 
+// Runs the server's steps over `source` with a serve step that returns at once.
+Result<int> RunWithoutServing(const IngestServerConfig& config, IngestSource& source,
+                              std::ostream& out) {
+  std::atomic<bool> stop{false};
+  return RunIngestServer(
+      config, source, stop, [](auto) { return 0; }, out);
+}
+
 // One GPU's exposition with `metered_us` on its metered counter.
 std::string Exposition(GpuMicros metered_us) {
   prometheus::ExpositionWriter w;
@@ -244,10 +252,8 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   std::ostringstream log;
   pc.log = &log;
   auto source = MakePrometheusSource(std::move(pc));
-  std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(
-      config, *source, stop, [](auto) { return 0; }, out);
+  auto rc = RunWithoutServing(config, *source, out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInternal);  // exit 1: the ledger, not the flags
   EXPECT_NE(
@@ -289,10 +295,8 @@ TEST(PrometheusSource, SamplesSkippedAsNotFiniteAreCountedAndSaid) {
   std::ostringstream log;
   pc.log = &log;
   auto source = MakePrometheusSource(std::move(pc));
-  std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto rc = RunIngestServer(
-      config, *source, stop, [](auto) { return 0; }, out);
+  auto rc = RunWithoutServing(config, *source, out);
   ASSERT_TRUE(rc.ok()) << rc.error().message;
   EXPECT_NE(out.str().find("(3 samples skipped as NaN, infinite or negative"), std::string::npos)
       << out.str();

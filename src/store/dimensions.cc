@@ -118,13 +118,9 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
       break;
     }
     case Dimension::kConsumer: {
-      ConsumerInfo c;
-      c.ref.namespace_name = key[0];
-      c.ref.pod = key[1];
-      c.ref.pod_uid = PodUid{key[2]};
-      c.ref.container = key[3];
-      c.owner_kind = key[4];
-      c.owner_name = key[5];
+      ConsumerInfo c{.ref = {key[0], key[1], PodUid{key[2]}, key[3]},
+                     .owner_kind = key[4],
+                     .owner_name = key[5]};
       if (!DecodeLabels(key[6], c.labels, &what) ||
           !DecodeLabels(key[7], c.namespace_labels, &what)) {
         return Internal(fmt::format("{} id {}: {}", table.table, id, what));
@@ -134,12 +130,12 @@ Status DimensionCache::Learn(Dimension dimension, std::int64_t id, const Dimensi
     }
     case Dimension::kContext: {
       UsageRow u;
-      u.node = key[0];
-      u.gpu_model = key[1];
-      u.device_id = key[3];
-      u.compute_rule = key[6];
-      u.activity_rule = key[8];
-      u.share_source = key[9];
+      static_cast<UsageRowContext&>(u) = {.node = key[0],
+                                          .gpu_model = key[1],
+                                          .device_id = key[3],
+                                          .compute_rule = key[6],
+                                          .activity_rule = key[8],
+                                          .share_source = key[9]};
       if (!DecodeUsageEnums(u, key[2], key[4], key[5], &what) ||
           !DecodeActivityQuality(u, key[7], &what)) {
         return Internal(fmt::format("{} id {}: {}", table.table, id, what));

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_grpc/fake_cri.h"
+#include "temp_dir.h"
 
 namespace gpuledger::cri {
 namespace {
@@ -23,18 +24,8 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gl-cri-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// A short prefix: unix socket paths are limited to 107 bytes.
+constexpr const char* kDirPrefix = "gl-cri";
 
 const std::string kId1(64, 'a');
 const std::string kId2(64, 'b');
@@ -42,14 +33,14 @@ const std::string kId2(64, 'b');
 class RuntimeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    socket_ = dir_.Path("containerd.sock");
+    socket_ = dir_.File("containerd.sock");
     cri_.SetSandboxes({{"s1", "trainer-0", "ml", "uid-1", true, {{"app", "trainer"}}},
                        {"s0", "trainer-0", "ml", "uid-0", false, {}}});
     cri_.SetContainers({{kId1, "s1", "main", true}, {kId2, "s0", "main", false}});
     ASSERT_TRUE(cri_.Start(socket_).ok());
   }
 
-  TempDir dir_;
+  gpuledger::testing::TempDir dir_{kDirPrefix};
   std::string socket_;
   fake::FakeCri cri_;
 };
@@ -138,8 +129,8 @@ TEST_F(RuntimeTest, DeadlineHonouredWhenTheRuntimeHangs) {
 }
 
 TEST(RuntimeNoServer, NeverStartedIsUnavailable) {
-  TempDir dir;
-  auto client = MakeGrpcRuntimeClient(dir.Path("crio.sock"));
+  gpuledger::testing::TempDir dir{kDirPrefix};
+  auto client = MakeGrpcRuntimeClient(dir.File("crio.sock"));
   auto sandboxes = client->ListPodSandbox();
   ASSERT_FALSE(sandboxes.ok());
   EXPECT_EQ(sandboxes.error().code, ErrorCode::kUnavailable);
@@ -149,12 +140,12 @@ TEST(RuntimeNoServer, NeverStartedIsUnavailable) {
 TEST(FakeCriStart, RejectsOverlongPathAndDoubleStart) {
   fake::FakeCri cri;
   EXPECT_FALSE(cri.Start("/tmp/" + std::string(200, 'x')).ok());
-  TempDir dir;
-  ASSERT_TRUE(cri.Start(dir.Path("a.sock")).ok());
-  EXPECT_FALSE(cri.Start(dir.Path("b.sock")).ok());
+  gpuledger::testing::TempDir dir{kDirPrefix};
+  ASSERT_TRUE(cri.Start(dir.File("a.sock")).ok());
+  EXPECT_FALSE(cri.Start(dir.File("b.sock")).ok());
   cri.Stop();
   cri.Stop();  // idempotent
-  EXPECT_FALSE(std::filesystem::exists(dir.Path("a.sock")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("a.sock")));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_grpc/fake_kubelet.h"
+#include "temp_dir.h"
 
 namespace gpuledger::kubelet {
 namespace {
@@ -21,19 +22,8 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using ::testing::HasSubstr;
 
-// A short temp dir: unix socket paths are limited to 107 bytes.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gl-kubelet-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string Path(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// A short prefix: unix socket paths are limited to 107 bytes.
+constexpr const char* kDirPrefix = "gl-kubelet";
 
 std::vector<ContainerGrant> SampleGrants() {
   return {
@@ -56,7 +46,7 @@ std::vector<ContainerGrant> SampleGrants() {
 class PodResourcesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    socket_ = dir_.Path("pod-resources/kubelet.sock");
+    socket_ = dir_.File("pod-resources/kubelet.sock");
     kubelet_.SetGrants(SampleGrants());
     kubelet_.SetAllocatable({{"nvidia.com/gpu", "GPU-aaaa::0"},
                              {"nvidia.com/gpu", "GPU-aaaa::1"},
@@ -64,7 +54,7 @@ class PodResourcesTest : public ::testing::Test {
     ASSERT_TRUE(kubelet_.Start(socket_).ok());
   }
 
-  TempDir dir_;
+  gpuledger::testing::TempDir dir_{kDirPrefix};
   std::string socket_;
   fake::FakeKubelet kubelet_;
 };
@@ -272,8 +262,8 @@ TEST_F(PodResourcesTest, ConcurrentCallsAndStateChanges) {
 }
 
 TEST(PodResourcesNoServer, MissingSocketIsUnavailableAtOnce) {
-  TempDir dir;
-  const std::string socket = dir.Path("kubelet.sock");
+  gpuledger::testing::TempDir dir{kDirPrefix};
+  const std::string socket = dir.File("kubelet.sock");
   auto client = MakeGrpcPodResourcesClient(socket);
   const auto start = steady_clock::now();
   auto grants = client->List();
