@@ -77,7 +77,7 @@ image:
 # pods run IMAGE (the one `make image` built and you pushed); docs/install.md.
 OVERLAY ?= embedded
 deploy:
-	IMAGE=$(IMAGE) ./scripts/deploy.sh $(OVERLAY)
+	IMAGE=$(IMAGE) ./scripts/deploy.sh $(if $(PLATFORM),--platform $(PLATFORM)) $(OVERLAY)
 
 deps:
 	./scripts/install-deps.sh test

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs gpuledger on the cluster of kubectl's current context (docs/install.md):
-#   scripts/deploy.sh [embedded|at-scale|DIR] [kubectl flags...]
-#   scripts/deploy.sh --render [embedded|at-scale|DIR]      (prints what it would apply)
-# DIR: an overlay of your own. IMAGE=REPOSITORY:TAG names the image every pod runs (the one you
+#   scripts/deploy.sh [--platform gke|eks|aks|on-prem] [embedded|at-scale|DIR] [kubectl flags...]
+#   scripts/deploy.sh --render [--platform P] [embedded|at-scale|DIR]   (prints what it would apply)
+# DIR: an overlay of your own. --platform adds deploy/components/platforms/P: where the agent
+# finds the GPU nodes, NVML and the device nodes on that platform (docs/install.md). IMAGE=REPOSITORY:TAG names the image every pod runs (the one you
 # built and pushed: the project publishes none yet) in place of the one deploy/ names.
 # Creates the namespace and, when missing, the API token Secret (a random token: the server
 # wants one, and no token is ever committed), then applies the overlay. Running it again
@@ -13,9 +14,18 @@ if [ "${1:-}" = "--render" ]; then
   render_only=true
   shift
 fi
+here=$(cd "$(dirname "$0")/.." && pwd)
+platform=
+if [ "${1:-}" = "--platform" ]; then
+  platform=${2:?deploy.sh: --platform needs one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')}
+  shift 2
+  if [ ! -d "$here/deploy/components/platforms/$platform" ]; then
+    echo "deploy.sh: no platform '$platform'; expected one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')" >&2
+    exit 2
+  fi
+fi
 overlay=${1:-embedded}
 shift || true
-here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -d "$overlay" ] && [ -f "$overlay/kustomization.yaml" ]; then
   dir=$overlay
 elif [ -d "$here/deploy/overlays/$overlay" ]; then
@@ -24,12 +34,34 @@ else
   echo "deploy.sh: no overlay '$overlay'; expected one of: $(ls "$here/deploy/overlays" | tr '\n' ' ')or a directory with a kustomization.yaml" >&2
   exit 2
 fi
+# The overlay, with the platform's component where one is named (an overlay of its own in a
+# temporary directory: kustomize takes components from a kustomization only).
+kustomized() {
+  if [ -z "$platform" ]; then
+    kubectl kustomize "$dir"
+    return
+  fi
+  local with
+  with=$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-platform.XXXXXX")
+  cat >"$with/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$with" "$dir")
+components:
+  - $(realpath --relative-to="$with" "$here/deploy/components/platforms/$platform")
+YAML
+  local rc=0
+  kubectl kustomize "$with" || rc=$?
+  rm -rf "$with"
+  return $rc
+}
 render() {
   # The image deploy/ names, whatever its tag, becomes IMAGE when one is given.
   if [ -n "${IMAGE:-}" ]; then
-    kubectl kustomize "$dir" | sed -E "s#(image: *)ghcr\.io/gpuledger/gpuledger(:[^ \"]*)?\$#\1${IMAGE}#"
+    kustomized | sed -E "s#(image: *)ghcr\.io/gpuledger/gpuledger(:[^ \"]*)?\$#\1${IMAGE}#"
   else
-    kubectl kustomize "$dir"
+    kustomized
   fi
 }
 if $render_only; then

@@ -32,4 +32,12 @@ got=$(IMAGE=localhost:5000/gpuledger:dev "$root/scripts/deploy.sh" --render "$ow
 if "$root/scripts/deploy.sh" --render no-such-overlay 2>/dev/null; then
   fail "an unknown overlay was rendered"
 fi
+# A platform's component on top of an overlay, the image still the one asked for.
+rendered=$(IMAGE=localhost:5000/gpuledger:dev "$root/scripts/deploy.sh" --render --platform gke embedded)
+got=$(printf '%s\n' "$rendered" | images)
+[ "$got" = "localhost:5000/gpuledger:dev" ] || fail "embedded on gke: $got"
+printf '%s\n' "$rendered" | grep -q 'cloud.google.com/gke-accelerator' || fail "gke's node label missing"
+if "$root/scripts/deploy.sh" --render --platform no-such-platform embedded 2>/dev/null; then
+  fail "an unknown platform was rendered"
+fi
 echo "deploy.sh renders every pod with the image asked for"

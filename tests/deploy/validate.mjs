@@ -12,7 +12,8 @@
 // gpuledger exports (the list `gpuledger metrics --format names` prints, from the code's metric
 // table) or Prometheus's own `up`.
 //
-//   node validate.mjs --version 0.1.0 --metrics NAMES.txt RENDERED.yaml...
+//   node validate.mjs --version 0.1.0 --metrics NAMES.txt --privileges deploy/privileges.yaml \
+//     RENDERED.yaml...
 //
 // Prints one line per problem, "FILE: Kind/name: where: what", and exits 1 if there was any.
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -20,14 +21,16 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments } from "yaml";
 
 // --NAME VALUE pairs, then the files.
 const args = process.argv.slice(2);
 const options = {};
 while (args.length >= 2 && args[0].startsWith("--")) options[args.shift().slice(2)] = args.shift();
-if (!options.version || !options.metrics || args.length === 0) {
-  console.error("usage: node validate.mjs --version X.Y.Z --metrics NAMES.txt RENDERED.yaml...");
+if (!options.version || !options.metrics || !options.privileges || args.length === 0) {
+  console.error(
+    "usage: node validate.mjs --version X.Y.Z --metrics NAMES.txt --privileges PRIVILEGES.yaml " +
+      "RENDERED.yaml...");
   process.exit(2);
 }
 const version = options.version;
@@ -44,6 +47,46 @@ function modulePath(apiVersion) {
 
 const problems = [];
 let objects = 0;
+
+// deploy/privileges.yaml: what the agent may hold, each with its reason and, where only some
+// platforms need it, which. A file rendered for a platform is named OVERLAY+PLATFORM.yaml.
+const privileges = parse(readFileSync(options.privileges, "utf8"));
+for (const [what, entries] of Object.entries(privileges))
+  for (const e of Array.isArray(entries) ? entries : [entries])
+    if (!e?.why?.trim()) problems.push(`${options.privileges}: ${what} ${e?.name ?? e?.path ?? ""}: no reason`);
+function platformOf(file) {
+  const m = /\+([a-z-]+)\.yaml$/.exec(file);
+  return m ? m[1] : "";
+}
+function allowedOn(entry, file) {
+  return !!entry && (!entry.platforms || entry.platforms.includes(platformOf(file)));
+}
+
+// The agent's privileges against the list: anything not on it, or not for this platform, fails.
+function checkAgentPrivileges(file, spec, fail) {
+  const listed = (kind, key, value) => (privileges[kind] ?? []).find((e) => e[key] === value);
+  if (spec.runtimeClassName && !allowedOn(listed("runtimeClasses", "name", spec.runtimeClassName), file))
+    fail(`runtimeClassName ${spec.runtimeClassName} is not in deploy/privileges.yaml for this platform`);
+  const volumes = Object.fromEntries((spec.volumes ?? []).map((v) => [v.name, v]));
+  for (const v of Object.values(volumes)) {
+    if (!v.hostPath) continue;
+    const entry = listed("hostPaths", "path", v.hostPath.path);
+    if (!allowedOn(entry, file))
+      fail(`hostPath ${v.hostPath.path} is not in deploy/privileges.yaml for this platform`);
+    else if ((entry.type ?? "") !== (v.hostPath.type === "Socket" ? "Socket" : ""))
+      fail(`hostPath ${v.hostPath.path}: type ${v.hostPath.type}, the list says ${entry.type ?? "not a socket"}`);
+  }
+  for (const c of spec.containers ?? []) {
+    const sc = c.securityContext ?? {};
+    for (const cap of sc.capabilities?.add ?? [])
+      if (!allowedOn(listed("capabilities", "name", cap), file))
+        fail(`container ${c.name}: capability ${cap} is not in deploy/privileges.yaml`);
+    if (sc.privileged === true && !allowedOn(privileges.privileged, file))
+      fail(`container ${c.name}: privileged, which deploy/privileges.yaml allows only on ${privileges.privileged?.platforms}`);
+    const uid = sc.runAsUser ?? spec.securityContext?.runAsUser;
+    if (uid === 0 && !privileges.runAsRoot) fail(`container ${c.name}: root, not in deploy/privileges.yaml`);
+  }
+}
 
 // True when the object's model exists (then checkStrict can type it).
 async function validateSchema(file, doc) {
@@ -159,7 +202,7 @@ function checkRules(file, doc) {
   const fail = (what) => problems.push(`${where}: ${what}`);
   const clusterScoped = [
     "Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
-    "MutatingWebhookConfiguration",
+    "MutatingWebhookConfiguration", "PriorityClass",
   ];
   if (!clusterScoped.includes(doc.kind) && doc.metadata?.namespace !== "gpuledger")
     fail(`namespace ${doc.metadata?.namespace}: expected gpuledger`);
@@ -178,12 +221,13 @@ function checkRules(file, doc) {
         if (!c.resources?.[kind]?.[r]) fail(`${at}: resources.${kind}.${r} missing`);
     const sc = c.securityContext ?? {};
     if (sc.readOnlyRootFilesystem !== true) fail(`${at}: readOnlyRootFilesystem is not true`);
-    if (sc.allowPrivilegeEscalation !== false) fail(`${at}: allowPrivilegeEscalation is not false`);
-    if (sc.privileged === true) fail(`${at}: privileged`);
+    // Privileged (the agent on a platform the list allows it on) cannot go without escalation.
+    if (sc.allowPrivilegeEscalation !== false && sc.privileged !== true)
+      fail(`${at}: allowPrivilegeEscalation is not false`);
+    if (sc.privileged === true && doc.kind !== "DaemonSet") fail(`${at}: privileged`);
     if (!(sc.capabilities?.drop ?? []).includes("ALL")) fail(`${at}: capabilities.drop lacks ALL`);
-    const allowedAdds = doc.kind === "DaemonSet" ? ["DAC_READ_SEARCH", "SYS_PTRACE"] : [];
-    for (const cap of sc.capabilities?.add ?? [])
-      if (!allowedAdds.includes(cap)) fail(`${at}: capability ${cap} added`);
+    if (doc.kind !== "DaemonSet" && (sc.capabilities?.add ?? []).length)
+      fail(`${at}: capabilities ${sc.capabilities.add} added`);
     if ((sc.seccompProfile?.type ?? podSeccomp) !== "RuntimeDefault")
       fail(`${at}: seccompProfile is not RuntimeDefault`);
     if (!c.livenessProbe?.httpGet) fail(`${at}: no HTTP liveness probe`);
@@ -199,6 +243,7 @@ function checkRules(file, doc) {
     }
   }
   if (doc.kind === "DaemonSet") {
+    checkAgentPrivileges(file, spec, fail);
     if (spec.automountServiceAccountToken !== false)
       fail("the agent gets a service-account token (automountServiceAccountToken is not false)");
     if (spec.hostPID || spec.hostNetwork || spec.hostIPC) fail("host PID, network or IPC namespace");
