@@ -182,7 +182,7 @@ std::unique_ptr<server::IngestSource> PrometheusSourceFromFlags(const ServerFlag
 // Serves the ledger until `stop` (server/serve_ledger.h); an error is printed and its exit code
 // returned.
 server::ServeLedgerOptions ServeOptions(const ServerFlags& o, const std::string& path,
-                                        const std::string& token,
+                                        const server::ApiToken& token,
                                         std::function<std::string()> extra_metrics,
                                         const guardrails::Policy& policy,
                                         const cost::Catalog& catalog) {
@@ -236,7 +236,7 @@ std::unique_ptr<webhook::BackgroundWebhook> StartWebhookFromFlags(const ServerFl
 // --source scrape | files=DIR | prometheus=URL: flags to a source, then the ingest server
 // component (server/ingest_server.h) runs it with the API. The ingest writes through its own
 // connection (SQLite WAL lets the API's connections read meanwhile).
-int RunIngest(const ServerFlags& o, const std::string& path, const std::string& token,
+int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiToken& token,
               const cost::Catalog& catalog, const guardrails::Policy& policy,
               std::function<std::string()> webhook_metrics, const std::atomic<bool>& stop,
               std::ostream& out, std::ostream& err) {
@@ -379,14 +379,16 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
     }
     catalog = std::move(*loaded);
   }
-  std::string token;
+  server::ApiToken token;
   if (!o.token_file.empty()) {
-    auto t = ReadTokenFile(o.token_file);
+    auto t = server::ApiToken::FromFile(o.token_file);
     if (!t) {
       err << "error: --token-file: " << t.error().message << "\n";
       return 2;
     }
     token = std::move(*t);
+    if (std::string pending = token.Pending(); !pending.empty())
+      err << "warning: --token-file: " << pending << "\n";
   }
   std::unique_ptr<webhook::BackgroundWebhook> admission;  // stops after the API, on return
   std::function<std::string()> webhook_metrics;

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "ledger/read_reports.h"
 #include "ledger/reports.h"
 #include "model/reconciliation.h"
 #include "recommendations/rightsize_days.h"
@@ -117,8 +116,8 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::Rea
   by_controller.window = *window;
   by_controller.group_by = {{report::Dimension::Kind::kController, ""}};
   by_controller.max_sum_bytes = ledger::kServerSumBytes;
-  auto reports = reads != nullptr ? reads->Reports(store, by_controller)
-                                  : ledger::ReadReports(store, by_controller);
+  ledger::ReadService one_query(ledger::OneQueryOptions(open_more));
+  auto reports = (reads != nullptr ? *reads : one_query).Reports(store, by_controller);
   if (!reports) return reports.error();
   auto gathered = Gather(store, *window, options.summary, open_more);
   if (!gathered) return gathered.error();

@@ -19,8 +19,8 @@ namespace gpuledger::recommendations {
 
 // Errors of the query name the parameter first ("window: ...", "headroom: expected ...",
 // "percentile: ...", "workload: ..."): the CLI adds "--", the API "parameter '...'". Store
-// failures pass through. `reads` (the server's) answers the report by workload; without one it
-// is read as the CLI reads reports (ledger::ReadReports). With `open_more`, a window of two days
+// failures pass through. `reads` (the server's) answers the report by workload; without one, a
+// read service that keeps nothing between queries does (ledger::OneQueryOptions), as for the CLI. With `open_more`, a window of two days
 // or more is read in two halves at once, the later on a connection it opens (none opened: one).
 Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
                                           const RightsizeQuery& query, const cost::Catalog& catalog,

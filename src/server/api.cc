@@ -36,13 +36,6 @@ namespace {
 
 using nlohmann::json;
 
-// Constant-time comparison: the token check must not leak how much of a guess was right.
-bool SameToken(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ (i < b.size() ? b[i] : 0);
-  return diff == 0;
-}
-
 }  // namespace
 
 ApiResponse JsonError(int status, const std::string& message) {
@@ -260,7 +253,7 @@ void GiveBackFreedMemory() { malloc_trim(0); }
 
 }  // namespace
 
-Api::Api(StoreOpener open, std::string token, guardrails::Policy policy, cost::Catalog catalog,
+Api::Api(StoreOpener open, ApiToken token, guardrails::Policy policy, cost::Catalog catalog,
          const Clock* clock, ledger::ReadServiceOptions reads, Micros heavy_wait_us)
     : open_(open),
       pool_(std::move(open)),
@@ -340,7 +333,7 @@ Status Api::WarmUp() {
 
 ApiResponse Api::Handle(const std::string& path, const Params& params,
                         const std::string& authorization) {
-  return Answered(path, [&] { return Route(path, params, Authorized(authorization)); });
+  return Answered(path, [&] { return Route(path, params, token_.Check(authorization)); });
 }
 
 ApiResponse Api::HandleOpenCost(const std::string& path, const Params& params) {
@@ -355,7 +348,7 @@ ApiResponse Api::HandleOpenCost(const std::string& path, const Params& params) {
                                         "OpenCost's read paths alone ({}, /healthz); the API, "
                                         "the web UI and /metrics are on the main listener",
                                         path, fmt::join(kOpenCostPaths, ", ")));
-    return Route(path, params, /*authorized=*/true);
+    return Route(path, params, ApiToken::Verdict::kAllowed);
   });
 }
 
@@ -375,14 +368,16 @@ ApiResponse Api::Answered(const std::string& path, const std::function<ApiRespon
   return r;
 }
 
-ApiResponse Api::Route(const std::string& requested, const Params& params, bool authorized) {
+ApiResponse Api::Route(const std::string& requested, const Params& params,
+                       ApiToken::Verdict token) {
   const std::string path(CanonicalPath(requested));
   if (path == "/healthz") return {200, "text/plain", "ok\n"};
   if (path == "/readyz") return Ready();
-  if (path == "/metrics") return Metrics(authorized);
+  if (path == "/metrics") return Metrics(token == ApiToken::Verdict::kAllowed);
   if (!path.starts_with("/api/") && path != "/model/getConfigs")
     return JsonError(404, fmt::format("no endpoint {}", path));
-  if (!authorized)
+  if (token == ApiToken::Verdict::kPending) return JsonError(503, token_.Pending());
+  if (token == ApiToken::Verdict::kRefused)
     return JsonError(401, "missing or wrong bearer token (Authorization: Bearer <token>)");
   // OpenCost's configuration as its clients read it: the currency figures are in.
   if (path == "/model/getConfigs")
@@ -437,11 +432,6 @@ ApiResponse Api::Heavy(const std::function<ApiResponse()>& answer) {
   }
   GiveBackFreedMemory();  // its rows, before the next one reads its own
   return r;
-}
-
-bool Api::Authorized(const std::string& authorization) const {
-  return token_.empty() ||
-         (authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token_));
 }
 
 ApiResponse Api::Ready() {

@@ -43,6 +43,7 @@
 #include "http/response.h"
 #include "ingest/source_health.h"
 #include "ledger/read_service.h"
+#include "server/api_token.h"
 #include "server/connection_pool.h"
 #include "server/hour_cost.h"
 #include "store/ledger_store.h"
@@ -66,14 +67,15 @@ using Params = std::multimap<std::string, std::string>;
 
 class Api {
  public:
-  // `open` gives the ledger's read connections (see ConnectionPool). `token`: empty = no auth.
+  // `open` gives the ledger's read connections (see ConnectionPool). `token`: what /api requires
+  // (api_token.h; "" = no auth).
   // `policy`: the guardrail policy /api/v1/findings applies (kinds off, label exemptions,
   // idle-allocation thresholds). `catalog`: the prices of the models /api/v1/recommendations
   // may suggest moving to (the server's --catalog).
   // `clock`: the wall clock /metrics' hour is taken from (nullptr: the system's). `reads`: what
   // the read service keeps in memory. `heavy_wait_us`: how long a heavy request waits for the
   // one running (Heavy).
-  Api(StoreOpener open, std::string token, guardrails::Policy policy = guardrails::DefaultPolicy(),
+  Api(StoreOpener open, ApiToken token, guardrails::Policy policy = guardrails::DefaultPolicy(),
       cost::Catalog catalog = cost::DefaultCatalog(), const Clock* clock = nullptr,
       ledger::ReadServiceOptions reads = {}, Micros heavy_wait_us = kHeavyWaitUs);
 
@@ -99,14 +101,12 @@ class Api {
  private:
   // `answer`'s response, counted by path and status, what a read freed given back.
   ApiResponse Answered(const std::string& path, const std::function<ApiResponse()>& answer);
-  ApiResponse Route(const std::string& path, const Params& params, bool authorized);
+  ApiResponse Route(const std::string& path, const Params& params, ApiToken::Verdict token);
   ApiResponse Ready();
   ApiResponse Sources(const Params& params);
   // The server's own series; with `costs`, also the last hour's cost by namespace, which the
   // token protects as it protects the reports (issue 58: polling it rebuilt the chargeback).
   ApiResponse Metrics(bool costs);
-  // Whether `authorization` carries the token (always, when there is none).
-  bool Authorized(const std::string& authorization) const;
 
   // One heavy request at a time: each may take hundreds of MB for its rows (recommendations
   // over 30 days at 240 GPUs, 559 MB), and four at once took 1.9 GB under a pod limit of 1 GiB
@@ -118,7 +118,7 @@ class Api {
   std::timed_mutex heavy_;
   const Micros heavy_wait_us_;
   ledger::ReadService reads_;  // reports and allocations, from a kept snapshot
-  std::string token_;
+  const ApiToken token_;
   const guardrails::Policy policy_;
   const cost::Catalog catalog_;
   const Clock& clock_;

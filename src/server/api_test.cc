@@ -17,6 +17,8 @@
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/time_util.h"
+#include "io/file_util.h"
+#include "temp_dir.h"
 #include "cost/catalog.h"
 #include "ledger/billing_reads.h"
 #include "ledger/filter.h"
@@ -864,6 +866,49 @@ TEST_F(ApiTest, MetricsKeepCostsBehindTheToken) {
     EXPECT_EQ(r.body.find("gpuledger_server_hour_"), std::string::npos) << auth << "\n" << r.body;
     EXPECT_NE(r.body.find("gpuledger_server_ledger_up 1"), std::string::npos) << r.body;
   }
+}
+
+// Issue 62: installed without its token's Secret (a GitOps apply), the server runs and refuses
+// every /api request with a 503 that says what to create, until the file appears: then the token
+// it holds is required, without a restart. Never does /api answer without it.
+TEST_F(ApiTest, ATokenFileThatAppearsLaterIsRequiredFromThen) {
+  const std::string token_file = (dir_ / "api-token" / "token").string();
+  ManualClock clock(0);
+  auto token = ApiToken::FromFile(token_file, &clock);
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  EXPECT_TRUE(token->required());
+  Api api([path = (dir_ / "l.db").string()] { return store::OpenSqliteLedger(path); }, *token);
+  for (const char* auth : {"", "Bearer s3cret"}) {
+    ApiResponse r = api.Handle("/api/v1/report", {}, auth);
+    EXPECT_EQ(r.status, 503) << auth;
+    EXPECT_NE(r.body.find(token_file + " does not exist (create the Secret gpuledger-api-token"),
+              std::string::npos)
+        << r.body;
+  }
+  EXPECT_EQ(api.Handle("/healthz", {}, "").status, 200);
+
+  std::filesystem::create_directories(dir_ / "api-token");
+  ASSERT_TRUE(WriteFile(token_file, "s3cret\n").ok());
+  EXPECT_EQ(api.Handle("/api/v1/report", {}, "Bearer s3cret").status, 503)
+      << "looked for again only after ApiToken::kRetryUs";
+  clock.Advance(ApiToken::kRetryUs);
+  EXPECT_EQ(api.Handle("/api/v1/report", {}, "Bearer s3cret").status, 200);
+  EXPECT_EQ(api.Handle("/api/v1/report", {}, "").status, 401);
+  EXPECT_EQ(api.Handle("/api/v1/report", {}, "Bearer wrong").status, 401);
+  EXPECT_TRUE(token->Pending().empty());
+}
+
+TEST(ApiToken, AFileThatHoldsNoTokenIsAnError) {
+  gpuledger::testing::TempDir dir("gpuledger-api-token");
+  const std::string empty = (dir.path() / "token").string();
+  ASSERT_TRUE(WriteFile(empty, "\n").ok());
+  auto token = ApiToken::FromFile(empty);
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.error().message, empty + ": the file is empty");
+  EXPECT_FALSE(ApiToken("").required());
+  EXPECT_EQ(ApiToken("").Check(""), ApiToken::Verdict::kAllowed);
+  EXPECT_EQ(ApiToken("s3cret").Check("Bearer s3cret"), ApiToken::Verdict::kAllowed);
+  EXPECT_EQ(ApiToken("s3cret").Check("Bearer s3cre"), ApiToken::Verdict::kRefused);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, st
   }
   if (!http) return http.error();
   const std::string& bound = (*http)->host();
-  if (options.token.empty() && !bound.starts_with("127.") && bound != "::1")
+  if (!options.token.required() && !bound.starts_with("127.") && bound != "::1")
     err << fmt::format(
         "warning: the API serves {}:{} without a token: anyone who can reach this port reads "
         "every namespace's costs and findings; give --token-file, or --listen "

@@ -15,6 +15,7 @@
 #include "ingest/source_health.h"
 #include "ledger/read_service.h"
 #include "server/api.h"
+#include "server/api_token.h"
 
 namespace gpuledger::server {
 
@@ -25,7 +26,7 @@ StoreOpener ReadConnections(const std::string& db);
 struct ServeLedgerOptions {
   std::string db;                              // a ledger spec (store::OpenLedger)
   std::string listen;                          // HOST:PORT
-  std::string token;                           // required bearer token on /api; empty: none
+  ApiToken token;                              // what /api requires (api_token.h); "": none
   bool fallback_any_port = false;              // when `listen`'s port is taken, a free one instead
   std::function<std::string()> extra_metrics;  // appended to the server's /metrics when given
   guardrails::Policy policy = guardrails::DefaultPolicy();
