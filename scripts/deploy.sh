@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # Installs gpuledger on the cluster of kubectl's current context (docs/install.md):
-#   scripts/deploy.sh [--platform gke|eks|aks|on-prem] [embedded|at-scale|DIR] [kubectl flags...]
-#   scripts/deploy.sh --render [--platform P] [embedded|at-scale|DIR]   (prints what it would apply)
+#   scripts/deploy.sh [--platform gke|eks|aks|on-prem] [--with cri|read-environ]...
+#                     [embedded|at-scale|DIR] [kubectl flags...]
+#   scripts/deploy.sh --render [--platform P] [--with C]... [embedded|at-scale|DIR]
+#                     (prints what it would apply)
 # DIR: an overlay of your own. --platform adds deploy/components/platforms/P: where the agent
-# finds the GPU nodes, NVML and the device nodes on that platform (docs/install.md). IMAGE=REPOSITORY:TAG names the image every pod runs (the one you
-# built and pushed: the project publishes none yet) in place of the one deploy/ names.
+# finds the GPU nodes, NVML and the device nodes on that platform (docs/install.md). --with adds
+# the opt-in component deploy/components/C, each a privilege the agent does not hold by default
+# (deploy/privileges.yaml says which and why). IMAGE=REPOSITORY:TAG names the image every pod
+# runs (the one you built and pushed: the project publishes none yet) in place of the one
+# deploy/ names.
 # Creates the namespace and, when missing, the API token Secret (a random token: the server
 # wants one, and no token is ever committed), then applies the overlay. Running it again
 # upgrades to what deploy/ now says and keeps the token.
 set -euo pipefail
-render_only=false
-if [ "${1:-}" = "--render" ]; then
-  render_only=true
-  shift
-fi
 here=$(cd "$(dirname "$0")/.." && pwd)
+render_only=false
 platform=
-if [ "${1:-}" = "--platform" ]; then
-  platform=${2:?deploy.sh: --platform needs one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')}
-  shift 2
-  if [ ! -d "$here/deploy/components/platforms/$platform" ]; then
-    echo "deploy.sh: no platform '$platform'; expected one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')" >&2
-    exit 2
-  fi
-fi
+components=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --render) render_only=true; shift ;;
+    --platform)
+      platform=${2:?deploy.sh: --platform needs one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')}
+      shift 2
+      if [ ! -d "$here/deploy/components/platforms/$platform" ]; then
+        echo "deploy.sh: no platform '$platform'; expected one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')" >&2
+        exit 2
+      fi ;;
+    --with)
+      component=${2:?deploy.sh: --with needs one of: cri read-environ}
+      shift 2
+      if [ ! -f "$here/deploy/components/$component/kustomization.yaml" ] ||
+          [ "$component" = platforms ]; then
+        echo "deploy.sh: no component '$component'; expected one of: cri read-environ" >&2
+        exit 2
+      fi
+      components+=("$here/deploy/components/$component") ;;
+    *) break ;;
+  esac
+done
+[ -n "$platform" ] && components+=("$here/deploy/components/platforms/$platform")
 overlay=${1:-embedded}
 shift || true
 if [ -d "$overlay" ] && [ -f "$overlay/kustomization.yaml" ]; then
@@ -34,23 +51,23 @@ else
   echo "deploy.sh: no overlay '$overlay'; expected one of: $(ls "$here/deploy/overlays" | tr '\n' ' ')or a directory with a kustomization.yaml" >&2
   exit 2
 fi
-# The overlay, with the platform's component where one is named (an overlay of its own in a
-# temporary directory: kustomize takes components from a kustomization only).
+# The overlay, with the platform's and the opt-in components where named (an overlay of its own
+# in a temporary directory: kustomize takes components from a kustomization only).
 kustomized() {
-  if [ -z "$platform" ]; then
+  if [ ${#components[@]} -eq 0 ]; then
     kubectl kustomize "$dir"
     return
   fi
-  local with
+  local with c
   with=$(mktemp -d "${TMPDIR:-/tmp}/gpuledger-platform.XXXXXX")
-  cat >"$with/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  - $(realpath --relative-to="$with" "$dir")
-components:
-  - $(realpath --relative-to="$with" "$here/deploy/components/platforms/$platform")
-YAML
+  {
+    echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+    echo "kind: Kustomization"
+    echo "resources:"
+    echo "  - $(realpath --relative-to="$with" "$dir")"
+    echo "components:"
+    for c in "${components[@]}"; do echo "  - $(realpath --relative-to="$with" "$c")"; done
+  } >"$with/kustomization.yaml"
   local rc=0
   kubectl kustomize "$with" || rc=$?
   rm -rf "$with"

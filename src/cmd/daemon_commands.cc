@@ -51,7 +51,9 @@ Command AddAgentCommand(CLI::App& app) {
   c->add_option("--nvml-library", o->nvml_library, "NVML library to dlopen")->capture_default_str();
   c->add_option("--pod-resources-socket", o->pod_resources_socket, "kubelet PodResources socket")
       ->capture_default_str();
-  c->add_option("--cri-socket", o->cri_socket, "CRI runtime socket")->capture_default_str();
+  c->add_option("--cri-socket", o->cri_socket,
+                "CRI runtime socket, e.g. /run/containerd/containerd.sock (default: none; "
+                "containers from the kubelet's files, /var/log/pods and the pods' cgroups)");
   c->add_option("--listen", o->listen, "HOST:PORT for /metrics and /healthz")
       ->capture_default_str();
   c->add_option("--interval", o->interval, "collection interval")->capture_default_str();

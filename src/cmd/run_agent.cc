@@ -18,6 +18,7 @@
 #include "http/listen.h"
 #include "io/file_reader.h"
 #include "prometheus/http_get.h"
+#include "sources/cri/kubelet_files.h"
 #include "sources/cri/runtime.h"
 #include "sources/dcgm/dcgm_source.h"
 #include "sources/kerneltime/kernel_time_reader.h"
@@ -87,7 +88,16 @@ int RunAgent(const AgentFlags& f, const std::atomic<bool>& stop) {
   // Kubernetes is optional: without a kubelet socket the agent attributes to Unix users and
   // systemd units. A socket that appears later (kubelet starting after us) is picked up.
   auto kubelet = kubelet::MakeGrpcPodResourcesClient(f.pod_resources_socket);
-  auto runtime = cri::MakeGrpcRuntimeClient(f.cri_socket);
+  std::unique_ptr<cri::RuntimeClient> runtime;
+  if (f.cri_socket.empty()) {
+    runtime = cri::MakeKubeletFilesRuntime(*files);
+    std::cerr << "gpuledger agent: containers from the kubelet's files under "
+              << files->Resolve("/var/log") << ", running pods from " << files->Resolve("/sys/fs/cgroup")
+              << "\n";
+  } else {
+    runtime = cri::MakeGrpcRuntimeClient(f.cri_socket);
+    std::cerr << "gpuledger agent: containers from CRI at " << f.cri_socket << "\n";
+  }
   const bool kube = std::filesystem::exists(f.pod_resources_socket);
   std::cerr << (kube ? "gpuledger agent: kubelet PodResources at " + f.pod_resources_socket
                      : "gpuledger agent: no kubelet socket at " + f.pod_resources_socket +

@@ -11,7 +11,10 @@ struct AgentFlags {
   std::string host_root = "/";
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-  std::string cri_socket = "/run/containerd/containerd.sock";
+  // The container runtime's CRI socket. Empty (the default): containers are mapped to pods from
+  // the kubelet's own files (sources/cri/kubelet_files.h), with no socket that could start a
+  // container (issue 62).
+  std::string cri_socket;
   std::string listen = "0.0.0.0:9400";
   std::string interval = "1s";
   std::string nvml_timeout = "2s";
@@ -26,7 +29,8 @@ struct AgentFlags {
   std::string kernel_time_dir = "/run/gpuledger/kerneltime";
 };
 
-// Starts in order — host files, NVML (wrapped by dcgm-exporter when given), kubelet, CRI,
+// Starts in order — host files, NVML (wrapped by dcgm-exporter when given), kubelet, containers
+// (the kubelet's files or CRI),
 // collector thread, HTTP — and tears down in reverse when `stop` becomes true. Returns the exit
 // code (2: bad flags).
 int RunAgent(const AgentFlags& flags, const std::atomic<bool>& stop);

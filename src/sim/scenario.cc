@@ -48,7 +48,10 @@ Bytes MigProfileMemory(std::string_view profile) {
   if (dot == std::string::npos) return 0;
   double gb = 0;
   auto r = std::from_chars(p.data() + dot + 1, p.data() + p.size(), gb);
-  if (r.ec != std::errc()) return 0;
+  // No GPU holds 10 TB: a larger (or negative, or not finite) figure names no profile, and its
+  // bytes would not fit an integer (the fuzzer's 1g.2222...2gb, CI 2026-12-07).
+  constexpr double kMaxProfileGb = 10'000;
+  if (r.ec != std::errc() || !(gb > 0 && gb <= kMaxProfileGb)) return 0;
   return static_cast<Bytes>(gb * 1e9);
 }
 

@@ -1,4 +1,5 @@
 #include "sim/scenario.h"
+#include "sim/sim_util.h"
 #include "test_paths.h"
 
 #include <unistd.h>
@@ -75,6 +76,26 @@ nodes:
 )";
   EXPECT_THAT(ErrorOf(y), HasSubstr("demo.yaml:8: nodes[0].mig_layout[1]: unknown MIG profile "
                                     "'3g.40gb' for H200-141GB"));
+}
+
+TEST(ParseScenario, AMigProfileOfMoreMemoryThanAnIntegerHoldsIsUnknown) {
+  // The fuzzer's input (CI, 2026-12-07): the profile's bytes were a double past INT64_MAX
+  // converted to an integer, undefined behaviour.
+  std::string y = R"(name: t
+start: "2026-11-23T00:00:00Z"
+duration: 2h
+nodes:
+  - name: n0
+    gpu_model: Custom-GPU
+    memory: 80GiB
+    sharing: mig
+    mig_layout: [1g.2222222222222222222222222222222222222222222225gb]
+)";
+  EXPECT_THAT(ErrorOf(y), HasSubstr("nodes[0].mig_layout[0]"));
+  constexpr Bytes kCard = 288'000'000'000;
+  EXPECT_EQ(MigInstanceMemory("1g.2222222222222222222222222222222222222222222225gb", kCard), 0);
+  EXPECT_EQ(MigInstanceMemory("1g.-5gb", kCard), 0);
+  EXPECT_EQ(MigInstanceMemory("1g.18gb", kCard), 18'000'000'000);
 }
 
 TEST(ParseScenario, OverfullMigLayout) {

@@ -79,7 +79,8 @@ std::shared_ptr<const Series> LoadSeries(Parser& p, const YAML::Node& c, const s
     double t = 0, v = 0;
     auto number = [&](int i, double& out) {
       std::string_view s = cell(record, i);
-      return std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc();
+      return std::from_chars(s.data(), s.data() + s.size(), out).ec == std::errc() &&
+             std::isfinite(out);
     };
     if (std::max(vcol, tcol) >= cells || !number(tcol, t) || !number(vcol, v)) {
       p.Fail(c, path,
@@ -96,6 +97,13 @@ std::shared_ptr<const Series> LoadSeries(Parser& p, const YAML::Node& c, const s
   std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
   auto s = std::make_shared<Series>();
   double t0 = rows.front().first;
+  // Offsets are whole microseconds: a span past ten years (or a time that is no finite number)
+  // is a wrong column or unit, not a trace.
+  if (const double span = rows.back().first - t0; !(span >= 0 && span <= 10 * 366 * 86400.0)) {
+    p.Fail(c, path, fmt::format("{}: the times span {} s; expected a trace of at most ten years in "
+                                "seconds", full, span));
+    return nullptr;
+  }
   for (auto& [t, v] : rows) {
     Micros off = static_cast<Micros>(std::llround((t - t0) * 1e6));
     const double frac = unit == SeriesUnit::kPercent ? std::clamp(v / 100.0 * scale, 0.0, 1.0)

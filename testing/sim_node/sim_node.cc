@@ -1,5 +1,6 @@
 #include "sim_node/sim_node.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,47 @@ class NodeWorld {
     kubelet.SetAllocatable(lists.allocatable);
     cri.SetSandboxes(lists.sandboxes);
     cri.SetContainers(lists.containers);
+    LayOutKubeletFiles(lists);
+  }
+
+  // What the kubelet and containerd leave on a node for the agent's CRI-free mapping
+  // (sources/cri/kubelet_files.h): a log directory per pod and a link per container while the
+  // pod is listed, and the pod's and each running container's cgroup while they run.
+  void LayOutKubeletFiles(const sim::KubeLists& lists) {
+    std::set<fs::path> paths;
+    std::map<std::string, const cri::PodSandbox*> sandbox;
+    for (const cri::PodSandbox& sb : lists.sandboxes) sandbox[sb.id] = &sb;
+    std::error_code ec;
+    for (const cri::Container& c : lists.containers) {
+      auto it = sandbox.find(c.pod_sandbox_id);
+      if (it == sandbox.end()) continue;
+      const cri::PodSandbox& sb = *it->second;
+      const std::string pod_dir =
+          fmt::format("var/log/pods/{}_{}_{}", sb.namespace_name, sb.name, sb.uid);
+      fs::create_directories(host_ / pod_dir / c.name, ec);
+      paths.insert(host_ / pod_dir);
+      const fs::path link = host_ / fmt::format("var/log/containers/{}_{}_{}-{}.log", sb.name,
+                                                sb.namespace_name, c.name, c.id);
+      fs::create_directories(link.parent_path(), ec);
+      if (!fs::is_symlink(link)) fs::create_symlink("/" + pod_dir + "/" + c.name + "/0.log", link, ec);
+      paths.insert(link);
+      if (!sb.ready) continue;
+      std::string uid = sb.uid;
+      std::replace(uid.begin(), uid.end(), '-', '_');
+      const fs::path pod_cgroup =
+          host_ / fmt::format("sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
+                              "kubepods-burstable-pod{}.slice", uid);
+      fs::create_directories(pod_cgroup, ec);
+      paths.insert(pod_cgroup);
+      if (c.running) {
+        fs::create_directories(pod_cgroup / fmt::format("cri-containerd-{}.scope", c.id), ec);
+        paths.insert(pod_cgroup / fmt::format("cri-containerd-{}.scope", c.id));
+      }
+    }
+    // What ended is removed as the kubelet removes it; innermost first.
+    for (auto it = kubelet_paths_.rbegin(); it != kubelet_paths_.rend(); ++it)
+      if (!paths.count(*it)) fs::remove_all(*it, ec);
+    kubelet_paths_ = std::move(paths);
   }
 
   const sim::Scenario& scenario_;
@@ -98,6 +140,7 @@ class NodeWorld {
   sim::HostUids uids_;
   std::vector<Grant> last_grants_;
   std::map<ConsumerRef, Micros> ended_;
+  std::set<fs::path> kubelet_paths_;
 };
 
 // The simulator's truth of what ran on the node: the same scenario, node and step as the NVML
@@ -234,9 +277,8 @@ std::string SimNode::AgentCommand() const {
   const SimNodeOptions& o = impl_->options;
   return fmt::format(
       "GPULEDGER_NVML_SCENARIO={} {} agent --node-name {} --host-root {} --nvml-library {} "
-      "--pod-resources-socket {} --cri-socket {} --listen 127.0.0.1:9400 --interval 1s",
-      standin_config(), o.agent_binary, o.node, host_root(), o.nvml_standin, kubelet_socket(),
-      cri_socket());
+      "--pod-resources-socket {} --listen 127.0.0.1:9400 --interval 1s",
+      standin_config(), o.agent_binary, o.node, host_root(), o.nvml_standin, kubelet_socket());
 }
 
 int RunSimNode(const SimNodeOptions& o, const std::atomic<bool>& stop, std::ostream& out,

@@ -1,9 +1,11 @@
 #pragma once
 // `gpuledger-sim-node` (a test tool, never installed: it serves the fake kubelet and CRI of
 // testing/fake_grpc and loads the NVML stand-in, so the production binary links neither): lays
-// out one simulated node for a real agent — a procfs tree under
-// DIR/host, a kubelet PodResources and a CRI server on unix sockets under DIR, and the NVML
-// stand-in's configuration — prints the exact `gpuledger agent` command to run against it, and
+// out one simulated node for a real agent — a procfs tree, the kubelet's pod log directories
+// and container log links and the pods' cgroups under DIR/host, a kubelet PodResources and a
+// CRI server on unix sockets under DIR, and the NVML stand-in's configuration — prints the
+// exact `gpuledger agent` command to run against it (as the manifests run it: containers from
+// the kubelet's files, no CRI socket), and
 // keeps the node's world following the scenario's clock until killed. With --truth it also
 // keeps the simulator's truth of what ran so far, for checking an agent's figures against.
 

@@ -37,15 +37,29 @@ for overlay in "$root"/deploy/overlays/*/; do
     echo "deploy/overlays/$name${platform:+ on $platform}: $(grep -c '^kind:' "$out/$file.yaml") objects"
   done
 done
+# The opt-in components (deploy/components/cri, read-environ), alone and on a platform.
+for platform in "" gke; do
+  file=embedded${platform:++$platform}+with-cri+with-read-environ
+  if ! "$root/scripts/deploy.sh" --render ${platform:+--platform "$platform"} --with cri \
+      --with read-environ embedded >"$out/$file.yaml" 2>"$out/$file.err"; then
+    echo "rendering deploy/overlays/embedded with cri and read-environ failed:" >&2
+    cat "$out/$file.err" >&2
+    exit 1
+  fi
+  echo "deploy/overlays/embedded${platform:+ on $platform} with cri, read-environ: $(grep -c '^kind:' "$out/$file.yaml") objects"
+done
 "$gpuledger" metrics --format names >"$out/metrics.txt"
 node "$here/validate.mjs" --version "$version" --metrics "$out/metrics.txt" \
   --privileges "$root/deploy/privileges.yaml" "$out"/*.yaml
 
 # The privilege check catches what is not on the list: GKE's rendering read as another
-# platform's, and a capability nobody listed.
+# platform's, the opt-in components' privileges in a rendering without them, and a capability
+# nobody listed.
 mkdir "$out/catch"
 cp "$out/embedded+gke.yaml" "$out/catch/embedded+eks.yaml"
-sed 's/- SYS_PTRACE/- SYS_ADMIN/' "$out/embedded.yaml" >"$out/catch/embedded.yaml"
+cp "$out/embedded+with-cri+with-read-environ.yaml" "$out/catch/embedded.yaml"
+sed 's/- SYS_PTRACE/- SYS_ADMIN/' "$out/embedded+with-cri+with-read-environ.yaml" \
+  >"$out/catch/embedded+with-read-environ.yaml"
 if node "$here/validate.mjs" --version "$version" --metrics "$out/metrics.txt" \
     --privileges "$root/deploy/privileges.yaml" "$out"/catch/*.yaml >"$out/catch.txt" 2>&1; then
   echo "validate.mjs passed privileges that deploy/privileges.yaml does not list" >&2
@@ -53,7 +67,9 @@ if node "$here/validate.mjs" --version "$version" --metrics "$out/metrics.txt" \
 fi
 for expected in "privileged, which deploy/privileges.yaml allows only on gke" \
     "hostPath /home/kubernetes/bin/nvidia is not in deploy/privileges.yaml" \
-    "capability SYS_ADMIN is not in deploy/privileges.yaml"; do
+    "capability SYS_ADMIN is not in deploy/privileges.yaml" \
+    "capability SYS_PTRACE is not in deploy/privileges.yaml" \
+    "hostPath /run/containerd/containerd.sock is not in deploy/privileges.yaml"; do
   if ! grep -qF "$expected" "$out/catch.txt"; then
     echo "validate.mjs did not say: $expected" >&2
     cat "$out/catch.txt" >&2

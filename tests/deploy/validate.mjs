@@ -49,17 +49,23 @@ const problems = [];
 let objects = 0;
 
 // deploy/privileges.yaml: what the agent may hold, each with its reason and, where only some
-// platforms need it, which. A file rendered for a platform is named OVERLAY+PLATFORM.yaml.
+// platforms or opt-in components need it, which. A file rendered for a platform and with
+// components is named OVERLAY[+PLATFORM][+with-COMPONENT...].yaml.
 const privileges = parse(readFileSync(options.privileges, "utf8"));
 for (const [what, entries] of Object.entries(privileges))
   for (const e of Array.isArray(entries) ? entries : [entries])
     if (!e?.why?.trim()) problems.push(`${options.privileges}: ${what} ${e?.name ?? e?.path ?? ""}: no reason`);
-function platformOf(file) {
-  const m = /\+([a-z-]+)\.yaml$/.exec(file);
-  return m ? m[1] : "";
+function renderingOf(file) {
+  const parts = file.replace(/^.*\//, "").replace(/\.yaml$/, "").split("+").slice(1);
+  return {
+    platform: parts.find((p) => !p.startsWith("with-")) ?? "",
+    components: parts.filter((p) => p.startsWith("with-")).map((p) => p.slice(5)),
+  };
 }
 function allowedOn(entry, file) {
-  return !!entry && (!entry.platforms || entry.platforms.includes(platformOf(file)));
+  const { platform, components } = renderingOf(file);
+  return !!entry && (!entry.platforms || entry.platforms.includes(platform)) &&
+    (!entry.components || entry.components.some((c) => components.includes(c)));
 }
 
 // The agent's privileges against the list: anything not on it, or not for this platform, fails.

@@ -60,12 +60,13 @@ struct ContainerRun {
   std::vector<std::tuple<std::string, std::string, bool>> mounts;  // source, target, read-only
   std::map<std::string, std::string> env;
   std::vector<std::string> argv;  // in the container
-  std::string user;               // "" root, else "UID:GID"
+  std::string user = "0:0";       // "UID:GID"
+  std::string capabilities = "-";  // what the manifest adds to drop [ALL], comma-separated
 };
 
 // `unshare` (mount and PID namespaces), the root bound read-only with the volumes over it,
-// /proc of the new PID namespace, then chroot as the user with exactly `env`. When unshare
-// ends, the namespace ends with it.
+// /proc of the new PID namespace, then container_exec: chroot, exactly the manifest's
+// capabilities, the user, exactly `env`. When unshare ends, the namespace ends with it.
 std::vector<std::string> Command(const ContainerRun& run) {
   std::string script = "set -e\n";
   script += "mount --bind " + Quote(run.root) + " " + Quote(run.root) + "\n";
@@ -82,14 +83,25 @@ std::vector<std::string> Command(const ContainerRun& run) {
   // a run before).
   script += "env -i";
   for (const auto& [k, v] : run.env) script += " " + Quote(k + "=" + v);
-  script += " /usr/sbin/chroot";
-  if (!run.user.empty()) script += " --userspec=" + run.user;
-  script += " " + Quote(run.root);
+  const fs::path exec = fs::read_symlink("/proc/self/exe").parent_path() / "container_exec";
+  script += " " + Quote(exec.string()) + " " + Quote(run.root) + " " + Quote(run.user) + " " +
+            Quote(run.capabilities);
   for (const std::string& a : run.argv) script += " " + Quote(a);
   script += "\nexit $?\n";  // a last command, or the shell would exec the one before
   // SIGKILL: a namespace's first process ignores any other signal it has no handler for.
   return {"/usr/bin/unshare",     "--mount", "--pid", "--fork",
           "--kill-child=SIGKILL", "/bin/sh", "-c",    script};
+}
+
+// /proc/<pid>/status of the gpuledger process whose arguments hold `argument`, or "".
+std::string StatusOf(const std::string& argument) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    auto cmdline = ReadFile((entry.path() / "cmdline").string());
+    if (!cmdline || !cmdline->starts_with("/usr/bin/gpuledger")) continue;
+    if (cmdline->find(argument + '\0') == std::string::npos) continue;
+    if (auto status = ReadFile((entry.path() / "status").string())) return *status;
+  }
+  return "";
 }
 
 class DeployedProcessesE2e : public ::testing::Test {
@@ -164,6 +176,16 @@ class DeployedProcessesE2e : public ::testing::Test {
       run.argv.push_back(arg);
     }
   }
+  // The capabilities the container's securityContext adds to `drop: [ALL]`.
+  static std::string Capabilities(const json& container) {
+    const json caps = container.value("securityContext", json::object())
+                          .value("capabilities", json::object());
+    EXPECT_EQ(caps.value("drop", json::array()), json::array({"ALL"})) << container["name"];
+    std::string out;
+    for (const json& c : caps.value("add", json::array()))
+      out += (out.empty() ? "" : ",") + c.get<std::string>();
+    return out.empty() ? "-" : out;
+  }
   // The listen flag's port replaced (the one change to the manifests).
   static void Listen(ContainerRun& run, const std::string& address) {
     for (std::string& a : run.argv)
@@ -231,17 +253,25 @@ workloads:
   fs::create_directories(Path("secrets/gpuledger-api-token"));
   ASSERT_TRUE(WriteFile(Path("secrets/gpuledger-api-token/token"), "deployed-token").ok());
 
-  // The agent: root (runAsUser 0), the node's paths where its hostPath volumes point, and
-  // NVML where the NVIDIA runtime mounts the driver's library.
+  // The agent: uid 0 with exactly the manifest's capabilities (none), the node's paths where
+  // its hostPath volumes point (no runtime socket among them: containers are found from the
+  // kubelet's files), and NVML where the NVIDIA runtime mounts the driver's library.
   const int agent_port = testing::FreePort();
   ContainerRun agent{root_};
+  for (const char* kubelet_dir : {"/host/var/log/pods", "/host/var/log/containers",
+                                  "/host/sys/fs/cgroup"})
+    fs::create_directories(node + kubelet_dir);
   MountVolumes(agent_pod, agent_pod["containers"][0], agent,
                {{"/proc", node + "/host/proc"},
                 {"/etc/passwd", node + "/host/etc/passwd"},
                 {"/run/gpuledger/kerneltime", node + "/host/run/gpuledger/kerneltime"},
                 {"/var/lib/kubelet/pod-resources", node},
-                {"/run/containerd/containerd.sock", node + "/cri.sock"}},
+                {"/var/log/pods", node + "/host/var/log/pods"},
+                {"/var/log/containers", node + "/host/var/log/containers"},
+                {"/sys/fs/cgroup", node + "/host/sys/fs/cgroup"}},
                {});
+  agent.capabilities = Capabilities(agent_pod["containers"][0]);
+  EXPECT_EQ(agent.capabilities, "-") << "the agent holds no capability by default";
   MountPoint(test_paths::kNvmlStandin, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
   agent.mounts.emplace_back(test_paths::kNvmlStandin, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
                             true);
@@ -255,6 +285,11 @@ workloads:
   Child agent_process(Command(agent), Path("agent.out"));
   ASSERT_FALSE(WaitFor(Path("agent.out"), std::regex("serving http://[^:]+:(\\d+)/"), 20s).empty())
       << *ReadFile(Path("agent.out.err"));
+  // As the kernel sees it: uid 0 and not one effective or permitted capability.
+  const std::string status = StatusOf("--listen=127.0.0.1:" + std::to_string(agent_port));
+  EXPECT_NE(status.find("\nUid:\t0\t0\t0\t0\n"), std::string::npos) << status;
+  EXPECT_NE(status.find("\nCapEff:\t0000000000000000\n"), std::string::npos) << status;
+  EXPECT_NE(status.find("\nCapPrm:\t0000000000000000\n"), std::string::npos) << status;
 
   // The API server the server's in-cluster client finds: HTTPS, verified against the CA in
   // the service account's directory, wanting its token; the agents' Endpoints as the
@@ -296,6 +331,7 @@ workloads:
   server.env["KUBERNETES_SERVICE_HOST"] = "127.0.0.1";
   server.env["KUBERNETES_SERVICE_PORT"] = std::to_string(api.port());
   server.user = std::to_string(uid) + ":" + std::to_string(gid);
+  server.capabilities = Capabilities(server_pod["containers"][0]);
   Listen(server, "127.0.0.1:0");
   Child server_process(Command(server), Path("server.out"));
   const std::string port = WaitFor(Path("server.out"), std::regex("http://[^:]+:(\\d+)/"), 30s);

@@ -141,22 +141,27 @@ std::vector<std::string_view> SplitPath(std::string_view path) {
 
 enum class PathResult { kNoContainer, kMonitor, kContainer };
 
-PathResult ParsePath(std::string_view path, CgroupRef& out) {
-  const std::vector<std::string_view> parts = SplitPath(path);
-  // The pod: the first pod component, systemd or cgroupfs style.
-  std::string pod_uid;
-  std::size_t start = 0;
+// The pod: the first pod component, systemd or cgroupfs style; `start` is the component after
+// it (0 when there is none).
+std::string PodOf(const std::vector<std::string_view>& parts, std::size_t& start) {
+  start = 0;
   bool below_kubepods = false;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     std::optional<std::string> uid = SystemdPodUid(parts[i]);
     if (!uid && below_kubepods) uid = CgroupfsPodUid(parts[i]);
     if (uid) {
-      pod_uid = std::move(*uid);
       start = i + 1;
-      break;
+      return std::move(*uid);
     }
     if (parts[i].starts_with("kubepods")) below_kubepods = true;
   }
+  return {};
+}
+
+PathResult ParsePath(std::string_view path, CgroupRef& out) {
+  const std::vector<std::string_view> parts = SplitPath(path);
+  std::size_t start = 0;
+  std::string pod_uid = PodOf(parts, start);
   // The container: the first container component at or after `start`.
   for (std::size_t i = start; i < parts.size(); ++i) {
     Component c = ClassifyContainer(parts[i], i > 0 ? parts[i - 1] : std::string_view());
@@ -250,6 +255,15 @@ Result<CgroupRef> ParseProcCgroup(std::string_view content) {
   }
   if (monitor) return NotFound("cgroup: a container runtime monitor (conmon), not a workload");
   return NotFound("cgroup: the process is in no container");
+}
+
+Result<CgroupRef> ParseCgroupDirectory(std::string_view path) {
+  CgroupRef ref;
+  if (ParsePath(path, ref) == PathResult::kContainer) return ref;
+  std::size_t start = 0;
+  ref.pod_uid = PodOf(SplitPath(path), start);
+  if (ref.pod_uid.empty()) return NotFound("cgroup: the directory is no pod's");
+  return ref;
 }
 
 std::string SystemdUnit(std::string_view cgroup_content) {

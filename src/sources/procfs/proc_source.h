@@ -45,6 +45,12 @@ struct CgroupRef {
 // Never crashes or throws on any input.
 Result<CgroupRef> ParseProcCgroup(std::string_view content);
 
+// A directory of the cgroup tree ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-
+// pod<uid>.slice[/cri-containerd-<id>.scope]"), named by the same rules: its pod UID and, when it
+// is a container's, the container ID; kNotFound when it is no pod's. The kubelet removes a pod's
+// cgroup once the pod has stopped, so the tree says which pods are running.
+Result<CgroupRef> ParseCgroupDirectory(std::string_view path);
+
 // The systemd unit in a cgroup path ("user@1000.service", "slurmstepd.scope", "jupyter.service"),
 // or empty. The path is the first of the lines, in ParseProcCgroup's order, that holds a unit;
 // the unit is its innermost ".service" component, else its innermost ".scope" component (so a
