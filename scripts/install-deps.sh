@@ -30,6 +30,7 @@ case "$profile" in
       golang-go golang-github-prometheus-common-dev golang-github-cespare-xxhash-dev
       golang-golang-x-exp-dev
       chromium fonts-liberation  # the web UI's test drives a real headless browser (tests/ui)
+      unzip                  # the Helm chart's test unpacks helm from its npm package
     )
     # The manifests' checker (tests/deploy) runs on Node.js; a Node.js from elsewhere (one
     # that bundles npm) is kept, as Debian's npm would conflict with it.
