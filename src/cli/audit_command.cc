@@ -43,27 +43,27 @@ Result<nlohmann::json> FindingsDocumentJson(const AuditOptions& o) {
     if (!loaded) return InvalidArgument(loaded.error().message);
     policy = std::move(*loaded);
   }
-  guardrails::FindingsQuery q;
+  ledger::FindingsQuery q;
   q.window = o.since;
   q.namespace_name = o.namespace_name;
   q.workload = o.workload;
   q.open_only = o.open_only;
-  auto kind = guardrails::ParseKindFilter(o.kind);
+  auto kind = ledger::ParseKindFilter(o.kind);
   if (!kind) return InvalidArgument("--" + kind.error().message);
   q.kind = *kind;
-  auto severity = guardrails::ParseSeverityFilter(o.severity);
+  auto severity = ledger::ParseSeverityFilter(o.severity);
   if (!severity) return InvalidArgument("--" + severity.error().message);
   q.min_severity = *severity;
   auto store = OpenExistingLedger("--db", o.db);
   if (!store) return store.error();
   ledger::ReadService reads;
-  auto doc = guardrails::ReadFindingsDocument(**store, reads, q, policy);
+  auto doc = ledger::ReadFindingsDocument(**store, reads, q, policy);
   if (!doc) {
     if (doc.error().code == ErrorCode::kInvalidArgument)
       return InvalidArgument("--since: " + doc.error().message);
     return doc.error();
   }
-  return guardrails::FindingsObject(*doc);
+  return ledger::FindingsObject(*doc);
 }
 
 std::string Subject(const nlohmann::json& f) {

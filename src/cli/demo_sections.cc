@@ -187,11 +187,11 @@ bool PrintAccuracy(const report::Report& by_container,
 }
 
 Status PrintFindings(store::LedgerStore& store, std::size_t width, std::ostream& out) {
-  guardrails::FindingsQuery all_findings;
+  ledger::FindingsQuery all_findings;
   all_findings.window = "all";
   ledger::ReadService reads;
   auto findings =
-      guardrails::ReadFindingsDocument(store, reads, all_findings, guardrails::DefaultPolicy());
+      ledger::ReadFindingsDocument(store, reads, all_findings, guardrails::DefaultPolicy());
   if (!findings) return findings.error();
   out << "\n"
       << Wrap(fmt::format("Guardrails: {} findings, {} of GPU time taken or held without use",
@@ -207,7 +207,7 @@ Status PrintRightsizing(store::LedgerStore& store, const cost::Catalog& catalog,
                         std::ostream& out) {
   recommendations::RightsizeQuery all_window;
   all_window.window = "all";
-  auto rightsize = recommendations::ReadRightsizePlan(store, nullptr, all_window, catalog);
+  auto rightsize = ledger::ReadRightsizePlan(store, nullptr, all_window, catalog);
   if (!rightsize) return rightsize.error();
   out << "\n"
       << Wrap(fmt::format("Rightsizing: {} a month could be saved ({})",

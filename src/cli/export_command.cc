@@ -72,10 +72,10 @@ int RunExport(const ExportCommandOptions& o, std::ostream& out, std::ostream& er
   Status written = Status::Ok();
   if (o.out.empty() || o.out == "-") {
     OutputSink sink(out);
-    written = billing::ExportFromStore(**store, reads, o.export_options, sink);
+    written = ledger::ExportFromStore(**store, reads, o.export_options, sink);
   } else {
     FileSink sink(o.out);
-    written = billing::ExportFromStore(**store, reads, o.export_options, sink);
+    written = ledger::ExportFromStore(**store, reads, o.export_options, sink);
     if (written.ok()) written = sink.Commit();
   }
   if (!written.ok())

@@ -1,6 +1,6 @@
 #pragma once
 // `gpuledger export --db LEDGER --format focus|csv [--window W] [--period hour|day]
-//  [--policy P] [--idle I] [--out FILE]`: FOCUS 1.2 or plain CSV rows (billing::ExportFromStore).
+//  [--policy P] [--idle I] [--out FILE]`: FOCUS 1.2 or plain CSV rows (ledger::ExportFromStore).
 
 #include <ostream>
 #include <string>
@@ -12,7 +12,7 @@ namespace gpuledger::cli {
 struct ExportCommandOptions {
   std::string db;
   std::string out;  // empty or "-": stdout
-  billing::ExportOptions export_options;
+  ledger::ExportOptions export_options;
 };
 
 // Returns the exit code: 0 ok, 1 failure, 2 bad input.

@@ -20,7 +20,7 @@ int RunReconcile(const ReconcileOptions& o, std::ostream& out, std::ostream& err
   }
   auto store = OpenExistingLedger("--db", o.db);
   if (!store) return Fail(err, store.error());
-  auto result = billing::ImportBill(**store, *content, o.bill, o.imported_at_us);
+  auto result = ledger::ImportBill(**store, *content, o.bill, o.imported_at_us);
   if (!result) return Fail(err, result.error());
   // A bill of many unknown rows says so without flooding the terminal, and an id of megabytes
   // is shown by its start (issue 58: a 20 MB ResourceId was echoed whole).

@@ -1,6 +1,6 @@
 #pragma once
 // `gpuledger reconcile --db LEDGER --bill FILE.csv`: import a FOCUS CSV bill and scale the
-// modelled device costs of each billed node-day to the bill (billing::ImportBill).
+// modelled device costs of each billed node-day to the bill (ledger::ImportBill).
 
 #include <ostream>
 #include <string>

@@ -31,7 +31,7 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
   }
   auto store = OpenExistingLedger("--db", o.db);
   if (!store) return store.error();
-  auto answer = recommendations::ReadRightsizePlan(
+  auto answer = ledger::ReadRightsizePlan(
       **store, nullptr, o, catalog, [&] { return OpenExistingLedger("--db", o.db); });
   if (!answer) {
     if (answer.error().code == ErrorCode::kInvalidArgument)

@@ -78,7 +78,7 @@ Command AddStatementsCommand(CLI::App& app) {
 
 Command AddExportCommand(CLI::App& app) {
   auto o = std::make_shared<cli::ExportCommandOptions>();
-  billing::ExportOptions& eo = o->export_options;
+  ledger::ExportOptions& eo = o->export_options;
   auto* c = app.add_subcommand("export", "FOCUS 1.2 or CSV rows per charge period and workload");
   c->add_option("--db", o->db, "ledger: an SQLite file or postgres://URL")->required();
   c->add_option("--format", eo.format, "focus | csv")->capture_default_str();

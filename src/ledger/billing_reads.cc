@@ -12,18 +12,18 @@
 #include "report/window.h"
 #include "store/ledger_identity.h"
 
-namespace gpuledger::billing {
+namespace gpuledger::ledger {
 
 Result<std::vector<DeviceHour>> ReadPricedDeviceHours(store::LedgerStore& store,
                                                       const TimeRange& range) {
-  auto recs = store.ReadReconciliations(
-      {WholeDays(range.from_us, range.to_us).from_us, WholeDays(range.from_us, range.to_us).to_us});
+  auto recs = store.ReadReconciliations({billing::WholeDays(range.from_us, range.to_us).from_us,
+                                         billing::WholeDays(range.from_us, range.to_us).to_us});
   if (!recs) return recs.error();
   if (recs->empty()) return store.ReadDeviceHours(range);
-  TimeRange days = WholeDays(range.from_us, range.to_us);
+  TimeRange days = billing::WholeDays(range.from_us, range.to_us);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
-  std::vector<DeviceHour> priced = ApplyReconciliations(*devices, *recs);
+  std::vector<DeviceHour> priced = billing::ApplyReconciliations(*devices, *recs);
   std::erase_if(priced, [&](const DeviceHour& d) {
     return d.hour_us < range.from_us || d.hour_us >= range.to_us;
   });
@@ -35,7 +35,7 @@ namespace {
 // The export held as a string, refused past a size.
 class StringSink final : public ledger::ExportSink {
  public:
-  StringSink(const ExportRequest& request, std::size_t max_bytes)
+  StringSink(const billing::ExportRequest& request, std::size_t max_bytes)
       : request_(request), max_bytes_(max_bytes) {}
   Status Restart() override {
     text_.clear();
@@ -56,7 +56,7 @@ class StringSink final : public ledger::ExportSink {
   std::string Take() && { return std::move(text_); }
 
  private:
-  const ExportRequest& request_;
+  const billing::ExportRequest& request_;
   const std::size_t max_bytes_;
   std::string text_;
 };
@@ -65,8 +65,8 @@ class StringSink final : public ledger::ExportSink {
 
 Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& o) {
   ResolvedExport out;
-  ExportRequest& request = out.request;
-  auto period = ParseChargePeriod(o.period);
+  billing::ExportRequest& request = out.request;
+  auto period = billing::ParseChargePeriod(o.period);
   if (!period) return period.error();
   request.period = *period;
   if (Status s = ledger::ParseCostRules(o.policy, o.idle, request.policy, request.idle); !s.ok())
@@ -105,27 +105,27 @@ Result<std::string> ExportFromStore(store::LedgerStore& store, ledger::ReadServi
 
 Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view content,
                                    const std::string& bill_file, Micros imported_at_us) {
-  auto lines = ParseFocusBill(content, bill_file);
+  auto lines = billing::ParseFocusBill(content, bill_file);
   if (!lines) return lines.error();
   ReconcileResult result;
   if (lines->empty()) return result;
   Micros from = lines->front().start_us, to = lines->front().end_us;
-  for (const BillLine& l : *lines) {
+  for (const billing::BillLine& l : *lines) {
     from = std::min(from, l.start_us);
     to = std::max(to, l.end_us);
   }
-  TimeRange days = WholeDays(from, to);
+  TimeRange days = billing::WholeDays(from, to);
   auto devices = store.ReadDeviceHours({days.from_us, days.to_us});
   if (!devices) return devices.error();
   auto meta = store.ReadMeta();
   if (!meta) return meta.error();
   std::string currency;
   if (auto it = meta->find("currency"); it != meta->end()) currency = it->second;
-  auto plan = PlanReconciliation(*lines, *devices, currency, bill_file, imported_at_us);
+  auto plan = billing::PlanReconciliation(*lines, *devices, currency, bill_file, imported_at_us);
   if (!plan) return plan.error();
   if (Status s = store.WriteReconciliations(plan->node_days); !s) return s;
   result.plan = std::move(*plan);
   return result;
 }
 
-}  // namespace gpuledger::billing
+}  // namespace gpuledger::ledger

@@ -16,7 +16,7 @@
 #include "model/ledger.h"
 #include "store/ledger_store.h"
 
-namespace gpuledger::billing {
+namespace gpuledger::ledger {
 
 // Device-hours of `range` priced as billed: reconciled node-days at their bill (read over whole
 // UTC days so a node-day scales as a whole, then trimmed back to `range`), others as modelled.
@@ -37,7 +37,7 @@ struct ExportOptions {
 // and cluster from its meta: "currency", default USD; "cluster"): what ledger::WriteExport
 // takes. Bad options fail with kInvalidArgument naming the option.
 struct ResolvedExport {
-  ExportRequest request;
+  billing::ExportRequest request;
   ledger::ExportFormat format = ledger::ExportFormat::kFocus;
 };
 Result<ResolvedExport> ResolveExport(store::LedgerStore& store, const ExportOptions& options);
@@ -53,7 +53,8 @@ Status ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
 Result<std::string> ExportFromStore(store::LedgerStore& store, ledger::ReadService& reads,
                                     const ExportOptions& options, std::size_t max_bytes = 0);
 struct ReconcileResult {
-  ReconcilePlan plan;  // what was recorded (node_days) and the bill rows that matched nothing
+  billing::ReconcilePlan
+      plan;  // what was recorded (node_days) and the bill rows that matched nothing
 };
 
 // Imports a FOCUS CSV bill (`content`, named `bill_file` in messages and in the table) into the
@@ -62,4 +63,4 @@ struct ReconcileResult {
 Result<ReconcileResult> ImportBill(store::LedgerStore& store, std::string_view content,
                                    const std::string& bill_file, Micros imported_at_us);
 
-}  // namespace gpuledger::billing
+}  // namespace gpuledger::ledger

@@ -10,7 +10,7 @@
 
 #include "report/report.h"
 
-namespace gpuledger::billing {
+namespace gpuledger::ledger {
 namespace {
 
 using ::testing::HasSubstr;
@@ -183,4 +183,4 @@ TEST_F(LedgerTest, ExportBillsOnlyReconciledNodeDays) {
 }
 
 }  // namespace
-}  // namespace gpuledger::billing
+}  // namespace gpuledger::ledger

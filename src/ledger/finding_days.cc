@@ -8,7 +8,7 @@
 
 #include "report/report.h"
 
-namespace gpuledger::guardrails {
+namespace gpuledger::ledger {
 namespace {
 
 // Whether the hours of `part` can price `f` (FindingCosts prices the hours it overlaps; a
@@ -20,7 +20,9 @@ bool Prices(const Finding& f, const TimeRange& part) {
 
 }  // namespace
 
-std::string FindingsSummarizer::Key() const { return "findings " + IdlePolicyKey(policy_); }
+std::string FindingsSummarizer::Key() const {
+  return "findings " + guardrails::IdlePolicyKey(policy_);
+}
 
 Result<std::shared_ptr<const ledger::DaySummary>> FindingsSummarizer::Summarize(
     store::LedgerStore& store, const ledger::Snapshot& s, const TimeRange& part) {
@@ -58,8 +60,9 @@ Result<std::shared_ptr<const ledger::DaySummary>> FindingsSummarizer::Summarize(
   std::vector<char> instance(contexts.size());
   for (std::size_t c = 0; c < contexts.size(); ++c)
     instance[c] = device_ids[contexts[c].device_id].starts_with("MIG-");
-  IdleHours idle(policy_);
-  std::unordered_map<std::uint64_t, IdleHours::Series> series;  // by consumer and context
+  guardrails::IdleHours idle(policy_);
+  std::unordered_map<std::uint64_t, guardrails::IdleHours::Series>
+      series;  // by consumer and context
   // Each consumer's workload, worked out when a series of it first needs it.
   std::vector<std::optional<std::string>> workload(consumers.size());
   std::map<const LabelMap*, std::uint32_t> label_ids;  // the snapshot's sets, kept once
@@ -68,7 +71,8 @@ Result<std::shared_ptr<const ledger::DaySummary>> FindingsSummarizer::Summarize(
   const auto [first, last] = s.DeviceRange(part.from_us, part.to_us);
   for (std::size_t d = first; d < last; ++d) {
     const ledger::DeviceFigures device = s.devices()[d];
-    const HourPrice price{device.price_nanos, device.metered_us, device.memory_total_bytes};
+    const guardrails::HourPrice price{device.price_nanos, device.metered_us,
+                                      device.memory_total_bytes};
     if (stale_node[device.placement]) {
       const ledger::Placement& p = placements[device.placement];
       day->device_hours.push_back({device.hour_us, p.node, p.gpu.value, price});
@@ -93,19 +97,19 @@ Result<std::shared_ptr<const ledger::DaySummary>> FindingsSummarizer::Summarize(
                              f.weights.allocated_us, f.weights.compute_us, f.weights.memory_kib_s,
                              price, id->second});
       }
-      const FindingRow row{device.hour_us,
-                           p.node,
-                           &ref,
-                           p.gpu.value,
-                           device_id,
-                           f.weights.allocated_us,
-                           f.weights.compute_us,
-                           f.weights.memory_kib_s};
+      const guardrails::FindingRow row{device.hour_us,
+                                       p.node,
+                                       &ref,
+                                       p.gpu.value,
+                                       device_id,
+                                       f.weights.allocated_us,
+                                       f.weights.compute_us,
+                                       f.weights.memory_kib_s};
       const std::uint64_t key = std::uint64_t{c} << 32 | k;
       auto [at, added] = series.try_emplace(key, 0);
       if (added) {
         if (!workload[c]) workload[c] = report::WorkloadOf(consumers[c]);
-        FindingRow named = row;
+        guardrails::FindingRow named = row;
         named.workload = *workload[c];
         at->second = idle.SeriesOf(named);
       }
@@ -124,4 +128,4 @@ bool FindingsSummarizer::Serves(const ledger::DaySummary& held, const TimeRange&
   });
 }
 
-}  // namespace gpuledger::guardrails
+}  // namespace gpuledger::ledger

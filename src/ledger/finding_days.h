@@ -23,10 +23,10 @@
 #include "ledger/day_summaries.h"
 #include "model/finding.h"
 
-namespace gpuledger::guardrails {
+namespace gpuledger::ledger {
 
 struct FindingsDay final : ledger::DaySummary {
-  std::vector<IdleSeriesDay> idle;
+  std::vector<guardrails::IdleSeriesDay> idle;
   // The rows of the subjects of the findings recorded over the day, with their device-hour's
   // price and their pod labels (an index into label_sets).
   struct Row {
@@ -36,7 +36,7 @@ struct FindingsDay final : ledger::DaySummary {
     std::string gpu, device_id;
     GpuMicros allocated_us = 0, compute_us = 0;
     KibSeconds memory_kib_s = 0;
-    HourPrice price;
+    guardrails::HourPrice price;
     std::uint32_t labels = 0;
   };
   std::vector<Row> rows;
@@ -46,7 +46,7 @@ struct FindingsDay final : ledger::DaySummary {
   struct DeviceHour {
     Micros hour_us = 0;
     std::string node, gpu;
-    HourPrice price;
+    guardrails::HourPrice price;
   };
   std::vector<DeviceHour> device_hours;
   std::set<std::string, std::less<>> nodes;
@@ -59,7 +59,8 @@ class FindingsSummarizer final : public ledger::DaySummarizer {
   // `priced`: the findings this read prices (a day summarized keeps their subjects whatever
   // the store says); `window`: the read's, whose recorded findings are read once, unfiltered,
   // the first time a day is summarized.
-  FindingsSummarizer(const Policy& policy, const std::vector<Finding>& priced, TimeRange window)
+  FindingsSummarizer(const guardrails::Policy& policy, const std::vector<Finding>& priced,
+                     TimeRange window)
       : policy_(policy), priced_(priced), window_(window) {}
 
   std::string Key() const override;
@@ -69,10 +70,10 @@ class FindingsSummarizer final : public ledger::DaySummarizer {
   bool Serves(const ledger::DaySummary& held, const TimeRange& part) const override;
 
  private:
-  const Policy& policy_;
+  const guardrails::Policy& policy_;
   const std::vector<Finding>& priced_;
   const TimeRange window_;
   std::optional<std::vector<Finding>> recorded_;  // every finding recorded over the window
 };
 
-}  // namespace gpuledger::guardrails
+}  // namespace gpuledger::ledger

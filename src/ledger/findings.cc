@@ -17,7 +17,7 @@
 #include "report/window.h"
 #include "store/ledger_identity.h"
 
-namespace gpuledger::guardrails {
+namespace gpuledger::ledger {
 namespace {
 
 bool Matches(const Finding& f, const FindingsQuery& q) {
@@ -55,7 +55,7 @@ Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text) {
 }
 
 void SumTotals(FindingsDocument& doc) {
-  for (const PricedFinding& p : doc.findings) {
+  for (const guardrails::PricedFinding& p : doc.findings) {
     doc.total_cost_nanos += p.cost_nanos;
     doc.total_gpu_us += p.gpu_us;
     FindingsDocument::KindTotal& k = doc.by_kind[p.finding.kind];
@@ -67,7 +67,8 @@ void SumTotals(FindingsDocument& doc) {
 }
 
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
-                                              const FindingsQuery& query, const Policy& policy) {
+                                              const FindingsQuery& query,
+                                              const guardrails::Policy& policy) {
   auto scope = ledger::ResolveReadScope(store, query.window);
   if (!scope) return scope.error();
   FindingsDocument doc;
@@ -92,8 +93,8 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
   FindingsSummarizer summarizer(policy, wanted, {doc.from_us, doc.to_us});
   auto parts = reads.Summaries(store, {doc.from_us, doc.to_us}, summarizer);
   if (!parts) return parts.error();
-  FindingCosts costs(wanted);
-  IdleRuns idle(policy, doc.cluster, scope->extent.to_us);
+  guardrails::FindingCosts costs(wanted);
+  guardrails::IdleRuns idle(policy, doc.cluster, scope->extent.to_us);
   // The pod labels each recorded finding's subject carried when it was first seen (its first
   // row in the window from that hour on; of one hour, the least set), by finding.
   std::multimap<ConsumerRef, std::size_t> by_subject;
@@ -121,22 +122,23 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
   }
   // The recorded findings priced (those exempt by their subject's labels left out), then the
   // idle allocations.
-  std::vector<PricedFinding> all;
+  std::vector<guardrails::PricedFinding> all;
   static const LabelMap kNone;
-  std::vector<PricedFinding> priced = costs.Take();  // in the order of `wanted`
+  std::vector<guardrails::PricedFinding> priced = costs.Take();  // in the order of `wanted`
   for (std::size_t i = 0; i < priced.size(); ++i) {
     const Finding& f = priced[i].finding;
     if (!policy.Exempt(f.kind, f.subject, labels[i].second ? *labels[i].second : kNone))
       all.push_back(std::move(priced[i]));
   }
-  for (PricedFinding& p : idle.Finish())
+  for (guardrails::PricedFinding& p : idle.Finish())
     if (Matches(p.finding, query)) all.push_back(std::move(p));
-  std::sort(all.begin(), all.end(), [](const PricedFinding& x, const PricedFinding& y) {
-    const Finding& a = x.finding;
-    const Finding& b = y.finding;
-    return std::tie(a.first_seen_us, a.node, a.kind, a.subject, a.gpu_uuid) <
-           std::tie(b.first_seen_us, b.node, b.kind, b.subject, b.gpu_uuid);
-  });
+  std::sort(all.begin(), all.end(),
+            [](const guardrails::PricedFinding& x, const guardrails::PricedFinding& y) {
+              const Finding& a = x.finding;
+              const Finding& b = y.finding;
+              return std::tie(a.first_seen_us, a.node, a.kind, a.subject, a.gpu_uuid) <
+                     std::tie(b.first_seen_us, b.node, b.kind, b.subject, b.gpu_uuid);
+            });
   doc.findings = std::move(all);
   SumTotals(doc);
   return doc;
@@ -144,7 +146,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger:
 
 nlohmann::json FindingsObject(const FindingsDocument& doc) {
   nlohmann::json findings = nlohmann::json::array();
-  for (const PricedFinding& p : doc.findings) {
+  for (const guardrails::PricedFinding& p : doc.findings) {
     const Finding& f = p.finding;
     const Micros end = f.resolved_us.value_or(f.last_seen_us);
     findings.push_back({
@@ -169,7 +171,7 @@ nlohmann::json FindingsObject(const FindingsDocument& doc) {
         {"gpu_seconds", Seconds(p.gpu_us)},
         {"cost_nanos", p.cost_nanos},
         {"cost_basis", p.cost_basis},
-        {"summary", Summary(p)},
+        {"summary", guardrails::Summary(p)},
     });
   }
   nlohmann::json by_kind = nlohmann::json::object();
@@ -190,4 +192,4 @@ nlohmann::json FindingsObject(const FindingsDocument& doc) {
   return out;
 }
 
-}  // namespace gpuledger::guardrails
+}  // namespace gpuledger::ledger

@@ -24,7 +24,7 @@
 #include "ledger/read_service.h"
 #include "store/ledger_store.h"
 
-namespace gpuledger::guardrails {
+namespace gpuledger::ledger {
 
 struct FindingsQuery {
   std::string window = "7d";  // as `report --window` (report::ResolveWindow)
@@ -39,7 +39,8 @@ struct FindingsDocument {
   Micros from_us = 0, to_us = 0;  // the window, resolved
   std::string cluster;
   std::string currency = "USD";
-  std::vector<PricedFinding> findings;  // by first seen, then node, kind, subject, device
+  std::vector<guardrails::PricedFinding>
+      findings;  // by first seen, then node, kind, subject, device
   Nanos total_cost_nanos = 0;
   GpuMicros total_gpu_us = 0;
   // Across every node of the cluster, per kind.
@@ -57,7 +58,8 @@ void SumTotals(FindingsDocument& doc);
 
 // kInvalidArgument naming the parameter for a bad window; store errors as they are.
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, ledger::ReadService& reads,
-                                              const FindingsQuery& query, const Policy& policy);
+                                              const FindingsQuery& query,
+                                              const guardrails::Policy& policy);
 
 // {"window":{...},"cluster":...,"currency":...,"total_cost_nanos":int,"total_gpu_seconds":x,
 //  "findings":[{"kind","remedy","workload","severity","state","cluster","node","namespace","pod","pod_uid",
@@ -71,4 +73,4 @@ nlohmann::json FindingsObject(const FindingsDocument& document);
 Result<std::optional<FindingKind>> ParseKindFilter(std::string_view text);
 Result<std::optional<Severity>> ParseSeverityFilter(std::string_view text);
 
-}  // namespace gpuledger::guardrails
+}  // namespace gpuledger::ledger

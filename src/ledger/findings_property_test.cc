@@ -27,7 +27,7 @@
 #include "store/ledger_store.h"
 #include "store_test_env/store_test_env.h"
 
-namespace gpuledger::guardrails {
+namespace gpuledger::ledger {
 namespace {
 
 using store::testing::Hour;
@@ -56,9 +56,9 @@ bool OnDevice(const UsageRow& r, const std::string& device) {
   return r.gpu.value == device || r.device_id == device;
 }
 
-std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
-                                         std::span<const DeviceHour> devices,
-                                         std::span<const UsageRow> usage) {
+std::vector<guardrails::PricedFinding> PriceFindings(std::span<const Finding> findings,
+                                                     std::span<const DeviceHour> devices,
+                                                     std::span<const UsageRow> usage) {
   std::map<std::tuple<Micros, std::string, std::string>, const DeviceHour*>
       device_at;  // hour, node, gpu
   for (const DeviceHour& d : devices) device_at[{d.hour_us, d.node, d.gpu.value}] = &d;
@@ -70,10 +70,10 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
   for (const UsageRow& r : usage)
     if (r.device_id.starts_with("MIG-")) parent[r.device_id] = r.gpu.value;
 
-  std::vector<PricedFinding> out;
+  std::vector<guardrails::PricedFinding> out;
   out.reserve(findings.size());
   for (const Finding& f : findings) {
-    PricedFinding p{f, 0, 0, std::string(kRiskBasis)};
+    guardrails::PricedFinding p{f, 0, 0, std::string(guardrails::kRiskBasis)};
     const Micros from = f.first_seen_us;
     const Micros to = std::max(from, f.resolved_us.value_or(f.last_seen_us));
     auto in_window = [&](const UsageRow& r) {
@@ -91,7 +91,7 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
           if (const DeviceHour* d = device_of(*r)) fn(*r, *d);
     };
     auto compute_beyond_grant = [&] {
-      p.cost_basis = kComputeBasis;
+      p.cost_basis = guardrails::kComputeBasis;
       each_row([&](const UsageRow& r, const DeviceHour& d) {
         if (!OnDevice(r, f.gpu_uuid)) return;
         const GpuMicros beyond = std::max<GpuMicros>(0, r.compute_us - r.allocated_us);
@@ -107,7 +107,7 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
       case FindingKind::kIsolationBreach:
         if (const std::int64_t cap = EvidenceInt(f.evidence, "declared_memory_bytes"); cap > 0) {
           // Byte-µs beyond the cap over the finding's part of each hour, as GPU-µs of the card.
-          p.cost_basis = kMemoryBasis;
+          p.cost_basis = guardrails::kMemoryBasis;
           each_row([&](const UsageRow& r, const DeviceHour& d) {
             if (!OnDevice(r, f.gpu_uuid) || d.memory_total_bytes <= 0) return;
             const Micros overlap =
@@ -125,7 +125,7 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
         }
         break;
       case FindingKind::kIdleAllocation:
-        p.cost_basis = kIdleBasis;
+        p.cost_basis = guardrails::kIdleBasis;
         each_row([&](const UsageRow& r, const DeviceHour& d) {
           if (!OnDevice(r, f.gpu_uuid)) return;
           p.gpu_us += r.allocated_us;
@@ -133,7 +133,7 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
         });
         break;
       case FindingKind::kStaleGrant: {
-        p.cost_basis = kStaleBasis;
+        p.cost_basis = guardrails::kStaleBasis;
         const std::int64_t share = EvidenceInt(f.evidence, "share_ppd");
         std::string gpu = f.gpu_uuid;
         if (auto it = parent.find(gpu); it != parent.end()) gpu = it->second;
@@ -148,7 +148,7 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
         break;
       }
       case FindingKind::kVisibleDevicesOverride:
-        p.cost_basis = kOverrideBasis;
+        p.cost_basis = guardrails::kOverrideBasis;
         break;
       default:
         break;
@@ -158,7 +158,8 @@ std::vector<PricedFinding> PriceFindings(std::span<const Finding> findings,
   return out;
 }
 
-std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage, const Policy& policy,
+std::vector<Finding> DetectIdleAllocations(std::span<const UsageRow> usage,
+                                           const guardrails::Policy& policy,
                                            const std::string& cluster, Micros now_us) {
   std::vector<Finding> out;
   if (!policy.Enabled(FindingKind::kIdleAllocation)) return out;
@@ -227,7 +228,7 @@ bool Matches(const Finding& f, const FindingsQuery& q) {
 }
 
 Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const FindingsQuery& query,
-                                              const Policy& policy) {
+                                              const guardrails::Policy& policy) {
   auto extent = store.Extent();
   if (!extent) return extent.error();
   auto window = report::ResolveWindow(query.window, *extent);
@@ -252,7 +253,7 @@ Result<FindingsDocument> ReadFindingsDocument(store::LedgerStore& store, const F
   if (!recorded) return recorded.error();
   auto usage = store.ReadUsage(range);
   if (!usage) return usage.error();
-  auto devices = billing::ReadPricedDeviceHours(store, range);
+  auto devices = ledger::ReadPricedDeviceHours(store, range);
   if (!devices) return devices.error();
 
   // Pod labels for label exemptions: the agent knows none, the ledger's rows carry them. A
@@ -453,16 +454,16 @@ RandomLedger MakeRandomLedger(std::mt19937_64& rng, int hours) {
   return out;
 }
 
-Policy RandomPolicy(std::mt19937_64& rng) {
-  Policy p = DefaultPolicy();
+guardrails::Policy RandomPolicy(std::mt19937_64& rng) {
+  guardrails::Policy p = guardrails::DefaultPolicy();
   p.idle_allocation_hours = std::vector<int>{1, 3, 8, 30}[rng() % 4];
   p.idle_compute_fraction = rng() % 2 ? 0.01 : 0.03;
-  if (rng() % 2) p.exemptions.push_back(Exemption{"", {{"team", "exempt"}}, {}, 1});
+  if (rng() % 2) p.exemptions.push_back(guardrails::Exemption{"", {{"team", "exempt"}}, {}, 1});
   if (rng() % 2)
-    p.exemptions.push_back(
-        Exemption{"web", {}, {FindingKind::kUnallocatedAccess, FindingKind::kIdleAllocation}, 2});
-  if (rng() % 3 == 0) p.For(FindingKind::kStaleGrant).action = Action::kOff;
-  if (rng() % 4 == 0) p.For(FindingKind::kIdleAllocation).action = Action::kOff;
+    p.exemptions.push_back(guardrails::Exemption{
+        "web", {}, {FindingKind::kUnallocatedAccess, FindingKind::kIdleAllocation}, 2});
+  if (rng() % 3 == 0) p.For(FindingKind::kStaleGrant).action = guardrails::Action::kOff;
+  if (rng() % 4 == 0) p.For(FindingKind::kIdleAllocation).action = guardrails::Action::kOff;
   return p;
 }
 
@@ -496,7 +497,7 @@ FindingsQuery RandomQuery(std::mt19937_64& rng, int hours) {
   return q;
 }
 
-std::string Describe(const PricedFinding& p) {
+std::string Describe(const guardrails::PricedFinding& p) {
   const Finding& f = p.finding;
   return fmt::format("{} {} {} {} {} {} {}..{}..{} [{}] {} GPU-us {} nanos ({})", ToString(f.kind),
                      ToString(f.severity), f.node, f.subject.Key(), f.gpu_uuid, f.cluster,
@@ -508,7 +509,7 @@ std::vector<std::string> Described(const FindingsDocument& d) {
   std::vector<std::string> out;
   out.push_back(fmt::format("{}..{} {} {} total {} nanos {} GPU-us", d.from_us, d.to_us, d.cluster,
                             d.currency, d.total_cost_nanos, d.total_gpu_us));
-  for (const PricedFinding& p : d.findings) out.push_back(Describe(p));
+  for (const guardrails::PricedFinding& p : d.findings) out.push_back(Describe(p));
   for (const auto& [kind, k] : d.by_kind)
     out.push_back(
         fmt::format("{}: {} {} {} {}", ToString(kind), k.findings, k.open, k.gpu_us, k.cost_nanos));
@@ -543,7 +544,7 @@ TEST_P(FindingsProperty, EqualTheWholeWindowsComputationNanoForNano) {
       // And an hour of the first day written again: the held days it touches are dropped.
       ASSERT_TRUE(store_->WriteHours(std::span(random.hours).subspan(5, 1)).ok());
     }
-    const Policy policy = RandomPolicy(rng);
+    const guardrails::Policy policy = RandomPolicy(rng);
     const FindingsQuery q = RandomQuery(rng, hours);
     auto expected = reference::ReadFindingsDocument(*store_, q, policy);
     ASSERT_TRUE(expected.ok()) << expected.error().message;
@@ -553,7 +554,7 @@ TEST_P(FindingsProperty, EqualTheWholeWindowsComputationNanoForNano) {
     EXPECT_EQ(Described(*ours), Described(*expected))
         << "trial " << trial << " window " << q.window << " kept days " << trial % 4;
     findings += static_cast<int>(expected->findings.size());
-    for (const PricedFinding& p : expected->findings) {
+    for (const guardrails::PricedFinding& p : expected->findings) {
       idle += p.finding.kind == FindingKind::kIdleAllocation;
       priced += p.cost_nanos != 0;
     }
@@ -572,4 +573,4 @@ INSTANTIATE_TEST_SUITE_P(Stores, FindingsProperty,
                          [](const auto& info) { return StoreKindName(info.param); });
 
 }  // namespace
-}  // namespace gpuledger::guardrails
+}  // namespace gpuledger::ledger

@@ -184,7 +184,7 @@ struct TextSink final : ExportSink {
 // rows kept when their key's first level is the namespace or node the filter's clause names.
 std::vector<std::string> PlainReports(store::LedgerStore& store, const ReportQuery& q,
                                       const std::string& only_first_level) {
-  auto devices = billing::ReadPricedDeviceHours(store, q.window);
+  auto devices = ledger::ReadPricedDeviceHours(store, q.window);
   EXPECT_TRUE(devices.ok());
   auto usage = store.ReadUsage(q.window);
   EXPECT_TRUE(usage.ok());
@@ -374,7 +374,7 @@ TEST_P(ReportsProperty, EqualThePlainComputationIntegerForInteger) {
     const TimeRange window{Hour(from), Hour(std::min(from + 30, hours))};
     auto snapshot = Snapshot::Load(*store_, window);
     ASSERT_TRUE(snapshot.ok());
-    auto devices = billing::ReadPricedDeviceHours(*store_, window);
+    auto devices = ledger::ReadPricedDeviceHours(*store_, window);
     ASSERT_TRUE(devices.ok());
     std::map<std::string, std::pair<Nanos, GpuMicros>> plain;
     std::map<std::string, const DeviceHour*> first_hour;  // the GPU's earliest in the window

@@ -13,7 +13,7 @@
 #include "recommendations/rightsize_days.h"
 #include "report/window.h"
 
-namespace gpuledger::recommendations {
+namespace gpuledger::ledger {
 namespace {
 
 Result<double> ParseHeadroom(const std::string& text) {
@@ -58,27 +58,27 @@ Micros HalfTheRows(const TimeRange& window, const std::vector<Micros>& kept_days
 // Every workload's figures over `window`, the ledger read a day at a time (rightsize_days.h);
 // with `open_more`, the days after HalfTheRows at once on a connection of its own (a thread
 // each: the store's decoding is most of the time of the days read from rows), appended.
-Result<std::vector<GatheredWorkload>> Gather(store::LedgerStore& store, const TimeRange& window,
-                                             const SummaryOptions& options,
-                                             const store::StoreOpener& open_more) {
+Result<std::vector<recommendations::GatheredWorkload>> Gather(
+    store::LedgerStore& store, const TimeRange& window,
+    const recommendations::SummaryOptions& options, const store::StoreOpener& open_more) {
   Micros split = window.to_us;
   std::unique_ptr<store::LedgerStore> other;
   if (open_more && window.to_us - window.from_us > kMicrosPerHour) {
-    auto kept = store.KeptDays(RightsizeDayKind(), window);
+    auto kept = store.KeptDays(recommendations::RightsizeDayKind(), window);
     if (!kept) return kept.error();
     split = HalfTheRows(window, *kept);
     if (split < window.to_us)
       if (auto opened = open_more()) other = std::move(*opened);
     if (other == nullptr) split = window.to_us;
   }
-  WorkloadHours hours, later;
+  recommendations::WorkloadHours hours, later;
   Status later_read = Status::Ok();
   std::thread reader;
   if (other != nullptr)
     reader = std::thread([&] {
-      later_read = GatherDays(*other, {split, window.to_us}, options, later);
+      later_read = recommendations::GatherDays(*other, {split, window.to_us}, options, later);
     });
-  const Status read = GatherDays(store, {window.from_us, split}, options, hours);
+  const Status read = recommendations::GatherDays(store, {window.from_us, split}, options, hours);
   if (reader.joinable()) reader.join();
   if (!read.ok()) return read.error();
   if (!later_read.ok()) return later_read.error();
@@ -88,9 +88,10 @@ Result<std::vector<GatheredWorkload>> Gather(store::LedgerStore& store, const Ti
 
 }  // namespace
 
-Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
-                                          const RightsizeQuery& query, const cost::Catalog& catalog,
-                                          const store::StoreOpener& open_more) {
+Result<recommendations::RightsizeAnswer> ReadRightsizePlan(
+    store::LedgerStore& store, ledger::ReadService* reads,
+    const recommendations::RightsizeQuery& query, const cost::Catalog& catalog,
+    const store::StoreOpener& open_more) {
   auto headroom = ParseHeadroom(query.headroom);
   if (!headroom) return headroom.error();
   auto percentile = ParsePercentile(query.percentile);
@@ -100,12 +101,12 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::Rea
   auto window = report::ResolveWindow(query.window, *extent);
   if (!window) return window.error();
 
-  RightsizeOptions options;
+  recommendations::RightsizeOptions options;
   options.summary.from_us = window->from_us;
   options.summary.to_us = window->to_us;
   options.summary.namespace_name = query.namespace_name;
   options.summary.compute_percentile = *percentile;
-  options.summary.models_by_class = ModelsByClass(catalog);
+  options.summary.models_by_class = recommendations::ModelsByClass(catalog);
   options.recommend.memory_headroom = *headroom;
   options.recommend.compute_percentile = *percentile;
   options.workload = query.workload;
@@ -121,10 +122,10 @@ Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::Rea
   if (!reports) return reports.error();
   auto gathered = Gather(store, *window, options.summary, open_more);
   if (!gathered) return gathered.error();
-  auto plan =
-      PlanRightsizing(Summarize(std::move(*gathered), reports->front(), options.summary), options);
+  auto plan = recommendations::PlanRightsizing(
+      recommendations::Summarize(std::move(*gathered), reports->front(), options.summary), options);
   if (!plan) return plan.error();
-  return RightsizeAnswer{std::move(*plan), *window, *headroom, query.percentile};
+  return recommendations::RightsizeAnswer{std::move(*plan), *window, *headroom, query.percentile};
 }
 
-}  // namespace gpuledger::recommendations
+}  // namespace gpuledger::ledger

@@ -15,15 +15,17 @@
 #include "recommendations/rightsize_plan.h"
 #include "store/ledger_store.h"
 
-namespace gpuledger::recommendations {
+namespace gpuledger::ledger {
 
 // Errors of the query name the parameter first ("window: ...", "headroom: expected ...",
 // "percentile: ...", "workload: ..."): the CLI adds "--", the API "parameter '...'". Store
 // failures pass through. `reads` (the server's) answers the report by workload; without one, a
-// read service that keeps nothing between queries does (ledger::OneQueryOptions), as for the CLI. With `open_more`, a window of two days
-// or more is read in two halves at once, the later on a connection it opens (none opened: one).
-Result<RightsizeAnswer> ReadRightsizePlan(store::LedgerStore& store, ledger::ReadService* reads,
-                                          const RightsizeQuery& query, const cost::Catalog& catalog,
-                                          const store::StoreOpener& open_more = {});
+// read service that keeps nothing between queries does (ledger::OneQueryOptions), as for the CLI.
+// With `open_more`, a window of two days or more is read in two halves at once, the later on a
+// connection it opens (none opened: one).
+Result<recommendations::RightsizeAnswer> ReadRightsizePlan(
+    store::LedgerStore& store, ledger::ReadService* reads,
+    const recommendations::RightsizeQuery& query, const cost::Catalog& catalog,
+    const store::StoreOpener& open_more = {});
 
-}  // namespace gpuledger::recommendations
+}  // namespace gpuledger::ledger

@@ -22,7 +22,7 @@
 #include "report/window.h"
 #include "store_test_env/store_test_env.h"
 
-namespace gpuledger::recommendations {
+namespace gpuledger::ledger {
 namespace {
 
 using store::testing::Hour;
@@ -114,28 +114,29 @@ std::vector<LedgerHour> RandomLedger(std::mt19937_64& rng, int hours) {
 }
 
 // The plan from every row of the window at once, as the document prints it.
-std::string WholeWindowDocument(store::LedgerStore& store, const RightsizeQuery& q,
-                                const cost::Catalog& catalog, RightsizePlan* plan_out) {
+std::string WholeWindowDocument(store::LedgerStore& store, const recommendations::RightsizeQuery& q,
+                                const cost::Catalog& catalog,
+                                recommendations::RightsizePlan* plan_out) {
   auto extent = store.Extent();
   EXPECT_TRUE(extent.ok());
   auto window = report::ResolveWindow(q.window, *extent);
   EXPECT_TRUE(window.ok());
-  auto devices = billing::ReadPricedDeviceHours(store, *window);
+  auto devices = ledger::ReadPricedDeviceHours(store, *window);
   auto usage = store.ReadUsage(*window);
   EXPECT_TRUE(devices.ok() && usage.ok());
-  RightsizeOptions o;
+  recommendations::RightsizeOptions o;
   o.summary.from_us = window->from_us;
   o.summary.to_us = window->to_us;
   o.summary.namespace_name = q.namespace_name;
   o.summary.compute_percentile = q.percentile == "p50"   ? rightsizing::Percentile::kP50
                                  : q.percentile == "p99" ? rightsizing::Percentile::kP99
                                                          : rightsizing::Percentile::kP95;
-  o.summary.models_by_class = ModelsByClass(catalog);
+  o.summary.models_by_class = recommendations::ModelsByClass(catalog);
   o.recommend.compute_percentile = o.summary.compute_percentile;
-  auto plan = PlanRightsizing(*devices, *usage, o);
+  auto plan = recommendations::PlanRightsizing(*devices, *usage, o);
   EXPECT_TRUE(plan.ok()) << plan.error().message;
   *plan_out = *plan;
-  return RightsizeToJson({std::move(*plan), *window, 1.2, q.percentile});
+  return recommendations::RightsizeToJson({std::move(*plan), *window, 1.2, q.percentile});
 }
 
 class RightsizeLedger : public store::testing::EachStoreTest {};
@@ -151,19 +152,20 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
   // From rows alone, then with the whole days kept for rightsizing as a server keeps them.
   for (const bool kept : {false, true}) {
     if (kept) {
-      auto days = KeepRightsizeDays(*store_, {Hour(0), Hour(101)}, [] { return false; });
+      auto days =
+          recommendations::KeepRightsizeDays(*store_, {Hour(0), Hour(101)}, [] { return false; });
       ASSERT_TRUE(days.ok()) << days.error().message;
       ASSERT_EQ(*days, 4);
     }
     for (const char* window : {"all", "30h", "2d", "77h", "1h"})
       for (const char* percentile : {"p50", "p95", "p99"})
         for (const char* space : {"", "ml"}) {
-          RightsizeQuery q;
+          recommendations::RightsizeQuery q;
           q.window = window;
           q.percentile = percentile;
           q.namespace_name = space;
           SCOPED_TRACE(std::string(window) + " " + percentile + " '" + space + "'");
-          RightsizePlan whole;
+          recommendations::RightsizePlan whole;
           const std::string expected = WholeWindowDocument(*store_, q, catalog, &whole);
           // The CLI's report, the server's read service, and the days read in two halves at once.
           for (int way = 0; way < 3; ++way) {
@@ -172,7 +174,7 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
                                   way == 2 ? store::StoreOpener([&] { return ledger_->Open(); })
                                            : store::StoreOpener());
             ASSERT_TRUE(read.ok()) << read.error().message;
-            ASSERT_EQ(RightsizeToJson(*read), expected);
+            ASSERT_EQ(recommendations::RightsizeToJson(*read), expected);
             ASSERT_EQ(read->plan.workloads.size(), whole.workloads.size());
             for (std::size_t i = 0; i < whole.workloads.size(); ++i) {
               // Every offered recommendation replays within its allowance on its own window.
@@ -181,20 +183,20 @@ TEST_P(RightsizeLedger, ReadADayAtATimeEqualsTheWholeWindow) {
                 EXPECT_LE(best.replay->misfit_hours, best.replay->allowed_hours);
                 ++replayed;
               }
-              const DemandSeries& a = read->plan.workloads[i].summary.demand;
+              const recommendations::DemandSeries& a = read->plan.workloads[i].summary.demand;
               EXPECT_EQ(a, whole.workloads[i].summary.demand);
               gpu_hours += static_cast<int>(a.compute.size());
             }
             // No plan puts more than one GPU's memory or compute on one of its GPUs in any hour:
             // the moved workloads' busiest GPUs, hour by hour, added per GPU of the plan.
-            std::map<std::string, const WorkloadAdvice*> by_key;
-            for (const WorkloadAdvice& a : read->plan.workloads)
+            std::map<std::string, const recommendations::WorkloadAdvice*> by_key;
+            for (const recommendations::WorkloadAdvice& a : read->plan.workloads)
               by_key[a.summary.usage.workload] = &a;
             for (const rightsizing::ConsolidationPlan& plan : read->plan.consolidation) {
               std::map<std::pair<int, Micros>, std::pair<double, Bytes>> load;
               Bytes card = 0;
               for (const rightsizing::Move& m : plan.moves) {
-                const WorkloadSummary& s = by_key.at(m.workload)->summary;
+                const recommendations::WorkloadSummary& s = by_key.at(m.workload)->summary;
                 EXPECT_NE(by_key.at(m.workload)->ranked.front().action,
                           rightsizing::Action::kRelease)
                     << m.workload;
@@ -230,41 +232,43 @@ TEST_P(RightsizeLedger, KeptDaysAreReadAndDamagedOnesAreNot) {
   std::mt19937_64 rng(7);
   ASSERT_TRUE(store_->WriteHours(RandomLedger(rng, 48)).ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
-  RightsizeQuery q;
+  recommendations::RightsizeQuery q;
   q.window = "all";
-  RightsizePlan whole;
+  recommendations::RightsizePlan whole;
   const std::string expected = WholeWindowDocument(*store_, q, catalog, &whole);
   ASSERT_FALSE(whole.workloads.empty());
 
   auto keep = [&](Micros day, const std::string& bytes) {
     auto generation = store_->Generation();
     ASSERT_TRUE(generation.ok());
-    auto written = store_->WriteDayRollup(day, RightsizeDayKind(), *generation, bytes);
+    auto written =
+        store_->WriteDayRollup(day, recommendations::RightsizeDayKind(), *generation, bytes);
     ASSERT_TRUE(written.ok() && *written);
   };
   auto read = [&] {
     auto answer = ReadRightsizePlan(*store_, nullptr, q, catalog);
     EXPECT_TRUE(answer.ok()) << answer.error().message;
-    return answer.ok() ? *answer : RightsizeAnswer{};
+    return answer.ok() ? *answer : recommendations::RightsizeAnswer{};
   };
-  auto kept = KeepRightsizeDays(*store_, {Hour(0), Hour(48)}, [] { return false; });
+  auto kept =
+      recommendations::KeepRightsizeDays(*store_, {Hour(0), Hour(48)}, [] { return false; });
   ASSERT_TRUE(kept.ok() && *kept == 2);
-  auto kinds = store_->KeptDays(RightsizeDayKind(), {Hour(0), Hour(48)});
+  auto kinds = store_->KeptDays(recommendations::RightsizeDayKind(), {Hour(0), Hour(48)});
   ASSERT_TRUE(kinds.ok());
   EXPECT_EQ(*kinds, (std::vector<Micros>{Hour(0), Hour(24)}));
-  EXPECT_EQ(RightsizeToJson(read()), expected);
+  EXPECT_EQ(recommendations::RightsizeToJson(read()), expected);
 
-  WorkloadHours nothing;
+  recommendations::WorkloadHours nothing;
   nothing.Seal();
   keep(Hour(0), http::Gzip(nothing.Encode()));
-  for (const WorkloadAdvice& a : read().plan.workloads)
+  for (const recommendations::WorkloadAdvice& a : read().plan.workloads)
     for (Micros hour : a.summary.demand.hours)
       EXPECT_GE(hour, Hour(24)) << a.summary.usage.workload;
 
   keep(Hour(0), "not a day");
-  EXPECT_EQ(RightsizeToJson(read()), expected);
+  EXPECT_EQ(recommendations::RightsizeToJson(read()), expected);
   keep(Hour(0), http::Gzip("\x07"));  // another format
-  EXPECT_EQ(RightsizeToJson(read()), expected);
+  EXPECT_EQ(recommendations::RightsizeToJson(read()), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,
@@ -272,4 +276,4 @@ INSTANTIATE_TEST_SUITE_P(Stores, RightsizeLedger,
                          [](const auto& info) { return StoreKindName(info.param); });
 
 }  // namespace
-}  // namespace gpuledger::recommendations
+}  // namespace gpuledger::ledger

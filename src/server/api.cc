@@ -122,7 +122,7 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
   q.workload = ParamOr(p, "workload", "");
   q.headroom = ParamOr(p, "headroom", q.headroom);
   q.percentile = ParamOr(p, "percentile", q.percentile);
-  auto answer = recommendations::ReadRightsizePlan(store, &reads, q, catalog, open_more);
+  auto answer = ledger::ReadRightsizePlan(store, &reads, q, catalog, open_more);
   if (!answer)
     return ParameterError(answer.error(),
                           {"window", "namespace", "workload", "headroom", "percentile"});
@@ -142,14 +142,14 @@ ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, cons
     return JsonError(400, fmt::format("unknown parameter '{}' (window, kind, namespace, workload, "
                                       "severity, state)",
                                       u));
-  guardrails::FindingsQuery q;
+  ledger::FindingsQuery q;
   q.window = ParamOr(p, "window", "7d");
   q.namespace_name = ParamOr(p, "namespace", "");
   q.workload = ParamOr(p, "workload", "");
-  auto kind = guardrails::ParseKindFilter(ParamOr(p, "kind", ""));
+  auto kind = ledger::ParseKindFilter(ParamOr(p, "kind", ""));
   if (!kind) return ParameterError(kind.error(), {"kind"});
   q.kind = *kind;
-  auto severity = guardrails::ParseSeverityFilter(ParamOr(p, "severity", ""));
+  auto severity = ledger::ParseSeverityFilter(ParamOr(p, "severity", ""));
   if (!severity) return ParameterError(severity.error(), {"severity"});
   q.min_severity = *severity;
   const std::string state = ParamOr(p, "state", "all");
@@ -157,9 +157,9 @@ ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, cons
     return JsonError(400,
                      fmt::format("parameter 'state': state '{}': expected open or all", state));
   q.open_only = state == "open";
-  auto doc = guardrails::ReadFindingsDocument(store, reads, q, policy);
+  auto doc = ledger::ReadFindingsDocument(store, reads, q, policy);
   if (!doc) return ParameterError(doc.error(), {"window", "namespace"});
-  json out = guardrails::FindingsObject(*doc);
+  json out = ledger::FindingsObject(*doc);
   if (auto extent = store.Extent()) AddLedgerReach(out, {doc->from_us, doc->to_us}, *extent);
   out["code"] = 200;
   out["status"] = "success";
@@ -322,9 +322,9 @@ Status Api::WarmUp() {
   if (warmed.ok()) {
     // Then what findings keep of each day of a month, held: /api/v1/findings over it reads
     // only its open days.
-    guardrails::FindingsQuery month;
+    ledger::FindingsQuery month;
     month.window = "30d";
-    if (auto held = guardrails::ReadFindingsDocument(**store, reads_, month, policy_); !held)
+    if (auto held = ledger::ReadFindingsDocument(**store, reads_, month, policy_); !held)
       warmed = held.status();
   }
   GiveBackFreedMemory();  // the days of rows read to hold the GPUs' and findings' days

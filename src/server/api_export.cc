@@ -48,13 +48,13 @@ class StreamSink final : public ledger::ExportSink {
 ApiResponse ExportFocus(ConnectionPool::Lease store, ledger::ReadService& reads, const Params& p) {
   if (auto u = UnknownParam(p, {"window", "period", "policy", "idle"}); !u.empty())
     return JsonError(400, fmt::format("unknown parameter '{}' (window, period, policy, idle)", u));
-  billing::ExportOptions o;
+  ledger::ExportOptions o;
   o.window = ParamOr(p, "window", o.window);
   o.period = ParamOr(p, "period", o.period);
   o.policy = ParamOr(p, "policy", o.policy);
   o.idle = ParamOr(p, "idle", o.idle);
   o.format = "focus";
-  auto resolved = billing::ResolveExport(*store, o);
+  auto resolved = ledger::ResolveExport(*store, o);
   if (!resolved) return ParameterError(resolved.error(), {"window", "period", "policy", "idle"});
   ApiResponse r{200, "text/csv; charset=utf-8", ""};
   r.stream = [store = std::make_shared<ConnectionPool::Lease>(std::move(store)), &reads,

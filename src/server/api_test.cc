@@ -576,7 +576,7 @@ TEST_F(ApiTest, ExportsFocusCsv) {
   ASSERT_TRUE(r.stream) << "streamed as it is built";
   const std::string body = BodyOf(r);
   ledger::ReadService reads;
-  auto whole = billing::ExportFromStore(*store_, reads, {.window = "all", .period = "day"});
+  auto whole = ledger::ExportFromStore(*store_, reads, {.window = "all", .period = "day"});
   ASSERT_TRUE(whole.ok()) << whole.error().message;
   EXPECT_EQ(body, *whole) << "byte for byte the export held whole";
   const std::string header = body.substr(0, body.find('\n'));
@@ -598,7 +598,7 @@ TEST_F(ApiTest, TheExportStreamsOverHttp) {
   const httplib::Headers token{{"Authorization", "Bearer s3cret"}};
   auto r = c.Get("/api/v1/export/focus?window=all&period=hour", token);
   ledger::ReadService reads;
-  auto whole = billing::ExportFromStore(*store_, reads, {.window = "all", .period = "hour"});
+  auto whole = ledger::ExportFromStore(*store_, reads, {.window = "all", .period = "hour"});
   auto next = c.Get("/api/v1/devices", token);
   (*http)->Stop();
   serve.join();

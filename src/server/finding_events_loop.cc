@@ -40,10 +40,10 @@ Status FindingEventsLoop::RunOnce() {
   auto extent = (*store)->Extent();
   if (!extent) return extent.error();
   if (extent->to_us <= extent->from_us) return events_.Publish({});  // nothing recorded yet
-  guardrails::FindingsQuery q;
+  ledger::FindingsQuery q;
   q.window = "24h";
   q.open_only = true;
-  auto doc = guardrails::ReadFindingsDocument(**store, reads_, q, policy_);
+  auto doc = ledger::ReadFindingsDocument(**store, reads_, q, policy_);
   if (!doc) return doc.error();
   return events_.Publish(doc->findings);
 }

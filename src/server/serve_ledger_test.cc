@@ -60,7 +60,7 @@ void KeepsTheTwoEndedDaysServedAt(const char* now) {
   recommendations::RightsizeQuery all;
   all.window = "all";
   auto from_rows =
-      recommendations::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
+      ledger::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
   ASSERT_TRUE(from_rows.ok()) << from_rows.error().message;
 
   ManualClock clock(*ParseRfc3339(now), 0);
@@ -111,7 +111,7 @@ void KeepsTheTwoEndedDaysServedAt(const char* now) {
   // The same days kept for rightsizing, and its plan from them the plan from rows.
   EXPECT_EQ(rightsized, kept);
   auto from_kept =
-      recommendations::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
+      ledger::ReadRightsizePlan(**writer, nullptr, all, cost::DefaultCatalog());
   ASSERT_TRUE(from_kept.ok()) << from_kept.error().message;
   EXPECT_EQ(recommendations::RightsizeToJson(*from_kept),
             recommendations::RightsizeToJson(*from_rows));

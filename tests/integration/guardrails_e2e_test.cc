@@ -42,14 +42,14 @@ SimRun Simulate(std::string_view yaml, Micros step_us = 60 * kMicrosPerSecond) {
   return run;
 }
 
-guardrails::FindingsDocument Findings(store::LedgerStore& store,
+ledger::FindingsDocument Findings(store::LedgerStore& store,
                                       ledger::ReadServiceOptions kept = {}) {
-  guardrails::FindingsQuery q;
+  ledger::FindingsQuery q;
   q.window = "all";
   ledger::ReadService reads(kept);
-  auto doc = guardrails::ReadFindingsDocument(store, reads, q, guardrails::DefaultPolicy());
+  auto doc = ledger::ReadFindingsDocument(store, reads, q, guardrails::DefaultPolicy());
   EXPECT_TRUE(doc.ok()) << doc.error().message;
-  return doc.ok() ? *doc : guardrails::FindingsDocument{};
+  return doc.ok() ? *doc : ledger::FindingsDocument{};
 }
 
 // The hourly price of a GPU, from a fully metered device-hour of the ledger (the catalog's
@@ -75,10 +75,10 @@ const sim::Truth& TruthOf(const SimRun& run, const std::string& pod) {
 // finding for finding and nano for nano.
 TEST(Guardrails, FindingsAreTheSameWhicheverDaysTheReadServiceKeeps) {
   SimRun run = Simulate(sim::ExampleScenarioYaml());
-  const guardrails::FindingsDocument kept = Findings(*run.store);
+  const ledger::FindingsDocument kept = Findings(*run.store);
   ASSERT_FALSE(kept.findings.empty());
   for (int days : {0, 1}) {
-    const guardrails::FindingsDocument alone = Findings(*run.store, {.snapshot_days = days});
+    const ledger::FindingsDocument alone = Findings(*run.store, {.snapshot_days = days});
     EXPECT_EQ(alone.total_cost_nanos, kept.total_cost_nanos) << days;
     EXPECT_EQ(alone.total_gpu_us, kept.total_gpu_us) << days;
     ASSERT_EQ(alone.findings.size(), kept.findings.size()) << days;
@@ -93,7 +93,7 @@ TEST(Guardrails, FindingsAreTheSameWhicheverDaysTheReadServiceKeeps) {
 // Every kind the demo's misbehaving workloads should raise, and nothing else.
 TEST(Guardrails, TheDemosMisbehaviourGivesExactlyTheExpectedFindings) {
   SimRun run = Simulate(sim::ExampleScenarioYaml());
-  guardrails::FindingsDocument doc = Findings(*run.store);
+  ledger::FindingsDocument doc = Findings(*run.store);
   const Micros t0 = run.scenario.start_us;
   const Micros end = t0 + run.scenario.duration_us;
   std::multimap<std::string, const guardrails::PricedFinding*> by;
@@ -229,7 +229,7 @@ workloads:
 
 TEST(Guardrails, ACleanClusterOverADayHasNoFindings) {
   SimRun run = Simulate(kClean);
-  guardrails::FindingsDocument doc = Findings(*run.store);
+  ledger::FindingsDocument doc = Findings(*run.store);
   for (const auto& p : doc.findings) ADD_FAILURE() << "unexpected: " << guardrails::Summary(p);
   EXPECT_TRUE(doc.findings.empty());
 }
