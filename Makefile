@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test test-asan test-tsan fuzz build binary deps deps-build clean bench deploy image install ui
+.PHONY: demo test test-asan test-tsan fuzz build binary deps deps-build clean bench deploy undeploy image install ui
 
 # The demo needs the binary alone: build dependencies only, one target. Its --out is its own
 # folder, so each run replaces the last one's ledger (--force).
@@ -78,6 +78,12 @@ image:
 OVERLAY ?= embedded
 deploy:
 	IMAGE=$(IMAGE) ./scripts/deploy.sh $(if $(PLATFORM),--platform $(PLATFORM)) $(OVERLAY)
+
+# And away again, the namespace with the ledger's claim and the API token kept (DELETE_LEDGER=1
+# deletes them too).
+undeploy:
+	./scripts/deploy.sh --uninstall $(if $(DELETE_LEDGER),--delete-ledger) \
+	  $(if $(PLATFORM),--platform $(PLATFORM)) $(OVERLAY)
 
 deps:
 	./scripts/install-deps.sh test

@@ -4,6 +4,9 @@
 #                     [embedded|at-scale|DIR] [kubectl flags...]
 #   scripts/deploy.sh --render [--platform P] [--with C]... [embedded|at-scale|DIR]
 #                     (prints what it would apply)
+#   scripts/deploy.sh --uninstall [--delete-ledger] [--render] [flags as above] [OVERLAY]
+#                     (deletes what it applied but the namespace with the ledger's claim and
+#                     the API token, unless --delete-ledger; --render: what it would delete)
 # DIR: an overlay of your own. --platform adds deploy/components/platforms/P: where the agent
 # finds the GPU nodes, NVML and the device nodes on that platform (docs/install.md). --with adds
 # the opt-in component deploy/components/C, each a privilege the agent does not hold by default
@@ -16,11 +19,15 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 render_only=false
+uninstall=false
+delete_ledger=false
 platform=
 components=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --render) render_only=true; shift ;;
+    --uninstall) uninstall=true; shift ;;
+    --delete-ledger) delete_ledger=true; shift ;;
     --platform)
       platform=${2:?deploy.sh: --platform needs one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')}
       shift 2
@@ -81,6 +88,29 @@ render() {
     kustomized
   fi
 }
+# What an uninstall deletes: everything rendered but, unless --delete-ledger, the ledger's
+# PersistentVolumeClaim and the Namespace (deleting it would delete the claim in it); the
+# documents are kustomize's, separated by lines "---".
+to_delete() {
+  if $delete_ledger; then
+    render
+  else
+    render | awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } !/(^|\n)kind: (PersistentVolumeClaim|Namespace)\n/'
+  fi
+}
+if $uninstall; then
+  if $render_only; then
+    to_delete
+    exit 0
+  fi
+  to_delete | kubectl "$@" delete --ignore-not-found -f -
+  if $delete_ledger; then
+    kubectl "$@" -n gpuledger delete --ignore-not-found secret gpuledger-api-token
+  else
+    echo "kept the namespace gpuledger with the ledger's claim gpuledger-ledger (if any) and the Secret gpuledger-api-token; --delete-ledger deletes them"
+  fi
+  exit 0
+fi
 if $render_only; then
   render
   exit 0

@@ -40,4 +40,13 @@ printf '%s\n' "$rendered" | grep -q 'cloud.google.com/gke-accelerator' || fail "
 if "$root/scripts/deploy.sh" --render --platform no-such-platform embedded 2>/dev/null; then
   fail "an unknown platform was rendered"
 fi
-echo "deploy.sh renders every pod with the image asked for"
+# An uninstall deletes all it applied but the ledger's claim, unless asked.
+kinds() { grep -E '^kind:' | sort | uniq -c | tr -s ' '; }
+all=$("$root/scripts/deploy.sh" --render embedded | kinds)
+kept=$("$root/scripts/deploy.sh" --uninstall --render embedded | kinds)
+dropped=$("$root/scripts/deploy.sh" --uninstall --delete-ledger --render embedded | kinds)
+printf '%s\n' "$all" | grep -q 'PersistentVolumeClaim' || fail "embedded has no ledger claim"
+[ "$kept" = "$(printf '%s\n' "$all" | grep -vE 'PersistentVolumeClaim|Namespace')" ] ||
+  fail "--uninstall would delete: $kept"
+[ "$dropped" = "$all" ] || fail "--uninstall --delete-ledger would delete: $dropped"
+echo "deploy.sh renders every pod with the image asked for, and keeps the ledger on uninstall"
