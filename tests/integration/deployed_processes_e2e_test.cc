@@ -361,6 +361,8 @@ workloads:
   }
   ASSERT_EQ(code, 0) << report;
   EXPECT_NE(report.find("\"key\": \"web\""), std::string::npos) << report;
+  // Every process tied to its pod from the kubelet's files: none left by pod UID alone.
+  EXPECT_EQ(report.find("__unresolved__"), std::string::npos) << report;
   // The ledger is on the claim, written by the server's user; the image's root untouched.
   struct stat st {};
   ASSERT_EQ(::stat(Path("claims/gpuledger-ledger/ledger.db").c_str(), &st), 0);
