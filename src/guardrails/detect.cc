@@ -91,28 +91,33 @@ bool Shared(SharingMode mode) {
 
 std::string Share(double share) { return fmt::format("{:.3f}", share); }
 
-}  // namespace
-
-std::vector<Observation> Observe(const NodeSnapshot& snapshot,
-                                 const std::vector<DeviceUsage>& usage, const Policy& policy,
-                                 bool kubernetes_node) {
-  Node node(snapshot);
-  std::vector<Observation> out;
-  auto observe = [&](FindingKind kind, const ConsumerRef& subject, std::string gpu,
-                     std::string evidence, double magnitude) {
-    if (!policy.Enabled(kind) || policy.Exempt(kind, subject)) return;
-    out.push_back(Observation{kind, subject, std::move(gpu), std::move(evidence), magnitude});
-  };
-
-  // What each container was granted: base device ids, and its grant per physical GPU.
-  std::map<ConsumerRef, std::set<std::string>> granted;
-  std::map<std::pair<ConsumerRef, std::string>, const Grant*> grant_on;  // (consumer, GPU)
-  for (const Grant& g : snapshot.grants) {
-    std::string base(BaseDeviceId(g.device_id));
-    granted[g.consumer].insert(base);
-    grant_on.try_emplace({g.consumer, node.PhysicalOf(base)}, &g);
+// Collects what the policy lets through: kinds turned off and exempt subjects are dropped here.
+class Observations {
+ public:
+  explicit Observations(const Policy& policy) : policy_(policy) {}
+  void operator()(FindingKind kind, const ConsumerRef& subject, std::string gpu,
+                  std::string evidence, double magnitude) {
+    if (!policy_.Enabled(kind) || policy_.Exempt(kind, subject)) return;
+    out_.push_back(Observation{kind, subject, std::move(gpu), std::move(evidence), magnitude});
   }
+  const Policy& policy() const { return policy_; }
+  std::vector<Observation> Take() && { return std::move(out_); }
 
+ private:
+  const Policy& policy_;
+  std::vector<Observation> out_;
+};
+
+// What each container was granted: base device ids, and its grant per physical GPU.
+struct Granted {
+  std::map<ConsumerRef, std::set<std::string>> devices;
+  std::map<std::pair<ConsumerRef, std::string>, const Grant*> on;  // (consumer, GPU)
+};
+
+// unallocated-access and visible-devices-override of containers' processes, unmanaged-process
+// of the host's on a Kubernetes node.
+void ObserveProcesses(const NodeSnapshot& snapshot, const Node& node, Granted& granted,
+                      bool kubernetes_node, Observations& observe) {
   // Processes by (consumer, device) and by (host consumer, device).
   std::map<std::pair<ConsumerRef, std::string>, std::vector<const ProcessObservation*>>
       by_container;
@@ -132,7 +137,7 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
 
   for (const auto& [key, ps] : by_container) {
     const auto& [consumer, device] = key;
-    const std::set<std::string>& mine = granted[consumer];
+    const std::set<std::string>& mine = granted.devices[consumer];
     const std::string visible = ps.front()->visible_devices;
     if (!Covers(mine, device, node)) {
       std::string evidence =
@@ -167,12 +172,15 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
           static_cast<double>(MemoryOf(ps)));
     }
   }
+}
 
+// kernel-time-mismatch (issue 31): published kernel time is a claim. NVML's per-process samples
+// are off by up to MeasuredComputeBand("process-samples") on a real GPU (2.11x the truth at
+// worst), so a consumer is accused only when NVML saw it busy beyond that band plus the
+// isolation margin, for the isolation tolerance (five minutes by default).
+void ObserveKernelTime(const NodeSnapshot& snapshot, Observations& observe) {
   const Micros dt = snapshot.duration_us();
-  // kernel-time-mismatch (issue 31): published kernel time is a claim. NVML's per-process
-  // samples are off by up to MeasuredComputeBand("process-samples") on a real GPU (2.11x the
-  // truth at worst), so a consumer is accused only when NVML saw it busy beyond that band plus
-  // the isolation margin, for the isolation tolerance (five minutes by default).
+  const Policy& policy = observe.policy();
   if (dt > 0) {
     std::map<std::pair<ConsumerRef, std::string>, std::pair<GpuMicros, GpuMicros>> claims;
     for (const ProcessObservation& p : snapshot.processes) {
@@ -192,6 +200,13 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
                 static_cast<double>(nvml) / static_cast<double>(std::max<GpuMicros>(kernel, 1)));
     }
   }
+}
+
+// memory-oversubscribed and isolation-breach, per device from the cycle's usage.
+void ObserveSharing(const NodeSnapshot& snapshot, const std::vector<DeviceUsage>& usage,
+                    const Node& node, const Granted& granted, Observations& observe) {
+  const Micros dt = snapshot.duration_us();
+  const Policy& policy = observe.policy();
   for (const DeviceUsage& u : usage) {
     auto gpu = node.gpu_by_uuid.find(u.gpu.value);
     if (gpu == node.gpu_by_uuid.end()) continue;
@@ -212,8 +227,8 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       }
     }
     for (const ConsumerUsage& c : u.consumers) {
-      auto g = grant_on.find({c.consumer, u.gpu.value});
-      if (g == grant_on.end()) continue;  // no grant: unallocated-access says it
+      auto g = granted.on.find({c.consumer, u.gpu.value});
+      if (g == granted.on.end()) continue;  // no grant: unallocated-access says it
       const Grant& grant = *g->second;
       if (grant.declared_memory_bytes) {
         if (c.memory_bytes > *grant.declared_memory_bytes)
@@ -247,7 +262,10 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
       }
     }
   }
+}
 
+// stale-grant: a terminated pod's grant the kubelet still lists, with the share it holds.
+void ObserveStaleGrants(const NodeSnapshot& snapshot, const Node& node, Observations& observe) {
   for (const Grant& g : snapshot.terminal_grants) {
     std::string base(BaseDeviceId(g.device_id));
     // The share of the physical GPU the grant holds: what the scheduler cannot hand out.
@@ -268,7 +286,26 @@ std::vector<Observation> Observe(const NodeSnapshot& snapshot,
         fmt::format("device_id={} resource={} share_ppd={}", g.device_id, g.resource_name, share),
         0);
   }
-  return out;
+}
+
+}  // namespace
+
+std::vector<Observation> Observe(const NodeSnapshot& snapshot,
+                                 const std::vector<DeviceUsage>& usage, const Policy& policy,
+                                 bool kubernetes_node) {
+  Node node(snapshot);
+  Observations observe(policy);
+  Granted granted;
+  for (const Grant& g : snapshot.grants) {
+    std::string base(BaseDeviceId(g.device_id));
+    granted.devices[g.consumer].insert(base);
+    granted.on.try_emplace({g.consumer, node.PhysicalOf(base)}, &g);
+  }
+  ObserveProcesses(snapshot, node, granted, kubernetes_node, observe);
+  ObserveKernelTime(snapshot, observe);
+  ObserveSharing(snapshot, usage, node, granted, observe);
+  ObserveStaleGrants(snapshot, node, observe);
+  return std::move(observe).Take();
 }
 
 FindingTracker::FindingTracker(Policy policy, std::string node, Micros keep_resolved_us)

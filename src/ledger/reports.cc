@@ -277,6 +277,48 @@ std::vector<report::Report> StepReports(const ReportQuery& query) {
   return out;
 }
 
+// With idle going to a namespace: the row each step's platform row takes that namespace's labels
+// from, in `buckets`.
+void MarkIdleNamespaceLabels(const Snapshot& s, const ReportQuery& q,
+                             std::vector<Bucket>& buckets) {
+  const UsageColumns& u = s.usage();
+  // The platform row carries the idle namespace's labels of its last row in the step, labels
+  // being those in force when each row was written (report::BuildReport takes namespace
+  // labels from the step's rows, the last one winning).
+  std::vector<bool> is_idle_namespace(s.consumers().size());
+  for (std::size_t c = 0; c < s.consumers().size(); ++c)
+    is_idle_namespace[c] = s.consumers()[c].ref.namespace_name == q.idle.namespace_name &&
+                           !s.labels(c).namespace_labels.empty();
+  for (Bucket& b : buckets) {
+    const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
+    for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i)
+      if (is_idle_namespace[u.consumer[i - 1]]) {
+        b.idle_labels_from = u.consumer[i - 1];
+        break;
+      }
+  }
+}
+
+// The workers' sums of each step merged, in device order, into the steps' reports.
+std::vector<report::Report> MergeParts(const std::vector<std::vector<Sums>>& parts,
+                                       const Keys& keys, const std::vector<std::string>& rules,
+                                       std::vector<Bucket>& buckets) {
+  std::vector<report::Report> out;
+  out.reserve(buckets.size());
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    Sums total;
+    total.rows.resize(keys.names().size());
+    for (const std::vector<Sums>& part : parts) total.Merge(part[i]);
+    report::Report& r = buckets[i].report;
+    r.idle = total.idle;
+    r.unattributed = total.unattributed;
+    r.total = total.total;
+    FinishRows(total.rows, keys.names(), rules, total.unpriced, r);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const ReportQuery& q,
                                                  const Parallelism& parallelism) {
   const Micros from = q.window.from_us;
@@ -292,23 +334,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
 
   const UsageColumns& u = s.usage();
   const bool namespace_idle = q.idle.kind == cost::IdleHandling::Kind::kNamespace;
-  if (namespace_idle) {
-    // The platform row carries the idle namespace's labels of its last row in the step, labels
-    // being those in force when each row was written (report::BuildReport takes namespace
-    // labels from the step's rows, the last one winning).
-    std::vector<bool> is_idle_namespace(s.consumers().size());
-    for (std::size_t c = 0; c < s.consumers().size(); ++c)
-      is_idle_namespace[c] = s.consumers()[c].ref.namespace_name == q.idle.namespace_name &&
-                             !s.labels(c).namespace_labels.empty();
-    for (Bucket& b : buckets) {
-      const auto [first, last] = s.DeviceRange(b.report.from_us, b.report.to_us);
-      for (std::uint32_t i = s.first_usage()[last]; i > s.first_usage()[first]; --i)
-        if (is_idle_namespace[u.consumer[i - 1]]) {
-          b.idle_labels_from = u.consumer[i - 1];
-          break;
-        }
-    }
-  }
+  if (namespace_idle) MarkIdleNamespaceLabels(s, q, buckets);
 
   // In order: each row's key (memoised; -1 where the filter leaves it out), and when idle goes
   // to a namespace, each device's platform key.
@@ -409,20 +435,7 @@ Result<std::vector<report::Report>> BuildReports(const Snapshot& s, const Report
     sum_part(first, first + devices / workers, parts[0]);
   }
 
-  std::vector<report::Report> out;
-  out.reserve(buckets.size());
-  for (std::size_t i = 0; i < buckets.size(); ++i) {
-    Sums total;
-    total.rows.resize(key_count);
-    for (const std::vector<Sums>& part : parts) total.Merge(part[i]);
-    report::Report& r = buckets[i].report;
-    r.idle = total.idle;
-    r.unattributed = total.unattributed;
-    r.total = total.total;
-    FinishRows(total.rows, keys.names(), s.rules(), total.unpriced, r);
-    out.push_back(std::move(r));
-  }
-  return out;
+  return MergeParts(parts, keys, s.rules(), buckets);
 }
 
 bool StepsSumToWindow(const ReportQuery& query) {

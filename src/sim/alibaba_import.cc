@@ -116,11 +116,9 @@ bool TryPlace(TracePod& p, TraceNode& n) {
   return true;
 }
 
-}  // namespace
-
-Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_view pods_file_name,
-                                       std::string_view nodes_csv,
-                                       std::string_view nodes_file_name) {
+// The trace's GPU nodes (CPU nodes dropped), each with all its GPUs free.
+Result<std::vector<TraceNode>> ReadTraceNodes(std::string_view nodes_csv,
+                                              std::string_view nodes_file_name) {
   auto nodes_t = Csv::Read(nodes_csv, nodes_file_name);
   if (!nodes_t.ok()) return nodes_t.error();
   auto c_sn = nodes_t->Column("sn");
@@ -143,7 +141,12 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
     nodes.push_back({std::string(*name), std::string(*model),
                      std::vector<int>(static_cast<std::size_t>(*gpus), 1000)});
   }
+  return nodes;
+}
 
+// The trace's pods that held GPUs, in scheduling order.
+Result<std::vector<TracePod>> ReadTracePods(std::string_view pods_csv,
+                                            std::string_view pods_file_name) {
   auto pods_t = Csv::Read(pods_csv, pods_file_name);
   if (!pods_t.ok()) return pods_t.error();
   const char* names[] = {"name", "num_gpu",       "gpu_milli",     "gpu_spec",
@@ -191,7 +194,14 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
   std::stable_sort(pods.begin(), pods.end(),
                    [](const TracePod& a, const TracePod& b) { return a.sched < b.sched; });
 
-  // Replay in scheduling order, releasing what pods deleted by then held.
+  return pods;
+}
+
+// Places the pods as the trace's scheduler would have: in scheduling order, releasing what pods
+// deleted by then held, on the first node with room, else on a new overflow node. Returns the
+// last deletion time.
+Result<std::int64_t> ReplayTrace(std::vector<TracePod>& pods, std::vector<TraceNode>& nodes,
+                                 std::string_view pods_file_name) {
   using Release = std::pair<std::int64_t, std::size_t>;  // (deletion, pod index)
   std::priority_queue<Release, std::vector<Release>, std::greater<>> running;
   int overflow_count = 0;
@@ -223,6 +233,13 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
     max_del = std::max(max_del, p.del);
   }
 
+  return max_del;
+}
+
+// The scenario YAML of the placed trace: the nodes that held a pod, each pod as a workload.
+std::string ScenarioOfTrace(std::vector<TracePod>& pods, const std::vector<TraceNode>& nodes,
+                            std::int64_t max_del, std::string_view pods_file_name,
+                            std::string_view nodes_file_name) {
   std::int64_t hours = (max_del + 3599) / 3600;
   std::string out;
   out.reserve(pods.size() * 220 + nodes.size() * 120);
@@ -259,6 +276,20 @@ Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_vi
         p.ns, p.name, share, nodes[p.node].name, gpus, p.sched, p.del);
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::string> ImportAlibabaTrace(std::string_view pods_csv, std::string_view pods_file_name,
+                                       std::string_view nodes_csv,
+                                       std::string_view nodes_file_name) {
+  auto nodes = ReadTraceNodes(nodes_csv, nodes_file_name);
+  if (!nodes.ok()) return nodes.error();
+  auto pods = ReadTracePods(pods_csv, pods_file_name);
+  if (!pods.ok()) return pods.error();
+  auto max_del = ReplayTrace(*pods, *nodes, pods_file_name);
+  if (!max_del.ok()) return max_del.error();
+  return ScenarioOfTrace(*pods, *nodes, *max_del, pods_file_name, nodes_file_name);
 }
 
 }  // namespace gpuledger::sim

@@ -133,7 +133,8 @@ MemoryProfile ParseMemory(Parser& p, const YAML::Node& m, const std::string& pat
     if (m["bytes"].IsDefined() || m["peak"].IsDefined() || m["period"].IsDefined())
       p.Fail(m, path, "series replaces bytes, peak and period: give one or the other");
     else if (p.IsMap(m["series"], path + ".series")) {
-      p.CheckKeys(m["series"], path + ".series", {"file", "column", "time_column", "scale", "where"});
+      p.CheckKeys(m["series"], path + ".series",
+                  {"file", "column", "time_column", "scale", "where"});
       out.series = LoadSeries(p, m["series"], path + ".series", SeriesUnit::kBytes);
     }
     return out;
@@ -256,6 +257,64 @@ void ParseNode(Parser& p, const YAML::Node& y, const std::string& path, NodeSpec
   }
 }
 
+// A workload's share of a GPU: fraction or gpu_milli, MPS thread percentage, a DRA claim.
+void ParseWorkloadShare(Parser& p, const YAML::Node& y, const std::string& path, WorkloadSpec& w) {
+  if (y["fraction"].IsDefined() && y["gpu_milli"].IsDefined())
+    p.Fail(y["gpu_milli"], path + ".gpu_milli", "give fraction or gpu_milli, not both");
+  if (y["fraction"].IsDefined()) {
+    double f = p.Number(y["fraction"], path + ".fraction", 0, 1, 0);
+    if (!p.failed() && f <= 0) p.Fail(y["fraction"], path + ".fraction", "expected > 0");
+    w.fraction_ppd = static_cast<SharePpd>(std::llround(f * static_cast<double>(kWholeGpu)));
+  }
+  if (y["gpu_milli"].IsDefined())
+    w.fraction_ppd = p.Int(y["gpu_milli"], path + ".gpu_milli", 1, 1000, 1000) * (kWholeGpu / 1000);
+  if (w.fraction_ppd && w.gpus != 1 && !p.failed())
+    p.Fail(y["gpus"], path + ".gpus", "a fractional pod holds a share of one GPU: gpus must be 1");
+  if (y["mps_active_thread_percentage"].IsDefined())
+    w.mps_active_thread_percentage = static_cast<int>(p.Int(
+        y["mps_active_thread_percentage"], path + ".mps_active_thread_percentage", 1, 100, 100));
+  auto claim = y["dra_claim"];
+  if (claim.IsDefined() && !claim.IsNull() && p.IsMap(claim, path + ".dra_claim")) {
+    p.CheckKeys(claim, path + ".dra_claim", {"name", "shared"});
+    w.dra_claim = p.RequiredStr(claim, "name", path + ".dra_claim");
+    w.dra_shared = p.Bool(claim["shared"], path + ".dra_claim.shared", false);
+  }
+}
+
+// What a workload asks for and what it touches besides: request (gpu or none), the GPU a
+// request-none pod uses anyway, a grant that outlives the pod, NVIDIA_VISIBLE_DEVICES=all.
+void ParseWorkloadAccess(Parser& p, const YAML::Node& y, const std::string& path, WorkloadSpec& w) {
+  std::string request = p.Str(y["request"], path + ".request", "gpu");
+  if (request == "none") {
+    w.request_none = true;
+  } else if (request != "gpu") {
+    p.Fail(y["request"], path + ".request", "expected gpu or none, got '" + request + "'");
+  }
+  auto uses = y["uses_gpu"];
+  if (uses.IsDefined() && !uses.IsNull()) {
+    if (!w.request_none) p.Fail(uses, path + ".uses_gpu", "only valid with request: none");
+    if (p.IsMap(uses, path + ".uses_gpu")) {
+      p.CheckKeys(uses, path + ".uses_gpu", {"node", "index"});
+      w.uses_gpu_node = p.RequiredStr(uses, "node", path + ".uses_gpu");
+      w.uses_gpu_index = static_cast<int>(p.Int(uses["index"], path + ".uses_gpu.index", 0, 63, 0));
+    }
+  } else if (w.request_none && !p.failed()) {
+    p.Fail(y, path + ".uses_gpu", "required with request: none ({node, index})");
+  }
+  auto linger = y["grant_lingers"];
+  if (linger.IsDefined() && !linger.IsNull()) {
+    if (w.request_none)
+      p.Fail(linger, path + ".grant_lingers", "a pod with request: none holds no grant");
+    w.grant_linger_us = p.Duration(linger, path + ".grant_lingers", 0);
+  }
+  std::string vis = p.Str(y["visible_devices"], path + ".visible_devices", "");
+  if (vis == "all") {
+    w.visible_devices_all = true;
+  } else if (!vis.empty()) {
+    p.Fail(y["visible_devices"], path + ".visible_devices", "expected 'all', got '" + vis + "'");
+  }
+}
+
 void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, WorkloadSpec& w,
                    const Scenario& sc) {
   if (!p.IsMap(y, path)) return;
@@ -298,26 +357,7 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
   w.gpu_model = p.Str(y["gpu_model"], path + ".gpu_model", "");
   w.gpus = static_cast<int>(p.Int(y["gpus"], path + ".gpus", 1, 64, 1));
   w.mig_profile = p.Str(y["mig_profile"], path + ".mig_profile", "");
-  if (y["fraction"].IsDefined() && y["gpu_milli"].IsDefined())
-    p.Fail(y["gpu_milli"], path + ".gpu_milli", "give fraction or gpu_milli, not both");
-  if (y["fraction"].IsDefined()) {
-    double f = p.Number(y["fraction"], path + ".fraction", 0, 1, 0);
-    if (!p.failed() && f <= 0) p.Fail(y["fraction"], path + ".fraction", "expected > 0");
-    w.fraction_ppd = static_cast<SharePpd>(std::llround(f * static_cast<double>(kWholeGpu)));
-  }
-  if (y["gpu_milli"].IsDefined())
-    w.fraction_ppd = p.Int(y["gpu_milli"], path + ".gpu_milli", 1, 1000, 1000) * (kWholeGpu / 1000);
-  if (w.fraction_ppd && w.gpus != 1 && !p.failed())
-    p.Fail(y["gpus"], path + ".gpus", "a fractional pod holds a share of one GPU: gpus must be 1");
-  if (y["mps_active_thread_percentage"].IsDefined())
-    w.mps_active_thread_percentage = static_cast<int>(p.Int(
-        y["mps_active_thread_percentage"], path + ".mps_active_thread_percentage", 1, 100, 100));
-  auto claim = y["dra_claim"];
-  if (claim.IsDefined() && !claim.IsNull() && p.IsMap(claim, path + ".dra_claim")) {
-    p.CheckKeys(claim, path + ".dra_claim", {"name", "shared"});
-    w.dra_claim = p.RequiredStr(claim, "name", path + ".dra_claim");
-    w.dra_shared = p.Bool(claim["shared"], path + ".dra_claim.shared", false);
-  }
+  ParseWorkloadShare(p, y, path, w);
   w.start_us = p.Duration(y["start"], path + ".start", 0);
   w.end_us = std::min(p.Duration(y["end"], path + ".end", sc.duration_us), sc.duration_us);
   if (!p.failed() && w.start_us >= w.end_us)
@@ -343,35 +383,7 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
     if (!p.failed() && w.replicas != 1)
       p.Fail(pl, path + ".placement", "explicit placement needs replicas: 1");
   }
-  std::string request = p.Str(y["request"], path + ".request", "gpu");
-  if (request == "none") {
-    w.request_none = true;
-  } else if (request != "gpu") {
-    p.Fail(y["request"], path + ".request", "expected gpu or none, got '" + request + "'");
-  }
-  auto uses = y["uses_gpu"];
-  if (uses.IsDefined() && !uses.IsNull()) {
-    if (!w.request_none) p.Fail(uses, path + ".uses_gpu", "only valid with request: none");
-    if (p.IsMap(uses, path + ".uses_gpu")) {
-      p.CheckKeys(uses, path + ".uses_gpu", {"node", "index"});
-      w.uses_gpu_node = p.RequiredStr(uses, "node", path + ".uses_gpu");
-      w.uses_gpu_index = static_cast<int>(p.Int(uses["index"], path + ".uses_gpu.index", 0, 63, 0));
-    }
-  } else if (w.request_none && !p.failed()) {
-    p.Fail(y, path + ".uses_gpu", "required with request: none ({node, index})");
-  }
-  auto linger = y["grant_lingers"];
-  if (linger.IsDefined() && !linger.IsNull()) {
-    if (w.request_none)
-      p.Fail(linger, path + ".grant_lingers", "a pod with request: none holds no grant");
-    w.grant_linger_us = p.Duration(linger, path + ".grant_lingers", 0);
-  }
-  std::string vis = p.Str(y["visible_devices"], path + ".visible_devices", "");
-  if (vis == "all") {
-    w.visible_devices_all = true;
-  } else if (!vis.empty()) {
-    p.Fail(y["visible_devices"], path + ".visible_devices", "expected 'all', got '" + vis + "'");
-  }
+  ParseWorkloadAccess(p, y, path, w);
   if (!p.failed() && !sc.namespace_labels.empty() &&
       !sc.namespace_labels.contains(w.namespace_name)) {
     // Namespaces are optional, but when listed a typo in one must not create a new one.
