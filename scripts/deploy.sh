@@ -23,24 +23,27 @@ uninstall=false
 delete_ledger=false
 platform=
 components=()
+platforms=$(ls "$here/deploy/components/platforms" | tr '\n' ' ')
+# Every component but the platforms' folder (cri, read-environ; monitoring, webhook too).
+optional=$(ls "$here/deploy/components" | grep -vx platforms | tr '\n' ' ')
 while [ $# -gt 0 ]; do
   case "$1" in
     --render) render_only=true; shift ;;
     --uninstall) uninstall=true; shift ;;
     --delete-ledger) delete_ledger=true; shift ;;
     --platform)
-      platform=${2:?deploy.sh: --platform needs one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')}
+      platform=${2:?deploy.sh: --platform needs one of: $platforms}
       shift 2
       if [ ! -d "$here/deploy/components/platforms/$platform" ]; then
-        echo "deploy.sh: no platform '$platform'; expected one of: $(ls "$here/deploy/components/platforms" | tr '\n' ' ')" >&2
+        echo "deploy.sh: no platform '$platform'; expected one of: $platforms" >&2
         exit 2
       fi ;;
     --with)
-      component=${2:?deploy.sh: --with needs one of: cri read-environ}
+      component=${2:?deploy.sh: --with needs one of: $optional}
       shift 2
       if [ ! -f "$here/deploy/components/$component/kustomization.yaml" ] ||
           [ "$component" = platforms ]; then
-        echo "deploy.sh: no component '$component'; expected one of: cri read-environ" >&2
+        echo "deploy.sh: no component '$component'; expected one of: $optional" >&2
         exit 2
       fi
       components+=("$here/deploy/components/$component") ;;

@@ -94,13 +94,11 @@ void Collector::RefreshKube(Micros now_mono, bool force) {
     }
   }
   if (runtime_ != nullptr) {
-    auto sandboxes = runtime_->ListPodSandbox();
-    auto containers = sandboxes.ok() ? runtime_->ListContainers()
-                                     : Result<std::vector<cri::Container>>(sandboxes.error());
-    SetSourceUp("cri", sandboxes.ok() && containers.ok());
-    if (sandboxes.ok() && containers.ok()) {
-      kube_.sandboxes = std::move(*sandboxes);
-      kube_.containers = std::move(*containers);
+    auto lists = runtime_->Lists();
+    SetSourceUp("cri", lists.ok());
+    if (lists.ok()) {
+      kube_.sandboxes = std::move(lists->sandboxes);
+      kube_.containers = std::move(lists->containers);
       kube_.Reindex();
     } else {
       CountFault("cri", "unavailable");

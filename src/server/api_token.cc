@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 #include <mutex>
 
@@ -12,23 +13,32 @@
 namespace gpuledger::server {
 
 struct ApiToken::State {
-  std::mutex mu;
-  std::string token;  // "" with `path` empty: no auth; with `path`: still pending
-  std::string path;   // the file awaited
+  std::mutex mu;  // the wait for the file; once `known`, `token` never changes again
+  std::atomic<bool> known{false};
+  std::string token;  // with `known`: the token; else "" (no auth when `path` is empty too)
+  std::string path;   // the file awaited; set before the token is first shared, never after
   const Clock* clock = nullptr;
   Micros next_look_us = 0;
 
-  // The token, looking for the file again when it is due.
-  std::string Current() {
+  void Know(std::string t) {
+    token = std::move(t);
+    known.store(!token.empty(), std::memory_order_release);
+  }
+
+  // The token, looking for the file again when it is due. Once known it is read without a lock
+  // or a copy: every /api request asks.
+  std::string_view Current() {
+    if (known.load(std::memory_order_acquire)) return token;
+    if (path.empty()) return {};
     std::lock_guard lock(mu);
-    if (!token.empty() || path.empty()) return token;
+    if (known.load(std::memory_order_relaxed)) return token;
     const Micros now = clock->Now().mono_us;
-    if (now < next_look_us) return token;
+    if (now < next_look_us) return {};
     next_look_us = now + kRetryUs;
     // A file that appeared but holds no token yet (the kubelet writes Secrets atomically, so
     // this is a hand-made file) keeps the wait: refusing is the safe answer.
-    if (auto read = ReadTokenFile(path)) token = std::move(*read);
-    return token;
+    if (auto read = ReadTokenFile(path)) Know(std::move(*read));
+    return known.load(std::memory_order_relaxed) ? std::string_view(token) : std::string_view();
   }
 };
 
@@ -44,7 +54,7 @@ bool SameToken(std::string_view a, std::string_view b) {
 }  // namespace
 
 ApiToken::ApiToken(std::string token) : state_(std::make_shared<State>()) {
-  state_->token = std::move(token);
+  state_->Know(std::move(token));
 }
 
 Result<ApiToken> ApiToken::FromFile(const std::string& path, const Clock* clock) {
@@ -58,12 +68,12 @@ Result<ApiToken> ApiToken::FromFile(const std::string& path, const Clock* clock)
   }
   auto token = ReadTokenFile(path);
   if (!token) return token.error();
-  t.state_->token = std::move(*token);
+  t.state_->Know(std::move(*token));
   return t;
 }
 
 ApiToken::Verdict ApiToken::Check(std::string_view authorization) const {
-  const std::string token = state_->Current();
+  const std::string_view token = state_->Current();
   if (token.empty()) return state_->path.empty() ? Verdict::kAllowed : Verdict::kPending;
   return authorization.starts_with("Bearer ") && SameToken(authorization.substr(7), token)
              ? Verdict::kAllowed
@@ -71,13 +81,11 @@ ApiToken::Verdict ApiToken::Check(std::string_view authorization) const {
 }
 
 bool ApiToken::required() const {
-  std::lock_guard lock(state_->mu);
-  return !state_->token.empty() || !state_->path.empty();
+  return state_->known.load(std::memory_order_acquire) || !state_->path.empty();
 }
 
 std::string ApiToken::Pending() const {
-  std::lock_guard lock(state_->mu);
-  if (!state_->token.empty() || state_->path.empty()) return "";
+  if (state_->known.load(std::memory_order_acquire) || state_->path.empty()) return "";
   return fmt::format(
       "no API token yet: {} does not exist (create the Secret gpuledger-api-token, key token, in "
       "the server's namespace; docs/install.md); every /api request is refused until it does",

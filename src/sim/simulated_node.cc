@@ -10,17 +10,9 @@
 namespace gpuledger::sim {
 namespace {
 
-std::string Underscored(std::string uid) {
-  std::replace(uid.begin(), uid.end(), '-', '_');
-  return uid;
-}
-
-// A cgroup v2 path as the kubelet's systemd driver names it.
+// A cgroup v2 /proc/<pid>/cgroup line as the kubelet's systemd driver names it.
 std::string PodCgroup(const ConsumerRef& ref) {
-  return fmt::format(
-      "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/"
-      "cri-containerd-{}.scope\n",
-      Underscored(ref.pod_uid.value), ContainerIdFor(ref));
+  return fmt::format("0::{}\n", ContainerCgroupDir(ref.pod_uid.value, ContainerIdFor(ref)));
 }
 
 struct HostUser {
@@ -103,6 +95,17 @@ std::string SharingEnvironment(const ConsumerRef& consumer, const GpuUuid& devic
 }
 
 }  // namespace
+
+std::string PodCgroupDir(std::string_view pod_uid) {
+  std::string uid(pod_uid);
+  std::replace(uid.begin(), uid.end(), '-', '_');  // systemd's escaping of '-'
+  return fmt::format("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice",
+                     uid);
+}
+
+std::string ContainerCgroupDir(std::string_view pod_uid, std::string_view container_id) {
+  return fmt::format("{}/cri-containerd-{}.scope", PodCgroupDir(pod_uid), container_id);
+}
 
 std::string FractionalResource(std::string_view fractional_layer) {
   if (fractional_layer == "hami") return "nvidia.com/gpu";

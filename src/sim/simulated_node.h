@@ -48,6 +48,11 @@ inline constexpr std::string_view kGpuMilliResource = "gpu_milli";
 //              in the environment.
 std::string FractionalResource(std::string_view fractional_layer);
 
+// The cgroup directories a simulated node's kubelet (systemd driver, burstable QoS) gives a pod
+// and one of its containers, as /proc/<pid>/cgroup and /sys/fs/cgroup name them.
+std::string PodCgroupDir(std::string_view pod_uid);
+std::string ContainerCgroupDir(std::string_view pod_uid, std::string_view container_id);
+
 struct KubeLists {
   std::vector<kubelet::ContainerGrant> grants;
   std::vector<kubelet::AllocatableDevice> allocatable;

@@ -1,6 +1,5 @@
 #include "sim_node/sim_node.h"
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -111,19 +110,18 @@ class NodeWorld {
       const fs::path link = host_ / fmt::format("var/log/containers/{}_{}_{}-{}.log", sb.name,
                                                 sb.namespace_name, c.name, c.id);
       fs::create_directories(link.parent_path(), ec);
-      if (!fs::is_symlink(link)) fs::create_symlink("/" + pod_dir + "/" + c.name + "/0.log", link, ec);
+      if (!fs::is_symlink(link))
+        fs::create_symlink("/" + pod_dir + "/" + c.name + "/0.log", link, ec);
       paths.insert(link);
       if (!sb.ready) continue;
-      std::string uid = sb.uid;
-      std::replace(uid.begin(), uid.end(), '-', '_');
-      const fs::path pod_cgroup =
-          host_ / fmt::format("sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
-                              "kubepods-burstable-pod{}.slice", uid);
+      const fs::path cgroups = host_ / "sys/fs/cgroup";
+      const fs::path pod_cgroup = cgroups / sim::PodCgroupDir(sb.uid).substr(1);
       fs::create_directories(pod_cgroup, ec);
       paths.insert(pod_cgroup);
       if (c.running) {
-        fs::create_directories(pod_cgroup / fmt::format("cri-containerd-{}.scope", c.id), ec);
-        paths.insert(pod_cgroup / fmt::format("cri-containerd-{}.scope", c.id));
+        const fs::path container = cgroups / sim::ContainerCgroupDir(sb.uid, c.id).substr(1);
+        fs::create_directories(container, ec);
+        paths.insert(container);
       }
     }
     // What ended is removed as the kubelet removes it; innermost first.

@@ -4,7 +4,6 @@
 #include <map>
 #include <set>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,22 +27,16 @@ std::optional<std::vector<std::string>> ThreeNames(std::string_view text) {
   if (text.ends_with('_')) return std::nullopt;
   std::vector<std::string> names;
   for (TextParts parts(text, '_'); auto name = parts.Next();) names.emplace_back(*name);
-  if (names.size() != 3 || std::any_of(names.begin(), names.end(),
-                                       [](const std::string& n) { return n.empty(); }))
+  if (names.size() != 3 ||
+      std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
     return std::nullopt;
   return names;
-}
-
-bool IsContainerId(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
 }
 
 // A directory name the walk below kubepods goes into: a QoS class, a pod, a container.
 bool PodTreeName(std::string_view name) {
   return name.starts_with("kubepods") || name.starts_with("pod") || name == "burstable" ||
-         name == "besteffort" || name.ends_with(".scope") || IsContainerId(name);
+         name == "besteffort" || name.ends_with(".scope") || procfs::IsContainerId(name);
 }
 
 struct Running {
@@ -90,18 +83,18 @@ class KubeletFilesRuntime final : public RuntimeClient {
   explicit KubeletFilesRuntime(FileReader& files) : files_(files) {}
 
   Result<std::vector<PodSandbox>> ListPodSandbox() override {
-    auto scan = Scan();
-    if (!scan.ok()) return scan.error();
-    return std::move(scan->first);
+    auto lists = Lists();
+    if (!lists.ok()) return lists.error();
+    return std::move(lists->sandboxes);
   }
   Result<std::vector<Container>> ListContainers() override {
-    auto scan = Scan();
-    if (!scan.ok()) return scan.error();
-    return std::move(scan->second);
+    auto lists = Lists();
+    if (!lists.ok()) return lists.error();
+    return std::move(lists->containers);
   }
 
- private:
-  Result<std::pair<std::vector<PodSandbox>, std::vector<Container>>> Scan() {
+  // One pass over the directories serves both lists.
+  Result<RuntimeLists> Lists() override {
     auto pod_dirs = files_.List(kPodLogs);
     if (!pod_dirs.ok())
       return Unavailable(fmt::format("{}: {}", files_.Resolve(kPodLogs), pod_dirs.error().message));
@@ -111,7 +104,7 @@ class KubeletFilesRuntime final : public RuntimeClient {
           fmt::format("{}: {}", files_.Resolve(kContainerLogs), links.error().message));
     const Running running = ReadRunning(files_);
 
-    std::pair<std::vector<PodSandbox>, std::vector<Container>> out;
+    RuntimeLists out;
     std::map<std::pair<std::string, std::string>, std::string> uid_of;  // (ns, pod) -> uid
     for (const std::string& dir : *pod_dirs) {
       auto names = ThreeNames(dir);
@@ -122,13 +115,13 @@ class KubeletFilesRuntime final : public RuntimeClient {
       pod.uid = pod.id = (*names)[2];
       pod.ready = !running.known || running.pods.count(pod.uid) > 0;
       uid_of[{pod.namespace_name, pod.name}] = pod.uid;
-      out.first.push_back(std::move(pod));
+      out.sandboxes.push_back(std::move(pod));
     }
     for (std::string_view link : *links) {
       if (!link.ends_with(".log")) continue;
       link.remove_suffix(4);
       const std::size_t dash = link.rfind('-');
-      if (dash == std::string_view::npos || !IsContainerId(link.substr(dash + 1))) continue;
+      if (dash == std::string_view::npos || !procfs::IsContainerId(link.substr(dash + 1))) continue;
       auto names = ThreeNames(link.substr(0, dash));
       if (!names) continue;
       auto uid = uid_of.find({(*names)[1], (*names)[0]});
@@ -138,11 +131,12 @@ class KubeletFilesRuntime final : public RuntimeClient {
       c.pod_sandbox_id = uid->second;
       c.name = (*names)[2];
       c.running = !running.known || running.containers.count(c.id) > 0;
-      out.second.push_back(std::move(c));
+      out.containers.push_back(std::move(c));
     }
     return out;
   }
 
+ private:
   FileReader& files_;
 };
 

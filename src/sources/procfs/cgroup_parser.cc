@@ -20,13 +20,6 @@ bool IsHex(char c) {
 
 bool AllHex(std::string_view s) { return std::all_of(s.begin(), s.end(), IsHex); }
 
-// Container ids are 64 lowercase hex (sha256) for every runtime we name.
-bool IsContainerId(std::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 // A pod UID as the kubelet writes it after systemd's '-' -> '_' is undone: a UUID, or 32 hex
 // for static pods (a hash of the manifest, not a UUID).
 bool IsPodUid(std::string_view s) {
@@ -255,6 +248,12 @@ Result<CgroupRef> ParseProcCgroup(std::string_view content) {
   }
   if (monitor) return NotFound("cgroup: a container runtime monitor (conmon), not a workload");
   return NotFound("cgroup: the process is in no container");
+}
+
+bool IsContainerId(std::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 Result<CgroupRef> ParseCgroupDirectory(std::string_view path) {

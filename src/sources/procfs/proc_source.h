@@ -45,6 +45,9 @@ struct CgroupRef {
 // Never crashes or throws on any input.
 Result<CgroupRef> ParseProcCgroup(std::string_view content);
 
+// A container id as every runtime we name writes it: 64 lowercase hex (sha256).
+bool IsContainerId(std::string_view s);
+
 // A directory of the cgroup tree ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-
 // pod<uid>.slice[/cri-containerd-<id>.scope]"), named by the same rules: its pod UID and, when it
 // is a container's, the container ID; kNotFound when it is no pod's. The kubelet removes a pod's
