@@ -73,4 +73,19 @@ std::vector<std::int64_t> Apportion(std::int64_t total, std::span<const std::uin
   return finish();
 }
 
+std::vector<HourPart> ApportionOverHours(std::int64_t total, Micros from_us, Micros to_us) {
+  std::vector<Micros> hours;
+  std::vector<std::uint64_t> overlap;
+  for (Micros h = HourStart(from_us); h < to_us; h += kMicrosPerHour) {
+    hours.push_back(h);
+    overlap.push_back(
+        static_cast<std::uint64_t>(std::min(to_us, h + kMicrosPerHour) - std::max(from_us, h)));
+  }
+  const std::vector<std::int64_t> parts = Apportion(total, overlap);
+  std::vector<HourPart> out;
+  out.reserve(hours.size());
+  for (std::size_t i = 0; i < hours.size(); ++i) out.push_back({hours[i], parts[i]});
+  return out;
+}
+
 }  // namespace gpuledger

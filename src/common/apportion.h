@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "common/units.h"
+
 namespace gpuledger {
 
 // Shares of `total` proportional to `weights`, summing to `total` exactly. Each share is the
@@ -14,5 +16,13 @@ namespace gpuledger {
 // A negative total (a credit) is split as its magnitude and every share negated, so any int64
 // total, INT64_MIN included, splits exactly.
 std::vector<std::int64_t> Apportion(std::int64_t total, std::span<const std::uint64_t> weights);
+
+// A counter's delta over [from_us, to_us) split over the UTC hours it covers by the time in
+// each (Apportion: the parts sum to `total` exactly), in hour order; empty when to_us <= from_us.
+struct HourPart {
+  Micros hour_us;
+  std::int64_t part;
+};
+std::vector<HourPart> ApportionOverHours(std::int64_t total, Micros from_us, Micros to_us);
 
 }  // namespace gpuledger

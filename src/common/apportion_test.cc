@@ -107,4 +107,21 @@ TEST(Apportion, LeftoversFollowTheStableSortOfRemainders) {
 }
 
 }  // namespace
+TEST(ApportionOverHours, SplitsByTheTimeInEachHourAndSumsExactly) {
+  constexpr Micros h = kMicrosPerHour;
+  const auto parts = ApportionOverHours(1000, 10 * h + h / 2, 11 * h + h / 4);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].hour_us, 10 * h);
+  EXPECT_EQ(parts[0].part, 667);  // 30 of the 45 minutes
+  EXPECT_EQ(parts[1].hour_us, 11 * h);
+  EXPECT_EQ(parts[1].part, 333);
+  // Before the epoch too, and within one hour.
+  const auto before = ApportionOverHours(7, -h - 10, -h + 10);
+  ASSERT_EQ(before.size(), 2u);
+  EXPECT_EQ(before[0].hour_us, -2 * h);
+  EXPECT_EQ(before[0].part + before[1].part, 7);
+  EXPECT_EQ(ApportionOverHours(5, 3 * h + 1, 3 * h + 2).size(), 1u);
+  EXPECT_TRUE(ApportionOverHours(5, 3 * h, 3 * h).empty());
+}
+
 }  // namespace gpuledger

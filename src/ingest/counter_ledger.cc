@@ -65,17 +65,7 @@ void CounterLedger::Impl::Spread(const CounterKind& kind, const Sample& s, std::
   const bool consumer = kind.field >= Field::kAllocated;
   if (consumer && delta == 0) return;  // a consumer row only where it has something
   const ConsumerRef ref = consumer ? RefOf(s.labels) : ConsumerRef{};
-  std::vector<Micros> hours;
-  std::vector<std::uint64_t> overlap;
-  for (Micros h = HourStart(t0); h < t1; h += kMicrosPerHour) {
-    hours.push_back(h);
-    overlap.push_back(
-        static_cast<std::uint64_t>(std::min(t1, h + kMicrosPerHour) - std::max(t0, h)));
-  }
-  const std::vector<std::int64_t> parts = Apportion(delta, overlap);
-  for (std::size_t i = 0; i < hours.size(); ++i) {
-    const std::int64_t part = parts[i];
-    const Micros h = hours[i];
+  for (const auto [h, part] : ApportionOverHours(delta, t0, t1)) {
     if (h < forgotten_before_us) {
       if (part != 0) ++late_dropped;
       continue;

@@ -19,6 +19,7 @@
 #include "model/ledger.h"
 #include "model/reconciliation.h"
 #include "model/statement.h"
+#include "model/tokens.h"
 
 namespace gpuledger::store {
 
@@ -202,6 +203,22 @@ class LedgerStore {
     (void)generation;
     (void)body;
     return false;
+  }
+
+  // What inference engines served (model/tokens.h), in one transaction: each row replaces the
+  // one of its Key(), so re-writing an hour is idempotent; within one span the last of a key
+  // wins. kInvalidArgument, before anything is written, for a negative figure. Token hours are
+  // no part of the device-hours reports read: writing them leaves Generation() as it was. A
+  // store that cannot hold them says kUnsupported.
+  virtual Status WriteTokenHours(std::span<const TokenHour> rows) {
+    (void)rows;
+    return Unsupported("this ledger store cannot record token hours");
+  }
+  // The token hours that start in `range`, in Key() order. A store that cannot hold them has
+  // none.
+  virtual Result<std::vector<TokenHour>> ReadTokenHours(const TimeRange& range) {
+    (void)range;
+    return std::vector<TokenHour>{};
   }
 
   // The findings `query` selects, ordered as Finding's fields compare: (first_seen_us, node,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "store/row_codec.h"
+#include "store/ledger_store_test_fixture.h"
 #include "store_test_env/store_test_env.h"
 
 namespace gpuledger::store::testing {
@@ -29,25 +30,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-class LedgerStoreTest : public ::testing::TestWithParam<StoreKind> {
- protected:
-  void SetUp() override {
-    std::string skip;
-    ledger_ = MakeTestLedger(GetParam(), skip);
-    if (!ledger_ && !skip.empty()) GTEST_SKIP() << skip;
-    ASSERT_TRUE(ledger_);
-  }
-
-  // Opens this test's ledger (again): a new store over the same data.
-  std::unique_ptr<LedgerStore> Open() {
-    auto store = ledger_->Open();
-    EXPECT_TRUE(store) << store.error().message;
-    return store ? std::move(*store) : nullptr;
-  }
-
-  std::unique_ptr<TestLedger> ledger_;
-};
 
 INSTANTIATE_TEST_SUITE_P(Stores, LedgerStoreTest,
                          ::testing::Values(StoreKind::kSqlite, StoreKind::kPostgres),
@@ -559,7 +541,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "13"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "14"}}));
   auto identity = ReadLedgerIdentity(*store);
   ASSERT_TRUE(identity) << identity.error().message;
   EXPECT_EQ(identity->currency, "EUR");
@@ -1087,7 +1069,7 @@ TEST_P(LedgerStoreTest, Version7LedgerMovesToCompactHoursRowForRow) {
 
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM device_hours"));
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM usage_hours"));
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM hours"), "6");

@@ -86,7 +86,7 @@ TEST(PostgresLedger, UnreachableServerIsUnavailableAndNamesIt) {
 // them, and no statements: this takes a ledger of this build back to that shape (labels
 // dropped, the side tables empty).
 constexpr const char* kBackToVersion10 =
-    "DROP TABLE day_rollups; DROP TABLE statements; ALTER TABLE consumers DROP COLUMN labels; "
+    "DROP TABLE token_hours; DROP TABLE day_rollups; DROP TABLE statements; ALTER TABLE consumers DROP COLUMN labels; "
     "ALTER TABLE consumers DROP "
     "COLUMN "
     "namespace_labels; ALTER TABLE consumers ADD UNIQUE (namespace, pod, pod_uid, container, "
@@ -123,7 +123,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "13");
+      EXPECT_EQ(meta->at("schema_version"), "14");
     }
     return store;
   }
@@ -394,7 +394,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
   auto before = store->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -433,7 +433,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion10SchemaToConsumerLabels) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
                             "current_schema() AND table_name IN ('pod_labels', "
                             "'namespace_labels')"),
@@ -521,8 +521,8 @@ TEST_F(PostgresLedgerTest, ConcurrentOpenersMigrateOnce) {
       "WHERE table_schema = current_schema()");
   ASSERT_TRUE(tables) << tables.error().message;
   // meta reconciliations findings, the four dictionaries, hours, ledger_changes, statements,
-  // day_rollups
-  EXPECT_EQ(*tables, "11");
+  // day_rollups, token_hours
+  EXPECT_EQ(*tables, "12");
 }
 
 }  // namespace

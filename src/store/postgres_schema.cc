@@ -207,6 +207,25 @@ CREATE TABLE day_rollups (
   PRIMARY KEY (day_us, kind)
 );
 )sql",
+    // 13 -> 14: token hours, as the SQLite ledger's.
+    R"sql(
+CREATE TABLE token_hours (
+  hour_us       BIGINT           NOT NULL,
+  cluster       TEXT COLLATE "C" NOT NULL,
+  namespace     TEXT COLLATE "C" NOT NULL,
+  pod           TEXT COLLATE "C" NOT NULL,
+  pod_uid       TEXT COLLATE "C" NOT NULL,
+  container     TEXT COLLATE "C" NOT NULL,
+  model         TEXT COLLATE "C" NOT NULL,
+  engine        TEXT COLLATE "C" NOT NULL,
+  input_tokens  BIGINT           NOT NULL,
+  output_tokens BIGINT           NOT NULL,
+  requests      BIGINT           NOT NULL,
+  prefill_us    BIGINT           NOT NULL,
+  decode_us     BIGINT           NOT NULL,
+  PRIMARY KEY (hour_us, cluster, namespace, pod, pod_uid, container, model, engine)
+);
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

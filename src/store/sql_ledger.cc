@@ -25,6 +25,7 @@
 #include "store/finding_rows.h"
 #include "store/row_codec.h"
 #include "store/sqlite_schema.h"
+#include "store/token_rows.h"
 
 namespace gpuledger::store {
 namespace {
@@ -94,6 +95,8 @@ class SqlLedger final : public LedgerStore {
   Result<std::vector<Reconciliation>> ReadReconciliations(const TimeRange& range) override;
   Status WriteFindings(std::span<const Finding> findings) override;
   Result<std::vector<Finding>> ReadFindings(const FindingQuery& query) override;
+  Status WriteTokenHours(std::span<const TokenHour> rows) override;
+  Result<std::vector<TokenHour>> ReadTokenHours(const TimeRange& range) override;
   Result<int> WriteStatement(const Statement& statement) override;
   Result<std::vector<Statement>> ReadStatements(const std::string& period) override;
   Result<std::string> ReadStatementBody(const Statement& heading) override;
@@ -405,6 +408,33 @@ Result<std::vector<Finding>> SqlLedger::ReadFindings(const FindingQuery& query) 
       });
   if (!read) return read;
   SortFindings(out);
+  return out;
+}
+
+Status SqlLedger::WriteTokenHours(std::span<const TokenHour> rows) {
+  if (rows.empty()) return Status::Ok();
+  if (Status s = db_->CheckWritable(); !s) return s;
+  if (Status s = CheckTokenHours(rows, db_->name()); !s) return s;
+  const std::vector<SqlValue> cells = TokenHourCells(rows);
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn.status();
+  if (Status s = db_->Upsert("write token hours", kTokenHourUpsert, cells); !s) return s;
+  return (*txn)->Commit();
+}
+
+Result<std::vector<TokenHour>> SqlLedger::ReadTokenHours(const TimeRange& range) {
+  std::vector<TokenHour> out;
+  const std::array<SqlValue, 2> args = {range.from_us, range.to_us};
+  Status read = db_->ForEachRow(
+      "read token hours",
+      fmt::format("SELECT {} FROM token_hours WHERE hour_us >= ?1 AND hour_us < ?2 ORDER BY "
+                  "hour_us, cluster, namespace, pod, pod_uid, container, model, engine",
+                  kTokenHourColumns),
+      args, [&](SqlRow& row) -> Status {
+        out.push_back(DecodeTokenHour(row));
+        return row.Check("token_hours");
+      });
+  if (!read) return read;
   return out;
 }
 

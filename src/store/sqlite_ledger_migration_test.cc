@@ -54,7 +54,7 @@ std::string QueryText(const std::string& path, const std::string& sql) {
 // them, and no statements: this takes a ledger of this build back to that shape (labels
 // dropped, the side tables empty).
 constexpr const char* kBackToVersion10 =
-    "DROP TABLE day_rollups; DROP TABLE statements; CREATE TABLE c10 (id INTEGER PRIMARY KEY, "
+    "DROP TABLE token_hours; DROP TABLE day_rollups; DROP TABLE statements; CREATE TABLE c10 (id INTEGER PRIMARY KEY, "
     "namespace TEXT NOT NULL, pod "
     "TEXT NOT NULL, "
     "pod_uid TEXT NOT NULL, container TEXT NOT NULL, owner_kind TEXT NOT NULL, owner_name TEXT "
@@ -239,7 +239,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "13");
+  EXPECT_EQ(meta->at("schema_version"), "14");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -311,7 +311,7 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -357,7 +357,7 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -392,7 +392,7 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   auto before = (*store)->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
@@ -434,7 +434,7 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   auto before = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -486,7 +486,7 @@ TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   EXPECT_EQ(QueryText(path,
                       "SELECT count(*) FROM sqlite_schema WHERE name IN ('pod_labels', "
                       "'namespace_labels')"),
@@ -539,7 +539,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
 
   auto store = OpenSqliteLedger(path);
   ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "13");
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
   auto usage = (*store)->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
@@ -574,6 +574,47 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
                       "SELECT kind || ' ' || severity || ' ' || typeof(first_seen_us) || "
                       "' ' || typeof(resolved_us) FROM findings"),
             "unallocated-access warning integer null");
+  store->reset();
+  fs::remove_all(dir);
+}
+
+// Version 13 had no token hours: opening such a file adds the table, the hours kept.
+TEST(SqliteLedgerMigration, Version13FileGetsAnEmptyTokenHoursTable) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v13.db").string();
+  fs::remove(path);
+  LedgerHour hour = MakeHour("on-demand", 4'100'000'000);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+    ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
+  }
+  Exec(path, "DROP TABLE token_hours; UPDATE meta SET value = '13' WHERE key = 'schema_version';");
+
+  auto store = OpenSqliteLedger(path);
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
+  auto devices = (*store)->ReadDeviceHours({});
+  ASSERT_TRUE(devices) << devices.error().message;
+  EXPECT_EQ(devices->size(), 1u);
+  TokenHour t;
+  t.hour_us = kHour0;
+  t.cluster = "prod";
+  t.consumer.namespace_name = "ml";
+  t.consumer.pod = "llm-0";
+  t.model = "m";
+  t.engine = "vllm";
+  t.input_tokens = 42;
+  ASSERT_TRUE((*store)->WriteTokenHours({&t, 1}));
+  auto tokens = (*store)->ReadTokenHours({INT64_MIN, INT64_MAX});
+  ASSERT_TRUE(tokens) << tokens.error().message;
+  ASSERT_EQ(tokens->size(), 1u);
+  EXPECT_EQ(tokens->front(), t);
+  EXPECT_EQ(QueryText(path,
+                      "SELECT strict FROM pragma_table_list "
+                      "WHERE name = 'token_hours' AND schema = 'main'"),
+            "1");
   store->reset();
   fs::remove_all(dir);
 }

@@ -200,6 +200,25 @@ CREATE TABLE day_rollups (
   PRIMARY KEY (day_us, kind)
 ) STRICT;
 )sql",
+    // 13 -> 14: what inference engines served, per (hour, consumer, model) (model/tokens.h).
+    R"sql(
+CREATE TABLE token_hours (
+  hour_us       INTEGER NOT NULL,
+  cluster       TEXT    NOT NULL,
+  namespace     TEXT    NOT NULL,
+  pod           TEXT    NOT NULL,
+  pod_uid       TEXT    NOT NULL,
+  container     TEXT    NOT NULL,
+  model         TEXT    NOT NULL,
+  engine        TEXT    NOT NULL,
+  input_tokens  INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  requests      INTEGER NOT NULL,
+  prefill_us    INTEGER NOT NULL,
+  decode_us     INTEGER NOT NULL,
+  PRIMARY KEY (hour_us, cluster, namespace, pod, pod_uid, container, model, engine)
+) STRICT;
+)sql",
 };
 
 constexpr std::string_view kCreateMeta =

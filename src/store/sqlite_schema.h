@@ -11,7 +11,7 @@
 
 namespace gpuledger::store {
 
-inline constexpr std::int64_t kSchemaVersion = 13;  // the PostgreSQL ledger's too
+inline constexpr std::int64_t kSchemaVersion = 14;  // the PostgreSQL ledger's too
 inline constexpr std::string_view kSchemaVersionKey = "schema_version";  // in `meta`
 // Counts the transactions that changed what reports read (hours, reconciliations); in `meta`.
 inline constexpr std::string_view kGenerationKey = "ledger_generation";
