@@ -23,6 +23,7 @@
 #include "k8s/endpoints.h"
 #include "k8s/metadata_snapshot.h"
 #include "k8s/metadata_source.h"
+#include "server/engine_targets.h"
 #include "server/finding_events_loop.h"
 #include "server/ingest_server.h"
 #include "server/ingest_source.h"
@@ -92,8 +93,10 @@ Result<Metadata> StartMetadataIfConfigured(const ServerFlags& o, std::ostream& e
 
 // --source scrape: the flags as a source (targets listed or discovered from the agents'
 // Endpoints, asked again before every round). An error is printed; nullptr and `rc` then.
-std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerFlags& o, std::ostream& err,
-                                                            int& rc) {
+// `engines`, set once the metadata watch runs, names the inference engines to scrape too.
+std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(
+    const ServerFlags& o, std::ostream& err, int& rc,
+    std::shared_ptr<std::function<std::vector<ingest::EngineTarget>()>> engines) {
   rc = 2;
   std::vector<std::string> targets;
   for (std::size_t at = 0; at <= o.targets.size();) {
@@ -144,6 +147,9 @@ std::unique_ptr<server::IngestSource> ScrapeSourceFromFlags(const ServerFlags& o
   config.options.interval_us = *interval;
   config.options.discover = std::move(discover);
   config.options.timeout_us = std::min<Micros>(*interval, 10 * kMicrosPerSecond);
+  config.options.engines = [engines] {
+    return *engines ? (*engines)() : std::vector<ingest::EngineTarget>{};
+  };
   config.now = WallNowUs;
   config.log = &err;
   return server::MakeScrapeSource(std::move(config));
@@ -252,8 +258,9 @@ int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiTo
   }
   int rc = 2;
   std::unique_ptr<server::IngestSource> source;
+  auto engines = std::make_shared<std::function<std::vector<ingest::EngineTarget>()>>();
   if (scrape)
-    source = ScrapeSourceFromFlags(o, err, rc);
+    source = ScrapeSourceFromFlags(o, err, rc, engines);
   else if (files)
     // A snapshot may be stamped by a clock up to an hour ahead of this one, not more.
     source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err,
@@ -266,6 +273,13 @@ int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiTo
     err << "error: " << metadata.error().message << "\n";
     return cli::ExitCodeFor(metadata.error());
   }
+  // Inference pods that opt in are scraped for their tokens (docs/tokens.md) where the watch
+  // sees them: before the source starts, so every round asks it.
+  if (metadata->source)
+    *engines = [d = std::make_shared<server::EngineDiscovery>(
+                    [m = metadata->source.get()] { return m->Current()->LivePods(); }, err)] {
+      return (*d)();
+    };
   if (files && !metadata->source) {
     const auto file = std::filesystem::path(o.source.substr(6)) / "metadata.json";
     if (std::filesystem::exists(file)) {

@@ -15,12 +15,21 @@ Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std:
       cluster_(cluster),
       node_facts_(std::move(node_facts)),
       ledger_(cluster, std::move(describe)),
-      findings_(std::move(cluster)) {}
+      findings_(cluster),
+      tokens_(std::move(cluster)) {}
 
 Status Ingestor::Start(Micros observing_since_us) {
   if (Status s = findings_.Restore(store_); !s.ok()) return s;
   auto meta = store_.ReadMeta();
   if (!meta) return meta.error();
+  if (auto it = meta->find(std::string(kTokenStateMetaKey)); it != meta->end()) {
+    if (Status s = tokens_.Restore(it->second); !s.ok())
+      return InvalidArgument(
+          fmt::format("ledger meta '{}': {}", kTokenStateMetaKey, s.error().message));
+    token_state_saved_ = it->second;
+  } else {
+    tokens_.ObserveSince(observing_since_us);
+  }
   std::map<std::string, std::string> parts;
   for (const auto& [key, value] : *meta)
     if (key.starts_with(kStatePartPrefix))
@@ -69,8 +78,9 @@ Status Ingestor::Commit() {
   // Findings do not wait on the engine's state: their rows are their own state (idempotent).
   if (Status s = findings_.Commit(store_); !s.ok()) return s;
   // Rows first, state second (see the header); only the parts that changed, in one transaction.
-  CounterLedger::StateDelta delta = ledger_.PendingState();
   std::map<std::string, std::optional<std::string>> changes;
+  if (Status s = CommitTokens(changes); !s.ok()) return s;
+  CounterLedger::StateDelta delta = ledger_.PendingState();
   for (auto& [part, value] : delta.put)
     changes[std::string(kStatePartPrefix) + part] = std::move(value);
   for (const std::string& part : delta.erase)
@@ -83,9 +93,29 @@ Status Ingestor::Commit() {
   if (changes.empty()) return Status::Ok();
   if (Status s = store_.UpdateMeta(changes); !s.ok()) return s;  // still pending: next commit
   ledger_.StateSaved();
+  if (auto it = changes.find(std::string(kTokenStateMetaKey)); it != changes.end())
+    token_state_saved_ = std::move(*it->second);
   state_parts_written_ += static_cast<std::int64_t>(delta.put.size());
   migrate_ = false;
   stale_parts_.clear();
+  return Status::Ok();
+}
+
+Status Ingestor::CommitTokens(std::map<std::string, std::optional<std::string>>& changes) {
+  std::vector<TokenHour> rows = tokens_.TakeTouched();
+  if (!rows.empty()) {
+    if (Status s = store_.WriteTokenHours(rows); !s.ok()) {
+      tokens_.Retouch(rows);  // written at the next commit
+      return s;
+    }
+    token_hours_written_ += static_cast<std::int64_t>(rows.size());
+  }
+  if (tokens_.latest_us() != INT64_MIN) {
+    tokens_.Forget(tokens_.latest_us() - keep_open_us);
+    tokens_.Prune(tokens_.latest_us() - std::max(retention_us, keep_open_us));
+  }
+  std::string state = tokens_.State();
+  if (state != token_state_saved_) changes[std::string(kTokenStateMetaKey)] = std::move(state);
   return Status::Ok();
 }
 

@@ -17,6 +17,8 @@
 // and it ignores the parts), so it wins.
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,12 +28,15 @@
 #include "cost/price_hours.h"
 #include "ingest/counter_ledger.h"
 #include "ingest/finding_ingest.h"
+#include "ingest/token_ledger.h"
 #include "store/ledger_store.h"
 
 namespace gpuledger::ingest {
 
 inline constexpr std::string_view kStateMetaKey = "ingest_state";      // earlier builds: whole
 inline constexpr std::string_view kStatePartPrefix = "ingest_state/";  // this one: in parts
+// The token engine's state (TokenLedger::State): one key, small (engines x models x open hours).
+inline constexpr std::string_view kTokenStateMetaKey = "token_state";
 
 // Rows the engine produced, priced and written; the engine's state saved beside them.
 // `store` and `catalog` must outlive it. Not thread-safe; one owner (the ingest thread).
@@ -51,14 +56,19 @@ class Ingestor {
     ledger_.Feed(scrape);
     findings_.Feed(scrape);
   }
-  // Writes every touched hour, forgets hours older than `keep_open_us` before the newest
-  // sample, prunes agents silent for `retention_us`, saves the state parts that changed, and
-  // writes the findings that changed (those of agents silent for `retention_us` resolved).
+  // An inference engine's scrape: its token counters to the token engine (docs/tokens.md).
+  void FeedEngine(const EngineScrape& scrape) { tokens_.Feed(scrape); }
+  // Writes every touched hour and token hour, forgets hours older than `keep_open_us` before
+  // the newest sample, prunes agents and engines silent for `retention_us`, saves the state
+  // parts that changed, and writes the findings that changed (those of agents silent for
+  // `retention_us` resolved).
   Status Commit();
 
   CounterLedger& ledger() { return ledger_; }
+  TokenLedger& tokens() { return tokens_; }
   std::int64_t hours_written() const { return hours_written_; }
   std::int64_t state_parts_written() const { return state_parts_written_; }
+  std::int64_t token_hours_written() const { return token_hours_written_; }
 
   Micros keep_open_us = 3 * kMicrosPerHour;
   // Agents (instances) not scraped, and their devices and attribution entries not seen, for
@@ -80,8 +90,14 @@ class Ingestor {
   std::function<cost::NodeFacts(const std::string&)> node_facts_;
   CounterLedger ledger_;
   FindingIngest findings_;
+  TokenLedger tokens_;
+  std::string token_state_saved_;  // the token state the ledger holds
+  // Writes the touched token hours, forgets and prunes the token engine, and puts its state
+  // among `changes` when it changed.
+  Status CommitTokens(std::map<std::string, std::optional<std::string>>& changes);
   std::int64_t hours_written_ = 0;
   std::int64_t state_parts_written_ = 0;
+  std::int64_t token_hours_written_ = 0;
   // Migrating from the single key: erased, with every stored part not rewritten, at the first
   // commit.
   bool migrate_ = false;

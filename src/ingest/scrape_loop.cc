@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -12,9 +14,20 @@
 #include "prometheus/metric_table.h"
 
 namespace gpuledger::ingest {
+namespace {
+
+// Agents are named host:port, engines by their URL.
+bool IsEngineUrl(std::string_view target) { return target.starts_with("http://"); }
+
+}  // namespace
 
 Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
                                  const ScrapeAccess& access, std::size_t max_bytes) {
+  if (IsEngineUrl(target)) {
+    auto url = prometheus::ParseHttpUrl(target);
+    if (!url) return InvalidArgument(fmt::format("engine '{}': {}", target, url.error().message));
+    return prometheus::HttpGet(*url, timeout_us, max_bytes, {});
+  }
   // A target is host:port (an agent, or the proxy in front of it), which serves /metrics.
   auto url = prometheus::ParseHttpUrl(access.scheme + "://" + target + "/metrics");
   if (!url || target.find(':') == std::string::npos)
@@ -129,7 +142,9 @@ std::vector<Result<TargetScrape>> ScrapeLoop::FetchAll(const std::vector<std::st
               const std::string& m = body.error().message;
               scrape = Unavailable(
                   m.starts_with("scrape") ? m : fmt::format("scrape {}: {}", flight->target, m));
-            } else if (auto parsed = prometheus::ParseExposition(*body); !parsed.ok()) {
+            } else if (auto parsed = prometheus::ParseExposition(
+                           *body, {.skip_bad_lines = IsEngineUrl(flight->target)});
+                       !parsed.ok()) {
               scrape = InvalidArgument(
                   fmt::format("scrape {}: {}", flight->target, parsed.error().message));
             } else {
@@ -173,44 +188,32 @@ void ScrapeLoop::RunRound() {
     }
     if (found.ok()) targets_ = std::move(*found);
   }
+  std::vector<EngineTarget> engines;
+  if (options_.engines) engines = options_.engines();
+  std::map<std::string, const EngineTarget*> engine_of;
   {
     std::lock_guard lock(metrics_mu_);
     // Each target once, in the order given: the feed order, so a round is deterministic.
     std::set<std::string> seen;
     std::erase_if(targets_, [&](const std::string& t) { return !seen.insert(t).second; });
-    targets = targets_;
+    std::erase_if(engines, [&](const EngineTarget& e) { return !seen.insert(e.url).second; });
+    engines_ = engines;
+    targets = AllTargets();
     // A target that left the list (an agent's pod gone) leaves its counts: bounded by the list.
     std::erase_if(state_, [&](const auto& kv) { return !seen.contains(kv.first); });
   }
+  for (const EngineTarget& e : engines) engine_of[e.url] = &e;
   std::vector<Result<TargetScrape>> scrapes = FetchAll(targets);
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string& target = targets[i];
-    const bool ok = scrapes[i].ok();
-    std::string error = ok ? "" : scrapes[i].error().message;
-    if (ok) ingestor_.Feed(*scrapes[i]);
-    std::lock_guard lock(metrics_mu_);
-    auto [it, fresh] = state_.try_emplace(target);
-    TargetHealth& state = it->second;
-    if (fresh || state.up != ok) {  // a first scrape logs either way
-      if (ok)
-        log_ << fmt::format("ingest: scraping {}\n", target);
-      else
-        log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n", error);
-      log_.flush();
-    }
-    state.target = target;
-    state.up = ok;
-    state.last_error = error;
-    if (ok)
-      state.last_success_us = now_();
-    else
-      ++state.failures;
+    auto engine = engine_of.find(targets[i]);
+    Account(targets[i], std::move(scrapes[i]),
+            engine == engine_of.end() ? nullptr : engine->second);
   }
   ReapFlights(/*all=*/false);
   Status s = ingestor_.Commit();
   {
     std::lock_guard lock(metrics_mu_);
-    skipped_values_ = ingestor_.ledger().skipped_values();
+    skipped_values_ = ingestor_.ledger().skipped_values() + ingestor_.tokens().skipped_values();
     if (!s.ok()) {
       if (commit_errors_++ == 0)
         log_ << "ingest: writing the ledger: " << s.error().message << "\n";
@@ -223,6 +226,44 @@ void ScrapeLoop::RunRound() {
   ++rounds_;
 }
 
+std::vector<std::string> ScrapeLoop::AllTargets() const {
+  std::vector<std::string> all = targets_;
+  for (const EngineTarget& e : engines_) all.push_back(e.url);
+  return all;
+}
+
+void ScrapeLoop::Account(const std::string& target, Result<TargetScrape> scrape,
+                         const EngineTarget* engine) {
+  const bool ok = scrape.ok();
+  std::string error = ok ? "" : scrape.error().message;
+  if (ok && engine != nullptr)
+    ingestor_.FeedEngine(
+        {engine->consumer, engine->model, scrape->at_us, std::move(scrape->samples)});
+  else if (ok)
+    ingestor_.Feed(*scrape);
+  std::lock_guard lock(metrics_mu_);
+  auto [it, fresh] = state_.try_emplace(target);
+  TargetHealth& state = it->second;
+  if (fresh || state.up != ok) {  // a first scrape logs either way
+    if (ok)
+      log_ << fmt::format("ingest: scraping {}{}\n", target,
+                          engine != nullptr ? fmt::format(" (engine of {}/{})",
+                                                          engine->consumer.namespace_name,
+                                                          engine->consumer.pod)
+                                            : "");
+    else
+      log_ << fmt::format("ingest: {} (previous state kept; retrying every round)\n", error);
+    log_.flush();
+  }
+  state.target = target;
+  state.up = ok;
+  state.last_error = error;
+  if (ok)
+    state.last_success_us = now_();
+  else
+    ++state.failures;
+}
+
 std::size_t ScrapeLoop::tracked_targets() const {
   std::lock_guard lock(metrics_mu_);
   return state_.size();
@@ -233,7 +274,7 @@ SourcesHealth ScrapeLoop::Health() const {
   SourcesHealth h;
   h.source = "scrape";
   h.discovery_error = discovery_error_;
-  for (const std::string& t : targets_) {
+  for (const std::string& t : AllTargets()) {
     auto it = state_.find(t);
     h.targets.push_back(it != state_.end() ? it->second : TargetHealth{.target = t});
   }
@@ -253,12 +294,13 @@ std::string ScrapeLoop::RenderMetrics() const {
     auto it = state_.find(t);
     return it != state_.end() ? it->second : kNotYet;
   };
+  const std::vector<std::string> targets = AllTargets();
   w.Family(kServerScrapeErrorsTotal);
-  for (const std::string& t : targets_)
+  for (const std::string& t : targets)
     w.Sample(kServerScrapeErrorsTotal.name, {{"target", t}},
              static_cast<double>(state(t).failures));
   w.Family(kServerScrapeUp);
-  for (const std::string& t : targets_)
+  for (const std::string& t : targets)
     w.Sample(kServerScrapeUp.name, {{"target", t}}, state(t).up ? 1 : 0);
   w.Family(kServerScrapeRoundsTotal);
   w.Sample(kServerScrapeRoundsTotal.name, static_cast<double>(rounds_.load()));

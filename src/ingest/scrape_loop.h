@@ -19,6 +19,7 @@
 #include "http/client.h"
 #include "ingest/ingestor.h"
 #include "ingest/source_health.h"
+#include "model/consumer.h"
 
 namespace gpuledger::ingest {
 
@@ -37,7 +38,9 @@ struct ScrapeAccess {
 // GET <scheme>://<target>/metrics (gzip accepted) within `timeout_us` for the whole exchange;
 // the body as text, or an error naming the target (connection refused, TLS, HTTP status,
 // corrupt gzip, a body, raw or inflated, past `max_bytes`, no complete answer within the
-// timeout, an unreadable credential file).
+// timeout, an unreadable credential file). A target that is an http:// URL (an inference
+// engine) is fetched as it is, without `access`: the agents' credentials are never shown to a
+// pod.
 Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
                                  const ScrapeAccess& access = {},
                                  std::size_t max_bytes = kMaxScrapeBodyBytes);
@@ -46,6 +49,14 @@ Result<std::string> FetchMetrics(const std::string& target, Micros timeout_us,
 // (FetchMetrics does, within its timeout); one that outlives the loop's timeout is abandoned
 // for its round, and waited for when the loop stops.
 using Fetcher = std::function<Result<std::string>(const std::string& target)>;
+
+// An inference engine's metrics endpoint, as the pod that serves it names it (docs/tokens.md,
+// server/engine_targets.h).
+struct EngineTarget {
+  std::string url;  // "http://10.0.0.7:8000/metrics": the target's name in health and /metrics
+  ConsumerRef consumer;
+  std::string model;  // the pod's gpuledger.io/model; "" where it names none
+};
 
 struct ScrapeOptions {
   std::vector<std::string> targets;  // "host:port"; the instance name is the target as given
@@ -60,6 +71,10 @@ struct ScrapeOptions {
   // Fetches in flight at once (not counting abandoned ones): a round of N targets takes about
   // ceil(N / max_concurrent) answer times, at most that many timeouts.
   int max_concurrent = 16;
+  // When set, asked before every round for the inference engines to scrape besides the agents.
+  // Their answers are a third party's: parsed leniently (a bad line is skipped, not the scrape)
+  // and fed to the token engine (Ingestor::FeedEngine).
+  std::function<std::vector<EngineTarget>()> engines;
 };
 
 // The `--source scrape` loop: every interval, fetch and parse every target concurrently (strict
@@ -91,6 +106,12 @@ class ScrapeLoop {
   struct Flight;  // one fetch on its own thread
   std::vector<Result<TargetScrape>> FetchAll(const std::vector<std::string>& targets);
   void ReapFlights(bool all);
+  // The agents' targets then the engines' URLs, each once (under metrics_mu_).
+  std::vector<std::string> AllTargets() const;
+  // Feeds a target's scrape (an engine's when `engine` is set) to the ingestor and keeps the
+  // target's health.
+  void Account(const std::string& target, Result<TargetScrape> scrape,
+               const EngineTarget* engine);
 
   Ingestor& ingestor_;
   ScrapeOptions options_;
@@ -109,6 +130,7 @@ class ScrapeLoop {
   std::int64_t commit_errors_ = 0;
   std::int64_t skipped_values_ = 0;   // CounterLedger::skipped_values after the last round
   std::vector<std::string> targets_;  // guarded by metrics_mu_
+  std::vector<EngineTarget> engines_;  // guarded by metrics_mu_: this round's
   std::string discovery_error_;       // guarded by metrics_mu_
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;

@@ -74,6 +74,7 @@ struct TokenLedger::Impl {
   std::set<RowKey> touched;
   Micros forgotten_before_us = INT64_MIN;
   Micros observing_since_us = INT64_MAX;
+  Micros latest_us = INT64_MIN;
   std::int64_t ignored = 0, resets = 0, restarts = 0, late_dropped = 0, skipped = 0;
 
   // When a series that is new, or went back, started counting from zero: the engine's start
@@ -160,6 +161,7 @@ struct TokenLedger::Impl {
     }
     e.last_at_us = at;
     if (started_us != INT64_MIN) e.started_us = started_us;
+    latest_us = std::max(latest_us, at);
   }
 };
 
@@ -225,6 +227,7 @@ std::string TokenLedger::State() const {
             {"cluster", m.cluster},
             {"forgotten_before_us", m.forgotten_before_us},
             {"observing_since_us", m.observing_since_us},
+            {"latest_us", m.latest_us},
             {"counts", {m.ignored, m.resets, m.restarts, m.late_dropped, m.skipped}},
             {"engines", engines},
             {"rows", rows}};
@@ -244,6 +247,7 @@ Status TokenLedger::Restore(std::string_view state_json) {
     m.cluster = impl_->cluster;
     m.forgotten_before_us = j.at("forgotten_before_us").get<Micros>();
     m.observing_since_us = j.at("observing_since_us").get<Micros>();
+    m.latest_us = j.at("latest_us").get<Micros>();
     const json& counts = j.at("counts");
     std::tie(m.ignored, m.resets, m.restarts, m.late_dropped, m.skipped) =
         std::tuple{counts.at(0).get<std::int64_t>(), counts.at(1).get<std::int64_t>(),
@@ -293,5 +297,6 @@ std::int64_t TokenLedger::resets() const { return impl_->resets; }
 std::int64_t TokenLedger::restarts() const { return impl_->restarts; }
 std::int64_t TokenLedger::late_dropped() const { return impl_->late_dropped; }
 std::int64_t TokenLedger::skipped_values() const { return impl_->skipped; }
+Micros TokenLedger::latest_us() const { return impl_->latest_us; }
 
 }  // namespace gpuledger::ingest

@@ -73,6 +73,7 @@ class TokenLedger {
   std::int64_t restarts() const;
   std::int64_t late_dropped() const;
   std::int64_t skipped_values() const;  // NaN, infinite, negative or past 2^53: not counters
+  Micros latest_us() const;             // the newest at_us fed (INT64_MIN before any)
 
  private:
   struct Impl;

@@ -151,9 +151,11 @@ static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
   info.controller = std::move(meta->controller);
   const json& annotations = Member(Member(object, "metadata"), "annotations");
   if (annotations.is_object())
-    for (std::string_view key : {kGpuFractionAnnotation, kGpuMemoryAnnotation})
+    for (std::string_view key :
+         {kGpuFractionAnnotation, kGpuMemoryAnnotation, kTokensPortAnnotation,
+          kTokensPathAnnotation, kModelAnnotation, kTokensContainerAnnotation})
       if (auto it = annotations.find(std::string(key)); it != annotations.end() && it->is_string())
-        info.gpu_annotations[std::string(key)] = it->get<std::string>();
+        info.annotations[std::string(key)] = it->get<std::string>();
   const json& spec = Member(object, "spec");
   if (spec.is_object()) {
     auto node = OptString(spec, "nodeName", "spec");
@@ -161,6 +163,12 @@ static Result<ObjectInfo> ParseObjectInfoImpl(const json& object) {
       return node.error();
     }
     info.node_name = std::move(*node);
+  }
+  const json& status = Member(object, "status");
+  if (status.is_object()) {
+    auto ip = OptString(status, "podIP", "status");
+    if (!ip) return ip.error();
+    info.pod_ip = std::move(*ip);
   }
   return info;
 }

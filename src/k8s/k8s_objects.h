@@ -21,6 +21,12 @@ namespace gpuledger::k8s {
 // (MiB of one GPU), as KAI's GPU-sharing documentation names them.
 inline constexpr std::string_view kGpuFractionAnnotation = "gpu-fraction";
 inline constexpr std::string_view kGpuMemoryAnnotation = "gpu-memory";
+// An inference engine whose token counters the server scrapes (issue 63, docs/tokens.md): its
+// metrics port (the opt-in), path, model (for engines that name none) and container.
+inline constexpr std::string_view kTokensPortAnnotation = "gpuledger.io/tokens-port";
+inline constexpr std::string_view kTokensPathAnnotation = "gpuledger.io/tokens-path";
+inline constexpr std::string_view kModelAnnotation = "gpuledger.io/model";
+inline constexpr std::string_view kTokensContainerAnnotation = "gpuledger.io/tokens-container";
 
 // The controlling owner reference (controller: true; else the first one listed).
 struct OwnerRef {
@@ -38,8 +44,10 @@ struct ObjectInfo {
   std::map<std::string, std::string> labels;
   std::optional<OwnerRef> controller;
   std::string node_name;  // pods: spec.nodeName
-  // Pods: the GPU-sharing annotations only (kGpuAnnotations), so the cache stays small.
-  std::map<std::string, std::string> gpu_annotations;
+  // Pods: only the annotations gpuledger reads (the GPU-sharing and token ones above), so the
+  // cache stays small.
+  std::map<std::string, std::string> annotations;
+  std::string pod_ip;  // pods: status.podIP ("" until the pod has one)
   // Kept for a while after deletion (a tombstone) so closed ledger hours of short-lived pods
   // still resolve owners and labels.
   bool deleted = false;

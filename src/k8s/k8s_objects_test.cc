@@ -28,6 +28,30 @@ TEST(ParseObjectInfo, PodWithControllerAmongOwners) {
   EXPECT_EQ(pod->node_name, "gpu-node-3");
 }
 
+// An inference pod that opted in to token scraping: its address and the annotations read, and
+// no other annotation (the cache stays small).
+TEST(ParseObjectInfo, PodKeepsItsIpAndOnlyTheAnnotationsRead) {
+  auto pod = ParseObjectInfo(json::parse(R"({
+    "metadata": {"name": "tgi-0", "namespace": "llm", "uid": "u-tgi",
+                 "annotations": {"gpuledger.io/tokens-port": "3000",
+                                 "gpuledger.io/model": "mistralai/Mistral-7B-Instruct-v0.3",
+                                 "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+                                 "gpu-fraction": "0.5"}},
+    "spec": {"nodeName": "gpu-node-1"},
+    "status": {"phase": "Running", "podIP": "10.244.1.17"}})"));
+  ASSERT_TRUE(pod) << pod.error().message;
+  EXPECT_EQ(pod->pod_ip, "10.244.1.17");
+  EXPECT_EQ(pod->annotations,
+            (std::map<std::string, std::string>{
+                {"gpu-fraction", "0.5"},
+                {"gpuledger.io/model", "mistralai/Mistral-7B-Instruct-v0.3"},
+                {"gpuledger.io/tokens-port", "3000"}}));
+  auto bad_ip = ParseObjectInfo(
+      json::parse(R"({"metadata": {"name": "a"}, "status": {"podIP": 10}})"));
+  ASSERT_FALSE(bad_ip);
+  EXPECT_EQ(bad_ip.error().message, "status.podIP: expected a string");
+}
+
 TEST(ParseObjectInfo, ErrorsNameTheField) {
   auto missing = ParseObjectInfo(json::parse(R"({"metadata": {"namespace": "a"}})"));
   ASSERT_FALSE(missing);

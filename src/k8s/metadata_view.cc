@@ -73,7 +73,7 @@ ConsumerInfo MetadataView::Describe(const ConsumerRef& ref) const {
     return info;
   }
   info.labels = pod->labels;
-  ApplyGpuAnnotations(pod->gpu_annotations, info);
+  ApplyGpuAnnotations(pod->annotations, info);
   if (!pod->controller || pod->controller->kind.empty()) {
     return info;
   }

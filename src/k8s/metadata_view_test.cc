@@ -175,7 +175,7 @@ TEST(MetadataView, GpuSharingAnnotationsBecomeDeclaredShares) {
       R"({"metadata":{"namespace":"ml","name":"mem","uid":"b","annotations":{"gpu-memory":"2000"}}})",
       R"({"metadata":{"namespace":"ml","name":"bad","uid":"c","annotations":{"gpu-fraction":"1.5","gpu-memory":"2GB"}}})",
   });
-  EXPECT_EQ(t.pods->at("ml/half").gpu_annotations.size(), 1u);
+  EXPECT_EQ(t.pods->at("ml/half").annotations.size(), 1u);
   MetadataView view(t);
   ConsumerInfo half = view.Describe(ConsumerRef{"ml", "half", PodUid{"a"}, "main"});
   EXPECT_EQ(half.annotated_gpu_fraction, 0.5);

@@ -275,7 +275,7 @@ inline constexpr MetricDef kServerHourDeviceCost{
     "What that hour's GPUs cost in all: the sum of their prices.", kExporterServer};
 inline constexpr MetricDef kServerScrapeErrorsTotal{
     "gpuledger_server_scrape_errors_total", MetricType::kCounter, "target",
-    "Failed scrapes of an agent, by target.", kExporterServer};
+    "Failed scrapes of an agent or an inference engine, by target.", kExporterServer};
 inline constexpr MetricDef kServerScrapeUp{
     "gpuledger_server_scrape_up", MetricType::kGauge, "target",
     "Whether the last scrape of the target succeeded.", kExporterServer};
