@@ -32,6 +32,7 @@ Command AddStatementsCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddAuditCommand(CLI::App& app);
 Command AddRightsizeCommand(CLI::App& app);
+Command AddTokensCommand(CLI::App& app);
 Command AddMetricsCommand(CLI::App& app);
 
 // Set once SIGINT or SIGTERM arrives; the first call installs the handlers (and ignores

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   for (Command& c : AddSimCommands(app)) commands.push_back(std::move(c));
   for (auto add : {AddAgentCommand, AddServerCommand, AddReconcileCommand, AddCloseCommand,
                    AddStatementsCommand, AddExportCommand, AddAuditCommand, AddRightsizeCommand,
+                   AddTokensCommand,
                    AddMetricsCommand})
     commands.push_back(add(app));
   app.add_subcommand("version", "print the version");

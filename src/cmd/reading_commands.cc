@@ -10,6 +10,7 @@
 #include "cli/reconcile_command.h"
 #include "cli/report_command.h"
 #include "cli/rightsize_command.h"
+#include "cli/tokens_command.h"
 #include "cmd/client_auth_flags.h"
 #include "common/clock.h"
 
@@ -18,22 +19,30 @@
 #endif
 
 namespace gpuledger::cmd {
+namespace {
+
+// The window a chargeback reads and the rules it charges by: report's and tokens' flags.
+void AddChargeFlags(CLI::App& c, std::string& window, std::string& policy, std::string& idle) {
+  c.add_option("--window", window,
+               "all | 7d | today | yesterday | week | lastweek | month | lastmonth | YYYY-MM | "
+               "START,END")
+      ->capture_default_str();
+  c.add_option("--policy", policy, "allocation | compute | memory | hybrid:ALPHA")
+      ->capture_default_str();
+  c.add_option("--idle", idle, "keep | share | namespace:NS")->capture_default_str();
+}
+
+}  // namespace
 
 Command AddReportCommand(CLI::App& app) {
   auto o = std::make_shared<cli::ReportOptions>();
   auto* c = app.add_subcommand("report", "chargeback report from a ledger");
   AddReadFromFlags(*c, *o);
-  c->add_option("--window", o->window,
-                "all | 7d | today | yesterday | week | lastweek | month | lastmonth | YYYY-MM | "
-                "START,END")
-      ->capture_default_str();
+  AddChargeFlags(*c, o->window, o->policy, o->idle);
   c->add_option("--by", o->group_by,
                 "namespace | label:KEY | controller | node | gpu_model | device | container | "
                 "pod | sharing_mode (comma-separated for several levels)")
       ->capture_default_str();
-  c->add_option("--policy", o->policy, "allocation | compute | memory | hybrid:ALPHA")
-      ->capture_default_str();
-  c->add_option("--idle", o->idle, "keep | share | namespace:NS")->capture_default_str();
   c->add_option("--format", o->format, "table | csv | json")->capture_default_str();
   c->add_flag("--wide", o->wide, "table: every column (memory GiB-h), keys whole");
   return {c, [o] { return cli::RunReport(*o, std::cout, std::cerr); }};
@@ -126,6 +135,20 @@ Command AddRightsizeCommand(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--format", o->format, "table | json")->capture_default_str();
   return {c, [o] { return cli::RunRightsize(*o, std::cout, std::cerr); }};
+}
+
+Command AddTokensCommand(CLI::App& app) {
+  auto o = std::make_shared<cli::TokensOptions>();
+  auto* c = app.add_subcommand(
+      "tokens", "what a million tokens cost per model or team, from the GPU time truly used");
+  AddReadFromFlags(*c, *o);
+  AddChargeFlags(*c, o->window, o->policy, o->idle);
+  c->add_option("--by", o->group_by,
+                "model | namespace | label:KEY | controller | pod | container (comma-separated "
+                "for several levels)")
+      ->capture_default_str();
+  c->add_option("--format", o->format, "table | json")->capture_default_str();
+  return {c, [o] { return cli::RunTokens(*o, std::cout, std::cerr); }};
 }
 
 Command AddMetricsCommand(CLI::App& app) {

@@ -6,8 +6,6 @@
 #include <limits>
 
 namespace gpuledger {
-namespace {
-
 std::string Thousands(std::int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
   std::string out;
@@ -17,6 +15,8 @@ std::string Thousands(std::int64_t v) {
   }
   return (v < 0 ? "-" : "") + out;
 }
+
+namespace {
 
 // Decimal digits of a non-negative 128-bit value.
 std::string Digits(unsigned __int128 v) {

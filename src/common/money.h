@@ -27,6 +27,9 @@ Result<Nanos> NanosFromDecimal(std::string_view text);
 // unit prices (GPU-hours from GPU-µs), which are not money totals.
 std::string DecimalRatio(__int128 numerator, __int128 denominator, int scale);
 
+// "1,234,567": an integer with its thousands grouped, for people (tables).
+std::string Thousands(std::int64_t value);
+
 // "$1,234.56": rounded to cents, half away from zero, thousands grouped. For people only;
 // files and JSON carry DecimalFromNanos or integer nanos.
 std::string DisplayMoney(Nanos nanos);

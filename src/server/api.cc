@@ -21,11 +21,13 @@
 #include "ledger/reports.h"
 #include "ledger/rightsize.h"
 #include "ledger/statements.h"
+#include "ledger/tokens.h"
 #include "prometheus/exposition_writer.h"
 #include "prometheus/metric_table.h"
 #include "recommendations/rightsize_json.h"
 #include "report/report.h"
 #include "report/report_json.h"
+#include "report/token_json.h"
 #include "report/window.h"
 #include "server/api_allocation.h"
 #include "server/api_export.h"
@@ -135,6 +137,24 @@ ApiResponse Recommendations(store::LedgerStore& store, ledger::ReadService& read
   return {200, "application/json", std::move(body)};
 }
 
+// What a token cost (docs/tokens.md): the parameters `gpuledger tokens` sends.
+ApiResponse Tokens(store::LedgerStore& store, ledger::ReadService& reads, const Params& p) {
+  if (auto u = UnknownParam(p, {"window", "aggregate", "policy", "idle"}); !u.empty())
+    return JsonError(400,
+                     fmt::format("unknown parameter '{}' (window, aggregate, policy, idle)", u));
+  ledger::TokenRequest request;
+  request.window = ParamOr(p, "window", request.window);
+  request.group_by = ParamOr(p, "aggregate", request.group_by);
+  request.policy = ParamOr(p, "policy", request.policy);
+  request.idle = ParamOr(p, "idle", request.idle);
+  ledger::FieldNames names;
+  names.group_by = "aggregate";
+  auto answer = ledger::ReadTokens(store, &reads, request, names);
+  if (!answer) return ParameterError(answer.error(), {"window", "aggregate", "policy", "idle"});
+  return {200, "application/json",
+          report::TokenReportToJson(answer->report, answer->scope.currency)};
+}
+
 ApiResponse Findings(store::LedgerStore& store, ledger::ReadService& reads, const Params& p,
                      const guardrails::Policy& policy) {
   if (auto u = UnknownParam(p, {"window", "kind", "namespace", "workload", "severity", "state"});
@@ -222,7 +242,8 @@ ApiResponse Devices(store::LedgerStore& store, ledger::ReadService& reads, const
 // The API's endpoints; CanonicalPath maps the others' names of them.
 constexpr std::string_view kEndpoints[] = {
     "/api/v1/allocation",      "/api/v1/report",       "/api/v1/devices",    "/api/v1/findings",
-    "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements", "/api/v1/sources"};
+    "/api/v1/recommendations", "/api/v1/export/focus", "/api/v1/statements", "/api/v1/sources",
+    "/api/v1/tokens"};
 
 // OpenCost's and Kubecost's paths its clients (`kubectl cost`, dashboards) read, answered as
 // theirs: the allocation API's three names, and the configuration (the currency).
@@ -401,6 +422,7 @@ ApiResponse Api::Route(const std::string& requested, const Params& params,
     if (path == "/api/v1/recommendations")
       return Recommendations(**store, reads_, params, catalog_, open_);
     if (path == "/api/v1/statements") return Statements(**store, params);
+    if (path == "/api/v1/tokens") return Tokens(**store, reads_, params);
     return ExportFocus(std::move(*store), reads_, params);
   };
   return IsHeavy(path) ? Heavy(answer) : answer();
