@@ -219,6 +219,7 @@ int RunDemo(const DemoOptions& o, const std::atomic<bool>& stop, std::ostream& o
   const bool accurate = PrintAccuracy(*rc, simulator.truth(), scenario.duration_us, width, out);
 
   Status shown = PrintFindings(**store, width, out);
+  if (shown) shown = PrintTokens(**store, width, out);
   if (shown) shown = PrintRightsizing(**store, inputs->catalog, width, out);
   if (!shown) {
     err << "error: " << shown.error().message << "\n";

@@ -8,12 +8,15 @@
 
 #include "attribution/attribute.h"
 #include "cli/format.h"
+#include "cli/tokens_command.h"
 #include "common/money.h"
 #include "common/text_columns.h"
 #include "ledger/findings.h"
 #include "ledger/read_service.h"
 #include "ledger/rightsize.h"
+#include "ledger/tokens.h"
 #include "model/compute_band.h"
+#include "report/token_json.h"
 
 namespace gpuledger::cli {
 namespace {
@@ -200,6 +203,22 @@ Status PrintFindings(store::LedgerStore& store, std::size_t width, std::ostream&
   for (const guardrails::PricedFinding& p : findings->findings)
     out << fmt::format("  {:<25} {}\n", ToString(p.finding.kind), ToString(p.finding.severity))
         << Wrap(guardrails::Summary(p), "    ", width);
+  return Status::Ok();
+}
+
+Status PrintTokens(store::LedgerStore& store, std::size_t width, std::ostream& out) {
+  auto answer = ledger::ReadTokens(store, nullptr, ledger::TokenRequest{});
+  if (!answer) return answer.error();
+  if (answer->report.groups.empty()) return Status::Ok();
+  auto table = TokensTableFromJson(
+      report::TokenReportToJson(answer->report, answer->scope.currency), width);
+  if (!table) return table.error();
+  out << "\n"
+      << Wrap("What a token cost: the serving pods' GPU cost (the allocation policy, shared GPUs "
+              "split as above) over the tokens their engines counted (`gpuledger tokens`, "
+              "docs/tokens.md):",
+              "", width)
+      << *table;
   return Status::Ok();
 }
 

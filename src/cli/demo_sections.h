@@ -41,6 +41,9 @@ bool PrintAccuracy(const report::Report& by_container,
 // The guardrails' findings over the whole ledger, priced (ledger/findings.h).
 Status PrintFindings(store::LedgerStore& store, std::size_t width, std::ostream& out);
 
+// What a million tokens cost per model (ledger/tokens.h), as `gpuledger tokens` prints it.
+Status PrintTokens(store::LedgerStore& store, std::size_t width, std::ostream& out);
+
 // What could run on less, with the saving a month (ledger/rightsize.h): the five best actions
 // and the consolidation plans.
 Status PrintRightsizing(store::LedgerStore& store, const cost::Catalog& catalog, std::size_t width,

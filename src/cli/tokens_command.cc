@@ -57,47 +57,51 @@ Result<std::string> TokensTableFromJson(const std::string& text, std::size_t col
   if (!doc.is_object()) return InvalidArgument("the tokens answer is not a JSON object");
   try {
     const std::string currency = doc.at("currency").get<std::string>();
-    // A column: its head, width, and its cell of a group.
+    // A column: its head, width, its cell of a group, and its rank: in a narrow terminal the
+    // columns of the highest ranks go first, so every line fits (keys keep 16 columns, 32 for
+    // the per-1k figures to be shown).
     struct Column {
       std::string_view head;
       std::size_t width;
       std::function<std::string(const json&)> cell;
+      int rank;
     };
     auto per_million = [](std::string_view which) {
       return [which](const json& g) { return PerMillion(g.at("per_million_tokens").at(which)); };
     };
+    auto per_thousand = [](std::string_view which, std::int64_t unit, int scale) {
+      return [=](const json& g) {
+        return Or(g.at("per_1k_tokens").at(which),
+                  [=](std::int64_t v) { return DecimalRatio(v, unit, scale); });
+      };
+    };
     std::vector<Column> table = {
-        {"IN TOKENS", 13, [](const json& g) { return Thousands(g.at("input_tokens")); }},
-        {"OUT TOKENS", 13, [](const json& g) { return Thousands(g.at("output_tokens")); }},
-        {"GPU COST", 12, [](const json& g) { return DisplayMoney(g.at("cost_nanos")); }},
-        {"/1M IN", 9, per_million("input_nanos")},
-        {"/1M OUT", 9, per_million("output_nanos")},
-        {"/1M", 9, per_million("blended_nanos")},
-        {"QUALITY", 9, [](const json& g) { return g.at("quality").get<std::string>(); }}};
-    // Per 1k tokens where the terminal has room for them beside keys of 32 columns.
-    const std::vector<Column> wide = {
-        {"GPU-S/1K", 9,
-         [](const json& g) {
-           return Or(g.at("per_1k_tokens").at("compute_gpu_us"),
-                     [](std::int64_t us) { return DecimalRatio(us, 1'000'000, 3); });
-         }},
-        {"J/1K", 9, [](const json& g) {
-           return Or(g.at("per_1k_tokens").at("energy_mj"),
-                     [](std::int64_t mj) { return DecimalRatio(mj, 1'000, 1); });
-         }}};
+        {"IN TOKENS", 13, [](const json& g) { return Thousands(g.at("input_tokens")); }, 5},
+        {"OUT TOKENS", 13, [](const json& g) { return Thousands(g.at("output_tokens")); }, 6},
+        {"GPU COST", 12, [](const json& g) { return DisplayMoney(g.at("cost_nanos")); }, 2},
+        {"/1M IN", 9, per_million("input_nanos"), 3},
+        {"/1M OUT", 9, per_million("output_nanos"), 4},
+        {"/1M", 9, per_million("blended_nanos"), 1},
+        {"QUALITY", 9, [](const json& g) { return g.at("quality").get<std::string>(); }, 7},
+        {"GPU-S/1K", 9, per_thousand("compute_gpu_us", 1'000'000, 3), 8},
+        {"J/1K", 9, per_thousand("energy_mj", 1'000, 1), 9}};
     auto figures_width = [&] {
       std::size_t w = 0;
       for (const Column& c : table) w += c.width + 1;
       return w;
     };
-    if (columns >= figures_width() + 20 + 32) table.insert(table.end(), wide.begin(), wide.end());
+    for (int rank = 9; rank > 1; --rank) {
+      const std::size_t key_room = rank >= 8 ? 32 : 16;
+      if (figures_width() + key_room <= columns) break;
+      std::erase_if(table, [&](const Column& c) { return c.rank == rank; });
+    }
     const std::size_t figures = figures_width();
     const std::size_t key_width = columns > figures + 12 ? columns - figures : 12;
-    std::string out = fmt::format(
-        "tokens by {} from {} to {}, {} policy, idle {} ({} per 1M tokens)\n",
+    std::string out = Wrap(fmt::format(
+        "tokens by {} from {} to {}, {} policy, idle {} ({} per 1M tokens)",
         doc.at("group_by").get<std::string>(), doc.at("window").at("start").get<std::string>(),
         doc.at("window").at("end").get<std::string>(), doc.at("policy").get<std::string>(),
-        doc.at("idle_handling").get<std::string>(), currency);
+        doc.at("idle_handling").get<std::string>(), currency), "", columns);
     out += PadRight("KEY", key_width);
     for (const Column& c : table) out += " " + PadLeft(c.head, c.width);
     out += "\n";

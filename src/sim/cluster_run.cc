@@ -10,6 +10,7 @@
 #include "io/file_util.h"
 #include "k8s/metadata_snapshot.h"
 #include "prometheus/exposition_parser.h"
+#include "sim/engine_exposition.h"
 #include "sim/metadata_snapshot_writer.h"
 #include "sim/simulated_node.h"
 #include "sources/procfs/proc_source.h"
@@ -28,6 +29,27 @@ struct Node {
   procfs::ProcSource procs;
   agent::Collector collector;
 };
+
+// An inference pod (a workload with `inference:`): its engine, scraped with its node's agent
+// from its start until a collection after its end has read its last counts.
+struct EnginePod {
+  ConsumerRef ref;
+  const InferenceSpec* spec = nullptr;
+  Micros start_us = 0, end_us = 0;
+};
+
+std::map<std::string, std::vector<EnginePod>> EnginePodsByNode(const Scenario& scenario) {
+  std::map<std::string, std::vector<EnginePod>> out;
+  for (const WorkloadSpec& w : scenario.workloads) {
+    if (!w.inference) continue;
+    for (const PodPlan& pod : w.pods)
+      if (pod.node >= 0)
+        out[scenario.nodes[static_cast<std::size_t>(pod.node)].name].push_back(
+            {ConsumerRef{w.namespace_name, pod.name, PodUid(pod.uid), w.container},
+             &*w.inference, scenario.start_us + w.start_us, scenario.start_us + w.end_us});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -60,6 +82,40 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
   RunStats stats;
   std::map<std::string, Micros> last_collected;
   Status failed;
+  // Engines that start in the scenario are watched from its start: their whole lives count.
+  ingestor.tokens().ObserveSince(scenario.start_us);
+  const auto engines = EnginePodsByNode(scenario);
+  // An inference engine, scraped as the server scrapes the pods that opt in.
+  auto scrape_engine = [&](const EnginePod& e, Micros at) -> Status {
+    auto truth = simulator.truth().find(e.ref);
+    const EngineCounts counts =
+        EngineCountsOf(*e.spec, truth != simulator.truth().end() ? truth->second : Truth{});
+    auto parsed = prometheus::ParseExposition(EngineExposition(*e.spec, counts, e.start_us));
+    if (!parsed)
+      return Internal(fmt::format("engine of {}: {}", e.ref.Key(), parsed.error().message));
+    ingestor.FeedEngine({e.ref, e.spec->model, at, std::move(parsed->samples)});
+    return Status::Ok();
+  };
+  // The node's engines with each collection: from their start until one after their end has
+  // read their last counts.
+  auto scrape_engines = [&](const std::string& name, Micros at) -> Status {
+    auto it = engines.find(name);
+    if (it == engines.end()) return Status::Ok();
+    for (const EnginePod& e : it->second)
+      if (at >= e.start_us && at <= e.end_us + options.collect_every_us)
+        if (Status s = scrape_engine(e, at); !s.ok()) return s;
+    return Status::Ok();
+  };
+  // And as each starts (the node's intervals are cut there): a server scrapes a new pod within
+  // a round, so an engine that says no start time (TGI, Triton) loses no token before its first.
+  auto scrape_started = [&](const std::string& name, Micros at) -> Status {
+    auto it = engines.find(name);
+    if (it == engines.end() || at % options.collect_every_us == 0) return Status::Ok();
+    for (const EnginePod& e : it->second)
+      if (e.start_us == at)
+        if (Status s = scrape_engine(e, at); !s.ok()) return s;
+    return Status::Ok();
+  };
   auto collect = [&](const std::string& name, Node& node, Micros at) -> Status {
     at -= at % 1000;  // file names carry milliseconds: feed what a replay will read
     const std::string text = node.collector.Exposition()->text;
@@ -75,7 +131,7 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     ingestor.Feed(ingest::TargetScrape{name, at, std::move(parsed->samples)});
     ++stats.collections;
     last_collected[name] = at;
-    return Status::Ok();
+    return scrape_engines(name, at);
   };
   // A baseline before any cycle: the agents' counters start at zero with the scenario.
   for (auto& [name, node] : nodes)
@@ -95,6 +151,8 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
     it->second->collector.Cycle();
     if (snap.end_us % options.collect_every_us == 0)
       failed = collect(snap.node, *it->second, snap.end_us);
+    else
+      failed = scrape_started(snap.node, snap.end_us);
     // Commit once per simulated hour: rows replace, so how often changes nothing but memory.
     if (failed.ok() && HourStart(snap.end_us) > committed_hour) {
       committed_hour = HourStart(snap.end_us);

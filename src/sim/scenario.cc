@@ -315,6 +315,29 @@ void ParseWorkloadAccess(Parser& p, const YAML::Node& y, const std::string& path
   }
 }
 
+// The inference engine a workload's pods run, when it says (InferenceSpec).
+void ParseInference(Parser& p, const YAML::Node& y, const std::string& path, WorkloadSpec& w) {
+  if (!y.IsDefined() || y.IsNull() || !p.IsMap(y, path)) return;
+  p.CheckKeys(y, path,
+              {"engine", "model", "input_per_gpu_second", "output_per_gpu_second",
+               "output_per_request", "prefill_share"});
+  InferenceSpec spec;
+  spec.engine = p.RequiredStr(y, "engine", path);
+  if (!p.failed() && spec.engine != "vllm" && spec.engine != "sglang" && spec.engine != "tgi" &&
+      spec.engine != "triton")
+    p.Fail(y["engine"], path + ".engine",
+           "expected vllm, sglang, tgi or triton, got '" + spec.engine + "'");
+  spec.model = p.RequiredStr(y, "model", path);
+  spec.input_per_gpu_second =
+      p.Number(y["input_per_gpu_second"], path + ".input_per_gpu_second", 0, 1e7, 0);
+  spec.output_per_gpu_second =
+      p.Number(y["output_per_gpu_second"], path + ".output_per_gpu_second", 0, 1e7, 0);
+  spec.output_per_request =
+      p.Number(y["output_per_request"], path + ".output_per_request", 1, 1e6, 256);
+  spec.prefill_share = p.Number(y["prefill_share"], path + ".prefill_share", 0, 1, 0.25);
+  w.inference = std::move(spec);
+}
+
 void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, WorkloadSpec& w,
                    const Scenario& sc) {
   if (!p.IsMap(y, path)) return;
@@ -345,7 +368,8 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
                "request",
                "uses_gpu",
                "visible_devices",
-               "grant_lingers"});
+               "grant_lingers",
+               "inference"});
   w.namespace_name = p.RequiredStr(y, "namespace", path);
   w.name = p.RequiredStr(y, "name", path);
   w.owner_kind = p.Str(y["owner_kind"], path + ".owner_kind", "Deployment");
@@ -384,6 +408,7 @@ void ParseWorkload(Parser& p, const YAML::Node& y, const std::string& path, Work
       p.Fail(pl, path + ".placement", "explicit placement needs replicas: 1");
   }
   ParseWorkloadAccess(p, y, path, w);
+  ParseInference(p, y["inference"], path + ".inference", w);
   if (!p.failed() && !sc.namespace_labels.empty() &&
       !sc.namespace_labels.contains(w.namespace_name)) {
     // Namespaces are optional, but when listed a typo in one must not create a new one.

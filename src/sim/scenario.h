@@ -110,6 +110,18 @@ struct PodPlan {
   int uses_gpu = -1;                 // `request: none`: the GPU index its process runs on
 };
 
+// An inference engine a workload's pods run (issue 63, docs/scenarios.md): its token counters
+// follow the pod's true GPU busy time (physical-GPU seconds), and its pods opt in to being
+// scraped, so the server books them as it books a real engine's.
+struct InferenceSpec {
+  std::string engine;  // vllm | sglang | tgi | triton: the metrics it exposes
+  std::string model;
+  double input_per_gpu_second = 0;   // prompt tokens per second of GPU busy time
+  double output_per_gpu_second = 0;  // generated tokens per second of GPU busy time
+  double output_per_request = 256;   // generated tokens of a request, on average
+  double prefill_share = 0.25;       // of the busy time, spent in prefill (vllm, tgi report it)
+};
+
 struct WorkloadSpec {
   int line = 0;  // 1-based line in the scenario file, for messages
   std::string namespace_name;
@@ -142,6 +154,7 @@ struct WorkloadSpec {
   // Misbehaviour: the kubelet keeps listing the pod's grants for this long after it ended
   // (kubernetes#119423), with its sandbox not ready: a stale grant.
   Micros grant_linger_us = 0;
+  std::optional<InferenceSpec> inference;
   std::vector<PodPlan> pods;  // resolved by ParseScenario
 };
 
