@@ -12,8 +12,10 @@
 #include "common/rounding.h"
 #include "common/time_util.h"
 #include "http/client.h"
+#include "ingest/agent_series.h"
 #include "ingest/counter_ledger.h"
 #include "ingest/finding_ingest.h"
+#include "ingest/token_series.h"
 
 namespace gpuledger::ingest {
 namespace {
@@ -28,25 +30,11 @@ class HttpPrometheusClient : public PrometheusClient {
       : base_(std::move(base)), auth_(std::move(auth)), display_(std::move(display)) {}
 
   Result<std::vector<TargetScrape>> Fetch(Micros from_us, Micros to_us) override {
-    std::vector<TargetScrape> raw;
-    const Micros range = to_us - from_us;
-    if (range <= 0) return raw;
-    // Whole seconds: the range selector's unit. Timestamps are sent with millisecond precision.
-    const std::string window =
-        fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
-    const std::string time = fmt::format("{:.3f}", static_cast<double>(to_us) / 1e6);
-    for (const std::string& name : LedgerMetricNames()) {
-      auto body = Query(fmt::format("{}[{}]", name, window), time);
-      if (!body) return body.status();
-      if (Status s = ParseMatrixResponse(*body, raw); !s.ok())
-        return InvalidArgument(fmt::format("{}: {}", display_, s.error().message));
-    }
-    // Samples exactly at from_us belong to the previous window: (from, to].
-    std::erase_if(raw,
-                  [&](const TargetScrape& t) { return t.at_us <= from_us || t.at_us > to_us; });
+    auto raw = RawSamples(LedgerMetricNames(), from_us, to_us);
+    if (!raw) return raw.error();
     // Regroup: one TargetScrape per (instance, timestamp), in time order.
     std::map<std::pair<Micros, std::string>, TargetScrape> grouped;
-    for (auto& t : raw) {
+    for (auto& t : *raw) {
       TargetScrape& g = grouped[{t.at_us, t.instance}];
       g.instance = t.instance;
       g.at_us = t.at_us;
@@ -56,6 +44,12 @@ class HttpPrometheusClient : public PrometheusClient {
     out.reserve(grouped.size());
     for (auto& [key, t] : grouped) out.push_back(std::move(t));
     return out;
+  }
+
+  Result<std::vector<EngineScrape>> FetchEngines(Micros from_us, Micros to_us) override {
+    auto raw = RawSamples(TokenSeriesNames(), from_us, to_us);
+    if (!raw) return raw.error();
+    return EngineScrapesOf(std::move(*raw));
   }
 
   Result<DcgmHourlyByGpu> FetchDcgmHourly(Micros hour_us) override {
@@ -77,6 +71,29 @@ class HttpPrometheusClient : public PrometheusClient {
   std::int64_t skipped_not_finite() const override { return skipped_not_finite_.load(); }
 
  private:
+  // The raw samples of the families `names` in (from_us, to_us], one TargetScrape per series
+  // and timestamp as the matrix answers come.
+  Result<std::vector<TargetScrape>> RawSamples(const std::vector<std::string>& names,
+                                               Micros from_us, Micros to_us) {
+    std::vector<TargetScrape> raw;
+    const Micros range = to_us - from_us;
+    if (range <= 0) return raw;
+    // Whole seconds: the range selector's unit. Timestamps are sent with millisecond precision.
+    const std::string window =
+        fmt::format("{}s", (range + kMicrosPerSecond - 1) / kMicrosPerSecond);
+    const std::string time = fmt::format("{:.3f}", static_cast<double>(to_us) / 1e6);
+    for (const std::string& name : names) {
+      auto body = Query(fmt::format("{}[{}]", name, window), time);
+      if (!body) return body.status();
+      if (Status s = ParseMatrixResponse(*body, raw); !s.ok())
+        return InvalidArgument(fmt::format("{}: {}", display_, s.error().message));
+    }
+    // Samples exactly at from_us belong to the previous window: (from, to].
+    std::erase_if(raw,
+                  [&](const TargetScrape& t) { return t.at_us <= from_us || t.at_us > to_us; });
+    return raw;
+  }
+
   // One instant query at `time` (seconds, as the API takes it): the answer's body. A 400 or 422
   // carries the API's own error, which the response parsers report.
   Result<std::string> Query(const std::string& promql, const std::string& time) {
@@ -99,6 +116,27 @@ class HttpPrometheusClient : public PrometheusClient {
 };
 
 }  // namespace
+
+std::vector<EngineScrape> EngineScrapesOf(std::vector<TargetScrape> raw) {
+  std::map<std::pair<Micros, ConsumerRef>, EngineScrape> grouped;
+  for (TargetScrape& t : raw)
+    for (Sample& s : t.samples) {
+      ConsumerRef pod{std::string(Label(s.labels, "namespace")),
+                      std::string(Label(s.labels, "pod")), PodUid(""),
+                      std::string(Label(s.labels, "container"))};
+      if (pod.namespace_name.empty() || pod.pod.empty()) continue;
+      std::string_view uid = Label(s.labels, "uid");
+      pod.pod_uid = PodUid(std::string(uid.empty() ? Label(s.labels, "pod_uid") : uid));
+      EngineScrape& e = grouped[{t.at_us, pod}];
+      e.consumer = std::move(pod);
+      e.at_us = t.at_us;
+      e.samples.push_back(std::move(s));
+    }
+  std::vector<EngineScrape> out;
+  out.reserve(grouped.size());
+  for (auto& [key, e] : grouped) out.push_back(std::move(e));
+  return out;
+}
 
 // The engine's own list: a series the engine reads that this source did not query would be
 // lost silently (the hand-kept list here had missed peak memory and unattributed memory-time).

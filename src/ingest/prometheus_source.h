@@ -14,6 +14,7 @@
 #include "http/client.h"
 #include "ingest/dcgm_hourly.h"
 #include "ingest/sample.h"
+#include "ingest/token_ledger.h"
 
 namespace gpuledger::ingest {
 
@@ -34,6 +35,15 @@ class PrometheusClient {
   // (`instance` names the TargetScrape). A server that is not Prometheus-compatible gives a
   // clear kInvalidArgument ("... is not a Prometheus HTTP API: ...").
   virtual Result<std::vector<TargetScrape>> Fetch(Micros from_us, Micros to_us) = 0;
+
+  // Inference engines' token series (ingest/token_series.h) in (from_us, to_us], as the TSDB
+  // scraped them from the pods: EngineScrapesOf its raw samples. Default (fakes that predate
+  // it): none.
+  virtual Result<std::vector<EngineScrape>> FetchEngines(Micros from_us, Micros to_us) {
+    (void)from_us;
+    (void)to_us;
+    return std::vector<EngineScrape>{};
+  }
 
   // dcgm-exporter's profiling averages per whole GPU over [hour_us, hour_us + 1 h), when the
   // same Prometheus scrapes dcgm-exporter: `avg_over_time(NAME[3600s])` at the hour's end for
@@ -66,6 +76,14 @@ Status ParseDcgmVectorResponse(std::string_view body, std::string_view name, Dcg
 // rows filled, or the client's error (rows then unchanged where not yet filled).
 Result<int> FillActivityFromPrometheusDcgm(PrometheusClient& client,
                                            std::vector<LedgerHour>& hours);
+
+// Raw token samples (one TargetScrape per instance and timestamp) as the engines' scrapes: one
+// EngineScrape per (pod, timestamp), sorted by time, the pod named by the series' labels as a
+// pod scrape config names them (kube-prometheus' PodMonitors: `namespace`, `pod`, `container`;
+// `uid` or `pod_uid` where a relabeling adds it). Samples without `namespace` and `pod` name no
+// pod: skipped. No process start time comes this way (it is every target's series): an
+// engine's restart is seen as a reset.
+std::vector<EngineScrape> EngineScrapesOf(std::vector<TargetScrape> raw);
 
 // Parses one /api/v1/query response of resultType "matrix" into samples (pure; exposed for
 // tests). Appends to `out`: (instance, timestamp) -> samples.

@@ -15,6 +15,7 @@
 #include "io/file_util.h"
 
 #include "ingest/ingestor.h"
+#include "ingest/prometheus_source.h"
 #include "ingest/scrape_loop.h"
 #include "temp_dir.h"
 
@@ -127,6 +128,58 @@ TEST(TokenScrape, AnEngineIsFetchedWithoutTheAgentsCredentials) {
   serving.join();
   ASSERT_TRUE(body) << body.error().message;
   EXPECT_EQ(seen_auth, "");
+}
+
+// The same engines through a TSDB (`--source prometheus=URL`): the matrix answers of the token
+// series, with the pod labels a PodMonitor adds (and `uid`, relabelled from
+// __meta_kubernetes_pod_uid), book the rows the server's own scrapes of the engines book.
+TEST(TokenScrape, ThePrometheusPathBooksWhatTheScrapePathBooks) {
+  const Micros t0 = kH0 + 3500 * kS;
+  struct Point {
+    Micros at;
+    double prompt, generated;
+  };
+  const std::vector<Point> points = {{t0, 100, 10}, {t0 + 60 * kS, 5000, 900},
+                                     {t0 + 120 * kS, 7000, 1300}, {t0 + 180 * kS, 300, 20}};
+  // What the engine's own /metrics said at each scrape, and the same as Prometheus keeps it.
+  std::string values_prompt, values_generated;
+  TokenLedger scraped("c1");
+  const ConsumerRef pod{"llm", "vllm-0", PodUid("u-0"), "server"};
+  for (const Point& p : points) {
+    const std::string at = fmt::format("{:.3f}", static_cast<double>(p.at) / 1e6);
+    values_prompt += fmt::format("{}[{},\"{}\"]", values_prompt.empty() ? "" : ",", at, p.prompt);
+    values_generated +=
+        fmt::format("{}[{},\"{}\"]", values_generated.empty() ? "" : ",", at, p.generated);
+    scraped.Feed({pod, "", p.at,
+                  {Sample{"vllm:prompt_tokens_total", {{"engine", "0"}, {"model_name", "m"}},
+                          p.prompt},
+                   Sample{"vllm:generation_tokens_total", {{"engine", "0"}, {"model_name", "m"}},
+                          p.generated}}});
+  }
+  const std::string labels =
+      R"("container":"server","engine":"0","instance":"10.0.0.9:8000","job":"llm/vllm",)"
+      R"("model_name":"m","namespace":"llm","pod":"vllm-0","uid":"u-0")";
+  std::vector<TargetScrape> raw;
+  ASSERT_TRUE(ParseMatrixResponse(
+      fmt::format(R"({{"status":"success","data":{{"resultType":"matrix","result":[)"
+                  R"({{"metric":{{"__name__":"vllm:prompt_tokens_total",{0}}},"values":[{1}]}},)"
+                  R"({{"metric":{{"__name__":"vllm:generation_tokens_total",{0}}},"values":[{2}]}}]}}}})",
+                  labels, values_prompt, values_generated),
+      raw));
+  // A series no pod label names (a static target) is skipped.
+  raw.push_back({"10.0.0.1:9090", t0, {Sample{"vllm:prompt_tokens_total", {}, 5}}});
+  TokenLedger through_tsdb("c1");
+  const std::vector<EngineScrape> engines = EngineScrapesOf(raw);
+  ASSERT_EQ(engines.size(), points.size());
+  for (const EngineScrape& e : engines) {
+    EXPECT_EQ(e.consumer, pod);
+    through_tsdb.Feed(e);
+  }
+  EXPECT_EQ(through_tsdb.Hours(INT64_MAX), scraped.Hours(INT64_MAX));
+  EXPECT_EQ(scraped.resets(), 2);
+  std::int64_t input = 0;
+  for (const TokenHour& r : scraped.Hours(INT64_MAX)) input += r.input_tokens;
+  EXPECT_EQ(input, 4900 + 2000 + 300);
 }
 
 }  // namespace

@@ -231,6 +231,9 @@ class PrometheusSource final : public IngestSource {
       auto scrapes = c_.client->Fetch(cursor_, end);
       if (!scrapes) return scrapes.status();
       for (const auto& scrape : *scrapes) ingestor.Feed(scrape);
+      auto engines = c_.client->FetchEngines(cursor_, end);
+      if (!engines) return engines.status();
+      for (const auto& engine : *engines) ingestor.FeedEngine(engine);
       if (Status s = ingestor.Commit(); !s.ok()) return s;
       skipped_counter_samples_ = ingestor.ledger().skipped_values();
       cursor_ = end;
