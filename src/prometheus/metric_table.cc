@@ -62,6 +62,8 @@ constexpr std::array kTable{
     kServerHourCost,
     kServerHourIdleCost,
     kServerHourDeviceCost,
+    kServerHourTokens,
+    kServerHourTokenCostPerMillion,
     kServerHttpConnectionsTotal,
     kServerHttpConnectionsEvictedTotal,
     kServerHttpRequestsTimedOutTotal,

@@ -273,6 +273,20 @@ inline constexpr MetricDef kServerHourIdleCost{
 inline constexpr MetricDef kServerHourDeviceCost{
     "gpuledger_server_hour_device_cost", MetricType::kGauge, "currency",
     "What that hour's GPUs cost in all: the sum of their prices.", kExporterServer};
+// The same hour's tokens and what they cost (issue 63, docs/tokens.md): what a panel and an
+// alert on $/1M tokens read.
+inline constexpr MetricDef kServerHourTokens{
+    "gpuledger_server_hour_tokens", MetricType::kGauge, "namespace,model,kind",
+    "Tokens the inference engines of a namespace served in that hour, by model; kind input or "
+    "output.",
+    kExporterServer};
+inline constexpr MetricDef kServerHourTokenCostPerMillion{
+    "gpuledger_server_hour_token_cost_per_million", MetricType::kGauge,
+    "namespace,model,kind,currency",
+    "What a million of those tokens cost: the serving pods' GPU cost in that hour (allocation "
+    "policy, idle kept apart) over their tokens; kind input, output or blended (in the ledger's "
+    "currency).",
+    kExporterServer};
 inline constexpr MetricDef kServerScrapeErrorsTotal{
     "gpuledger_server_scrape_errors_total", MetricType::kCounter, "target",
     "Failed scrapes of an agent or an inference engine, by target.", kExporterServer};

@@ -48,7 +48,8 @@ nodes:
 workloads:
   - {namespace: ml, name: train, node: a100, compute: {profile: constant, duty: 0.3}, memory: {bytes: 10GiB}}
   - {namespace: web, name: api, node: a100, replicas: 2, labels: {team: search}, compute: {profile: constant, duty: 0.1}, memory: {bytes: 2GiB}}
-  - {namespace: web, name: small, node: l4, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB}}
+  - {namespace: web, name: small, node: l4, compute: {profile: constant, duty: 0.5}, memory: {bytes: 1GiB},
+     inference: {engine: sglang, model: qwen/qwen-0.5b, input_per_gpu_second: 1000, output_per_gpu_second: 250}}
 )";
 
 class ApiTest : public ::testing::Test {
@@ -834,6 +835,28 @@ TEST_F(ApiTest, MetricsPriceTheLastCompleteHourAsItsReportDoes) {
       metrics.find(fmt::format(
           "gpuledger_server_hour_device_cost{{currency=\"USD\"}} {}",
           static_cast<double>(report["total"]["device_cost_nanos"].get<std::int64_t>()) / 1e9)),
+      std::string::npos)
+      << metrics;
+  // The hour's tokens and what a million cost, as /api/v1/tokens answers for that hour.
+  ApiResponse t = api.Handle("/api/v1/tokens",
+                             {{"window", FormatRfc3339(hour) + "," + FormatRfc3339(extent->to_us)},
+                              {"aggregate", "namespace,model"}},
+                             "");
+  ASSERT_EQ(t.status, 200) << t.body;
+  json tokens = json::parse(t.body);
+  ASSERT_EQ(tokens["groups"].size(), 1u) << t.body;
+  const json& g = tokens["groups"][0];
+  EXPECT_EQ(g["key"], "web/qwen/qwen-0.5b");
+  EXPECT_NE(metrics.find(fmt::format("gpuledger_server_hour_tokens{{namespace=\"web\",model=\""
+                                     "qwen/qwen-0.5b\",kind=\"input\"}} {}",
+                                     static_cast<double>(g["input_tokens"].get<std::int64_t>()))),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find(fmt::format(
+          "gpuledger_server_hour_token_cost_per_million{{namespace=\"web\",model=\"qwen/"
+          "qwen-0.5b\",kind=\"blended\",currency=\"USD\"}} {}",
+          static_cast<double>(g["per_million_tokens"]["blended_nanos"].get<std::int64_t>()) / 1e9)),
       std::string::npos)
       << metrics;
 }

@@ -4,6 +4,8 @@
 
 #include "ledger/read_reports.h"
 #include "ledger/reports.h"
+#include "ledger/tokens.h"
+#include "common/time_util.h"
 #include "prometheus/metric_table.h"
 #include "store/ledger_identity.h"
 
@@ -11,6 +13,42 @@ namespace gpuledger::server {
 namespace {
 
 double Units(Nanos nanos) { return static_cast<double>(nanos) / 1e9; }
+
+// The hour's tokens by namespace and model and what a million of them cost, into `w`: the
+// families always, a sample for each (namespace, model) whose engines served tokens in it.
+Status WriteHourTokens(store::LedgerStore& store, const TimeRange& hour,
+                       const std::string& currency, prometheus::ExpositionWriter& w) {
+  ledger::TokenRequest request;
+  request.window = FormatRfc3339(hour.from_us) + "," + FormatRfc3339(hour.to_us);
+  request.group_by = "namespace,model";  // a namespace has no '/', a model may
+  auto answer = ledger::ReadTokens(store, nullptr, request);
+  if (!answer) return answer.status();
+  using namespace prometheus;
+  w.Family(kServerHourTokens);
+  for (const report::TokenGroup& g : answer->report.groups) {
+    const std::size_t slash = g.key.find('/');
+    const std::string ns = g.key.substr(0, slash), model = g.key.substr(slash + 1);
+    w.Sample(kServerHourTokens.name, {{"namespace", ns}, {"model", model}, {"kind", "input"}},
+             static_cast<double>(g.input_tokens));
+    w.Sample(kServerHourTokens.name, {{"namespace", ns}, {"model", model}, {"kind", "output"}},
+             static_cast<double>(g.output_tokens));
+  }
+  w.Family(kServerHourTokenCostPerMillion);
+  for (const report::TokenGroup& g : answer->report.groups) {
+    const std::size_t slash = g.key.find('/');
+    const std::string ns = g.key.substr(0, slash), model = g.key.substr(slash + 1);
+    const std::pair<const char*, std::optional<Nanos>> kinds[] = {
+        {"input", report::NanosPerMillion(g.input_cost_nanos, g.input_tokens)},
+        {"output", report::NanosPerMillion(g.output_cost_nanos, g.output_tokens)},
+        {"blended", report::NanosPerMillion(g.gpu.cost_nanos, g.tokens())}};
+    for (const auto& [kind, nanos] : kinds)
+      if (nanos)
+        w.Sample(kServerHourTokenCostPerMillion.name,
+                 {{"namespace", ns}, {"model", model}, {"kind", kind}, {"currency", currency}},
+                 Units(*nanos));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -47,6 +85,7 @@ Result<std::string> RenderHourCost(store::LedgerStore& store, Micros now_us) {
     w.Family(kServerHourDeviceCost);
     w.Sample(kServerHourDeviceCost.name, {{"currency", currency}},
              Units(r.total.device_cost_nanos));
+    if (Status s = WriteHourTokens(store, query.window, currency, w); !s.ok()) return s.error();
     out = w.Take();
   }
   return out;
