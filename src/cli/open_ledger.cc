@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/exit_code.h"
 #include "io/file_util.h"
+#include "io/terminal.h"
 
 namespace gpuledger::cli {
 
@@ -35,6 +37,27 @@ Status CheckReadFlags(const std::string& db, const std::string& server, const st
     return InvalidArgument(fmt::format("--format '{}': expected table or json", format));
   if (!db.empty() && !server.empty()) return InvalidArgument("give --db or --server, not both");
   return Status::Ok();
+}
+
+int PrintDocument(const std::string& db, const std::string& server, const std::string& format,
+                  const std::function<Result<std::string>()>& document,
+                  const std::function<Result<std::string>(const std::string&, std::size_t)>& table,
+                  std::ostream& out, std::ostream& err) {
+  if (Status flags = CheckReadFlags(db, server, format); !flags.ok())
+    return Fail(err, flags.error());
+  auto doc = document();
+  if (!doc) return Fail(err, doc.error());
+  if (format == "json") {
+    out << *doc;
+    return 0;
+  }
+  auto rendered = table(*doc, TerminalColumns());
+  if (!rendered) {
+    err << "error: " << rendered.error().message << "\n";
+    return 1;
+  }
+  out << *rendered;
+  return 0;
 }
 
 }  // namespace gpuledger::cli

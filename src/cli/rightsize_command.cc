@@ -44,21 +44,9 @@ Result<std::string> RightsizeJson(const RightsizeOptions& o) {
 }  // namespace
 
 int RunRightsize(const RightsizeOptions& o, std::ostream& out, std::ostream& err) {
-  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok())
-    return Fail(err, flags.error());
-  auto doc = RightsizeJson(o);
-  if (!doc) return Fail(err, doc.error());
-  if (o.format == "json") {
-    out << *doc;
-    return 0;
-  }
-  auto table = recommendations::RightsizeTableFromJson(*doc, TerminalColumns());
-  if (!table) {
-    err << "error: " << table.error().message << "\n";
-    return 1;
-  }
-  out << *table;
-  return 0;
+  return PrintDocument(
+      o.db, o.server, o.format, [&] { return RightsizeJson(o); },
+      recommendations::RightsizeTableFromJson, out, err);
 }
 
 }  // namespace gpuledger::cli

@@ -123,18 +123,8 @@ Result<std::string> TokensTableFromJson(const std::string& text, std::size_t col
 }
 
 int RunTokens(const TokensOptions& o, std::ostream& out, std::ostream& err) {
-  if (Status flags = CheckReadFlags(o.db, o.server, o.format); !flags.ok())
-    return Fail(err, flags.error());
-  auto doc = TokensJson(o);
-  if (!doc) return Fail(err, doc.error());
-  if (o.format == "json") {
-    out << *doc;
-    return 0;
-  }
-  auto table = TokensTableFromJson(*doc, TerminalColumns());
-  if (!table) return Fail(err, table.error());
-  out << *table;
-  return 0;
+  return PrintDocument(o.db, o.server, o.format, [&] { return TokensJson(o); },
+                       TokensTableFromJson, out, err);
 }
 
 }  // namespace gpuledger::cli
