@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <tuple>
 #include <utility>
 
 #include "billing/reconciled_prices.h"
+#include "common/apportion.h"
 #include "common/csv.h"
 #include "common/money.h"
 #include "common/time_range.h"
@@ -81,6 +83,8 @@ constexpr std::array<std::string_view, 57> kColumns = {
 
 constexpr Micros kMicrosPerHourI = kMicrosPerHour;
 constexpr std::string_view kUnit = "GPU-Hours";
+// What an inference workload's charge bought (docs/tokens.md): its engines' tokens.
+constexpr std::string_view kTokenUnit = "Tokens";
 
 // The UTC calendar month holding t: FOCUS's billing period.
 TimeRange MonthOf(Micros t) {
@@ -168,6 +172,24 @@ std::string ExportRow::ResourceId() const {
       return node + "/unattributed";
   }
   return {};
+}
+
+void AddTokens(std::vector<ExportRow>& rows, const WorkloadTokens& tokens) {
+  std::map<std::pair<Micros, std::string>, std::vector<ExportRow*>> rows_of;
+  for (ExportRow& r : rows)
+    if (r.kind == RowKind::kWorkload) rows_of[{r.period_start_us, r.ResourceId()}].push_back(&r);
+  for (const auto& [key, count] : tokens) {
+    auto it = rows_of.find(key);
+    if (it == rows_of.end()) continue;
+    std::vector<std::uint64_t> by_cost, by_time;
+    for (const ExportRow* r : it->second) {
+      by_cost.push_back(static_cast<std::uint64_t>(std::max<Nanos>(0, r->effective_nanos)));
+      by_time.push_back(static_cast<std::uint64_t>(std::max<GpuMicros>(0, r->quantity_us)));
+    }
+    const bool costs = std::any_of(by_cost.begin(), by_cost.end(), [](auto w) { return w > 0; });
+    const std::vector<std::int64_t> parts = Apportion(count, costs ? by_cost : by_time);
+    for (std::size_t i = 0; i < parts.size(); ++i) it->second[i]->tokens = parts[i];
+  }
 }
 
 ExportBuilder::ExportBuilder(ExportRequest request) : request_(std::move(request)) {}
@@ -408,8 +430,8 @@ std::string RenderFocusRows(const ExportRequest& request, std::span<const Export
         "",
         "",
         "",                                                      // CommitmentDiscount*
-        Quantity(r.quantity_us),                                 // ConsumedQuantity
-        std::string(kUnit),                                      // ConsumedUnit
+        r.tokens ? std::to_string(*r.tokens) : Quantity(r.quantity_us),  // ConsumedQuantity
+        std::string(r.tokens ? kTokenUnit : kUnit),                       // ConsumedUnit
         DecimalFromNanos(r.list_nanos),                          // ContractedCost
         list_unit,                                               // ContractedUnitPrice
         DecimalFromNanos(r.effective_nanos),                     // EffectiveCost
@@ -455,7 +477,7 @@ std::string RenderFocusRows(const ExportRequest& request, std::span<const Export
 std::string PlainCsvHeader() {
   return "period_start,period_end,kind,cluster,namespace,owner_kind,owner_name,node,gpu_model,"
          "sharing_mode,pricing_class,team,resource_id,gpu_us,effective_cost_nanos,"
-         "list_cost_nanos,billed_cost_nanos,reconciliation_factor\n";
+         "list_cost_nanos,billed_cost_nanos,reconciliation_factor,tokens\n";
 }
 
 std::string RenderPlainCsv(std::span<const ExportRow> rows) {
@@ -465,7 +487,7 @@ std::string RenderPlainCsv(std::span<const ExportRow> rows) {
 std::string RenderPlainRows(std::span<const ExportRow> rows) {
   std::string out;
   for (const ExportRow& r : rows) {
-    const std::array<std::string, 18> fields = {
+    const std::array<std::string, 19> fields = {
         FormatRfc3339(r.period_start_us),
         FormatRfc3339(r.period_end_us),
         std::string(KindName(r.kind)),
@@ -484,6 +506,7 @@ std::string RenderPlainRows(std::span<const ExportRow> rows) {
         std::to_string(r.list_nanos),
         std::to_string(r.billed_nanos),
         r.reconciliation_factor,
+        r.tokens ? std::to_string(*r.tokens) : "",
     };
     for (std::size_t i = 0; i < fields.size(); ++i) {
       if (i > 0) out += ',';

@@ -13,6 +13,7 @@
 // See docs/focus.md for every column.
 
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,6 +66,10 @@ struct ExportRow {
   Nanos list_nanos = 0;       // share of the modelled (catalog) device-hour prices
   Nanos billed_nanos = 0;     // share of the bill; 0 unless reconciled
   std::string reconciliation_factor;  // billed/modelled of the node-day, "" when not reconciled
+  // Tokens the workload's inference engines served in the period, this row's part of them
+  // (AddTokens); unset for a workload that serves none. Set, they are the row's consumed
+  // quantity (FOCUS ConsumedUnit "Tokens"), what the inference charge bought.
+  std::optional<std::int64_t> tokens;
 
   std::string ResourceId() const;  // "ns/Kind/name", "<node>/idle", "<node>/unattributed"
 };
@@ -104,6 +109,14 @@ class ExportBuilder {
   std::map<RowKey, ExportRow> rows_;
   Status overflow_ = Status::Ok();
 };
+
+// Tokens by (period start, workload "namespace/Kind/name"), as a workload's engines served them.
+using WorkloadTokens = std::map<std::pair<Micros, std::string>, std::int64_t>;
+// Gives each workload's tokens of a period to its rows of that period (several where it ran on
+// several nodes, models or teams), split by their effective cost, exactly (Apportion: by their
+// GPU time where they cost nothing); a workload's tokens with no row of the period are not
+// given (its GPUs were no part of the window).
+void AddTokens(std::vector<ExportRow>& rows, const WorkloadTokens& tokens);
 
 // Builds the rows. `devices` carry modelled prices; `reconciliations` are applied here (pass
 // every device-hour of each UTC day the window touches, so a node-day scales as a whole; rows

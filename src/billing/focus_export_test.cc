@@ -322,5 +322,38 @@ TEST(FocusExport, PlainCsvIsIntegers) {
                                         "25000000000,0,"));
 }
 
+// A workload's tokens of a period go to its rows of that period by their effective cost,
+// exactly, or by their GPU time where they cost nothing; other rows keep none.
+TEST(FocusExport, AWorkloadsTokensSplitOverItsRowsOfThePeriod) {
+  auto row = [](Micros period, std::string node, Nanos cost, GpuMicros time) {
+    ExportRow r;
+    r.period_start_us = period;
+    r.namespace_name = "llm";
+    r.owner_kind = "Deployment";
+    r.owner_name = "vllm";
+    r.node = std::move(node);
+    r.effective_nanos = cost;
+    r.quantity_us = time;
+    return r;
+  };
+  std::vector<ExportRow> rows = {row(0, "a", 300, 5), row(0, "b", 100, 5), row(10, "a", 0, 1),
+                                 row(10, "b", 0, 3)};
+  ExportRow other = row(0, "a", 50, 5);
+  other.owner_name = "web";
+  rows.push_back(other);
+  ExportRow idle = row(0, "a", 10, 5);
+  idle.kind = RowKind::kIdle;
+  rows.push_back(idle);
+  AddTokens(rows, {{{0, "llm/Deployment/vllm"}, 1001},
+                   {{10, "llm/Deployment/vllm"}, 8},
+                   {{20, "llm/Deployment/vllm"}, 5}});  // a period with no row: not given
+  EXPECT_EQ(rows[0].tokens, 751);  // 3/4, the odd token
+  EXPECT_EQ(rows[1].tokens, 250);
+  EXPECT_EQ(rows[2].tokens, 2);  // by GPU time: 1 of 4
+  EXPECT_EQ(rows[3].tokens, 6);
+  EXPECT_FALSE(rows[4].tokens);
+  EXPECT_FALSE(rows[5].tokens);
+}
+
 }  // namespace
 }  // namespace gpuledger::billing

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/reconciliation.h"
+#include "report/report.h"
 
 namespace gpuledger::ledger {
 
@@ -24,12 +25,39 @@ const LabelMap* PlatformLabels(const Snapshot& s, const billing::ExportRequest& 
   return nullptr;
 }
 
+// The tokens the window's engines served (token hours), by charge period and the workload of
+// the pod that served them (its consumers in `s`: the pod's containers, or the one the rows
+// name); a pod `s` does not know is left out, as it has no row to carry them.
+Result<billing::WorkloadTokens> WorkloadTokensOf(store::LedgerStore& store, const Snapshot& s,
+                                                 const billing::ExportRequest& request) {
+  auto hours = store.ReadTokenHours({request.from_us, request.to_us});
+  if (!hours) return hours.error();
+  billing::WorkloadTokens out;
+  if (hours->empty()) return out;
+  std::map<std::pair<std::string, std::string>, const ConsumerInfo*> pods;  // (ns, pod)
+  for (const ConsumerInfo& c : s.consumers())
+    pods.emplace(std::pair{c.ref.namespace_name, c.ref.pod}, &c);
+  for (const TokenHour& t : *hours) {
+    auto it = pods.find({t.consumer.namespace_name, t.consumer.pod});
+    if (it == pods.end()) continue;
+    const Micros period = request.period == billing::ChargePeriod::kHour
+                              ? HourStart(t.hour_us)
+                              : DayStart(t.hour_us);
+    out[{period, report::WorkloadOf(*it->second)}] += t.input_tokens + t.output_tokens;
+  }
+  return out;
+}
+
 // Writes each day's rows as it comes.
 class ExportByDay final : public DayReader {
  public:
-  ExportByDay(const billing::ExportRequest& request, ExportFormat format,
-              const LabelMap* platform_labels, ExportSink& sink)
-      : request_(request), format_(format), platform_labels_(platform_labels), sink_(sink) {}
+  ExportByDay(store::LedgerStore& store, const billing::ExportRequest& request,
+              ExportFormat format, const LabelMap* platform_labels, ExportSink& sink)
+      : store_(store),
+        request_(request),
+        format_(format),
+        platform_labels_(platform_labels),
+        sink_(sink) {}
 
   void Begin() override {
     status_ = begun_ ? sink_.Restart() : Status::Ok();
@@ -46,6 +74,9 @@ class ExportByDay final : public DayReader {
     day.to_us = part.to_us;
     auto rows = BuildExportRows(s, day, platform_labels_);
     if (!rows) return rows.error();
+    auto tokens = WorkloadTokensOf(store_, s, day);
+    if (!tokens) return tokens.error();
+    billing::AddTokens(*rows, *tokens);
     return sink_.Write(format_ == ExportFormat::kFocus ? billing::RenderFocusRows(request_, *rows)
                                                        : billing::RenderPlainRows(*rows));
   }
@@ -53,6 +84,7 @@ class ExportByDay final : public DayReader {
   const Status& status() const { return status_; }
 
  private:
+  store::LedgerStore& store_;
   const billing::ExportRequest& request_;
   const ExportFormat format_;
   const LabelMap* platform_labels_;
@@ -126,7 +158,7 @@ Status WriteExport(store::LedgerStore& store, ReadService& reads,
     }
     to = from;
   }
-  ExportByDay writer(request, format, found ? &platform : nullptr, sink);
+  ExportByDay writer(store, request, format, found ? &platform : nullptr, sink);
   if (Status s = reads.EachDay(store, {request.from_us, request.to_us}, writer); !s.ok()) return s;
   return writer.status();
 }

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
+#include "common/csv.h"
+#include "ledger/billing_reads.h"
 #include "report/report.h"
 #include "store_test_env/store_test_env.h"
 
@@ -112,6 +117,38 @@ TEST_F(TokensTest, AWindowWithoutTokensHasNoGroups) {
   ASSERT_TRUE(answer) << answer.error().message;
   EXPECT_TRUE(answer->report.groups.empty());
   EXPECT_EQ(answer->report.total.gpu.cost_nanos, 0);
+}
+
+// In the FOCUS export the inference workload's charge carries its tokens as what it consumed;
+// every other row its GPU-hours, as before.
+TEST_F(TokensTest, FocusRowsOfAnInferenceWorkloadConsumeTokens) {
+  ReadService reads(OneQueryOptions());
+  auto text = ExportFromStore(*store_, reads, ExportOptions{});
+  ASSERT_TRUE(text) << text.error().message;
+  auto records = ParseCsv(*text, "export.csv");
+  ASSERT_TRUE(records) << records.error().message;
+  const std::vector<CsvField>& head = (*records)[0].fields;
+  auto column = [&](std::string_view name) {
+    return static_cast<std::size_t>(
+        std::find_if(head.begin(), head.end(),
+                     [&](const CsvField& f) { return f.value == name; }) -
+        head.begin());
+  };
+  std::map<std::string, std::pair<std::string, std::string>> consumed;  // by ResourceId
+  for (std::size_t i = 1; i < records->size(); ++i) {
+    const std::vector<CsvField>& f = (*records)[i].fields;
+    consumed[f[column("ResourceId")].value] = {f[column("ConsumedQuantity")].value,
+                                               f[column("ConsumedUnit")].value};
+  }
+  EXPECT_EQ(consumed["llm/Deployment/vllm"],
+            (std::pair<std::string, std::string>{"1500000", "Tokens"}));
+  EXPECT_EQ(consumed["web/Deployment/app"].second, "GPU-Hours");
+  ExportOptions plain;
+  plain.format = "csv";
+  auto csv = ExportFromStore(*store_, reads, plain);
+  ASSERT_TRUE(csv) << csv.error().message;
+  EXPECT_NE(csv->find(",tokens\n"), std::string::npos);
+  EXPECT_NE(csv->find(",1500000\n"), std::string::npos) << *csv;
 }
 
 }  // namespace
