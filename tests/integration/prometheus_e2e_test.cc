@@ -24,6 +24,7 @@
 #include "free_port.h"
 #include "io/file_util.h"
 #include "process_util.h"
+#include "ingest/token_ledger.h"
 #include "store/ledger_store.h"
 #include "temp_dir.h"
 #include "test_paths.h"
@@ -518,6 +519,64 @@ TEST(PrometheusE2e, DcgmExporterSeriesFillActivityThroughPrometheus) {
   EXPECT_NEAR(a["dram_active_gpu_us"].get<double>(), 0.4 * metered_us, 2);
   EXPECT_EQ(a["source"], "estimated:dcgm-exporter+prometheus-hourly");
   fs::remove_all(dir);
+}
+
+// An inference engine scraped by Prometheus (its series labelled as a PodMonitor labels them,
+// and the pod's uid relabelled in), written with promtool, read back by a real Prometheus: the
+// server's `--source prometheus=URL` books the token hours the server's own scrapes of the same
+// counters book (a TokenLedger fed them here), through a restart of the engine.
+TEST(PrometheusE2e, EngineTokensThroughPrometheusAreTheScrapePathsRows) {
+  if (!Has("prometheus") || !Has("promtool"))
+    GTEST_SKIP() << "needs the Debian package prometheus (make deps installs it)";
+  const testing::TempDir temp("gpuledger-prom-tokens");
+  const fs::path& dir = temp.path();
+  const std::int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+  const std::int64_t t0 = (now_s - 8 * 3600) / 3600 * 3600 + 1800;  // 8 h ago, mid-hour
+  // A scrape a minute for 5 hours; the engine restarts 3 hours in (its counters start again).
+  auto prompt = [&](int i) { return i < 180 ? 1000 + 100 * i : 50 + 100 * (i - 180); };
+  auto generated = [&](int i) { return i < 180 ? 10 * i : 5 + 10 * (i - 180); };
+  const char* labels =
+      "container=\"server\",engine=\"0\",instance=\"10.0.0.9:8000\",job=\"llm/vllm\","
+      "model_name=\"m-7b\",namespace=\"llm\",pod=\"vllm-0\",uid=\"u-0\"";
+  std::string om = "# TYPE vllm:prompt_tokens counter\n";
+  for (int i = 0; i <= 300; ++i)
+    om += fmt::format("vllm:prompt_tokens_total{{{}}} {} {}\n", labels, prompt(i), t0 + 60 * i);
+  om += "# TYPE vllm:generation_tokens counter\n";
+  for (int i = 0; i <= 300; ++i)
+    om += fmt::format("vllm:generation_tokens_total{{{}}} {} {}\n", labels, generated(i),
+                      t0 + 60 * i);
+  om += "# EOF\n";
+  int port = 0;
+  auto prometheus = PrometheusOver(dir, om, &port);
+  ASSERT_TRUE(prometheus) << "promtool could not make blocks: "
+                          << *ReadFile((dir / "promtool.out").string());
+  int code = 0;
+  const std::string db = (dir / "l.db").string();
+  std::string out =
+      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                     " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
+                     " --backfill-only --since 10h --cluster c1 --ledger sqlite:" + db,
+                 &code);
+  ASSERT_EQ(code, 0) << out;
+  auto ledger = gpuledger::store::OpenSqliteLedger(db);
+  ASSERT_TRUE(ledger) << ledger.error().message;
+  auto rows = (*ledger)->ReadTokenHours({INT64_MIN, INT64_MAX});
+  ASSERT_TRUE(rows) << rows.error().message;
+  // The scrape path: the engine's own /metrics at each minute, fed to the token engine.
+  ingest::TokenLedger scraped("c1");
+  const ConsumerRef pod{"llm", "vllm-0", PodUid("u-0"), "server"};
+  for (int i = 0; i <= 300; ++i)
+    scraped.Feed({pod, "", (t0 + 60 * i) * kMicrosPerSecond,
+                  {{"vllm:prompt_tokens_total", {{"engine", "0"}, {"model_name", "m-7b"}},
+                    static_cast<double>(prompt(i))},
+                   {"vllm:generation_tokens_total", {{"engine", "0"}, {"model_name", "m-7b"}},
+                    static_cast<double>(generated(i))}}});
+  EXPECT_EQ(*rows, scraped.Hours(INT64_MAX)) << out;
+  std::int64_t input = 0;
+  for (const TokenHour& r : *rows) input += r.input_tokens;
+  EXPECT_EQ(input, (prompt(179) - prompt(0)) + prompt(180) + (prompt(300) - prompt(180)));
 }
 
 }  // namespace
