@@ -139,7 +139,12 @@ TokenReport CostTokens(const Report& entries, std::span<const TokenHour> tokens,
     Figures gpu;
     ConsumerInfo info;
     bool covered = false;
-    for (const auto& [ref, c] : consumers) {
+    // The pod's consumers only: the map is ordered by namespace, then pod.
+    for (auto it = consumers.lower_bound(ConsumerRef{engine.namespace_name, engine.pod, {}, ""});
+         it != consumers.end() && it->first.namespace_name == engine.namespace_name &&
+         it->first.pod == engine.pod;
+         ++it) {
+      const auto& [ref, c] = *it;
       if (!Covers(engine, ref)) continue;
       gpu.Add(c.figures);
       if (!covered) info = c.info;  // the pod's owner and labels

@@ -1,6 +1,9 @@
 #include "server/hour_cost.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "ledger/read_reports.h"
 #include "ledger/reports.h"
@@ -20,23 +23,29 @@ Status WriteHourTokens(store::LedgerStore& store, const TimeRange& hour,
                        const std::string& currency, prometheus::ExpositionWriter& w) {
   ledger::TokenRequest request;
   request.window = FormatRfc3339(hour.from_us) + "," + FormatRfc3339(hour.to_us);
-  request.group_by = "namespace,model";  // a namespace has no '/', a model may
+  request.group_by = "namespace,model";
   auto answer = ledger::ReadTokens(store, nullptr, request);
   if (!answer) return answer.status();
   using namespace prometheus;
-  w.Family(kServerHourTokens);
+  // Each group's (namespace, model): a namespace has no '/', a model may.
+  std::vector<std::pair<std::string, std::string>> names;
   for (const report::TokenGroup& g : answer->report.groups) {
     const std::size_t slash = g.key.find('/');
-    const std::string ns = g.key.substr(0, slash), model = g.key.substr(slash + 1);
+    names.emplace_back(g.key.substr(0, slash), g.key.substr(slash + 1));
+  }
+  w.Family(kServerHourTokens);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const report::TokenGroup& g = answer->report.groups[i];
+    const auto& [ns, model] = names[i];
     w.Sample(kServerHourTokens.name, {{"namespace", ns}, {"model", model}, {"kind", "input"}},
              static_cast<double>(g.input_tokens));
     w.Sample(kServerHourTokens.name, {{"namespace", ns}, {"model", model}, {"kind", "output"}},
              static_cast<double>(g.output_tokens));
   }
   w.Family(kServerHourTokenCostPerMillion);
-  for (const report::TokenGroup& g : answer->report.groups) {
-    const std::size_t slash = g.key.find('/');
-    const std::string ns = g.key.substr(0, slash), model = g.key.substr(slash + 1);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const report::TokenGroup& g = answer->report.groups[i];
+    const auto& [ns, model] = names[i];
     const std::pair<const char*, std::optional<Nanos>> kinds[] = {
         {"input", report::NanosPerMillion(g.input_cost_nanos, g.input_tokens)},
         {"output", report::NanosPerMillion(g.output_cost_nanos, g.output_tokens)},
