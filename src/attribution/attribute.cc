@@ -279,17 +279,19 @@ class GpuAttributor {
                                [](const Work* w) { return w->has_samples && w->sm_weight > 0; });
     std::string_view rule;
     Quality quality;
-    if (samples) {
-      for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(w->sm_weight));
-      rule = "process-samples";
-      // One consumer takes all of the measured busy time whatever its samples say; several
-      // share it by NVML's per-process samples, an estimate (docs/attribution.md: 9% to 111% off
-      // at worst per run on a real H200).
-      quality = present.size() > 1 ? Quality::kEstimated : Quality::kMeasured;
-    } else if (present.size() == 1) {
+    if (present.size() == 1) {
+      // One consumer takes all of the busy time whatever its samples say: its rule is the
+      // single consumer's (device-activity, ±0.3% on a real H200), not the samples' split,
+      // whose band (111%) would be claimed for a figure that split nothing.
       weights.push_back(1);
       rule = single_rule;
-      quality = device_measured ? Quality::kMeasured : Quality::kEstimated;
+      quality = samples || device_measured ? Quality::kMeasured : Quality::kEstimated;
+    } else if (samples) {
+      // Several share it by NVML's per-process samples, an estimate (docs/attribution.md: 9% to
+      // 111% off at worst per run on a real H200).
+      for (Work* w : present) weights.push_back(static_cast<std::uint64_t>(w->sm_weight));
+      rule = "process-samples";
+      quality = Quality::kEstimated;
     } else {
       rule = multi_rule;
       quality = Quality::kEstimated;

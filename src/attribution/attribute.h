@@ -8,11 +8,11 @@
 //               replicas); a declared share (fractional, MPS active-thread %) when given;
 //               DRA: the device split among the claims on it, a claim among its pods.
 //               Over-subscribed declared shares are scaled to fit the GPU exactly.
-//   compute     busy time of the physical GPU (NVML utilization) split by the consumers'
-//               per-process SM samples ("process-samples", measured) — this scales away the
-//               per-process sums that exceed the device value. Without samples: one consumer
-//               on the device takes all of it ("device-activity", measured); several split it
-//               by allocation share ("mps-thread-share" under MPS, "allocation-share"
+//   compute     busy time of the physical GPU (NVML utilization): one consumer with a
+//               process on the device takes all of it ("device-activity", measured); several
+//               split it by their per-process SM samples ("process-samples", estimated) — this
+//               scales away the per-process sums that exceed the device value — or, without
+//               samples, by allocation share ("mps-thread-share" under MPS, "allocation-share"
 //               otherwise; estimated). MIG: the instance's own activity from NVML GPM (Hopper
 //               and newer: "gpm-instance-activity") or DCGM ("dcgm-instance-activity"),
 //               measured; else the instance's slice time while a process is present

@@ -59,6 +59,22 @@ TEST(Attribute, TimeSlicedFourReplicasThreePods) {
   EXPECT_EQ(u.unattributed_memory_bytes, 0);
 }
 
+// An exclusive GPU's one process has NVML samples too: it takes all of the device's busy time
+// whatever they say, and its rule is the one consumer's (device-activity, 0.3% on the H200), not
+// the samples' split (111%), which would put a band on a figure that split nothing.
+TEST(Attribute, OneConsumerWithSamplesTakesTheDeviceActivityMeasured) {
+  NodeSnapshot s = OneGpu(SharingMode::kExclusive);
+  s.grants.push_back(Grant{Pod("solo"), "GPU-a", "nvidia.com/gpu", {}, ""});
+  s.processes.push_back(ProcessObservation{1, GpuUuid{"GPU-a"}, Pod("solo"), "", kGiB,
+                                           static_cast<GpuMicros>(0.33 * kDt), ""});
+  s.signals.push_back(DeviceSignals{GpuUuid{"GPU-a"}, kDt / 2, kGiB, 1000});
+  auto u = Attribute(s).at(0);
+  ASSERT_TRUE(CheckConservation(u).ok());
+  EXPECT_EQ(Find(u, "solo")->compute_us, kDt / 2);
+  EXPECT_EQ(Find(u, "solo")->compute_quality, Quality::kMeasured);
+  EXPECT_EQ(Find(u, "solo")->compute_rule, "device-activity");
+}
+
 TEST(Attribute, MigThreeAndTwoSlicesLeaveTwoIdle) {
   NodeSnapshot s = OneGpu(SharingMode::kMig);
   s.mig_instances.push_back(
