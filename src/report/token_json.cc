@@ -4,6 +4,7 @@
 
 #include "common/json_writer.h"
 #include "common/time_util.h"
+#include "report/report_json.h"
 
 namespace gpuledger::report {
 namespace {
@@ -20,6 +21,7 @@ void WriteGroup(JsonWriter& w, const TokenGroup& g) {
   const Figures& f = g.gpu;
   w.BeginObject();
   w.Int("allocated_gpu_us", f.allocated_gpu_us);
+  WriteComputeErrorBand(w, f);  // how far the compute figure may be off, as report rows say
   w.Int("compute_gpu_us", f.compute_gpu_us);
   w.String("compute_source", FormatSource(f.quality, f.compute_rule));
   w.Int("cost_nanos", f.cost_nanos);

@@ -404,6 +404,73 @@ check(await page.$eval("#recommendations tbody tr:first-child details", (d) => d
       "recommendations: Enter did not open the reasons");
 await page.screenshot({ path: join(outDir, "findings-and-savings.png"), fullPage: true });
 
+// The tokens view: each group's figures as /api/v1/tokens answers them (by model under the
+// allocation policy, then by model and namespace under compute, from a link), the blended cost of all of
+// them on top; the address keeps the grouping. And one figure everywhere: the demo's printout
+// of what a token cost names the API's GPU cost per model.
+const grouped = (text) => text.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+const orDash = (v, f) => (v === null ? "-" : f(v));
+async function compareTokens(name, params) {
+  await ready();
+  await page.screenshot({ path: join(outDir, `${name}.png`), fullPage: true });
+  const api = parseExact(await (await fetch(`${base}/api/v1/tokens?${new URLSearchParams(params)}`)).text());
+  const shown = await shownRows("#tokens tbody tr");
+  check(api.groups.length > 1 && shown.length === api.groups.length,
+        `${name}: ${shown.length} groups on the page, the API has ${api.groups.length}`);
+  for (const [i, g] of api.groups.entries()) {
+    const got = shown[i] || {};
+    const per = g.per_million_tokens;
+    const want = {
+      key: g.key, input: grouped(g.input_tokens), output: grouped(g.output_tokens),
+      "input-per-million": orDash(per.input_nanos, money),
+      "output-per-million": orDash(per.output_nanos, money),
+      "blended-per-million": orDash(per.blended_nanos, money), cost: money(g.cost_nanos),
+      "tokens-per-gpu-hour": orDash(g.tokens_per_gpu_hour.allocated, grouped),
+    };
+    for (const [field, value] of Object.entries(want)) {
+      check(got[field] === value, `${name}: ${g.key} ${field} '${got[field]}', the API says '${value}'`);
+    }
+    check(got.quality.startsWith(g.compute_source), `${name}: ${g.key} quality '${got.quality}'`);
+  }
+  const total = await page.textContent("#tokens-total");
+  check(total === `${money(api.total.per_million_tokens.blended_nanos)} ${api.currency} per 1M tokens`,
+        `${name}: total '${total}'`);
+  return api;
+}
+await page.click("#tokens-link");
+await compareTokens("tokens-model", { window: "7d", aggregate: "model", policy: "allocation", idle: "keep" });
+check(new URLSearchParams(new URL(page.url()).hash.slice(1)).get("tokens-by") === "model",
+      "tokens: the address does not keep the grouping");
+await page.goto(`${base}/#view=tokens&window=7d&tokens-by=model%2Cnamespace&policy=compute&idle=keep`);
+await page.reload();
+const byNamespace = await compareTokens("tokens-model-namespace-compute",
+                                        { window: "7d", aggregate: "model,namespace", policy: "compute",
+                                          idle: "keep" });
+// Under compute a group's cost inherits its compute figure's band, and the page says it.
+const bandsShown = await shownRows("#tokens tbody tr");
+let banded = 0;
+for (const [i, g] of byNamespace.groups.entries()) {
+  const band = g.compute_error_band === null ? 0 : Number(g.compute_error_band);
+  if (band === 0) continue;
+  banded++;
+  check((bandsShown[i] || {}).quality === `${g.compute_source} (±${Math.round(band * 100)}%)`,
+        `tokens: ${g.key} quality '${(bandsShown[i] || {}).quality}' without its band ${band}`);
+}
+check(banded > 0, "tokens: no group under compute carries a band");
+if (process.env.DEMO_LOG) {
+  const log = readFileSync(process.env.DEMO_LOG, "utf8");
+  const section = log.slice(log.indexOf("What a token cost"));
+  const lines = section.slice(0, section.indexOf("\n\n")).split("\n");
+  const all = parseExact(await (await fetch(`${base}/api/v1/tokens?window=all`)).text());
+  for (const g of all.groups) {
+    // The demo's table shortens a long key to fit the terminal ("meta-llama/Llama-3…").
+    const line = lines.find((l) => l.startsWith(g.key + " ") ||
+                                   (l.includes("…") && g.key.startsWith(l.slice(0, l.indexOf("…")))));
+    check(line !== undefined && line.includes(` ${cents(g.cost_nanos)} `),
+          `tokens: the demo printed ${g.key} as '${line}', the API's cost is ${cents(g.cost_nanos)}`);
+  }
+}
+
 // Every control is reached with Tab from the top of the page.
 await page.goto(`${base}/#view=cost&aggregate=label:team`);
 await page.reload();
@@ -448,7 +515,7 @@ if (guardedBase) {
 }
 
 if (emptyBase) {
-  for (const view of ["cost", "devices", "workloads", "waste"]) {
+  for (const view of ["cost", "devices", "workloads", "waste", "tokens"]) {
     const empty = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
     empty.on("pageerror", (e) => failures.push(`empty ${view}: page error: ${e.message}`));
     await empty.goto(`${emptyBase}/#view=${view}&window=7d`);
@@ -475,5 +542,5 @@ if (failures.length > 0) {
   process.exit(1);
 }
 console.log(`ok: 5 cost views, one team's, the devices, a device's containers, two workloads, findings and ` +
-            `savings compared with the API; ` +
+            `savings, two tokens views compared with the API; ` +
             `screenshots in ${outDir}`);

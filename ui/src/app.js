@@ -4,6 +4,7 @@
 import { $, getJson, UNLABELLED } from "./api.js";
 import { renderCost } from "./cost.js";
 import { renderDevices } from "./devices.js";
+import { renderTokens, tokenGrouping, TOKEN_GROUPINGS } from "./tokens.js";
 import { renderWaste } from "./waste.js";
 import { renderWorkloads } from "./workloads.js";
 
@@ -12,6 +13,7 @@ const VIEWS = {
   devices: renderDevices,
   workloads: renderWorkloads,
   waste: renderWaste,
+  tokens: (q, current) => renderTokens(q, current, tokenGrouping($("tokens-by").value, labelKey())),
 };
 // The choices each view reads (the others are hidden there).
 const USES = {
@@ -19,6 +21,7 @@ const USES = {
   devices: ["policy", "idle"],
   workloads: ["policy", "idle", "team"],
   waste: [],
+  tokens: ["policy", "idle"],
 };
 const CONTROLS = ["window", "aggregate", "label-key", "team", "policy", "idle"];
 
@@ -135,6 +138,7 @@ async function refresh() {
   for (const [key, value] of Object.entries({ view, ...q })) state.set(key, value);
   const workload = $("workload").value || linkedWorkload;
   if (view === "workloads" && workload) state.set("workload", workload);
+  if (view === "tokens") state.set("tokens-by", $("tokens-by").value);
   if ($("team").value) {
     state.set("team", $("team").value);
   } else {
@@ -153,7 +157,8 @@ async function refresh() {
   for (const id of ["aggregate", "policy", "idle", "team"]) {
     $(`${id}-field`).hidden = !USES[view].includes(id);
   }
-  $("label-key-field").hidden = view !== "cost" || $("aggregate").value !== "label";
+  $("label-key-field").hidden = !(view === "cost" && $("aggregate").value === "label") &&
+                                !(view === "tokens" && $("tokens-by").value === "label");
   document.body.dataset.state = "loading";
   showSources();
   try {
@@ -177,6 +182,7 @@ function restoreFromUrl() {
   const saved = new URLSearchParams(location.hash.slice(1));
   view = VIEWS[saved.get("view")] ? saved.get("view") : "cost";
   linkedWorkload = saved.get("workload") || "";
+  if (TOKEN_GROUPINGS.includes(saved.get("tokens-by"))) $("tokens-by").value = saved.get("tokens-by");
   for (const id of ["window", "policy", "idle"]) {
     if (saved.has(id)) $(id).value = saved.get(id);
   }
@@ -196,6 +202,7 @@ function start() {
   $("label-key").addEventListener("change", () => offerTeam(""));
   for (const id of CONTROLS) $(id).addEventListener("change", refresh);
   $("workload").addEventListener("change", refresh);
+  $("tokens-by").addEventListener("change", refresh);
   for (const name of Object.keys(VIEWS)) {
     $(`${name}-link`).addEventListener("click", (event) => {
       event.preventDefault();
