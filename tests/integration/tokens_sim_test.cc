@@ -23,8 +23,10 @@
 #include "io/file_util.h"
 #include "ledger/read_service.h"
 #include "ledger/report_request.h"
+#include "ingest/token_ledger.h"
 #include "ledger/tokens.h"
 #include "model/compute_band.h"
+#include "prometheus/exposition_parser.h"
 #include "report/token_costs.h"
 #include "sim/cluster_run.h"
 #include "sim/engine_exposition.h"
@@ -368,6 +370,74 @@ TEST_F(TokensSim, ComputeTokenCostsAreWithinTheBandTheirFigureCarries) {
     EXPECT_EQ(g.gpu.quality, pod == "chat-0" || pod == "small-0" ? Quality::kMeasured
                                                                    : Quality::kEstimated)
         << pod;
+  }
+}
+
+// Faults against the truth: the chat engine (vLLM, which says when its process started) and the
+// small one (TGI, which does not) counted minute by minute as the simulator runs, then fed to
+// the server's token engine as a scraper would have seen them: every minute; with a third of the
+// scrapes missed; and with the engine restarted midway, its counters back at zero. Missed
+// scrapes lose no token. A restart loses exactly what the old process counted after its last
+// scrape (no scraper saw it); TGI's restart, known only by its counters going down, the same.
+TEST_F(TokensSim, ResetsRestartsAndMissedScrapesAgainstTheTruth) {
+  const auto pods = EnginePods();
+  sim::Simulator again(scenario_, 60 * kMicrosPerSecond);
+  std::map<ConsumerRef, std::vector<std::pair<Micros, sim::EngineCounts>>> seen;
+  again.Run([&](const NodeSnapshot& snap) {
+    if (snap.end_us % (60 * kMicrosPerSecond) != 0) return;
+    for (const auto& [ref, spec] : pods) {
+      // Each engine once a minute, with its own node's interval.
+      const bool mine = (snap.node == "h100" && ref.pod.starts_with("chat-")) ||
+                        (snap.node == "h200" && ref.pod.starts_with("small-"));
+      auto truth = again.truth().find(ref);
+      if (mine && truth != again.truth().end())
+        seen[ref].emplace_back(snap.end_us, sim::EngineCountsOf(*spec, truth->second));
+    }
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  auto minus = [](sim::EngineCounts a, const sim::EngineCounts& b) {
+    a.input_tokens -= b.input_tokens;
+    a.output_tokens -= b.output_tokens;
+    a.requests -= b.requests;
+    a.prefill_us -= b.prefill_us;
+    a.decode_us -= b.decode_us;
+    return a;
+  };
+  for (const auto& [ref, counts] : seen) {
+    const sim::InferenceSpec& spec = *pods.at(ref);
+    const std::size_t n = counts.size(), restart = n / 2;
+    // Feeds the scrapes `keep` says were made; from `restart` on (when set) the engine is a new
+    // process started then, whose counters began at zero. Returns the input tokens booked.
+    auto booked = [&](auto keep, bool restarted) {
+      ingest::TokenLedger tokens("cluster");
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!keep(i)) continue;
+        const bool after = restarted && i >= restart;
+        const sim::EngineCounts c = after ? minus(counts[i].second, counts[restart].second)
+                                          : counts[i].second;
+        auto parsed = prometheus::ParseExposition(
+            sim::EngineExposition(spec, c, after ? counts[restart].first : scenario_.start_us));
+        EXPECT_TRUE(parsed) << parsed.error().message;
+        tokens.Feed({ref, spec.model, counts[i].first, std::move(parsed->samples)});
+      }
+      std::int64_t sum = 0;
+      for (const TokenHour& r : tokens.Hours(INT64_MAX)) sum += r.input_tokens;
+      return sum;
+    };
+    // The first scrape is the baseline (the engine started before these scrapes were read).
+    const std::int64_t counted = counts.back().second.input_tokens - counts[0].second.input_tokens;
+    ASSERT_GT(counted, 0) << ref.Key();
+    EXPECT_EQ(booked([](std::size_t) { return true; }, false), counted) << ref.Key();
+    EXPECT_EQ(booked([&](std::size_t i) { return i % 3 != 1 || i + 1 == n; }, false), counted)
+        << ref.Key() << ": missed scrapes";
+    // Restarted at `restart`, the scrape just before it missed: the old process's tokens since
+    // the scrape before that were never seen.
+    const std::int64_t unseen =
+        counts[restart].second.input_tokens - counts[restart - 2].second.input_tokens;
+    ASSERT_GT(unseen, 0) << ref.Key();
+    EXPECT_EQ(booked([&](std::size_t i) { return i != restart - 1 && i != restart; }, true),
+              counted - unseen)
+        << ref.Key() << " (" << spec.engine << "): restarted";
   }
 }
 
