@@ -261,13 +261,9 @@ int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiTo
   auto engines = std::make_shared<std::function<std::vector<ingest::EngineTarget>()>>();
   if (scrape)
     source = ScrapeSourceFromFlags(o, err, rc, engines);
-  else if (files)
-    // A snapshot may be stamped by a clock up to an hour ahead of this one, not more.
-    source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err,
-                                     WallNowUs() + kMicrosPerHour);
-  else
+  else if (!files)
     source = PrometheusSourceFromFlags(o, path, stop, err, rc);
-  if (!source) return rc;
+  if (!source && !files) return rc;
   auto metadata = StartMetadataIfConfigured(o, err);
   if (!metadata) {
     err << "error: " << metadata.error().message << "\n";
@@ -292,6 +288,20 @@ int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiTo
       }
       metadata->snapshot = std::make_shared<const k8s::MetadataView>(std::move(*tables));
     }
+  }
+  if (files) {
+    // The replayed engines: the pods of the metadata that opt in (their annotations).
+    std::vector<std::string> problems;
+    const std::vector<k8s::ObjectInfo> pods =
+        metadata->source   ? metadata->source->Current()->LivePods()
+        : metadata->snapshot ? metadata->snapshot->LivePods()
+                             : std::vector<k8s::ObjectInfo>{};
+    auto replayed_engines = server::EngineTargets(pods, &problems);
+    for (const std::string& problem : problems)
+      err << "ingest: not booking the replayed engine of " << problem << "\n";
+    // A snapshot may be stamped by a clock up to an hour ahead of this one, not more.
+    source = server::MakeFilesSource(o.source.substr(6), store::DisplayLedgerSpec(path), &err,
+                                     WallNowUs() + kMicrosPerHour, std::move(replayed_engines));
   }
   server::IngestServerConfig config;
   config.ledger = path;

@@ -245,6 +245,53 @@ TEST(ReplayFiles, ReplaysSnapshotsInTimeOrder) {
   EXPECT_FALSE(ReplayFiles((dir.path() / "none").string(), second).ok());
 }
 
+// Engines' scrapes in DIR/engines, named <namespace>.<pod>@<unix-ms>.prom: booked to the engine
+// the targets name for that pod (its consumer, with uid and container, and model); one of a pod
+// no target names is counted, not booked.
+TEST(ReplayFiles, BooksEngineSnapshotsToThePodsTargets) {
+  TempDir dir("gpuledger-ingest");
+  const fs::path snaps = dir.path() / "snaps";
+  fs::create_directories(snaps / "engines");
+  FakeAgent agent;
+  ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", kH0 / 1000)).string(),
+                        agent.Render()).ok());
+  // TGI names no model: the pod's annotation does.
+  auto tgi = [](int prompt, int generated) {
+    return fmt::format("tgi_request_input_length_sum {}\ntgi_request_generated_tokens_sum {}\n",
+                       prompt, generated);
+  };
+  for (const char* pod : {"tgi-0", "stray-0"})
+    for (int minute : {0, 30, 90}) {
+      const std::int64_t ms = (kH0 + minute * 60 * kS) / 1000;
+      ASSERT_TRUE(WriteFile((snaps / "engines" / fmt::format("llm.{}@{}.prom", pod, ms)).string(),
+                            tgi(100 * minute, 10 * minute))
+                      .ok());
+    }
+  auto store = Open(dir.path() / "l.db");
+  const cost::Catalog catalog = cost::DefaultCatalog();
+  Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
+  ASSERT_TRUE(ingestor.Start().ok());
+  const ConsumerRef served{"llm", "tgi-0", PodUid("u-tgi"), "server"};
+  auto stats = ReplayFiles(snaps.string(), ingestor,
+                           {.engines = {{"http://10.0.0.9:8000/metrics", served, "mistral-7b"}}});
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  EXPECT_EQ(stats->files, 7);
+  EXPECT_EQ(stats->engine_files, 6);
+  EXPECT_EQ(stats->unmatched_engine_files, 3);
+  auto rows = store->ReadTokenHours({INT64_MIN, INT64_MAX});
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  std::int64_t input = 0, output = 0;
+  for (const TokenHour& r : *rows) {
+    EXPECT_EQ(r.consumer, served);
+    EXPECT_EQ(r.model, "mistral-7b");
+    input += r.input_tokens;
+    output += r.output_tokens;
+  }
+  // The first scrape is a baseline (a replay observes no engine's start): 0 to 9,000 and 900.
+  EXPECT_EQ(input, 9000);
+  EXPECT_EQ(output, 900);
+}
+
 // Issue 38: labels are those in force when an hour was last written. The pod watch relabels
 // pod a halfway through the second hour; the first hour, closed before, keeps the old label, and
 // the second, written again after, has the new one. No write rewrites an hour it did not touch.

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -18,10 +19,11 @@ namespace gpuledger::ingest {
 namespace {
 
 struct SnapshotFile {
-  std::string instance;
+  std::string instance;  // a node's; an engine's "<namespace>.<pod>"
   Micros at_us = 0;
   std::string path;
   bool gzip = false;
+  bool engine = false;
 };
 
 // "<instance>@<unix-ms>.prom" or ".prom.gz": nullopt for another name; an error for a snapshot
@@ -62,6 +64,15 @@ Result<std::optional<SnapshotFile>> ParseSnapshotName(const std::filesystem::pat
   return std::optional<SnapshotFile>(std::move(f));
 }
 
+// The engine of the pod an engine file names ("<namespace>.<pod>"); nullptr when none.
+const EngineTarget* EngineOf(const std::vector<EngineTarget>& engines, std::string_view instance) {
+  const auto dot = instance.find('.');
+  const std::string_view ns = instance.substr(0, dot), pod = instance.substr(dot + 1);
+  for (const EngineTarget& e : engines)
+    if (e.consumer.namespace_name == ns && e.consumer.pod == pod) return &e;
+  return nullptr;
+}
+
 }  // namespace
 
 Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
@@ -69,19 +80,30 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
   std::ostream* const progress = options.progress;
   const int commit_every = options.commit_every;
   const std::size_t max_bytes = options.max_bytes;
-  std::error_code ec;
   std::vector<SnapshotFile> files;
   std::int64_t skipped = 0;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    auto f = ParseSnapshotName(it->path(), options.not_after_us);
-    if (!f) return f.error();
-    if (*f)
-      files.push_back(std::move(**f));
-    else
-      ++skipped;
-  }
-  if (ec) return IoError(fmt::format("files={}: {}", dir, ec.message()));
+  // The snapshots of `folder` (engines' when `engine`: named <namespace>.<pod>@...).
+  auto list = [&](const std::filesystem::path& folder, bool engine) -> Status {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      auto f = ParseSnapshotName(it->path(), options.not_after_us);
+      if (!f) return f.error();
+      if (*f && (!engine || (*f)->instance.find('.') != std::string::npos)) {
+        (*f)->engine = engine;
+        files.push_back(std::move(**f));
+      } else {
+        ++skipped;
+      }
+    }
+    if (ec) return IoError(fmt::format("files={}: {}", folder.string(), ec.message()));
+    return Status::Ok();
+  };
+  if (Status s = list(dir, false); !s.ok()) return s.error();
+  std::error_code ec;
+  if (std::filesystem::is_directory(std::filesystem::path(dir) / "engines", ec))
+    if (Status s = list(std::filesystem::path(dir) / "engines", true); !s.ok()) return s.error();
   if (files.empty())
     return InvalidArgument(fmt::format(
         "files={}: no snapshot files (expected <instance>@<unix-ms>.prom or .prom.gz)", dir));
@@ -108,8 +130,17 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
     auto parsed = prometheus::ParseExposition(text);
     if (!parsed) return InvalidArgument(fmt::format("{}: {}", f.path, parsed.error().message));
     stats.samples += static_cast<std::int64_t>(parsed->samples.size());
-    ingestor.Feed(TargetScrape{f.instance, f.at_us, std::move(parsed->samples)});
     ++stats.files;
+    if (f.engine) {
+      ++stats.engine_files;
+      const EngineTarget* target = EngineOf(options.engines, f.instance);
+      if (target == nullptr)
+        ++stats.unmatched_engine_files;
+      else
+        ingestor.FeedEngine({target->consumer, target->model, f.at_us, std::move(parsed->samples)});
+    } else {
+      ingestor.Feed(TargetScrape{f.instance, f.at_us, std::move(parsed->samples)});
+    }
     if (commit_every > 0 && stats.files % commit_every == 0) {
       if (Status s = ingestor.Commit(); !s.ok()) return s.error();
       if (progress != nullptr) {

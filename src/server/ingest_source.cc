@@ -68,28 +68,38 @@ class ScrapeSource final : public IngestSource {
 class FilesSource final : public IngestSource {
  public:
   FilesSource(std::string dir, std::string ledger_display, std::ostream* progress,
-              Micros not_after_us)
+              Micros not_after_us, std::vector<ingest::EngineTarget> engines)
       : dir_(std::move(dir)),
         ledger_display_(std::move(ledger_display)),
         progress_(progress),
-        not_after_us_(not_after_us) {}
+        not_after_us_(not_after_us),
+        engines_(std::move(engines)) {}
 
   // A replay only knows its files: every agent's first snapshot is a baseline.
   Result<Micros> ObservingSince(store::LedgerStore&) override { return INT64_MAX; }
 
   Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
                               const std::atomic<bool>&) override {
-    auto replayed =
-        ingest::ReplayFiles(dir_, ingestor, {.progress = progress_, .not_after_us = not_after_us_});
+    auto replayed = ingest::ReplayFiles(
+        dir_, ingestor,
+        {.progress = progress_, .not_after_us = not_after_us_, .engines = engines_});
     if (!replayed) return replayed.error();
     const std::int64_t skipped = ingestor.ledger().skipped_values();
-    return fmt::format("replayed {} snapshot files ({} samples{}) into {}: {} device-hours written",
-                       replayed->files, replayed->samples,
-                       skipped > 0 ? fmt::format(", {} counter samples NaN, infinite or negative "
-                                                 "skipped",
-                                                 skipped)
-                                   : "",
-                       ledger_display_, ingestor.hours_written());
+    std::string engines;
+    if (replayed->engine_files > 0)
+      engines = fmt::format(
+          "; {} engine snapshots, {} token-hours written{}", replayed->engine_files,
+          ingestor.token_hours_written(),
+          replayed->unmatched_engine_files == 0
+              ? ""
+              : fmt::format(" ({} of pods that metadata.json names no engine for: not booked)",
+                            replayed->unmatched_engine_files));
+    return fmt::format(
+        "replayed {} snapshot files ({} samples{}) into {}: {} device-hours written{}",
+        replayed->files, replayed->samples,
+        skipped > 0 ? fmt::format(", {} counter samples NaN, infinite or negative skipped", skipped)
+                    : "",
+        ledger_display_, ingestor.hours_written(), engines);
   }
 
   bool follows() const override { return false; }
@@ -101,6 +111,7 @@ class FilesSource final : public IngestSource {
   std::string ledger_display_;
   std::ostream* progress_;
   Micros not_after_us_;
+  std::vector<ingest::EngineTarget> engines_;
 };
 
 // A stored Prometheus cursor: decimal µs since the epoch, after 2000-01-01.
@@ -278,9 +289,10 @@ std::unique_ptr<IngestSource> MakeScrapeSource(ScrapeSourceConfig config) {
 }
 
 std::unique_ptr<IngestSource> MakeFilesSource(std::string dir, std::string ledger_display,
-                                              std::ostream* progress, Micros not_after_us) {
+                                              std::ostream* progress, Micros not_after_us,
+                                              std::vector<ingest::EngineTarget> engines) {
   return std::make_unique<FilesSource>(std::move(dir), std::move(ledger_display), progress,
-                                       not_after_us);
+                                       not_after_us, std::move(engines));
 }
 
 std::unique_ptr<IngestSource> MakePrometheusSource(PrometheusSourceConfig config) {

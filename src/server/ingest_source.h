@@ -72,10 +72,12 @@ std::unique_ptr<IngestSource> MakeScrapeSource(ScrapeSourceConfig config);
 
 // `--source files=DIR`: replays DIR's snapshots once (ingest::ReplayFiles), progress to
 // `progress` when given; a snapshot stamped after `not_after_us` (now, with a skew) is refused.
-// A replay knows only its files: no agent counts from its start.
+// A replay knows only its files: no agent or engine counts from its start. `engines`: the pods
+// whose DIR/engines snapshots are booked as tokens (from DIR/metadata.json's annotations).
 std::unique_ptr<IngestSource> MakeFilesSource(std::string dir, std::string ledger_display,
                                               std::ostream* progress,
-                                              Micros not_after_us = kMaxInstantUs);
+                                              Micros not_after_us = kMaxInstantUs,
+                                              std::vector<ingest::EngineTarget> engines = {});
 
 // `--source prometheus=URL`: raw counter samples hour by hour from a Prometheus-compatible
 // HTTP API. A cursor in the ledger's meta ("prometheus_cursor", µs since the epoch) says how

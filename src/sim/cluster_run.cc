@@ -68,7 +68,8 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
   const bool write = !options.expositions_dir.empty();
   if (write) {
     std::error_code ec;
-    std::filesystem::create_directories(options.expositions_dir, ec);
+    std::filesystem::create_directories(std::filesystem::path(options.expositions_dir) / "engines",
+                                        ec);
     if (ec) return IoError(fmt::format("{}: {}", options.expositions_dir, ec.message()));
     Status s =
         WriteFile((std::filesystem::path(options.expositions_dir) / "metadata.json").string(),
@@ -87,10 +88,17 @@ Result<RunStats> RunThroughAgents(sim::Simulator& simulator, ingest::Ingestor& i
   const auto engines = EnginePodsByNode(scenario);
   // An inference engine, scraped as the server scrapes the pods that opt in.
   auto scrape_engine = [&](const EnginePod& e, Micros at) -> Status {
+    at -= at % 1000;  // as collect's
     auto truth = simulator.truth().find(e.ref);
     const EngineCounts counts =
         EngineCountsOf(*e.spec, truth != simulator.truth().end() ? truth->second : Truth{});
-    auto parsed = prometheus::ParseExposition(EngineExposition(*e.spec, counts, e.start_us));
+    const std::string text = EngineExposition(*e.spec, counts, e.start_us);
+    if (write) {  // named as a replay reads them (ingest/replay_files.h)
+      const auto file = std::filesystem::path(options.expositions_dir) / "engines" /
+                        fmt::format("{}.{}@{}.prom", e.ref.namespace_name, e.ref.pod, at / 1000);
+      if (Status s = WriteFile(file.string(), text); !s.ok()) return s;
+    }
+    auto parsed = prometheus::ParseExposition(text);
     if (!parsed)
       return Internal(fmt::format("engine of {}: {}", e.ref.Key(), parsed.error().message));
     ingestor.FeedEngine({e.ref, e.spec->model, at, std::move(parsed->samples)});

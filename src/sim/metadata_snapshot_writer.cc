@@ -1,6 +1,8 @@
 #include "sim/metadata_snapshot_writer.h"
 
+#include <map>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -56,6 +58,15 @@ std::string MetadataSnapshotJson(const Scenario& scenario,
          {"metadata",
           Metadata("", n.name, fmt::format("node-{:016x}", HashOf(0, "node", n.name)), labels)}});
   }
+  // The pods that serve tokens opt in as a real one does (server/engine_targets.h), so a replay
+  // of the scenario's snapshots books their engines' files.
+  std::map<std::pair<std::string, std::string>, json> engines;  // (namespace, pod) -> annotations
+  for (const WorkloadSpec& w : scenario.workloads)
+    if (w.inference)
+      for (const PodPlan& pod : w.pods)
+        engines[{w.namespace_name, pod.name}] = {{"gpuledger.io/tokens-port", "8000"},
+                                                 {"gpuledger.io/model", w.inference->model},
+                                                 {"gpuledger.io/tokens-container", w.container}};
   std::set<std::pair<std::string, std::string>> owners_written;  // (namespace, name)
   for (const auto& [ref, info] : consumers) {
     if (ref.IsHost()) continue;
@@ -63,6 +74,12 @@ std::string MetadataSnapshotJson(const Scenario& scenario,
         {"apiVersion", "v1"},
         {"kind", "Pod"},
         {"metadata", Metadata(ref.namespace_name, ref.pod, ref.pod_uid.value, info.labels)}};
+    if (auto engine = engines.find({ref.namespace_name, ref.pod}); engine != engines.end()) {
+      const std::uint64_t h = HashOf(0, "pod-ip", ref.namespace_name, ref.pod);
+      pod["metadata"]["annotations"] = engine->second;
+      pod["status"] = {{"podIP", fmt::format("10.{}.{}.{}", (h >> 16) & 0xff, (h >> 8) & 0xff,
+                                             1 + (h & 0xfd))}};
+    }
     const std::string hash =
         fmt::format("{:08x}", HashOf(0, "rs", ref.namespace_name, info.owner_name) & 0xffffffff);
     if (info.owner_kind == "Deployment") {

@@ -123,6 +123,16 @@ TEST_F(CliTest, DemoMeasuredContainersAreWithinTwoPercentOfTheTruth) {
   Output replay_json = Run("report --db " + Path("replay.db") + " --by container --format json");
   ASSERT_EQ(demo_json.code, 0) << demo_json.err;
   EXPECT_EQ(demo_json.out, replay_json.out) << "the replayed ledger differs from the demo's";
+  // Issue 63: the engines' scrapes are replayed too (expositions/engines, booked to the pods
+  // metadata.json's annotations name): the same tokens, the same cost of a million.
+  EXPECT_NE(replay.out.find("engine snapshots"), std::string::npos) << replay.out;
+  EXPECT_EQ(replay.out.find("not booked"), std::string::npos) << replay.out;
+  EXPECT_EQ(replay.err.find("not booking"), std::string::npos) << replay.err;
+  Output demo_tokens = Run("tokens --db " + Path("demo/gpuledger.db") + " --by pod --format json");
+  Output replay_tokens = Run("tokens --db " + Path("replay.db") + " --by pod --format json");
+  ASSERT_EQ(demo_tokens.code, 0) << demo_tokens.err;
+  EXPECT_NE(demo_tokens.out.find("\"input_tokens\""), std::string::npos);
+  EXPECT_EQ(demo_tokens.out, replay_tokens.out) << "the replayed tokens differ from the demo's";
   // Issue 60: one figure everywhere. The demo's per-device method is the report's (the JSON the
   // API and the UI read): its ratios, from the report's own rows and totals.
   {
