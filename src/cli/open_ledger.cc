@@ -15,7 +15,8 @@ Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view 
                                                                const std::string& spec,
                                                                bool read_only) {
   if (spec.empty()) return InvalidArgument(fmt::format("{}: no ledger given", flag));
-  if (store::IsPostgresLedgerSpec(spec)) return store::OpenLedger(spec);
+  if (store::IsPostgresLedgerSpec(spec))
+    return read_only ? store::OpenLedgerReadOnly(spec) : store::OpenLedger(spec);
   const std::string path = store::SqliteLedgerPath(spec);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))

@@ -16,7 +16,7 @@
 namespace gpuledger::cli {
 
 // `flag` names the option in messages ("--db"); `spec` is a ledger spec (store::OpenLedger).
-// read_only: SQLite opened read-only (store::SqliteLedgerOptions), for commands that never write.
+// read_only: opened read-only (store::OpenLedgerReadOnly), for commands that never write.
 Result<std::unique_ptr<store::LedgerStore>> OpenExistingLedger(std::string_view flag,
                                                                const std::string& spec,
                                                                bool read_only = false);

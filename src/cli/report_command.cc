@@ -1,6 +1,9 @@
 #include "cli/report_command.h"
 
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -40,9 +43,10 @@ namespace {
 
 // Reads the report from a running server's /api/v1/report (the same JSON document).
 Result<report::Report> FetchReport(const ReportOptions& o) {
-  auto body = GetFromServer(
-      o.Server(), "/api/v1/report",
-      {{"window", o.window}, {"aggregate", o.group_by}, {"policy", o.policy}, {"idle", o.idle}});
+  std::vector<std::pair<std::string, std::string>> params = {
+      {"window", o.window}, {"aggregate", o.group_by}, {"policy", o.policy}, {"idle", o.idle}};
+  if (!o.filter.empty()) params.emplace_back("filter", o.filter);
+  auto body = GetFromServer(o.Server(), "/api/v1/report", params);
   if (!body) return body.error();
   return report::ReportFromJson(*body);
 }

@@ -98,6 +98,8 @@ Command AddServerCommand(CLI::App& app) {
   AddClientAuthFlags(*c, o->prometheus_auth, "prometheus-", "prometheus=URL");
   c->add_option("--cluster", o->cluster,
                 "cluster name for new rows (default: the ledger's, else \"default\")");
+  c->add_flag("--read-only", o->read_only,
+              "serve a ledger other servers write (no --source): nothing written or migrated");
   c->add_option("--targets", o->targets, "scrape: agents as HOST:PORT[,HOST:PORT...]");
   c->add_option("--scrape-interval", o->scrape_interval, "scrape: time between rounds")
       ->capture_default_str();

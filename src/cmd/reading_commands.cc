@@ -40,9 +40,12 @@ Command AddReportCommand(CLI::App& app) {
   AddReadFromFlags(*c, *o);
   AddChargeFlags(*c, o->window, o->policy, o->idle);
   c->add_option("--by", o->group_by,
-                "namespace | label:KEY | controller | node | gpu_model | device | container | "
-                "pod | sharing_mode (comma-separated for several levels)")
+                "namespace | label:KEY | controller | cluster | node | gpu_model | device | "
+                "container | pod | sharing_mode (comma-separated for several levels)")
       ->capture_default_str();
+  c->add_option("--filter", o->filter,
+                "only these consumers: the API's filter language, e.g. 'cluster:\"eu-train\"' or "
+                "'namespace:\"ml\"+label[team]:\"vision\"' (docs/api.md)");
   c->add_option("--format", o->format, "table | csv | json")->capture_default_str();
   c->add_flag("--wide", o->wide, "table: every column (memory GiB-h), keys whole");
   return {c, [o] { return cli::RunReport(*o, std::cout, std::cerr); }};

@@ -196,6 +196,7 @@ server::ServeLedgerOptions ServeOptions(const ServerFlags& o, const std::string&
                                      policy, catalog};
   options.reads.snapshot_days = o.snapshot_days;
   options.opencost_listen = o.opencost_listen;
+  options.read_only = o.read_only;
   return options;
 }
 
@@ -378,6 +379,11 @@ int RunServer(const ServerFlags& o, const std::atomic<bool>& stop, std::ostream&
   const bool ingest = o.source == "scrape" || o.source.starts_with("files=") || prometheus;
   if (o.source.starts_with("files=") && o.source.size() == 6) {
     err << "error: --source files=DIR: give the directory\n";
+    return 2;
+  }
+  if (o.read_only && ingest) {
+    err << "error: --read-only serves a ledger other servers write; it ingests nothing (drop "
+           "--source, or --read-only)\n";
     return 2;
   }
   if (!o.source.empty() && !ingest) {

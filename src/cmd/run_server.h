@@ -34,6 +34,7 @@ struct ServerFlags {
   // prometheus=URL: what a managed Prometheus, Thanos or Mimir behind a gateway wants.
   http::ClientAuth prometheus_auth;
   std::string cluster;  // empty: the ledger's meta "cluster", else "default"
+  bool read_only = false;  // no --source: serve a ledger others write, writing nothing
   std::string ledger;   // "sqlite:PATH" or a path
   std::string listen = "0.0.0.0:8080";
   // OpenCost's read paths without the token, for its clients (server::Api::HandleOpenCost);

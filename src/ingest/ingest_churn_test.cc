@@ -98,7 +98,7 @@ Stored StoredState(store::LedgerStore& s) {
   EXPECT_TRUE(meta.ok());
   Stored out;
   for (const auto& [k, v] : *meta)
-    if (k.starts_with(kStateMetaKey)) {
+    if (k.starts_with(ClusterMetaKey("c1", kStateMetaKey))) {
       ++out.keys;
       out.bytes += k.size() + v.size();
     }

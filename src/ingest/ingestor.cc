@@ -16,30 +16,35 @@ Ingestor::Ingestor(store::LedgerStore& store, const cost::Catalog& catalog, std:
       node_facts_(std::move(node_facts)),
       ledger_(cluster, std::move(describe)),
       findings_(cluster),
-      tokens_(std::move(cluster)) {}
+      tokens_(cluster),
+      state_key_(ClusterMetaKey(cluster, kStateMetaKey)),
+      part_prefix_(ClusterMetaKey(cluster, kStatePartPrefix)),
+      token_key_(ClusterMetaKey(cluster, kTokenStateMetaKey)) {}
+
+std::string ClusterMetaKey(std::string_view cluster, std::string_view key) {
+  return fmt::format("cluster/{}/{}", cluster, key);
+}
 
 Status Ingestor::Start(Micros observing_since_us) {
   if (Status s = findings_.Restore(store_); !s.ok()) return s;
   auto meta = store_.ReadMeta();
   if (!meta) return meta.error();
-  if (auto it = meta->find(std::string(kTokenStateMetaKey)); it != meta->end()) {
+  if (auto it = meta->find(token_key_); it != meta->end()) {
     if (Status s = tokens_.Restore(it->second); !s.ok())
-      return InvalidArgument(
-          fmt::format("ledger meta '{}': {}", kTokenStateMetaKey, s.error().message));
+      return InvalidArgument(fmt::format("ledger meta '{}': {}", token_key_, s.error().message));
     token_state_saved_ = it->second;
   } else {
     tokens_.ObserveSince(observing_since_us);
   }
   std::map<std::string, std::string> parts;
   for (const auto& [key, value] : *meta)
-    if (key.starts_with(kStatePartPrefix))
-      parts.emplace(key.substr(kStatePartPrefix.size()), value);
-  if (auto it = meta->find(std::string(kStateMetaKey)); it != meta->end()) {
+    if (key.starts_with(part_prefix_)) parts.emplace(key.substr(part_prefix_.size()), value);
+  if (auto it = meta->find(state_key_); it != meta->end()) {
     // The single key of an earlier build: newer than any parts (see the header). It moves to
     // parts at the first commit, which erases it and every part it does not rewrite.
     Status s = ledger_.Restore(it->second);
     if (!s.ok())
-      return InvalidArgument(fmt::format("ledger meta '{}': {}", kStateMetaKey, s.error().message));
+      return InvalidArgument(fmt::format("ledger meta '{}': {}", state_key_, s.error().message));
     migrate_ = true;
     for (const auto& [part, value] : parts) stale_parts_.push_back(part);
     return Status::Ok();
@@ -48,8 +53,8 @@ Status Ingestor::Start(Micros observing_since_us) {
     ledger_.ObserveSince(observing_since_us);
     return Status::Ok();
   }
-  // The message names the part as "'ingest_state/<part>': ...".
-  if (Status s = ledger_.RestoreParts(parts, kStatePartPrefix); !s.ok())
+  // The message names the part as "'cluster/<name>/ingest_state/<part>': ...".
+  if (Status s = ledger_.RestoreParts(parts, part_prefix_); !s.ok())
     return InvalidArgument(fmt::format("ledger meta {}", s.error().message));
   return Status::Ok();
 }
@@ -82,18 +87,17 @@ Status Ingestor::Commit() {
   if (Status s = CommitTokens(changes); !s.ok()) return s;
   CounterLedger::StateDelta delta = ledger_.PendingState();
   for (auto& [part, value] : delta.put)
-    changes[std::string(kStatePartPrefix) + part] = std::move(value);
-  for (const std::string& part : delta.erase)
-    changes[std::string(kStatePartPrefix) + part] = std::nullopt;
+    changes[part_prefix_ + part] = std::move(value);
+  for (const std::string& part : delta.erase) changes[part_prefix_ + part] = std::nullopt;
   if (migrate_) {
-    changes[std::string(kStateMetaKey)] = std::nullopt;
+    changes[state_key_] = std::nullopt;
     for (const std::string& part : stale_parts_)
-      changes.try_emplace(std::string(kStatePartPrefix) + part, std::nullopt);
+      changes.try_emplace(part_prefix_ + part, std::nullopt);
   }
   if (changes.empty()) return Status::Ok();
   if (Status s = store_.UpdateMeta(changes); !s.ok()) return s;  // still pending: next commit
   ledger_.StateSaved();
-  if (auto it = changes.find(std::string(kTokenStateMetaKey)); it != changes.end())
+  if (auto it = changes.find(token_key_); it != changes.end())
     token_state_saved_ = std::move(*it->second);
   state_parts_written_ += static_cast<std::int64_t>(delta.put.size());
   migrate_ = false;
@@ -115,7 +119,7 @@ Status Ingestor::CommitTokens(std::map<std::string, std::optional<std::string>>&
     tokens_.Prune(tokens_.latest_us() - std::max(retention_us, keep_open_us));
   }
   std::string state = tokens_.State();
-  if (state != token_state_saved_) changes[std::string(kTokenStateMetaKey)] = std::move(state);
+  if (state != token_state_saved_) changes[token_key_] = std::move(state);
   return Status::Ok();
 }
 

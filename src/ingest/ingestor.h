@@ -15,6 +15,10 @@
 // "ingest_state": it is read once and replaced by parts at the first commit (in that same
 // transaction). When both exist the single key is the newer (only an earlier build writes it,
 // and it ignores the parts), so it wins.
+//
+// Every key is its cluster's, "cluster/<name>/ingest_state/engine" (ClusterMetaKey): the
+// servers of several clusters write one ledger, each resuming its own state (issue 64). Schema
+// 15's migration moved an earlier ledger's keys under the cluster its meta names.
 
 #include <functional>
 #include <map>
@@ -37,6 +41,8 @@ inline constexpr std::string_view kStateMetaKey = "ingest_state";      // earlie
 inline constexpr std::string_view kStatePartPrefix = "ingest_state/";  // this one: in parts
 // The token engine's state (TokenLedger::State): one key, small (engines x models x open hours).
 inline constexpr std::string_view kTokenStateMetaKey = "token_state";
+// `key` as cluster `cluster`'s ingest keeps it in the ledger's meta: "cluster/<cluster>/<key>".
+std::string ClusterMetaKey(std::string_view cluster, std::string_view key);
 
 // Rows the engine produced, priced and written; the engine's state saved beside them.
 // `store` and `catalog` must outlive it. Not thread-safe; one owner (the ingest thread).
@@ -92,6 +98,8 @@ class Ingestor {
   FindingIngest findings_;
   TokenLedger tokens_;
   std::string token_state_saved_;  // the token state the ledger holds
+  // This cluster's meta keys (ClusterMetaKey): the single state key, the parts' prefix, tokens'.
+  std::string state_key_, part_prefix_, token_key_;
   // Writes the touched token hours, forgets and prunes the token engine, and puts its state
   // among `changes` when it changed.
   Status CommitTokens(std::map<std::string, std::optional<std::string>>& changes);

@@ -340,6 +340,10 @@ TEST(Ingestor, AnHourKeepsTheLabelsInForceWhenItWasLastWritten) {
   EXPECT_EQ(labels, want);
 }
 
+// Cluster c1's state keys (ClusterMetaKey): the single key of earlier builds and the parts'.
+const std::string kC1Single = ClusterMetaKey("c1", kStateMetaKey);
+const std::string kC1Parts = ClusterMetaKey("c1", kStatePartPrefix);
+
 // The single "ingest_state" key of earlier builds (state version 2: entries without sighting
 // times), made from the parts this build stores.
 void MakeLegacyState(store::LedgerStore& store) {
@@ -348,8 +352,8 @@ void MakeLegacyState(store::LedgerStore& store) {
   std::map<std::string, std::string> parts;
   std::map<std::string, std::optional<std::string>> erase;
   for (const auto& [k, v] : *meta)
-    if (k.starts_with(kStatePartPrefix)) {
-      parts.emplace(k.substr(kStatePartPrefix.size()), v);
+    if (k.starts_with(kC1Parts)) {
+      parts.emplace(k.substr(kC1Parts.size()), v);
       erase[k] = std::nullopt;
     }
   CounterLedger ledger("c1", nullptr);
@@ -361,7 +365,7 @@ void MakeLegacyState(store::LedgerStore& store) {
       while (f.size() > 4) f.erase(f.size() - 1);
     for (auto& a : inst["attribution"]) a.erase(3);
   }
-  erase[std::string(kStateMetaKey)] = j.dump();
+  erase[kC1Single] = j.dump();
   ASSERT_TRUE(store.UpdateMeta(erase).ok());
 }
 
@@ -391,7 +395,7 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     auto meta = store.ReadMeta();  // named: a range-for over *temporary would dangle
     EXPECT_TRUE(meta.ok());
     for (const auto& [k, v] : *meta)
-      if (k.starts_with(kStateMetaKey)) out.insert(k);
+      if (k.starts_with(kC1Single)) out.insert(k);
     return out;
   };
   {
@@ -401,19 +405,19 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     EXPECT_LE(run(100, *store), 100 * 3 + 1);
     EXPECT_EQ(keys(*store),
               (std::set<std::string>{
-                  "ingest_state/engine", "ingest_state/hour/1800000000000000/GPU-1",
-                  "ingest_state/hour/1800003600000000/GPU-1", "ingest_state/instance/n1:9400"}));
+                  kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
+                  kC1Parts + "hour/1800003600000000/GPU-1", kC1Parts + "instance/n1:9400"}));
     MakeLegacyState(*store);
-    ASSERT_TRUE(store->PutMeta("ingest_state/instance/ghost", "{}").ok());  // stale, erased
+    ASSERT_TRUE(store->PutMeta(kC1Parts + "instance/ghost", "{}").ok());  // stale, erased
   }
   {
     auto store = Open(db);
-    EXPECT_EQ(keys(*store), (std::set<std::string>{"ingest_state", "ingest_state/instance/ghost"}));
+    EXPECT_EQ(keys(*store), (std::set<std::string>{kC1Single, kC1Parts + "instance/ghost"}));
     run(1, *store);  // the legacy key wins, and moves to parts in the first commit
     EXPECT_EQ(keys(*store),
               (std::set<std::string>{
-                  "ingest_state/engine", "ingest_state/hour/1800000000000000/GPU-1",
-                  "ingest_state/hour/1800003600000000/GPU-1", "ingest_state/instance/n1:9400"}));
+                  kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
+                  kC1Parts + "hour/1800003600000000/GPU-1", kC1Parts + "instance/n1:9400"}));
   }
   auto store = Open(db);
   run(49, *store);
@@ -428,12 +432,12 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
 TEST(Ingestor, RefusesAStatePartItCannotReadNamingTheKey) {
   TempDir dir("gpuledger-ingest");
   auto store = Open(dir.path() / "l.db");
-  ASSERT_TRUE(store->PutMeta("ingest_state/engine", "{\"kind\":\"gpuledger-counter-ledger\"").ok());
+  ASSERT_TRUE(store->PutMeta(kC1Parts + "engine", "{\"kind\":\"gpuledger-counter-ledger\"").ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   Status s = ingestor.Start();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("ledger meta 'ingest_state/engine': "), std::string::npos)
+  EXPECT_NE(s.error().message.find("ledger meta '" + kC1Parts + "engine': "), std::string::npos)
       << s.error().message;
 }
 
@@ -623,12 +627,12 @@ TEST(ScrapeLoop, AHungTargetCannotStretchARound) {
 TEST(Ingestor, RefusesAStateItCannotRead) {
   TempDir dir("gpuledger-ingest");
   auto store = Open(dir.path() / "l.db");
-  ASSERT_TRUE(store->PutMeta("ingest_state", "{not json").ok());
+  ASSERT_TRUE(store->PutMeta(kC1Single, "{not json").ok());
   const cost::Catalog catalog = cost::DefaultCatalog();
   Ingestor ingestor(*store, catalog, "c1", nullptr, Facts());
   Status s = ingestor.Start();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("ledger meta 'ingest_state'"), std::string::npos);
+  EXPECT_NE(s.error().message.find("ledger meta 'cluster/c1/ingest_state'"), std::string::npos);
 }
 
 }  // namespace

@@ -20,6 +20,22 @@ std::string ClusterOf(const std::string& configured, store::LedgerStore& store) 
   return "default";
 }
 
+// The ledger prices in one currency, whichever cluster writes it: the first writer's catalog
+// names it (kept in the meta); a writer whose catalog prices in another is refused, before it
+// writes, rather than its nanos summed with theirs as if they were the same money.
+Status AgreeOnCurrency(store::LedgerStore& store, const std::string& currency,
+                       const std::string& cluster) {
+  auto meta = store.ReadMeta();
+  if (!meta) return meta.status();
+  auto it = meta->find("currency");
+  if (it == meta->end()) return store.PutMeta("currency", currency);
+  if (it->second == currency) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "the ledger prices in {}, and this server's catalog (cluster {}) in {}: the clusters that "
+      "write one ledger price in one currency (give --catalog prices in {})",
+      it->second, cluster, currency, it->second));
+}
+
 // Stops a started source on every way out of RunIngestServer (step 6 before step 7).
 class StopOnExit {
  public:
@@ -44,7 +60,9 @@ Result<int> RunIngestServer(const IngestServerConfig& c, IngestSource& source,
   if (!opened) return opened.error();
   store::LedgerStore& store = **opened;
   const std::string cluster = ClusterOf(c.cluster, store);  // 2
-  auto since = source.ObservingSince(store);                // 3
+  if (Status s = AgreeOnCurrency(store, c.catalog->currency, cluster); !s.ok())
+    return Error{s.error().code, fmt::format("--ledger '{}': {}", display, s.error().message)};
+  auto since = source.ObservingSince(store, cluster);       // 3
   if (!since)
     return Error{since.error().code,
                  fmt::format("--ledger '{}': {}", display, since.error().message)};

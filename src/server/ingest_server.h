@@ -4,7 +4,8 @@
 //
 //   1. open the ledger store (the ingest's own connection; the API opens its own)
 //   2. the cluster name: the configured one (kept in the ledger's meta), else the ledger's,
-//      else "default"
+//      else "default"; and the currency: the catalog's must be the ledger's (kept in its meta
+//      by the first writer), or the server stops here
 //   3. restore the ingestor from the ledger (Ingestor::Start; a state it cannot read stops
 //      here, naming the key), observing from the source's start (IngestSource::ObservingSince)
 //   4. catch up on the caller's thread when the source does not follow (files) or when only a

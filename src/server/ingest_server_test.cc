@@ -63,7 +63,7 @@ ingest::TargetScrape Scrape(Micros at, GpuMicros metered_us) {
 class RecordingSource : public IngestSource {
  public:
   explicit RecordingSource(std::vector<std::string>& calls) : calls_(calls) {}
-  Result<Micros> ObservingSince(store::LedgerStore&) override {
+  Result<Micros> ObservingSince(store::LedgerStore&, const std::string&) override {
     calls_.push_back("since");
     return kH0;
   }
@@ -137,7 +137,7 @@ TEST(IngestServer, StartsInOrderServesAndStopsTheSourceBeforeTheStoreCloses) {
   EXPECT_EQ(Metered(dir.path() / "l.db"), 60 * kS);
   auto store = store::OpenLedger("sqlite:" + (dir.path() / "l.db").string());
   auto meta = (*store)->ReadMeta();
-  EXPECT_TRUE(meta->contains("ingest_state/engine"));
+  EXPECT_TRUE(meta->contains("cluster/default/ingest_state/engine"));
   EXPECT_FALSE(meta->contains("cluster"));  // "default" is not recorded: a later --cluster may be
 }
 
@@ -178,13 +178,44 @@ TEST(IngestServer, BackfillOnlyCatchesUpAndServesNothing) {
   EXPECT_EQ((*store)->ReadMeta()->at("cluster"), "prod");
 }
 
+// Issue 64: the clusters that write one ledger price in one currency. A server whose catalog
+// prices in another stops before its source starts, saying both; the first writer records its.
+TEST(IngestServer, ACatalogInAnotherCurrencyThanTheLedgersStopsBeforeTheSourceStarts) {
+  TempDir dir("gpuledger-ingest-server");
+  const cost::Catalog catalog = cost::DefaultCatalog();  // USD
+  {
+    auto store = store::OpenLedger("sqlite:" + (dir.path() / "l.db").string());
+    ASSERT_TRUE((*store)->PutMeta("currency", "EUR").ok());
+  }
+  std::vector<std::string> calls;
+  RecordingSource source(calls);
+  std::atomic<bool> stop{false};
+  std::ostringstream out;
+  IngestServerConfig config = Config(dir.path() / "l.db", catalog);
+  config.cluster = "us-infer";
+  auto rc = RunIngestServer(config, source, stop, [&](auto) { return 0; }, out);
+  ASSERT_FALSE(rc.ok());
+  EXPECT_EQ(rc.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(rc.error().message.find("the ledger prices in EUR, and this server's catalog "
+                                    "(cluster us-infer) in USD"),
+            std::string::npos)
+      << rc.error().message;
+  EXPECT_TRUE(calls.empty());
+  TempDir fresh("gpuledger-ingest-server");
+  auto ok = RunIngestServer(Config(fresh.path() / "l.db", catalog), source, stop,
+                            [&](auto) { return 0; }, out);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  auto store = store::OpenLedger("sqlite:" + (fresh.path() / "l.db").string());
+  EXPECT_EQ((*store)->ReadMeta()->at("currency"), "USD");
+}
+
 TEST(IngestServer, AStateItCannotReadStopsBeforeTheSourceStarts) {
   TempDir dir("gpuledger-ingest-server");
   const cost::Catalog catalog = cost::DefaultCatalog();
   {
     auto store = store::OpenLedger("sqlite:" + (dir.path() / "l.db").string());
-    ASSERT_TRUE((*store)->PutMeta("ingest_state/instance/n1:9400", "{}").ok());
-    ASSERT_TRUE((*store)->PutMeta("ingest_state/engine", "[1]").ok());
+    ASSERT_TRUE((*store)->PutMeta("cluster/default/ingest_state/instance/n1:9400", "{}").ok());
+    ASSERT_TRUE((*store)->PutMeta("cluster/default/ingest_state/engine", "[1]").ok());
   }
   std::vector<std::string> calls;
   RecordingSource source(calls);
@@ -199,7 +230,7 @@ TEST(IngestServer, AStateItCannotReadStopsBeforeTheSourceStarts) {
       out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(rc.error().message.find("ledger meta 'ingest_state/engine': "), std::string::npos)
+  EXPECT_NE(rc.error().message.find("ledger meta 'cluster/default/ingest_state/engine': "), std::string::npos)
       << rc.error().message;
   EXPECT_EQ(calls, (std::vector<std::string>{"since"}));
 }
@@ -243,7 +274,7 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   config.backfill_only = true;
   {
     auto store = store::OpenLedger(config.ledger);
-    ASSERT_TRUE((*store)->PutMeta(std::string(kPrometheusCursorKey), "17x").ok());
+    ASSERT_TRUE((*store)->PutMeta(ingest::ClusterMetaKey("default", kPrometheusCursorKey), "17x").ok());
   }
   PrometheusSourceConfig pc;
   pc.url = "http://tsdb:9090";
@@ -257,7 +288,7 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInternal);  // exit 1: the ledger, not the flags
   EXPECT_NE(
-      rc.error().message.find("meta 'prometheus_cursor' is '17x': expected µs since the epoch"),
+      rc.error().message.find("meta 'cluster/default/prometheus_cursor' is '17x': expected µs since the epoch"),
       std::string::npos)
       << rc.error().message;
 }

@@ -27,7 +27,9 @@ class ScrapeSource final : public IngestSource {
   ~ScrapeSource() override { Stop(); }
 
   // Scraping sees agents live from now on.
-  Result<Micros> ObservingSince(store::LedgerStore&) override { return c_.now(); }
+  Result<Micros> ObservingSince(store::LedgerStore&, const std::string&) override {
+    return c_.now();
+  }
 
   Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
                               const std::atomic<bool>&) override {
@@ -76,7 +78,9 @@ class FilesSource final : public IngestSource {
         engines_(std::move(engines)) {}
 
   // A replay only knows its files: every agent's first snapshot is a baseline.
-  Result<Micros> ObservingSince(store::LedgerStore&) override { return INT64_MAX; }
+  Result<Micros> ObservingSince(store::LedgerStore&, const std::string&) override {
+    return INT64_MAX;
+  }
 
   Result<std::string> CatchUp(ingest::Ingestor& ingestor, store::LedgerStore&,
                               const std::atomic<bool>&) override {
@@ -131,18 +135,19 @@ class PrometheusSource final : public IngestSource {
   explicit PrometheusSource(PrometheusSourceConfig c) : c_(std::move(c)) {}
   ~PrometheusSource() override { Stop(); }
 
-  Result<Micros> ObservingSince(store::LedgerStore& store) override {
+  Result<Micros> ObservingSince(store::LedgerStore& store, const std::string& cluster) override {
     cursor_ = HourStart(c_.now() - c_.since_us);
+    cursor_key_ = ingest::ClusterMetaKey(cluster, kPrometheusCursorKey);
     auto meta = store.ReadMeta();
     if (!meta) return meta.error();
-    if (auto it = meta->find(std::string(kPrometheusCursorKey)); it != meta->end()) {
+    if (auto it = meta->find(cursor_key_); it != meta->end()) {
       // A corrupt cursor is an error naming the key, never a backfill from 1970.
       auto parsed = ParseCursor(it->second);
       if (!parsed)
         return Internal(fmt::format(
             "meta '{}' is '{}': expected µs since the epoch after 2000 (fix or delete the key "
             "to start again from --since)",
-            kPrometheusCursorKey, it->second));
+            cursor_key_, it->second));
       cursor_ = *parsed;
     }
     // The TSDB holds everything since the first cursor: agents that started after it count
@@ -248,9 +253,7 @@ class PrometheusSource final : public IngestSource {
       if (Status s = ingestor.Commit(); !s.ok()) return s;
       skipped_counter_samples_ = ingestor.ledger().skipped_values();
       cursor_ = end;
-      if (Status s = store.PutMeta(std::string(kPrometheusCursorKey), std::to_string(cursor_));
-          !s.ok())
-        return s;
+      if (Status s = store.PutMeta(cursor_key_, std::to_string(cursor_)); !s.ok()) return s;
       if (show)
         *c_.progress << fmt::format("\rbackfill {}: {:5.1f}%  ({} device-hours written)", c_.url,
                                     100.0 * static_cast<double>(cursor_ - first) /
@@ -274,6 +277,7 @@ class PrometheusSource final : public IngestSource {
   PrometheusSourceConfig c_;
   std::atomic<std::int64_t> skipped_counter_samples_{0};  // the engine's count after a commit
   Micros cursor_ = 0;  // touched only by the thread running rounds
+  std::string cursor_key_;  // the cluster's (ingest::ClusterMetaKey)
   std::thread thread_;
   std::mutex mu_;
   mutable std::mutex health_mu_;  // guards health_, kept by the following thread

@@ -4,7 +4,7 @@
 // TSDB's raw samples, caught up hour by hour and then followed). The ingest server
 // (server/ingest_server.h) drives every source the same way:
 //
-//   ObservingSince(store)      before the ingestor is restored
+//   ObservingSince(store, cluster)  before the ingestor is restored
 //   CatchUp(...)               backfill on the caller's thread (files, --backfill-only)
 //   Start(...) ... Stop()      follow on the source's own thread while the API serves
 //
@@ -33,9 +33,11 @@ class IngestSource {
   virtual ~IngestSource() = default;
 
   // When this source starts to watch agents, for a fresh ledger (Ingestor::Start): agents that
-  // started after it count from their start. May read what the source keeps in the ledger (a
-  // cursor); a value it cannot read is an error naming the key, never a silent restart.
-  virtual Result<Micros> ObservingSince(store::LedgerStore& store) = 0;
+  // started after it count from their start. May read what the source keeps in the ledger for
+  // `cluster` (a cursor); a value it cannot read is an error naming the key, never a silent
+  // restart.
+  virtual Result<Micros> ObservingSince(store::LedgerStore& store,
+                                        const std::string& cluster) = 0;
 
   // Ingests what is there now, on the caller's thread, and commits: every snapshot (files),
   // everything up to now (prometheus), one round (scrape). Returns a one-line summary.
@@ -80,9 +82,10 @@ std::unique_ptr<IngestSource> MakeFilesSource(std::string dir, std::string ledge
                                               std::vector<ingest::EngineTarget> engines = {});
 
 // `--source prometheus=URL`: raw counter samples hour by hour from a Prometheus-compatible
-// HTTP API. A cursor in the ledger's meta ("prometheus_cursor", µs since the epoch) says how
-// far it got; a fresh ledger starts `since_us` before now. Samples younger than 5 s are left
-// for the next round (a TSDB may still be ingesting them); following catches up every 30 s.
+// HTTP API. A cursor in the ledger's meta ("cluster/<name>/prometheus_cursor", µs since the
+// epoch) says how far the cluster's ingest got; a fresh ledger starts `since_us` before now.
+// Samples younger than 5 s are left for the next round (a TSDB may still be ingesting them);
+// following catches up every 30 s.
 struct PrometheusSourceConfig {
   std::string url;
   std::unique_ptr<ingest::PrometheusClient> client;

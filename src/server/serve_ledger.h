@@ -19,8 +19,8 @@
 
 namespace gpuledger::server {
 
-// Read connections to a ledger for the API and the Events loop: SQLite read-only (beside the
-// writer), PostgreSQL as is.
+// Read connections to a ledger for the API and the Events loop: read-only, never creating or
+// migrating it (store::OpenLedgerReadOnly).
 StoreOpener ReadConnections(const std::string& db);
 
 struct ServeLedgerOptions {
@@ -41,6 +41,9 @@ struct ServeLedgerOptions {
   std::string opencost_listen;
   // How the sources it ingests from fare (Api::SetSources); null: it ingests nothing.
   std::function<ingest::SourcesHealth()> sources;
+  // A reader in front of a ledger others write (`server --read-only`, issue 64): opened
+  // read-only, nothing migrated, no days kept summed (its writers keep them).
+  bool read_only = false;
 };
 
 // Keeps summed the last `days` days that ended before the hours still open at `now_us` (of a

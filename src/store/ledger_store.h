@@ -254,6 +254,13 @@ Result<std::unique_ptr<LedgerStore>> OpenSqliteLedger(const std::string& path,
 // SQLite ledger. Errors name the server as postgres://USER@HOST:PORT/DB, never the password;
 // an unreachable server or a lost connection is kUnavailable, and the next call reconnects.
 Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url);
+struct PostgresLedgerOptions {
+  // Every transaction read-only (writes fail in the server), and the schema must already be
+  // this build's: nothing is created or migrated (CheckPostgresLedgerCurrent).
+  bool read_only = false;
+};
+Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url,
+                                                        const PostgresLedgerOptions& options);
 
 // A ledger spec as users write it: "postgres://..." or "postgresql://..." is a PostgreSQL
 // server; "sqlite:PATH" or a plain PATH is an SQLite file.
@@ -264,5 +271,7 @@ std::string SqliteLedgerPath(std::string_view spec);
 std::string DisplayLedgerSpec(std::string_view spec);
 // Opens the ledger a spec names (OpenSqliteLedger or OpenPostgresLedger).
 Result<std::unique_ptr<LedgerStore>> OpenLedger(const std::string& spec);
+// The same for a reader that never writes: opened read-only, nothing created or migrated.
+Result<std::unique_ptr<LedgerStore>> OpenLedgerReadOnly(const std::string& spec);
 
 }  // namespace gpuledger::store

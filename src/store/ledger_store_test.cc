@@ -541,7 +541,7 @@ TEST_P(LedgerStoreTest, MetaAndSchemaVersion) {
   auto meta = store->ReadMeta();
   ASSERT_TRUE(meta) << meta.error().message;
   EXPECT_EQ(*meta, (std::map<std::string, std::string>{
-                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "14"}}));
+                       {"cluster", "prod-eu"}, {"currency", "EUR"}, {"schema_version", "15"}}));
   auto identity = ReadLedgerIdentity(*store);
   ASSERT_TRUE(identity) << identity.error().message;
   EXPECT_EQ(identity->currency, "EUR");
@@ -1069,7 +1069,7 @@ TEST_P(LedgerStoreTest, Version7LedgerMovesToCompactHoursRowForRow) {
 
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "15");
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM device_hours"));
   EXPECT_FALSE(ledger_->Query("SELECT count(*) FROM usage_hours"));
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM hours"), "6");

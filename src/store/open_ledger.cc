@@ -24,4 +24,9 @@ Result<std::unique_ptr<LedgerStore>> OpenLedger(const std::string& spec) {
   return OpenSqliteLedger(SqliteLedgerPath(spec));
 }
 
+Result<std::unique_ptr<LedgerStore>> OpenLedgerReadOnly(const std::string& spec) {
+  if (IsPostgresLedgerSpec(spec)) return OpenPostgresLedger(spec, {.read_only = true});
+  return OpenSqliteLedger(SqliteLedgerPath(spec), {.read_only = true});
+}
+
 }  // namespace gpuledger::store

@@ -227,9 +227,16 @@ Status PgConnection::Delete(std::string_view what, std::string_view table,
 }
 
 Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url) {
-  auto conn = PgConn::Open(url);
+  return OpenPostgresLedger(url, {});
+}
+
+Result<std::unique_ptr<LedgerStore>> OpenPostgresLedger(const std::string& url,
+                                                        const PostgresLedgerOptions& options) {
+  auto conn = PgConn::Open(url, options.read_only);
   if (!conn) return conn.error();
-  if (Status s = MigratePostgresLedger(**conn); !s) return s;
+  Status current =
+      options.read_only ? CheckPostgresLedgerCurrent(**conn) : MigratePostgresLedger(**conn);
+  if (!current) return current;
   return MakeSqlLedger(std::make_unique<PgConnection>(std::move(*conn)));
 }
 

@@ -237,7 +237,7 @@ bool PgResult::Real(int row, int col, double& out) const {
   return true;
 }
 
-Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& url) {
+Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& url, bool read_only) {
   const std::string server = DescribePostgresServer(url);
   char* parse_err = nullptr;
   PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_err);
@@ -256,7 +256,7 @@ Result<std::unique_ptr<PgConn>> PgConn::Open(const std::string& url) {
   const std::array<const char*, 5> values = {"10", "gpuledger", url.c_str(), "UTF8", nullptr};
   PGconn* conn = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (conn == nullptr) return Unavailable(fmt::format("{}: connect: out of memory", server));
-  auto db = std::unique_ptr<PgConn>(new PgConn(conn, url, server));
+  auto db = std::unique_ptr<PgConn>(new PgConn(conn, url, server, read_only));
   PQsetNoticeProcessor(conn, IgnoreNotice, nullptr);
   if (PQstatus(conn) != CONNECTION_OK) return db->ConnectError("connect");
   if (Status s = db->Setup(); !s) return s.error();
@@ -268,7 +268,9 @@ PgConn::~PgConn() { PQfinish(conn_); }
 Status PgConn::Setup() {
   // Exact doubles in text results whatever the server's default; errors only,
   // no notices.
-  auto r = Exec("configure session", "SET extra_float_digits = 3");
+  auto r = Exec("configure session",
+                read_only_ ? "SET extra_float_digits = 3; SET default_transaction_read_only = on"
+                           : "SET extra_float_digits = 3");
   return r ? Status::Ok() : r.status();
 }
 

@@ -82,8 +82,9 @@ class PgConn {
  public:
   // Connects to `url` (postgres://... or key=value), UTF8, with a 10 s connect
   // timeout unless the URL sets one. kUnavailable, naming the server, when it
-  // cannot connect.
-  static Result<std::unique_ptr<PgConn>> Open(const std::string& url);
+  // cannot connect. `read_only`: every transaction of the session (and of each
+  // reconnect) is read-only, so a write fails in the server, whatever the caller.
+  static Result<std::unique_ptr<PgConn>> Open(const std::string& url, bool read_only = false);
 
   ~PgConn();
   PgConn(const PgConn&) = delete;
@@ -114,14 +115,15 @@ class PgConn {
   bool connected() const { return PQstatus(conn_) == CONNECTION_OK; }
 
  private:
-  PgConn(PGconn* conn, std::string url, std::string server)
-      : conn_(conn), url_(std::move(url)), server_(std::move(server)) {}
+  PgConn(PGconn* conn, std::string url, std::string server, bool read_only)
+      : conn_(conn), url_(std::move(url)), server_(std::move(server)), read_only_(read_only) {}
   Status Setup();                                   // per-session settings, after every (re)connect
   Error ConnectError(std::string_view what) const;  // kUnavailable with libpq's reason
 
   PGconn* conn_;
   std::string url_;     // holds the password: never printed
   std::string server_;  // DescribePostgresServer(url_)
+  bool read_only_ = false;
   std::string last_sqlstate_;
 };
 

@@ -123,7 +123,7 @@ class PostgresLedgerTest : public ::testing::Test {
     auto meta = store->ReadMeta();
     EXPECT_TRUE(meta) << meta.error().message;
     if (meta) {
-      EXPECT_EQ(meta->at("schema_version"), "14");
+      EXPECT_EQ(meta->at("schema_version"), "15");
     }
     return store;
   }
@@ -394,7 +394,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion9SchemaToPlacementLayouts) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "15");
   auto before = store->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
@@ -433,7 +433,7 @@ TEST_F(PostgresLedgerTest, MigratesAVersion10SchemaToConsumerLabels) {
   ASSERT_TRUE(r) << r.error().message;
   auto store = Open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "14");
+  EXPECT_EQ(store->ReadMeta()->at("schema_version"), "15");
   EXPECT_EQ(*ledger_->Query("SELECT count(*) FROM information_schema.tables WHERE table_schema = "
                             "current_schema() AND table_name IN ('pod_labels', "
                             "'namespace_labels')"),

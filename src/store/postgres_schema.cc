@@ -225,7 +225,7 @@ CREATE TABLE token_hours (
   decode_us     BIGINT           NOT NULL,
   PRIMARY KEY (hour_us, cluster, namespace, pod, pod_uid, container, model, engine)
 );
-)sql",
+)sql",    kMoveIngestStateUnderItsCluster,  // 14 -> 15
 };
 
 constexpr std::string_view kCreateMeta =
@@ -378,6 +378,24 @@ CREATE UNIQUE INDEX consumers_key ON consumers (namespace, pod, pod_uid, contain
 }  // namespace
 
 Status MigratePostgresLedger(PgConn& conn) { return MigratePostgresLedgerTo(conn, kSchemaVersion); }
+
+Status CheckPostgresLedgerCurrent(PgConn& conn) {
+  auto version = ReadSchemaVersion(conn);
+  if (!version) return version.status();
+  if (*version == kSchemaVersion) return Status::Ok();
+  if (*version > kSchemaVersion)
+    return Unsupported(
+        fmt::format("{}: ledger schema version {} is newer than this build supports ({})",
+                    conn.server(), *version, kSchemaVersion));
+  if (*version == 0)
+    return NotFound(fmt::format(
+        "{}: no ledger there yet (a read-only reader creates none: start a writer first)",
+        conn.server()));
+  return Unsupported(fmt::format(
+      "{}: ledger schema version {} is older than this build's ({}): a writer of this build "
+      "migrates it; a read-only reader does not",
+      conn.server(), *version, kSchemaVersion));
+}
 
 Status MigratePostgresLedgerTo(PgConn& conn, std::int64_t target) {
   auto version = ReadSchemaVersion(conn);

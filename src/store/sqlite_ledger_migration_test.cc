@@ -14,6 +14,7 @@
 #include <string>
 
 #include "store/ledger_store.h"
+#include "store/sqlite_schema.h"
 #include "store_test_env/version7_writer.h"
 
 namespace gpuledger::store {
@@ -136,6 +137,15 @@ UsageRow MakeUsage(const DeviceHour& device, const char* pod) {
 // Version 1 had no energy_price_nanos (and no reconciliations table), and REAL memory-time: a
 // file in that shape is made by writing a version-7 file and taking them away again, then
 // marking it version 1.
+// Opens `path` as this build does, migrating it, and checks it came to this build's schema.
+std::unique_ptr<LedgerStore> OpenMigrated(const std::string& path) {
+  auto store = OpenSqliteLedger(path);
+  EXPECT_TRUE(store) << store.error().message;
+  if (!store) return nullptr;
+  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), std::to_string(kSchemaVersion));
+  return std::move(*store);
+}
+
 TEST(SqliteLedgerMigration, Version1FileKeepsItsRowsAndGetsEnergyPriceZero) {
   const fs::path dir = TestDir();
   fs::create_directories(dir);
@@ -239,7 +249,7 @@ TEST(SqliteLedgerMigration, Version3FileGetsMemoryTimeInKibSeconds) {
   ASSERT_TRUE(store) << store.error().message;
   auto meta = (*store)->ReadMeta();
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->at("schema_version"), "14");
+  EXPECT_EQ(meta->at("schema_version"), "15");
   auto devices = (*store)->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 1u);
@@ -309,10 +319,9 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
                       "WHERE name = 'sm_active_us'"),
             "0");
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto usage = (*store)->ReadUsage({});
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
   const UsageRow& r = usage->front();
@@ -325,15 +334,15 @@ TEST(SqliteLedgerMigration, Version4FileGetsActivityColumnsAsNone) {
   EXPECT_EQ(r.compute_rule, "process-samples");
 
   // The migrated file takes the new columns, and a rewrite replaces them.
-  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  auto again = (*store)->ReadUsage({});
+  ASSERT_TRUE(store->WriteHours({&hour, 1}));
+  auto again = store->ReadUsage({});
   ASSERT_TRUE(again);
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ(again->front().activity, (Activity{11, 12, 13, 14}));
   EXPECT_EQ(again->front().activity_quality, Quality::kMeasured);
   EXPECT_EQ(again->front().activity_rule, "gpm");
   EXPECT_EQ(again->front().share_source, "resource:gpu_milli");
-  store->reset();
+  store.reset();
   fs::remove_all(dir);
 }
 
@@ -355,20 +364,19 @@ TEST(SqliteLedgerMigration, Version6FileGetsAnEmptyHistogramColumn) {
   Exec(path, kBackToVersion6);
   Exec(path, "UPDATE meta SET value = '6' WHERE key = 'schema_version';");
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto usage = (*store)->ReadUsage({});
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_TRUE(usage->front().histogram.empty());
   EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
-  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  auto again = (*store)->ReadUsage({});
+  ASSERT_TRUE(store->WriteHours({&hour, 1}));
+  auto again = store->ReadUsage({});
   ASSERT_TRUE(again);
   ASSERT_EQ(again->size(), 1u);
   EXPECT_EQ(again->front().histogram, u.histogram);
-  store->reset();
+  store.reset();
   fs::remove_all(dir);
 }
 
@@ -390,20 +398,19 @@ TEST(SqliteLedgerMigration, Version8FileGetsAnEmptyChangeLog) {
         "DROP TABLE ledger_changes; UPDATE meta SET value = '8' WHERE key = 'schema_version';")
            .c_str());
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto before = (*store)->ChangesSince(0);
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto before = store->ChangesSince(0);
   ASSERT_TRUE(before) << before.error().message;
   EXPECT_FALSE(*before);  // generation 1 was written before the log
-  ASSERT_TRUE((*store)->WriteHours({&hour, 1}));
-  auto after = (*store)->ChangesSince(1);
+  ASSERT_TRUE(store->WriteHours({&hour, 1}));
+  auto after = store->ChangesSince(1);
   ASSERT_TRUE(after) << after.error().message;
   ASSERT_TRUE(*after);
   EXPECT_EQ((*after)->generation, 2);
   EXPECT_EQ((*after)->touched,
             (TimeRange{hour.device.hour_us, hour.device.hour_us + kMicrosPerHour}));
-  store->reset();
+  store.reset();
   fs::remove_all(dir);
 }
 
@@ -432,15 +439,14 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
        "FROM placements; DROP TABLE placements; ALTER TABLE p9 RENAME TO placements; "
        "UPDATE meta SET value = '9' WHERE key = 'schema_version';");
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto before = (*store)->ReadDeviceHours({});
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto before = store->ReadDeviceHours({});
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->size(), 1u);
   EXPECT_EQ((*before)[0].layout, "");
   EXPECT_EQ((*before)[0].price_nanos, 4'100'000'000);
-  auto usage = (*store)->ReadUsage({});
+  auto usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_EQ((*usage)[0].allocated_us, 1'000);
@@ -449,13 +455,13 @@ TEST(SqliteLedgerMigration, Version9FileGetsPlacementLayouts) {
   mig.device.hour_us += kMicrosPerHour;
   mig.device.layout = "4g.71gb+3g.71gb";
   mig.usage[0].hour_us = mig.device.hour_us;
-  ASSERT_TRUE((*store)->WriteHours({&mig, 1}));
-  auto after = (*store)->ReadDeviceHours({});
+  ASSERT_TRUE(store->WriteHours({&mig, 1}));
+  auto after = store->ReadDeviceHours({});
   ASSERT_TRUE(after) << after.error().message;
   ASSERT_EQ(after->size(), 2u);
   EXPECT_EQ((*after)[0].layout, "");
   EXPECT_EQ((*after)[1].layout, "4g.71gb+3g.71gb");
-  store->reset();
+  store.reset();
   EXPECT_EQ(QueryText(path, "SELECT count(*) FROM placements"), "2");
   fs::remove_all(dir);
 }
@@ -484,16 +490,15 @@ TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
                          train0.namespace_name, train0.pod, train0.pod_uid.str())
                  .c_str());
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
   EXPECT_EQ(QueryText(path,
                       "SELECT count(*) FROM sqlite_schema WHERE name IN ('pod_labels', "
                       "'namespace_labels')"),
             "0");
   const std::map<std::string, std::string> pod = {{"app", "trainer"}, {"team", "vision"}};
   const std::map<std::string, std::string> ns = {{"cost-center", "cc-7"}};
-  auto usage = (*store)->ReadUsage({});
+  auto usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 2u);
   EXPECT_EQ((*usage)[0].consumer.labels, pod);
@@ -509,13 +514,13 @@ TEST(SqliteLedgerMigration, Version10FileMovesLabelsIntoConsumers) {
     u.consumer.labels = {{"team", "speech"}};
     u.consumer.namespace_labels = ns;
   }
-  ASSERT_TRUE((*store)->WriteHours({&next, 1}));
-  usage = (*store)->ReadUsage({});
+  ASSERT_TRUE(store->WriteHours({&next, 1}));
+  usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 4u);
   EXPECT_EQ((*usage)[0].consumer.labels, pod);
   EXPECT_EQ((*usage)[2].consumer.labels, next.usage[0].consumer.labels);
-  store->reset();
+  store.reset();
   EXPECT_EQ(QueryText(path, "SELECT count(*) FROM consumers"), "4");
   fs::remove_all(dir);
 }
@@ -537,14 +542,13 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
   Exec(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version';");
   ASSERT_EQ(QueryText(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'findings'"), "0");
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto usage = (*store)->ReadUsage({});
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto usage = store->ReadUsage({});
   ASSERT_TRUE(usage) << usage.error().message;
   ASSERT_EQ(usage->size(), 1u);
   EXPECT_EQ(usage->front().allocated_us, kMicrosPerHour);
-  auto none = (*store)->ReadFindings({});
+  auto none = store->ReadFindings({});
   ASSERT_TRUE(none) << none.error().message;
   EXPECT_TRUE(none->empty());
   EXPECT_EQ(QueryText(path,
@@ -565,8 +569,8 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
   f.evidence = "pids=4242 granted=none";
   f.first_seen_us = kHour0;
   f.last_seen_us = kHour0 + 5;
-  ASSERT_TRUE((*store)->WriteFindings({&f, 1}));
-  auto got = (*store)->ReadFindings({});
+  ASSERT_TRUE(store->WriteFindings({&f, 1}));
+  auto got = store->ReadFindings({});
   ASSERT_TRUE(got) << got.error().message;
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ(got->front(), f);
@@ -574,7 +578,7 @@ TEST(SqliteLedgerMigration, Version5FileGetsAnEmptyFindingsTable) {
                       "SELECT kind || ' ' || severity || ' ' || typeof(first_seen_us) || "
                       "' ' || typeof(resolved_us) FROM findings"),
             "unallocated-access warning integer null");
-  store->reset();
+  store.reset();
   fs::remove_all(dir);
 }
 
@@ -592,10 +596,9 @@ TEST(SqliteLedgerMigration, Version13FileGetsAnEmptyTokenHoursTable) {
   }
   Exec(path, "DROP TABLE token_hours; UPDATE meta SET value = '13' WHERE key = 'schema_version';");
 
-  auto store = OpenSqliteLedger(path);
-  ASSERT_TRUE(store) << store.error().message;
-  EXPECT_EQ((*store)->ReadMeta()->at("schema_version"), "14");
-  auto devices = (*store)->ReadDeviceHours({});
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto devices = store->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   EXPECT_EQ(devices->size(), 1u);
   TokenHour t;
@@ -606,8 +609,8 @@ TEST(SqliteLedgerMigration, Version13FileGetsAnEmptyTokenHoursTable) {
   t.model = "m";
   t.engine = "vllm";
   t.input_tokens = 42;
-  ASSERT_TRUE((*store)->WriteTokenHours({&t, 1}));
-  auto tokens = (*store)->ReadTokenHours({INT64_MIN, INT64_MAX});
+  ASSERT_TRUE(store->WriteTokenHours({&t, 1}));
+  auto tokens = store->ReadTokenHours({INT64_MIN, INT64_MAX});
   ASSERT_TRUE(tokens) << tokens.error().message;
   ASSERT_EQ(tokens->size(), 1u);
   EXPECT_EQ(tokens->front(), t);
@@ -615,7 +618,42 @@ TEST(SqliteLedgerMigration, Version13FileGetsAnEmptyTokenHoursTable) {
                       "SELECT strict FROM pragma_table_list "
                       "WHERE name = 'token_hours' AND schema = 'main'"),
             "1");
-  store->reset();
+  store.reset();
+  fs::remove_all(dir);
+}
+
+// Version 14 kept one cluster's ingest state in unscoped keys: opening such a file moves them
+// under the cluster its meta names (issue 64), values and other keys untouched.
+TEST(SqliteLedgerMigration, Version14FileMovesTheIngestStateUnderItsCluster) {
+  const fs::path dir = TestDir();
+  fs::create_directories(dir);
+  const std::string path = (dir / "v14.db").string();
+  fs::remove(path);
+  {
+    auto store = OpenSqliteLedger(path);
+    ASSERT_TRUE(store) << store.error().message;
+  }
+  Exec(path,
+       "UPDATE meta SET value = '14' WHERE key = 'schema_version';"
+       "INSERT INTO meta VALUES ('cluster', 'prod-eu'), ('ingest_state/engine', '[1]'),"
+       " ('ingest_state/instance/n1:9400', '{}'), ('token_state', '{\"t\":1}'),"
+       " ('prometheus_cursor', '1795392000000000'), ('currency', 'EUR'),"
+       " ('ingest_statement', 'not state');");
+  auto store = OpenMigrated(path);
+  ASSERT_NE(store, nullptr);
+  auto meta = store->ReadMeta();
+  ASSERT_TRUE(meta) << meta.error().message;
+  meta->erase("ledger_generation");
+  EXPECT_EQ(*meta, (std::map<std::string, std::string>{
+                       {"cluster", "prod-eu"},
+                       {"cluster/prod-eu/ingest_state/engine", "[1]"},
+                       {"cluster/prod-eu/ingest_state/instance/n1:9400", "{}"},
+                       {"cluster/prod-eu/prometheus_cursor", "1795392000000000"},
+                       {"cluster/prod-eu/token_state", "{\"t\":1}"},
+                       {"currency", "EUR"},
+                       {"ingest_statement", "not state"},
+                       {"schema_version", "15"}}));
+  store.reset();
   fs::remove_all(dir);
 }
 

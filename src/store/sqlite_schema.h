@@ -11,10 +11,20 @@
 
 namespace gpuledger::store {
 
-inline constexpr std::int64_t kSchemaVersion = 14;  // the PostgreSQL ledger's too
+inline constexpr std::int64_t kSchemaVersion = 15;  // the PostgreSQL ledger's too
 inline constexpr std::string_view kSchemaVersionKey = "schema_version";  // in `meta`
 // Counts the transactions that changed what reports read (hours, reconciliations); in `meta`.
 inline constexpr std::string_view kGenerationKey = "ledger_generation";
+// 14 -> 15, both stores' SQL: the ingest state is each cluster's (issue 64: several clusters'
+// servers write one ledger), so the keys an earlier build kept move under the cluster the
+// ledger names (ingest::ClusterMetaKey).
+inline constexpr std::string_view kMoveIngestStateUnderItsCluster = R"sql(
+UPDATE meta
+SET key = 'cluster/' || COALESCE((SELECT value FROM meta WHERE key = 'cluster'), 'default')
+          || '/' || key
+WHERE key IN ('ingest_state', 'token_state', 'prometheus_cursor')
+   OR substr(key, 1, 13) = 'ingest_state/';
+)sql";
 // The meta keys the store owns and PutMeta/UpdateMeta refuse (the PostgreSQL ledger's too).
 inline bool IsStoreOwnedMetaKey(std::string_view key) {
   return key == kSchemaVersionKey || key == kGenerationKey;

@@ -411,7 +411,7 @@ TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
   for (const char* corrupt : {"17x", "", "-5", "12"}) {
     RunCapture("sqlite3 " + db +
                    " \"INSERT OR REPLACE INTO meta(key, value) VALUES "
-                   "('prometheus_cursor', '" +
+                   "('cluster/default/prometheus_cursor', '" +
                    corrupt + "')\"",
                &code);
     ASSERT_EQ(code, 0) << "sqlite3 CLI (apt-get install sqlite3)";
@@ -419,12 +419,13 @@ TEST(ServerE2e, ACorruptPrometheusCursorIsAnErrorNamingTheKey) {
                                            " --backfill-only --ledger sqlite:" + db,
                                        &code);
     EXPECT_EQ(code, 1) << out;
-    EXPECT_NE(out.find("meta 'prometheus_cursor' is '" + std::string(corrupt) + "'"),
-              std::string::npos)
+    EXPECT_NE(
+        out.find("meta 'cluster/default/prometheus_cursor' is '" + std::string(corrupt) + "'"),
+        std::string::npos)
         << out;
     EXPECT_EQ(RunCapture("sqlite3 " + db +
                              " \"SELECT value FROM meta WHERE key = "
-                             "'prometheus_cursor'\"",
+                             "'cluster/default/prometheus_cursor'\"",
                          &code),
               std::string(corrupt) + "\n");
   }
