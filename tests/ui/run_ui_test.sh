@@ -57,7 +57,30 @@ guarded="$served"
 # not up: port 1 answers nothing).
 serve "$work/empty.db" --source scrape --targets 127.0.0.1:1
 empty="$served"
+# Two clusters in one ledger (issue 64): the demo's, and a small one's collections replayed into a
+# copy of it as cluster us-infer.
+cat >"$work/us-infer.yaml" <<'YAML'
+name: us-infer
+cluster: us-infer
+start: "2026-11-23T00:00:00Z"
+duration: 12h
+nodes:
+  - {name: h200-mig-0, gpu_model: H200-141GB, gpus: 1, sharing: mig, mig_layout: [3g.71gb, 2g.35gb]}
+workloads:
+  - {namespace: serving, name: chat, mig_profile: 3g.71gb, compute: {profile: constant, duty: 0.5}, memory: {bytes: 30GiB}}
+YAML
+cp "$work/demo/gpuledger.db" "$work/multi.db"
+{ "$bin" demo --no-serve --scenario "$work/us-infer.yaml" --out "$work/us-infer" \
+    --expositions "$work/us-infer-x" &&
+  "$bin" server --source "files=$work/us-infer-x" --cluster us-infer \
+    --ledger "sqlite:$work/multi.db" --backfill-only; } >"$work/multi.log" 2>&1 || {
+  cat "$work/multi.log"
+  exit 1
+}
+serve "$work/multi.db"
+multi="$served"
 "$bin" report --db "$work/demo/gpuledger.db" --by namespace --window 7d --format json \
   >"$work/cli-namespace.json"
 mkdir -p "$out"
-DEMO_LOG="$work/demo.log" CLI_REPORT="$work/cli-namespace.json" CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token "$empty"
+DEMO_LOG="$work/demo.log" CLI_REPORT="$work/cli-namespace.json" MULTI_URL="$multi" \
+  CHROMIUM="$chromium" node "$here/ui_test.mjs" "$url" "$out" "$guarded" ui-test-token "$empty"

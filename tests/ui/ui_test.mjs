@@ -471,6 +471,45 @@ if (process.env.DEMO_LOG) {
   }
 }
 
+// One ledger, one cluster: no cluster selector. Two (MULTI_URL: the demo's and us-infer's): the
+// selector lists both, and choosing one shows its consumers as the API's report filtered to it;
+// the address keeps the cluster.
+check(await page.isHidden("#cluster-field"), "one cluster: the cluster selector is shown");
+if (process.env.MULTI_URL) {
+  const multi = process.env.MULTI_URL;
+  // A page of its own: the main page's requests in flight are not cut by a navigation.
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  page.on("pageerror", (e) => failures.push(`clusters: page error: ${e.message}`));
+  const ready = () => page.waitForFunction(() => document.body.dataset.state === "ready", null,
+                                           { timeout: 30000 });
+  const shownRows = (selector) => page.$$eval(selector, (trs) => trs.map((tr) => {
+    const row = {};
+    for (const cell of tr.querySelectorAll(":scope > [data-field]")) row[cell.dataset.field] = cell.textContent;
+    return { ...row, ...tr.dataset };
+  }));
+  await page.goto(`${multi}/#view=cost&window=7d&aggregate=namespace`);
+  await ready();
+  await page.waitForFunction(() => !document.getElementById("cluster-field").hidden, null,
+                             { timeout: 30000 });
+  const offered = await page.$$eval("#cluster option", (os) => os.map((o) => o.value));
+  check(JSON.stringify(offered) === JSON.stringify(["", "demo", "us-infer"]),
+        `clusters: offered ${JSON.stringify(offered)}`);
+  await page.selectOption("#cluster", "us-infer");
+  await ready();
+  await page.screenshot({ path: join(outDir, "cost-one-cluster.png"), fullPage: true });
+  const params = { window: "7d", aggregate: "namespace", policy: "allocation", idle: "keep",
+                   filter: 'cluster:"us-infer"' };
+  const theirs = parseExact(await (await fetch(
+    `${multi}/api/v1/report?${new URLSearchParams(params)}`)).text());
+  const shown = await shownRows("#rows tbody tr");
+  check(theirs.rows.length > 0 && shown.length === theirs.rows.length &&
+        theirs.rows.every((r, i) => shown[i].key === r.key && shown[i].cost === money(r.cost_nanos)),
+        `one cluster: ${JSON.stringify(shown)} against ${JSON.stringify(theirs.rows.map((r) => r.key))}`);
+  check(new URLSearchParams(new URL(page.url()).hash.slice(1)).get("cluster") === "us-infer",
+        "one cluster: the address does not keep the cluster");
+  await page.close();
+}
+
 // Every control is reached with Tab from the top of the page.
 await page.goto(`${base}/#view=cost&aggregate=label:team`);
 await page.reload();

@@ -17,18 +17,19 @@ const VIEWS = {
 };
 // The choices each view reads (the others are hidden there).
 const USES = {
-  cost: ["aggregate", "policy", "idle", "team"],
+  cost: ["aggregate", "policy", "idle", "cluster", "team"],
   devices: ["policy", "idle"],
-  workloads: ["policy", "idle", "team"],
+  workloads: ["policy", "idle", "cluster", "team"],
   waste: [],
   tokens: ["policy", "idle"],
 };
-const CONTROLS = ["window", "aggregate", "label-key", "team", "policy", "idle"];
+const CONTROLS = ["window", "aggregate", "label-key", "cluster", "team", "policy", "idle"];
 
 let view = "cost";
 let linkedWorkload = "";  // the workload the address named, until the view lists them
 let generation = 0;
 const teamLists = new Map();  // "window|key" -> the values the label has in that window
+const clusterLists = new Map();  // window -> the clusters with rows in it
 
 // The label a "By label" grouping and the team filter read ("team" unless changed).
 function labelKey() {
@@ -48,6 +49,12 @@ function teamFilter() {
   return `label[${labelKey()}]:"${team === UNLABELLED ? "" : team}"`;
 }
 
+// The cluster filter: one cluster's consumers, where several write the ledger (issue 64).
+function clusterFilter() {
+  const cluster = $("cluster").value;
+  return cluster ? `cluster:"${cluster}"` : "";
+}
+
 function query() {
   const q = {
     window: $("window").value,
@@ -55,14 +62,34 @@ function query() {
     policy: $("policy").value,
     idle: $("idle").value,
   };
-  const filter = USES[view].includes("team") ? teamFilter() : "";
+  const parts = [USES[view].includes("cluster") ? clusterFilter() : "",
+                 USES[view].includes("team") ? teamFilter() : ""];
+  const filter = parts.filter((f) => f).join("+");
   if (filter) q.filter = filter;
   return q;
 }
 
-// Makes `value` one of the team choices (a linked team, before the window's teams are read).
-function offerTeam(value) {
-  const select = $("team");
+// The cluster choices: the clusters with rows in the window (a report by cluster), read once per
+// window after the view is drawn. Shown where there are several, or one was chosen.
+async function fillClusters() {
+  const window = $("window").value;
+  if (!clusterLists.has(window)) {
+    const report = await getJson("/api/v1/report", { window, aggregate: "cluster" });
+    clusterLists.set(window, report.rows.map((r) => r.key));
+  }
+  const select = $("cluster");
+  const chosen = select.value;
+  const clusters = clusterLists.get(window);
+  select.replaceChildren(new Option("every cluster", ""),
+                         ...clusters.map((c) => new Option(c, c)));
+  offer("cluster", chosen);
+  $("cluster-field").hidden = !USES[view].includes("cluster") || (clusters.length < 2 && !chosen);
+}
+
+// Makes `value` one of the choices of select `id` (a linked team or cluster, before the
+// window's are read).
+function offer(id, value) {
+  const select = $(id);
   if (value && ![...select.options].some((o) => o.value === value)) {
     select.append(new Option(value, value));
   }
@@ -84,7 +111,7 @@ async function fillTeams() {
   const chosen = select.value;
   select.replaceChildren(new Option("everyone", ""),
                          ...teamLists.get(id).map((team) => new Option(team, team)));
-  offerTeam(chosen);
+  offer("team", chosen);
 }
 
 function showError(error) {
@@ -139,10 +166,12 @@ async function refresh() {
   const workload = $("workload").value || linkedWorkload;
   if (view === "workloads" && workload) state.set("workload", workload);
   if (view === "tokens") state.set("tokens-by", $("tokens-by").value);
-  if ($("team").value) {
-    state.set("team", $("team").value);
-  } else {
-    state.delete("team");
+  for (const id of ["team", "cluster"]) {
+    if ($(id).value) {
+      state.set(id, $(id).value);
+    } else {
+      state.delete(id);
+    }
   }
   history.replaceState(null, "", `#${state}`);
   for (const name of Object.keys(VIEWS)) {
@@ -157,6 +186,7 @@ async function refresh() {
   for (const id of ["aggregate", "policy", "idle", "team"]) {
     $(`${id}-field`).hidden = !USES[view].includes(id);
   }
+  if (!USES[view].includes("cluster")) $("cluster-field").hidden = true;
   $("label-key-field").hidden = !(view === "cost" && $("aggregate").value === "label") &&
                                 !(view === "tokens" && $("tokens-by").value === "label");
   document.body.dataset.state = "loading";
@@ -168,6 +198,11 @@ async function refresh() {
     document.body.dataset.state = "ready";
     if (USES[view].includes("team")) {
       fillTeams().catch((error) => {
+        if (mine === generation) showError(error);
+      });
+    }
+    if (USES[view].includes("cluster")) {
+      fillClusters().catch((error) => {
         if (mine === generation) showError(error);
       });
     }
@@ -193,13 +228,14 @@ function restoreFromUrl() {
   } else if (aggregate) {
     $("aggregate").value = aggregate;
   }
-  offerTeam(saved.get("team") || "");
+  offer("team", saved.get("team") || "");
+  offer("cluster", saved.get("cluster") || "");
 }
 
 function start() {
   restoreFromUrl();
   // Another label key: its values are other teams.
-  $("label-key").addEventListener("change", () => offerTeam(""));
+  $("label-key").addEventListener("change", () => offer("team", ""));
   for (const id of CONTROLS) $(id).addEventListener("change", refresh);
   $("workload").addEventListener("change", refresh);
   $("tokens-by").addEventListener("change", refresh);
