@@ -293,10 +293,11 @@ int RunIngest(const ServerFlags& o, const std::string& path, const server::ApiTo
   if (files) {
     // The replayed engines: the pods of the metadata that opt in (their annotations).
     std::vector<std::string> problems;
-    const std::vector<k8s::ObjectInfo> pods =
-        metadata->source   ? metadata->source->Current()->LivePods()
-        : metadata->snapshot ? metadata->snapshot->LivePods()
-                             : std::vector<k8s::ObjectInfo>{};
+    std::vector<k8s::ObjectInfo> pods;
+    if (metadata->source)
+      pods = metadata->source->Current()->LivePods();
+    else if (metadata->snapshot)
+      pods = metadata->snapshot->LivePods();
     auto replayed_engines = server::EngineTargets(pods, &problems);
     for (const std::string& problem : problems)
       err << "ingest: not booking the replayed engine of " << problem << "\n";

@@ -86,8 +86,7 @@ Status Ingestor::Commit() {
   std::map<std::string, std::optional<std::string>> changes;
   if (Status s = CommitTokens(changes); !s.ok()) return s;
   CounterLedger::StateDelta delta = ledger_.PendingState();
-  for (auto& [part, value] : delta.put)
-    changes[part_prefix_ + part] = std::move(value);
+  for (auto& [part, value] : delta.put) changes[part_prefix_ + part] = std::move(value);
   for (const std::string& part : delta.erase) changes[part_prefix_ + part] = std::nullopt;
   if (migrate_) {
     changes[state_key_] = std::nullopt;

@@ -253,8 +253,9 @@ TEST(ReplayFiles, BooksEngineSnapshotsToThePodsTargets) {
   const fs::path snaps = dir.path() / "snaps";
   fs::create_directories(snaps / "engines");
   FakeAgent agent;
-  ASSERT_TRUE(WriteFile((snaps / fmt::format("n1:9400@{}.prom", kH0 / 1000)).string(),
-                        agent.Render()).ok());
+  ASSERT_TRUE(
+      WriteFile((snaps / fmt::format("n1:9400@{}.prom", kH0 / 1000)).string(), agent.Render())
+          .ok());
   // TGI names no model: the pod's annotation does.
   auto tgi = [](int prompt, int generated) {
     return fmt::format("tgi_request_input_length_sum {}\ntgi_request_generated_tokens_sum {}\n",
@@ -404,9 +405,9 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     // (both hours in the round that crosses the boundary), never more.
     EXPECT_LE(run(100, *store), 100 * 3 + 1);
     EXPECT_EQ(keys(*store),
-              (std::set<std::string>{
-                  kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
-                  kC1Parts + "hour/1800003600000000/GPU-1", kC1Parts + "instance/n1:9400"}));
+              (std::set<std::string>{kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
+                                     kC1Parts + "hour/1800003600000000/GPU-1",
+                                     kC1Parts + "instance/n1:9400"}));
     MakeLegacyState(*store);
     ASSERT_TRUE(store->PutMeta(kC1Parts + "instance/ghost", "{}").ok());  // stale, erased
   }
@@ -415,9 +416,9 @@ TEST(Ingestor, MovesTheSingleStateKeyToPartsAndCommitsOnlyWhatChanged) {
     EXPECT_EQ(keys(*store), (std::set<std::string>{kC1Single, kC1Parts + "instance/ghost"}));
     run(1, *store);  // the legacy key wins, and moves to parts in the first commit
     EXPECT_EQ(keys(*store),
-              (std::set<std::string>{
-                  kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
-                  kC1Parts + "hour/1800003600000000/GPU-1", kC1Parts + "instance/n1:9400"}));
+              (std::set<std::string>{kC1Parts + "engine", kC1Parts + "hour/1800000000000000/GPU-1",
+                                     kC1Parts + "hour/1800003600000000/GPU-1",
+                                     kC1Parts + "instance/n1:9400"}));
   }
   auto store = Open(db);
   run(49, *store);

@@ -62,7 +62,7 @@ Result<int> RunIngestServer(const IngestServerConfig& c, IngestSource& source,
   const std::string cluster = ClusterOf(c.cluster, store);  // 2
   if (Status s = AgreeOnCurrency(store, c.catalog->currency, cluster); !s.ok())
     return Error{s.error().code, fmt::format("--ledger '{}': {}", display, s.error().message)};
-  auto since = source.ObservingSince(store, cluster);       // 3
+  auto since = source.ObservingSince(store, cluster);  // 3
   if (!since)
     return Error{since.error().code,
                  fmt::format("--ledger '{}': {}", display, since.error().message)};

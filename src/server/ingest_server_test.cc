@@ -193,7 +193,8 @@ TEST(IngestServer, ACatalogInAnotherCurrencyThanTheLedgersStopsBeforeTheSourceSt
   std::ostringstream out;
   IngestServerConfig config = Config(dir.path() / "l.db", catalog);
   config.cluster = "us-infer";
-  auto rc = RunIngestServer(config, source, stop, [&](auto) { return 0; }, out);
+  auto rc = RunIngestServer(
+      config, source, stop, [&](auto) { return 0; }, out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(rc.error().message.find("the ledger prices in EUR, and this server's catalog "
@@ -202,8 +203,8 @@ TEST(IngestServer, ACatalogInAnotherCurrencyThanTheLedgersStopsBeforeTheSourceSt
       << rc.error().message;
   EXPECT_TRUE(calls.empty());
   TempDir fresh("gpuledger-ingest-server");
-  auto ok = RunIngestServer(Config(fresh.path() / "l.db", catalog), source, stop,
-                            [&](auto) { return 0; }, out);
+  auto ok = RunIngestServer(
+      Config(fresh.path() / "l.db", catalog), source, stop, [&](auto) { return 0; }, out);
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   auto store = store::OpenLedger("sqlite:" + (fresh.path() / "l.db").string());
   EXPECT_EQ((*store)->ReadMeta()->at("currency"), "USD");
@@ -230,7 +231,8 @@ TEST(IngestServer, AStateItCannotReadStopsBeforeTheSourceStarts) {
       out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(rc.error().message.find("ledger meta 'cluster/default/ingest_state/engine': "), std::string::npos)
+  EXPECT_NE(rc.error().message.find("ledger meta 'cluster/default/ingest_state/engine': "),
+            std::string::npos)
       << rc.error().message;
   EXPECT_EQ(calls, (std::vector<std::string>{"since"}));
 }
@@ -274,7 +276,8 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   config.backfill_only = true;
   {
     auto store = store::OpenLedger(config.ledger);
-    ASSERT_TRUE((*store)->PutMeta(ingest::ClusterMetaKey("default", kPrometheusCursorKey), "17x").ok());
+    ASSERT_TRUE(
+        (*store)->PutMeta(ingest::ClusterMetaKey("default", kPrometheusCursorKey), "17x").ok());
   }
   PrometheusSourceConfig pc;
   pc.url = "http://tsdb:9090";
@@ -287,9 +290,9 @@ TEST(PrometheusSource, ACorruptCursorIsAnErrorNamingTheKey) {
   auto rc = RunWithoutServing(config, *source, out);
   ASSERT_FALSE(rc.ok());
   EXPECT_EQ(rc.error().code, ErrorCode::kInternal);  // exit 1: the ledger, not the flags
-  EXPECT_NE(
-      rc.error().message.find("meta 'cluster/default/prometheus_cursor' is '17x': expected µs since the epoch"),
-      std::string::npos)
+  EXPECT_NE(rc.error().message.find(
+                "meta 'cluster/default/prometheus_cursor' is '17x': expected µs since the epoch"),
+            std::string::npos)
       << rc.error().message;
 }
 

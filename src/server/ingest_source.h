@@ -36,8 +36,7 @@ class IngestSource {
   // started after it count from their start. May read what the source keeps in the ledger for
   // `cluster` (a cursor); a value it cannot read is an error naming the key, never a silent
   // restart.
-  virtual Result<Micros> ObservingSince(store::LedgerStore& store,
-                                        const std::string& cluster) = 0;
+  virtual Result<Micros> ObservingSince(store::LedgerStore& store, const std::string& cluster) = 0;
 
   // Ingests what is there now, on the caller's thread, and commits: every snapshot (files),
   // everything up to now (prometheus), one round (scrape). Returns a one-line summary.

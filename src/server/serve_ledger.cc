@@ -79,13 +79,13 @@ void KeepEveryEndedDay(store::LedgerStore& store, Micros now_us, const std::atom
 
 Status ServeLedger(ServeLedgerOptions options, const std::atomic<bool>& stop, std::ostream& out,
                    std::ostream& err) {
-  auto store = options.read_only ? store::OpenLedgerReadOnly(options.db)
-                                 : store::OpenLedger(options.db);
+  auto store =
+      options.read_only ? store::OpenLedgerReadOnly(options.db) : store::OpenLedger(options.db);
   if (!store) return store.error();
   if (options.read_only) options.keep_days_every_us = 0;
   // `store` (opened read-write unless read_only, so the schema is current) stays open while
-  // serving: a read-only SQLite connection needs the WAL files a writer keeps. The API reads through its
-  // own connections, one per concurrent request, so a long report holds up no probe.
+  // serving: a read-only SQLite connection needs the WAL files a writer keeps. The API reads
+  // through its own connections, one per concurrent request, so a long report holds up no probe.
   Api api(ReadConnections(options.db), options.token, options.policy, options.catalog,
           options.clock, options.reads);
   if (options.extra_metrics) api.AddMetrics(std::move(options.extra_metrics));

@@ -77,8 +77,8 @@ std::string MetadataSnapshotJson(const Scenario& scenario,
     if (auto engine = engines.find({ref.namespace_name, ref.pod}); engine != engines.end()) {
       const std::uint64_t h = HashOf(0, "pod-ip", ref.namespace_name, ref.pod);
       pod["metadata"]["annotations"] = engine->second;
-      pod["status"] = {{"podIP", fmt::format("10.{}.{}.{}", (h >> 16) & 0xff, (h >> 8) & 0xff,
-                                             1 + (h & 0xfd))}};
+      pod["status"] = {
+          {"podIP", fmt::format("10.{}.{}.{}", (h >> 16) & 0xff, (h >> 8) & 0xff, 1 + (h & 0xfd))}};
     }
     const std::string hash =
         fmt::format("{:08x}", HashOf(0, "rs", ref.namespace_name, info.owner_name) & 0xffffffff);

@@ -6,6 +6,7 @@
 
 #include "store/ledger_store.h"
 #include "store/ledger_identity.h"
+#include "store/sqlite_schema.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -203,6 +204,35 @@ TEST_P(LedgerStoreTest, MoneyAndMemoryTimeAreStoredAsIntegersNotReal) {
   auto count = ledger_->Query(floats);
   ASSERT_TRUE(count) << count.error().message;
   EXPECT_EQ(*count, "0");
+}
+
+// Issue 64: several clusters' servers write one ledger, and one of a newer build migrates it
+// while this one runs. From then on this one writes nothing (its rows are of the older layout),
+// says both versions, and what the ledger holds stays; back at its version, it writes again.
+TEST_P(LedgerStoreTest, WritesNothingOnceAnotherBuildMovedTheSchemaOn) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  LedgerHour hour{MakeDevice(Hour(0), "GPU-a"), {}};
+  hour.usage = {MakeUsage(hour.device, "team-a", "api-1", "server", 1'000'000'000)};
+  ASSERT_TRUE(store->WriteHours(std::span(&hour, 1)));
+  const std::string newer = std::to_string(kSchemaVersion + 1);
+  ASSERT_TRUE(
+      ledger_->Query("UPDATE meta SET value = '" + newer + "' WHERE key = 'schema_version'"));
+  LedgerHour later{MakeDevice(Hour(1), "GPU-a"), {}};
+  Status refused = store->WriteHours(std::span(&later, 1));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(refused.error().message.find("the ledger's schema is version " + newer +
+                                         " now, this build writes version " +
+                                         std::to_string(kSchemaVersion)),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(store->PutMeta("currency", "USD"));
+  EXPECT_EQ(MustReadDevices(*store).size(), 1u);
+  ASSERT_TRUE(ledger_->Query("UPDATE meta SET value = '" + std::to_string(kSchemaVersion) +
+                             "' WHERE key = 'schema_version'"));
+  EXPECT_TRUE(store->WriteHours(std::span(&later, 1)));
+  EXPECT_EQ(MustReadDevices(*store).size(), 2u);
 }
 
 TEST_P(LedgerStoreTest, RewritingAnHourReplacesItsRows) {

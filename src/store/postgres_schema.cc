@@ -225,7 +225,8 @@ CREATE TABLE token_hours (
   decode_us     BIGINT           NOT NULL,
   PRIMARY KEY (hour_us, cluster, namespace, pod, pod_uid, container, model, engine)
 );
-)sql",    kMoveIngestStateUnderItsCluster,  // 14 -> 15
+)sql",
+    kMoveIngestStateUnderItsCluster,  // 14 -> 15
 };
 
 constexpr std::string_view kCreateMeta =

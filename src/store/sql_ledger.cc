@@ -110,6 +110,11 @@ class SqlLedger final : public LedgerStore {
   // writer's transaction).
   Status BumpGeneration(const TimeRange& touched);
   Status CheckMetaKeys(const std::map<std::string, std::optional<std::string>>& changes) const;
+  // A write transaction on a ledger still at this build's schema: another build may have
+  // migrated it since this one opened it (several clusters' servers write one ledger), and
+  // rows of this build's layout must not go into a newer one. kUnsupported, saying both
+  // versions, when it has moved on; the ledger then keeps what it holds and gets nothing more.
+  Result<std::unique_ptr<SqlTxn>> BeginWrite();
   Status ForEachReconciliation(const TimeRange& range,
                                const std::function<Status(const Reconciliation&)>& on_row);
   // Runs `read` in a read snapshot.
@@ -119,6 +124,21 @@ class SqlLedger final : public LedgerStore {
   std::unique_ptr<SqlConnection> db_;
   DimensionCache dimensions_;
 };
+
+Result<std::unique_ptr<SqlTxn>> SqlLedger::BeginWrite() {
+  auto txn = db_->Begin(/*write=*/true);
+  if (!txn) return txn;
+  auto version = db_->FirstInt(
+      "read schema_version",
+      fmt::format("SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{}'", kSchemaVersionKey),
+      {});
+  if (!version) return version.error();
+  if (*version == kSchemaVersion) return txn;
+  return Unsupported(fmt::format(
+      "{}: the ledger's schema is version {} now, this build writes version {}: it writes "
+      "nothing more to it (another build migrated it; run this server at that build)",
+      db_->name(), version->value_or(0), kSchemaVersion));
+}
 
 template <typename T>
 Result<T> SqlLedger::InSnapshot(const std::function<Result<T>()>& read) {
@@ -140,7 +160,7 @@ Status SqlLedger::WriteHours(std::span<const LedgerHour> hours) {
                                        problem->table, problem->hour_us, problem->gpu,
                                        problem->what));
   }
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   Status written = WriteCompactHours(*db_, dimensions_, hours);
   if (written) written = BumpGeneration(HoursTouched(hours));
@@ -290,7 +310,7 @@ Status SqlLedger::UpdateMeta(const std::map<std::string, std::optional<std::stri
       erased.emplace_back(std::string_view(key));
     }
   }
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   if (!erased.empty()) {
     Status s = db_->Delete("delete meta", "meta", std::span(kMetaColumns).first(1), erased);
@@ -333,7 +353,7 @@ Status SqlLedger::WriteReconciliations(std::span<const Reconciliation> reconcili
                   std::string_view(r->factor), r->factor_ppm, std::string_view(r->currency),
                   std::string_view(r->bill_file), r->imported_at_us});
   }
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   Status written = db_->Upsert("write reconciliations", kReconciliationUpsert, cells);
   // Keys are ordered by day: the first and the last bound the node-days repriced.
@@ -386,7 +406,7 @@ Status SqlLedger::WriteFindings(std::span<const Finding> findings) {
                   ToString(f->severity), std::string_view(f->evidence), f->last_seen_us,
                   f->resolved_us ? SqlValue(*f->resolved_us) : SqlValue()});
   }
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   if (Status s = db_->Upsert("write findings", kFindingUpsert, cells); !s) return s;
   return (*txn)->Commit();
@@ -416,7 +436,7 @@ Status SqlLedger::WriteTokenHours(std::span<const TokenHour> rows) {
   if (Status s = db_->CheckWritable(); !s) return s;
   if (Status s = CheckTokenHours(rows, db_->name()); !s) return s;
   const std::vector<SqlValue> cells = TokenHourCells(rows);
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   if (Status s = db_->Upsert("write token hours", kTokenHourUpsert, cells); !s) return s;
   return (*txn)->Commit();
@@ -440,7 +460,7 @@ Result<std::vector<TokenHour>> SqlLedger::ReadTokenHours(const TimeRange& range)
 
 Result<int> SqlLedger::WriteStatement(const Statement& st) {
   if (Status s = db_->CheckWritable(); !s) return s;
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   const std::array<SqlValue, 3> key = {std::string_view(st.period), std::string_view(st.policy),
                                        std::string_view(st.idle)};
@@ -547,7 +567,7 @@ Result<std::vector<Micros>> SqlLedger::KeptDays(std::string_view kind, const Tim
 Result<bool> SqlLedger::WriteDayRollup(Micros day_us, std::string_view kind,
                                        std::int64_t generation, std::string_view body) {
   if (Status s = db_->CheckWritable(); !s) return s;
-  auto txn = db_->Begin(/*write=*/true);
+  auto txn = BeginWrite();
   if (!txn) return txn.status();
   // The generation's row held first, as every write of hours or bills takes it (PostgreSQL's
   // writers hold no lock on the whole ledger): a write that has not committed yet is waited for

@@ -218,7 +218,8 @@ CREATE TABLE token_hours (
   decode_us     INTEGER NOT NULL,
   PRIMARY KEY (hour_us, cluster, namespace, pod, pod_uid, container, model, engine)
 ) STRICT;
-)sql",    kMoveIngestStateUnderItsCluster,  // 14 -> 15
+)sql",
+    kMoveIngestStateUnderItsCluster,  // 14 -> 15
 };
 
 constexpr std::string_view kCreateMeta =

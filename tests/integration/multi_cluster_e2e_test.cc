@@ -20,6 +20,7 @@
 
 #include "io/file_util.h"
 #include "process_util.h"
+#include "store/sqlite_schema.h"
 #include "store_test_env/store_test_env.h"
 #include "temp_dir.h"
 #include "test_paths.h"
@@ -95,8 +96,9 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
   // Each cluster's private ledger and collections, as its own demo writes them.
   for (const auto& [name, body] : kClusters) {
     const fs::path scenario = dir.path() / (name + ".yaml");
-    ASSERT_TRUE(
-        WriteFile(scenario.string(), fmt::format("name: {0}\ncluster: {0}\n{1}{2}", name, kHeader, body)).ok());
+    ASSERT_TRUE(WriteFile(scenario.string(),
+                          fmt::format("name: {0}\ncluster: {0}\n{1}{2}", name, kHeader, body))
+                    .ok());
     int code = 0;
     const std::string out =
         RunCapture(fmt::format("{} demo --no-serve --scenario {} --out {} --expositions {}", bin,
@@ -112,7 +114,9 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
     for (const auto& entry : fs::directory_iterator(dir.path() / "us-infer-x"))
       if (entry.path().extension() == ".prom") files.push_back(entry.path());
     std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-      auto at = [](const fs::path& p) { return p.stem().string().substr(p.stem().string().rfind('@')); };
+      auto at = [](const fs::path& p) {
+        return p.stem().string().substr(p.stem().string().rfind('@'));
+      };
       return at(a) < at(b);
     });
     fs::create_directories(half);
@@ -158,10 +162,10 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
     metered += Int(own, "total", "metered_us");
   }
   EXPECT_EQ(Rows(shared), union_rows);
-  std::printf("3 clusters in one ledger: %zu namespaces, %lld nanos of device cost, %lld GPU-us "
-              "metered\n",
-              union_rows.size(), static_cast<long long>(device_cost),
-              static_cast<long long>(metered));
+  std::printf(
+      "3 clusters in one ledger: %zu namespaces, %lld nanos of device cost, %lld GPU-us "
+      "metered\n",
+      union_rows.size(), static_cast<long long>(device_cost), static_cast<long long>(metered));
   EXPECT_EQ(Int(shared, "total", "device_cost_nanos"), device_cost);
   EXPECT_EQ(Int(shared, "idle", "cost_nanos"), idle_cost);
   EXPECT_EQ(Int(shared, "total", "metered_us"), metered);
@@ -187,6 +191,29 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
     ASSERT_EQ(code, 0) << remote;
     EXPECT_EQ(local, remote) << args;
   }
+  // A build older than the ledger's schema (here: the ledger moved on to the next version)
+  // refuses to write and says why; what the ledger holds stays.
+  const std::string version = std::to_string(store::kSchemaVersion);
+  const std::string next = std::to_string(store::kSchemaVersion + 1);
+  ASSERT_TRUE(ledger->Query("UPDATE meta SET value = '" + next + "' WHERE key = 'schema_version'"));
+  {
+    int refused_code = 0;
+    const std::string refused =
+        RunCapture(fmt::format("{} server --source files={} --cluster eu-train --ledger '{}' "
+                               "--backfill-only 2>&1",
+                               bin, (dir.path() / "eu-train-x").string(), url),
+                   &refused_code);
+    EXPECT_NE(refused_code, 0) << refused;
+    EXPECT_NE(refused.find("ledger schema version " + next +
+                           " is newer than this build supports (" + version + ")"),
+              std::string::npos)
+        << refused;
+  }
+  ASSERT_TRUE(
+      ledger->Query("UPDATE meta SET value = '" + version + "' WHERE key = 'schema_version'"));
+  EXPECT_EQ(Rows(ReportJson(fmt::format("--db '{}' --by namespace --format json", url))),
+            union_rows);
+
   // --read-only with a source is a contradiction, said before anything is opened.
   int code = 0;
   const std::string both = RunCapture(

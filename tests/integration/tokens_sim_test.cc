@@ -20,10 +20,10 @@
 #include "common/rounding.h"
 #include "cost/catalog.h"
 #include "http/gzip.h"
+#include "ingest/token_ledger.h"
 #include "io/file_util.h"
 #include "ledger/read_service.h"
 #include "ledger/report_request.h"
-#include "ingest/token_ledger.h"
 #include "ledger/tokens.h"
 #include "model/compute_band.h"
 #include "prometheus/exposition_parser.h"
@@ -289,8 +289,8 @@ TEST_F(TokensSim, SharedPodsTokenCostsFromTheTruthAndTheCatalogUnderAllocationAn
           if (h.node != d.node || overlap <= 0) continue;
           const std::uint64_t w =
               policy == std::string("allocation")
-                  ? static_cast<std::uint64_t>(RoundHalfUp(
-                        static_cast<__int128>(overlap) * h.share_num, h.share_den))
+                  ? static_cast<std::uint64_t>(
+                        RoundHalfUp(static_cast<__int128>(overlap) * h.share_num, h.share_den))
                   : static_cast<std::uint64_t>(h.bytes / 1024 * (overlap / kMicrosPerSecond));
           here.push_back(&h);
           weights.push_back(w);
@@ -303,8 +303,8 @@ TEST_F(TokensSim, SharedPodsTokenCostsFromTheTruthAndTheCatalogUnderAllocationAn
         const std::uint64_t capacity =
             policy == std::string("allocation")
                 ? static_cast<std::uint64_t>(kHour)
-                : static_cast<std::uint64_t>(RoundHalfUp(
-                      static_cast<__int128>(d.memory_total_bytes) * 3600, 1024));
+                : static_cast<std::uint64_t>(
+                      RoundHalfUp(static_cast<__int128>(d.memory_total_bytes) * 3600, 1024));
         std::vector<std::uint64_t> all = weights;
         all.push_back(unattributed);
         all.push_back(capacity - used - unattributed);  // the idle bucket, last
@@ -328,8 +328,8 @@ TEST_F(TokensSim, SharedPodsTokenCostsFromTheTruthAndTheCatalogUnderAllocationAn
         ASSERT_EQ(g.tokens(), tokens) << pod;
         const Nanos cost = expected.at(pod);
         const Nanos per_million = RoundHalfUp(static_cast<__int128>(cost) * 1'000'000, tokens);
-        const bool mig_allocation = ref.pod.starts_with("small-") &&
-                                    policy != std::string("memory");
+        const bool mig_allocation =
+            ref.pod.starts_with("small-") && policy != std::string("memory");
         // One µs of an H200-hour, per hour the slice was held (4), and what that is per 1M.
         const Nanos slack = mig_allocation ? 4 * 3 : 0;
         EXPECT_NEAR(g.gpu.cost_nanos, cost, slack) << pod << " " << policy << " " << idle;
@@ -349,8 +349,8 @@ TEST_F(TokensSim, SharedPodsTokenCostsFromTheTruthAndTheCatalogUnderAllocationAn
 TEST_F(TokensSim, ComputeTokenCostsAreWithinTheBandTheirFigureCarries) {
   const cost::Catalog catalog = cost::DefaultCatalog();
   std::map<std::string, std::string> model_of = {
-      {"chat-0", "H100-80GB"}, {"rag-0", "A100-80GB"},  {"embed-0", "A100-80GB"},
-      {"asr-0", "L4"},         {"asr-1", "L4"},         {"small-0", "H200-141GB"}};
+      {"chat-0", "H100-80GB"}, {"rag-0", "A100-80GB"}, {"embed-0", "A100-80GB"},
+      {"asr-0", "L4"},         {"asr-1", "L4"},        {"small-0", "H200-141GB"}};
   auto answer = Tokens("pod", "compute", "keep");
   ASSERT_TRUE(answer) << answer.error().message;
   for (const report::TokenGroup& g : answer->report.groups) {
@@ -358,7 +358,8 @@ TEST_F(TokensSim, ComputeTokenCostsAreWithinTheBandTheirFigureCarries) {
     double used_us = 0;
     for (const auto& [ref, t] : truth_)
       if (ref.pod == pod) used_us = t.compute_gpu_us;
-    const double price = static_cast<double>(catalog.Find(model_of.at(pod), "on-demand")->hourly_nanos);
+    const double price =
+        static_cast<double>(catalog.Find(model_of.at(pod), "on-demand")->hourly_nanos);
     const double truth_cost = price * used_us / static_cast<double>(kHour);
     const std::optional<double> band = MeasuredComputeBandOfRules(g.gpu.compute_rule);
     const double allowed = band ? *band : 0.01;
@@ -367,8 +368,8 @@ TEST_F(TokensSim, ComputeTokenCostsAreWithinTheBandTheirFigureCarries) {
                 g.gpu.compute_rule.c_str(), band ? std::to_string(*band).c_str() : "none",
                 100 * error);
     EXPECT_LE(std::abs(error), allowed) << pod << " " << g.gpu.compute_rule;
-    EXPECT_EQ(g.gpu.quality, pod == "chat-0" || pod == "small-0" ? Quality::kMeasured
-                                                                   : Quality::kEstimated)
+    EXPECT_EQ(g.gpu.quality,
+              pod == "chat-0" || pod == "small-0" ? Quality::kMeasured : Quality::kEstimated)
         << pod;
   }
 }
@@ -413,8 +414,8 @@ TEST_F(TokensSim, ResetsRestartsAndMissedScrapesAgainstTheTruth) {
       for (std::size_t i = 0; i < n; ++i) {
         if (!keep(i)) continue;
         const bool after = restarted && i >= restart;
-        const sim::EngineCounts c = after ? minus(counts[i].second, counts[restart].second)
-                                          : counts[i].second;
+        const sim::EngineCounts c =
+            after ? minus(counts[i].second, counts[restart].second) : counts[i].second;
         auto parsed = prometheus::ParseExposition(
             sim::EngineExposition(spec, c, after ? counts[restart].first : scenario_.start_us));
         EXPECT_TRUE(parsed) << parsed.error().message;
@@ -488,7 +489,8 @@ TEST(TokensGenAiTrace, EnginesFollowTheTracesDutyCyclesExactly) {
     const double t0 = series.front().first;
     double sum = 0;
     for (std::size_t i = 0; i < series.size() && series[i].first - t0 < kSpan; ++i) {
-      const double until = i + 1 < series.size() ? std::min(series[i + 1].first - t0, kSpan) : kSpan;
+      const double until =
+          i + 1 < series.size() ? std::min(series[i + 1].first - t0, kSpan) : kSpan;
       sum += std::clamp(series[i].second / 100, 0.0, 1.0) * (until - (series[i].first - t0)) * 1e6;
     }
     return sum;
