@@ -1,9 +1,12 @@
 #include "server/api_params.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "common/field_error.h"
 #include "ledger/report_request.h"
 
 namespace gpuledger::server {
@@ -51,14 +54,13 @@ ApiResponse FromError(const Error& e) {
 
 ApiResponse ParameterError(const Error& e, std::initializer_list<std::string_view> names) {
   if (e.code != ErrorCode::kInvalidArgument) return FromError(e);
-  std::string_view m = e.message;
-  for (std::string_view name : names) {
-    if (!m.starts_with(name) || m.size() == name.size()) continue;
-    if (m.substr(name.size()).starts_with(": "))
-      return JsonError(400, fmt::format("parameter '{}': {}", name, m.substr(name.size() + 2)));
-    if (m[name.size()] == ' ') return JsonError(400, fmt::format("parameter '{}': {}", name, m));
-  }
-  return JsonError(400, e.message);
+  const std::optional<std::string_view> name = BadInputField(e, names);
+  if (!name) return JsonError(400, e.message);
+  const std::string_view m = e.message, rest = m.substr(name->size());
+  // "headroom: expected ..." loses its prefix; "window '9x': ..." keeps its own words.
+  if (rest.starts_with(": "))
+    return JsonError(400, fmt::format("parameter '{}': {}", *name, rest.substr(2)));
+  return JsonError(400, fmt::format("parameter '{}': {}", *name, m));
 }
 
 ApiResponse ReportError(const Error& e) {
