@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -123,6 +124,8 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
     ASSERT_GT(files.size(), 10u);
     for (std::size_t i = 0; i < files.size() / 2; ++i)
       fs::copy_file(files[i], half / files[i].filename());
+    // The pods' owners and labels, as the whole replay has them.
+    fs::copy_file(dir.path() / "us-infer-x" / "metadata.json", half / "metadata.json");
   }
   // Three writers at once into one ledger, each its own cluster.
   auto replay = [&](const std::string& cluster, const fs::path& from) {
@@ -174,6 +177,29 @@ TEST(MultiCluster, ThreeServersWriteOneLedgerAndEachClusterIsItsOwnPrivateLedger
   for (const json& row : by_cluster.at("rows")) clusters.push_back(row.at("key"));
   std::sort(clusters.begin(), clusters.end());
   EXPECT_EQ(clusters, (std::vector<std::string>{"eu-train", "onprem", "us-infer"}));
+
+  // The FOCUS export: the shared ledger's rows are the three private ledgers' rows, line for
+  // line (each names its cluster as BillingAccountId), so one cluster's part of the export is
+  // the export of that cluster alone.
+  auto export_lines = [&](const std::string& db) {
+    int code = 0;
+    const std::string out =
+        RunCapture(fmt::format("{} export --db '{}' --format focus", bin, db), &code);
+    EXPECT_EQ(code, 0) << out;
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    if (!lines.empty()) lines.erase(lines.begin());  // the header
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  std::vector<std::string> private_lines;
+  for (const auto& [name, body] : kClusters)
+    for (std::string& line : export_lines((dir.path() / name / "gpuledger.db").string()))
+      private_lines.push_back(std::move(line));
+  std::sort(private_lines.begin(), private_lines.end());
+  EXPECT_GT(private_lines.size(), 10u);
+  EXPECT_EQ(export_lines(url), private_lines);
 
   // A fourth server, read-only, answers for all: its reports are the ledger's.
   Child reader({bin, "server", "--ledger", url, "--read-only", "--listen", "127.0.0.1:0"},
