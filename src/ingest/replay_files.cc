@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <map>
 #include <optional>
-#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -64,13 +64,13 @@ Result<std::optional<SnapshotFile>> ParseSnapshotName(const std::filesystem::pat
   return std::optional<SnapshotFile>(std::move(f));
 }
 
-// The engine of the pod an engine file names ("<namespace>.<pod>"); nullptr when none.
-const EngineTarget* EngineOf(const std::vector<EngineTarget>& engines, std::string_view instance) {
-  const auto dot = instance.find('.');
-  const std::string_view ns = instance.substr(0, dot), pod = instance.substr(dot + 1);
+// The engines by the name their pods' files carry, "<namespace>.<pod>".
+std::map<std::string, const EngineTarget*> EnginesByInstance(
+    const std::vector<EngineTarget>& engines) {
+  std::map<std::string, const EngineTarget*> out;
   for (const EngineTarget& e : engines)
-    if (e.consumer.namespace_name == ns && e.consumer.pod == pod) return &e;
-  return nullptr;
+    out.emplace(e.consumer.namespace_name + "." + e.consumer.pod, &e);
+  return out;
 }
 
 }  // namespace
@@ -111,6 +111,7 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
     return std::tie(a.at_us, a.path) < std::tie(b.at_us, b.path);
   });
   ReplayStats stats;
+  const std::map<std::string, const EngineTarget*> engines = EnginesByInstance(options.engines);
   for (const SnapshotFile& f : files) {
     // A snapshot larger than the cap is refused before it is read (a compressed one would
     // inflate to at least about its own size).
@@ -133,11 +134,12 @@ Result<ReplayStats> ReplayFiles(const std::string& dir, Ingestor& ingestor,
     ++stats.files;
     if (f.engine) {
       ++stats.engine_files;
-      const EngineTarget* target = EngineOf(options.engines, f.instance);
-      if (target == nullptr)
+      auto target = engines.find(f.instance);
+      if (target == engines.end())
         ++stats.unmatched_engine_files;
       else
-        ingestor.FeedEngine({target->consumer, target->model, f.at_us, std::move(parsed->samples)});
+        ingestor.FeedEngine(
+            {target->second->consumer, target->second->model, f.at_us, std::move(parsed->samples)});
     } else {
       ingestor.Feed(TargetScrape{f.instance, f.at_us, std::move(parsed->samples)});
     }

@@ -340,6 +340,30 @@ std::unique_ptr<Child> PrometheusOver(const fs::path& dir, const std::string& op
   return prometheus;
 }
 
+// `gpuledger server --source prometheus=http://127.0.0.1:PORT --backfill-only --since 10h
+// FLAGS` into DIR/l.db, and the ledger it wrote; null, with the server's output as the test's
+// failure, when it fails.
+std::unique_ptr<store::LedgerStore> BackfillFromPrometheus(const fs::path& dir, int port,
+                                                           const std::string& flags = "") {
+  int code = 0;
+  const std::string db = (dir / "l.db").string();
+  const std::string out =
+      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
+                     " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
+                     " --backfill-only --since 10h " + flags + " --ledger sqlite:" + db,
+                 &code);
+  if (code != 0) {
+    ADD_FAILURE() << out;
+    return nullptr;
+  }
+  auto ledger = store::OpenSqliteLedger(db);
+  if (!ledger) {
+    ADD_FAILURE() << ledger.error().message;
+    return nullptr;
+  }
+  return std::move(*ledger);
+}
+
 // A 3-hour hole in Prometheus's data, made with promtool from OpenMetrics, then read back hour
 // by hour: totals are exact, and a hole is unmetered exactly where the agent did not count.
 //   - agent "a" kept counting through the outage (its counters jumped): the counters prove the
@@ -394,17 +418,9 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   auto prometheus = PrometheusOver(dir, om, &port);
   ASSERT_TRUE(prometheus) << "promtool could not make blocks: "
                           << *ReadFile((dir / "promtool.out").string());
-  int code = 0;
-  const std::string db = (dir / "l.db").string();
-  std::string out =
-      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
-                     " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
-                     " --backfill-only --since 10h --ledger sqlite:" + db,
-                 &code);
-  ASSERT_EQ(code, 0) << out;
-  auto ledger = gpuledger::store::OpenSqliteLedger(db);
-  ASSERT_TRUE(ledger) << ledger.error().message;
-  auto devices = (*ledger)->ReadDeviceHours({});
+  auto ledger = BackfillFromPrometheus(dir, port);
+  ASSERT_TRUE(ledger);
+  auto devices = ledger->ReadDeviceHours({});
   ASSERT_TRUE(devices) << devices.error().message;
   std::map<std::string, std::map<int, std::pair<std::int64_t, std::int64_t>>>
       hours;  // gpu -> h -> (metered, unmetered)
@@ -427,8 +443,10 @@ TEST(PrometheusE2e, ThreeHourOutageKeepsExactTotals) {
   EXPECT_EQ(hours["GPU-b"][3].second, kMicrosPerHour - 30 * kMicrosPerSecond);
   EXPECT_EQ(hours["GPU-b"][4].first, kMicrosPerHour);
   // Allocation: exactly a quarter of whatever was metered, per pod.
+  int code = 0;
   std::string pods = RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
-                                    " report --db " + db + " --by pod --format json",
+                                    " report --db " + (dir / "l.db").string() +
+                                    " --by pod --format json",
                                 &code);
   auto j = nlohmann::json::parse(pods);
   std::int64_t b_total = 0;
@@ -552,17 +570,9 @@ TEST(PrometheusE2e, EngineTokensThroughPrometheusAreTheScrapePathsRows) {
   auto prometheus = PrometheusOver(dir, om, &port);
   ASSERT_TRUE(prometheus) << "promtool could not make blocks: "
                           << *ReadFile((dir / "promtool.out").string());
-  int code = 0;
-  const std::string db = (dir / "l.db").string();
-  std::string out =
-      RunCapture(std::string(gpuledger::test_paths::kGpuledgerBin) +
-                     " server --source prometheus=http://127.0.0.1:" + std::to_string(port) +
-                     " --backfill-only --since 10h --cluster c1 --ledger sqlite:" + db,
-                 &code);
-  ASSERT_EQ(code, 0) << out;
-  auto ledger = gpuledger::store::OpenSqliteLedger(db);
-  ASSERT_TRUE(ledger) << ledger.error().message;
-  auto rows = (*ledger)->ReadTokenHours({INT64_MIN, INT64_MAX});
+  auto ledger = BackfillFromPrometheus(dir, port, "--cluster c1");
+  ASSERT_TRUE(ledger);
+  auto rows = ledger->ReadTokenHours({INT64_MIN, INT64_MAX});
   ASSERT_TRUE(rows) << rows.error().message;
   // The scrape path: the engine's own /metrics at each minute, fed to the token engine.
   ingest::TokenLedger scraped("c1");
@@ -573,7 +583,7 @@ TEST(PrometheusE2e, EngineTokensThroughPrometheusAreTheScrapePathsRows) {
                     static_cast<double>(prompt(i))},
                    {"vllm:generation_tokens_total", {{"engine", "0"}, {"model_name", "m-7b"}},
                     static_cast<double>(generated(i))}}});
-  EXPECT_EQ(*rows, scraped.Hours(INT64_MAX)) << out;
+  EXPECT_EQ(*rows, scraped.Hours(INT64_MAX));
   std::int64_t input = 0;
   for (const TokenHour& r : *rows) input += r.input_tokens;
   EXPECT_EQ(input, (prompt(179) - prompt(0)) + prompt(180) + (prompt(300) - prompt(180)));

@@ -496,28 +496,27 @@ TEST(TokensGenAiTrace, EnginesFollowTheTracesDutyCyclesExactly) {
     return sum;
   };
 
-  const std::string yaml = fmt::format(R"(
+  // A serving workload on the H100s whose duty cycle is trace pod `ip`'s.
+  auto serving = [&](const char* name, const std::string& ip, const char* engine,
+                     const char* model, int input, int output) {
+    return fmt::format(
+        "  - {{namespace: serve, name: {}, node: h100, memory: {{bytes: 24GiB}},\n"
+        "     compute: {{profile: series, file: \"{}\", where: {{container_ip: {}}}}},\n"
+        "     inference: {{engine: {}, model: {}, input_per_gpu_second: {}, "
+        "output_per_gpu_second: {}}}}}\n",
+        name, duty_csv, ip, engine, model, input, output);
+  };
+  const std::string yaml =
+      std::string(R"(
 name: tokens-genai
 start: "2026-11-23T00:00:00Z"
 duration: 6h
 seed: 5
 nodes:
-  - {{name: h100, gpu_model: H100-80GB, gpus: 2, sharing: exclusive}}
+  - {name: h100, gpu_model: H100-80GB, gpus: 2, sharing: exclusive}
 workloads:
-  - namespace: serve
-    name: images
-    node: h100
-    compute: {{profile: series, file: "{0}", where: {{container_ip: {1}}}}}
-    memory: {{bytes: 24GiB}}
-    inference: {{engine: vllm, model: llama-8b, input_per_gpu_second: 2400, output_per_gpu_second: 600}}
-  - namespace: serve
-    name: chat
-    node: h100
-    compute: {{profile: series, file: "{0}", where: {{container_ip: {2}}}}}
-    memory: {{bytes: 24GiB}}
-    inference: {{engine: sglang, model: qwen-7b, input_per_gpu_second: 3000, output_per_gpu_second: 900}}
-)",
-                                       duty_csv, busiest[0].second, busiest[1].second);
+)") + serving("images", busiest[0].second, "vllm", "llama-8b", 2400, 600) +
+      serving("chat", busiest[1].second, "sglang", "qwen-7b", 3000, 900);
   auto scenario = sim::ParseScenario(yaml, "tokens-genai.yaml");
   ASSERT_TRUE(scenario) << scenario.error().message;
   testing::TempDir dir("gpuledger-tokens-genai");

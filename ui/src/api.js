@@ -30,13 +30,18 @@ export function parseExact(text) {
   });
 }
 
+// A whole number's digits with thousands separators: "913488239" -> "913,488,239".
+export function groupThousands(n) {
+  return n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
 // Nanos as currency units, exact: "1,234.5", "0.000000001", "-3.25".
 export function formatMoney(nanos) {
   const negative = nanos < 0n;
   const n = negative ? -nanos : nanos;
   let fraction = (n % NANOS_PER_UNIT).toString().padStart(9, "0").replace(/0+$/, "");
   if (fraction.length < 2) fraction = fraction.padEnd(2, "0");
-  const whole = (n / NANOS_PER_UNIT).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  const whole = groupThousands(n / NANOS_PER_UNIT);
   return `${negative ? "-" : ""}${whole}.${fraction}`;
 }
 

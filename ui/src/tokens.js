@@ -1,7 +1,7 @@
 // The tokens view: what a million tokens cost per model, team or workload (/api/v1/tokens), from
 // the GPU cost the serving pods truly used under the chosen policy and idle handling and the
 // inference engines' own token counters (docs/tokens.md).
-import { $, formatMoney, getJson, tableRow } from "./api.js";
+import { $, formatMoney, getJson, groupThousands as count, tableRow } from "./api.js";
 
 // The groupings the view offers, as /api/v1/tokens names them; "label" reads the label key.
 export const TOKEN_GROUPINGS = ["model", "namespace", "label", "controller", "model,namespace"];
@@ -9,11 +9,6 @@ export const TOKEN_GROUPINGS = ["model", "namespace", "label", "controller", "mo
 // A per-unit figure the API may not have (nothing to divide by: null).
 function perUnit(value, format) {
   return value === null || value === undefined ? "-" : format(value);
-}
-
-// Integers with thousands separators ("913,488,239").
-function count(n) {
-  return n.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 // GPU-µs per 1,000 tokens as GPU-seconds, mJ per 1,000 tokens as joules.
